@@ -1,0 +1,151 @@
+//! Congestion controllers.
+//!
+//! One module per algorithm, named after the Linux `tcp_congestion_control`
+//! name (`reno`, later `cubic`, `bbr`, `dctcp`, `prague`). Controllers are pure
+//! state machines: the transport calls them with events and a [`CcCtx`]; they
+//! never read clocks, sockets or global RNGs. All windows are in **bytes**.
+
+pub mod reno;
+pub mod testing;
+
+use core::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
+
+pub use reno::{Reno, RenoConfig};
+
+/// Which ECN codepoint a controller wants on its data packets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnCodepoint {
+    /// Not-ECT: the controller does not understand ECN.
+    #[default]
+    NotEct,
+    /// ECT(0): classic RFC 3168 response (one reduction per RTT).
+    Ect0,
+    /// ECT(1): L4S scalable response (RFC 9331); needs accurate feedback.
+    Ect1,
+}
+
+/// One ACK, as seen by the sender after SACK/loss processing.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AckEvent {
+    /// Bytes newly delivered by this ACK (cumulatively or by SACK).
+    pub acked_bytes: u64,
+    /// Of those, bytes newly reported CE-marked (AccECN / DCTCP feedback).
+    pub ce_bytes: u64,
+    /// Bytes still in flight after processing this ACK.
+    pub in_flight: u64,
+    /// Latest RTT sample, if this ACK produced one.
+    pub rtt_sample: Option<Dur>,
+    /// Smoothed RTT (RFC 6298) after this ACK; zero before the first sample.
+    pub srtt: Dur,
+    /// Smallest RTT observed on the path so far.
+    pub min_rtt: Dur,
+    /// Delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation).
+    pub delivery_rate: Option<Rate>,
+    /// Total bytes delivered on the connection so far (for round counting).
+    pub delivered: u64,
+    /// The sample was taken while the sender was application-limited.
+    pub app_limited: bool,
+    /// The sender is in loss recovery (fast recovery or after an RTO).
+    pub in_recovery: bool,
+}
+
+/// A congestion signal other than an ordinary ACK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CongestionEvent {
+    /// Loss detected by SACK/dupACKs or RACK. `first_in_episode` is false for
+    /// further losses of the same recovery episode (NewReno: one reduction per
+    /// window of data, RFC 6582).
+    Loss {
+        lost_bytes: u64,
+        in_flight: u64,
+        first_in_episode: bool,
+    },
+    /// Retransmission timeout (RFC 6298 §5, RFC 5681 §3.1 eq. 4).
+    Rto { in_flight: u64 },
+    /// Classic ECN echo (RFC 3168 §6.1.2): at most one per RTT, decided by the transport.
+    EcnEcho { in_flight: u64 },
+    /// The recovery episode ended (the cumulative ACK passed `recover`).
+    RecoveryEnd,
+}
+
+/// Side channels a controller may use.
+pub struct CcCtx<'a> {
+    pub flow: FlowId,
+    /// Sender maximum segment size, in bytes.
+    pub mss: u64,
+    pub rng: &'a mut SimRng,
+    pub tracer: &'a mut dyn Tracer,
+}
+
+/// Snapshot of controller internals for series and plots.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CcMetrics {
+    pub cwnd: u64,
+    pub ssthresh: Option<u64>,
+    pub pacing_rate: Option<Rate>,
+    /// Algorithm-specific state name, e.g. `"SlowStart"`, `"ProbeBW_UP"`.
+    pub state: &'static str,
+    /// Algorithm-specific scalars (e.g. DCTCP/Prague `alpha`), fixed order.
+    pub extra: Vec<(&'static str, f64)>,
+}
+
+pub trait CongestionControl: fmt::Debug + Send {
+    /// Stable identifier, identical to the scenario-file `cc` value.
+    fn name(&self) -> &'static str;
+
+    /// Codepoint for data packets when ECN is negotiated.
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        EcnCodepoint::NotEct
+    }
+
+    fn on_packet_sent(&mut self, now: Time, bytes: u64, in_flight: u64, ctx: &mut CcCtx<'_>) {
+        let _ = (now, bytes, in_flight, ctx);
+    }
+
+    fn on_ack(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>);
+
+    fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>);
+
+    /// Congestion window, in bytes.
+    fn cwnd(&self) -> u64;
+
+    /// Pacing rate the controller asks for; `None` lets the transport apply its
+    /// default (Linux: 200 % of cwnd/srtt in slow start, 120 % after).
+    fn pacing_rate(&self) -> Option<Rate> {
+        None
+    }
+
+    /// Slow-start threshold, if the controller has one.
+    fn ssthresh(&self) -> Option<u64> {
+        None
+    }
+
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            cwnd: self.cwnd(),
+            ssthresh: self.ssthresh(),
+            pacing_rate: self.pacing_rate(),
+            ..CcMetrics::default()
+        }
+    }
+}
+
+/// Names accepted by [`build`], in the order `--help` lists them.
+pub const CC_NAMES: &[&str] = &["reno"];
+
+/// The one dispatch point from a scenario's `cc = "..."` to a controller.
+/// `mss` and `initial_window` (segments) come from the transport config.
+pub fn build(name: &str, mss: u64, initial_window: u64) -> Option<Box<dyn CongestionControl>> {
+    match name {
+        "reno" => Some(Box::new(Reno::new(RenoConfig {
+            mss,
+            initial_window_segments: initial_window,
+        }))),
+        _ => None,
+    }
+}

@@ -1,0 +1,18 @@
+//! l4slab core: the vocabulary every other crate shares.
+//!
+//! * [`units`]: integer-nanosecond [`Time`]/[`Dur`], bits-per-second [`Rate`], [`Bytes`].
+//! * [`packet`]: the [`Packet`] a qdisc or link sees, with its IP [`Ecn`] field.
+//! * [`rng`]: [`SimRng`] streams derived from one root seed by a fixed hash.
+//! * [`trace`]: the one typed event channel ([`TraceEvent`], [`Tracer`]) and the
+//!   typed [`DropReason`] / [`MarkReason`].
+//!
+//! No I/O and no clock: `now` is always passed in by the caller.
+pub mod packet;
+pub mod rng;
+pub mod trace;
+pub mod units;
+
+pub use packet::{Ecn, FlowId, Packet, QueueId};
+pub use rng::SimRng;
+pub use trace::{DropReason, MarkReason, NullTracer, TraceEvent, Tracer, VecTracer};
+pub use units::{Bytes, Dur, Rate, Time};

@@ -1,0 +1,279 @@
+//! Simulation time and physical units.
+//!
+//! All time is integer nanoseconds since the start of the run (`u64`: 584 years).
+//! Integer time keeps event ordering exact and results identical across
+//! platforms; convert to `f64` only at the edges (analysis, plotting, control
+//! laws that are specified in real numbers).
+
+use core::fmt;
+use core::ops::{Add, AddAssign, Mul, Sub, SubAssign};
+use serde::{Deserialize, Serialize};
+
+/// An instant on the simulation clock, in nanoseconds since the run started.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Time(u64);
+
+/// A non-negative span of time, in nanoseconds.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Dur(u64);
+
+/// A link or pacing rate, in bits per second.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Rate(u64);
+
+/// A byte count (sizes, buffer limits).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Bytes(pub u64);
+
+impl Time {
+    pub const ZERO: Time = Time(0);
+    /// A time later than any simulation will reach; used as "never".
+    pub const MAX: Time = Time(u64::MAX);
+
+    pub const fn from_nanos(ns: u64) -> Self {
+        Time(ns)
+    }
+    pub const fn from_micros(us: u64) -> Self {
+        Time(us * 1_000)
+    }
+    pub const fn from_millis(ms: u64) -> Self {
+        Time(ms * 1_000_000)
+    }
+    pub const fn from_secs(s: u64) -> Self {
+        Time(s * 1_000_000_000)
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 * 1e-9
+    }
+    /// Time elapsed since `earlier`, or zero if `earlier` is in the future.
+    pub fn saturating_since(self, earlier: Time) -> Dur {
+        Dur(self.0.saturating_sub(earlier.0))
+    }
+    /// `self + d`, saturating at [`Time::MAX`].
+    pub fn saturating_add(self, d: Dur) -> Time {
+        Time(self.0.saturating_add(d.0))
+    }
+}
+
+impl Dur {
+    pub const ZERO: Dur = Dur(0);
+    pub const MAX: Dur = Dur(u64::MAX);
+
+    pub const fn from_nanos(ns: u64) -> Self {
+        Dur(ns)
+    }
+    pub const fn from_micros(us: u64) -> Self {
+        Dur(us * 1_000)
+    }
+    pub const fn from_millis(ms: u64) -> Self {
+        Dur(ms * 1_000_000)
+    }
+    pub const fn from_secs(s: u64) -> Self {
+        Dur(s * 1_000_000_000)
+    }
+    /// Rounds to the nearest nanosecond; negative or NaN inputs give zero.
+    pub fn from_secs_f64(s: f64) -> Self {
+        if s.is_nan() || s <= 0.0 {
+            Dur(0)
+        } else {
+            Dur((s * 1e9).round().min(u64::MAX as f64) as u64)
+        }
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 * 1e-9
+    }
+    pub fn as_millis_f64(self) -> f64 {
+        self.0 as f64 * 1e-6
+    }
+    pub fn saturating_sub(self, o: Dur) -> Dur {
+        Dur(self.0.saturating_sub(o.0))
+    }
+    pub fn saturating_mul(self, k: u64) -> Dur {
+        Dur(self.0.saturating_mul(k))
+    }
+    pub fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl Rate {
+    pub const ZERO: Rate = Rate(0);
+    pub const fn from_bps(bps: u64) -> Self {
+        Rate(bps)
+    }
+    pub const fn from_kbps(k: u64) -> Self {
+        Rate(k * 1_000)
+    }
+    pub const fn from_mbps(m: u64) -> Self {
+        Rate(m * 1_000_000)
+    }
+    pub const fn as_bps(self) -> u64 {
+        self.0
+    }
+    pub fn as_mbps_f64(self) -> f64 {
+        self.0 as f64 * 1e-6
+    }
+
+    /// Serialization time of `bytes` at this rate, rounded up to whole
+    /// nanoseconds so that back-to-back packets never overlap.
+    ///
+    /// # Panics
+    /// Panics if the rate is zero (a zero-rate link never finishes sending).
+    pub fn tx_time(self, bytes: u64) -> Dur {
+        assert!(self.0 > 0, "tx_time on a zero-rate link");
+        let bits = u128::from(bytes) * 8 * 1_000_000_000;
+        Dur(bits.div_ceil(u128::from(self.0)) as u64)
+    }
+
+    /// Bytes that this rate moves in `d` (rounded down).
+    pub fn bytes_in(self, d: Dur) -> u64 {
+        (u128::from(self.0) * u128::from(d.0) / 8 / 1_000_000_000) as u64
+    }
+
+    /// The rate that moves `bytes` in `d`; `None` for an empty interval.
+    pub fn from_bytes_per(bytes: u64, d: Dur) -> Option<Rate> {
+        (d.0 > 0).then(|| Rate((u128::from(bytes) * 8 * 1_000_000_000 / u128::from(d.0)) as u64))
+    }
+
+    /// This rate scaled by a factor (used for pacing gains).
+    pub fn scale(self, k: f64) -> Rate {
+        Rate((self.0 as f64 * k).max(0.0).round() as u64)
+    }
+}
+
+impl Add<Dur> for Time {
+    type Output = Time;
+    fn add(self, d: Dur) -> Time {
+        Time(self.0.checked_add(d.0).expect("time overflow"))
+    }
+}
+impl AddAssign<Dur> for Time {
+    fn add_assign(&mut self, d: Dur) {
+        *self = *self + d;
+    }
+}
+impl Sub for Time {
+    type Output = Dur;
+    /// # Panics
+    /// Panics if `rhs` is later than `self`: use [`Time::saturating_since`] when
+    /// that can legitimately happen.
+    fn sub(self, rhs: Time) -> Dur {
+        Dur(self.0.checked_sub(rhs.0).expect("negative duration"))
+    }
+}
+impl Sub<Dur> for Time {
+    type Output = Time;
+    fn sub(self, d: Dur) -> Time {
+        Time(self.0.saturating_sub(d.0))
+    }
+}
+impl Add for Dur {
+    type Output = Dur;
+    fn add(self, o: Dur) -> Dur {
+        Dur(self.0 + o.0)
+    }
+}
+impl AddAssign for Dur {
+    fn add_assign(&mut self, o: Dur) {
+        self.0 += o.0;
+    }
+}
+impl Sub for Dur {
+    type Output = Dur;
+    fn sub(self, o: Dur) -> Dur {
+        Dur(self.0.checked_sub(o.0).expect("negative duration"))
+    }
+}
+impl SubAssign for Dur {
+    fn sub_assign(&mut self, o: Dur) {
+        *self = *self - o;
+    }
+}
+impl Mul<u64> for Dur {
+    type Output = Dur;
+    fn mul(self, k: u64) -> Dur {
+        Dur(self.0 * k)
+    }
+}
+
+impl fmt::Display for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.6}s", self.as_secs_f64())
+    }
+}
+impl fmt::Display for Dur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 >= 1_000_000_000 {
+            write!(f, "{}s", self.as_secs_f64())
+        } else if self.0 >= 1_000_000 {
+            write!(f, "{}ms", self.0 as f64 / 1e6)
+        } else if self.0 >= 1_000 {
+            write!(f, "{}us", self.0 as f64 / 1e3)
+        } else {
+            write!(f, "{}ns", self.0)
+        }
+    }
+}
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 >= 1_000_000_000 {
+            write!(f, "{}Gbit", self.0 as f64 / 1e9)
+        } else if self.0 >= 1_000_000 {
+            write!(f, "{}Mbit", self.0 as f64 / 1e6)
+        } else if self.0 >= 1_000 {
+            write!(f, "{}kbit", self.0 as f64 / 1e3)
+        } else {
+            write!(f, "{}bit", self.0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialization_time_is_exact() {
+        // 1500 B = 12,000 bit at 12 Mbit/s = 1 ms exactly.
+        assert_eq!(Rate::from_mbps(12).tx_time(1500), Dur::from_millis(1));
+        // 1500 B at 100 Mbit/s = 120 us.
+        assert_eq!(Rate::from_mbps(100).tx_time(1500), Dur::from_micros(120));
+        // 1 B at 3 bit/s = 2.666... s, rounded up to the next nanosecond.
+        assert_eq!(Rate::from_bps(3).tx_time(1).as_nanos(), 2_666_666_667);
+    }
+
+    #[test]
+    fn bytes_in_inverts_tx_time() {
+        let r = Rate::from_mbps(20);
+        // 20 Mbit/s for 25 ms = 500,000 bit = 62,500 B.
+        assert_eq!(r.bytes_in(Dur::from_millis(25)), 62_500);
+        assert_eq!(Rate::from_bytes_per(62_500, Dur::from_millis(25)), Some(r));
+        assert_eq!(Rate::from_bytes_per(1, Dur::ZERO), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "negative duration")]
+    fn negative_duration_is_a_bug() {
+        let _ = Time::from_nanos(1) - Time::from_nanos(2);
+    }
+
+    #[test]
+    fn display_uses_readable_units() {
+        assert_eq!(Dur::from_millis(25).to_string(), "25ms");
+        assert_eq!(Rate::from_mbps(20).to_string(), "20Mbit");
+    }
+}

@@ -1,0 +1,146 @@
+//! Queue disciplines.
+//!
+//! One file per discipline, named after its Linux `tc` kind. Every discipline
+//! is *sans-IO*: it never reads a clock or a global RNG; `now` and a
+//! [`QdiscCtx`] are passed in, so the same code runs under the discrete-event
+//! engine and the real-time emulator.
+//!
+//! Accounting (DESIGN.md §3), checked by property tests after every call:
+//! `offered = enqueued + dropped_at_enqueue`, `enqueued = dequeued + backlog`,
+//! `dequeued = sent + dropped_after_dequeue`.
+
+pub mod fifo;
+pub mod testing;
+
+use core::fmt;
+
+use l4slab_core::{DropReason, Ecn, MarkReason, Packet, QueueId, SimRng, Time, TraceEvent, Tracer};
+
+pub use fifo::{Fifo, FifoConfig, FifoLimit, FifoMode};
+
+/// Current occupancy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Backlog {
+    pub packets: u32,
+    pub bytes: u64,
+}
+
+/// Everything a qdisc may touch besides its own state.
+pub struct QdiscCtx<'a> {
+    /// Which queue this is (for traces).
+    pub queue: QueueId,
+    pub rng: &'a mut SimRng,
+    pub tracer: &'a mut dyn Tracer,
+    /// Packets discarded during this call, drained by the caller (who owns
+    /// their headers and must account for them).
+    pub dropped: &'a mut Vec<(Packet, DropReason)>,
+}
+
+impl QdiscCtx<'_> {
+    /// Discard `pkt`. The only way a qdisc may lose a packet.
+    pub fn drop_packet(&mut self, now: Time, pkt: Packet, reason: DropReason) {
+        self.tracer.event(
+            now,
+            TraceEvent::Dropped {
+                queue: self.queue,
+                flow: pkt.flow,
+                packet: pkt.id,
+                bytes: pkt.len,
+                reason,
+            },
+        );
+        self.dropped.push((pkt, reason));
+    }
+
+    /// Set CE on `pkt` if it is ECN-capable. Returns `false` for Not-ECT
+    /// packets, which the caller must then drop instead.
+    pub fn try_mark(&mut self, now: Time, pkt: &mut Packet, reason: MarkReason) -> bool {
+        if pkt.ecn == Ecn::NotEct {
+            return false;
+        }
+        pkt.ecn = Ecn::Ce;
+        self.tracer.event(
+            now,
+            TraceEvent::Marked {
+                queue: self.queue,
+                flow: pkt.flow,
+                packet: pkt.id,
+                reason,
+            },
+        );
+        true
+    }
+}
+
+/// Counters every discipline keeps, in the terms of the accounting identities.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QdiscStats {
+    /// Packets passed to `enqueue`.
+    pub offered: u64,
+    /// Packets admitted into the queue.
+    pub enqueued: u64,
+    /// Offered packets refused at enqueue (tail drop, early AQM drop).
+    pub dropped_at_enqueue: u64,
+    /// Packets removed from the queue (by `dequeue` or by a head drop).
+    pub dequeued: u64,
+    /// Packets returned by `dequeue` to the link.
+    pub sent: u64,
+    /// Removed packets that were then discarded (AQM at dequeue, head drop).
+    pub dropped_after_dequeue: u64,
+    pub sent_bytes: u64,
+    /// Drops by [`DropReason::index`].
+    pub drops: [u64; DropReason::ALL.len()],
+    /// CE marks by [`MarkReason::index`].
+    pub marks: [u64; MarkReason::ALL.len()],
+}
+
+impl QdiscStats {
+    pub fn count_drop(&mut self, reason: DropReason) {
+        self.drops[reason.index()] += 1;
+    }
+    pub fn count_mark(&mut self, reason: MarkReason) {
+        self.marks[reason.index()] += 1;
+    }
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+    pub fn total_marks(&self) -> u64 {
+        self.marks.iter().sum()
+    }
+}
+
+/// A queueing discipline attached to the egress of a link.
+///
+/// Implementations keep [`Qdisc::backlog`] and [`Qdisc::stats`] exact after
+/// every call; the engine relies on them and property tests check them.
+pub trait Qdisc: fmt::Debug + Send {
+    /// Stable identifier, identical to the scenario-file `kind` (e.g. `"fq_codel"`).
+    fn kind(&self) -> &'static str;
+
+    /// Offer a packet. A full or congested queue reports drops via
+    /// [`QdiscCtx::drop_packet`] (possibly of *other* packets).
+    fn enqueue(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>);
+
+    /// Take the next packet to transmit, applying dequeue-time AQM.
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet>;
+
+    fn backlog(&self) -> Backlog;
+
+    fn stats(&self) -> &QdiscStats;
+
+    /// Earliest time this qdisc wants [`Qdisc::on_timer`] called (e.g. PI2's
+    /// `tupdate`). `None` means no timer.
+    fn next_timer(&self) -> Option<Time> {
+        None
+    }
+
+    fn on_timer(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) {
+        let _ = (now, ctx);
+    }
+
+    /// Discipline-specific control variables, in a fixed order, for sampling
+    /// into series and summaries (e.g. CoDel `count`, PI2 `prob`).
+    fn xstats(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,171 @@
+//! The *resolved* scenario: every default filled in, every unit converted to
+//! l4slab-core types. This is what the simulator (and later the emulator)
+//! consumes, and what `summary.json` records under `scenario`.
+//!
+//! Parsing, validation and defaults live in [`crate::parse`]; this file is the
+//! contract between the scenario crate and the backends.
+
+use serde::Serialize;
+
+use l4slab_core::{Dur, Rate, Time};
+
+/// Current scenario file format version (`format = 1`).
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Scenario {
+    pub format: u32,
+    pub name: String,
+    pub description: String,
+    /// Simulated duration of the run.
+    pub duration: Time,
+    /// Root seed (overridden by `--seed`).
+    pub seed: u64,
+    /// Interval of the time series in `series.parquet`.
+    pub sample_interval: Dur,
+    /// Record `packets.parquet` (per-packet trace). Off by default.
+    pub packet_trace: bool,
+    pub bottleneck: Bottleneck,
+    /// Hosts in name order; client-side hosts first, then server-side.
+    pub hosts: Vec<Host>,
+    /// Flows, expanded (`count = N` gives N entries named `name.0`..`name.N-1`).
+    pub flows: Vec<Flow>,
+}
+
+/// The bottleneck between the client side and the server side, per direction.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Bottleneck {
+    /// server -> client
+    pub down: LinkSpec,
+    /// client -> server
+    pub up: LinkSpec,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkSpec {
+    pub rate: Rate,
+    /// One-way propagation delay.
+    pub delay: Dur,
+    pub qdisc: QdiscSpec,
+    pub loss: LossSpec,
+}
+
+/// Queue discipline and its buffer. Only `fifo` exists so far.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum QdiscSpec {
+    Fifo {
+        limit: BufferLimit,
+        /// `false`: tail drop (`pfifo`/`bfifo`); `true`: `pfifo_head_drop`.
+        head_drop: bool,
+    },
+}
+
+/// A buffer limit as the user wrote it, and its resolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BufferLimit {
+    Packets(u32),
+    Bytes(u64),
+    /// Written as a time ("50ms"); resolved to bytes at the link rate.
+    Time { time: Dur, bytes: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LossSpec {
+    None,
+    /// Independent loss with probability `p` per packet.
+    Bernoulli { p: f64 },
+    /// Two-state Gilbert–Elliott: `p` good->bad, `r` bad->good (per packet),
+    /// loss probability `1 - k` in good and `1 - h` in bad.
+    GilbertElliott { p: f64, r: f64, k: f64, h: f64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Client,
+    Server,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Host {
+    pub name: String,
+    pub side: Side,
+    /// One-way delay between the host and the bottleneck, both directions.
+    pub access_delay: Dur,
+}
+
+/// Who sends the application's data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// server -> client (a download)
+    Down,
+    /// client -> server (an upload)
+    Up,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Flow {
+    pub name: String,
+    /// Index into `Scenario::hosts`.
+    pub client: usize,
+    pub server: usize,
+    pub direction: Direction,
+    /// Linux name of the congestion control (`reno`, ...).
+    pub cc: String,
+    /// When the client opens the connection.
+    pub start: Time,
+    pub app: AppSpec,
+    pub transport: TransportSpec,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AppSpec {
+    /// Send forever.
+    Bulk,
+    /// Send `size` bytes, then close; completion time is recorded.
+    File { size: u64 },
+}
+
+/// Transport knobs (Linux sysctl / socket option equivalents in comments).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TransportSpec {
+    /// Payload bytes per segment. Default 1448 (1500 MTU - 20 IP - 20 TCP - 12 timestamps).
+    pub mss: u32,
+    /// Initial window in segments (RFC 6928: 10).
+    pub initial_window: u32,
+    /// Delayed ACKs (RFC 1122 §4.2.3.2 / RFC 5681 §4.2).
+    pub delayed_ack: bool,
+    /// Maximum ACK delay when delayed ACKs are on (Linux `TCP_DELACK_MIN` = 40 ms).
+    pub delayed_ack_timeout: Dur,
+    /// Minimum RTO (Linux `TCP_RTO_MIN` = 200 ms; RFC 6298 says 1 s).
+    pub min_rto: Dur,
+    /// Pace transmissions (Linux `fq`-style): 200 % of cwnd/srtt in slow start, 120 % after.
+    pub pacing: bool,
+    /// Send buffer in bytes (`SO_SNDBUF`).
+    pub send_buffer: u64,
+    /// Not-sent low-water mark (`TCP_NOTSENT_LOWAT`); `None` = unlimited.
+    pub notsent_lowat: Option<u64>,
+    /// Receive buffer, which bounds the advertised window (`SO_RCVBUF`).
+    pub receive_buffer: u64,
+}
+
+impl Default for TransportSpec {
+    fn default() -> Self {
+        TransportSpec {
+            mss: 1448,
+            initial_window: 10,
+            delayed_ack: true,
+            delayed_ack_timeout: Dur::from_millis(40),
+            min_rto: Dur::from_millis(200),
+            pacing: false,
+            send_buffer: 4 * 1024 * 1024,
+            notsent_lowat: None,
+            receive_buffer: 6 * 1024 * 1024,
+        }
+    }
+}
