@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
-pub use reno::{Reno, RenoConfig};
 
 /// Which ECN codepoint a controller wants on its data packets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,17 +134,3 @@ pub trait CongestionControl: fmt::Debug + Send {
     }
 }
 
-/// Names accepted by [`build`], in the order `--help` lists them.
-pub const CC_NAMES: &[&str] = &["reno"];
-
-/// The one dispatch point from a scenario's `cc = "..."` to a controller.
-/// `mss` and `initial_window` (segments) come from the transport config.
-pub fn build(name: &str, mss: u64, initial_window: u64) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "reno" => Some(Box::new(Reno::new(RenoConfig {
-            mss,
-            initial_window_segments: initial_window,
-        }))),
-        _ => None,
-    }
-}
