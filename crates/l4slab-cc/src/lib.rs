@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
+pub use reno::{Reno, RenoConfig, RenoConfigError, RenoStats};
 
 /// Which ECN codepoint a controller wants on its data packets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,3 +135,37 @@ pub trait CongestionControl: fmt::Debug + Send {
     }
 }
 
+/// Names accepted by [`build`] (the Linux `tcp_congestion_control` names), in
+/// the order `--help` lists them.
+pub const CC_NAMES: &[&str] = &["reno"];
+
+/// The one dispatch point from a scenario's `cc = "..."` to a controller.
+/// `mss` (bytes) and `initial_window` (segments) come from the transport
+/// config. Returns `None` for a name not in [`CC_NAMES`].
+///
+/// # Panics
+/// If `mss` or `initial_window` is zero (the scenario crate rejects those).
+pub fn build(name: &str, mss: u64, initial_window: u64) -> Option<Box<dyn CongestionControl>> {
+    match name {
+        "reno" => Some(Box::new(Reno::new(RenoConfig {
+            mss,
+            initial_window_segments: initial_window,
+        }))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_name_builds_under_its_own_name() {
+        for &name in CC_NAMES {
+            let cc = build(name, 1448, 10).expect(name);
+            assert_eq!(cc.name(), name);
+            assert_eq!(cc.cwnd(), 14_480);
+        }
+        assert!(build("vegas", 1448, 10).is_none());
+    }
+}

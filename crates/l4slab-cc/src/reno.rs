@@ -1,1 +1,626 @@
-//! placeholder: implemented by the Reno task.
+//! Reno / NewReno congestion control: RFC 5681 windows, RFC 6582 episodes
+//! (signalled by the transport), RFC 3168 §6.1.2 classic ECN response.
+//!
+//! Window arithmetic is in bytes:
+//!
+//! * initial window: `initial_window_segments * SMSS` (RFC 6928: 10 segments);
+//!   `ssthresh` starts "arbitrarily high" (RFC 5681 §3.1), i.e. unset.
+//! * slow start: `cwnd += min(acked, 2*SMSS)` per ACK — RFC 3465 §2.3
+//!   Appropriate Byte Counting with `L = 2*SMSS`, which RFC 5681 §3.1 allows.
+//!   With delayed ACKs (one ACK per two segments, the scenario default) this
+//!   still doubles cwnd per RTT, as Linux does (Linux counts every newly acked
+//!   segment, `tcp_slow_start`). Like Linux, growth stops exactly at
+//!   `ssthresh` and the remainder of that ACK is counted in congestion avoidance.
+//! * congestion avoidance: byte counting (RFC 3465 §2.1; RFC 5681 §3.1 eq. 3
+//!   alternative): `+1 SMSS` each time a full cwnd of bytes has been acked.
+//! * loss (first of an episode): `ssthresh = max(FlightSize/2, 2*SMSS)`
+//!   (RFC 5681 §3.1 eq. 4) and `cwnd = ssthresh` — exactly RFC 6675 §5 step
+//!   (4.2). Later losses of the same episode (RFC 6582: one reduction per
+//!   window of data) change nothing. No growth until `RecoveryEnd`.
+//! * RTO: `ssthresh = max(FlightSize/2, 2*SMSS)`, `cwnd = 1 SMSS` (RFC 5681
+//!   §3.1 eq. 4 and the line after it), then slow start.
+//! * ECN-Echo: the same reduction as a loss (RFC 3168 §6.1.2), ignored during
+//!   loss recovery; the transport limits it to once per RTT.
+//!
+//! **Who does what.** Loss detection, retransmission, the NewReno `recover`
+//! point and the RFC 6582 partial/full ACK logic live in the transport, which
+//! reports them as [`CongestionEvent::Loss`] (`first_in_episode`) and
+//! [`CongestionEvent::RecoveryEnd`]. The RFC 5681 §3.2 window *inflation*
+//! (`cwnd = ssthresh + 3*SMSS`, `+SMSS` per dupACK, deflate on full ACK) is
+//! replaced by RFC 6675 "pipe" accounting in the transport: the transport
+//! sends while `pipe < cwnd`, so cwnd itself is simply `ssthresh` for the whole
+//! episode. Linux likewise never inflates cwnd (it uses PRR, RFC 6937, to move
+//! from the old window to `ssthresh` over one RTT); PRR is not implemented
+//! here, see "Deviations".
+//!
+//! **Not implemented.** Restart after idle (RFC 5681 §4.1), RFC 6582 §3.2
+//! step 3 "`cwnd = min(ssthresh, FlightSize + SMSS)`" on a full ACK (we use the
+//! other option the RFC gives, `cwnd = ssthresh`), cwnd undo (Eifel/F-RTO,
+//! Linux `tcp_undo_cwnd_reduction`), HyStart (Reno has none in Linux either).
+//!
+//! **Deviations from Linux `tcp_cong.c` Reno and why.**
+//! * `ssthresh` is computed from FlightSize as RFC 5681 eq. 4 says; Linux
+//!   `tcp_reno_ssthresh` uses `cwnd/2`. They agree whenever the sender is
+//!   cwnd-limited, which is the only case where a reduction matters.
+//! * The window drops to `ssthresh` at once (RFC 6675) instead of gradually
+//!   by PRR. The difference lasts one RTT; the transport's pipe accounting
+//!   prevents the burst PRR is meant to smooth because it sends nothing until
+//!   `pipe` falls below the new cwnd.
+//! * After an ECN-Echo, growth resumes at once in congestion avoidance; Linux
+//!   holds the window in `TCP_CA_CWR` for one RTT. In congestion avoidance that
+//!   is at most one SMSS of difference.
+//! * [`AckEvent::in_recovery`] is not consulted: the controller's own state,
+//!   driven by congestion events, is authoritative. The flag is also true after
+//!   an RTO, where RFC 5681 §3.1 requires slow start (Linux grows cwnd in
+//!   `TCP_CA_Loss`; only `CWR`/`Recovery` freeze it, `tcp_in_cwnd_reduction`).
+
+use core::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use l4slab_core::{FlowId, Time, TraceEvent, Tracer};
+
+use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
+
+/// Parameters of [`Reno`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RenoConfig {
+    /// Sender maximum segment size (SMSS), in bytes. 1448 = a 1500 B MTU
+    /// minus 20 B IPv4, 20 B TCP and 12 B of timestamp option (Linux default
+    /// with timestamps on).
+    pub mss: u64,
+    /// Initial window in segments. RFC 6928 §2: 10 (Linux `TCP_INIT_CWND`).
+    pub initial_window_segments: u64,
+}
+
+impl Default for RenoConfig {
+    fn default() -> Self {
+        RenoConfig {
+            mss: 1448,                   // 1500 - 20 (IPv4) - 20 (TCP) - 12 (timestamps)
+            initial_window_segments: 10, // RFC 6928 §2, Linux TCP_INIT_CWND
+        }
+    }
+}
+
+/// Why a [`RenoConfig`] is unusable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RenoConfigError {
+    /// `mss` is zero.
+    ZeroMss,
+    /// `initial_window_segments` is zero.
+    ZeroInitialWindow,
+}
+
+impl fmt::Display for RenoConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RenoConfigError::ZeroMss => write!(f, "mss: must be at least 1 byte"),
+            RenoConfigError::ZeroInitialWindow => {
+                write!(f, "initial_window_segments: must be at least 1 segment")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RenoConfigError {}
+
+impl RenoConfig {
+    pub fn validate(&self) -> Result<(), RenoConfigError> {
+        if self.mss == 0 {
+            return Err(RenoConfigError::ZeroMss);
+        }
+        if self.initial_window_segments == 0 {
+            return Err(RenoConfigError::ZeroInitialWindow);
+        }
+        Ok(())
+    }
+}
+
+/// Where Reno is in its cycle. The congestion-avoidance byte counter exists
+/// only in congestion avoidance, so it lives in that variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// `cwnd < ssthresh` (RFC 5681 §3.1).
+    SlowStart,
+    /// `cwnd >= ssthresh`; `acked` counts bytes towards the next `+SMSS`
+    /// (RFC 3465 §2.1 `bytes_acked`).
+    CongestionAvoidance { acked: u64 },
+    /// Between the first loss of an episode and `RecoveryEnd`: cwnd is frozen
+    /// at `ssthresh` (RFC 6675 §5; RFC 6582 one reduction per window).
+    Recovery,
+}
+
+impl State {
+    /// Stable names used in traces, series and [`CcMetrics::state`].
+    const fn name(self) -> &'static str {
+        match self {
+            State::SlowStart => "SlowStart",
+            State::CongestionAvoidance { .. } => "CongestionAvoidance",
+            State::Recovery => "Recovery",
+        }
+    }
+}
+
+/// Public counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RenoStats {
+    /// Window reductions caused by loss (one per episode).
+    pub loss_reductions: u64,
+    /// Window reductions caused by ECN-Echo.
+    pub ecn_reductions: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+}
+
+/// Reno / NewReno (see the module documentation).
+#[derive(Debug)]
+pub struct Reno {
+    cfg: RenoConfig,
+    cwnd: u64,
+    /// `u64::MAX` until the first reduction (RFC 5681 §3.1: "arbitrarily high").
+    ssthresh: u64,
+    state: State,
+    /// An RTO happened and no new data has been acknowledged since: a
+    /// further RTO (a backed-off retransmission of the same data) keeps
+    /// `ssthresh` (RFC 5681 §3.1 implementation note to eq. 4; Linux
+    /// `tcp_enter_loss` only recomputes it when `icsk_retransmits == 0`).
+    rto_backoff: bool,
+    stats: RenoStats,
+}
+
+impl Reno {
+    /// # Panics
+    /// If `cfg` is invalid (see [`RenoConfig::validate`]); scenario input is
+    /// validated before it gets here, so this is a bug, not bad input.
+    pub fn new(cfg: RenoConfig) -> Self {
+        Self::try_new(cfg).unwrap_or_else(|e| panic!("invalid RenoConfig: {e}"))
+    }
+
+    pub fn try_new(cfg: RenoConfig) -> Result<Self, RenoConfigError> {
+        cfg.validate()?;
+        Ok(Reno {
+            // RFC 6928 §2: IW = min(10*MSS, max(2*MSS, 14600)) for IW10; we take
+            // the configured segment count literally, as Linux does.
+            cwnd: cfg.mss.saturating_mul(cfg.initial_window_segments),
+            ssthresh: u64::MAX,
+            state: State::SlowStart,
+            rto_backoff: false,
+            stats: RenoStats::default(),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &RenoConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> &RenoStats {
+        &self.stats
+    }
+
+    fn smss(&self) -> u64 {
+        self.cfg.mss
+    }
+
+    /// RFC 5681 §3.1 eq. (4): `ssthresh = max(FlightSize / 2, 2*SMSS)`.
+    fn halved(&self, in_flight: u64) -> u64 {
+        (in_flight / 2).max(2 * self.smss())
+    }
+
+    /// The one place the state changes. Every edge between distinct states
+    /// is legal in Reno (RTO may interrupt anything), so the check is that the
+    /// new state agrees with the windows; a real change emits a trace event.
+    fn transition_to(&mut self, now: Time, next: State, flow: FlowId, tracer: &mut dyn Tracer) {
+        match next {
+            State::SlowStart => assert!(
+                self.cwnd < self.ssthresh,
+                "SlowStart needs cwnd < ssthresh ({} >= {})",
+                self.cwnd,
+                self.ssthresh
+            ),
+            State::CongestionAvoidance { .. } => assert!(
+                self.cwnd >= self.ssthresh,
+                "CongestionAvoidance needs cwnd >= ssthresh ({} < {})",
+                self.cwnd,
+                self.ssthresh
+            ),
+            State::Recovery => assert!(
+                self.ssthresh != u64::MAX && self.cwnd <= self.ssthresh,
+                "Recovery needs a reduced window (cwnd {}, ssthresh {})",
+                self.cwnd,
+                self.ssthresh
+            ),
+        }
+        let from = self.state.name();
+        self.state = next;
+        if from != next.name() {
+            tracer.event(
+                now,
+                TraceEvent::CcStateChanged {
+                    flow,
+                    from,
+                    to: next.name(),
+                },
+            );
+        }
+    }
+
+    /// The multiplicative decrease shared by loss and ECN-Echo.
+    fn reduce(&mut self, in_flight: u64) {
+        // RFC 5681 §3.1 eq. (4); RFC 3168 §6.1.2 for ECN ("halve cwnd, reduce ssthresh").
+        self.ssthresh = self.halved(in_flight);
+        // RFC 6675 §5 (4.2): "cwnd = ssthresh = FlightSize / 2" — no inflation,
+        // the transport's pipe accounting does that job.
+        self.cwnd = self.ssthresh;
+    }
+
+    /// Slow start, RFC 5681 §3.1 with RFC 3465 §2.3 ABC (`L = 2*SMSS`).
+    /// Returns the acked bytes left over after reaching `ssthresh`
+    /// (Linux `tcp_slow_start` returns them to congestion avoidance).
+    fn slow_start(&mut self, acked: u64) -> u64 {
+        // RFC 3465 §2.3: cwnd += min(N, L*SMSS), L = 2.
+        let inc = acked.min(2 * self.smss());
+        let room = self.ssthresh - self.cwnd; // > 0 in slow start
+        let used = inc.min(room);
+        self.cwnd += used;
+        // Linux tcp_slow_start: `cwnd = min(cwnd + acked, ssthresh); acked -= cwnd - old`.
+        acked - used
+    }
+}
+
+impl CongestionControl for Reno {
+    fn name(&self) -> &'static str {
+        "reno"
+    }
+
+    fn on_ack(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>) {
+        if ack.acked_bytes > 0 {
+            // New data acknowledged: a later RTO is a fresh one.
+            self.rto_backoff = false;
+        }
+        // RFC 6675 §5 / RFC 6582: no growth during fast recovery (Linux:
+        // tcp_in_cwnd_reduction() skips tcp_cong_avoid in CWR/Recovery).
+        if self.state == State::Recovery {
+            return;
+        }
+        // RFC 7661 spirit / Linux tcp_is_cwnd_limited(): a window that is not
+        // being used is not validated by an ACK, so it does not grow.
+        if ack.app_limited || ack.acked_bytes == 0 {
+            return;
+        }
+        let mut acked = ack.acked_bytes;
+        if self.state == State::SlowStart {
+            acked = self.slow_start(acked);
+            if self.cwnd < self.ssthresh {
+                return;
+            }
+            self.transition_to(
+                now,
+                State::CongestionAvoidance { acked: 0 },
+                ctx.flow,
+                ctx.tracer,
+            );
+        }
+        let mss = self.smss();
+        if let State::CongestionAvoidance { acked: counter } = &mut self.state {
+            // RFC 3465 §2.1: bytes_acked += N; when bytes_acked >= cwnd,
+            // bytes_acked -= cwnd and cwnd += SMSS (≈ +1 SMSS per RTT, RFC 5681 eq. 3).
+            *counter = counter.saturating_add(acked);
+            while *counter >= self.cwnd {
+                *counter -= self.cwnd;
+                self.cwnd = self.cwnd.saturating_add(mss);
+            }
+        }
+    }
+
+    fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>) {
+        match *ev {
+            // RFC 6582 §3.2: only the first loss of a window of data reduces.
+            CongestionEvent::Loss {
+                first_in_episode: false,
+                ..
+            } => {}
+            CongestionEvent::Loss {
+                in_flight,
+                first_in_episode: true,
+                ..
+            } => {
+                self.reduce(in_flight);
+                self.stats.loss_reductions += 1;
+                self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
+            }
+            CongestionEvent::Rto { in_flight } => {
+                self.stats.rtos += 1;
+                // RFC 5681 §3.1 eq. (4) — but held constant for a backed-off
+                // retransmission of the same data (implementation note after
+                // eq. 4), and during fast recovery the episode has already
+                // reduced it (Linux tcp_enter_loss recomputes ssthresh only
+                // from Open/Disorder or on the first timeout).
+                if !self.rto_backoff && self.state != State::Recovery {
+                    self.ssthresh = self.halved(in_flight);
+                }
+                self.rto_backoff = true;
+                // RFC 5681 §3.1: "cwnd MUST be set to no more than the loss
+                // window, LW, which equals 1 full-sized segment".
+                self.cwnd = self.smss();
+                self.transition_to(now, State::SlowStart, ctx.flow, ctx.tracer);
+            }
+            CongestionEvent::EcnEcho { in_flight } => {
+                // RFC 3168 §6.1.2: react at most once per window; during loss
+                // recovery the window has already been reduced (Linux
+                // tcp_enter_cwr only acts below TCP_CA_CWR).
+                if self.state == State::Recovery {
+                    return;
+                }
+                self.reduce(in_flight);
+                self.stats.ecn_reductions += 1;
+                self.transition_to(
+                    now,
+                    State::CongestionAvoidance { acked: 0 },
+                    ctx.flow,
+                    ctx.tracer,
+                );
+            }
+            CongestionEvent::RecoveryEnd => {
+                // Only meaningful for fast recovery; after an RTO we are
+                // already slow-starting.
+                if self.state == State::Recovery {
+                    // RFC 6582 §3.2 step 3 (second option): cwnd = ssthresh.
+                    self.cwnd = self.ssthresh;
+                    self.transition_to(
+                        now,
+                        State::CongestionAvoidance { acked: 0 },
+                        ctx.flow,
+                        ctx.tracer,
+                    );
+                }
+            }
+        }
+    }
+
+    fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> Option<u64> {
+        (self.ssthresh != u64::MAX).then_some(self.ssthresh)
+    }
+
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh(),
+            pacing_rate: None,
+            state: self.state.name(),
+            extra: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Driver;
+    use l4slab_core::Dur;
+
+    const MSS: u64 = 1448;
+
+    fn reno() -> Driver<Reno> {
+        Driver::new(Reno::new(RenoConfig::default()))
+    }
+
+    fn segs(bytes: u64) -> u64 {
+        assert_eq!(bytes % MSS, 0, "{bytes} is not a whole number of segments");
+        bytes / MSS
+    }
+
+    #[test]
+    fn slow_start_doubles_per_rtt() {
+        let mut d = reno();
+        assert_eq!(segs(d.cc.cwnd()), 10); // RFC 6928 IW10
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            d.send_and_ack_rounds(1);
+            seen.push(segs(d.cc.cwnd()));
+        }
+        assert_eq!(seen, [20, 40, 80]);
+        assert_eq!(d.cc.metrics().state, "SlowStart");
+        assert_eq!(d.cc.ssthresh(), None);
+        assert_eq!(d.now, Time::ZERO + Dur::from_millis(150));
+    }
+
+    #[test]
+    fn slow_start_doubles_with_delayed_acks_too() {
+        // One ACK per two segments: RFC 3465 L = 2*SMSS keeps doubling
+        // (with L = 1*SMSS it would grow only 1.5x per RTT).
+        let mut d = reno().segments_per_ack(2);
+        d.send_and_ack_rounds(2);
+        assert_eq!(segs(d.cc.cwnd()), 40);
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_one_mss_per_rtt() {
+        let mut d = reno();
+        d.send_and_ack_rounds(2); // 40 segments
+        d.lose(MSS, true); // flight 40 -> ssthresh = cwnd = 20
+        d.recovery_end();
+        assert_eq!(segs(d.cc.cwnd()), 20);
+        assert_eq!(d.cc.metrics().state, "CongestionAvoidance");
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            d.send_and_ack_rounds(1);
+            seen.push(segs(d.cc.cwnd()));
+        }
+        // Byte counting: acking exactly one cwnd of bytes adds exactly one SMSS.
+        assert_eq!(seen, [21, 22, 23, 24, 25]);
+    }
+
+    #[test]
+    fn halves_once_per_loss_episode() {
+        let mut d = reno();
+        d.send_and_ack_rounds(3); // 80 segments
+        d.lose(MSS, true);
+        assert_eq!(segs(d.cc.cwnd()), 40);
+        assert_eq!(d.cc.ssthresh(), Some(40 * MSS));
+        assert_eq!(d.cc.metrics().state, "Recovery");
+        // Same episode: the second loss is not a new congestion signal.
+        d.lose(MSS, false);
+        assert_eq!(segs(d.cc.cwnd()), 40);
+        // No growth while recovering.
+        d.ack(10 * MSS);
+        assert_eq!(segs(d.cc.cwnd()), 40);
+        d.recovery_end();
+        assert_eq!(d.cc.metrics().state, "CongestionAvoidance");
+        // A new episode cuts again.
+        d.lose(MSS, true);
+        assert_eq!(segs(d.cc.cwnd()), 20);
+        assert_eq!(d.cc.stats().loss_reductions, 2);
+    }
+
+    #[test]
+    fn reduction_uses_flight_size_not_cwnd() {
+        // RFC 5681 eq. (4) halves FlightSize. A sender using half its window
+        // gets ssthresh = a quarter of cwnd.
+        let mut d = reno();
+        d.send_and_ack_rounds(2); // 40 segments
+        d.set_flight(Some(20 * MSS));
+        d.lose(MSS, true);
+        assert_eq!(segs(d.cc.cwnd()), 10);
+    }
+
+    #[test]
+    fn rto_collapses_to_one_segment_then_slow_starts_to_ssthresh() {
+        let mut d = reno();
+        d.send_and_ack_rounds(2); // 40 segments
+        d.lose(MSS, true); // 20
+        d.recovery_end();
+        d.send_and_ack_rounds(4); // 24 in CA
+        assert_eq!(segs(d.cc.cwnd()), 24);
+        d.rto();
+        assert_eq!(d.cc.cwnd(), MSS);
+        assert_eq!(d.cc.ssthresh(), Some(12 * MSS)); // flight 24 / 2
+        assert_eq!(d.cc.metrics().state, "SlowStart");
+        // 1 -> 2 -> 4 -> 8 -> 12 (capped at ssthresh, rest counted in CA).
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            d.send_and_ack_rounds(1);
+            seen.push(d.cc.cwnd() as f64 / MSS as f64);
+        }
+        assert_eq!(seen, [2.0, 4.0, 8.0, 12.0]);
+        assert_eq!(d.cc.metrics().state, "CongestionAvoidance");
+        assert_eq!(d.cc.stats().rtos, 1);
+    }
+
+    #[test]
+    fn repeated_rto_keeps_ssthresh() {
+        let mut d = reno();
+        d.send_and_ack_rounds(2); // 40 segments
+        d.rto();
+        assert_eq!(d.cc.ssthresh(), Some(20 * MSS));
+        // The retransmission times out again; flight is now one segment.
+        d.rto();
+        assert_eq!(d.cc.ssthresh(), Some(20 * MSS));
+        assert_eq!(d.cc.cwnd(), MSS);
+        // After new data is acked, a fresh timeout halves the flight again.
+        d.send_and_ack_rounds(1);
+        d.set_flight(Some(8 * MSS));
+        d.rto();
+        assert_eq!(d.cc.ssthresh(), Some(4 * MSS));
+    }
+
+    #[test]
+    fn floor_is_two_segments() {
+        let mut d = reno();
+        d.set_flight(Some(3 * MSS));
+        d.lose(MSS, true);
+        assert_eq!(d.cc.ssthresh(), Some(2 * MSS));
+        assert_eq!(d.cc.cwnd(), 2 * MSS);
+        d.recovery_end();
+        d.ecn_echo();
+        assert_eq!(d.cc.cwnd(), 2 * MSS);
+        d.rto();
+        assert_eq!(d.cc.ssthresh(), Some(2 * MSS));
+        assert_eq!(d.cc.cwnd(), MSS); // RTO loss window is 1 SMSS, below the floor
+    }
+
+    #[test]
+    fn ecn_echo_halves_like_loss_without_recovery() {
+        let mut d = reno();
+        d.send_and_ack_rounds(2); // 40
+        d.ecn_echo();
+        assert_eq!(segs(d.cc.cwnd()), 20);
+        assert_eq!(d.cc.metrics().state, "CongestionAvoidance");
+        // Growth continues at once in congestion avoidance.
+        d.send_and_ack_rounds(1);
+        assert_eq!(segs(d.cc.cwnd()), 21);
+        // During loss recovery an ECN-Echo is not a second signal.
+        d.lose(MSS, true); // flight 21 -> 10
+        d.ecn_echo();
+        assert_eq!(d.cc.cwnd(), 10 * MSS + MSS / 2);
+        assert_eq!(d.cc.stats().ecn_reductions, 1);
+    }
+
+    #[test]
+    fn app_limited_acks_do_not_grow_the_window() {
+        let mut d = reno();
+        d.app_limited(true);
+        d.send_and_ack_rounds(3);
+        assert_eq!(segs(d.cc.cwnd()), 10);
+        d.app_limited(false);
+        d.send_and_ack_rounds(1);
+        assert_eq!(segs(d.cc.cwnd()), 20);
+    }
+
+    #[test]
+    fn rto_during_recovery_keeps_the_episode_ssthresh() {
+        let mut d = reno();
+        d.send_and_ack_rounds(2); // 40
+        d.lose(MSS, true); // ssthresh 20
+        d.rto(); // flight reported as cwnd = 20: ssthresh would be 10 by eq. 4
+        assert_eq!(d.cc.ssthresh(), Some(20 * MSS));
+        assert_eq!(d.cc.cwnd(), MSS);
+        // in_recovery stays true on ACKs after an RTO, yet slow start runs.
+        d.send_and_ack_rounds(1);
+        assert_eq!(segs(d.cc.cwnd()), 2);
+        // The episode's end does not disturb slow start.
+        d.recovery_end();
+        assert_eq!(d.cc.metrics().state, "SlowStart");
+    }
+
+    #[test]
+    fn state_changes_are_traced() {
+        let mut d = reno();
+        d.send_and_ack_rounds(1);
+        d.lose(MSS, true);
+        d.recovery_end();
+        d.rto();
+        d.send_and_ack_rounds(4);
+        assert_eq!(
+            d.state_changes(),
+            [
+                ("SlowStart", "Recovery"),
+                ("Recovery", "CongestionAvoidance"),
+                ("CongestionAvoidance", "SlowStart"),
+                ("SlowStart", "CongestionAvoidance"),
+            ]
+        );
+    }
+
+    #[test]
+    fn invalid_config_is_a_typed_error() {
+        let bad = RenoConfig {
+            mss: 0,
+            ..RenoConfig::default()
+        };
+        assert_eq!(Reno::try_new(bad).unwrap_err(), RenoConfigError::ZeroMss);
+        let bad = RenoConfig {
+            initial_window_segments: 0,
+            ..RenoConfig::default()
+        };
+        assert_eq!(
+            Reno::try_new(bad).unwrap_err().to_string(),
+            "initial_window_segments: must be at least 1 segment"
+        );
+    }
+}

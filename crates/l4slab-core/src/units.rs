@@ -216,29 +216,44 @@ impl fmt::Display for Time {
     }
 }
 impl fmt::Display for Dur {
+    /// Exact decimal in the largest unit that keeps it >= 1: "30s", "1.5ms", "250us".
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 >= 1_000_000_000 {
-            write!(f, "{}s", self.as_secs_f64())
-        } else if self.0 >= 1_000_000 {
-            write!(f, "{}ms", self.0 as f64 / 1e6)
-        } else if self.0 >= 1_000 {
-            write!(f, "{}us", self.0 as f64 / 1e3)
-        } else {
-            write!(f, "{}ns", self.0)
-        }
+        let (unit, name) = match self.0 {
+            n if n >= 1_000_000_000 => (1_000_000_000, "s"),
+            n if n >= 1_000_000 => (1_000_000, "ms"),
+            n if n >= 1_000 => (1_000, "us"),
+            _ => (1, "ns"),
+        };
+        write_exact(f, self.0, unit)?;
+        f.write_str(name)
     }
 }
+
+/// Writes `n / unit` as an exact decimal without trailing zeros.
+fn write_exact(f: &mut fmt::Formatter<'_>, n: u64, unit: u64) -> fmt::Result {
+    write!(f, "{}", n / unit)?;
+    let mut frac = n % unit;
+    if frac == 0 {
+        return Ok(());
+    }
+    let mut digits = unit.ilog10() as usize;
+    while frac % 10 == 0 {
+        frac /= 10;
+        digits -= 1;
+    }
+    write!(f, ".{frac:0digits$}")
+}
+
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 >= 1_000_000_000 {
-            write!(f, "{}Gbit", self.0 as f64 / 1e9)
-        } else if self.0 >= 1_000_000 {
-            write!(f, "{}Mbit", self.0 as f64 / 1e6)
-        } else if self.0 >= 1_000 {
-            write!(f, "{}kbit", self.0 as f64 / 1e3)
-        } else {
-            write!(f, "{}bit", self.0)
-        }
+        let (unit, name) = match self.0 {
+            n if n >= 1_000_000_000 => (1_000_000_000, "Gbit"),
+            n if n >= 1_000_000 => (1_000_000, "Mbit"),
+            n if n >= 1_000 => (1_000, "kbit"),
+            _ => (1, "bit"),
+        };
+        write_exact(f, self.0, unit)?;
+        f.write_str(name)
     }
 }
 
@@ -275,5 +290,9 @@ mod tests {
     fn display_uses_readable_units() {
         assert_eq!(Dur::from_millis(25).to_string(), "25ms");
         assert_eq!(Rate::from_mbps(20).to_string(), "20Mbit");
+        assert_eq!(Dur::from_secs(30).to_string(), "30s");
+        assert_eq!(Dur::from_micros(1500).to_string(), "1.5ms");
+        assert_eq!(Dur::from_nanos(1_000_000_007).to_string(), "1.000000007s");
+        assert_eq!(Rate::from_kbps(1500).to_string(), "1.5Mbit");
     }
 }

@@ -1,1 +1,463 @@
-//! placeholder
+//! A unidirectional link: egress qdisc -> serializer -> loss -> propagation.
+//!
+//! [`Link`] is one concrete struct; its variation points are small traits:
+//! how fast bits leave ([`RateModel`]: [`ConstantRate`] now, traces and Wi-Fi
+//! later) and whether the wire loses a packet ([`LossModel`]: [`NoLoss`],
+//! [`Bernoulli`], [`GilbertElliott`]). Propagation is a fixed one-way delay.
+//!
+//! **Sans-IO and O(1) per event.** The link never reads a clock and keeps no
+//! queue of packets in propagation: [`Link::on_tx_done`] hands the surviving
+//! packet back with its arrival time at the far end and the caller (the
+//! simulator's event queue, or the emulator's timer wheel) schedules the
+//! arrival itself. The caller's protocol:
+//!
+//! 1. [`Link::enqueue`] at each arrival from upstream;
+//! 2. call [`Link::on_tx_done`] at [`Link::tx_done_at`] and
+//!    [`Link::on_timer`] at [`Link::next_timer`];
+//! 3. after *every* call, re-read `tx_done_at()` and `next_timer()`;
+//! 4. drain `ctx.dropped` after every call (qdisc drops and [`DropReason::LinkLoss`]).
+//!
+//! **Accounting.** Every offered packet ends exactly once: dropped by the
+//! qdisc (with the qdisc's reason), lost on the wire (`LinkLoss`), or returned
+//! by `on_tx_done`; until then it is in the qdisc backlog or on the wire.
+//! [`LinkStats`] counts each outcome; the property test in
+//! `tests/conservation.rs` checks the identity after every call.
+//!
+//! **Randomness.** The link owns its loss stream (`loss_rng`, given at
+//! construction), separate from the qdisc's `ctx.rng`, so changing the AQM
+//! never changes which packets the wire loses (DESIGN.md §4.2).
+//!
+//! **Utilization.** The link is busy from the moment it starts serializing a
+//! packet until the packet's last bit leaves; [`LinkStats::busy_time`] sums
+//! those intervals for completed packets and [`Link::busy_time_at`] adds the
+//! part of the current one, so `busy_time_at(t) / t` is the utilization.
+//!
+//! Deviations from a Linux bottleneck (netem/tbf + qdisc): serialization
+//! starts the instant the qdisc yields a packet (no driver ring, no BQL, no
+//! TSO/GSO bursts), no layer-2 overhead is added to the rate, and loss is
+//! applied after serialization (see `docs/models/loss.md`).
+
+pub mod loss;
+pub mod rate;
+
+use l4slab_core::{DropReason, Dur, Packet, SimRng, Time};
+use l4slab_qdisc::{Qdisc, QdiscCtx};
+
+pub use loss::{Bernoulli, GeState, GilbertElliott, LossModel, NoLoss};
+pub use rate::{ConstantRate, RateModel};
+
+/// Bad link parameters. Messages name the parameter; the scenario layer
+/// prefixes the key path (`links.bottleneck.loss.p`).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LinkError {
+    #[error("rate: a link needs a positive rate")]
+    ZeroRate,
+    #[error("{param}: {value} is not a probability (expected 0 <= {param} <= 1)")]
+    NotAProbability { param: &'static str, value: f64 },
+}
+
+/// Counters of a [`Link`] (the qdisc keeps its own [`l4slab_qdisc::QdiscStats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Packets passed to [`Link::enqueue`].
+    pub offered_packets: u64,
+    pub offered_bytes: u64,
+    /// Packets whose serialization finished (delivered or lost on the wire).
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Serialized packets lost by the [`LossModel`] ([`DropReason::LinkLoss`]).
+    pub lost_packets: u64,
+    pub lost_bytes: u64,
+    /// Serialized packets handed back for delivery at the far end.
+    pub delivered_packets: u64,
+    pub delivered_bytes: u64,
+    /// Total time spent serializing completed packets.
+    pub busy_time: Dur,
+}
+
+/// The packet being serialized.
+#[derive(Clone, Copy, Debug)]
+struct OnWire {
+    start: Time,
+    done: Time,
+    pkt: Packet,
+}
+
+/// Egress qdisc + rate model + loss model + one-way propagation delay.
+#[derive(Debug)]
+pub struct Link {
+    qdisc: Box<dyn Qdisc>,
+    rate: Box<dyn RateModel>,
+    loss: Box<dyn LossModel>,
+    loss_rng: SimRng,
+    delay: Dur,
+    on_wire: Option<OnWire>,
+    stats: LinkStats,
+}
+
+impl Link {
+    /// `loss_rng` is the link's own loss stream, e.g.
+    /// `SimRng::derive(seed, "link/bottleneck/loss")`.
+    pub fn new(
+        qdisc: Box<dyn Qdisc>,
+        rate: Box<dyn RateModel>,
+        loss: Box<dyn LossModel>,
+        loss_rng: SimRng,
+        delay: Dur,
+    ) -> Self {
+        Link {
+            qdisc,
+            rate,
+            loss,
+            loss_rng,
+            delay,
+            on_wire: None,
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// Enqueue `pkt` at `now`; if the transmitter is idle, start serializing.
+    /// Drops (the arrival or, for head drop, another packet) go through `ctx`.
+    pub fn enqueue(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
+        self.stats.offered_packets += 1;
+        self.stats.offered_bytes += u64::from(pkt.len);
+        self.qdisc.enqueue(now, pkt, ctx);
+        self.start_next(now, ctx);
+    }
+
+    /// When the packet now being serialized finishes, if any. The caller
+    /// schedules [`Link::on_tx_done`] then.
+    pub fn tx_done_at(&self) -> Option<Time> {
+        self.on_wire.map(|w| w.done)
+    }
+
+    /// Finish the current serialization at `now` (= [`Link::tx_done_at`]).
+    /// Applies the loss model: a lost packet is dropped through `ctx` with
+    /// [`DropReason::LinkLoss`] and `None` is returned; a surviving one is
+    /// returned with its arrival time at the far end, `now + delay`. Then the
+    /// next packet is dequeued and starts serializing.
+    ///
+    /// # Panics
+    /// If nothing is being serialized or `now` is before it finishes: both
+    /// mean the caller's event bookkeeping is wrong.
+    pub fn on_tx_done(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<(Time, Packet)> {
+        let w = self
+            .on_wire
+            .take()
+            .expect("Link::on_tx_done with nothing being serialized");
+        assert!(
+            now >= w.done,
+            "Link::on_tx_done at {now} before the packet finishes at {}",
+            w.done
+        );
+        let len = u64::from(w.pkt.len);
+        self.stats.busy_time += w.done - w.start;
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += len;
+        let out = if self.loss.is_lost(&mut self.loss_rng) {
+            self.stats.lost_packets += 1;
+            self.stats.lost_bytes += len;
+            ctx.drop_packet(now, w.pkt, DropReason::LinkLoss);
+            None
+        } else {
+            self.stats.delivered_packets += 1;
+            self.stats.delivered_bytes += len;
+            Some((now + self.delay, w.pkt))
+        };
+        self.start_next(now, ctx);
+        out
+    }
+
+    /// Earliest time the qdisc wants [`Link::on_timer`] (e.g. PI2's `tupdate`).
+    pub fn next_timer(&self) -> Option<Time> {
+        self.qdisc.next_timer()
+    }
+
+    /// Forward a qdisc timer; if the transmitter is idle afterwards and the
+    /// qdisc now yields a packet, start serializing it.
+    pub fn on_timer(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) {
+        self.qdisc.on_timer(now, ctx);
+        self.start_next(now, ctx);
+    }
+
+    pub fn qdisc(&self) -> &dyn Qdisc {
+        self.qdisc.as_ref()
+    }
+
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    pub fn delay(&self) -> Dur {
+        self.delay
+    }
+
+    pub fn rate_model(&self) -> &dyn RateModel {
+        self.rate.as_ref()
+    }
+
+    pub fn loss_model(&self) -> &dyn LossModel {
+        self.loss.as_ref()
+    }
+
+    /// The packet being serialized, if any.
+    pub fn in_transmission(&self) -> Option<&Packet> {
+        self.on_wire.as_ref().map(|w| &w.pkt)
+    }
+
+    /// Busy time up to `now`, including the elapsed part of the packet being
+    /// serialized. `busy_time_at(now) / (now - start)` is the utilization.
+    pub fn busy_time_at(&self, now: Time) -> Dur {
+        let partial = self
+            .on_wire
+            .map_or(Dur::ZERO, |w| now.min(w.done).saturating_since(w.start));
+        self.stats.busy_time + partial
+    }
+
+    /// If idle, take the next packet from the qdisc and put it on the wire.
+    fn start_next(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) {
+        if self.on_wire.is_some() {
+            return;
+        }
+        if let Some(pkt) = self.qdisc.dequeue(now, ctx) {
+            let done = self.rate.tx_done(now, pkt.len);
+            assert!(done >= now, "rate model finished before it started");
+            self.on_wire = Some(OnWire {
+                start: now,
+                done,
+                pkt,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use l4slab_core::{Ecn, Rate, TraceEvent, VecTracer};
+    use l4slab_qdisc::{Backlog, Fifo, FifoConfig, QdiscStats};
+
+    struct Env {
+        rng: SimRng,
+        tracer: VecTracer,
+        dropped: Vec<(Packet, DropReason)>,
+    }
+
+    impl Env {
+        fn new() -> Self {
+            Env {
+                rng: SimRng::derive(1, "qdisc"),
+                tracer: VecTracer::default(),
+                dropped: Vec::new(),
+            }
+        }
+        fn ctx(&mut self) -> QdiscCtx<'_> {
+            QdiscCtx {
+                queue: 3,
+                rng: &mut self.rng,
+                tracer: &mut self.tracer,
+                dropped: &mut self.dropped,
+            }
+        }
+    }
+
+    fn link(q: Box<dyn Qdisc>, mbps: u64, loss: Box<dyn LossModel>, delay_ms: u64) -> Link {
+        Link::new(
+            q,
+            Box::new(ConstantRate::new(Rate::from_mbps(mbps)).unwrap()),
+            loss,
+            SimRng::derive(1, "link/test/loss"),
+            Dur::from_millis(delay_ms),
+        )
+    }
+
+    fn fifo() -> Box<dyn Qdisc> {
+        Box::new(Fifo::new(FifoConfig::default()))
+    }
+
+    fn pkt(id: u64, len: u32) -> Packet {
+        Packet::new(id, 1, len, Ecn::NotEct)
+    }
+
+    /// Run the link's own events until it is idle; `(arrival ns, id)` pairs.
+    fn drain(l: &mut Link, env: &mut Env) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        while let Some(t) = l.tx_done_at() {
+            if let Some((at, p)) = l.on_tx_done(t, &mut env.ctx()) {
+                out.push((at.as_nanos(), p.id));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn back_to_back_packets_are_serialized_then_delayed() {
+        // 1500 B at 12 Mbit/s = 1 ms each; 10 ms propagation.
+        let mut l = link(fifo(), 12, Box::new(NoLoss), 10);
+        let mut env = Env::new();
+        for id in 0..3 {
+            l.enqueue(Time::ZERO, pkt(id, 1500), &mut env.ctx());
+        }
+        assert_eq!(l.tx_done_at(), Some(Time::from_millis(1)));
+        assert_eq!(l.qdisc().backlog().packets, 2);
+        assert_eq!(
+            drain(&mut l, &mut env),
+            [(11_000_000, 0), (12_000_000, 1), (13_000_000, 2)]
+        );
+        assert_eq!(l.tx_done_at(), None);
+        assert_eq!(l.stats().busy_time, Dur::from_millis(3));
+        assert_eq!(l.stats().delivered_bytes, 4500);
+    }
+
+    #[test]
+    fn an_idle_link_starts_at_once_and_idles_between_packets() {
+        let mut l = link(fifo(), 12, Box::new(NoLoss), 10);
+        let mut env = Env::new();
+        l.enqueue(Time::from_millis(5), pkt(0, 1500), &mut env.ctx());
+        assert_eq!(l.tx_done_at(), Some(Time::from_millis(6)));
+        let got = l.on_tx_done(Time::from_millis(6), &mut env.ctx());
+        assert_eq!(
+            got.map(|(t, p)| (t, p.id)),
+            Some((Time::from_millis(16), 0))
+        );
+        // Idle for 4 ms, then a 750 B packet: 0.5 ms.
+        l.enqueue(Time::from_millis(10), pkt(1, 750), &mut env.ctx());
+        assert_eq!(l.tx_done_at(), Some(Time::from_micros(10_500)));
+        // Utilization over [0, 10.25 ms]: 1 ms + 0.25 ms busy.
+        assert_eq!(
+            l.busy_time_at(Time::from_micros(10_250)),
+            Dur::from_micros(1_250)
+        );
+        assert_eq!(l.in_transmission().map(|p| p.id), Some(1));
+    }
+
+    #[test]
+    fn wire_loss_goes_through_ctx_after_using_the_capacity() {
+        let mut l = link(fifo(), 12, Box::new(Bernoulli::new(1.0).unwrap()), 10);
+        let mut env = Env::new();
+        l.enqueue(Time::ZERO, pkt(0, 1500), &mut env.ctx());
+        l.enqueue(Time::ZERO, pkt(1, 1500), &mut env.ctx());
+        assert!(drain(&mut l, &mut env).is_empty());
+        assert_eq!(
+            env.dropped
+                .iter()
+                .map(|(p, r)| (p.id, *r))
+                .collect::<Vec<_>>(),
+            [(0, DropReason::LinkLoss), (1, DropReason::LinkLoss)]
+        );
+        // The lost packets were still serialized: 2 ms busy.
+        assert_eq!(l.stats().busy_time, Dur::from_millis(2));
+        assert_eq!(l.stats().lost_packets, 2);
+        // Traced as drops of this queue, at the end of serialization.
+        let drops: Vec<_> = env
+            .tracer
+            .0
+            .iter()
+            .filter(|(_, e)| matches!(e, TraceEvent::Dropped { .. }))
+            .collect();
+        assert_eq!(drops.len(), 2);
+        assert_eq!(drops[0].0, Time::from_millis(1));
+        assert!(matches!(
+            drops[0].1,
+            TraceEvent::Dropped {
+                queue: 3,
+                reason: DropReason::LinkLoss,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn loss_stream_is_the_links_own() {
+        // Same loss stream, different qdisc RNG streams: identical losses.
+        let losses = |qdisc_seed: u64| {
+            let mut l = link(fifo(), 100, Box::new(Bernoulli::new(0.3).unwrap()), 1);
+            let mut env = Env::new();
+            env.rng = SimRng::derive(qdisc_seed, "qdisc");
+            for id in 0..200 {
+                l.enqueue(Time::ZERO, pkt(id, 1000), &mut env.ctx());
+            }
+            drain(&mut l, &mut env);
+            env.dropped.iter().map(|(p, _)| p.id).collect::<Vec<_>>()
+        };
+        let a = losses(1);
+        assert!(!a.is_empty());
+        assert_eq!(a, losses(2));
+    }
+
+    /// A qdisc that holds everything until `open_at`, to check timer forwarding.
+    #[derive(Debug)]
+    struct Gate {
+        open_at: Time,
+        q: VecDeque<Packet>,
+        open: bool,
+        stats: QdiscStats,
+    }
+
+    impl Qdisc for Gate {
+        fn kind(&self) -> &'static str {
+            "gate"
+        }
+        fn enqueue(&mut self, _now: Time, pkt: Packet, _ctx: &mut QdiscCtx<'_>) {
+            self.stats.offered += 1;
+            self.stats.enqueued += 1;
+            self.q.push_back(pkt);
+        }
+        fn dequeue(&mut self, _now: Time, _ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
+            if !self.open {
+                return None;
+            }
+            let p = self.q.pop_front()?;
+            self.stats.dequeued += 1;
+            self.stats.sent += 1;
+            Some(p)
+        }
+        fn backlog(&self) -> Backlog {
+            Backlog {
+                packets: self.q.len() as u32,
+                bytes: self.q.iter().map(|p| u64::from(p.len)).sum(),
+            }
+        }
+        fn stats(&self) -> &QdiscStats {
+            &self.stats
+        }
+        fn next_timer(&self) -> Option<Time> {
+            (!self.open).then_some(self.open_at)
+        }
+        fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx<'_>) {
+            if now >= self.open_at {
+                self.open = true;
+            }
+        }
+    }
+
+    #[test]
+    fn qdisc_timers_are_forwarded_and_restart_an_idle_link() {
+        let gate = Gate {
+            open_at: Time::from_millis(7),
+            q: VecDeque::new(),
+            open: false,
+            stats: QdiscStats::default(),
+        };
+        let mut l = link(Box::new(gate), 12, Box::new(NoLoss), 10);
+        let mut env = Env::new();
+        l.enqueue(Time::ZERO, pkt(0, 1500), &mut env.ctx());
+        assert_eq!(l.tx_done_at(), None);
+        assert_eq!(l.next_timer(), Some(Time::from_millis(7)));
+        l.on_timer(Time::from_millis(7), &mut env.ctx());
+        assert_eq!(l.next_timer(), None);
+        assert_eq!(l.tx_done_at(), Some(Time::from_millis(8)));
+        assert_eq!(drain(&mut l, &mut env), [(18_000_000, 0)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "before the packet finishes")]
+    fn finishing_early_is_a_bug() {
+        let mut l = link(fifo(), 12, Box::new(NoLoss), 10);
+        let mut env = Env::new();
+        l.enqueue(Time::ZERO, pkt(0, 1500), &mut env.ctx());
+        l.on_tx_done(Time::from_micros(999), &mut env.ctx());
+    }
+}

@@ -1,4 +1,27 @@
 //! Scenario files: schema, unit parsing, validation with key paths, defaults.
+//!
+//! ```text
+//! text --toml--> value tree --overrides--> raw structs --resolve--> model::Scenario
+//! ```
+//!
+//! * [`parse_with`] / [`parse_file`]: the entry points ([`parse`]).
+//! * [`model`]: the resolved scenario the backends consume (the contract).
+//! * [`units`]: pure parsers for `"20Mbit"`, `"25ms"`, `"10MB"`, `"100pkt"`, `"1%"`.
+//! * [`ScenarioError`]: every error names its key path and, where it helps,
+//!   a valid example.
+//!
+//! The file format is documented in `docs/scenarios.md`.
+pub mod error;
+mod flows;
+mod link;
 pub mod model;
+mod overrides;
+pub mod parse;
+mod raw;
+mod resolve;
+pub mod units;
+mod values;
 
+pub use error::{Problem, ScenarioError};
 pub use model::*;
+pub use parse::{parse_file, parse_with, ParseOptions};

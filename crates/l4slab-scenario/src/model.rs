@@ -68,7 +68,10 @@ pub enum BufferLimit {
     Packets(u32),
     Bytes(u64),
     /// Written as a time ("50ms"); resolved to bytes at the link rate.
-    Time { time: Dur, bytes: u64 },
+    Time {
+        time: Dur,
+        bytes: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -76,10 +79,17 @@ pub enum BufferLimit {
 pub enum LossSpec {
     None,
     /// Independent loss with probability `p` per packet.
-    Bernoulli { p: f64 },
+    Bernoulli {
+        p: f64,
+    },
     /// Two-state Gilbert–Elliott: `p` good->bad, `r` bad->good (per packet),
     /// loss probability `1 - k` in good and `1 - h` in bad.
-    GilbertElliott { p: f64, r: f64, k: f64, h: f64 },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        k: f64,
+        h: f64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

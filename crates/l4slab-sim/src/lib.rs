@@ -1,1 +1,106 @@
-//! placeholder
+//! l4slab-sim: the packet-level discrete-event simulator.
+//!
+//! `run(scenario)` builds a dumbbell (client hosts — access delays — a
+//! bottleneck link per direction — access delays — server hosts), starts the
+//! flows' transports and applications, and advances the event calendar to the
+//! scenario's duration. It returns the deterministic summary, the time series
+//! and (on request) a per-packet trace: the results contract of DESIGN.md §5.
+
+mod engine;
+mod event;
+mod recorder;
+mod segstore;
+mod series;
+mod setup;
+mod summary;
+
+use l4slab_core::Time;
+use l4slab_scenario::Scenario;
+
+pub use event::EventQueue;
+pub use recorder::DurStats;
+pub use series::SeriesStore;
+
+/// Version written into every summary (`tool_version`).
+pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Results format version (`format_version` in summary.json).
+pub const RESULTS_FORMAT_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("flows[{flow}].cc: unknown congestion control '{name}'; choose one of: {known}")]
+    UnknownCc {
+        flow: usize,
+        name: String,
+        known: String,
+    },
+    #[error("run cancelled at t = {0}")]
+    Cancelled(Time),
+}
+
+/// Counters the benchmark reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Events processed.
+    pub events: u64,
+    /// Packets created (data and ACKs).
+    pub packets: u64,
+    /// Simulated time reached.
+    pub sim_time: Time,
+}
+
+/// Per-packet trace columns (`packets.parquet`), one row per packet event.
+#[derive(Debug, Default)]
+pub struct PacketTrace {
+    pub t_s: Vec<f64>,
+    /// "send", "deliver" or "drop:<reason>".
+    pub event: Vec<&'static str>,
+    pub flow: Vec<u32>,
+    /// "data" (from the flow's sender) or "ack" (from its receiver).
+    pub side: Vec<&'static str>,
+    pub seq: Vec<u64>,
+    pub len: Vec<u32>,
+    pub ack: Vec<u64>,
+    pub ecn: Vec<&'static str>,
+    pub retransmission: Vec<bool>,
+    /// Receive window advertised in the segment.
+    pub wnd: Vec<u64>,
+    /// SACK blocks as "l-r;l-r", empty when none.
+    pub sack: Vec<String>,
+}
+
+pub struct RunOutput {
+    /// summary.json content (keys sorted: serde_json's map is a BTreeMap).
+    pub summary: serde_json::Value,
+    pub series: SeriesStore,
+    pub packets: Option<PacketTrace>,
+    pub stats: RunStats,
+}
+
+/// Run `scenario` to completion. `progress(now)` is called every few
+/// thousand events; returning `false` cancels the run.
+pub fn run(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(Time) -> bool,
+) -> Result<RunOutput, SimError> {
+    let seed = opts.seed.unwrap_or(scenario.seed);
+    let mut sim = setup::build(scenario, seed)?;
+    sim.run(progress)?;
+    Ok(sim.finish())
+}
+
+/// Names of the congestion controls the simulator accepts.
+pub fn cc_names() -> &'static [&'static str] {
+    l4slab_cc::CC_NAMES
+}
+
+/// Names of the queue disciplines the simulator accepts.
+pub const QDISC_NAMES: &[&str] = &["fifo"];

@@ -1,0 +1,305 @@
+//! `[[flows]]` -> [`Flow`]s: host references, congestion control names,
+//! applications, transport overrides, and `count` expansion.
+//!
+//! A flow with `count = N > 1` becomes N identical flows named
+//! `<name>.0` .. `<name>.<N-1>`. Names must be unique after expansion.
+
+use std::collections::BTreeMap;
+
+use l4slab_core::Time;
+use toml::Value;
+
+use crate::error::ScenarioError;
+use crate::model::{AppSpec, Direction, Flow, Host, Side, TransportSpec};
+use crate::parse::ParseOptions;
+use crate::raw::{FileTable, KindOnlyTable, RawFlow, RawTransport};
+use crate::resolve::check_name;
+use crate::values::{self, deserialize_at, join, kind_of, not_implemented};
+
+/// Applications this build implements.
+pub const APPS: &[&str] = &["bulk", "file"];
+/// Applications the design names that do not exist yet.
+const APPS_LATER: &[&str] = &["web", "frames"];
+/// Upper bound on `count`, to catch typos before they allocate.
+pub const MAX_COUNT: i64 = 100_000;
+/// Bounds on `mss`: RFC 879 minimum (576 - 40) to a 9000-byte jumbo frame.
+pub const MSS_RANGE: (i64, i64) = (536, 9000);
+
+pub(crate) fn resolve_flows(
+    raw: Option<&[RawFlow]>,
+    hosts: &[Host],
+    end: Time,
+    opts: &ParseOptions<'_>,
+) -> Result<Vec<Flow>, ScenarioError> {
+    let raw = match raw {
+        Some(r) if !r.is_empty() => r,
+        _ => return Err(ScenarioError::missing("flows")),
+    };
+    let mut flows = Vec::new();
+    // Expanded name -> index in `[[flows]]` that produced it.
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, f) in raw.iter().enumerate() {
+        let path = format!("flows[{i}]");
+        let flow = resolve_flow(f, i, &path, hosts, end, opts)?;
+        let count = match f.count {
+            Some(c) => values::int_in(c, &join(&path, "count"), 1, MAX_COUNT)?,
+            None => 1,
+        };
+        let names: Vec<String> = if count == 1 {
+            vec![flow.name.clone()]
+        } else {
+            (0..count).map(|j| format!("{}.{j}", flow.name)).collect()
+        };
+        for name in names {
+            if let Some(&j) = seen.get(&name) {
+                return Err(ScenarioError::conflict(
+                    &join(&path, "name"),
+                    format!(
+                        "flow name '{name}' is already used by flows[{j}]; names must be unique"
+                    ),
+                ));
+            }
+            seen.insert(name.clone(), i);
+            flows.push(Flow {
+                name,
+                ..flow.clone()
+            });
+        }
+    }
+    Ok(flows)
+}
+
+fn resolve_flow(
+    f: &RawFlow,
+    i: usize,
+    path: &str,
+    hosts: &[Host],
+    end: Time,
+    opts: &ParseOptions<'_>,
+) -> Result<Flow, ScenarioError> {
+    let name = match &f.name {
+        Some(n) => {
+            check_name(n, &join(path, "name"))?;
+            n.clone()
+        }
+        None => format!("flow{i}"),
+    };
+    let client = pick_host(
+        hosts,
+        f.client.as_deref(),
+        Side::Client,
+        &join(path, "client"),
+    )?;
+    let server = pick_host(
+        hosts,
+        f.server.as_deref(),
+        Side::Server,
+        &join(path, "server"),
+    )?;
+    let direction = match f.direction.as_deref() {
+        None | Some("down") => Direction::Down,
+        Some("up") => Direction::Up,
+        Some(other) => {
+            return Err(ScenarioError::unknown_name(
+                &join(path, "direction"),
+                "direction",
+                other,
+                &["down", "up"],
+            ))
+        }
+    };
+    let cc = f.cc.clone().unwrap_or_else(|| "reno".to_string());
+    if !opts.known_cc.contains(&cc.as_str()) {
+        return Err(ScenarioError::unknown_name(
+            &join(path, "cc"),
+            "congestion control",
+            &cc,
+            &opts.known_cc,
+        ));
+    }
+    let start = match &f.start {
+        Some(v) => {
+            let p = join(path, "start");
+            let t = Time::ZERO + values::duration(v, &p)?;
+            if t >= end {
+                return Err(ScenarioError::conflict(
+                    &p,
+                    format!(
+                        "{} is not before the end of the run (duration = {})",
+                        values::show_dur(t.saturating_since(Time::ZERO)),
+                        values::show_dur(end.saturating_since(Time::ZERO))
+                    ),
+                ));
+            }
+            t
+        }
+        None => Time::ZERO,
+    };
+    Ok(Flow {
+        name,
+        client,
+        server,
+        direction,
+        cc,
+        start,
+        app: resolve_app(f.app.as_ref(), &join(path, "app"))?,
+        transport: resolve_transport(f.transport.as_ref(), &join(path, "transport"))?,
+    })
+}
+
+/// The index of the host a flow names for `side`, or the only host on that
+/// side when the flow names none.
+fn pick_host(
+    hosts: &[Host],
+    given: Option<&str>,
+    side: Side,
+    path: &str,
+) -> Result<usize, ScenarioError> {
+    let side_name = match side {
+        Side::Client => "client",
+        Side::Server => "server",
+    };
+    let on_side: Vec<&str> = hosts
+        .iter()
+        .filter(|h| h.side == side)
+        .map(|h| h.name.as_str())
+        .collect();
+    let Some(name) = given else {
+        return match on_side.as_slice() {
+            [only] => Ok(hosts.iter().position(|h| h.name == *only).expect("listed")),
+            many => Err(ScenarioError::invalid(
+                path,
+                crate::error::Problem::Conflict,
+                format!(
+                    "missing, and there are {} {side_name}-side hosts to choose from: {}",
+                    many.len(),
+                    many.join(", ")
+                ),
+                Some(format!(
+                    "{side_name} = \"{}\"",
+                    many.first().copied().unwrap_or(side_name)
+                )),
+            )),
+        };
+    };
+    match hosts.iter().position(|h| h.name == name) {
+        None => {
+            let all: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+            Err(ScenarioError::unknown_name(path, "host", name, &all))
+        }
+        Some(i) if hosts[i].side != side => Err(ScenarioError::invalid(
+            path,
+            crate::error::Problem::Conflict,
+            format!(
+                "host '{name}' is not on the {side_name} side; choose one of: {}",
+                on_side.join(", ")
+            ),
+            None,
+        )),
+        Some(i) => Ok(i),
+    }
+}
+
+/// `app = "bulk"`, `{ kind = "bulk" }`, or `{ kind = "file", size = "10MB" }`.
+fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, ScenarioError> {
+    let Some(value) = value else {
+        return Ok(AppSpec::Bulk);
+    };
+    let (kind, kind_path) = kind_of(value, path)?;
+    let size_path = join(path, "size");
+    match (kind, value) {
+        ("bulk", Value::Table(_)) => {
+            deserialize_at::<KindOnlyTable>(value.clone(), path)?;
+            Ok(AppSpec::Bulk)
+        }
+        ("bulk", _) => Ok(AppSpec::Bulk),
+        ("file", Value::Table(_)) => {
+            let t: FileTable = deserialize_at(value.clone(), path)?;
+            let Some(size) = t.size else {
+                return Err(ScenarioError::missing(&size_path));
+            };
+            let size = values::size(&size, &size_path)?;
+            if size == 0 {
+                return Err(ScenarioError::bad_value(
+                    &size_path,
+                    "must be greater than zero",
+                ));
+            }
+            Ok(AppSpec::File { size })
+        }
+        ("file", _) => Err(ScenarioError::missing_with(
+            &size_path,
+            r#"app = { kind = "file", size = "10MB" }"#,
+        )),
+        (k, _) if APPS_LATER.contains(&k) => Err(not_implemented(&kind_path, "app", k, APPS)),
+        (k, _) => Err(ScenarioError::unknown_name(&kind_path, "app", k, APPS)),
+    }
+}
+
+/// `[flows.transport]` over [`TransportSpec::default`].
+fn resolve_transport(
+    raw: Option<&RawTransport>,
+    path: &str,
+) -> Result<TransportSpec, ScenarioError> {
+    let mut t = TransportSpec::default();
+    let Some(raw) = raw else {
+        return Ok(t);
+    };
+    let p = |key: &str| join(path, key);
+    if let Some(v) = &raw.mss {
+        let mp = p("mss");
+        let mss = match v {
+            // The MSS is always in bytes, so a bare integer is not ambiguous.
+            Value::Integer(i) => *i,
+            v => i64::try_from(values::size(v, &mp)?).unwrap_or(i64::MAX),
+        };
+        t.mss = values::int_in(mss, &mp, MSS_RANGE.0, MSS_RANGE.1)? as u32;
+    }
+    if let Some(iw) = raw.initial_window {
+        t.initial_window = values::int_in(iw, &p("initial_window"), 1, i64::from(u32::MAX))? as u32;
+    }
+    if let Some(b) = raw.delayed_ack {
+        t.delayed_ack = b;
+    }
+    if let Some(v) = &raw.delayed_ack_timeout {
+        t.delayed_ack_timeout = values::positive_duration(v, &p("delayed_ack_timeout"))?;
+    }
+    if let Some(v) = &raw.min_rto {
+        t.min_rto = values::positive_duration(v, &p("min_rto"))?;
+    }
+    if let Some(b) = raw.pacing {
+        t.pacing = b;
+    }
+    let mss = u64::from(t.mss);
+    let at_least_mss = |v: &Value, key: &str| -> Result<u64, ScenarioError> {
+        let bytes = values::size(v, &p(key))?;
+        if bytes < mss {
+            return Err(ScenarioError::conflict(
+                &p(key),
+                format!("{bytes} B is smaller than one segment (mss = {mss} B)"),
+            ));
+        }
+        Ok(bytes)
+    };
+    if let Some(v) = &raw.send_buffer {
+        t.send_buffer = at_least_mss(v, "send_buffer")?;
+    }
+    if let Some(v) = &raw.receive_buffer {
+        t.receive_buffer = at_least_mss(v, "receive_buffer")?;
+    }
+    if let Some(v) = &raw.notsent_lowat {
+        let np = p("notsent_lowat");
+        let lowat = values::size(v, &np)?;
+        if lowat == 0 {
+            return Err(ScenarioError::bad_value(&np, "must be greater than zero"));
+        }
+        if lowat > t.send_buffer {
+            return Err(ScenarioError::conflict(
+                &np,
+                format!("{lowat} B is larger than send_buffer ({} B)", t.send_buffer),
+            ));
+        }
+        t.notsent_lowat = Some(lowat);
+    }
+    Ok(t)
+}

@@ -1,0 +1,273 @@
+//! `[bottleneck]` -> [`Bottleneck`]: merging the shared keys with the
+//! per-direction `down`/`up` overrides, then the qdisc, its buffer, and the
+//! loss model of each direction.
+//!
+//! Each key of a direction comes from `bottleneck.<dir>.<key>` if present,
+//! else from `bottleneck.<key>`; errors name the key where the value was
+//! actually written. A buffer written as time is converted at *that
+//! direction's* rate: bytes = rate x time / 8, rounded down, and at least one
+//! 1500-byte packet.
+
+use toml::Value;
+
+use crate::error::ScenarioError;
+use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec, QdiscSpec};
+use crate::raw::{
+    BernoulliTable, FifoTable, GilbertElliottTable, KindOnlyTable, RawBottleneck, RawLink,
+};
+use crate::units::Buffer;
+use crate::values::{self, deserialize_at, join, kind_of, not_implemented};
+
+/// Queue disciplines this build implements.
+pub const QDISCS: &[&str] = &["fifo"];
+/// Queue disciplines the design names that do not exist yet.
+const QDISCS_LATER: &[&str] = &["codel", "pie", "fq_codel", "dualpi2"];
+/// Loss models.
+pub const LOSS_MODELS: &[&str] = &["none", "bernoulli", "gilbert_elliott"];
+
+/// The smallest byte buffer: one full-size (1500-byte MTU) packet.
+pub const MIN_BUFFER_BYTES: u64 = 1500;
+
+/// Resolve both directions of `[bottleneck]` (`None` if the table is absent).
+pub(crate) fn resolve_bottleneck(raw: Option<&RawBottleneck>) -> Result<Bottleneck, ScenarioError> {
+    let Some(b) = raw else {
+        return Err(ScenarioError::missing("bottleneck"));
+    };
+    Ok(Bottleneck {
+        down: resolve_direction(b, b.down.as_ref(), "down")?,
+        up: resolve_direction(b, b.up.as_ref(), "up")?,
+    })
+}
+
+/// The keys of one direction: `bottleneck.<dir>.<key>` over `bottleneck.<key>`.
+struct Merged<'a> {
+    shared: &'a RawBottleneck,
+    dir: Option<&'a RawLink>,
+    dir_name: &'static str,
+}
+
+impl<'a> Merged<'a> {
+    /// The value of `key` and the path where it was written.
+    fn get(&self, key: &str) -> Option<(&'a Value, String)> {
+        if let Some(v) = self.dir.and_then(|d| d.field(key)) {
+            return Some((v, format!("bottleneck.{}.{key}", self.dir_name)));
+        }
+        self.shared
+            .field(key)
+            .map(|v| (v, format!("bottleneck.{key}")))
+    }
+
+    /// Like [`Merged::get`], but a missing key is an error that says where it may go.
+    fn require(&self, key: &str, example: &str) -> Result<(&'a Value, String), ScenarioError> {
+        self.get(key).ok_or_else(|| {
+            ScenarioError::missing_with(
+                &format!("bottleneck.{}.{key}", self.dir_name),
+                format!(
+                    "{key} = {example} under [bottleneck] (both directions) or [bottleneck.{}]",
+                    self.dir_name
+                ),
+            )
+        })
+    }
+}
+
+fn resolve_direction(
+    shared: &RawBottleneck,
+    dir: Option<&RawLink>,
+    dir_name: &'static str,
+) -> Result<LinkSpec, ScenarioError> {
+    let m = Merged {
+        shared,
+        dir,
+        dir_name,
+    };
+    let (v, p) = m.require("rate", r#""20Mbit""#)?;
+    let rate = values::positive_rate(v, &p)?;
+    let (v, p) = m.require("delay", r#""10ms""#)?;
+    let delay = values::duration(v, &p)?;
+    let (v, p) = m.require("buffer", r#""100pkt""#)?;
+    let limit = buffer_limit(values::buffer(v, &p)?, rate, &p)?;
+    let qdisc = match m.get("qdisc") {
+        Some((v, p)) => resolve_qdisc(v, &p, limit)?,
+        None => QdiscSpec::Fifo {
+            limit,
+            head_drop: false,
+        },
+    };
+    let loss = match m.get("loss") {
+        Some((v, p)) => resolve_loss(v, &p)?,
+        None => LossSpec::None,
+    };
+    Ok(LinkSpec {
+        rate,
+        delay,
+        qdisc,
+        loss,
+    })
+}
+
+/// A parsed buffer at a link rate -> [`BufferLimit`].
+pub(crate) fn buffer_limit(
+    buf: Buffer,
+    rate: l4slab_core::Rate,
+    path: &str,
+) -> Result<BufferLimit, ScenarioError> {
+    match buf {
+        Buffer::Packets(0) => Err(ScenarioError::bad_value(
+            path,
+            "must hold at least 1 packet",
+        )),
+        Buffer::Packets(n) => u32::try_from(n)
+            .map(BufferLimit::Packets)
+            .map_err(|_| ScenarioError::bad_value(path, format!("{n} packets is too many"))),
+        Buffer::Bytes(b) if b < MIN_BUFFER_BYTES => Err(ScenarioError::bad_value(
+            path,
+            format!("{b} B holds no full-size packet; must be at least {MIN_BUFFER_BYTES}B"),
+        )),
+        Buffer::Bytes(b) => Ok(BufferLimit::Bytes(b)),
+        Buffer::Time(time) => Ok(BufferLimit::Time {
+            time,
+            bytes: rate.bytes_in(time).max(MIN_BUFFER_BYTES),
+        }),
+    }
+}
+
+fn resolve_qdisc(
+    value: &Value,
+    path: &str,
+    limit: BufferLimit,
+) -> Result<QdiscSpec, ScenarioError> {
+    let (kind, kind_path) = kind_of(value, path)?;
+    match kind {
+        "fifo" => {
+            let head_drop = match value {
+                Value::Table(_) => deserialize_at::<FifoTable>(value.clone(), path)?.head_drop,
+                _ => None,
+            };
+            Ok(QdiscSpec::Fifo {
+                limit,
+                head_drop: head_drop.unwrap_or(false),
+            })
+        }
+        k if QDISCS_LATER.contains(&k) => Err(not_implemented(&kind_path, "qdisc", k, QDISCS)),
+        k => Err(ScenarioError::unknown_name(&kind_path, "qdisc", k, QDISCS)),
+    }
+}
+
+/// `loss = "1%"`, `loss = 0.01`, or a table with `kind`.
+pub(crate) fn resolve_loss(value: &Value, path: &str) -> Result<LossSpec, ScenarioError> {
+    let bernoulli = |p: f64| {
+        if p == 0.0 {
+            LossSpec::None
+        } else {
+            LossSpec::Bernoulli { p }
+        }
+    };
+    let Value::Table(t) = value else {
+        return values::fraction(value, path).map(bernoulli);
+    };
+    let (kind, kind_path) = kind_of(value, path)?;
+    let table = Value::Table(t.clone());
+    let required = |v: Option<Value>, key: &str| -> Result<f64, ScenarioError> {
+        let p = join(path, key);
+        match v {
+            Some(v) => values::fraction(&v, &p),
+            None => Err(ScenarioError::missing(&p)),
+        }
+    };
+    let optional = |v: Option<Value>, key: &str, default: f64| -> Result<f64, ScenarioError> {
+        v.map_or(Ok(default), |v| values::fraction(&v, &join(path, key)))
+    };
+    match kind {
+        "none" => {
+            deserialize_at::<KindOnlyTable>(table, path)?;
+            Ok(LossSpec::None)
+        }
+        "bernoulli" => {
+            let t: BernoulliTable = deserialize_at(table, path)?;
+            required(t.p, "p").map(bernoulli)
+        }
+        "gilbert_elliott" => {
+            let t: GilbertElliottTable = deserialize_at(table, path)?;
+            Ok(LossSpec::GilbertElliott {
+                p: required(t.p, "p")?,
+                r: required(t.r, "r")?,
+                // Gilbert-Elliott defaults: no loss in the good state (k = 1),
+                // every packet lost in the bad state (h = 0).
+                k: optional(t.k, "k", 1.0)?,
+                h: optional(t.h, "h", 0.0)?,
+            })
+        }
+        k => Err(ScenarioError::unknown_name(
+            &kind_path,
+            "loss model",
+            k,
+            LOSS_MODELS,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use l4slab_core::{Dur, Rate};
+
+    #[test]
+    fn time_buffer_converts_at_the_link_rate() {
+        // 20 Mbit/s x 50 ms = 1,000,000 bit = 125,000 B.
+        let l = buffer_limit(Buffer::Time(Dur::from_millis(50)), Rate::from_mbps(20), "b").unwrap();
+        assert_eq!(
+            l,
+            BufferLimit::Time {
+                time: Dur::from_millis(50),
+                bytes: 125_000
+            }
+        );
+        // 1 Mbit/s x 1 ms = 125 B, raised to one 1500 B packet.
+        let l = buffer_limit(Buffer::Time(Dur::from_millis(1)), Rate::from_mbps(1), "b").unwrap();
+        assert_eq!(
+            l,
+            BufferLimit::Time {
+                time: Dur::from_millis(1),
+                bytes: 1500
+            }
+        );
+        // 3 bit/s x 1 s = 0.375 B, rounded down, then raised to 1500.
+        let l = buffer_limit(Buffer::Time(Dur::from_secs(1)), Rate::from_bps(3), "b").unwrap();
+        assert_eq!(
+            l,
+            BufferLimit::Time {
+                time: Dur::from_secs(1),
+                bytes: 1500
+            }
+        );
+        // 10 Mbit/s x 12.3456 ms = 123,456 bit = 15,432 B exactly.
+        let l = buffer_limit(
+            Buffer::Time(Dur::from_micros(12_345) + Dur::from_nanos(600)),
+            Rate::from_mbps(10),
+            "b",
+        )
+        .unwrap();
+        assert_eq!(
+            l,
+            BufferLimit::Time {
+                time: Dur::from_nanos(12_345_600),
+                bytes: 15_432
+            }
+        );
+    }
+
+    #[test]
+    fn loss_shorthands() {
+        let s = |t: &str| Value::String(t.into());
+        assert_eq!(
+            resolve_loss(&s("1%"), "l"),
+            Ok(LossSpec::Bernoulli { p: 0.01 })
+        );
+        assert_eq!(resolve_loss(&s("0%"), "l"), Ok(LossSpec::None));
+        assert_eq!(
+            resolve_loss(&Value::Float(0.02), "l"),
+            Ok(LossSpec::Bernoulli { p: 0.02 })
+        );
+    }
+}

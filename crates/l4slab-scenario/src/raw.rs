@@ -1,0 +1,173 @@
+//! The scenario file as written: serde input structs, one per TOML table.
+//!
+//! Every struct denies unknown keys, so a typo is an error naming its key path
+//! and listing the valid keys. Every field is optional here: defaults and
+//! "missing" errors are decided in [`crate::resolve`], which knows the key
+//! path and a good example. Values with units (`"20Mbit"`), and values that
+//! may be a string *or* a table (`qdisc`, `loss`, `app`), are kept as
+//! [`toml::Value`] and interpreted there, so their errors can say what a valid
+//! value looks like instead of what serde expected.
+//!
+//! The per-kind tables at the bottom (`FifoTable`, `GilbertElliottTable`, ...)
+//! are deserialized in a second step, once `kind` has been read, so that each
+//! kind rejects keys that belong to another.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Value;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawScenario {
+    pub format: Option<i64>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub duration: Option<Value>,
+    pub seed: Option<i64>,
+    pub sample_interval: Option<Value>,
+    pub packet_trace: Option<bool>,
+    pub bottleneck: Option<RawBottleneck>,
+    /// Host name -> host; `BTreeMap` so iteration is in name order.
+    pub hosts: Option<BTreeMap<String, RawHost>>,
+    pub flows: Option<Vec<RawFlow>>,
+}
+
+/// `[bottleneck]`: keys for both directions, and per-direction overrides.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawBottleneck {
+    pub rate: Option<Value>,
+    pub delay: Option<Value>,
+    pub buffer: Option<Value>,
+    pub qdisc: Option<Value>,
+    pub loss: Option<Value>,
+    pub down: Option<RawLink>,
+    pub up: Option<RawLink>,
+}
+
+/// `[bottleneck.down]` / `[bottleneck.up]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawLink {
+    pub rate: Option<Value>,
+    pub delay: Option<Value>,
+    pub buffer: Option<Value>,
+    pub qdisc: Option<Value>,
+    pub loss: Option<Value>,
+}
+
+impl RawBottleneck {
+    /// A shared link key by name (`rate`, `delay`, `buffer`, `qdisc`, `loss`).
+    pub fn field(&self, key: &str) -> Option<&Value> {
+        match key {
+            "rate" => self.rate.as_ref(),
+            "delay" => self.delay.as_ref(),
+            "buffer" => self.buffer.as_ref(),
+            "qdisc" => self.qdisc.as_ref(),
+            "loss" => self.loss.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl RawLink {
+    /// A per-direction link key by name.
+    pub fn field(&self, key: &str) -> Option<&Value> {
+        match key {
+            "rate" => self.rate.as_ref(),
+            "delay" => self.delay.as_ref(),
+            "buffer" => self.buffer.as_ref(),
+            "qdisc" => self.qdisc.as_ref(),
+            "loss" => self.loss.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// `[hosts.<name>]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawHost {
+    pub side: Option<String>,
+    pub access_delay: Option<Value>,
+}
+
+/// One `[[flows]]` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawFlow {
+    pub name: Option<String>,
+    pub client: Option<String>,
+    pub server: Option<String>,
+    pub direction: Option<String>,
+    pub cc: Option<String>,
+    pub start: Option<Value>,
+    pub count: Option<i64>,
+    pub app: Option<Value>,
+    pub transport: Option<RawTransport>,
+}
+
+/// `[flows.transport]`: overrides of `model::TransportSpec`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawTransport {
+    /// Bytes: an integer (`1448`) or a size (`"1448B"`).
+    pub mss: Option<Value>,
+    pub initial_window: Option<i64>,
+    pub delayed_ack: Option<bool>,
+    pub delayed_ack_timeout: Option<Value>,
+    pub min_rto: Option<Value>,
+    pub pacing: Option<bool>,
+    pub send_buffer: Option<Value>,
+    pub notsent_lowat: Option<Value>,
+    pub receive_buffer: Option<Value>,
+}
+
+/// `qdisc = { kind = "fifo", head_drop = true }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct FifoTable {
+    #[allow(dead_code)] // already read to choose this struct
+    pub kind: String,
+    pub head_drop: Option<bool>,
+}
+
+/// `{ kind = "none" }` (loss) or `{ kind = "bulk" }` (app): no parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct KindOnlyTable {
+    #[allow(dead_code)] // already read to choose this struct
+    pub kind: String,
+}
+
+/// `loss = { kind = "bernoulli", p = "1%" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct BernoulliTable {
+    #[allow(dead_code)] // already read to choose this struct
+    pub kind: String,
+    pub p: Option<Value>,
+}
+
+/// `loss = { kind = "gilbert_elliott", p = "1%", r = "30%", k = "100%", h = "0%" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct GilbertElliottTable {
+    #[allow(dead_code)] // already read to choose this struct
+    pub kind: String,
+    pub p: Option<Value>,
+    pub r: Option<Value>,
+    pub k: Option<Value>,
+    pub h: Option<Value>,
+}
+
+/// `app = { kind = "file", size = "10MB" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct FileTable {
+    #[allow(dead_code)] // already read to choose this struct
+    pub kind: String,
+    pub size: Option<Value>,
+}

@@ -1,0 +1,353 @@
+//! One case per validation error: each message names its key path and
+//! carries an example (or the list of valid choices).
+
+mod common;
+
+use common::{parse, parse_set, BASE};
+use l4slab_scenario::{parse_file, Problem, ScenarioError};
+
+/// An error case: scenario text, `--set` overrides, expected key path, kind,
+/// and a fragment of the message.
+struct Case {
+    text: &'static str,
+    sets: &'static [&'static str],
+    path: &'static str,
+    problem: Problem,
+    fragment: &'static str,
+}
+
+const fn set(
+    sets: &'static [&'static str],
+    path: &'static str,
+    problem: Problem,
+    fragment: &'static str,
+) -> Case {
+    Case {
+        text: BASE,
+        sets,
+        path,
+        problem,
+        fragment,
+    }
+}
+
+const fn text(
+    text: &'static str,
+    path: &'static str,
+    problem: Problem,
+    fragment: &'static str,
+) -> Case {
+    Case {
+        text,
+        sets: &[],
+        path,
+        problem,
+        fragment,
+    }
+}
+
+use Problem::*;
+
+const NO_FORMAT: &str = "duration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n[[flows]]\n";
+const NO_DURATION: &str =
+    "format = 1\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n[[flows]]\n";
+const NO_BOTTLENECK: &str = "format = 1\nduration = \"10s\"\n[[flows]]\n";
+const NO_FLOWS: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n";
+const EMPTY_FLOWS: &str = "format = 1\nduration = \"10s\"\nflows = []\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n";
+const NO_RATE: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n[[flows]]\n";
+const UP_RATE_MISSING: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\ndelay = \"1ms\"\nbuffer = \"10pkt\"\ndown.rate = \"5Mbit\"\n[[flows]]\n";
+const NO_DELAY: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\nbuffer = \"10pkt\"\n[[flows]]\n";
+const NO_BUFFER: &str =
+    "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\n[[flows]]\n";
+const BAD_HOST_NAME: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n[hosts.\"my laptop\"]\nside = \"client\"\n[[flows]]\n";
+const TWO_CLIENTS: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n[hosts.a]\nside = \"client\"\n[hosts.b]\nside = \"client\"\n[[flows]]\n";
+const TWO_SERVERS: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n[hosts.s1]\nside = \"server\"\n[hosts.s2]\nside = \"server\"\n[[flows]]\n";
+const CLIENT_IS_SERVER: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n[hosts.client]\nside = \"server\"\n[[flows]]\n";
+const DUP_NAMES: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n[[flows]]\nname = \"a\"\n[[flows]]\nname = \"a\"\n";
+const DUP_EXPANDED: &str = "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n[[flows]]\nname = \"a.1\"\n[[flows]]\nname = \"a\"\ncount = 2\n";
+
+const CASES: &[Case] = &[
+    // top level
+    text(NO_FORMAT, "format", Missing, "format: missing; write e.g. format = 1"),
+    set(&["format=2"], "format", Unsupported, "format: unsupported version 2; this l4slab reads format = 1"),
+    set(&["format=\"1\""], "format", WrongType, "expected an integer, found a string (\"1\"); write e.g. 1"),
+    set(&["rtt=1"], "rtt", UnknownKey, "valid keys here: format, name, description, duration, seed, sample_interval, packet_trace, bottleneck, hosts, flows"),
+    set(&["name=\"\""], "name", BadValue, "must not be empty"),
+    set(&["name=5"], "name", WrongType, "expected a string, found an integer (5)"),
+    set(&["description=true"], "description", WrongType, "expected a string"),
+    text(NO_DURATION, "duration", Missing, "duration: missing; write e.g. duration = \"30s\""),
+    set(&["duration=fast"], "duration", BadValue, "\"fast\" is not a duration; write e.g. \"30s\""),
+    set(&["duration=30"], "duration", BadValue, "30 has no unit"),
+    set(&["duration=0s"], "duration", BadValue, "must be greater than zero"),
+    set(&["duration=30m"], "duration", BadValue, "unknown duration unit 'm'"),
+    set(&["duration={ s = 1 }"], "duration", WrongType, "expected a duration as a string, found a table"),
+    set(&["seed=-1"], "seed", BadValue, "-1 is out of range; must be at least 0"),
+    set(&["seed=one"], "seed", WrongType, "expected an integer"),
+    set(&["sample_interval=0ms"], "sample_interval", BadValue, "must be greater than zero"),
+    set(&["sample_interval=1min"], "sample_interval", Conflict, "60s is longer than the run (duration = 10s); write e.g. \"100ms\""),
+    set(&["packet_trace=yes"], "packet_trace", WrongType, "expected true or false"),
+    // bottleneck
+    text(NO_BOTTLENECK, "bottleneck", Missing, "bottleneck: missing; write e.g. [bottleneck] with rate ="),
+    set(&["bottleneck=5"], "bottleneck", WrongType, "expected a table, found an integer (5)"),
+    set(&["bottleneck.rtt=20ms"], "bottleneck.rtt", UnknownKey, "bottleneck.rtt: unknown key; valid keys here: rate, delay, buffer, qdisc, loss, down, up"),
+    set(&["bottleneck.down.x=1"], "bottleneck.down.x", UnknownKey, "valid keys here: rate, delay, buffer, qdisc, loss"),
+    set(&["bottleneck.up=fast"], "bottleneck.up", WrongType, "expected a table"),
+    set(&["bottleneck.rate=fast"], "bottleneck.rate", BadValue, "bottleneck.rate: \"fast\" is not a rate; write e.g. \"20Mbit\""),
+    set(&["bottleneck.down.rate=fast"], "bottleneck.down.rate", BadValue, "bottleneck.down.rate: \"fast\" is not a rate; write e.g. \"20Mbit\""),
+    set(&["bottleneck.up.rate=20"], "bottleneck.up.rate", BadValue, "20 has no unit"),
+    set(&["bottleneck.rate=0Mbit"], "bottleneck.rate", BadValue, "must be greater than zero"),
+    set(&["bottleneck.rate=20Mbyte"], "bottleneck.rate", BadValue, "unknown rate unit 'Mbyte'"),
+    set(&["bottleneck.rate=-1Mbit"], "bottleneck.rate", BadValue, "is negative"),
+    set(&["bottleneck.rate=1e30Gbit"], "bottleneck.rate", BadValue, "is too large"),
+    text(NO_RATE, "bottleneck.down.rate", Missing, "bottleneck.down.rate: missing; write e.g. rate = \"20Mbit\" under [bottleneck] (both directions) or [bottleneck.down]"),
+    text(UP_RATE_MISSING, "bottleneck.up.rate", Missing, "or [bottleneck.up]"),
+    text(NO_DELAY, "bottleneck.down.delay", Missing, "write e.g. delay = \"10ms\""),
+    set(&["bottleneck.delay=-1ms"], "bottleneck.delay", BadValue, "is negative"),
+    text(NO_BUFFER, "bottleneck.down.buffer", Missing, "write e.g. buffer = \"100pkt\""),
+    set(&["bottleneck.buffer=0pkt"], "bottleneck.buffer", BadValue, "must hold at least 1 packet"),
+    set(&["bottleneck.buffer=1000B"], "bottleneck.buffer", BadValue, "1000 B holds no full-size packet"),
+    set(&["bottleneck.buffer=1.5pkt"], "bottleneck.buffer", BadValue, "not a whole number of packets"),
+    set(&["bottleneck.buffer=100"], "bottleneck.buffer", BadValue, "100 has no unit"),
+    set(&["bottleneck.up.buffer=100p"], "bottleneck.up.buffer", BadValue, "unknown buffer unit 'p'"),
+    set(&["bottleneck.buffer=5000000000pkt"], "bottleneck.buffer", BadValue, "packets is too many"),
+    // qdisc
+    set(&["bottleneck.qdisc=codel"], "bottleneck.qdisc", NotImplemented, "qdisc 'codel' is not implemented yet; choose one of: fifo"),
+    set(&["bottleneck.down.qdisc=dualpi2"], "bottleneck.down.qdisc", NotImplemented, "not implemented yet"),
+    set(&["bottleneck.qdisc={ kind = \"pie\" }"], "bottleneck.qdisc.kind", NotImplemented, "qdisc 'pie' is not implemented yet"),
+    set(&["bottleneck.qdisc={ kind = \"fq_codel\" }"], "bottleneck.qdisc.kind", NotImplemented, "not implemented yet"),
+    set(&["bottleneck.qdisc=x"], "bottleneck.qdisc", UnknownName, "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo"),
+    set(&["bottleneck.qdisc={ head_drop = true }"], "bottleneck.qdisc.kind", Missing, "missing; write e.g. kind = \"fifo\""),
+    set(&["bottleneck.qdisc={ kind = 5 }"], "bottleneck.qdisc.kind", WrongType, "expected a string"),
+    set(&["bottleneck.qdisc={ kind = \"fifo\", limit = 5 }"], "bottleneck.qdisc.limit", UnknownKey, "valid keys here: kind, head_drop"),
+    set(&["bottleneck.qdisc={ kind = \"fifo\", head_drop = \"yes\" }"], "bottleneck.qdisc.head_drop", WrongType, "expected true or false"),
+    set(&["bottleneck.qdisc=5"], "bottleneck.qdisc", WrongType, "expected a name or a table with `kind`, found an integer (5); write e.g. \"fifo\""),
+    // loss
+    set(&["bottleneck.loss=150%"], "bottleneck.loss", BadValue, "is more than 100%; write e.g. \"1%\""),
+    set(&["bottleneck.loss=-1%"], "bottleneck.loss", BadValue, "is negative"),
+    set(&["bottleneck.loss=1"], "bottleneck.loss", BadValue, "1 is ambiguous"),
+    set(&["bottleneck.loss=1.5"], "bottleneck.loss", BadValue, "more than 100%"),
+    set(&["bottleneck.loss=\"1\""], "bottleneck.loss", BadValue, "has no unit"),
+    set(&["bottleneck.loss=true"], "bottleneck.loss", WrongType, "expected a percentage"),
+    set(&["bottleneck.up.loss=1 percent"], "bottleneck.up.loss", BadValue, "unknown percentage unit 'percent'"),
+    set(&["bottleneck.loss={ kind = \"x\" }"], "bottleneck.loss.kind", UnknownName, "unknown loss model 'x'; choose one of: none, bernoulli, gilbert_elliott"),
+    set(&["bottleneck.loss={ p = \"1%\" }"], "bottleneck.loss.kind", Missing, "write e.g. kind = \"bernoulli\""),
+    set(&["bottleneck.loss={ kind = \"bernoulli\" }"], "bottleneck.loss.p", Missing, "write e.g. p = \"1%\""),
+    set(&["bottleneck.loss={ kind = \"bernoulli\", p = \"2\" }"], "bottleneck.loss.p", BadValue, "has no unit"),
+    set(&["bottleneck.loss={ kind = \"bernoulli\", p = \"1%\", r = \"1%\" }"], "bottleneck.loss.r", UnknownKey, "valid keys here: kind, p"),
+    set(&["bottleneck.loss={ kind = \"gilbert_elliott\", p = \"1%\" }"], "bottleneck.loss.r", Missing, "write e.g. r = \"30%\""),
+    set(&["bottleneck.loss={ kind = \"gilbert_elliott\", r = \"1%\" }"], "bottleneck.loss.p", Missing, "write e.g. p = \"1%\""),
+    set(&["bottleneck.loss={ kind = \"gilbert_elliott\", p = \"1%\", r = \"30%\", k = \"200%\" }"], "bottleneck.loss.k", BadValue, "more than 100%; write e.g. \"100%\""),
+    set(&["bottleneck.loss={ kind = \"gilbert_elliott\", p = \"1%\", r = \"30%\", h = -0.5 }"], "bottleneck.loss.h", BadValue, "is negative; write e.g. \"0%\""),
+    set(&["bottleneck.loss={ kind = \"gilbert_elliott\", p = \"1%\", r = \"30%\", q = 1 }"], "bottleneck.loss.q", UnknownKey, "valid keys here: kind, p, r, k, h"),
+    set(&["bottleneck.loss={ kind = \"none\", p = \"1%\" }"], "bottleneck.loss.p", UnknownKey, "valid keys here: kind"),
+    // hosts
+    set(&["hosts=5"], "hosts", WrongType, "expected a table"),
+    set(&["hosts.laptop.access_delay=2ms"], "hosts.laptop.side", Missing, "hosts.laptop.side: missing; write e.g. side = \"client\""),
+    set(&["hosts.laptop.side=middle"], "hosts.laptop.side", UnknownName, "unknown side 'middle'; choose one of: client, server"),
+    set(&["hosts.laptop.side=client", "hosts.laptop.access_delay=fast"], "hosts.laptop.access_delay", BadValue, "\"fast\" is not a duration; write e.g. \"2ms\""),
+    set(&["hosts.laptop.side=client", "hosts.laptop.rtt=1"], "hosts.laptop.rtt", UnknownKey, "valid keys here: side, access_delay"),
+    set(&["hosts.laptop=5"], "hosts.laptop", WrongType, "expected a table"),
+    text(BAD_HOST_NAME, "hosts.my laptop", BadValue, "\"my laptop\" is not a valid name"),
+    text(CLIENT_IS_SERVER, "hosts.client", Conflict, "there is no client-side host"),
+    // flows
+    text(NO_FLOWS, "flows", Missing, "flows: missing; write e.g. [[flows]] with cc = \"reno\""),
+    text(EMPTY_FLOWS, "flows", Missing, "write e.g. [[flows]]"),
+    set(&["flows=5"], "flows", WrongType, "expected an array"),
+    set(&["flows[0].rtt=5"], "flows[0].rtt", UnknownKey, "valid keys here: name, client, server, direction, cc, start, count, app, transport"),
+    set(&["flows[1].cc=reno", "flows[1].x=1"], "flows[1].x", UnknownKey, "valid keys here"),
+    set(&["flows[0].name=a b"], "flows[0].name", BadValue, "is not a valid name"),
+    text(DUP_NAMES, "flows[1].name", Conflict, "flow name 'a' is already used by flows[0]"),
+    text(DUP_EXPANDED, "flows[1].name", Conflict, "flow name 'a.1' is already used by flows[0]"),
+    set(&["flows[0].count=0"], "flows[0].count", BadValue, "0 is out of range; must be between 1 and 100000; write e.g. 4"),
+    set(&["flows[0].count=2.5"], "flows[0].count", WrongType, "expected an integer"),
+    set(&["flows[0].client=nobody"], "flows[0].client", UnknownName, "unknown host 'nobody'; choose one of: client, server"),
+    set(&["flows[0].client=server"], "flows[0].client", Conflict, "host 'server' is not on the client side; choose one of: client"),
+    set(&["flows[0].server=client"], "flows[0].server", Conflict, "host 'client' is not on the server side; choose one of: server"),
+    text(TWO_CLIENTS, "flows[0].client", Conflict, "missing, and there are 2 client-side hosts to choose from: a, b; write e.g. client = \"a\""),
+    text(TWO_SERVERS, "flows[0].server", Conflict, "2 server-side hosts to choose from: s1, s2"),
+    set(&["flows[0].direction=sideways"], "flows[0].direction", UnknownName, "unknown direction 'sideways'; choose one of: down, up"),
+    set(&["flows[0].cc=foo"], "flows[0].cc", UnknownName, "flows[0].cc: unknown congestion control 'foo'; choose one of: reno, cubic"),
+    set(&["flows[0].start=40s"], "flows[0].start", Conflict, "40s is not before the end of the run (duration = 10s); write e.g. \"0s\""),
+    set(&["duration=30s", "flows[0].start=30s"], "flows[0].start", Conflict, "30s is not before the end of the run (duration = 30s)"),
+    set(&["flows[0].start=soon"], "flows[0].start", BadValue, "\"soon\" is not a duration"),
+    // apps
+    set(&["flows[0].app=web"], "flows[0].app", NotImplemented, "app 'web' is not implemented yet; choose one of: bulk, file"),
+    set(&["flows[0].app={ kind = \"frames\" }"], "flows[0].app.kind", NotImplemented, "not implemented yet"),
+    set(&["flows[0].app=video"], "flows[0].app", UnknownName, "unknown app 'video'; choose one of: bulk, file"),
+    set(&["flows[0].app=file"], "flows[0].app.size", Missing, "write e.g. app = { kind = \"file\", size = \"10MB\" }"),
+    set(&["flows[0].app={ kind = \"file\" }"], "flows[0].app.size", Missing, "write e.g. size = \"10MB\""),
+    set(&["flows[0].app={ kind = \"file\", size = \"0B\" }"], "flows[0].app.size", BadValue, "must be greater than zero"),
+    set(&["flows[0].app.kind=file", "flows[0].app.size=10"], "flows[0].app.size", BadValue, "10 has no unit (a bare number is ambiguous); write e.g. \"10MB\""),
+    set(&["flows[0].app.kind=file", "flows[0].app.size=10Mb"], "flows[0].app.size", BadValue, "unknown size unit 'Mb'"),
+    set(&["flows[0].app={ kind = \"bulk\", size = \"1MB\" }"], "flows[0].app.size", UnknownKey, "valid keys here: kind"),
+    set(&["flows[0].app={ kind = \"file\", size = \"1MB\", x = 1 }"], "flows[0].app.x", UnknownKey, "valid keys here: kind, size"),
+    set(&["flows[0].app.size=1MB"], "flows[0].app.kind", Missing, "write e.g. kind = \"file\""),
+    set(&["flows[0].app=5"], "flows[0].app", WrongType, "expected a name or a table with `kind`"),
+    // transport
+    set(&["flows[0].transport=5"], "flows[0].transport", WrongType, "write e.g. [flows.transport] with mss = 1448"),
+    set(&["flows[0].transport.x=1"], "flows[0].transport.x", UnknownKey, "valid keys here: mss, initial_window, delayed_ack, delayed_ack_timeout, min_rto, pacing, send_buffer, notsent_lowat, receive_buffer"),
+    set(&["flows[0].transport.mss=100"], "flows[0].transport.mss", BadValue, "100 is out of range; must be between 536 and 9000; write e.g. 1448"),
+    set(&["flows[0].transport.mss=10KB"], "flows[0].transport.mss", BadValue, "10000 is out of range"),
+    set(&["flows[0].transport.mss=1.5"], "flows[0].transport.mss", BadValue, "1.5 has no unit"),
+    set(&["flows[0].transport.initial_window=0"], "flows[0].transport.initial_window", BadValue, "must be between 1 and 4294967295; write e.g. 10"),
+    set(&["flows[0].transport.delayed_ack=1"], "flows[0].transport.delayed_ack", WrongType, "expected true or false"),
+    set(&["flows[0].transport.delayed_ack_timeout=0ms"], "flows[0].transport.delayed_ack_timeout", BadValue, "must be greater than zero; write e.g. \"40ms\""),
+    set(&["flows[0].transport.min_rto=fast"], "flows[0].transport.min_rto", BadValue, "write e.g. \"200ms\""),
+    set(&["flows[0].transport.pacing=yes"], "flows[0].transport.pacing", WrongType, "expected true or false"),
+    set(&["flows[0].transport.send_buffer=1KB"], "flows[0].transport.send_buffer", Conflict, "1000 B is smaller than one segment (mss = 1448 B)"),
+    set(&["flows[0].transport.receive_buffer=1KB"], "flows[0].transport.receive_buffer", Conflict, "smaller than one segment"),
+    set(&["flows[0].transport.send_buffer=1MiB", "flows[0].transport.notsent_lowat=2MiB"], "flows[0].transport.notsent_lowat", Conflict, "2097152 B is larger than send_buffer (1048576 B)"),
+    set(&["flows[0].transport.notsent_lowat=0B"], "flows[0].transport.notsent_lowat", BadValue, "must be greater than zero"),
+];
+
+/// Some guidance must follow the problem: an example or the valid choices.
+fn has_guidance(msg: &str) -> bool {
+    [
+        "write e.g. ",
+        "choose one of: ",
+        "valid keys here: ",
+        "reads format = 1",
+    ]
+    .iter()
+    .any(|g| msg.contains(g))
+}
+
+#[test]
+fn every_error_names_its_path_and_an_example() {
+    let mut failures = Vec::new();
+    for (i, c) in CASES.iter().enumerate() {
+        let got = parse_set(c.text, c.sets);
+        let e = match got {
+            Ok(_) => {
+                failures.push(format!(
+                    "case {i} {:?}: parsed, expected an error at {}",
+                    c.sets, c.path
+                ));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let msg = e.to_string();
+        let ok = e.path() == Some(c.path)
+            && e.problem() == Some(c.problem)
+            && msg.starts_with(&format!("{}: ", c.path))
+            && msg.contains(c.fragment)
+            && has_guidance(&msg);
+        if !ok {
+            failures.push(format!(
+                "case {i} {:?}: want {} {:?} containing {:?}\n      got {:?} {msg}",
+                c.sets,
+                c.path,
+                c.problem,
+                c.fragment,
+                e.problem()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        CASES.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn design_examples_verbatim() {
+    let e = parse_set(BASE, &["bottleneck.down.rate=fast"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        r#"bottleneck.down.rate: "fast" is not a rate; write e.g. "20Mbit""#
+    );
+    let e = parse_set(BASE, &["bottleneck.rtt=20ms"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "bottleneck.rtt: unknown key; valid keys here: rate, delay, buffer, qdisc, loss, down, up"
+    );
+    let e = parse(NO_DURATION).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        r#"duration: missing; write e.g. duration = "30s""#
+    );
+    let e = parse_set(BASE, &["format=2"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "format: unsupported version 2; this l4slab reads format = 1"
+    );
+    let e = parse_set(BASE, &["flows[0].cc=foo"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "flows[0].cc: unknown congestion control 'foo'; choose one of: reno, cubic"
+    );
+    let e = parse_set(BASE, &["bottleneck.qdisc=x"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo"
+    );
+}
+
+#[test]
+fn syntax_errors_report_line_and_column() {
+    let e = parse("format = 1\nduration = 30s\n").unwrap_err();
+    match &e {
+        ScenarioError::Syntax {
+            source_name,
+            line,
+            column,
+            ..
+        } => {
+            assert_eq!(
+                (source_name.as_str(), *line, *column),
+                ("test.toml", 2, 14),
+                "{e}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+    assert!(
+        e.to_string()
+            .starts_with("test.toml:2:14: TOML syntax error: "),
+        "{e}"
+    );
+    // Duplicate keys are syntax errors too.
+    let e = parse("format = 1\nformat = 1\n").unwrap_err();
+    assert!(matches!(e, ScenarioError::Syntax { line: 2, .. }), "{e}");
+}
+
+#[test]
+fn malformed_overrides_name_the_argument() {
+    let cases = [
+        ("bottleneck.rate", "--set bottleneck.rate: expected key.path=value; write e.g. --set bottleneck.rate=50Mbit"),
+        ("flows[x].cc=reno", "--set flows[x].cc=reno: bad index in 'flows[x]'"),
+        ("flows[0.cc=reno", "--set flows[0.cc=reno: bad index"),
+        ("=5", "--set =5: empty key path"),
+        ("a..b=1", "--set a..b=1: '' is not a key"),
+        ("flows[3].cc=reno", "--set flows[3].cc=reno: index 3 is out of range: flows has 1 entries (use 1 to append one)"),
+        ("bottleneck.rate.x=1", "--set bottleneck.rate.x=1: bottleneck.rate is a string (\"20Mbit\"), not a table, so it has no key 'x'; set bottleneck.rate itself"),
+    ];
+    for (arg, want) in cases {
+        let e = parse_set(BASE, &[arg]).unwrap_err();
+        assert!(matches!(e, ScenarioError::Override { .. }), "{arg}: {e}");
+        assert!(
+            e.to_string().starts_with(want),
+            "{arg}:\n got {e}\nwant {want}"
+        );
+    }
+}
+
+#[test]
+fn unreadable_file_is_an_io_error() {
+    let e = parse_file(
+        std::path::Path::new("/nonexistent/x.toml"),
+        &[],
+        &common::opts(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, ScenarioError::Io { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/x.toml: cannot read: "),
+        "{e}"
+    );
+}

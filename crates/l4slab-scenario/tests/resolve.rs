@@ -1,0 +1,418 @@
+//! Resolution: defaults, merging of the two bottleneck directions, host
+//! ordering, count expansion, time buffers, overrides, and JSON output.
+
+mod common;
+
+use common::{base_with, parse, parse_set, BASE};
+use l4slab_core::{Dur, Rate, Time};
+use l4slab_scenario::{
+    parse_with, AppSpec, Bottleneck, BufferLimit, Direction, Flow, Host, LinkSpec, LossSpec,
+    QdiscSpec, Scenario, Side, TransportSpec,
+};
+
+fn fifo_pkts(n: u32) -> QdiscSpec {
+    QdiscSpec::Fifo {
+        limit: BufferLimit::Packets(n),
+        head_drop: false,
+    }
+}
+
+#[test]
+fn minimal_file_gets_every_default() {
+    let s = parse(BASE).unwrap();
+    let link = LinkSpec {
+        rate: Rate::from_mbps(20),
+        delay: Dur::from_millis(10),
+        qdisc: fifo_pkts(100),
+        loss: LossSpec::None,
+    };
+    let expect = Scenario {
+        format: 1,
+        name: "test".into(), // stem of "test.toml"
+        description: String::new(),
+        duration: Time::from_secs(10),
+        seed: 1,
+        sample_interval: Dur::from_millis(100),
+        packet_trace: false,
+        bottleneck: Bottleneck {
+            down: link.clone(),
+            up: link,
+        },
+        hosts: vec![
+            Host {
+                name: "client".into(),
+                side: Side::Client,
+                access_delay: Dur::ZERO,
+            },
+            Host {
+                name: "server".into(),
+                side: Side::Server,
+                access_delay: Dur::ZERO,
+            },
+        ],
+        flows: vec![Flow {
+            name: "flow0".into(),
+            client: 0,
+            server: 1,
+            direction: Direction::Down,
+            cc: "reno".into(),
+            start: Time::ZERO,
+            app: AppSpec::Bulk,
+            transport: TransportSpec::default(),
+        }],
+    };
+    assert_eq!(s, expect);
+    // Without a .toml source name, the default name is "scenario".
+    let s = parse_with(BASE, "<string>", &[], &common::opts()).unwrap();
+    assert_eq!(s.name, "scenario");
+}
+
+#[test]
+fn every_key_written_out() {
+    let text = r#"
+format = 1
+name = "full"
+description = "every key"
+duration = "1min"
+seed = 42
+sample_interval = "10ms"
+packet_trace = true
+
+[bottleneck]
+rate = "20Mbit"
+delay = "10ms"
+buffer = "50ms"
+qdisc = { kind = "fifo", head_drop = true }
+loss = { kind = "gilbert_elliott", p = "1%", r = "30%" }
+
+[bottleneck.up]
+rate = "5Mbit"
+delay = "15ms"
+buffer = "64KiB"
+qdisc = "fifo"
+loss = 0.001
+
+[hosts.phone]
+side = "client"
+access_delay = "20ms"
+
+[hosts.laptop]
+side = "client"
+access_delay = "2ms"
+
+[hosts.cdn]
+side = "server"
+access_delay = "1ms"
+
+[[flows]]
+name = "video"
+client = "phone"
+server = "cdn"
+direction = "down"
+cc = "cubic"
+start = "1.5s"
+app = { kind = "file", size = "10MB" }
+
+[flows.transport]
+mss = 1400
+initial_window = 4
+delayed_ack = false
+delayed_ack_timeout = "25ms"
+min_rto = "1s"
+pacing = true
+send_buffer = "1MiB"
+notsent_lowat = "128KiB"
+receive_buffer = "2MiB"
+
+[[flows]]
+name = "backup"
+client = "laptop"
+direction = "up"
+app = "bulk"
+"#;
+    let s = parse(text).unwrap();
+    assert_eq!(s.name, "full");
+    assert_eq!(s.description, "every key");
+    assert_eq!(s.duration, Time::from_secs(60));
+    assert_eq!(s.seed, 42);
+    assert_eq!(s.sample_interval, Dur::from_millis(10));
+    assert!(s.packet_trace);
+    assert_eq!(
+        s.bottleneck.down,
+        LinkSpec {
+            rate: Rate::from_mbps(20),
+            delay: Dur::from_millis(10),
+            // 20 Mbit/s x 50 ms = 1,000,000 bit = 125,000 B.
+            qdisc: QdiscSpec::Fifo {
+                limit: BufferLimit::Time {
+                    time: Dur::from_millis(50),
+                    bytes: 125_000
+                },
+                head_drop: true,
+            },
+            loss: LossSpec::GilbertElliott {
+                p: 0.01,
+                r: 0.3,
+                k: 1.0,
+                h: 0.0
+            },
+        }
+    );
+    assert_eq!(
+        s.bottleneck.up,
+        LinkSpec {
+            rate: Rate::from_mbps(5),
+            delay: Dur::from_millis(15),
+            qdisc: QdiscSpec::Fifo {
+                limit: BufferLimit::Bytes(65_536),
+                head_drop: false
+            },
+            loss: LossSpec::Bernoulli { p: 0.001 },
+        }
+    );
+    let names: Vec<(&str, Side)> = s.hosts.iter().map(|h| (h.name.as_str(), h.side)).collect();
+    assert_eq!(
+        names,
+        [
+            ("laptop", Side::Client),
+            ("phone", Side::Client),
+            ("cdn", Side::Server)
+        ]
+    );
+    assert_eq!(s.hosts[1].access_delay, Dur::from_millis(20));
+    let video = &s.flows[0];
+    assert_eq!((video.client, video.server), (1, 2));
+    assert_eq!(video.cc, "cubic");
+    assert_eq!(video.start, Time::from_millis(1500));
+    assert_eq!(video.app, AppSpec::File { size: 10_000_000 });
+    assert_eq!(
+        video.transport,
+        TransportSpec {
+            mss: 1400,
+            initial_window: 4,
+            delayed_ack: false,
+            delayed_ack_timeout: Dur::from_millis(25),
+            min_rto: Dur::from_secs(1),
+            pacing: true,
+            send_buffer: 1 << 20,
+            notsent_lowat: Some(128 << 10),
+            receive_buffer: 2 << 20,
+        }
+    );
+    let backup = &s.flows[1];
+    // The only server-side host is the default for `server`.
+    assert_eq!((backup.client, backup.server), (0, 2));
+    assert_eq!(backup.direction, Direction::Up);
+    assert_eq!(backup.cc, "reno");
+    assert_eq!(backup.app, AppSpec::Bulk);
+}
+
+#[test]
+fn direction_tables_override_shared_keys() {
+    let s = base_with(&[
+        "bottleneck.down.rate=50Mbit",
+        "bottleneck.up.rate=5Mbit",
+        "bottleneck.up.loss=1%",
+    ]);
+    assert_eq!(s.bottleneck.down.rate, Rate::from_mbps(50));
+    assert_eq!(s.bottleneck.up.rate, Rate::from_mbps(5));
+    assert_eq!(s.bottleneck.down.loss, LossSpec::None);
+    assert_eq!(s.bottleneck.up.loss, LossSpec::Bernoulli { p: 0.01 });
+    assert_eq!(s.bottleneck.up.delay, Dur::from_millis(10));
+}
+
+#[test]
+fn time_buffers_convert_per_direction() {
+    let s = base_with(&[
+        "bottleneck.buffer=50ms",
+        "bottleneck.up.rate=1Mbit",
+        "bottleneck.down.buffer=100ms",
+    ]);
+    // down: 20 Mbit/s x 100 ms = 250,000 B; up: 1 Mbit/s x 50 ms = 6,250 B.
+    let limit = |l: &LinkSpec| match &l.qdisc {
+        QdiscSpec::Fifo { limit, .. } => *limit,
+    };
+    assert_eq!(
+        limit(&s.bottleneck.down),
+        BufferLimit::Time {
+            time: Dur::from_millis(100),
+            bytes: 250_000
+        }
+    );
+    assert_eq!(
+        limit(&s.bottleneck.up),
+        BufferLimit::Time {
+            time: Dur::from_millis(50),
+            bytes: 6_250
+        }
+    );
+    // A tiny time buffer still holds one 1500 B packet.
+    let s = base_with(&["bottleneck.buffer=1us"]);
+    assert_eq!(
+        limit(&s.bottleneck.down),
+        BufferLimit::Time {
+            time: Dur::from_micros(1),
+            bytes: 1500
+        }
+    );
+}
+
+#[test]
+fn loss_forms() {
+    let loss = |v: &str| {
+        base_with(&[&format!("bottleneck.loss={v}")])
+            .bottleneck
+            .down
+            .loss
+    };
+    assert_eq!(loss("1%"), LossSpec::Bernoulli { p: 0.01 });
+    assert_eq!(loss("0.02"), LossSpec::Bernoulli { p: 0.02 });
+    assert_eq!(loss("0%"), LossSpec::None);
+    assert_eq!(loss("0"), LossSpec::None);
+    assert_eq!(loss("{ kind = \"none\" }"), LossSpec::None);
+    assert_eq!(
+        loss("{ kind = \"bernoulli\", p = \"0.5%\" }"),
+        LossSpec::Bernoulli { p: 0.005 }
+    );
+    assert_eq!(loss("{ kind = \"bernoulli\", p = 0 }"), LossSpec::None);
+    assert_eq!(
+        loss("{ kind = \"gilbert_elliott\", p = \"1%\", r = \"30%\", k = \"99%\", h = 0.5 }"),
+        LossSpec::GilbertElliott {
+            p: 0.01,
+            r: 0.3,
+            k: 0.99,
+            h: 0.5
+        }
+    );
+}
+
+#[test]
+fn app_forms() {
+    let app = |v: &str| {
+        base_with(&[&format!("flows[0].app={v}")]).flows[0]
+            .app
+            .clone()
+    };
+    assert_eq!(app("bulk"), AppSpec::Bulk);
+    assert_eq!(app("{ kind = \"bulk\" }"), AppSpec::Bulk);
+    assert_eq!(
+        app("{ kind = \"file\", size = \"64KiB\" }"),
+        AppSpec::File { size: 65_536 }
+    );
+}
+
+#[test]
+fn count_expands_flows() {
+    let s = base_with(&[
+        "flows[0].name=bulk",
+        "flows[0].count=3",
+        "flows[1].name=probe",
+    ]);
+    let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["bulk.0", "bulk.1", "bulk.2", "probe"]);
+    assert_eq!(s.flows[0].app, s.flows[2].app);
+    // count = 1 keeps the plain name; default names use the [[flows]] index.
+    let s = base_with(&["flows[0].count=1", "flows[1].count=2"]);
+    let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["flow0", "flow1.0", "flow1.1"]);
+}
+
+#[test]
+fn host_order_does_not_depend_on_file_order() {
+    let a = "[hosts.zed]\nside = \"server\"\n[hosts.bob]\nside = \"client\"\n[hosts.amy]\nside = \"server\"\n[hosts.cat]\nside = \"client\"\n";
+    let b = "[hosts.cat]\nside = \"client\"\n[hosts.amy]\nside = \"server\"\n[hosts.bob]\nside = \"client\"\n[hosts.zed]\nside = \"server\"\n";
+    let flows = "[[flows]]\nclient = \"cat\"\nserver = \"zed\"\n";
+    let head = "format = 1\nduration = \"10s\"\n[bottleneck]\nrate = \"1Mbit\"\ndelay = \"1ms\"\nbuffer = \"10pkt\"\n";
+    let sa = parse(&format!("{head}{a}{flows}")).unwrap();
+    let sb = parse(&format!("{head}{b}{flows}")).unwrap();
+    assert_eq!(sa, sb);
+    let names: Vec<&str> = sa.hosts.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["bob", "cat", "amy", "zed"]);
+    assert_eq!((sa.flows[0].client, sa.flows[0].server), (1, 3));
+}
+
+#[test]
+fn default_hosts_fill_a_missing_side() {
+    // Only client hosts written: a "server" host is added.
+    let s = base_with(&["hosts.laptop.side=client"]);
+    let names: Vec<&str> = s.hosts.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["laptop", "server"]);
+    assert_eq!((s.flows[0].client, s.flows[0].server), (0, 1));
+}
+
+#[test]
+fn overrides_apply_before_validation() {
+    let s = base_with(&[
+        "bottleneck.rate=50Mbit",
+        "flows[0].cc=cubic",
+        "duration=20s",
+        "bottleneck.loss=2%",
+        "seed=7",
+        "flows[0].app.kind=file",
+        "flows[0].app.size=1MB",
+        "bottleneck.qdisc={ kind = \"fifo\", head_drop = true }",
+        "packet_trace=true",
+    ]);
+    assert_eq!(s.bottleneck.down.rate, Rate::from_mbps(50));
+    assert_eq!(s.bottleneck.up.rate, Rate::from_mbps(50));
+    assert_eq!(s.flows[0].cc, "cubic");
+    assert_eq!(s.duration, Time::from_secs(20));
+    assert_eq!(s.bottleneck.down.loss, LossSpec::Bernoulli { p: 0.02 });
+    assert_eq!(s.seed, 7);
+    assert_eq!(s.flows[0].app, AppSpec::File { size: 1_000_000 });
+    assert_eq!(
+        s.bottleneck.down.qdisc,
+        QdiscSpec::Fifo {
+            limit: BufferLimit::Packets(100),
+            head_drop: true
+        }
+    );
+    assert!(s.packet_trace);
+    // Later overrides win.
+    assert_eq!(base_with(&["seed=7", "seed=8"]).seed, 8);
+    // An override can fix a file that would not parse on its own.
+    let broken = BASE.replace("rate = \"20Mbit\"", "rate = \"fast\"");
+    assert!(parse(&broken).is_err());
+    assert_eq!(
+        parse_set(&broken, &["bottleneck.rate=1Gbit"])
+            .unwrap()
+            .bottleneck
+            .down
+            .rate,
+        Rate::from_mbps(1000)
+    );
+}
+
+#[test]
+fn json_is_deterministic() {
+    let text =
+        std::fs::read_to_string(common::scenarios_dir().join("examples/two-hosts.toml")).unwrap();
+    let a = serde_json::to_string_pretty(&parse(&text).unwrap()).unwrap();
+    let b = serde_json::to_string_pretty(&parse(&text).unwrap()).unwrap();
+    assert_eq!(a, b);
+    // Shape of the tagged enums, as summary.json will record them.
+    let s = base_with(&[
+        "bottleneck.buffer=50ms",
+        "bottleneck.loss=1%",
+        "flows[0].app={ kind = \"file\", size = \"1MB\" }",
+    ]);
+    let v = serde_json::to_value(&s).unwrap();
+    assert_eq!(
+        v["bottleneck"]["down"]["qdisc"],
+        serde_json::json!({ "kind": "fifo", "limit": { "time": { "time": 50_000_000, "bytes": 125_000 } }, "head_drop": false })
+    );
+    assert_eq!(
+        v["bottleneck"]["down"]["loss"],
+        serde_json::json!({ "kind": "bernoulli", "p": 0.01 })
+    );
+    assert_eq!(
+        v["flows"][0]["app"],
+        serde_json::json!({ "kind": "file", "size": 1_000_000 })
+    );
+    assert_eq!(
+        v["hosts"][0],
+        serde_json::json!({ "name": "client", "side": "client", "access_delay": 0 })
+    );
+    assert_eq!(v["flows"][0]["direction"], "down");
+    assert_eq!(v["duration"], 10_000_000_000u64);
+}

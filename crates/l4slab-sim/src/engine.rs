@@ -1,0 +1,577 @@
+//! The engine: event handlers that move packets through the dumbbell and
+//! drive the endpoints and applications.
+//!
+//! Path of a packet from a client-side endpoint:
+//! `transmit` → (client access delay) → `ToBottleneck{Up}` → qdisc/serializer
+//! → `TxDone{Up}` → (propagation + server access delay) → `Deliver` → endpoint.
+//! Access links are pure delay (no rate, no queue): the bottleneck is the only
+//! place packets queue. Each packet costs three events, whatever the window or
+//! queue depth.
+
+use l4slab_core::{DropReason, Dur, Ecn, Packet, SimRng, Time};
+use l4slab_link::Link;
+use l4slab_qdisc::QdiscCtx;
+use l4slab_scenario::{AppSpec, Scenario};
+use l4slab_transport::app::{App, AppIo};
+use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Transmit};
+
+use crate::event::EventQueue;
+use crate::recorder::Recorder;
+use crate::segstore::SegStore;
+use crate::series::{Name, SeriesStore};
+use crate::{PacketTrace, SimError};
+
+/// Bottleneck directions; the value is the queue's [`l4slab_core::QueueId`].
+pub const DOWN: usize = 0;
+pub const UP: usize = 1;
+/// Endpoint sides of a flow.
+pub const CLIENT: usize = 0;
+pub const SERVER: usize = 1;
+
+/// Calls `progress` every this many events.
+const PROGRESS_EVERY: u64 = 1 << 14;
+
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    FlowStart { flow: u32 },
+    ToBottleneck { dir: u8, pkt: Packet },
+    TxDone { dir: u8 },
+    LinkTimer { dir: u8, at: Time },
+    Deliver { side: u8, pkt: Packet },
+    EpTimer { flow: u32, side: u8, at: Time },
+    AppTimer { flow: u32, at: Time },
+    Sample,
+}
+
+pub struct LinkState {
+    pub name: String,
+    pub link: Link,
+    pub rng: SimRng,
+    pub tx_scheduled: bool,
+    pub timer_armed: Option<Time>,
+    pub series: Name,
+    /// Cumulative drops / marks / busy time at the last sample.
+    pub last_drops: u64,
+    pub last_marks: u64,
+    pub last_busy: Dur,
+}
+
+pub struct EpState {
+    pub ep: Endpoint,
+    pub timer_armed: Option<Time>,
+}
+
+pub struct FlowState {
+    pub eps: [EpState; 2],
+    /// Which side sends the application's data.
+    pub sender: usize,
+    pub app: Box<dyn App>,
+    pub app_timer: Option<Time>,
+    pub rng: SimRng,
+    pub start: Time,
+    pub file_size: Option<u64>,
+    pub delivered: u64,
+    pub delivered_last_sample: u64,
+    pub completion: Option<Time>,
+    pub data_drops: u64,
+    pub ack_drops: u64,
+    pub series: Name,
+}
+
+/// Interned series keys.
+pub struct Keys {
+    pub goodput_bps: Name,
+    pub cwnd_bytes: Name,
+    pub ssthresh_bytes: Name,
+    pub pacing_bps: Name,
+    pub inflight_bytes: Name,
+    pub srtt_ms: Name,
+    pub rtt_ms: Name,
+    pub backlog_pkts: Name,
+    pub backlog_bytes: Name,
+    pub sojourn_ms: Name,
+    pub sojourn_max_ms: Name,
+    pub drops: Name,
+    pub marks: Name,
+    pub utilization: Name,
+}
+
+/// Packet conservation counters: created = delivered + dropped + in the network.
+#[derive(Default, Debug)]
+pub struct PacketCounts {
+    pub created: u64,
+    pub delivered: u64,
+    pub dropped: [u64; DropReason::ALL.len()],
+}
+
+pub struct Sim<'s> {
+    pub scn: &'s Scenario,
+    pub seed: u64,
+    pub q: EventQueue<Ev>,
+    pub links: [LinkState; 2],
+    pub flows: Vec<FlowState>,
+    pub access_delay: Vec<Dur>,
+    /// Per flow: host index of (client, server).
+    pub hosts_of: Vec<[usize; 2]>,
+    pub segs: SegStore,
+    pub rec: Recorder,
+    pub series: SeriesStore,
+    pub keys: Keys,
+    pub trace: Option<PacketTrace>,
+    pub counts: PacketCounts,
+    pub events: u64,
+    // Scratch buffers, reused so the hot path never allocates.
+    pub out: Vec<Transmit>,
+    pub app_events: Vec<AppEvent>,
+    pub dropped: Vec<(Packet, DropReason)>,
+}
+
+/// The application's handle on its endpoint during a callback.
+struct Io<'a, 'b> {
+    now: Time,
+    ep: &'a mut Endpoint,
+    ctx: &'a mut EndpointCtx<'b>,
+    wake: &'a mut Option<Time>,
+}
+
+impl AppIo for Io<'_, '_> {
+    fn write(&mut self, bytes: u64) -> u64 {
+        self.ep.write(self.now, bytes, self.ctx)
+    }
+    fn finish(&mut self) {
+        self.ep.close(self.now, self.ctx);
+    }
+    fn wake_at(&mut self, at: Time) {
+        *self.wake = Some(at.max(self.now));
+    }
+}
+
+impl Sim<'_> {
+    pub fn run(&mut self, progress: &mut dyn FnMut(Time) -> bool) -> Result<(), SimError> {
+        let end = self.scn.duration;
+        while let Some(t) = self.q.peek_time() {
+            if t > end {
+                break;
+            }
+            let (now, ev) = self.q.pop().expect("peeked");
+            self.events += 1;
+            if self.events % PROGRESS_EVERY == 0 && !progress(now) {
+                return Err(SimError::Cancelled(now));
+            }
+            self.dispatch(now, ev);
+        }
+        progress(end);
+        Ok(())
+    }
+
+    fn dispatch(&mut self, now: Time, ev: Ev) {
+        match ev {
+            Ev::FlowStart { flow } => {
+                self.with_ep(now, flow as usize, CLIENT, |ep, now, ctx| ep.connect(now, ctx));
+            }
+            Ev::ToBottleneck { dir, pkt } => self.to_bottleneck(now, usize::from(dir), pkt),
+            Ev::TxDone { dir } => self.tx_done(now, usize::from(dir)),
+            Ev::LinkTimer { dir, at } => self.link_timer(now, usize::from(dir), at),
+            Ev::Deliver { side, pkt } => self.deliver(now, usize::from(side), pkt),
+            Ev::EpTimer { flow, side, at } => {
+                let (f, s) = (flow as usize, usize::from(side));
+                let st = &mut self.flows[f].eps[s];
+                if st.timer_armed != Some(at) {
+                    return; // superseded by an earlier arming
+                }
+                st.timer_armed = None;
+                if st.ep.next_timer().is_some_and(|t| t <= now) {
+                    self.with_ep(now, f, s, |ep, now, ctx| ep.on_timer(now, ctx));
+                } else {
+                    self.arm_ep_timer(now, f, s);
+                }
+            }
+            Ev::AppTimer { flow, at } => {
+                let f = flow as usize;
+                if self.flows[f].app_timer == Some(at) {
+                    self.flows[f].app_timer = None;
+                    self.app_callback(now, f, |app, now, io| app.on_timer(now, io));
+                }
+            }
+            Ev::Sample => {
+                self.sample(now);
+                let next = now + self.scn.sample_interval;
+                if next <= self.scn.duration {
+                    self.q.schedule(next, Ev::Sample);
+                }
+            }
+        }
+    }
+
+    // ---- network -------------------------------------------------------
+
+    fn qctx<'a>(
+        ls: &'a mut LinkState,
+        dir: usize,
+        rec: &'a mut Recorder,
+        dropped: &'a mut Vec<(Packet, DropReason)>,
+    ) -> (&'a mut Link, QdiscCtx<'a>) {
+        (
+            &mut ls.link,
+            QdiscCtx {
+                queue: dir as u16,
+                rng: &mut ls.rng,
+                tracer: rec,
+                dropped,
+            },
+        )
+    }
+
+    fn to_bottleneck(&mut self, now: Time, dir: usize, pkt: Packet) {
+        let (link, mut ctx) = Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
+        link.enqueue(now, pkt, &mut ctx);
+        self.after_link(now, dir);
+    }
+
+    fn tx_done(&mut self, now: Time, dir: usize) {
+        self.links[dir].tx_scheduled = false;
+        let (link, mut ctx) = Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
+        if let Some((arrival, pkt)) = link.on_tx_done(now, &mut ctx) {
+            // Packets going down arrive at the client side, going up at the server side.
+            let side = if dir == DOWN { CLIENT } else { SERVER };
+            let host = self.hosts_of[pkt.flow as usize][side];
+            let at = arrival + self.access_delay[host];
+            self.q.schedule(
+                at,
+                Ev::Deliver {
+                    side: side as u8,
+                    pkt,
+                },
+            );
+        }
+        self.after_link(now, dir);
+    }
+
+    fn link_timer(&mut self, now: Time, dir: usize, at: Time) {
+        if self.links[dir].timer_armed != Some(at) {
+            return;
+        }
+        self.links[dir].timer_armed = None;
+        let (link, mut ctx) = Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
+        link.on_timer(now, &mut ctx);
+        self.after_link(now, dir);
+    }
+
+    /// Account for drops, then make sure the link's next transmission and
+    /// timer are on the calendar.
+    fn after_link(&mut self, now: Time, dir: usize) {
+        self.take_drops(now, dir);
+        let ls = &mut self.links[dir];
+        if !ls.tx_scheduled {
+            if let Some(t) = ls.link.tx_done_at() {
+                ls.tx_scheduled = true;
+                self.q.schedule(t, Ev::TxDone { dir: dir as u8 });
+            }
+        }
+        if let Some(t) = ls.link.next_timer() {
+            let t = t.max(now);
+            if ls.timer_armed.is_none_or(|a| t < a) {
+                ls.timer_armed = Some(t);
+                self.q.schedule(t, Ev::LinkTimer { dir: dir as u8, at: t });
+            }
+        }
+    }
+
+    fn take_drops(&mut self, now: Time, dir: usize) {
+        for i in 0..self.dropped.len() {
+            let (pkt, reason) = self.dropped[i];
+            let seg = self.segs.remove(pkt.handle);
+            self.counts.dropped[reason.index()] += 1;
+            let fl = &mut self.flows[pkt.flow as usize];
+            // Data travels down when the server sends; everything else is the ACK path.
+            let from_sender = (dir == DOWN) == (fl.sender == SERVER);
+            if from_sender {
+                fl.data_drops += 1;
+            } else {
+                fl.ack_drops += 1;
+            }
+            if let Some(tr) = &mut self.trace {
+                let ev = drop_event_name(reason);
+                Self::trace_row(tr, now, ev, &pkt, &seg, from_sender);
+            }
+        }
+        self.dropped.clear();
+    }
+
+    fn deliver(&mut self, now: Time, side: usize, pkt: Packet) {
+        let seg = self.segs.remove(pkt.handle);
+        self.counts.delivered += 1;
+        let f = pkt.flow as usize;
+        if let Some(tr) = &mut self.trace {
+            let from_sender = side != self.flows[f].sender;
+            Self::trace_row(tr, now, "deliver", &pkt, &seg, from_sender);
+        }
+        let ecn = pkt.ecn;
+        self.with_ep(now, f, side, |ep, now, ctx| ep.on_segment(now, &seg, ecn, ctx));
+    }
+
+    fn transmit(&mut self, now: Time, f: usize, side: usize, tx: Transmit) {
+        let handle = self.segs.insert(tx.seg);
+        let pkt = Packet {
+            id: self.counts.created,
+            flow: f as u32,
+            len: tx.wire_len,
+            ecn: tx.ecn,
+            enqueued_at: Time::ZERO,
+            handle,
+        };
+        self.counts.created += 1;
+        if let Some(tr) = &mut self.trace {
+            let from_sender = side == self.flows[f].sender;
+            Self::trace_row(tr, now, "send", &pkt, &tx.seg, from_sender);
+        }
+        let host = self.hosts_of[f][side];
+        let dir = if side == CLIENT { UP } else { DOWN };
+        self.q.schedule(
+            now + self.access_delay[host],
+            Ev::ToBottleneck {
+                dir: dir as u8,
+                pkt,
+            },
+        );
+    }
+
+    fn trace_row(
+        tr: &mut PacketTrace,
+        now: Time,
+        event: &'static str,
+        pkt: &Packet,
+        seg: &l4slab_transport::Segment,
+        from_sender: bool,
+    ) {
+        tr.t_s.push(now.as_secs_f64());
+        tr.event.push(event);
+        tr.flow.push(pkt.flow);
+        tr.side.push(if from_sender { "data" } else { "ack" });
+        tr.seq.push(seg.seq);
+        tr.len.push(seg.len);
+        tr.ack.push(seg.ack);
+        tr.ecn.push(ecn_name(pkt.ecn));
+        tr.retransmission.push(seg.retransmission);
+        tr.wnd.push(seg.wnd);
+        let mut s = String::new();
+        for b in &seg.sack[..usize::from(seg.sack_count)] {
+            if !s.is_empty() {
+                s.push(';');
+            }
+            s.push_str(&format!("{}-{}", b.left, b.right));
+        }
+        tr.sack.push(s);
+    }
+
+    // ---- endpoints and applications -----------------------------------
+
+    /// Run `op` on an endpoint, then transmit what it queued, feed its
+    /// application events to the app (which may write more), and re-arm its timer.
+    fn with_ep(
+        &mut self,
+        now: Time,
+        f: usize,
+        side: usize,
+        op: impl FnOnce(&mut Endpoint, Time, &mut EndpointCtx<'_>),
+    ) {
+        {
+            let fl = &mut self.flows[f];
+            let mut ctx = EndpointCtx {
+                rng: &mut fl.rng,
+                tracer: &mut self.rec,
+                out: &mut self.out,
+                events: &mut self.app_events,
+            };
+            op(&mut fl.eps[side].ep, now, &mut ctx);
+        }
+        self.flush(now, f, side);
+    }
+
+    fn flush(&mut self, now: Time, f: usize, side: usize) {
+        loop {
+            for i in 0..self.out.len() {
+                let tx = self.out[i];
+                self.transmit(now, f, side, tx);
+            }
+            self.out.clear();
+            if self.app_events.is_empty() {
+                break;
+            }
+            // App callbacks may queue more segments and events: take the current batch.
+            let n = self.app_events.len();
+            for i in 0..n {
+                let ev = self.app_events[i];
+                self.app_event(now, f, side, ev);
+            }
+            self.app_events.drain(..n);
+        }
+        self.arm_ep_timer(now, f, side);
+    }
+
+    fn arm_ep_timer(&mut self, now: Time, f: usize, side: usize) {
+        let st = &mut self.flows[f].eps[side];
+        if let Some(t) = st.ep.next_timer() {
+            let t = t.max(now);
+            if st.timer_armed.is_none_or(|a| t < a) {
+                st.timer_armed = Some(t);
+                self.q.schedule(
+                    t,
+                    Ev::EpTimer {
+                        flow: f as u32,
+                        side: side as u8,
+                        at: t,
+                    },
+                );
+            }
+        }
+    }
+
+    fn app_event(&mut self, now: Time, f: usize, side: usize, ev: AppEvent) {
+        let is_sender = side == self.flows[f].sender;
+        match ev {
+            AppEvent::Connected if is_sender => {
+                self.app_callback_inner(now, f, |app, now, io| app.start(now, io));
+            }
+            AppEvent::Writable if is_sender => {
+                self.app_callback_inner(now, f, |app, now, io| app.on_writable(now, io));
+            }
+            AppEvent::Delivered { bytes } if !is_sender => {
+                let fl = &mut self.flows[f];
+                fl.delivered += bytes;
+                if fl.completion.is_none() && fl.file_size.is_some_and(|s| fl.delivered >= s) {
+                    fl.completion = Some(now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// An app callback from outside an endpoint interaction (a timer).
+    fn app_callback(&mut self, now: Time, f: usize, cb: impl FnOnce(&mut dyn App, Time, &mut dyn AppIo)) {
+        self.app_callback_inner(now, f, cb);
+        let side = self.flows[f].sender;
+        self.flush(now, f, side);
+    }
+
+    /// Call the app with an [`AppIo`] bound to the sender endpoint. Segments
+    /// and events it causes land in the scratch buffers for `flush`.
+    fn app_callback_inner(
+        &mut self,
+        now: Time,
+        f: usize,
+        cb: impl FnOnce(&mut dyn App, Time, &mut dyn AppIo),
+    ) {
+        let fl = &mut self.flows[f];
+        let mut wake = None;
+        {
+            let mut ctx = EndpointCtx {
+                rng: &mut fl.rng,
+                tracer: &mut self.rec,
+                out: &mut self.out,
+                events: &mut self.app_events,
+            };
+            let mut io = Io {
+                now,
+                ep: &mut fl.eps[fl.sender].ep,
+                ctx: &mut ctx,
+                wake: &mut wake,
+            };
+            cb(fl.app.as_mut(), now, &mut io);
+        }
+        if let Some(at) = wake {
+            if fl.app_timer.is_none_or(|a| at < a) {
+                fl.app_timer = Some(at);
+                self.q.schedule(at, Ev::AppTimer { flow: f as u32, at });
+            }
+        }
+    }
+
+    // ---- sampling -------------------------------------------------------
+
+    fn sample(&mut self, now: Time) {
+        let t = now.as_secs_f64();
+        let iv = self.scn.sample_interval.as_secs_f64();
+        let k = &self.keys;
+        for (f, fl) in self.flows.iter_mut().enumerate() {
+            let s = fl.series;
+            let delta = fl.delivered - fl.delivered_last_sample;
+            fl.delivered_last_sample = fl.delivered;
+            if now < fl.start {
+                continue;
+            }
+            let ss = &mut self.series;
+            ss.push(t, s, k.goodput_bps, delta as f64 * 8.0 / iv);
+            let ep = &fl.eps[fl.sender].ep;
+            let m = ep.cc_metrics();
+            ss.push(t, s, k.cwnd_bytes, m.cwnd as f64);
+            if let Some(st) = m.ssthresh {
+                ss.push(t, s, k.ssthresh_bytes, st as f64);
+            }
+            if let Some(p) = ep.pacing_rate() {
+                ss.push(t, s, k.pacing_bps, p.as_bps() as f64);
+            }
+            ss.push(t, s, k.inflight_bytes, ep.bytes_in_flight() as f64);
+            if let Some(srtt) = ep.srtt() {
+                ss.push(t, s, k.srtt_ms, srtt.as_millis_f64());
+            }
+            if let Some((mean, _)) = self.rec.flows[f].rtt.take_interval() {
+                ss.push(t, s, k.rtt_ms, mean);
+            }
+        }
+        for (dir, ls) in self.links.iter_mut().enumerate() {
+            let s = ls.series;
+            let ss = &mut self.series;
+            let b = ls.link.qdisc().backlog();
+            ss.push(t, s, k.backlog_pkts, f64::from(b.packets));
+            ss.push(t, s, k.backlog_bytes, b.bytes as f64);
+            let q = &mut self.rec.queues[dir];
+            if let Some((mean, max)) = q.sojourn[0].take_interval() {
+                ss.push(t, s, k.sojourn_ms, mean);
+                ss.push(t, s, k.sojourn_max_ms, max);
+            }
+            for (sub, st) in q.sojourn.iter_mut().enumerate().skip(1) {
+                if let Some((mean, _)) = st.take_interval() {
+                    let key = ss.intern(&format!("sojourn_ms.{sub}"));
+                    ss.push(t, s, key, mean);
+                }
+            }
+            let stats = ls.link.qdisc().stats();
+            let (drops, marks) = (stats.total_drops(), stats.total_marks());
+            ss.push(t, s, k.drops, (drops - ls.last_drops) as f64);
+            ss.push(t, s, k.marks, (marks - ls.last_marks) as f64);
+            ls.last_drops = drops;
+            ls.last_marks = marks;
+            let busy = ls.link.stats().busy_time;
+            ss.push(t, s, k.utilization, (busy - ls.last_busy).as_secs_f64() / iv);
+            ls.last_busy = busy;
+            for (name, v) in ls.link.qdisc().xstats() {
+                let key = ss.intern(name);
+                ss.push(t, s, key, v);
+            }
+        }
+    }
+
+    pub fn app_kind(spec: &AppSpec) -> &'static str {
+        match spec {
+            AppSpec::Bulk => "bulk",
+            AppSpec::File { .. } => "file",
+        }
+    }
+}
+
+fn ecn_name(e: Ecn) -> &'static str {
+    e.name()
+}
+
+fn drop_event_name(r: DropReason) -> &'static str {
+    match r {
+        DropReason::Overlimit => "drop:overlimit",
+        DropReason::HeadDrop => "drop:head_drop",
+        DropReason::AqmDrop => "drop:aqm",
+        DropReason::Overload => "drop:overload",
+        DropReason::StepNonEct => "drop:step_non_ect",
+        DropReason::LinkLoss => "drop:link_loss",
+        DropReason::EcnBlackhole => "drop:ecn_blackhole",
+    }
+}

@@ -1,0 +1,155 @@
+//! The end of a run: packet conservation check and `summary.json`.
+
+use serde_json::{json, Map, Value};
+
+use l4slab_core::{DropReason, MarkReason, Time};
+use l4slab_scenario::Direction;
+
+use crate::engine::{Sim, CLIENT};
+use crate::recorder::round6;
+use crate::setup::QUEUE_NAMES;
+use crate::{RunOutput, RunStats, RESULTS_FORMAT_VERSION, TOOL_VERSION};
+
+impl Sim<'_> {
+    /// Packets still in the network: queued, being serialized or propagating.
+    fn in_network(&self) -> u64 {
+        self.segs.live() as u64
+    }
+
+    /// Every packet created was delivered, dropped with a reason, or is still
+    /// in the network at the end (DESIGN "nothing lost").
+    fn check_conservation(&self) {
+        let dropped: u64 = self.counts.dropped.iter().sum();
+        assert_eq!(
+            self.counts.created,
+            self.counts.delivered + dropped + self.in_network(),
+            "packet conservation violated: {:?}, in network {}",
+            self.counts,
+            self.in_network()
+        );
+        for ls in &self.links {
+            let s = ls.link.qdisc().stats();
+            assert_eq!(s.offered, s.enqueued + s.dropped_at_enqueue, "{}: {s:?}", ls.name);
+            assert_eq!(s.dequeued, s.sent + s.dropped_after_dequeue, "{}: {s:?}", ls.name);
+            assert_eq!(
+                s.enqueued,
+                s.dequeued + u64::from(ls.link.qdisc().backlog().packets),
+                "{}: {s:?}",
+                ls.name
+            );
+        }
+    }
+
+    pub fn finish(self) -> RunOutput {
+        self.check_conservation();
+        let end = self.scn.duration;
+        let mut flows = Map::new();
+        for (f, (fl, spec)) in self.flows.iter().zip(&self.scn.flows).enumerate() {
+            let sender = &fl.eps[fl.sender].ep;
+            let st = sender.stats();
+            let until = fl.completion.unwrap_or(end);
+            let active = until.saturating_since(fl.start).as_secs_f64();
+            let goodput = if active > 0.0 {
+                fl.delivered as f64 * 8.0 / active
+            } else {
+                0.0
+            };
+            let rec = &self.rec.flows[f];
+            flows.insert(
+                spec.name.clone(),
+                json!({
+                    "cc": spec.cc,
+                    "app": Sim::app_kind(&spec.app),
+                    "direction": match spec.direction { Direction::Down => "down", Direction::Up => "up" },
+                    "client": self.scn.hosts[spec.client].name,
+                    "server": self.scn.hosts[spec.server].name,
+                    "start_s": round6(fl.start.as_secs_f64()),
+                    "goodput_bps": goodput.round(),
+                    "bytes_delivered": fl.delivered,
+                    "completion_s": fl.completion.map(|t| round6(t.saturating_since(fl.start).as_secs_f64())),
+                    "rtt_ms": rec.rtt.summary_ms(),
+                    "retransmits": st.retransmits,
+                    "retransmitted_bytes": st.bytes_retransmitted,
+                    "lost_packets": fl.data_drops,
+                    "ack_packets_lost": fl.ack_drops,
+                    "losses_detected": st.lost_segments,
+                    "rto_count": st.rto_count,
+                    "ce_marks_received": 0,
+                    "ecn": "off",
+                    "segments_sent": st.segments_sent,
+                    "cwnd_final_bytes": sender.cc_metrics().cwnd,
+                }),
+            );
+        }
+        let mut queues = Map::new();
+        for (dir, ls) in self.links.iter().enumerate() {
+            let s = ls.link.qdisc().stats();
+            let by_reason = |counts: &[u64], names: &mut dyn Iterator<Item = &'static str>| {
+                let mut m = Map::new();
+                for (n, c) in names.zip(counts) {
+                    m.insert(n.to_owned(), json!(c));
+                }
+                m.insert("total".to_owned(), json!(counts.iter().sum::<u64>()));
+                Value::Object(m)
+            };
+            let mut drops = by_reason(&s.drops, &mut DropReason::ALL.iter().map(|r| r.name()));
+            // Link (wire) losses happen after the qdisc; report them with the queue's drops.
+            drops["link_loss"] = json!(ls.link.stats().lost_packets);
+            drops["total"] = json!(s.total_drops() + ls.link.stats().lost_packets);
+            let sojourn = &self.rec.queues[dir].sojourn;
+            let mut q = json!({
+                "kind": ls.link.qdisc().kind(),
+                "rate_bps": self.link_spec(dir).rate.as_bps(),
+                "sojourn_ms": sojourn[0].summary_ms(),
+                "drops": drops,
+                "marks": by_reason(&s.marks, &mut MarkReason::ALL.iter().map(|r| r.name())),
+                "utilization": round6(ls.link.stats().busy_time.as_secs_f64() / end.as_secs_f64().max(1e-9)),
+                "offered_packets": s.offered,
+                "sent_packets": s.sent,
+                "sent_bytes": s.sent_bytes,
+            });
+            for (sub, st) in sojourn.iter().enumerate().skip(1) {
+                q[format!("sojourn_ms_{sub}")] = st.summary_ms();
+            }
+            queues.insert(QUEUE_NAMES[dir].to_owned(), q);
+        }
+        let dropped: u64 = self.counts.dropped.iter().sum();
+        let summary = json!({
+            "format_version": RESULTS_FORMAT_VERSION,
+            "tool_version": TOOL_VERSION,
+            "backend": "sim",
+            "seed": self.seed,
+            "duration_s": round6(end.as_secs_f64()),
+            "scenario": serde_json::to_value(self.scn).expect("scenario serializes"),
+            "flows": flows,
+            "queues": queues,
+            "packets": {
+                "created": self.counts.created,
+                "delivered": self.counts.delivered,
+                "dropped": dropped,
+                "in_network_at_end": self.in_network(),
+            },
+            "events": self.events,
+        });
+        let stats = RunStats {
+            events: self.events,
+            packets: self.counts.created,
+            sim_time: Time::ZERO + end.saturating_since(Time::ZERO),
+        };
+        let _ = CLIENT;
+        RunOutput {
+            summary,
+            series: self.series,
+            packets: self.trace,
+            stats,
+        }
+    }
+
+    fn link_spec(&self, dir: usize) -> &l4slab_scenario::LinkSpec {
+        if dir == 0 {
+            &self.scn.bottleneck.down
+        } else {
+            &self.scn.bottleneck.up
+        }
+    }
+}

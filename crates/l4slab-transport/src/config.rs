@@ -1,0 +1,155 @@
+//! Endpoint parameters. Every default is the Linux default (or the RFC value
+//! where Linux follows it), with its source next to it.
+
+use core::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use l4slab_core::Dur;
+
+/// ECN negotiation and feedback mode (RFC 3168 classic, RFC 9768 AccECN).
+///
+/// Only [`EcnMode::Off`] exists so far: the handshake sends no ECN flags and
+/// data is Not-ECT. The segment already carries the ECE/CWR/AE bits
+/// ([`crate::Flags`], [`crate::Segment::ace`]) and the endpoint receives each
+/// segment's IP ECN field, which is where classic ECN and AccECN will plug in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnMode {
+    /// No ECN: SYN without ECE/CWR/AE, Not-ECT data (Linux `tcp_ecn = 0`).
+    #[default]
+    Off,
+}
+
+/// Parameters of one [`crate::Endpoint`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TransportConfig {
+    /// Sender maximum segment size (payload bytes per segment).
+    pub mss: u32,
+    /// Initial congestion window in segments. The controller owns cwnd; this
+    /// is the value whoever builds the controller should give it (e.g.
+    /// `RenoConfig::initial_window_segments`).
+    pub initial_window: u32,
+    /// Delay ACKs (RFC 5681 §4.2); `false` ACKs every segment.
+    pub delayed_ack: bool,
+    /// Longest an ACK is delayed.
+    pub delayed_ack_timeout: Dur,
+    /// Lower bound on the retransmission timeout.
+    pub min_rto: Dur,
+    /// Pace data at the default rate (see [`crate::Endpoint::pacing_rate`])
+    /// when the controller does not set one; a controller rate is always used.
+    pub pacing: bool,
+    /// Send buffer: bytes written but not yet acknowledged, at most.
+    pub send_buffer: u64,
+    /// `TCP_NOTSENT_LOWAT`: the socket is writable only while fewer unsent
+    /// bytes than this are queued; `None` = off.
+    pub notsent_lowat: Option<u64>,
+    /// Receive buffer. The app reads in-order data at once, so the advertised
+    /// window is this minus the out-of-order bytes held for reassembly.
+    pub receive_buffer: u64,
+    /// IP + TCP header bytes of every segment, options except SACK included.
+    pub header_bytes: u32,
+    /// ECN negotiation; only `Off` is implemented.
+    pub ecn: EcnMode,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            mss: 1448,         // 1500 MTU - 20 IPv4 - 20 TCP - 12 timestamps (Linux mss_cache)
+            initial_window: 10, // RFC 6928 §2, Linux TCP_INIT_CWND
+            delayed_ack: true, // RFC 5681 §4.2 SHOULD; Linux default (no TCP_QUICKACK)
+            delayed_ack_timeout: Dur::from_millis(40), // Linux TCP_DELACK_MIN (HZ/25)
+            min_rto: Dur::from_millis(200), // Linux TCP_RTO_MIN (RFC 6298 §2.4 says 1 s)
+            pacing: false,     // Linux paces only with sch_fq or a CC that asks (BBR)
+            send_buffer: 4 << 20, // Linux tcp_wmem[2] = 4 MiB (autotuning ceiling)
+            notsent_lowat: None, // Linux tcp_notsent_lowat = UINT_MAX (off)
+            receive_buffer: 6 << 20, // Linux tcp_rmem[2] = 6 MiB (autotuning ceiling)
+            header_bytes: 52,  // IPv4 20 + TCP 20 + timestamps option 12 (RFC 7323 §3, aligned)
+            ecn: EcnMode::Off, // Linux tcp_ecn = 2 only answers ECN; we initiate nothing yet
+        }
+    }
+}
+
+/// Why a [`TransportConfig`] is unusable (a key path for the scenario layer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransportConfigError {
+    ZeroMss,
+    ZeroInitialWindow,
+    /// `receive_buffer` must hold at least two full segments, or the delayed
+    /// ACK rule ("every second full-sized segment") could never fire.
+    ReceiveBufferTooSmall { min: u64 },
+    /// `send_buffer` must hold at least one full segment.
+    SendBufferTooSmall { min: u64 },
+    ZeroDelayedAckTimeout,
+    ZeroMinRto,
+}
+
+impl fmt::Display for TransportConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ZeroMss => write!(f, "mss: must be at least 1 byte"),
+            Self::ZeroInitialWindow => write!(f, "initial_window: must be at least 1 segment"),
+            Self::ReceiveBufferTooSmall { min } => {
+                write!(f, "receive_buffer: must be at least 2 segments ({min} bytes)")
+            }
+            Self::SendBufferTooSmall { min } => {
+                write!(f, "send_buffer: must be at least 1 segment ({min} bytes)")
+            }
+            Self::ZeroDelayedAckTimeout => write!(f, "delayed_ack_timeout: must be positive"),
+            Self::ZeroMinRto => write!(f, "min_rto: must be positive"),
+        }
+    }
+}
+
+impl std::error::Error for TransportConfigError {}
+
+impl TransportConfig {
+    pub fn validate(&self) -> Result<(), TransportConfigError> {
+        let mss = u64::from(self.mss);
+        if mss == 0 {
+            return Err(TransportConfigError::ZeroMss);
+        }
+        if self.initial_window == 0 {
+            return Err(TransportConfigError::ZeroInitialWindow);
+        }
+        if self.receive_buffer < 2 * mss {
+            return Err(TransportConfigError::ReceiveBufferTooSmall { min: 2 * mss });
+        }
+        if self.send_buffer < mss {
+            return Err(TransportConfigError::SendBufferTooSmall { min: mss });
+        }
+        if self.delayed_ack && self.delayed_ack_timeout.is_zero() {
+            return Err(TransportConfigError::ZeroDelayedAckTimeout);
+        }
+        if self.min_rto.is_zero() {
+            return Err(TransportConfigError::ZeroMinRto);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_a_full_segment_is_1500_bytes() {
+        let c = TransportConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.mss + c.header_bytes, 1500);
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let c = TransportConfig {
+            receive_buffer: 100,
+            ..TransportConfig::default()
+        };
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "receive_buffer: must be at least 2 segments (2896 bytes)"
+        );
+    }
+}

@@ -1,0 +1,218 @@
+//! ACK processing on the sending half: window update, RTT sample, cumulative
+//! and selective acknowledgment, loss detection (RFC 6675 DupThresh + RFC 8985
+//! RACK), the recovery episode (RFC 6582 / RFC 6675 §5) and the
+//! congestion-control hooks.
+//!
+//! Order per ACK, as Linux `tcp_ack` does it: acknowledge (cumulative, then
+//! SACK blocks in ascending order so RACK sees deliveries in sequence order),
+//! end a recovery episode the ACK completed, detect losses (possibly starting
+//! a new episode), then `cc.on_ack` — so the ACK that triggers a reduction
+//! does not also grow the window.
+
+use l4slab_cc::{AckEvent, CongestionEvent};
+use l4slab_core::{Time, TraceEvent};
+
+use super::{Endpoint, EndpointCtx};
+use crate::rate::SampleBuilder;
+use crate::scoreboard::SentSeg;
+use crate::segment::{SackBlock, Segment, MAX_SACK_BLOCKS};
+use crate::state::Recovery;
+
+impl Endpoint {
+    /// RFC 9293 §3.10.7.4 window update: "If SND.UNA =< SEG.ACK =< SND.NXT ...
+    /// If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)),
+    /// set SND.WND <- SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK."
+    pub(super) fn update_window(&mut self, seg: &Segment) {
+        if seg.ack >= self.snd_una
+            && seg.ack <= self.snd_nxt
+            && (self.snd_wl1 < seg.seq || (self.snd_wl1 == seg.seq && self.snd_wl2 <= seg.ack))
+        {
+            self.snd_wnd = seg.wnd;
+            self.snd_wl1 = seg.seq;
+            self.snd_wl2 = seg.ack;
+        }
+    }
+
+    /// The ACK field of a segment in a synchronized state.
+    pub(super) fn on_ack(&mut self, now: Time, seg: &Segment, ctx: &mut EndpointCtx<'_>) {
+        let ack = seg.ack;
+        if ack > self.snd_nxt {
+            // RFC 9293 §3.10.7.4: "If the ACK acks something not yet sent
+            // (SEG.ACK > SND.NXT), then send an ACK, drop the segment".
+            self.rcv.request_ack();
+            return;
+        }
+        self.update_window(seg);
+        let prior_una = self.snd_una;
+
+        // RFC 7323 §4.2 / Linux tcp_ack_update_rtt: sample only ACKs that
+        // acknowledge new data; the echo is exact even for retransmissions.
+        let rtt_sample = (ack > prior_una).then(|| self.take_rtt_sample(now, seg.ts_ecr, ctx));
+        let min_rtt = self.rtt.min_rtt();
+
+        let mut rs = SampleBuilder::default();
+        let mut acked = 0u64;
+        let mut sacked = 0u64;
+        if ack > prior_una {
+            let (rate, rack, stats) = (&mut self.rate, &mut self.rack, &mut self.stats);
+            let mut first = true;
+            self.sb.cum_ack(ack, |_, s, bytes| {
+                // RFC 3522 §2 (Eifel): the ACK for a retransmitted segment echoes
+                // a timestamp older than the retransmission: the original arrived.
+                if first && s.tx_count > 1 && seg.ts_ecr < s.xmit_time {
+                    stats.spurious_retransmits += 1;
+                }
+                first = false;
+                acked += bytes;
+                rate.on_delivered(now, bytes, s.xmit_time, s.end(), &s.tx, &mut rs);
+                rack.on_delivered(s, now, seg.ts_ecr, min_rtt);
+            });
+            self.snd_una = ack;
+            self.stats.bytes_acked += acked;
+        }
+
+        // SACK blocks (RFC 2018), ascending; blocks at or below SND.UNA
+        // (D-SACK, RFC 2883) or beyond SND.NXT are ignored.
+        let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
+        let n = seg.sacks().len();
+        blocks[..n].copy_from_slice(seg.sacks());
+        blocks[..n].sort_unstable_by_key(|b| b.start);
+        for b in &blocks[..n] {
+            let (start, end) = (b.start.max(self.snd_una), b.end.min(self.snd_nxt));
+            if start >= end {
+                continue;
+            }
+            let (rate, rack) = (&mut self.rate, &mut self.rack);
+            self.sb.sack(start, end, |_, s, bytes| {
+                sacked += bytes;
+                rate.on_delivered(now, bytes, s.xmit_time, s.end(), &s.tx, &mut rs);
+                rack.on_delivered(s, now, seg.ts_ecr, min_rtt);
+            });
+        }
+
+        // RFC 6582 §3.2 step 3 / RFC 6675 §5 (A): a cumulative ACK beyond the
+        // recovery point ends the episode.
+        if self.recovery.recover().is_some_and(|r| self.snd_una >= r) {
+            self.set_recovery(Recovery::Open);
+            self.cc_congestion(now, CongestionEvent::RecoveryEnd, ctx);
+        }
+
+        let lost = self.detect_losses(now, ctx);
+        if lost > 0 {
+            self.on_loss(now, lost, ctx);
+        }
+
+        let sample = self.rate.finish(now, &rs, self.rtt.min_rtt());
+        if sample.is_some() {
+            self.last_rate_sample = sample;
+        }
+        let ev = AckEvent {
+            acked_bytes: acked + sacked,
+            ce_bytes: 0, // EcnMode::Off
+            in_flight: self.sb.in_flight(),
+            rtt_sample,
+            srtt: self.rtt.srtt().unwrap_or_default(),
+            min_rtt: self.rtt.min_rtt().unwrap_or_default(),
+            delivery_rate: sample.and_then(|s| s.delivery_rate),
+            delivered: self.rate.delivered(),
+            app_limited: sample.map_or_else(|| self.rate.is_app_limited(), |s| s.is_app_limited),
+            in_recovery: self.recovery != Recovery::Open,
+        };
+        let mut c = Self::cc_ctx(self.flow, self.cfg.mss, ctx);
+        self.cc.on_ack(now, &ev, &mut c);
+
+        if self.sb.is_empty() {
+            // RFC 6298 §5.2: "When all outstanding data has been acknowledged,
+            // turn off the retransmission timer."
+            self.rto_deadline = None;
+        } else if self.snd_una > prior_una {
+            // RFC 6298 §5.3: "When an ACK is received that acknowledges new
+            // data, restart the retransmission timer".
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        if self.fin_seq.is_some_and(|f| prior_una <= f && self.snd_una > f) {
+            self.on_fin_acked();
+        }
+    }
+
+    /// Run both loss detectors; returns the sequence bytes newly marked lost.
+    pub(super) fn detect_losses(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) -> u64 {
+        let mut lost = 0u64;
+        let (flow, stats, rate) = (self.flow, &mut self.stats, &mut self.rate);
+        let mut note = |s: &SentSeg| {
+            lost += s.seq_len();
+            stats.lost_segments += 1;
+            rate.on_lost(u64::from(s.len));
+            ctx.tracer.event(
+                now,
+                TraceEvent::LossDetected {
+                    flow,
+                    seq: s.seq,
+                    bytes: s.len,
+                },
+            );
+        };
+        // RFC 6675 §4 IsLost (DupThresh SACKed segments above). Once reordering
+        // has been seen, RACK decides alone (Linux raises tp->reordering, and
+        // with RACK on does not use the DupThresh heuristic at all).
+        if !self.rack.reordering_seen() {
+            self.sb.mark_lost_dupthresh(|_, s| note(s));
+        }
+        let reo_wnd = self.rack.reo_wnd(
+            self.recovery != Recovery::Open,
+            self.sb.sacked_segs(),
+            self.rtt.min_rtt(),
+            self.rtt.srtt(),
+        );
+        self.rack_deadline = self
+            .rack
+            .detect_loss(now, &mut self.sb, reo_wnd, |_, s| note(s));
+        lost
+    }
+
+    /// RFC 6298 §5 after a timeout: every outstanding un-SACKed segment is lost.
+    pub(super) fn mark_all_lost(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
+        let (flow, stats, rate) = (self.flow, &mut self.stats, &mut self.rate);
+        self.sb.mark_all_lost(|_, s| {
+            stats.lost_segments += 1;
+            rate.on_lost(u64::from(s.len));
+            ctx.tracer.event(
+                now,
+                TraceEvent::LossDetected {
+                    flow,
+                    seq: s.seq,
+                    bytes: s.len,
+                },
+            );
+        });
+    }
+
+    /// `lost` bytes were newly declared lost: start a recovery episode or
+    /// report a further loss of the current one.
+    pub(super) fn on_loss(&mut self, now: Time, lost: u64, ctx: &mut EndpointCtx<'_>) {
+        // RFC 5681 §3.1 FlightSize: sent but not cumulatively acknowledged.
+        let flight = self.snd_nxt - self.snd_una;
+        let first = self.recovery == Recovery::Open;
+        if first {
+            // RFC 6582 §3.2 step 2 / RFC 6675 §5 (4.1): "RecoveryPoint = HighData".
+            let next = Recovery::Fast {
+                recover: self.snd_nxt,
+            };
+            self.set_recovery(next);
+            self.stats.fast_recovery_episodes += 1;
+            // RFC 6675 §5 (4.3): retransmit the first lost segment now.
+            self.force_retransmit = true;
+        }
+        // RFC 6582: one window reduction per episode; later losses of the same
+        // episode (and of an RTO recovery) are reported with first = false.
+        self.cc_congestion(
+            now,
+            CongestionEvent::Loss {
+                lost_bytes: lost,
+                in_flight: flight,
+                first_in_episode: first,
+            },
+            ctx,
+        );
+    }
+}

@@ -1,0 +1,683 @@
+//! The endpoint: one side of a TCP-like connection, sans-IO.
+//!
+//! The caller (simulator or real-time driver) owns the clock and the network:
+//! it passes `now` into every call, collects [`Transmit`]s from
+//! [`EndpointCtx::out`] and application notifications from
+//! [`EndpointCtx::events`], and calls [`Endpoint::on_timer`] at
+//! [`Endpoint::next_timer`]. Nothing here allocates per packet once the
+//! internal queues have grown to the window.
+//!
+//! Files: this one holds the public API, the handshake and close (RFC 9293
+//! §3.5-§3.6), timers and the send buffer; `ack.rs` processes ACKs (RTT,
+//! SACK, RACK, recovery, congestion-control hooks); `output.rs` decides what
+//! to send (retransmissions first, then new data, within cwnd, rwnd and pacing).
+//!
+//! What is not implemented, and deviations from Linux, are listed in
+//! `docs/models/transport.md`; the main ones: no RST, no simultaneous open,
+//! no TIME-WAIT timer, no Nagle (every write is sent as soon as the windows
+//! allow, as with `TCP_NODELAY`), no PRR (RFC 6937), no tail loss probe, no
+//! D-SACK, no cwnd undo, ECN off.
+
+mod ack;
+mod output;
+
+use l4slab_cc::{CcCtx, CcMetrics, CongestionControl};
+use l4slab_core::{Dur, Ecn, FlowId, Rate, RetransmitReason, SimRng, Time, TraceEvent, Tracer};
+
+use crate::config::TransportConfig;
+use crate::pacing::{self, Pacer};
+use crate::rack::Rack;
+use crate::rate::{RateEstimator, RateSample};
+use crate::receiver::Receiver;
+use crate::rtt::RttEstimator;
+use crate::scoreboard::Scoreboard;
+use crate::segment::{Flags, Segment, Transmit};
+use crate::state::{ConnState, Recovery};
+use crate::stats::EndpointStats;
+
+/// Which side opens the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Sends the SYN on [`Endpoint::connect`].
+    Client,
+    /// Listens from construction and answers the first SYN.
+    Server,
+}
+
+/// What the endpoint tells its application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppEvent {
+    /// The handshake completed (both sides).
+    Connected,
+    /// The socket became writable again (send-buffer space, and below the
+    /// not-sent low-water mark if one is set). Emitted on transitions only.
+    Writable,
+    /// `bytes` more were delivered in order to this side.
+    Delivered { bytes: u64 },
+    /// The peer's FIN arrived after all its data: nothing more will come.
+    PeerFinished,
+}
+
+/// Everything an endpoint call may touch besides the endpoint. `out` and
+/// `events` are appended to, never cleared: the caller drains and reuses them.
+pub struct EndpointCtx<'a> {
+    pub rng: &'a mut SimRng,
+    pub tracer: &'a mut dyn Tracer,
+    pub out: &'a mut Vec<Transmit>,
+    pub events: &'a mut Vec<AppEvent>,
+}
+
+/// Our initial sequence number. Fixed (RFC 9293 §3.4.1's clock-driven ISN
+/// protects against old duplicates, which a simulated run does not have).
+const ISS: u64 = 0;
+
+/// One TCP-like endpoint (see the module documentation).
+#[derive(Debug)]
+pub struct Endpoint {
+    flow: FlowId,
+    role: Role,
+    cfg: TransportConfig,
+    cc: Box<dyn CongestionControl>,
+    state: ConnState,
+    // Send sequence space (RFC 9293 §3.3.1), absolute.
+    /// `SND.UNA`: oldest unacknowledged sequence number.
+    snd_una: u64,
+    /// `SND.NXT`: next new sequence number to send.
+    snd_nxt: u64,
+    /// One past the last byte the application wrote.
+    write_end: u64,
+    /// Sequence number of our FIN, once [`Endpoint::close`] was called.
+    fin_seq: Option<u64>,
+    /// `SND.WND`, `SND.WL1`, `SND.WL2` (RFC 9293 §3.10.7.4).
+    snd_wnd: u64,
+    snd_wl1: u64,
+    snd_wl2: u64,
+    sb: Scoreboard,
+    rack: Rack,
+    rate: RateEstimator,
+    last_rate_sample: Option<RateSample>,
+    recovery: Recovery,
+    /// Send one retransmission regardless of cwnd and pacing: RFC 6675 §5
+    /// step (4.3) on entering recovery, RFC 6298 §5.4 after a timeout.
+    force_retransmit: bool,
+    rtt: RttEstimator,
+    pacer: Pacer,
+    rcv: Receiver,
+    rto_deadline: Option<Time>,
+    pacing_deadline: Option<Time>,
+    rack_deadline: Option<Time>,
+    /// Writability as last reported to the application.
+    writable_reported: bool,
+    stats: EndpointStats,
+}
+
+impl Endpoint {
+    /// # Panics
+    /// If `cfg` is invalid ([`TransportConfig::validate`]): scenario input is
+    /// validated before it gets here, so this is a bug.
+    pub fn new(
+        flow: FlowId,
+        role: Role,
+        cfg: TransportConfig,
+        cc: Box<dyn CongestionControl>,
+    ) -> Self {
+        if let Err(e) = cfg.validate() {
+            panic!("invalid TransportConfig: {e}");
+        }
+        let rcv = Receiver::new(
+            cfg.receive_buffer,
+            u64::from(cfg.mss),
+            cfg.delayed_ack,
+            cfg.delayed_ack_timeout,
+        );
+        Endpoint {
+            flow,
+            role,
+            state: match role {
+                Role::Client => ConnState::Closed,
+                Role::Server => ConnState::Listen,
+            },
+            snd_una: ISS,
+            snd_nxt: ISS,
+            write_end: ISS + 1,
+            fin_seq: None,
+            snd_wnd: 0,
+            snd_wl1: 0,
+            snd_wl2: 0,
+            sb: Scoreboard::default(),
+            rack: Rack::default(),
+            rate: RateEstimator::default(),
+            last_rate_sample: None,
+            recovery: Recovery::Open,
+            force_retransmit: false,
+            rtt: RttEstimator::new(cfg.min_rto),
+            pacer: Pacer::default(),
+            rcv,
+            rto_deadline: None,
+            pacing_deadline: None,
+            rack_deadline: None,
+            writable_reported: true,
+            stats: EndpointStats::default(),
+            cc,
+            cfg,
+        }
+    }
+
+    // ----- public API -------------------------------------------------------
+
+    /// Client: send the SYN (RFC 9293 §3.5).
+    pub fn connect(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
+        assert_eq!(self.role, Role::Client, "only a client connects");
+        self.transition_to(ConnState::SynSent);
+        self.snd_una = ISS;
+        self.snd_nxt = ISS + 1;
+        self.send_syn(now, false, ctx);
+    }
+
+    /// A segment from the peer arrived with IP ECN field `ecn`.
+    pub fn on_segment(&mut self, now: Time, seg: &Segment, ecn: Ecn, ctx: &mut EndpointCtx<'_>) {
+        // EcnMode::Off: the IP ECN field is not fed back; classic ECN and
+        // AccECN counters will read it here.
+        let _ = ecn;
+        self.stats.segments_received += 1;
+        let syn = seg.flags.contains(Flags::SYN);
+        let has_ack = seg.flags.contains(Flags::ACK);
+        match self.state {
+            // Not listening; a RST is not modelled.
+            ConnState::Closed => return,
+            ConnState::Listen => {
+                if syn && !has_ack {
+                    self.on_syn(now, seg, ctx);
+                }
+            }
+            ConnState::SynSent => {
+                if syn && has_ack && seg.ack == ISS + 1 {
+                    self.on_syn_ack(now, seg, ctx);
+                }
+            }
+            ConnState::SynReceived => {
+                if syn && !has_ack {
+                    // The peer did not get our SYN/ACK: answer its retransmitted
+                    // SYN at once (Linux tcp_check_req -> inet_rtx_syn_ack).
+                    self.rcv.update_ts_recent(seg.seq, seg.ts_val);
+                    self.send_syn(now, true, ctx);
+                } else if has_ack && seg.ack == ISS + 1 {
+                    // RFC 9293 §3.10.7.4: "If SND.UNA < SEG.ACK =< SND.NXT, then
+                    // enter ESTABLISHED state and continue processing".
+                    self.snd_una = seg.ack;
+                    self.take_rtt_sample(now, seg.ts_ecr, ctx);
+                    self.rto_deadline = None;
+                    self.update_window(seg);
+                    self.establish(ctx);
+                    self.on_synchronized(now, seg, ctx);
+                }
+            }
+            _ => self.on_synchronized(now, seg, ctx),
+        }
+        self.after_input(now, ctx);
+    }
+
+    /// Run every timer whose deadline is `<= now`.
+    pub fn on_timer(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
+        if self.rcv.delack_deadline().is_some_and(|t| t <= now) {
+            self.rcv.on_delack_timer();
+        }
+        if self.rack_deadline.is_some_and(|t| t <= now) {
+            // RFC 8985 §6.2 step 6: the reorder timer re-runs RACK_detect_loss.
+            self.rack_deadline = None;
+            let lost = self.detect_losses(now, ctx);
+            if lost > 0 {
+                self.on_loss(now, lost, ctx);
+            }
+        }
+        if self.rto_deadline.is_some_and(|t| t <= now) {
+            self.rto_deadline = None;
+            self.on_rto(now, ctx);
+        }
+        if self.pacing_deadline.is_some_and(|t| t <= now) {
+            self.pacing_deadline = None;
+        }
+        self.after_input(now, ctx);
+    }
+
+    /// Earliest pending deadline (RTO, delayed ACK, pacing release, RACK reorder timer).
+    pub fn next_timer(&self) -> Option<Time> {
+        [
+            self.rto_deadline,
+            self.rcv.delack_deadline(),
+            self.pacing_deadline,
+            self.rack_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Offer `bytes` to the send buffer; returns how many were accepted (at
+    /// most the free space and, with a not-sent low-water mark, at most what
+    /// brings the unsent bytes up to it). Data written before the handshake
+    /// completes is sent once it does. Nothing is accepted after `close`.
+    pub fn write(&mut self, now: Time, bytes: u64, ctx: &mut EndpointCtx<'_>) -> u64 {
+        let n = bytes.min(self.write_room());
+        if n > 0 {
+            self.write_end += n;
+            self.stats.bytes_written += n;
+            self.try_send(now, ctx);
+        }
+        self.sync_writable(ctx);
+        n
+    }
+
+    /// Close the sending direction: a FIN follows the queued data (RFC 9293 §3.6).
+    pub fn close(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
+        if self.fin_seq.is_some() {
+            return;
+        }
+        self.fin_seq = Some(self.write_end);
+        match self.state {
+            ConnState::Established => self.transition_to(ConnState::FinWait1),
+            ConnState::CloseWait => self.transition_to(ConnState::LastAck),
+            ConnState::Listen => self.transition_to(ConnState::Closed),
+            // SYN-SENT / SYN-RECEIVED: FIN-WAIT-1 once established.
+            _ => {}
+        }
+        self.try_send(now, ctx);
+        self.sync_writable(ctx);
+    }
+
+    /// Writable: send-buffer space, below the not-sent low-water mark (if
+    /// set), and not closed (Linux `sk_stream_memory_free`).
+    pub fn is_writable(&self) -> bool {
+        self.write_room() > 0
+    }
+
+    pub fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    pub fn cc_metrics(&self) -> CcMetrics {
+        self.cc.metrics()
+    }
+
+    pub fn cc(&self) -> &dyn CongestionControl {
+        self.cc.as_ref()
+    }
+
+    pub fn srtt(&self) -> Option<Dur> {
+        self.rtt.srtt()
+    }
+
+    pub fn min_rtt(&self) -> Option<Dur> {
+        self.rtt.min_rtt()
+    }
+
+    /// Current retransmission timeout, backed off (RFC 6298).
+    pub fn rto(&self) -> Dur {
+        self.rtt.rto()
+    }
+
+    /// RFC 6675 `pipe`, in bytes.
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.sb.in_flight()
+    }
+
+    pub fn state(&self) -> ConnState {
+        self.state
+    }
+
+    pub fn flow(&self) -> FlowId {
+        self.flow
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub fn config(&self) -> &TransportConfig {
+        &self.cfg
+    }
+
+    /// The peer's advertised receive window.
+    pub fn peer_window(&self) -> u64 {
+        self.snd_wnd
+    }
+
+    /// Bytes written but not yet sent.
+    pub fn unsent_bytes(&self) -> u64 {
+        self.write_end.saturating_sub(self.snd_nxt.max(ISS + 1))
+    }
+
+    /// The latest delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation).
+    pub fn last_rate_sample(&self) -> Option<RateSample> {
+        self.last_rate_sample
+    }
+
+    /// In loss recovery (fast recovery or after an RTO).
+    pub fn in_recovery(&self) -> bool {
+        self.recovery != Recovery::Open
+    }
+
+    /// Pacing rate in force: the controller's, else (if `pacing`) Linux's
+    /// default `tcp_update_pacing_rate`, else none.
+    pub fn pacing_rate(&self) -> Option<Rate> {
+        self.cc.pacing_rate().or_else(|| {
+            if self.cfg.pacing {
+                pacing::default_rate(
+                    self.cc.cwnd(),
+                    self.cc.ssthresh(),
+                    self.snd_nxt - self.snd_una,
+                    self.rtt.srtt(),
+                )
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Check every internal invariant; O(window). For tests.
+    pub fn check_invariants(&self) {
+        self.sb.check_invariants();
+        self.rcv.check_invariants();
+        assert!(self.snd_una <= self.snd_nxt);
+        if self.state.synchronized() {
+            match self.sb.back() {
+                Some(b) => assert_eq!(b.end(), self.snd_nxt, "scoreboard end != SND.NXT"),
+                None => assert_eq!(self.snd_una, self.snd_nxt, "nothing outstanding"),
+            }
+            if !self.sb.is_empty() {
+                assert_eq!(self.sb.get(self.sb.front_idx()).seq, self.snd_una);
+                assert!(self.rto_deadline.is_some(), "data outstanding without an RTO timer");
+            }
+        }
+        if let Some(f) = self.fin_seq {
+            assert!(self.snd_nxt <= f + 1 && self.write_end == f);
+        }
+    }
+
+    // ----- handshake and close ---------------------------------------------
+
+    fn transition_to(&mut self, next: ConnState) {
+        assert!(
+            self.state.can_become(next),
+            "flow {}: illegal transition {} -> {}",
+            self.flow,
+            self.state.name(),
+            next.name()
+        );
+        self.state = next;
+    }
+
+    fn establish(&mut self, ctx: &mut EndpointCtx<'_>) {
+        self.transition_to(ConnState::Established);
+        ctx.events.push(AppEvent::Connected);
+        if self.fin_seq.is_some() {
+            self.transition_to(ConnState::FinWait1);
+        }
+    }
+
+    /// Server in LISTEN: a SYN arrived (RFC 9293 §3.10.7.2).
+    fn on_syn(&mut self, now: Time, seg: &Segment, ctx: &mut EndpointCtx<'_>) {
+        self.rcv.on_syn(seg.seq, seg.ts_val);
+        self.snd_wnd = seg.wnd;
+        self.snd_wl1 = seg.seq;
+        self.snd_wl2 = ISS;
+        self.transition_to(ConnState::SynReceived);
+        self.snd_una = ISS;
+        self.snd_nxt = ISS + 1;
+        self.send_syn(now, false, ctx);
+    }
+
+    /// Client in SYN-SENT: the SYN/ACK arrived (RFC 9293 §3.10.7.3).
+    fn on_syn_ack(&mut self, now: Time, seg: &Segment, ctx: &mut EndpointCtx<'_>) {
+        self.rcv.on_syn(seg.seq, seg.ts_val);
+        self.snd_una = seg.ack;
+        self.snd_wnd = seg.wnd;
+        self.snd_wl1 = seg.seq;
+        self.snd_wl2 = seg.ack;
+        // RFC 7323 §4.2: the SYN's timestamp echo is a valid sample even if the
+        // SYN was retransmitted (Linux takes it too, tcp_ack_update_rtt).
+        self.take_rtt_sample(now, seg.ts_ecr, ctx);
+        self.rto_deadline = None; // RFC 6298 §5.2: all data acknowledged
+        self.establish(ctx);
+        // RFC 9293 §3.10.7.3: "form an ACK segment ... and send it" at once.
+        self.send_ack(now, ctx);
+    }
+
+    /// A segment in a synchronized state (RFC 9293 §3.10.7.4).
+    fn on_synchronized(&mut self, now: Time, seg: &Segment, ctx: &mut EndpointCtx<'_>) {
+        self.rcv.update_ts_recent(seg.seq, seg.ts_val);
+        if seg.flags.contains(Flags::SYN) {
+            // A retransmitted SYN or SYN/ACK: our ACK was lost. RFC 9293
+            // §3.10.7.4 / RFC 5961 §4: answer with an ACK.
+            self.rcv.request_ack();
+            return;
+        }
+        if seg.flags.contains(Flags::ACK) {
+            self.on_ack(now, seg, ctx);
+        }
+        let fin = seg.flags.contains(Flags::FIN);
+        if seg.len > 0 || fin {
+            let out = self.rcv.on_data(now, seg.seq, seg.len, fin);
+            if out.delivered > 0 {
+                self.stats.bytes_delivered += out.delivered;
+                ctx.events.push(AppEvent::Delivered {
+                    bytes: out.delivered,
+                });
+            }
+            if out.fin_reached {
+                ctx.events.push(AppEvent::PeerFinished);
+                // RFC 9293 §3.10.7.4 eighth step: the FIN's state changes.
+                match self.state {
+                    ConnState::Established => self.transition_to(ConnState::CloseWait),
+                    ConnState::FinWait1 => self.transition_to(ConnState::Closing),
+                    ConnState::FinWait2 => self.transition_to(ConnState::TimeWait),
+                    s => unreachable!("FIN reached in {}", s.name()),
+                }
+            }
+        }
+    }
+
+    /// Our FIN was acknowledged (RFC 9293 §3.10.7.4 fifth step).
+    fn on_fin_acked(&mut self) {
+        match self.state {
+            ConnState::FinWait1 => self.transition_to(ConnState::FinWait2),
+            ConnState::Closing => self.transition_to(ConnState::TimeWait),
+            ConnState::LastAck => self.transition_to(ConnState::Closed),
+            _ => {}
+        }
+    }
+
+    /// After any input: send what the windows allow, then an ACK if one is
+    /// still owed, then tell the app if it may write again.
+    fn after_input(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
+        self.try_send(now, ctx);
+        if self.rcv.ack_now() && self.rcv.synced() && self.state != ConnState::SynReceived {
+            self.send_ack(now, ctx);
+        }
+        self.sync_writable(ctx);
+    }
+
+    // ----- timers -------------------------------------------------------------
+
+    /// RFC 6298 §5.4-§5.7: the retransmission timer expired.
+    fn on_rto(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
+        match self.state {
+            ConnState::SynSent | ConnState::SynReceived => {
+                self.stats.rto_count += 1;
+                self.rtt.on_timeout(); // §5.5: back off
+                self.send_syn(now, true, ctx); // §5.4 and §5.6 (re-arms)
+            }
+            _ if !self.sb.is_empty() => {
+                self.stats.rto_count += 1;
+                // RFC 5681 §3.1 FlightSize for eq. (4), before anything changes.
+                let flight = self.snd_nxt - self.snd_una;
+                self.mark_all_lost(now, ctx);
+                self.rack_deadline = None;
+                let next = Recovery::Rto {
+                    recover: self.snd_nxt,
+                };
+                self.set_recovery(next);
+                self.cc_congestion(now, l4slab_cc::CongestionEvent::Rto { in_flight: flight }, ctx);
+                self.rtt.on_timeout(); // §5.5: RTO <- RTO * 2
+                // §5.4: "Retransmit the earliest segment that has not been
+                // acknowledged"; the send re-arms the timer (§5.6).
+                self.force_retransmit = true;
+            }
+            _ => {}
+        }
+    }
+
+    fn set_recovery(&mut self, next: Recovery) {
+        assert!(
+            self.recovery.can_become(next),
+            "flow {}: illegal recovery transition {:?} -> {:?}",
+            self.flow,
+            self.recovery,
+            next
+        );
+        self.recovery = next;
+    }
+
+    // ----- send buffer ---------------------------------------------------------
+
+    /// Bytes `write` would accept now.
+    fn write_room(&self) -> u64 {
+        if self.fin_seq.is_some() {
+            return 0;
+        }
+        // Linux counts written-but-unacknowledged data against the send buffer.
+        let buffered = self.write_end - self.snd_una.max(ISS + 1);
+        let free = self.cfg.send_buffer.saturating_sub(buffered);
+        match self.cfg.notsent_lowat {
+            // Linux tcp_stream_memory_free: writable while notsent < lowat.
+            Some(lowat) => free.min(lowat.saturating_sub(self.unsent_bytes())),
+            None => free,
+        }
+    }
+
+    fn sync_writable(&mut self, ctx: &mut EndpointCtx<'_>) {
+        let w = self.is_writable();
+        if w && !self.writable_reported {
+            ctx.events.push(AppEvent::Writable);
+        }
+        self.writable_reported = w;
+    }
+
+    // ----- shared helpers -------------------------------------------------------
+
+    fn cc_ctx<'c>(flow: FlowId, mss: u32, ctx: &'c mut EndpointCtx<'_>) -> CcCtx<'c> {
+        CcCtx {
+            flow,
+            mss: u64::from(mss),
+            rng: &mut *ctx.rng,
+            tracer: &mut *ctx.tracer,
+        }
+    }
+
+    fn cc_congestion(
+        &mut self,
+        now: Time,
+        ev: l4slab_cc::CongestionEvent,
+        ctx: &mut EndpointCtx<'_>,
+    ) {
+        let mut c = Self::cc_ctx(self.flow, self.cfg.mss, ctx);
+        self.cc.on_congestion(now, &ev, &mut c);
+    }
+
+    /// One RTT sample from a timestamp echo (RFC 7323 §4.2), fed to RFC 6298.
+    fn take_rtt_sample(&mut self, now: Time, ts_ecr: Time, ctx: &mut EndpointCtx<'_>) -> Dur {
+        let r = now.saturating_since(ts_ecr);
+        self.rtt.sample(r);
+        self.stats.rtt_samples += 1;
+        ctx.tracer.event(
+            now,
+            TraceEvent::RttSample {
+                flow: self.flow,
+                rtt: r,
+            },
+        );
+        r
+    }
+
+    /// SYN (client) or SYN/ACK (server), first or again.
+    fn send_syn(&mut self, now: Time, retransmission: bool, ctx: &mut EndpointCtx<'_>) {
+        let server = self.role == Role::Server;
+        // EcnMode::Off: no ECE/CWR/AE on the SYN (RFC 3168 §6.1.1 and RFC 9768
+        // §3.1.1 would set them here).
+        let flags = if server {
+            Flags::SYN | Flags::ACK
+        } else {
+            Flags::SYN
+        };
+        let seg = Segment {
+            flags,
+            seq: ISS,
+            len: 0,
+            ack: if server { self.rcv.rcv_nxt() } else { 0 },
+            wnd: self.rcv.window(),
+            ts_val: now,
+            ts_ecr: if server {
+                self.rcv.ts_recent()
+            } else {
+                Time::ZERO
+            },
+            retransmission,
+            ..Segment::default()
+        };
+        if server {
+            self.rcv.on_ack_sent();
+        }
+        if retransmission {
+            self.stats.retransmits += 1;
+            ctx.tracer.event(
+                now,
+                TraceEvent::Retransmit {
+                    flow: self.flow,
+                    seq: ISS,
+                    bytes: 0,
+                    reason: RetransmitReason::Rto,
+                },
+            );
+        }
+        self.push_out(seg, Ecn::NotEct, ctx);
+        // RFC 6298 §5.1 (the SYN is retransmitted on the same timer; Linux
+        // TCP_TIMEOUT_INIT = 1 s before any sample).
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// A pure ACK with the current receive state (RFC 9293 §3.10.7.4: SEQ = SND.NXT).
+    fn send_ack(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
+        let seg = self.header(now, Flags::ACK, self.snd_nxt, 0, false);
+        self.stats.acks_sent += 1;
+        self.push_out(seg, Ecn::NotEct, ctx);
+    }
+
+    /// A segment with our current ACK, window, SACK blocks and timestamps;
+    /// marks the ACK as sent.
+    fn header(&mut self, now: Time, flags: Flags, seq: u64, len: u32, rtx: bool) -> Segment {
+        let (sack, sack_count) = self.rcv.sack_blocks();
+        let seg = Segment {
+            flags,
+            seq,
+            len,
+            ack: self.rcv.rcv_nxt(),
+            wnd: self.rcv.window(),
+            sack,
+            sack_count,
+            ts_val: now,
+            ts_ecr: self.rcv.ts_recent(),
+            retransmission: rtx,
+        };
+        self.rcv.on_ack_sent();
+        seg
+    }
+
+    fn push_out(&mut self, seg: Segment, ecn: Ecn, ctx: &mut EndpointCtx<'_>) {
+        let wire_len = seg.wire_len(self.cfg.header_bytes);
+        self.stats.segments_sent += 1;
+        self.stats.wire_bytes_sent += u64::from(wire_len);
+        ctx.out.push(Transmit { seg, ecn, wire_len });
+    }
+}

@@ -1,0 +1,42 @@
+//! Public counters of one endpoint (both halves: sending and receiving).
+
+/// Counters; all monotonic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Segments handed to the network: data, SYN/FIN and pure ACKs.
+    pub segments_sent: u64,
+    /// Segments carrying payload or a FIN, retransmissions included.
+    pub data_segments_sent: u64,
+    /// Pure ACKs (no payload, no SYN/FIN).
+    pub acks_sent: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Wire bytes of everything sent (headers and options included).
+    pub wire_bytes_sent: u64,
+    /// Payload bytes sent again.
+    pub bytes_retransmitted: u64,
+    /// Retransmitted segments (data, FIN, and SYN or SYN/ACK after a timeout).
+    pub retransmits: u64,
+    /// Segments declared lost (SACK DupThresh, RACK or RTO); a lost
+    /// retransmission counts again.
+    pub lost_segments: u64,
+    /// Retransmissions found unnecessary by the timestamp echo (Eifel,
+    /// RFC 3522 §2): the cumulative ACK that covered the retransmitted
+    /// segment echoed a time before the retransmission. A lower bound: a
+    /// duplicate that arrives after the original is not detected (no D-SACK).
+    pub spurious_retransmits: u64,
+    /// Payload bytes the application wrote (accepted into the send buffer).
+    pub bytes_written: u64,
+    /// Payload bytes cumulatively acknowledged by the peer.
+    pub bytes_acked: u64,
+    /// Receiving side: payload bytes delivered in order to the application.
+    pub bytes_delivered: u64,
+    /// Segments received (all kinds).
+    pub segments_received: u64,
+    /// Retransmission timeouts (handshake ones included).
+    pub rto_count: u64,
+    /// Fast-recovery episodes entered (RFC 6675 §5 / RFC 6582).
+    pub fast_recovery_episodes: u64,
+    /// RTT samples taken (RFC 7323 §4.2 timestamp echoes).
+    pub rtt_samples: u64,
+}

@@ -1,0 +1,49 @@
+"""Type stub for ``l4slab._native``, the PyO3 module built from crates/l4slab-py.
+
+The native module only converts and maps errors; the public API is ``l4slab``.
+"""
+
+from collections.abc import Callable
+
+from l4slab._types import NativeResult
+
+__version__: str
+
+class ScenarioError(ValueError):
+    """A scenario file or override is invalid.
+
+    The message names the key path and shows a valid example, e.g.
+    ``links.bottleneck.rate: "fast" is not a rate; write e.g. "20Mbit"``.
+    """
+
+class SimulationError(RuntimeError):
+    """The simulation could not complete."""
+
+def validate(text: str, source: str, overrides: list[str]) -> str:
+    """Parse, validate and resolve a scenario.
+
+    ``text`` is the TOML text, ``source`` names it in error messages (a path or
+    ``"<string>"``), ``overrides`` are ``"key.path=value"`` strings applied on
+    top. Returns the resolved scenario as JSON text. Raises ``ScenarioError``.
+    """
+
+def run(
+    text: str,
+    source: str,
+    overrides: list[str],
+    seed: int | None,
+    progress: Callable[[float, float], None] | None,
+) -> NativeResult:
+    """Validate and simulate a scenario.
+
+    ``seed`` replaces the scenario's seed when given. ``progress(sim_time_s,
+    duration_s)`` is called about every 0.1 s of wall time with the GIL held;
+    an exception it raises (e.g. ``KeyboardInterrupt``) stops the run and
+    propagates. Raises ``ScenarioError`` or ``SimulationError``.
+    """
+
+def cc_names() -> list[str]:
+    """Congestion controls the simulator implements (Linux names)."""
+
+def qdisc_names() -> list[str]:
+    """Queue disciplines the simulator implements (Linux names)."""

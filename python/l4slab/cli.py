@@ -1,0 +1,400 @@
+"""The ``l4slab`` command line: thin sub-commands over the library.
+
+Exit codes: 0 success, 1 the simulation failed, 2 bad input (scenario, option,
+output directory), 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from l4slab import results as results_mod
+from l4slab.tables import summary_view
+
+__all__ = ["app", "main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+#: Show the progress bar only for runs that last longer than this (wall seconds).
+PROGRESS_DELAY_S = 1.0
+
+DEFAULT_RESULTS_ROOT = Path("results")
+
+_UNITS = (
+    "Units in scenario files and --set values: rates '20Mbit' (bit with a prefix k, M, G; "
+    "'Bps' for bytes), times '25ms' (ns, us, ms, s, min, h), fractions '1%' (or a number "
+    "such as 0.01), sizes '10MB' (B, kB, MB, GB; KiB, MiB, GiB are powers of two), buffers "
+    "'100pkt' or a size or a time such as '50ms' (bytes at the link rate)."
+)
+
+_RESULTS = (
+    "Results go to results/<scenario name>/ unless -o DIR is given: summary.json, "
+    "series.parquet, run.json, and packets.parquet when the scenario traces packets "
+    "(see docs/results.md)."
+)
+
+
+def _help(*paragraphs: str) -> str:
+    """Help text from paragraphs (each one line; the help formatter wraps them)."""
+    return "\n\n".join(paragraphs)
+
+
+APP_HELP = _help(
+    "l4slab puts a bottleneck between senders and receivers, chooses how it queues and how "
+    "the endpoints react (congestion control, ECN / L4S), and measures what users feel: RTT "
+    "percentiles, goodput, loss, completion times. Scenarios are TOML files; today the "
+    "simulator runs Reno over a tail-drop FIFO with optional random loss.",
+    "Example: [bold]l4slab run scenarios/examples/reno-20mbit.toml --set duration=10s[/bold]",
+    _UNITS,
+    _RESULTS,
+)
+
+RUN_SHORT = "Simulate a scenario, write its results and print a summary."
+RUN_HELP = _help(
+    "Simulate SCENARIO, write its results bundle and print a summary table. The scenario is "
+    "validated first: a bad key or value stops with exit code 2, names the key path, and "
+    "writes nothing. A progress bar appears when the run lasts more than a second.",
+    "Example: [bold]l4slab run scenarios/examples/reno-20mbit.toml -o results/reno --seed 7 "
+    "--set bottleneck.rate=50Mbit[/bold]",
+    _UNITS,
+    _RESULTS + " An existing results directory there is replaced only once the new one is "
+    "complete; a directory that is not a results bundle is never replaced.",
+)
+
+VALIDATE_SHORT = "Check a scenario and print it resolved, as JSON."
+VALIDATE_HELP = _help(
+    "Check SCENARIO (with any --set overrides) and print the resolved scenario as JSON: every "
+    "default filled in and every unit converted (times in nanoseconds, rates in bit/s, sizes "
+    "in bytes). Nothing is simulated or written. A bad key or value exits with code 2 and "
+    "names the key path.",
+    "Example: [bold]l4slab validate scenarios/examples/reno-20mbit.toml --set duration=5s[/bold]",
+    _UNITS,
+    "Results: none; [bold]l4slab run[/bold] writes them to results/<scenario name>/.",
+)
+
+SHOW_SHORT = "Print the summary tables of a results directory."
+SHOW_HELP = _help(
+    "Print the summary tables of a results directory written by [bold]l4slab run[/bold]: per "
+    "flow goodput, bytes delivered, completion time, RTT percentiles, retransmits and "
+    "losses; per queue sojourn percentiles, drops and marks by reason, and utilization.",
+    "Example: [bold]l4slab show results/reno-20mbit[/bold]",
+    "Units in the tables: goodput in Mbit/s, RTT and sojourn in ms, completion in s, sizes in "
+    "decimal bytes (1 MB = 10^6 B), utilization in % of the link rate.",
+    "Results are read from DIR (l4slab run writes to results/<scenario name>/ by default); "
+    "nothing is written.",
+)
+
+app = typer.Typer(
+    name="l4slab",
+    help=APP_HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+# --------------------------------------------------------------------------- consoles
+
+
+def _stdout() -> Console:
+    # Wide enough for the tables when output goes to a file or a pipe.
+    return Console(width=None if sys.stdout.isatty() else 120, highlight=False)
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    """Print ``error: message`` on stderr and return the Exit to raise."""
+    _stderr().print(f"error: {message}", style="red", markup=False)
+    return typer.Exit(code)
+
+
+def _native() -> ModuleType:
+    """The compiled simulator, or exit 1 explaining how to build it."""
+    try:
+        import l4slab.api  # noqa: F401  (turns a missing build into a clear ImportError)
+        from l4slab import _native
+    except ImportError as exc:
+        raise _fail(str(exc), EXIT_FAILED) from None
+    return _native
+
+
+# --------------------------------------------------------------------------- root
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"l4slab {_native().__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the l4slab version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Entry point of the command group (options common to all commands)."""
+
+
+# --------------------------------------------------------------------------- options
+
+ScenarioArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="SCENARIO",
+        help="Scenario TOML file, e.g. scenarios/examples/reno-20mbit.toml.",
+        show_default=False,
+    ),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Override one scenario value by key path; repeatable. "
+        "E.g. --set bottleneck.rate=50Mbit --set duration=10s.",
+        show_default=False,
+    ),
+]
+
+
+# --------------------------------------------------------------------------- run
+
+
+class _LazyProgress:
+    """The ``progress`` callback of a run: draws a bar only once the run is slow.
+
+    Nothing is drawn for the first ``delay`` seconds, so short runs print no bar.
+    """
+
+    def __init__(self, console: Console, *, enabled: bool, delay: float = PROGRESS_DELAY_S):
+        self._console = console
+        self._enabled = enabled
+        self._delay = delay
+        self._start = time.monotonic()
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __call__(self, sim_s: float, duration_s: float) -> None:
+        if not self._enabled:
+            return
+        if self._progress is None:
+            if time.monotonic() - self._start < self._delay:
+                return
+            self._progress = Progress(
+                TextColumn("simulating"),
+                BarColumn(),
+                TextColumn("{task.completed:.1f} of {task.total:.1f} s"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self._console,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("simulating", total=duration_s)
+        assert self._task is not None
+        self._progress.update(self._task, completed=sim_s, total=duration_s)
+
+    def __enter__(self) -> _LazyProgress:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+@app.command("run", help=RUN_HELP, short_help=RUN_SHORT)
+def run_command(
+    ctx: typer.Context,
+    scenario: ScenarioArg,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--out",
+            metavar="DIR",
+            help="Results directory. Default: results/<scenario name>.",
+            show_default=False,
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(min=0, help="Root seed; replaces the scenario's seed.", show_default=False),
+    ] = None,
+    overrides: SetOpt = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress bar and no tables; print only where results went."
+        ),
+    ] = False,
+) -> None:
+    text, source = _read(scenario)
+    native = _native()
+    from l4slab import api
+
+    sets = list(overrides or [])
+    try:
+        resolved = json.loads(native.validate(text, source, sets))
+    except native.ScenarioError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    target = out if out is not None else DEFAULT_RESULTS_ROOT / _dir_name(resolved.get("name"))
+    try:
+        results_mod.check_output_dir(target)
+    except FileExistsError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+
+    err = _stderr()
+    command = (ctx.obj or {}).get("command")
+    try:
+        with _LazyProgress(err, enabled=not quiet and err.is_terminal) as progress:
+            results = api.run(
+                scenario,
+                out=target,
+                seed=seed,
+                overrides=sets,
+                progress=progress,
+                command=command,
+            )
+    except KeyboardInterrupt:
+        raise _fail("interrupted; nothing was written", EXIT_INTERRUPTED) from None
+    except native.ScenarioError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except native.SimulationError as exc:
+        raise _fail(f"simulation failed: {exc}", EXIT_FAILED) from None
+    except OSError as exc:
+        raise _fail(f"could not write results to {target}: {exc}", EXIT_FAILED) from None
+
+    files = [
+        name
+        for name in results_mod.BUNDLE_FILES
+        if name != results_mod.PACKETS_FILE or results.packets is not None
+    ]
+    console = _stdout()
+    if not quiet:
+        console.print(summary_view(results))
+    console.print(f"results: {target}/ ({', '.join(files)})", markup=False, soft_wrap=True)
+
+
+def _read(scenario: Path) -> tuple[str, str]:
+    """Read a scenario file for a command, or exit 2 naming the problem."""
+    if not scenario.is_file():
+        what = "is a directory" if scenario.is_dir() else "no such file"
+        raise _fail(f"{scenario}: {what}; give a scenario .toml file", EXIT_BAD_INPUT)
+    try:
+        return scenario.read_text(encoding="utf-8"), str(scenario)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(f"{scenario}: cannot read: {exc}", EXIT_BAD_INPUT) from None
+
+
+def _dir_name(name: Any) -> str:
+    """A scenario name made safe to use as one directory name."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", str(name or "")).strip(".-")
+    return safe or "scenario"
+
+
+# --------------------------------------------------------------------------- validate
+
+
+@app.command("validate", help=VALIDATE_HELP, short_help=VALIDATE_SHORT)
+def validate_command(scenario: ScenarioArg, overrides: SetOpt = None) -> None:
+    text, source = _read(scenario)
+    native = _native()
+    try:
+        resolved = native.validate(text, source, list(overrides or []))
+    except native.ScenarioError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    # Keep the native key order (it follows the schema), just indent it.
+    typer.echo(json.dumps(json.loads(resolved), indent=2))
+
+
+# --------------------------------------------------------------------------- show
+
+
+@app.command("show", help=SHOW_HELP, short_help=SHOW_SHORT)
+def show_command(
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DIR",
+            help="A results directory written by l4slab run, e.g. results/reno-20mbit.",
+            show_default=False,
+        ),
+    ],
+) -> None:
+    try:
+        results = results_mod.load(directory)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    console = _stdout()
+    console.print(summary_view(results))
+    console.print(f"results: {directory}/", markup=False, soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = typer.main.get_command(app)
+    try:
+        # Standalone mode formats usage errors and turns every outcome into SystemExit.
+        command.main(
+            args=args,
+            prog_name="l4slab",
+            standalone_mode=True,
+            obj={"command": ["l4slab", *args]},
+        )
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    return EXIT_OK
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return EXIT_OK
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Summary tables, checked by their text."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+
+from l4slab.results import Results
+from l4slab.tables import flows_table, queues_table, run_line, summary_view
+
+
+def render(renderable: object) -> str:
+    console = Console(width=160, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_flow_row_has_units_converted(make_native_result):
+    summary = json.loads(make_native_result()["summary_json"])
+    text = render(flows_table(summary))
+
+    assert "download" in text
+    assert "reno" in text
+    assert "18.91" in text  # goodput 18,912,345 bit/s in Mbit/s
+    assert "11.82 MB" in text  # bytes delivered
+    assert "50.1" in text and "70.2" in text and "95.5" in text  # RTT min / p50 / p99
+    assert "42" in text and "40" in text  # retransmits, lost packets
+    assert "seed 1" in text
+
+
+def test_queue_row_lists_drop_reasons_without_zeros_or_total(make_native_result):
+    summary = json.loads(make_native_result()["summary_json"])
+    text = render(queues_table(summary))
+
+    assert "bottleneck.down" in text
+    assert "19.50" in text and "45.25" in text  # sojourn p50 / p99
+    assert "overlimit 40" in text
+    assert "head_drop" not in text
+    assert "total" not in text
+    assert "97.3" in text  # utilization %
+
+
+def test_missing_values_show_a_dash():
+    summary = {"seed": 3, "flows": {"f": {"cc": "reno", "completion_s": None}}}
+    text = render(flows_table(summary))
+
+    assert "f" in text and "—" in text
+
+
+def test_run_line():
+    line = run_line({"sim_s": 30.0, "wall_s": 1.5, "events": 1234567})
+
+    assert line == "simulated 30.0 s in 1.50 s (20x real time), 1,234,567 events"
+    assert run_line({}) == ""
+
+
+def test_summary_view_stacks_everything(make_native_result):
+    text = render(summary_view(Results.from_native(make_native_result())))
+
+    assert "flows — unit" in text
+    assert "queues" in text
+    assert "simulated 5.0 s" in text
