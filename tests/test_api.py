@@ -127,13 +127,26 @@ def test_packet_trace_is_written_when_asked(native, example_scenario, tmp_path):
     assert l4slab.load(tmp_path / "out").packets.num_rows == res.packets.num_rows
 
 
-def test_same_seed_same_bytes_different_seed_different_bytes(native, golden_scenario, tmp_path):
+# The golden scenario has no random element, so to see the seed act on the series too,
+# the seed tests also run it with random loss on the bottleneck.
+RANDOM_LOSS = "bottleneck.loss=1%"
+
+
+@pytest.mark.parametrize("overrides", [[], [RANDOM_LOSS]], ids=["golden", "golden+loss"])
+def test_same_seed_gives_byte_identical_results(native, golden_scenario, tmp_path, overrides):
     """DESIGN §4: a run is a pure function of (scenario, seed, version)."""
-    a = l4slab.run(golden_scenario, out=tmp_path / "a", seed=11).path
-    b = l4slab.run(golden_scenario, out=tmp_path / "b", seed=11).path
-    c = l4slab.run(golden_scenario, out=tmp_path / "c", seed=12).path
-    assert a is not None and b is not None and c is not None
+    a = l4slab.run(golden_scenario, out=tmp_path / "a", seed=11, overrides=overrides).path
+    b = l4slab.run(golden_scenario, out=tmp_path / "b", seed=11, overrides=overrides).path
+    assert a is not None and b is not None
 
     for name in (SUMMARY_FILE, SERIES_FILE):
         assert digest(a / name) == digest(b / name), f"{name} differs between identical runs"
+
+
+def test_different_seed_gives_different_results(native, golden_scenario, tmp_path):
+    a = l4slab.run(golden_scenario, out=tmp_path / "a", seed=11, overrides=[RANDOM_LOSS]).path
+    c = l4slab.run(golden_scenario, out=tmp_path / "c", seed=12, overrides=[RANDOM_LOSS]).path
+    assert a is not None and c is not None
+
+    for name in (SUMMARY_FILE, SERIES_FILE):
         assert digest(a / name) != digest(c / name), f"{name} ignores the seed"

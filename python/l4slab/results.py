@@ -48,6 +48,7 @@ __all__ = [
     "Results",
     "check_output_dir",
     "load",
+    "make_run_info",
     "packets_table",
     "series_table",
     "write_bundle",

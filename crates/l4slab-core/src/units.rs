@@ -237,7 +237,7 @@ fn write_exact(f: &mut fmt::Formatter<'_>, n: u64, unit: u64) -> fmt::Result {
         return Ok(());
     }
     let mut digits = unit.ilog10() as usize;
-    while frac % 10 == 0 {
+    while frac.is_multiple_of(10) {
         frac /= 10;
         digits -= 1;
     }

@@ -10,8 +10,18 @@ use l4slab_core::Time;
 use l4slab_scenario::{parse_with, ParseOptions, Scenario};
 use l4slab_sim::{RunOptions, SimError};
 
-create_exception!(_native, ScenarioError, PyValueError, "The scenario is invalid; the message names the key path and a valid example.");
-create_exception!(_native, SimulationError, PyRuntimeError, "The simulation could not run to completion.");
+create_exception!(
+    _native,
+    ScenarioError,
+    PyValueError,
+    "The scenario is invalid; the message names the key path and a valid example."
+);
+create_exception!(
+    _native,
+    SimulationError,
+    PyRuntimeError,
+    "The simulation could not run to completion."
+);
 
 fn parse(text: &str, source: &str, overrides: Vec<String>) -> PyResult<Scenario> {
     let opts = ParseOptions {
@@ -62,12 +72,16 @@ fn run<'py>(
         Err(e) => return Err(SimulationError::new_err(e.to_string())),
     };
     let d = PyDict::new(py);
-    let summary = serde_json::to_string_pretty(&out.summary).map_err(|e| SimulationError::new_err(e.to_string()))?;
+    let summary = serde_json::to_string_pretty(&out.summary)
+        .map_err(|e| SimulationError::new_err(e.to_string()))?;
     d.set_item("summary_json", summary)?;
     let s = &out.series;
     let series = PyDict::new(py);
     series.set_item("t_s", PyList::new(py, &s.t_s)?)?;
-    series.set_item("series", PyList::new(py, s.series.iter().map(|&i| s.name(i)))?)?;
+    series.set_item(
+        "series",
+        PyList::new(py, s.series.iter().map(|&i| s.name(i)))?,
+    )?;
     series.set_item("key", PyList::new(py, s.key.iter().map(|&i| s.name(i)))?)?;
     series.set_item("value", PyList::new(py, &s.value)?)?;
     d.set_item("series", series)?;

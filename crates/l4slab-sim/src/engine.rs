@@ -155,7 +155,7 @@ impl Sim<'_> {
             }
             let (now, ev) = self.q.pop().expect("peeked");
             self.events += 1;
-            if self.events % PROGRESS_EVERY == 0 && !progress(now) {
+            if self.events.is_multiple_of(PROGRESS_EVERY) && !progress(now) {
                 return Err(SimError::Cancelled(now));
             }
             self.dispatch(now, ev);
@@ -167,9 +167,11 @@ impl Sim<'_> {
     fn dispatch(&mut self, now: Time, ev: Ev) {
         match ev {
             Ev::FlowStart { flow } => {
-                self.with_ep(now, flow as usize, CLIENT, |ep, now, ctx| ep.connect(now, ctx));
+                self.with_ep(now, flow as usize, CLIENT, |ep, now, ctx| {
+                    ep.connect(now, ctx)
+                });
             }
-            Ev::ToBottleneck { dir, pkt } => self.to_bottleneck(now, usize::from(dir), pkt),
+            Ev::ToBottleneck { dir, pkt } => self.arrive_at_bottleneck(now, usize::from(dir), pkt),
             Ev::TxDone { dir } => self.tx_done(now, usize::from(dir)),
             Ev::LinkTimer { dir, at } => self.link_timer(now, usize::from(dir), at),
             Ev::Deliver { side, pkt } => self.deliver(now, usize::from(side), pkt),
@@ -222,15 +224,17 @@ impl Sim<'_> {
         )
     }
 
-    fn to_bottleneck(&mut self, now: Time, dir: usize, pkt: Packet) {
-        let (link, mut ctx) = Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
+    fn arrive_at_bottleneck(&mut self, now: Time, dir: usize, pkt: Packet) {
+        let (link, mut ctx) =
+            Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
         link.enqueue(now, pkt, &mut ctx);
         self.after_link(now, dir);
     }
 
     fn tx_done(&mut self, now: Time, dir: usize) {
         self.links[dir].tx_scheduled = false;
-        let (link, mut ctx) = Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
+        let (link, mut ctx) =
+            Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
         if let Some((arrival, pkt)) = link.on_tx_done(now, &mut ctx) {
             // Packets going down arrive at the client side, going up at the server side.
             let side = if dir == DOWN { CLIENT } else { SERVER };
@@ -252,7 +256,8 @@ impl Sim<'_> {
             return;
         }
         self.links[dir].timer_armed = None;
-        let (link, mut ctx) = Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
+        let (link, mut ctx) =
+            Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
         link.on_timer(now, &mut ctx);
         self.after_link(now, dir);
     }
@@ -272,7 +277,13 @@ impl Sim<'_> {
             let t = t.max(now);
             if ls.timer_armed.is_none_or(|a| t < a) {
                 ls.timer_armed = Some(t);
-                self.q.schedule(t, Ev::LinkTimer { dir: dir as u8, at: t });
+                self.q.schedule(
+                    t,
+                    Ev::LinkTimer {
+                        dir: dir as u8,
+                        at: t,
+                    },
+                );
             }
         }
     }
@@ -307,7 +318,9 @@ impl Sim<'_> {
             Self::trace_row(tr, now, "deliver", &pkt, &seg, from_sender);
         }
         let ecn = pkt.ecn;
-        self.with_ep(now, f, side, |ep, now, ctx| ep.on_segment(now, &seg, ecn, ctx));
+        self.with_ep(now, f, side, |ep, now, ctx| {
+            ep.on_segment(now, &seg, ecn, ctx)
+        });
     }
 
     fn transmit(&mut self, now: Time, f: usize, side: usize, tx: Transmit) {
@@ -359,7 +372,7 @@ impl Sim<'_> {
             if !s.is_empty() {
                 s.push(';');
             }
-            s.push_str(&format!("{}-{}", b.left, b.right));
+            s.push_str(&format!("{}-{}", b.start, b.end));
         }
         tr.sack.push(s);
     }
@@ -448,7 +461,12 @@ impl Sim<'_> {
     }
 
     /// An app callback from outside an endpoint interaction (a timer).
-    fn app_callback(&mut self, now: Time, f: usize, cb: impl FnOnce(&mut dyn App, Time, &mut dyn AppIo)) {
+    fn app_callback(
+        &mut self,
+        now: Time,
+        f: usize,
+        cb: impl FnOnce(&mut dyn App, Time, &mut dyn AppIo),
+    ) {
         self.app_callback_inner(now, f, cb);
         let side = self.flows[f].sender;
         self.flush(now, f, side);
@@ -543,7 +561,12 @@ impl Sim<'_> {
             ls.last_drops = drops;
             ls.last_marks = marks;
             let busy = ls.link.stats().busy_time;
-            ss.push(t, s, k.utilization, (busy - ls.last_busy).as_secs_f64() / iv);
+            ss.push(
+                t,
+                s,
+                k.utilization,
+                (busy - ls.last_busy).as_secs_f64() / iv,
+            );
             ls.last_busy = busy;
             for (name, v) in ls.link.qdisc().xstats() {
                 let key = ss.intern(name);

@@ -58,7 +58,11 @@ impl<E> EventQueue<E> {
     /// # Panics
     /// If `at` is in the past: a causality violation is a bug, not an input error.
     pub fn schedule(&mut self, at: Time, event: E) {
-        assert!(at >= self.now, "event scheduled in the past ({at} < {})", self.now);
+        assert!(
+            at >= self.now,
+            "event scheduled in the past ({at} < {})",
+            self.now
+        );
         let seq = self.next_seq;
         self.next_seq += 1;
         self.heap.push(Entry { at, seq, event });

@@ -31,10 +31,6 @@ impl SegStore {
         self.slots[handle as usize]
     }
 
-    pub fn get(&self, handle: u32) -> &Segment {
-        &self.slots[handle as usize]
-    }
-
     /// Segments currently stored (packets in the network).
     pub fn live(&self) -> usize {
         self.live

@@ -96,13 +96,13 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             ..TransportConfig::default()
         };
         let cc = |_: ()| {
-            l4slab_cc::build(&f.cc, u64::from(t.mss), u64::from(t.initial_window)).ok_or_else(|| {
-                SimError::UnknownCc {
+            l4slab_cc::build(&f.cc, u64::from(t.mss), u64::from(t.initial_window)).ok_or_else(
+                || SimError::UnknownCc {
                     flow: i,
                     name: f.cc.clone(),
                     known: l4slab_cc::CC_NAMES.join(", "),
-                }
-            })
+                },
+            )
         };
         let id = i as u32;
         let client = Endpoint::new(id, Role::Client, cfg.clone(), cc(())?);

@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 use l4slab_core::{DropReason, MarkReason, Time};
 use l4slab_scenario::Direction;
 
-use crate::engine::{Sim, CLIENT};
+use crate::engine::Sim;
 use crate::recorder::round6;
 use crate::setup::QUEUE_NAMES;
 use crate::{RunOutput, RunStats, RESULTS_FORMAT_VERSION, TOOL_VERSION};
@@ -29,8 +29,18 @@ impl Sim<'_> {
         );
         for ls in &self.links {
             let s = ls.link.qdisc().stats();
-            assert_eq!(s.offered, s.enqueued + s.dropped_at_enqueue, "{}: {s:?}", ls.name);
-            assert_eq!(s.dequeued, s.sent + s.dropped_after_dequeue, "{}: {s:?}", ls.name);
+            assert_eq!(
+                s.offered,
+                s.enqueued + s.dropped_at_enqueue,
+                "{}: {s:?}",
+                ls.name
+            );
+            assert_eq!(
+                s.dequeued,
+                s.sent + s.dropped_after_dequeue,
+                "{}: {s:?}",
+                ls.name
+            );
             assert_eq!(
                 s.enqueued,
                 s.dequeued + u64::from(ls.link.qdisc().backlog().packets),
@@ -77,6 +87,9 @@ impl Sim<'_> {
                     "ce_marks_received": 0,
                     "ecn": "off",
                     "segments_sent": st.segments_sent,
+                    "data_segments_sent": st.data_segments_sent,
+                    "recovery_episodes": st.fast_recovery_episodes,
+                    "spurious_retransmits": st.spurious_retransmits,
                     "cwnd_final_bytes": sender.cc_metrics().cwnd,
                 }),
             );
@@ -136,7 +149,6 @@ impl Sim<'_> {
             packets: self.counts.created,
             sim_time: Time::ZERO + end.saturating_since(Time::ZERO),
         };
-        let _ = CLIENT;
         RunOutput {
             summary,
             series: self.series,

@@ -16,5 +16,9 @@ fn same_seed_gives_identical_results_and_another_seed_differs() {
     let b = common::run_toml(GOLDEN, &["duration=5s", "bottleneck.loss=1%"]);
     assert_eq!(digest(&a), digest(&b));
     let c = common::run_toml(GOLDEN, &["duration=5s", "bottleneck.loss=1%", "seed=2"]);
-    assert_ne!(digest(&a).0, digest(&c).0, "a different seed must change the random losses");
+    assert_ne!(
+        digest(&a).0,
+        digest(&c).0,
+        "a different seed must change the random losses"
+    );
 }

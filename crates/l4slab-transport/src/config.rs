@@ -21,6 +21,21 @@ pub enum EcnMode {
     Off,
 }
 
+/// How the retransmission timeout is computed from SRTT and RTTVAR.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoFormula {
+    /// RFC 6298 §2.3-§2.4: `RTO = max(min_rto, SRTT + max(G, 4*RTTVAR))`.
+    #[default]
+    Rfc6298,
+    /// Linux `__tcp_set_rto`: `RTO = SRTT + max(min_rto, 4*RTTVAR)` — the
+    /// variance term itself is floored at `min_rto` (Linux keeps `rttvar_us >=
+    /// tcp_rto_min` through `mdev_max_us`), so the RTO is never closer than
+    /// `min_rto` to SRTT. Approximation: Linux uses the per-RTT maximum of
+    /// its mean deviation, decayed; this uses RFC 6298's RTTVAR.
+    Linux,
+}
+
 /// Parameters of one [`crate::Endpoint`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -35,8 +50,10 @@ pub struct TransportConfig {
     pub delayed_ack: bool,
     /// Longest an ACK is delayed.
     pub delayed_ack_timeout: Dur,
-    /// Lower bound on the retransmission timeout.
+    /// Lower bound on the retransmission timeout (see `rto_formula`).
     pub min_rto: Dur,
+    /// RFC 6298 or Linux RTO arithmetic.
+    pub rto_formula: RtoFormula,
     /// Pace data at the default rate (see [`crate::Endpoint::pacing_rate`])
     /// when the controller does not set one; a controller rate is always used.
     pub pacing: bool,
@@ -57,17 +74,18 @@ pub struct TransportConfig {
 impl Default for TransportConfig {
     fn default() -> Self {
         TransportConfig {
-            mss: 1448,         // 1500 MTU - 20 IPv4 - 20 TCP - 12 timestamps (Linux mss_cache)
+            mss: 1448,          // 1500 MTU - 20 IPv4 - 20 TCP - 12 timestamps (Linux mss_cache)
             initial_window: 10, // RFC 6928 §2, Linux TCP_INIT_CWND
-            delayed_ack: true, // RFC 5681 §4.2 SHOULD; Linux default (no TCP_QUICKACK)
+            delayed_ack: true,  // RFC 5681 §4.2 SHOULD; Linux default (no TCP_QUICKACK)
             delayed_ack_timeout: Dur::from_millis(40), // Linux TCP_DELACK_MIN (HZ/25)
             min_rto: Dur::from_millis(200), // Linux TCP_RTO_MIN (RFC 6298 §2.4 says 1 s)
-            pacing: false,     // Linux paces only with sch_fq or a CC that asks (BBR)
+            rto_formula: RtoFormula::Rfc6298, // RFC 6298 §2
+            pacing: false,      // Linux paces only with sch_fq or a CC that asks (BBR)
             send_buffer: 4 << 20, // Linux tcp_wmem[2] = 4 MiB (autotuning ceiling)
             notsent_lowat: None, // Linux tcp_notsent_lowat = UINT_MAX (off)
             receive_buffer: 6 << 20, // Linux tcp_rmem[2] = 6 MiB (autotuning ceiling)
-            header_bytes: 52,  // IPv4 20 + TCP 20 + timestamps option 12 (RFC 7323 §3, aligned)
-            ecn: EcnMode::Off, // Linux tcp_ecn = 2 only answers ECN; we initiate nothing yet
+            header_bytes: 52,   // IPv4 20 + TCP 20 + timestamps option 12 (RFC 7323 §3, aligned)
+            ecn: EcnMode::Off,  // Linux tcp_ecn = 2 only answers ECN; we initiate nothing yet
         }
     }
 }
@@ -79,9 +97,13 @@ pub enum TransportConfigError {
     ZeroInitialWindow,
     /// `receive_buffer` must hold at least two full segments, or the delayed
     /// ACK rule ("every second full-sized segment") could never fire.
-    ReceiveBufferTooSmall { min: u64 },
+    ReceiveBufferTooSmall {
+        min: u64,
+    },
     /// `send_buffer` must hold at least one full segment.
-    SendBufferTooSmall { min: u64 },
+    SendBufferTooSmall {
+        min: u64,
+    },
     ZeroDelayedAckTimeout,
     ZeroMinRto,
 }
@@ -92,7 +114,10 @@ impl fmt::Display for TransportConfigError {
             Self::ZeroMss => write!(f, "mss: must be at least 1 byte"),
             Self::ZeroInitialWindow => write!(f, "initial_window: must be at least 1 segment"),
             Self::ReceiveBufferTooSmall { min } => {
-                write!(f, "receive_buffer: must be at least 2 segments ({min} bytes)")
+                write!(
+                    f,
+                    "receive_buffer: must be at least 2 segments ({min} bytes)"
+                )
             }
             Self::SendBufferTooSmall { min } => {
                 write!(f, "send_buffer: must be at least 1 segment ({min} bytes)")

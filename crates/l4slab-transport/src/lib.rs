@@ -1,1 +1,42 @@
-//! placeholder
+//! l4slab transport: a sans-IO, TCP-like endpoint and the applications that
+//! drive it.
+//!
+//! The model (details and sources in `docs/models/transport.md`):
+//! * 3-way handshake and FIN close (RFC 9293), absolute 64-bit sequence
+//!   numbers, timestamps on every segment (RFC 7323), SACK (RFC 2018);
+//! * receiver: reassembly, SACK blocks most recent first, delayed ACKs
+//!   (RFC 5681 §4.2), window = receive buffer minus out-of-order bytes;
+//! * sender: RFC 6675 scoreboard and `pipe`, loss by DupThresh (RFC 6675
+//!   `IsLost`) and RACK (RFC 8985), NewReno episodes (RFC 6582) with
+//!   Proportional Rate Reduction (RFC 6937), RTO
+//!   (RFC 6298), delivery-rate samples (draft-cheng-iccrg-delivery-rate-
+//!   estimation), pacing (Linux internal pacing), send buffer with
+//!   `TCP_NOTSENT_LOWAT`;
+//! * the congestion controller ([`l4slab_cc::CongestionControl`]) owns cwnd
+//!   and the pacing rate; the transport tells it about sends, ACKs, losses,
+//!   timeouts and the end of recovery.
+//!
+//! Not yet: ECN (classic and AccECN; [`EcnMode`] has only `Off`), tail loss
+//! probe, D-SACK, Nagle.
+
+pub mod app;
+pub mod config;
+mod endpoint;
+mod pacing;
+mod prr;
+mod rack;
+mod rate;
+mod receiver;
+mod rtt;
+mod scoreboard;
+pub mod segment;
+mod state;
+mod stats;
+
+pub use app::{App, AppIo, Bulk, EndpointIo, File, Sink};
+pub use config::{EcnMode, RtoFormula, TransportConfig, TransportConfigError};
+pub use endpoint::{AppEvent, Endpoint, EndpointCtx, Role};
+pub use rate::RateSample;
+pub use segment::{Flags, SackBlock, Segment, Transmit};
+pub use state::ConnState;
+pub use stats::EndpointStats;

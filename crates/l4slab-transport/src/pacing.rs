@@ -104,7 +104,10 @@ mod tests {
     fn default_rate_follows_linux_ratios() {
         let srtt = Some(Dur::from_millis(100));
         // cwnd 100 kB over 100 ms = 8 Mbit/s; slow start doubles it.
-        assert_eq!(default_rate(100_000, None, 0, srtt), Some(Rate::from_mbps(16)));
+        assert_eq!(
+            default_rate(100_000, None, 0, srtt),
+            Some(Rate::from_mbps(16))
+        );
         // cwnd >= ssthresh/2: 120 %.
         assert_eq!(
             default_rate(100_000, Some(150_000), 0, srtt),

@@ -56,8 +56,7 @@ pub(crate) struct SampleBuilder {
     prior_delivered: u64,
     prior_time: Time,
     send_elapsed: Dur,
-    ack_elapsed: Dur,
-    last_end_seq: u64,
+    last_order: u64,
     snapshot: TxSnapshot,
     newest_sent: Time,
 }
@@ -93,7 +92,12 @@ impl RateEstimator {
 
     /// Snapshot for a segment being (re)transmitted now. `nothing_outstanding`
     /// is true when no data was outstanding before this one.
-    pub fn on_send(&mut self, now: Time, nothing_outstanding: bool, tx_in_flight: u64) -> TxSnapshot {
+    pub fn on_send(
+        &mut self,
+        now: Time,
+        nothing_outstanding: bool,
+        tx_in_flight: u64,
+    ) -> TxSnapshot {
         // draft §3.2: "if (SND.NXT == SND.UNA) /* no packets in flight yet? */
         //   C.first_sent_time = C.delivered_time = Now()" (Linux: !packets_out)
         if nothing_outstanding {
@@ -111,13 +115,15 @@ impl RateEstimator {
     }
 
     /// One segment newly delivered by this ACK (draft §3.3 `UpdateRateSample`).
-    /// `bytes` is its payload; each segment is passed at most once.
+    /// `bytes` is its payload; each segment is passed at most once. `order` is
+    /// its transmission order, the tie-breaker for equal send times (the draft
+    /// and Linux use `end_seq`; see `rack.rs` for why the order is better here).
     pub fn on_delivered(
         &mut self,
         now: Time,
         bytes: u64,
         sent: Time,
-        end_seq: u64,
+        order: u64,
         p: &TxSnapshot,
         rs: &mut SampleBuilder,
     ) {
@@ -128,13 +134,13 @@ impl RateEstimator {
         // `!rs->prior_delivered || tcp_skb_sent_after(...)`).
         let newest = !rs.has_data
             || sent > self.first_sent_time
-            || (sent == self.first_sent_time && end_seq > rs.last_end_seq);
+            || (sent == self.first_sent_time && order > rs.last_order);
         if newest {
             rs.has_data = true;
             rs.prior_delivered = p.delivered;
             rs.prior_time = p.delivered_time;
             rs.send_elapsed = sent.saturating_since(p.first_sent_time);
-            rs.last_end_seq = end_seq;
+            rs.last_order = order;
             rs.snapshot = *p;
             rs.newest_sent = sent;
             // draft §3.3: C.first_sent_time = P.sent_time
@@ -143,7 +149,12 @@ impl RateEstimator {
     }
 
     /// Close the sample for this ACK (draft §3.3 `GenerateRateSample`).
-    pub fn finish(&mut self, now: Time, rs: &SampleBuilder, min_rtt: Option<Dur>) -> Option<RateSample> {
+    pub fn finish(
+        &mut self,
+        now: Time,
+        rs: &SampleBuilder,
+        min_rtt: Option<Dur>,
+    ) -> Option<RateSample> {
         // draft §3.3: "Clear app-limited field if bubble is ACKed and gone."
         if self.app_limited != 0 && self.delivered > self.app_limited {
             self.app_limited = 0;
@@ -156,7 +167,7 @@ impl RateEstimator {
         let interval = rs.send_elapsed.max(ack_elapsed);
         let delivered = self.delivered - rs.prior_delivered;
         // draft §3.3: "if (rs.interval < MinRTT(tp)) ... return false" (no reliable sample)
-        let valid = !interval.is_zero() && min_rtt.map_or(true, |m| interval >= m);
+        let valid = !interval.is_zero() && min_rtt.is_none_or(|m| interval >= m);
         Some(RateSample {
             delivered,
             interval,
@@ -199,13 +210,16 @@ mod tests {
         for (i, p) in snaps.iter().enumerate() {
             let now = Time::from_millis(100 + i as u64);
             let mut b = SampleBuilder::default();
-            r.on_delivered(now, 1000, Time::ZERO, 1000 * (i as u64 + 1), p, &mut b);
+            r.on_delivered(now, 1000, Time::ZERO, i as u64, p, &mut b);
             last = r.finish(now, &b, Some(Dur::from_millis(100)));
         }
         let s = last.unwrap();
         assert_eq!(s.delivered, 10_000);
         assert_eq!(s.interval, Dur::from_millis(109));
-        assert_eq!(s.delivery_rate, Rate::from_bytes_per(10_000, Dur::from_millis(109)));
+        assert_eq!(
+            s.delivery_rate,
+            Rate::from_bytes_per(10_000, Dur::from_millis(109))
+        );
         assert_eq!(r.delivered(), 10_000);
     }
 
@@ -217,7 +231,7 @@ mod tests {
         assert!(p.app_limited);
         let mut b = SampleBuilder::default();
         let now = Time::from_millis(10);
-        r.on_delivered(now, 1000, Time::ZERO, 1000, &p, &mut b);
+        r.on_delivered(now, 1000, Time::ZERO, 0, &p, &mut b);
         // 10 ms < min RTT 20 ms: no rate, but the sample (and its flag) exist.
         let s = r.finish(now, &b, Some(Dur::from_millis(20))).unwrap();
         assert_eq!(s.delivery_rate, None);

@@ -98,7 +98,7 @@ impl Receiver {
         self.rcv_nxt = irs + 1;
         self.last_ack_sent = self.rcv_nxt;
         self.ts_recent = ts_val; // RFC 7323 §4.3 (1): TS.Recent from the SYN
-        // RFC 5681 §4.2 / RFC 9293: the handshake is acknowledged at once.
+                                 // RFC 5681 §4.2 / RFC 9293: the handshake is acknowledged at once.
         self.ack_now = true;
     }
 
@@ -270,7 +270,10 @@ impl Receiver {
         } else {
             self.ooo.insert(i, (ns, ne));
         }
-        assert!(self.ooo_bytes <= self.buffer, "reassembly beyond the buffer");
+        assert!(
+            self.ooo_bytes <= self.buffer,
+            "reassembly beyond the buffer"
+        );
     }
 
     /// The current range containing `seq`, if any.
@@ -312,7 +315,10 @@ impl Receiver {
         let mut bytes = 0;
         let mut prev = self.rcv_nxt;
         for &(s, e) in &self.ooo {
-            assert!(s > prev && e > s, "ranges must be sorted, disjoint and above rcv_nxt");
+            assert!(
+                s > prev && e > s,
+                "ranges must be sorted, disjoint and above rcv_nxt"
+            );
             bytes += e - s;
             prev = e;
         }
@@ -335,7 +341,10 @@ mod tests {
 
     fn blocks(r: &Receiver) -> Vec<(u64, u64)> {
         let (b, n) = r.sack_blocks();
-        b[..usize::from(n)].iter().map(|b| (b.start, b.end)).collect()
+        b[..usize::from(n)]
+            .iter()
+            .map(|b| (b.start, b.end))
+            .collect()
     }
 
     #[test]

@@ -5,14 +5,19 @@
 //! satisfied without discarding samples, as in Linux.
 //!
 //! Deviations: the clock granularity `G` is 1 ms (Linux timers run on
-//! 1 ms jiffies at HZ=1000); Linux computes `RTO = SRTT + max(4*RTTVAR-ish,
-//! rto_min)` (`tcp_set_rto`, `__tcp_set_rto`), whereas this follows the RFC,
-//! `RTO = max(min_rto, SRTT + max(G, 4*RTTVAR))`, so for small RTTs our RTO is
-//! `min_rto` where Linux's is about `SRTT + min_rto`. `min_rtt` is the
+//! 1 ms jiffies at HZ=1000). By default the RFC arithmetic is used,
+//! `RTO = max(min_rto, SRTT + max(G, 4*RTTVAR))`, with Linux's 200 ms floor;
+//! Linux itself computes about `SRTT + max(min_rto, 4*RTTVAR)`
+//! (`__tcp_set_rto`, `rttvar_us >= tcp_rto_min`), available as
+//! [`RtoFormula::Linux`]. The difference matters when the RTT grows quickly
+//! (slow start into a deep buffer): the RFC/200 ms combination then fires
+//! spuriously where Linux does not. `min_rtt` is the
 //! lifetime minimum (Linux windows it over `tcp_min_rtt_wlen` = 300 s, the
 //! same for runs shorter than that).
 
 use l4slab_core::Dur;
+
+use crate::config::RtoFormula;
 
 /// RFC 6298 §2.1: "Until a round-trip time (RTT) measurement has been made ...
 /// the sender SHOULD set RTO <- 1 second" (Linux TCP_TIMEOUT_INIT).
@@ -30,18 +35,20 @@ pub(crate) struct RttEstimator {
     min_rtt: Option<Dur>,
     latest: Option<Dur>,
     min_rto: Dur,
+    formula: RtoFormula,
     /// Number of consecutive timer back-offs (RFC 6298 §5.5).
     backoff: u32,
 }
 
 impl RttEstimator {
-    pub fn new(min_rto: Dur) -> Self {
+    pub fn new(min_rto: Dur, formula: RtoFormula) -> Self {
         RttEstimator {
             srtt: None,
             rttvar: Dur::ZERO,
             min_rtt: None,
             latest: None,
             min_rto,
+            formula,
             backoff: 0,
         }
     }
@@ -93,13 +100,17 @@ impl RttEstimator {
     pub fn base_rto(&self) -> Dur {
         match self.srtt {
             None => INITIAL_RTO,
-            Some(srtt) => {
-                // RFC 6298 §2.3: RTO <- SRTT + max (G, K*RTTVAR), K = 4
-                let rto = srtt + CLOCK_GRANULARITY.max(self.rttvar * 4);
-                // RFC 6298 §2.4: a lower bound (RFC: 1 s; Linux TCP_RTO_MIN 200 ms).
-                // RFC 6298 §2.5: the maximum.
-                rto.max(self.min_rto).min(MAX_RTO)
-            }
+            Some(srtt) => match self.formula {
+                RtoFormula::Rfc6298 => {
+                    // RFC 6298 §2.3: RTO <- SRTT + max (G, K*RTTVAR), K = 4
+                    let rto = srtt + CLOCK_GRANULARITY.max(self.rttvar * 4);
+                    // RFC 6298 §2.4: a lower bound (RFC: 1 s; Linux TCP_RTO_MIN 200 ms).
+                    // RFC 6298 §2.5: the maximum.
+                    rto.max(self.min_rto).min(MAX_RTO)
+                }
+                // Linux __tcp_set_rto: (srtt_us >> 3) + rttvar_us, rttvar_us >= rto_min.
+                RtoFormula::Linux => (srtt + self.min_rto.max(self.rttvar * 4)).min(MAX_RTO),
+            },
         }
     }
 
@@ -126,11 +137,14 @@ mod tests {
 
     #[test]
     fn rfc6298_arithmetic() {
-        let mut e = RttEstimator::new(ms(1));
+        let mut e = RttEstimator::new(ms(1), RtoFormula::Rfc6298);
         assert_eq!(e.rto(), ms(1000)); // §2.1 initial RTO
         e.sample(ms(100));
         // §2.2: SRTT = 100, RTTVAR = 50, RTO = 100 + 4*50 = 300.
-        assert_eq!((e.srtt(), e.rttvar(), e.rto()), (Some(ms(100)), ms(50), ms(300)));
+        assert_eq!(
+            (e.srtt(), e.rttvar(), e.rto()),
+            (Some(ms(100)), ms(50), ms(300))
+        );
         e.sample(ms(60));
         // §2.3: RTTVAR = 3/4*50 + 1/4*|100-60| = 37.5 + 10 = 47.5;
         //       SRTT = 7/8*100 + 1/8*60 = 95; RTO = 95 + 190 = 285.
@@ -142,7 +156,7 @@ mod tests {
 
     #[test]
     fn min_rto_floor_granularity_and_backoff() {
-        let mut e = RttEstimator::new(ms(200));
+        let mut e = RttEstimator::new(ms(200), RtoFormula::Rfc6298);
         e.sample(ms(20));
         // 20 + 4*10 = 60 < 200: the floor applies.
         assert_eq!(e.rto(), ms(200));
@@ -158,10 +172,22 @@ mod tests {
         e.sample(ms(20));
         assert_eq!(e.rto(), ms(200));
         // With a tiny floor and zero variance, G keeps RTO above SRTT.
-        let mut z = RttEstimator::new(Dur::from_nanos(1));
+        let mut z = RttEstimator::new(Dur::from_nanos(1), RtoFormula::Rfc6298);
         for _ in 0..64 {
             z.sample(ms(10));
         }
         assert_eq!(z.rto(), ms(10) + CLOCK_GRANULARITY);
+    }
+
+    #[test]
+    fn linux_formula_floors_the_variance_term() {
+        let mut e = RttEstimator::new(ms(200), RtoFormula::Linux);
+        e.sample(ms(20));
+        // 20 + max(200, 4*10) = 220 (RFC: max(200, 60) = 200).
+        assert_eq!(e.rto(), ms(220));
+        e.sample(ms(100)); // RTTVAR = 7.5 + 20 = 27.5, SRTT = 30
+        assert_eq!(e.rto(), ms(230));
+        e.on_timeout();
+        assert_eq!(e.rto(), ms(460));
     }
 }

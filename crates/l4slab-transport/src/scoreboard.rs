@@ -49,6 +49,9 @@ pub(crate) struct SentSeg {
     pub tx_count: u16,
     /// Time of the latest transmission.
     pub xmit_time: Time,
+    /// Position of the latest transmission in the connection's send order
+    /// (strictly increasing; breaks ties between equal `xmit_time`s).
+    pub tx_order: u64,
     /// Delivery-rate snapshot of the latest transmission.
     pub tx: TxSnapshot,
     /// When `sacked`: an index such that every segment from here up to it
@@ -57,7 +60,7 @@ pub(crate) struct SentSeg {
 }
 
 impl SentSeg {
-    pub fn new(seq: u64, len: u32, fin: bool, now: Time, tx: TxSnapshot) -> Self {
+    pub fn new(seq: u64, len: u32, fin: bool, now: Time, tx_order: u64, tx: TxSnapshot) -> Self {
         SentSeg {
             seq,
             len,
@@ -68,6 +71,7 @@ impl SentSeg {
             rto_lost: false,
             tx_count: 1,
             xmit_time: now,
+            tx_order,
             tx,
             skip: 0,
         }
@@ -83,19 +87,35 @@ impl SentSeg {
     }
 }
 
-/// Counters, in sequence-space bytes.
+/// An amount of sequence space, in bytes and in segments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Amount {
+    bytes: u64,
+    segs: u64,
+}
+
+impl Amount {
+    fn add(&mut self, bytes: u64, segs: u64) {
+        self.bytes += bytes;
+        self.segs += segs;
+    }
+    fn sub(&mut self, bytes: u64, segs: u64) {
+        self.bytes -= bytes;
+        self.segs -= segs;
+    }
+}
+
+/// Counters (Linux keeps them in packets; we keep bytes and segments).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Counters {
     /// Everything in the scoreboard (Linux `packets_out`).
-    out: u64,
+    out: Amount,
     /// SACKed (`sacked_out`).
-    sacked: u64,
+    sacked: Amount,
     /// Lost and not SACKed (`lost_out`).
-    lost: u64,
+    lost: Amount,
     /// Retransmission in flight, not SACKed (`retrans_out`).
-    retrans: u64,
-    /// SACKed segments (RACK's `segs_sacked`).
-    sacked_segs: u64,
+    retrans: Amount,
 }
 
 #[derive(Debug, Default)]
@@ -145,16 +165,29 @@ impl Scoreboard {
 
     /// RFC 6675 §4 `pipe`: bytes the sender believes are in the network.
     pub fn in_flight(&self) -> u64 {
-        self.c.out - self.c.sacked - self.c.lost + self.c.retrans
+        let c = &self.c;
+        c.out.bytes - c.sacked.bytes - c.lost.bytes + c.retrans.bytes
     }
 
+    /// `pipe` in segments (Linux `tcp_packets_in_flight`).
+    pub fn in_flight_segs(&self) -> u64 {
+        let c = &self.c;
+        c.out.segs - c.sacked.segs - c.lost.segs + c.retrans.segs
+    }
+
+    /// SACKed segments (RACK's `segs_sacked`).
     pub fn sacked_segs(&self) -> u64 {
-        self.c.sacked_segs
+        self.c.sacked.segs
+    }
+
+    /// Bytes marked lost and not SACKed, retransmitted or not (Linux `lost_out`).
+    pub fn lost_bytes(&self) -> u64 {
+        self.c.lost.bytes
     }
 
     /// Lost bytes not yet retransmitted (Linux `lost_out - retrans_out`).
     pub fn lost_pending(&self) -> u64 {
-        self.c.lost - self.c.retrans
+        self.c.lost.bytes - self.c.retrans.bytes
     }
 
     /// Append a new transmission; returns its index.
@@ -163,22 +196,23 @@ impl Scoreboard {
             assert_eq!(b.end(), seg.seq, "scoreboard segments must be contiguous");
             assert!(!b.fin, "nothing follows a FIN");
         }
-        self.c.out += seg.seq_len();
+        self.c.out.add(seg.seq_len(), 1);
         self.segs.push_back(seg);
         self.end_idx() - 1
     }
 
-    /// Remove the part of `s` that is gone from every counter it is in.
-    fn uncount(c: &mut Counters, s: &SentSeg, bytes: u64) {
-        c.out -= bytes;
+    /// Remove `bytes` (and `segs`: 1 for a whole segment, 0 for a trimmed
+    /// head) of `s` from every counter it is in.
+    fn uncount(c: &mut Counters, s: &SentSeg, bytes: u64, segs: u64) {
+        c.out.sub(bytes, segs);
         if s.sacked {
-            c.sacked -= bytes;
+            c.sacked.sub(bytes, segs);
         } else {
             if s.lost {
-                c.lost -= bytes;
+                c.lost.sub(bytes, segs);
             }
             if s.retrans {
-                c.retrans -= bytes;
+                c.retrans.sub(bytes, segs);
             }
         }
     }
@@ -190,10 +224,8 @@ impl Scoreboard {
         while let Some(front) = self.segs.front() {
             if front.end() <= ack {
                 let s = self.segs.pop_front().expect("front exists");
-                Self::uncount(&mut self.c, &s, s.seq_len());
-                if s.sacked {
-                    self.c.sacked_segs -= 1;
-                } else {
+                Self::uncount(&mut self.c, &s, s.seq_len(), 1);
+                if !s.sacked {
                     f(self.base, &s, u64::from(s.len));
                 }
                 self.base += 1;
@@ -203,7 +235,7 @@ impl Scoreboard {
                 let cut = ack - front.seq;
                 let idx = self.base;
                 let s = *front;
-                Self::uncount(&mut self.c, &s, cut);
+                Self::uncount(&mut self.c, &s, cut, 0);
                 let s = self.get_mut(idx);
                 s.seq = ack;
                 s.len -= cut as u32;
@@ -264,13 +296,12 @@ impl Scoreboard {
             if s.seq >= start && s.end() <= end {
                 let bytes = s.seq_len();
                 if s.lost {
-                    self.c.lost -= bytes;
+                    self.c.lost.sub(bytes, 1);
                 }
                 if s.retrans {
-                    self.c.retrans -= bytes;
+                    self.c.retrans.sub(bytes, 1);
                 }
-                self.c.sacked += bytes;
-                self.c.sacked_segs += 1;
+                self.c.sacked.add(bytes, 1);
                 let m = self.get_mut(idx);
                 m.sacked = true;
                 m.lost = false;
@@ -314,10 +345,10 @@ impl Scoreboard {
         let bytes = s.seq_len();
         if !s.lost {
             s.lost = true;
-            self.c.lost += bytes;
+            self.c.lost.add(bytes, 1);
         } else if s.retrans {
             s.retrans = false;
-            self.c.retrans -= bytes;
+            self.c.retrans.sub(bytes, 1);
         } else {
             return None; // already waiting for retransmission
         }
@@ -378,16 +409,21 @@ impl Scoreboard {
     }
 
     /// `idx` (returned by [`Self::next_retransmit`]) is being retransmitted now.
-    pub fn on_retransmit(&mut self, idx: u64, now: Time, tx: TxSnapshot) {
-        assert_eq!(self.retx.pop(), Some(Reverse(idx)), "retransmit out of order");
+    pub fn on_retransmit(&mut self, idx: u64, now: Time, tx_order: u64, tx: TxSnapshot) {
+        assert_eq!(
+            self.retx.pop(),
+            Some(Reverse(idx)),
+            "retransmit out of order"
+        );
         let s = self.get_mut(idx);
         assert!(s.lost && !s.retrans && !s.sacked, "retransmitting {s:?}");
         s.retrans = true;
         s.tx_count = s.tx_count.saturating_add(1);
         s.xmit_time = now;
+        s.tx_order = tx_order;
         s.tx = tx;
         let bytes = s.seq_len();
-        self.c.retrans += bytes;
+        self.c.retrans.add(bytes, 1);
     }
 
     /// O(n) check of every counter against the segments (tests only).
@@ -399,18 +435,17 @@ impl Scoreboard {
                 assert_eq!(s.seq, e, "gap in scoreboard");
             }
             prev_end = Some(s.end());
-            c.out += s.seq_len();
+            c.out.add(s.seq_len(), 1);
             if s.sacked {
-                c.sacked += s.seq_len();
-                c.sacked_segs += 1;
+                c.sacked.add(s.seq_len(), 1);
                 assert!(!s.lost && !s.retrans);
             } else {
                 if s.lost {
-                    c.lost += s.seq_len();
+                    c.lost.add(s.seq_len(), 1);
                 }
                 if s.retrans {
                     assert!(s.lost, "a retransmission in flight implies lost");
-                    c.retrans += s.seq_len();
+                    c.retrans.add(s.seq_len(), 1);
                 }
             }
         }
@@ -429,7 +464,14 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::default();
         for i in 0..n {
-            b.push(SentSeg::new(1 + 100 * i, 100, false, Time::ZERO, TxSnapshot::default()));
+            b.push(SentSeg::new(
+                1 + 100 * i,
+                100,
+                false,
+                Time::ZERO,
+                i,
+                TxSnapshot::default(),
+            ));
         }
         b
     }
@@ -437,7 +479,7 @@ mod tests {
     #[test]
     fn sack_then_cum_ack_counts_each_segment_once() {
         let mut b = board(10);
-        assert_eq!(b.in_flight(), 1000);
+        assert_eq!((b.in_flight(), b.in_flight_segs()), (1000, 10));
         let mut seen = Vec::new();
         b.sack(301, 601, |i, _, n| seen.push((i, n))); // segments 3,4,5
         assert_eq!(seen, [(3, 100), (4, 100), (5, 100)]);
@@ -452,8 +494,8 @@ mod tests {
         assert_eq!(lost, [0, 1, 2]);
         assert_eq!(b.in_flight(), 300);
         assert_eq!(b.next_retransmit(), Some(0));
-        b.on_retransmit(0, Time::from_millis(1), TxSnapshot::default());
-        assert_eq!(b.in_flight(), 400);
+        b.on_retransmit(0, Time::from_millis(1), 10, TxSnapshot::default());
+        assert_eq!((b.in_flight(), b.in_flight_segs()), (400, 4));
         assert_eq!(b.next_retransmit(), Some(1));
         b.check_invariants();
         // Cumulative ACK of 0..=6: only 0,1,2 are newly delivered.
@@ -473,7 +515,7 @@ mod tests {
         assert_eq!(n, 1);
         b.cum_ack(51, |_, _, bytes| assert_eq!(bytes, 50));
         assert_eq!(b.get(0).seq, 51);
-        assert_eq!(b.in_flight(), 150);
+        assert_eq!((b.in_flight(), b.in_flight_segs()), (150, 2));
         b.check_invariants();
     }
 
@@ -483,7 +525,7 @@ mod tests {
         b.sack(301, 401, |_, _, _| {});
         assert!(b.mark_lost(0, false).is_some());
         b.next_retransmit();
-        b.on_retransmit(0, Time::ZERO, TxSnapshot::default());
+        b.on_retransmit(0, Time::ZERO, 4, TxSnapshot::default());
         let mut n = 0;
         b.mark_all_lost(|_, _| n += 1);
         assert_eq!(n, 3); // 0 (its retransmission), 1, 2; 3 is SACKed

@@ -1,5 +1,7 @@
 //! Connection and loss-recovery states, with their legal edges.
 
+use crate::prr::Prr;
+
 /// Connection state (RFC 9293 §3.3.2, Figure 5), without RST and without
 /// simultaneous open. TIME-WAIT has no 2*MSL timer (there is no port reuse in
 /// a run): the endpoint stays there, still ACKing a retransmitted FIN.
@@ -92,10 +94,16 @@ impl ConnState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Recovery {
     Open,
-    /// SACK/RACK-triggered fast recovery.
-    Fast { recover: u64 },
+    /// SACK/RACK-triggered fast recovery, with its PRR state (`None` if the
+    /// controller has no `ssthresh`, e.g. BBR).
+    Fast {
+        recover: u64,
+        prr: Option<Prr>,
+    },
     /// After a retransmission timeout.
-    Rto { recover: u64 },
+    Rto {
+        recover: u64,
+    },
 }
 
 impl Recovery {
@@ -115,7 +123,7 @@ impl Recovery {
     pub fn recover(self) -> Option<u64> {
         match self {
             Recovery::Open => None,
-            Recovery::Fast { recover } | Recovery::Rto { recover } => Some(recover),
+            Recovery::Fast { recover, .. } | Recovery::Rto { recover } => Some(recover),
         }
     }
 }
@@ -129,8 +137,9 @@ mod tests {
         assert!(ConnState::Established.can_become(ConnState::FinWait1));
         assert!(!ConnState::Established.can_become(ConnState::SynSent));
         assert!(!ConnState::TimeWait.can_become(ConnState::Closed));
-        assert!(Recovery::Open.can_become(Recovery::Fast { recover: 1 }));
-        assert!(!Recovery::Fast { recover: 1 }.can_become(Recovery::Fast { recover: 2 }));
+        let fast = |recover| Recovery::Fast { recover, prr: None };
+        assert!(Recovery::Open.can_become(fast(1)));
+        assert!(!fast(1).can_become(fast(2)));
         assert!(Recovery::Rto { recover: 1 }.can_become(Recovery::Rto { recover: 2 }));
     }
 }

@@ -12,7 +12,8 @@
 use l4slab_cc::{AckEvent, CongestionEvent};
 use l4slab_core::{Time, TraceEvent};
 
-use super::{Endpoint, EndpointCtx};
+use super::{Endpoint, EndpointCtx, ISS};
+use crate::prr::Prr;
 use crate::rate::SampleBuilder;
 use crate::scoreboard::SentSeg;
 use crate::segment::{SackBlock, Segment, MAX_SACK_BLOCKS};
@@ -53,6 +54,7 @@ impl Endpoint {
         let mut rs = SampleBuilder::default();
         let mut acked = 0u64;
         let mut sacked = 0u64;
+        let mut delivered_segs = 0u64;
         if ack > prior_una {
             let (rate, rack, stats) = (&mut self.rate, &mut self.rack, &mut self.stats);
             let mut first = true;
@@ -64,11 +66,13 @@ impl Endpoint {
                 }
                 first = false;
                 acked += bytes;
-                rate.on_delivered(now, bytes, s.xmit_time, s.end(), &s.tx, &mut rs);
+                delivered_segs += 1;
+                rate.on_delivered(now, bytes, s.xmit_time, s.tx_order, &s.tx, &mut rs);
                 rack.on_delivered(s, now, seg.ts_ecr, min_rtt);
             });
             self.snd_una = ack;
-            self.stats.bytes_acked += acked;
+            // Payload below SND.UNA (data starts after the SYN; the FIN is not payload).
+            self.stats.bytes_acked = self.snd_una.min(self.write_end).saturating_sub(ISS + 1);
         }
 
         // SACK blocks (RFC 2018), ascending; blocks at or below SND.UNA
@@ -85,7 +89,8 @@ impl Endpoint {
             let (rate, rack) = (&mut self.rate, &mut self.rack);
             self.sb.sack(start, end, |_, s, bytes| {
                 sacked += bytes;
-                rate.on_delivered(now, bytes, s.xmit_time, s.end(), &s.tx, &mut rs);
+                delivered_segs += 1;
+                rate.on_delivered(now, bytes, s.xmit_time, s.tx_order, &s.tx, &mut rs);
                 rack.on_delivered(s, now, seg.ts_ecr, min_rtt);
             });
         }
@@ -97,10 +102,9 @@ impl Endpoint {
             self.cc_congestion(now, CongestionEvent::RecoveryEnd, ctx);
         }
 
-        let lost = self.detect_losses(now, ctx);
-        if lost > 0 {
-            self.on_loss(now, lost, ctx);
-        }
+        let (lost, lost_segs) = self.detect_losses(now, ctx);
+        self.on_loss(now, lost, ctx);
+        self.prr_update(delivered_segs, lost_segs, self.snd_una > prior_una);
 
         let sample = self.rate.finish(now, &rs, self.rtt.min_rtt());
         if sample.is_some() {
@@ -130,17 +134,23 @@ impl Endpoint {
             // data, restart the retransmission timer".
             self.rto_deadline = Some(now + self.rtt.rto());
         }
-        if self.fin_seq.is_some_and(|f| prior_una <= f && self.snd_una > f) {
+        if self
+            .fin_seq
+            .is_some_and(|f| prior_una <= f && self.snd_una > f)
+        {
             self.on_fin_acked();
         }
     }
 
-    /// Run both loss detectors; returns the sequence bytes newly marked lost.
-    pub(super) fn detect_losses(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) -> u64 {
+    /// Run both loss detectors; returns the sequence bytes and the segments
+    /// newly marked lost.
+    pub(super) fn detect_losses(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) -> (u64, u64) {
         let mut lost = 0u64;
+        let mut segs = 0u64;
         let (flow, stats, rate) = (self.flow, &mut self.stats, &mut self.rate);
         let mut note = |s: &SentSeg| {
             lost += s.seq_len();
+            segs += 1;
             stats.lost_segments += 1;
             rate.on_lost(u64::from(s.len));
             ctx.tracer.event(
@@ -167,7 +177,7 @@ impl Endpoint {
         self.rack_deadline = self
             .rack
             .detect_loss(now, &mut self.sb, reo_wnd, |_, s| note(s));
-        lost
+        (lost, segs)
     }
 
     /// RFC 6298 §5 after a timeout: every outstanding un-SACKed segment is lost.
@@ -187,16 +197,28 @@ impl Endpoint {
         });
     }
 
-    /// `lost` bytes were newly declared lost: start a recovery episode or
-    /// report a further loss of the current one.
+    /// After loss detection (`lost` bytes newly declared lost): start a
+    /// recovery episode, or report a further loss of the current one.
+    ///
+    /// An episode also starts when segments are still marked lost with no
+    /// episode running (Linux `tcp_time_to_recover`: "if (tp->lost_out) return
+    /// true"): data sent after the previous recovery point and lost during that
+    /// episode is a new congestion signal once the episode ends (RFC 6582: one
+    /// reduction per window of data — this is the next window).
     pub(super) fn on_loss(&mut self, now: Time, lost: u64, ctx: &mut EndpointCtx<'_>) {
+        let first = self.recovery == Recovery::Open;
+        let lost = if first { self.sb.lost_bytes() } else { lost };
+        if lost == 0 {
+            return;
+        }
         // RFC 5681 §3.1 FlightSize: sent but not cumulatively acknowledged.
         let flight = self.snd_nxt - self.snd_una;
-        let first = self.recovery == Recovery::Open;
+        let prior_cwnd = self.cc.cwnd();
         if first {
             // RFC 6582 §3.2 step 2 / RFC 6675 §5 (4.1): "RecoveryPoint = HighData".
             let next = Recovery::Fast {
                 recover: self.snd_nxt,
+                prr: None,
             };
             self.set_recovery(next);
             self.stats.fast_recovery_episodes += 1;
@@ -214,5 +236,33 @@ impl Endpoint {
             },
             ctx,
         );
+        if first {
+            // RFC 6937 §3 "On entering recovery" (Linux tcp_init_cwnd_reduction),
+            // for controllers that set an ssthresh.
+            let mss = u64::from(self.cfg.mss);
+            let pipe = self.sb.in_flight_segs();
+            if let (Recovery::Fast { prr, .. }, Some(ssthresh)) =
+                (&mut self.recovery, self.cc.ssthresh())
+            {
+                *prr = Some(Prr::new(prior_cwnd / mss, ssthresh / mss, pipe));
+            }
+        }
+    }
+
+    /// RFC 6937 per-ACK update during fast recovery (Linux `tcp_cwnd_reduction`).
+    pub(super) fn prr_update(&mut self, delivered_segs: u64, lost_segs: u64, una_advanced: bool) {
+        let pipe = self.sb.in_flight_segs();
+        if let Recovery::Fast { prr: Some(p), .. } = &mut self.recovery {
+            p.on_ack(delivered_segs, lost_segs, una_advanced, pipe);
+        }
+    }
+
+    /// The congestion window for the send loop, in segments (Linux counts
+    /// cwnd in packets): PRR's during fast recovery, else the controller's.
+    pub(super) fn cwnd_segs(&self) -> u64 {
+        match self.recovery {
+            Recovery::Fast { prr: Some(p), .. } => p.cwnd(),
+            _ => (self.cc.cwnd() / u64::from(self.cfg.mss)).max(1),
+        }
     }
 }

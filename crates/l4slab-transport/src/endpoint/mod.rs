@@ -7,22 +7,24 @@
 //! [`Endpoint::next_timer`]. Nothing here allocates per packet once the
 //! internal queues have grown to the window.
 //!
-//! Files: this one holds the public API, the handshake and close (RFC 9293
-//! §3.5-§3.6), timers and the send buffer; `ack.rs` processes ACKs (RTT,
-//! SACK, RACK, recovery, congestion-control hooks); `output.rs` decides what
-//! to send (retransmissions first, then new data, within cwnd, rwnd and pacing).
+//! Files: this one holds the public API, timers and the send buffer;
+//! `handshake.rs` opens and closes the connection (RFC 9293 §3.5-§3.6);
+//! `ack.rs` processes ACKs (RTT, SACK, RACK, recovery, congestion-control
+//! hooks); `output.rs` decides what to send (retransmissions first, then new
+//! data, within cwnd, rwnd and pacing) and builds segments.
 //!
 //! What is not implemented, and deviations from Linux, are listed in
 //! `docs/models/transport.md`; the main ones: no RST, no simultaneous open,
 //! no TIME-WAIT timer, no Nagle (every write is sent as soon as the windows
-//! allow, as with `TCP_NODELAY`), no PRR (RFC 6937), no tail loss probe, no
-//! D-SACK, no cwnd undo, ECN off.
+//! allow, as with `TCP_NODELAY`), no tail loss probe, no F-RTO, no D-SACK,
+//! no cwnd undo, ECN off.
 
 mod ack;
+mod handshake;
 mod output;
 
 use l4slab_cc::{CcCtx, CcMetrics, CongestionControl};
-use l4slab_core::{Dur, Ecn, FlowId, Rate, RetransmitReason, SimRng, Time, TraceEvent, Tracer};
+use l4slab_core::{Dur, Ecn, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
 
 use crate::config::TransportConfig;
 use crate::pacing::{self, Pacer};
@@ -93,6 +95,8 @@ pub struct Endpoint {
     snd_wl1: u64,
     snd_wl2: u64,
     sb: Scoreboard,
+    /// Data transmissions so far (each one's send order).
+    tx_order: u64,
     rack: Rack,
     rate: RateEstimator,
     last_rate_sample: Option<RateSample>,
@@ -145,12 +149,13 @@ impl Endpoint {
             snd_wl1: 0,
             snd_wl2: 0,
             sb: Scoreboard::default(),
+            tx_order: 0,
             rack: Rack::default(),
             rate: RateEstimator::default(),
             last_rate_sample: None,
             recovery: Recovery::Open,
             force_retransmit: false,
-            rtt: RttEstimator::new(cfg.min_rto),
+            rtt: RttEstimator::new(cfg.min_rto, cfg.rto_formula),
             pacer: Pacer::default(),
             rcv,
             rto_deadline: None,
@@ -225,10 +230,10 @@ impl Endpoint {
         if self.rack_deadline.is_some_and(|t| t <= now) {
             // RFC 8985 §6.2 step 6: the reorder timer re-runs RACK_detect_loss.
             self.rack_deadline = None;
-            let lost = self.detect_losses(now, ctx);
-            if lost > 0 {
-                self.on_loss(now, lost, ctx);
-            }
+            let (lost, lost_segs) = self.detect_losses(now, ctx);
+            self.on_loss(now, lost, ctx);
+            // Linux tcp_rack_reo_timeout: tcp_cwnd_reduction(sk, 1, 0, 0).
+            self.prr_update(1, lost_segs, false);
         }
         if self.rto_deadline.is_some_and(|t| t <= now) {
             self.rto_deadline = None;
@@ -311,9 +316,39 @@ impl Endpoint {
         self.rtt.min_rtt()
     }
 
+    /// RFC 6298 `RTTVAR`.
+    pub fn rttvar(&self) -> Dur {
+        self.rtt.rttvar()
+    }
+
+    /// The most recent RTT sample.
+    pub fn latest_rtt(&self) -> Option<Dur> {
+        self.rtt.latest()
+    }
+
     /// Current retransmission timeout, backed off (RFC 6298).
     pub fn rto(&self) -> Dur {
         self.rtt.rto()
+    }
+
+    /// Consecutive RTO back-offs (RFC 6298 §5.5) since the last RTT sample.
+    pub fn rto_backoff(&self) -> u32 {
+        self.rtt.backoff()
+    }
+
+    /// The window we advertise: receive buffer minus out-of-order bytes.
+    pub fn receive_window(&self) -> u64 {
+        self.rcv.window()
+    }
+
+    /// Out-of-order bytes held for reassembly.
+    pub fn reassembly_bytes(&self) -> u64 {
+        self.rcv.ooo_bytes()
+    }
+
+    /// The peer's FIN arrived and everything before it was delivered.
+    pub fn peer_finished(&self) -> bool {
+        self.rcv.fin_done()
     }
 
     /// RFC 6675 `pipe`, in bytes.
@@ -386,104 +421,14 @@ impl Endpoint {
             }
             if !self.sb.is_empty() {
                 assert_eq!(self.sb.get(self.sb.front_idx()).seq, self.snd_una);
-                assert!(self.rto_deadline.is_some(), "data outstanding without an RTO timer");
+                assert!(
+                    self.rto_deadline.is_some(),
+                    "data outstanding without an RTO timer"
+                );
             }
         }
         if let Some(f) = self.fin_seq {
             assert!(self.snd_nxt <= f + 1 && self.write_end == f);
-        }
-    }
-
-    // ----- handshake and close ---------------------------------------------
-
-    fn transition_to(&mut self, next: ConnState) {
-        assert!(
-            self.state.can_become(next),
-            "flow {}: illegal transition {} -> {}",
-            self.flow,
-            self.state.name(),
-            next.name()
-        );
-        self.state = next;
-    }
-
-    fn establish(&mut self, ctx: &mut EndpointCtx<'_>) {
-        self.transition_to(ConnState::Established);
-        ctx.events.push(AppEvent::Connected);
-        if self.fin_seq.is_some() {
-            self.transition_to(ConnState::FinWait1);
-        }
-    }
-
-    /// Server in LISTEN: a SYN arrived (RFC 9293 §3.10.7.2).
-    fn on_syn(&mut self, now: Time, seg: &Segment, ctx: &mut EndpointCtx<'_>) {
-        self.rcv.on_syn(seg.seq, seg.ts_val);
-        self.snd_wnd = seg.wnd;
-        self.snd_wl1 = seg.seq;
-        self.snd_wl2 = ISS;
-        self.transition_to(ConnState::SynReceived);
-        self.snd_una = ISS;
-        self.snd_nxt = ISS + 1;
-        self.send_syn(now, false, ctx);
-    }
-
-    /// Client in SYN-SENT: the SYN/ACK arrived (RFC 9293 §3.10.7.3).
-    fn on_syn_ack(&mut self, now: Time, seg: &Segment, ctx: &mut EndpointCtx<'_>) {
-        self.rcv.on_syn(seg.seq, seg.ts_val);
-        self.snd_una = seg.ack;
-        self.snd_wnd = seg.wnd;
-        self.snd_wl1 = seg.seq;
-        self.snd_wl2 = seg.ack;
-        // RFC 7323 §4.2: the SYN's timestamp echo is a valid sample even if the
-        // SYN was retransmitted (Linux takes it too, tcp_ack_update_rtt).
-        self.take_rtt_sample(now, seg.ts_ecr, ctx);
-        self.rto_deadline = None; // RFC 6298 §5.2: all data acknowledged
-        self.establish(ctx);
-        // RFC 9293 §3.10.7.3: "form an ACK segment ... and send it" at once.
-        self.send_ack(now, ctx);
-    }
-
-    /// A segment in a synchronized state (RFC 9293 §3.10.7.4).
-    fn on_synchronized(&mut self, now: Time, seg: &Segment, ctx: &mut EndpointCtx<'_>) {
-        self.rcv.update_ts_recent(seg.seq, seg.ts_val);
-        if seg.flags.contains(Flags::SYN) {
-            // A retransmitted SYN or SYN/ACK: our ACK was lost. RFC 9293
-            // §3.10.7.4 / RFC 5961 §4: answer with an ACK.
-            self.rcv.request_ack();
-            return;
-        }
-        if seg.flags.contains(Flags::ACK) {
-            self.on_ack(now, seg, ctx);
-        }
-        let fin = seg.flags.contains(Flags::FIN);
-        if seg.len > 0 || fin {
-            let out = self.rcv.on_data(now, seg.seq, seg.len, fin);
-            if out.delivered > 0 {
-                self.stats.bytes_delivered += out.delivered;
-                ctx.events.push(AppEvent::Delivered {
-                    bytes: out.delivered,
-                });
-            }
-            if out.fin_reached {
-                ctx.events.push(AppEvent::PeerFinished);
-                // RFC 9293 §3.10.7.4 eighth step: the FIN's state changes.
-                match self.state {
-                    ConnState::Established => self.transition_to(ConnState::CloseWait),
-                    ConnState::FinWait1 => self.transition_to(ConnState::Closing),
-                    ConnState::FinWait2 => self.transition_to(ConnState::TimeWait),
-                    s => unreachable!("FIN reached in {}", s.name()),
-                }
-            }
-        }
-    }
-
-    /// Our FIN was acknowledged (RFC 9293 §3.10.7.4 fifth step).
-    fn on_fin_acked(&mut self) {
-        match self.state {
-            ConnState::FinWait1 => self.transition_to(ConnState::FinWait2),
-            ConnState::Closing => self.transition_to(ConnState::TimeWait),
-            ConnState::LastAck => self.transition_to(ConnState::Closed),
-            _ => {}
         }
     }
 
@@ -517,10 +462,14 @@ impl Endpoint {
                     recover: self.snd_nxt,
                 };
                 self.set_recovery(next);
-                self.cc_congestion(now, l4slab_cc::CongestionEvent::Rto { in_flight: flight }, ctx);
+                self.cc_congestion(
+                    now,
+                    l4slab_cc::CongestionEvent::Rto { in_flight: flight },
+                    ctx,
+                );
                 self.rtt.on_timeout(); // §5.5: RTO <- RTO * 2
-                // §5.4: "Retransmit the earliest segment that has not been
-                // acknowledged"; the send re-arms the timer (§5.6).
+                                       // §5.4: "Retransmit the earliest segment that has not been
+                                       // acknowledged"; the send re-arms the timer (§5.6).
                 self.force_retransmit = true;
             }
             _ => {}
@@ -597,87 +546,5 @@ impl Endpoint {
             },
         );
         r
-    }
-
-    /// SYN (client) or SYN/ACK (server), first or again.
-    fn send_syn(&mut self, now: Time, retransmission: bool, ctx: &mut EndpointCtx<'_>) {
-        let server = self.role == Role::Server;
-        // EcnMode::Off: no ECE/CWR/AE on the SYN (RFC 3168 §6.1.1 and RFC 9768
-        // §3.1.1 would set them here).
-        let flags = if server {
-            Flags::SYN | Flags::ACK
-        } else {
-            Flags::SYN
-        };
-        let seg = Segment {
-            flags,
-            seq: ISS,
-            len: 0,
-            ack: if server { self.rcv.rcv_nxt() } else { 0 },
-            wnd: self.rcv.window(),
-            ts_val: now,
-            ts_ecr: if server {
-                self.rcv.ts_recent()
-            } else {
-                Time::ZERO
-            },
-            retransmission,
-            ..Segment::default()
-        };
-        if server {
-            self.rcv.on_ack_sent();
-        }
-        if retransmission {
-            self.stats.retransmits += 1;
-            ctx.tracer.event(
-                now,
-                TraceEvent::Retransmit {
-                    flow: self.flow,
-                    seq: ISS,
-                    bytes: 0,
-                    reason: RetransmitReason::Rto,
-                },
-            );
-        }
-        self.push_out(seg, Ecn::NotEct, ctx);
-        // RFC 6298 §5.1 (the SYN is retransmitted on the same timer; Linux
-        // TCP_TIMEOUT_INIT = 1 s before any sample).
-        if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now + self.rtt.rto());
-        }
-    }
-
-    /// A pure ACK with the current receive state (RFC 9293 §3.10.7.4: SEQ = SND.NXT).
-    fn send_ack(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
-        let seg = self.header(now, Flags::ACK, self.snd_nxt, 0, false);
-        self.stats.acks_sent += 1;
-        self.push_out(seg, Ecn::NotEct, ctx);
-    }
-
-    /// A segment with our current ACK, window, SACK blocks and timestamps;
-    /// marks the ACK as sent.
-    fn header(&mut self, now: Time, flags: Flags, seq: u64, len: u32, rtx: bool) -> Segment {
-        let (sack, sack_count) = self.rcv.sack_blocks();
-        let seg = Segment {
-            flags,
-            seq,
-            len,
-            ack: self.rcv.rcv_nxt(),
-            wnd: self.rcv.window(),
-            sack,
-            sack_count,
-            ts_val: now,
-            ts_ecr: self.rcv.ts_recent(),
-            retransmission: rtx,
-        };
-        self.rcv.on_ack_sent();
-        seg
-    }
-
-    fn push_out(&mut self, seg: Segment, ecn: Ecn, ctx: &mut EndpointCtx<'_>) {
-        let wire_len = seg.wire_len(self.cfg.header_bytes);
-        self.stats.segments_sent += 1;
-        self.stats.wire_bytes_sent += u64::from(wire_len);
-        ctx.out.push(Transmit { seg, ecn, wire_len });
     }
 }

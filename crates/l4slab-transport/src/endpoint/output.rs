@@ -1,22 +1,28 @@
 //! What to send next: RFC 6675 §4 `NextSeg` rule 1 (the lowest lost segment)
-//! before rule 2 (new data), each only while `pipe + segment <= cwnd`
-//! (RFC 6675 §5 (C); Linux `tcp_cwnd_test` counts whole packets the same
-//! way), new data only inside the peer's window (RFC 9293 §3.8.6.2.1), and
-//! only when the pacer releases it.
+//! before rule 2 (new data), each only while `cwnd - pipe >= 1 SMSS`
+//! (RFC 6675 §5 (C)), new data only inside the peer's window (RFC 9293
+//! §3.8.6.2.1), and only when the pacer releases it.
 //!
-//! Deviations: rules 3 and 4 of `NextSeg` (the rescue retransmission) are
-//! not implemented (Linux has neither). The cwnd test uses `pipe` in every
-//! state, as Linux does (RFC 5681 outside recovery uses FlightSize). With
+//! Deviations: the cwnd test counts segments as Linux does (`tcp_cwnd_test`:
+//! `packets_in_flight < cwnd`, with `cwnd = floor(cwnd_bytes / MSS)`, at
+//! least 1): identical to the byte rule for full-sized segments, and a small
+//! segment (a small write without Nagle) occupies a whole slot, as in Linux,
+//! instead of letting a window's worth of tiny segments out. Rules 3 and 4
+//! of `NextSeg` (the rescue retransmission) are not implemented (Linux has
+//! neither). The cwnd test uses `pipe` in every state, as Linux does
+//! (RFC 5681 outside recovery uses FlightSize). With
 //! nothing outstanding, one segment may exceed the peer's window: it stands
 //! in for the zero-window probe (RFC 9293 §3.8.6.1), which the model never
 //! needs because its receiver's window only closes over out-of-order data,
 //! but it guarantees progress.
 
-use l4slab_core::{Ecn, RetransmitReason, Time, TraceEvent};
+use l4slab_core::trace::RetransmitReason;
+use l4slab_core::{Ecn, Time, TraceEvent};
 
 use super::{Endpoint, EndpointCtx};
 use crate::scoreboard::SentSeg;
-use crate::segment::Flags;
+use crate::segment::{Flags, Segment, Transmit};
+use crate::state::Recovery;
 
 /// Why the send loop stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,8 +41,8 @@ impl Endpoint {
             return;
         }
         let stop = loop {
-            let in_flight = self.sb.in_flight();
-            let cwnd = self.cc.cwnd();
+            // Linux tcp_cwnd_test: packets_in_flight < cwnd (in segments, >= 1).
+            let cwnd_ok = self.sb.in_flight_segs() < self.cwnd_segs();
             let forced = self.force_retransmit;
             // RFC 6675 §4 NextSeg rule 1: the lowest un-SACKed lost segment.
             if let Some(idx) = self.sb.next_retransmit() {
@@ -45,7 +51,6 @@ impl Endpoint {
                     // Linux tcp_retransmit_skb: not beyond the receive window,
                     // unless it is the first unacknowledged segment.
                     let in_rwnd = s.seq < self.snd_una + self.snd_wnd || s.seq == self.snd_una;
-                    let cwnd_ok = in_flight == 0 || in_flight + s.seq_len() <= cwnd;
                     if !in_rwnd || !cwnd_ok || !self.pacer_allows(now) {
                         break Stop::Limited;
                     }
@@ -59,13 +64,11 @@ impl Endpoint {
             let Some((len, fin)) = self.next_new_segment() else {
                 break Stop::NoData;
             };
-            let seq_len = len + u64::from(fin);
-            // RFC 9293 §3.8.6.2.1: never beyond SND.UNA + SND.WND (see the
-            // module documentation for the one-segment exception).
-            let in_rwnd = self.snd_nxt + len <= self.snd_una + self.snd_wnd || self.sb.is_empty();
-            // RFC 6675 §5 (C) "cwnd - pipe >= 1 SMSS", for this segment's size;
-            // with nothing in flight one segment always goes.
-            let cwnd_ok = in_flight == 0 || in_flight + seq_len <= cwnd;
+            // RFC 9293 §3.8.6.2.1: never beyond SND.UNA + SND.WND, the FIN
+            // included (Linux tcp_snd_wnd_test uses end_seq); see the module
+            // documentation for the one-segment exception.
+            let end = self.snd_nxt + len + u64::from(fin);
+            let in_rwnd = end <= self.snd_una + self.snd_wnd || self.sb.is_empty();
             if !in_rwnd || !cwnd_ok || !self.pacer_allows(now) {
                 break Stop::Limited;
             }
@@ -111,8 +114,11 @@ impl Endpoint {
         let tx = self
             .rate
             .on_send(now, was_empty, self.sb.in_flight() + seg_len);
-        let idx = self.sb.push(SentSeg::new(seq, len, fin, now, tx));
-        self.rack.on_transmit(idx, now);
+        self.tx_order += 1;
+        let idx = self
+            .sb
+            .push(SentSeg::new(seq, len, fin, now, self.tx_order, tx));
+        self.rack.on_transmit(idx, self.tx_order);
         self.snd_nxt = seq + seg_len;
         self.emit_data(now, seq, len, fin, false, ctx);
     }
@@ -122,8 +128,9 @@ impl Endpoint {
         let tx = self
             .rate
             .on_send(now, false, self.sb.in_flight() + s.seq_len());
-        self.sb.on_retransmit(idx, now, tx);
-        self.rack.on_transmit(idx, now);
+        self.tx_order += 1;
+        self.sb.on_retransmit(idx, now, self.tx_order, tx);
+        self.rack.on_transmit(idx, self.tx_order);
         self.stats.retransmits += 1;
         self.stats.bytes_retransmitted += u64::from(s.len);
         let reason = if s.rto_lost {
@@ -168,6 +175,9 @@ impl Endpoint {
         self.cc
             .on_packet_sent(now, u64::from(len), in_flight, &mut c);
         self.pacer.on_send(now, len, rate);
+        if let Recovery::Fast { prr: Some(p), .. } = &mut self.recovery {
+            p.on_send();
+        }
         // RFC 6298 §5.1: "Every time a packet containing data is sent
         // (including a retransmission), if the timer is not running, start it".
         if self.rto_deadline.is_none() {
@@ -179,12 +189,52 @@ impl Endpoint {
     /// `tcp_rate_check_app_limited`, when the send loop ran out of data:
     /// less than a segment unsent, not cwnd-limited, every lost segment retransmitted.
     fn check_app_limited(&mut self) {
-        let in_flight = self.sb.in_flight();
         if self.unsent_bytes() < u64::from(self.cfg.mss)
-            && in_flight < self.cc.cwnd()
+            && self.sb.in_flight_segs() < self.cwnd_segs()
             && self.sb.lost_pending() == 0
         {
-            self.rate.mark_app_limited(in_flight);
+            self.rate.mark_app_limited(self.sb.in_flight());
         }
+    }
+
+    /// A pure ACK with the current receive state (RFC 9293 §3.10.7.4: SEQ = SND.NXT).
+    pub(super) fn send_ack(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
+        let seg = self.header(now, Flags::ACK, self.snd_nxt, 0, false);
+        self.stats.acks_sent += 1;
+        self.push_out(seg, Ecn::NotEct, ctx);
+    }
+
+    /// A segment with our current ACK, window, SACK blocks and timestamps;
+    /// marks the ACK as sent.
+    pub(super) fn header(
+        &mut self,
+        now: Time,
+        flags: Flags,
+        seq: u64,
+        len: u32,
+        rtx: bool,
+    ) -> Segment {
+        let (sack, sack_count) = self.rcv.sack_blocks();
+        let seg = Segment {
+            flags,
+            seq,
+            len,
+            ack: self.rcv.rcv_nxt(),
+            wnd: self.rcv.window(),
+            sack,
+            sack_count,
+            ts_val: now,
+            ts_ecr: self.rcv.ts_recent(),
+            retransmission: rtx,
+        };
+        self.rcv.on_ack_sent();
+        seg
+    }
+
+    pub(super) fn push_out(&mut self, seg: Segment, ecn: Ecn, ctx: &mut EndpointCtx<'_>) {
+        let wire_len = seg.wire_len(self.cfg.header_bytes);
+        self.stats.segments_sent += 1;
+        self.stats.wire_bytes_sent += u64::from(wire_len);
+        ctx.out.push(Transmit { seg, ecn, wire_len });
     }
 }
