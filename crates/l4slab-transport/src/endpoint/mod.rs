@@ -260,8 +260,9 @@ impl Endpoint {
 
     /// Offer `bytes` to the send buffer; returns how many were accepted (at
     /// most the free space and, with a not-sent low-water mark, at most what
-    /// brings the unsent bytes up to it). Data written before the handshake
-    /// completes is sent once it does. Nothing is accepted after `close`.
+    /// brings the unsent bytes up to the mark rounded up to whole segments).
+    /// Data written before the handshake completes is sent once it does.
+    /// Nothing is accepted after `close`.
     pub fn write(&mut self, now: Time, bytes: u64, ctx: &mut EndpointCtx<'_>) -> u64 {
         let n = bytes.min(self.write_room());
         if n > 0 {
@@ -499,7 +500,19 @@ impl Endpoint {
         let free = self.cfg.send_buffer.saturating_sub(buffered);
         match self.cfg.notsent_lowat {
             // Linux tcp_stream_memory_free: writable while notsent < lowat.
-            Some(lowat) => free.min(lowat.saturating_sub(self.unsent_bytes())),
+            // Linux checks it before starting each new skb, so a write may
+            // overshoot the mark by up to a segment: fill the queue up to the
+            // mark rounded up to whole segments (a mark of 1 B still gives
+            // full-sized segments, not 1-byte ones).
+            Some(lowat) => {
+                let unsent = self.unsent_bytes();
+                if unsent >= lowat {
+                    0
+                } else {
+                    let mss = u64::from(self.cfg.mss);
+                    free.min(lowat.div_ceil(mss) * mss - unsent)
+                }
+            }
             None => free,
         }
     }
@@ -546,5 +559,14 @@ impl Endpoint {
             },
         );
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn endpoint_can_move_between_threads() {
+        fn is_send<T: Send>() {}
+        is_send::<super::Endpoint>();
     }
 }
