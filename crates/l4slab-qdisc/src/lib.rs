@@ -10,7 +10,10 @@
 //! `dequeued = sent + dropped_after_dequeue`.
 
 pub mod fifo;
+pub mod pi;
 pub mod testing;
+// Disciplines added by issue 3 (one file each, Linux names):
+// pub mod codel; pub mod fq_codel; pub mod pie; pub mod dualpi2;
 
 use core::fmt;
 
@@ -125,6 +128,13 @@ pub trait Qdisc: fmt::Debug + Send {
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet>;
 
     fn backlog(&self) -> Backlog;
+
+    /// Names of the sub-queues a composite discipline reports sojourn times
+    /// for, indexed by `TraceEvent::Dequeued::subqueue` (DualPI2: `["c", "l"]`).
+    /// Empty for single queues, which always report `subqueue: 0`.
+    fn subqueue_names(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     fn stats(&self) -> &QdiscStats;
 

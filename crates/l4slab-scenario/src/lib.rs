@@ -17,6 +17,7 @@ mod link;
 pub mod model;
 mod overrides;
 pub mod parse;
+pub mod qdisc;
 mod raw;
 mod resolve;
 pub mod units;

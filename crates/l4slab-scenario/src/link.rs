@@ -12,16 +12,10 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec, QdiscSpec};
-use crate::raw::{
-    BernoulliTable, FifoTable, GilbertElliottTable, KindOnlyTable, RawBottleneck, RawLink,
-};
+use crate::raw::{BernoulliTable, GilbertElliottTable, KindOnlyTable, RawBottleneck, RawLink};
 use crate::units::Buffer;
-use crate::values::{self, deserialize_at, join, kind_of, not_implemented};
+use crate::values::{self, deserialize_at, join, kind_of};
 
-/// Queue disciplines this build implements.
-pub const QDISCS: &[&str] = &["fifo"];
-/// Queue disciplines the design names that do not exist yet.
-const QDISCS_LATER: &[&str] = &["codel", "pie", "fq_codel", "dualpi2"];
 /// Loss models.
 pub const LOSS_MODELS: &[&str] = &["none", "bernoulli", "gilbert_elliott"];
 
@@ -88,7 +82,7 @@ fn resolve_direction(
     let (v, p) = m.require("buffer", r#""100pkt""#)?;
     let limit = buffer_limit(values::buffer(v, &p)?, rate, &p)?;
     let qdisc = match m.get("qdisc") {
-        Some((v, p)) => resolve_qdisc(v, &p, limit)?,
+        Some((v, p)) => crate::qdisc::resolve(v, &p, limit, rate)?,
         None => QdiscSpec::Fifo {
             limit,
             head_drop: false,
@@ -129,28 +123,6 @@ pub(crate) fn buffer_limit(
             time,
             bytes: rate.bytes_in(time).max(MIN_BUFFER_BYTES),
         }),
-    }
-}
-
-fn resolve_qdisc(
-    value: &Value,
-    path: &str,
-    limit: BufferLimit,
-) -> Result<QdiscSpec, ScenarioError> {
-    let (kind, kind_path) = kind_of(value, path)?;
-    match kind {
-        "fifo" => {
-            let head_drop = match value {
-                Value::Table(_) => deserialize_at::<FifoTable>(value.clone(), path)?.head_drop,
-                _ => None,
-            };
-            Ok(QdiscSpec::Fifo {
-                limit,
-                head_drop: head_drop.unwrap_or(false),
-            })
-        }
-        k if QDISCS_LATER.contains(&k) => Err(not_implemented(&kind_path, "qdisc", k, QDISCS)),
-        k => Err(ScenarioError::unknown_name(&kind_path, "qdisc", k, QDISCS)),
     }
 }
 

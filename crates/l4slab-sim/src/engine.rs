@@ -50,6 +50,10 @@ pub struct LinkState {
     pub tx_scheduled: bool,
     pub timer_armed: Option<Time>,
     pub series: Name,
+    /// Series keys `sojourn_ms.<subqueue>`, one per `Qdisc::subqueue_names()`.
+    pub sub_keys: Vec<Name>,
+    /// Series keys of the qdisc's `xstats()`, interned once.
+    pub xstat_keys: Vec<Name>,
     /// Cumulative drops / marks / busy time at the last sample.
     pub last_drops: u64,
     pub last_marks: u64,
@@ -544,13 +548,12 @@ impl Sim<'_> {
             ss.push(t, s, k.backlog_pkts, f64::from(b.packets));
             ss.push(t, s, k.backlog_bytes, b.bytes as f64);
             let q = &mut self.rec.queues[dir];
-            if let Some((mean, max)) = q.sojourn[0].take_interval() {
+            if let Some((mean, max)) = q.sojourn.take_interval() {
                 ss.push(t, s, k.sojourn_ms, mean);
                 ss.push(t, s, k.sojourn_max_ms, max);
             }
-            for (sub, st) in q.sojourn.iter_mut().enumerate().skip(1) {
+            for (st, &key) in q.sub.iter_mut().zip(&ls.sub_keys) {
                 if let Some((mean, _)) = st.take_interval() {
-                    let key = ss.intern(&format!("sojourn_ms.{sub}"));
                     ss.push(t, s, key, mean);
                 }
             }
@@ -568,9 +571,11 @@ impl Sim<'_> {
                 (busy - ls.last_busy).as_secs_f64() / iv,
             );
             ls.last_busy = busy;
-            for (name, v) in ls.link.qdisc().xstats() {
-                let key = ss.intern(name);
-                ss.push(t, s, key, v);
+            for (i, (name, v)) in ls.link.qdisc().xstats().into_iter().enumerate() {
+                if i == ls.xstat_keys.len() {
+                    ls.xstat_keys.push(ss.intern(name));
+                }
+                ss.push(t, s, ls.xstat_keys[i], v);
             }
         }
     }

@@ -103,4 +103,4 @@ pub fn cc_names() -> &'static [&'static str] {
 }
 
 /// Names of the queue disciplines the simulator accepts.
-pub const QDISC_NAMES: &[&str] = &["fifo"];
+pub const QDISC_NAMES: &[&str] = l4slab_scenario::qdisc::QDISCS;

@@ -29,8 +29,14 @@ impl DurStats {
     /// `unit_ns`: histogram resolution; values up to `max_units` units are recorded exactly
     /// to 3 significant digits (larger ones are clamped, and still exact in min/mean/max).
     pub fn new(unit_ns: u64, max_units: u64) -> Self {
+        Self::with_precision(unit_ns, max_units, 3)
+    }
+
+    /// As [`DurStats::new`] with `sigfig` significant digits (2 keeps many
+    /// per-flow histograms small: ~70 KB each instead of ~550 KB).
+    pub fn with_precision(unit_ns: u64, max_units: u64, sigfig: u8) -> Self {
         DurStats {
-            hist: Histogram::new_with_bounds(1, max_units, 3).expect("valid histogram bounds"),
+            hist: Histogram::new_with_bounds(1, max_units, sigfig).expect("valid histogram bounds"),
             unit_ns,
             sum_ns: 0,
             n: 0,
@@ -44,7 +50,7 @@ impl DurStats {
 
     pub fn record(&mut self, d: Dur) {
         let ns = d.as_nanos();
-        let units = (ns / self.unit_ns).clamp(1, self.hist.high());
+        let units = (ns / self.unit_ns).min(self.hist.high());
         self.hist.record(units).expect("clamped into range");
         self.sum_ns += u128::from(ns);
         self.n += 1;
@@ -103,9 +109,18 @@ pub struct FlowRec {
 }
 
 pub struct QueueRec {
-    /// Per sub-queue sojourn (index 0 for single queues).
-    pub sojourn: Vec<DurStats>,
-    pub dequeued_bytes_interval: u64,
+    /// Sojourn of every packet sent by the queue.
+    pub sojourn: DurStats,
+    /// Per sub-queue sojourn, indexed like `Qdisc::subqueue_names()`; empty
+    /// for single queues.
+    pub sub: Vec<DurStats>,
+    /// Per flow sojourn (indexed by FlowId), created on a flow's first packet.
+    pub per_flow: Vec<Option<DurStats>>,
+}
+
+/// Sojourn histograms: 100 ns units up to 1000 s (L4S queues sit near 100 µs).
+fn sojourn_stats(sigfig: u8) -> DurStats {
+    DurStats::with_precision(100, 10_000_000_000, sigfig)
 }
 
 pub struct Recorder {
@@ -114,7 +129,8 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(n_flows: usize, n_queues: usize) -> Self {
+    /// `subqueues[q]` is the number of sub-queues queue `q` reports.
+    pub fn new(n_flows: usize, subqueues: &[usize]) -> Self {
         Recorder {
             // RTT in µs up to 1000 s.
             flows: (0..n_flows)
@@ -124,11 +140,12 @@ impl Recorder {
                     losses_detected: 0,
                 })
                 .collect(),
-            // Sojourn in 100 ns units up to 1000 s (L4S queues sit near 100 µs).
-            queues: (0..n_queues)
-                .map(|_| QueueRec {
-                    sojourn: vec![DurStats::new(100, 10_000_000_000)],
-                    dequeued_bytes_interval: 0,
+            queues: subqueues
+                .iter()
+                .map(|&n| QueueRec {
+                    sojourn: sojourn_stats(3),
+                    sub: (0..n).map(|_| sojourn_stats(3)).collect(),
+                    per_flow: (0..n_flows).map(|_| None).collect(),
                 })
                 .collect(),
         }
@@ -141,18 +158,18 @@ impl Tracer for Recorder {
             TraceEvent::Dequeued {
                 queue,
                 subqueue,
-                bytes,
+                flow,
                 sojourn,
                 ..
             } => {
                 let q = &mut self.queues[usize::from(queue)];
-                let sub = usize::from(subqueue);
-                if sub >= q.sojourn.len() {
-                    q.sojourn
-                        .resize_with(sub + 1, || DurStats::new(100, 10_000_000_000));
+                q.sojourn.record(sojourn);
+                if let Some(s) = q.sub.get_mut(usize::from(subqueue)) {
+                    s.record(sojourn);
                 }
-                q.sojourn[sub].record(sojourn);
-                q.dequeued_bytes_interval += u64::from(bytes);
+                q.per_flow[flow as usize]
+                    .get_or_insert_with(|| sojourn_stats(2))
+                    .record(sojourn);
             }
             TraceEvent::RttSample { flow, rtt } => self.flows[flow as usize].rtt.record(rtt),
             TraceEvent::Retransmit { flow, .. } => self.flows[flow as usize].retransmits += 1,

@@ -47,10 +47,18 @@ fn build_loss(spec: &LossSpec) -> Box<dyn LossModel> {
 }
 
 fn build_link(spec: &LinkSpec, name: &str, seed: u64, series: &mut SeriesStore) -> LinkState {
+    let qdisc = build_qdisc(&spec.qdisc);
+    let sub_keys = qdisc
+        .subqueue_names()
+        .iter()
+        .map(|n| series.intern(&format!("sojourn_ms.{n}")))
+        .collect();
     LinkState {
         name: name.to_owned(),
+        sub_keys,
+        xstat_keys: Vec::new(),
         link: Link::new(
-            build_qdisc(&spec.qdisc),
+            qdisc,
             Box::new(ConstantRate(spec.rate)),
             build_loss(&spec.loss),
             SimRng::derive(seed, &format!("link/{name}/loss")),
@@ -158,6 +166,10 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         marks: series.intern("marks"),
         utilization: series.intern("utilization"),
     };
+    let subqueues: Vec<usize> = links
+        .iter()
+        .map(|l| l.link.qdisc().subqueue_names().len())
+        .collect();
     Ok(Sim {
         scn,
         seed,
@@ -165,7 +177,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         links,
         hosts_of: scn.flows.iter().map(|f| [f.client, f.server]).collect(),
         access_delay: scn.hosts.iter().map(|h| h.access_delay).collect(),
-        rec: Recorder::new(flows.len(), 2),
+        rec: Recorder::new(flows.len(), &subqueues),
         flows,
         segs: SegStore::default(),
         series,

@@ -109,21 +109,37 @@ impl Sim<'_> {
             // Link (wire) losses happen after the qdisc; report them with the queue's drops.
             drops["link_loss"] = json!(ls.link.stats().lost_packets);
             drops["total"] = json!(s.total_drops() + ls.link.stats().lost_packets);
-            let sojourn = &self.rec.queues[dir].sojourn;
+            let rq = &self.rec.queues[dir];
+            let qdisc = ls.link.qdisc();
             let mut q = json!({
-                "kind": ls.link.qdisc().kind(),
+                "kind": qdisc.kind(),
                 "rate_bps": self.link_spec(dir).rate.as_bps(),
-                "sojourn_ms": sojourn[0].summary_ms(),
+                "sojourn_ms": rq.sojourn.summary_ms(),
                 "drops": drops,
                 "marks": by_reason(&s.marks, &mut MarkReason::ALL.iter().map(|r| r.name())),
                 "utilization": round6(ls.link.stats().busy_time.as_secs_f64() / end.as_secs_f64().max(1e-9)),
                 "offered_packets": s.offered,
                 "sent_packets": s.sent,
                 "sent_bytes": s.sent_bytes,
+                "xstats_final": qdisc.xstats().into_iter().map(|(k, v)| (k.to_owned(), json!(round6(v)))).collect::<Map<_, _>>(),
             });
-            for (sub, st) in sojourn.iter().enumerate().skip(1) {
-                q[format!("sojourn_ms_{sub}")] = st.summary_ms();
+            let subs: Map<String, Value> = qdisc
+                .subqueue_names()
+                .iter()
+                .zip(&rq.sub)
+                .map(|(n, st)| ((*n).to_owned(), json!({ "sojourn_ms": st.summary_ms() })))
+                .collect();
+            if !subs.is_empty() {
+                q["subqueues"] = Value::Object(subs);
             }
+            // Per flow sojourn in this queue: who waited how long.
+            let by_flow: Map<String, Value> = rq
+                .per_flow
+                .iter()
+                .zip(&self.scn.flows)
+                .filter_map(|(st, f)| st.as_ref().map(|st| (f.name.clone(), st.summary_ms())))
+                .collect();
+            q["sojourn_ms_by_flow"] = Value::Object(by_flow);
             queues.insert(QUEUE_NAMES[dir].to_owned(), q);
         }
         let dropped: u64 = self.counts.dropped.iter().sum();
