@@ -12,7 +12,7 @@ use l4slab_core::{DropReason, Dur, Ecn, Packet, SimRng, Time};
 use l4slab_link::Link;
 use l4slab_qdisc::QdiscCtx;
 use l4slab_scenario::{AppSpec, Scenario};
-use l4slab_transport::app::{App, AppIo};
+use l4slab_transport::app::{App, AppIo, EndpointIo};
 use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Transmit};
 
 use crate::event::EventQueue;
@@ -128,26 +128,6 @@ pub struct Sim<'s> {
     pub out: Vec<Transmit>,
     pub app_events: Vec<AppEvent>,
     pub dropped: Vec<(Packet, DropReason)>,
-}
-
-/// The application's handle on its endpoint during a callback.
-struct Io<'a, 'b> {
-    now: Time,
-    ep: &'a mut Endpoint,
-    ctx: &'a mut EndpointCtx<'b>,
-    wake: &'a mut Option<Time>,
-}
-
-impl AppIo for Io<'_, '_> {
-    fn write(&mut self, bytes: u64) -> u64 {
-        self.ep.write(self.now, bytes, self.ctx)
-    }
-    fn finish(&mut self) {
-        self.ep.close(self.now, self.ctx);
-    }
-    fn wake_at(&mut self, at: Time) {
-        *self.wake = Some(at.max(self.now));
-    }
 }
 
 impl Sim<'_> {
@@ -485,23 +465,23 @@ impl Sim<'_> {
         cb: impl FnOnce(&mut dyn App, Time, &mut dyn AppIo),
     ) {
         let fl = &mut self.flows[f];
-        let mut wake = None;
-        {
+        let wake = {
             let mut ctx = EndpointCtx {
                 rng: &mut fl.rng,
                 tracer: &mut self.rec,
                 out: &mut self.out,
                 events: &mut self.app_events,
             };
-            let mut io = Io {
+            let mut io = EndpointIo {
                 now,
                 ep: &mut fl.eps[fl.sender].ep,
                 ctx: &mut ctx,
-                wake: &mut wake,
+                wake: None,
             };
             cb(fl.app.as_mut(), now, &mut io);
-        }
-        if let Some(at) = wake {
+            io.wake
+        };
+        if let Some(at) = wake.map(|w| w.max(now)) {
             if fl.app_timer.is_none_or(|a| at < a) {
                 fl.app_timer = Some(at);
                 self.q.schedule(at, Ev::AppTimer { flow: f as u32, at });
