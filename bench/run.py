@@ -47,12 +47,20 @@ def bench_one(path: Path, repeat: int) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenarios", nargs="*", type=Path, help="scenario files (default: bench/scenarios/*.toml)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per scenario; the fastest is reported")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "scenarios", nargs="*", type=Path, help="scenario files (default: bench/scenarios/*.toml)"
+    )
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs per scenario; the fastest is reported"
+    )
     args = ap.parse_args()
     paths = args.scenarios or sorted((HERE / "scenarios").glob("*.toml"))
-    table = Table(title=f"l4slab {_native.__version__} simulator benchmark ({platform.machine()}, {platform.python_version()})")
+    table = Table(
+        title=f"l4slab {_native.__version__} simulator benchmark ({platform.machine()}, {platform.python_version()})"
+    )
     for col in ("scenario", "wall s", "events", "events/s", "pkts/wall s", "sim/wall"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for p in paths:
