@@ -27,11 +27,11 @@ cargo fmt --all --check
 step "install l4slab with its test and dev tools (builds the Rust extension in release mode)"
 python3 -m pip install --quiet -e '.[test,dev]'
 
-step "ruff check python tests"
-python3 -m ruff check python tests
+step "ruff check python tests bench"
+python3 -m ruff check python tests bench
 
-step "ruff format --check python tests"
-python3 -m ruff format --check python tests
+step "ruff format --check python tests bench"
+python3 -m ruff format --check python tests bench
 
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings

@@ -58,9 +58,8 @@ def main() -> None:
     )
     args = ap.parse_args()
     paths = args.scenarios or sorted((HERE / "scenarios").glob("*.toml"))
-    table = Table(
-        title=f"l4slab {_native.__version__} simulator benchmark ({platform.machine()}, {platform.python_version()})"
-    )
+    host = f"{platform.machine()}, Python {platform.python_version()}"
+    table = Table(title=f"l4slab {_native.__version__} simulator benchmark ({host})")
     for col in ("scenario", "wall s", "events", "events/s", "pkts/wall s", "sim/wall"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for p in paths:
