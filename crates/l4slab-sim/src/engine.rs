@@ -2,11 +2,13 @@
 //! drive the endpoints and applications.
 //!
 //! Path of a packet from a client-side endpoint:
-//! `transmit` → (client access delay) → `ToBottleneck{Up}` → qdisc/serializer
-//! → `TxDone{Up}` → (propagation + server access delay) → `Deliver` → endpoint.
+//! `transmit` → the host's ingress [`DelayLine`] (access delay) → qdisc and
+//! serializer of the `Up` bottleneck → `TxDone{Up}` → the server host's egress
+//! line (propagation + access delay) → endpoint.
 //! Access links are pure delay (no rate, no queue): the bottleneck is the only
-//! place packets queue. Each packet costs three events, whatever the window or
-//! queue depth.
+//! place packets queue. Packets in flight sit in delay lines, not on the
+//! calendar, so the calendar stays small and the cost of an event does not
+//! grow with the window or the queue depth.
 
 use l4slab_core::{DropReason, Dur, Ecn, Packet, SimRng, Time};
 use l4slab_link::Link;
@@ -15,6 +17,7 @@ use l4slab_scenario::{AppSpec, Scenario};
 use l4slab_transport::app::{App, AppIo, EndpointIo};
 use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Transmit};
 
+use crate::delay_line::{DelayLine, LineExit};
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
 use crate::segstore::SegStore;
@@ -33,13 +36,29 @@ const PROGRESS_EVERY: u64 = 1 << 14;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
-    FlowStart { flow: u32 },
-    ToBottleneck { dir: u8, pkt: Packet },
-    TxDone { dir: u8 },
-    LinkTimer { dir: u8, at: Time },
-    Deliver { side: u8, pkt: Packet },
-    EpTimer { flow: u32, side: u8, at: Time },
-    AppTimer { flow: u32, at: Time },
+    FlowStart {
+        flow: u32,
+    },
+    /// The head of a delay line is due.
+    Line {
+        line: u32,
+    },
+    TxDone {
+        dir: u8,
+    },
+    LinkTimer {
+        dir: u8,
+        at: Time,
+    },
+    EpTimer {
+        flow: u32,
+        side: u8,
+        at: Time,
+    },
+    AppTimer {
+        flow: u32,
+        at: Time,
+    },
     Sample,
 }
 
@@ -114,7 +133,9 @@ pub struct Sim<'s> {
     pub q: EventQueue<Ev>,
     pub links: [LinkState; 2],
     pub flows: Vec<FlowState>,
-    pub access_delay: Vec<Dur>,
+    /// Delay lines: `lines[h]` carries host `h`'s packets to the bottleneck;
+    /// `lines[n_hosts + h]` carries packets from the bottleneck to host `h`.
+    pub lines: Vec<DelayLine>,
     /// Per flow: host index of (client, server).
     pub hosts_of: Vec<[usize; 2]>,
     pub segs: SegStore,
@@ -155,10 +176,9 @@ impl Sim<'_> {
                     ep.connect(now, ctx)
                 });
             }
-            Ev::ToBottleneck { dir, pkt } => self.arrive_at_bottleneck(now, usize::from(dir), pkt),
+            Ev::Line { line } => self.line_due(now, line as usize),
             Ev::TxDone { dir } => self.tx_done(now, usize::from(dir)),
             Ev::LinkTimer { dir, at } => self.link_timer(now, usize::from(dir), at),
-            Ev::Deliver { side, pkt } => self.deliver(now, usize::from(side), pkt),
             Ev::EpTimer { flow, side, at } => {
                 let (f, s) = (flow as usize, usize::from(side));
                 let st = &mut self.flows[f].eps[s];
@@ -219,18 +239,12 @@ impl Sim<'_> {
         self.links[dir].tx_scheduled = false;
         let (link, mut ctx) =
             Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
-        if let Some((arrival, pkt)) = link.on_tx_done(now, &mut ctx) {
+        if let Some((_, pkt)) = link.on_tx_done(now, &mut ctx) {
             // Packets going down arrive at the client side, going up at the server side.
             let side = if dir == DOWN { CLIENT } else { SERVER };
             let host = self.hosts_of[pkt.flow as usize][side];
-            let at = arrival + self.access_delay[host];
-            self.q.schedule(
-                at,
-                Ev::Deliver {
-                    side: side as u8,
-                    pkt,
-                },
-            );
+            // The egress line's delay is the link's propagation delay plus the access delay.
+            self.enter_line(now, self.lines.len() / 2 + host, pkt);
         }
         self.after_link(now, dir);
     }
@@ -323,14 +337,34 @@ impl Sim<'_> {
             Self::trace_row(tr, now, "send", &pkt, &tx.seg, from_sender);
         }
         let host = self.hosts_of[f][side];
-        let dir = if side == CLIENT { UP } else { DOWN };
-        self.q.schedule(
-            now + self.access_delay[host],
-            Ev::ToBottleneck {
-                dir: dir as u8,
-                pkt,
-            },
-        );
+        self.enter_line(now, host, pkt);
+    }
+
+    fn enter_line(&mut self, now: Time, line: usize, pkt: Packet) {
+        let l = &mut self.lines[line];
+        let at = l.push(now, pkt);
+        if !l.armed {
+            l.armed = true;
+            self.q.schedule(at, Ev::Line { line: line as u32 });
+        }
+    }
+
+    /// Hand every packet due at the head of `line` to its exit, then re-arm.
+    fn line_due(&mut self, now: Time, line: usize) {
+        self.lines[line].armed = false;
+        while let Some(pkt) = self.lines[line].pop_due(now) {
+            match self.lines[line].exit {
+                LineExit::Bottleneck { dir } => self.arrive_at_bottleneck(now, dir, pkt),
+                LineExit::Endpoint { side } => self.deliver(now, side, pkt),
+            }
+        }
+        let l = &mut self.lines[line];
+        if let Some(at) = l.head_time() {
+            if !l.armed {
+                l.armed = true;
+                self.q.schedule(at, Ev::Line { line: line as u32 });
+            }
+        }
     }
 
     fn trace_row(

@@ -6,6 +6,7 @@
 //! scenario's duration. It returns the deterministic summary, the time series
 //! and (on request) a per-packet trace: the results contract of DESIGN.md §5.
 
+mod delay_line;
 mod engine;
 mod event;
 mod recorder;

@@ -3,12 +3,17 @@
 
 use l4slab_core::{SimRng, Time};
 use l4slab_link::{Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss};
-use l4slab_qdisc::{Fifo, FifoConfig, FifoLimit, FifoMode, Qdisc};
-use l4slab_scenario::{AppSpec, BufferLimit, Direction, LinkSpec, LossSpec, QdiscSpec, Scenario};
+use l4slab_qdisc::{Codel, DualPi2, Fifo, FifoConfig, FifoLimit, FifoMode, FqCodel, Pie, Qdisc};
+use l4slab_scenario::{
+    AppSpec, BufferLimit, Direction, LinkSpec, LossSpec, QdiscSpec, Scenario, Side,
+};
 use l4slab_transport::app::{App, Bulk, File};
 use l4slab_transport::{Endpoint, Role, TransportConfig};
 
-use crate::engine::{EpState, Ev, FlowState, Keys, LinkState, PacketCounts, Sim, CLIENT, SERVER};
+use crate::delay_line::{DelayLine, LineExit};
+use crate::engine::{
+    EpState, Ev, FlowState, Keys, LinkState, PacketCounts, Sim, CLIENT, DOWN, SERVER, UP,
+};
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
 use crate::segstore::SegStore;
@@ -32,6 +37,10 @@ pub fn build_qdisc(spec: &QdiscSpec) -> Box<dyn Qdisc> {
                 FifoMode::TailDrop
             },
         })),
+        QdiscSpec::Codel(cfg) => Box::new(Codel::new(cfg.clone())),
+        QdiscSpec::FqCodel(cfg) => Box::new(FqCodel::new(cfg.clone())),
+        QdiscSpec::Pie(cfg) => Box::new(Pie::new(cfg.clone())),
+        QdiscSpec::Dualpi2(cfg) => Box::new(DualPi2::new(cfg.clone())),
     }
 }
 
@@ -79,6 +88,26 @@ fn build_app(spec: &AppSpec) -> Box<dyn App> {
         AppSpec::Bulk => Box::new(Bulk::new()),
         AppSpec::File { size } => Box::new(File::new(size)),
     }
+}
+
+/// Ingress lines (host -> bottleneck, the access delay), then egress lines
+/// (bottleneck -> host: the link's propagation delay plus the access delay).
+fn build_lines(scn: &Scenario) -> Vec<DelayLine> {
+    let ingress = scn.hosts.iter().map(|h| {
+        let dir = match h.side {
+            Side::Client => UP,
+            Side::Server => DOWN,
+        };
+        DelayLine::new(h.access_delay, LineExit::Bottleneck { dir })
+    });
+    let egress = scn.hosts.iter().map(|h| {
+        let (link, side) = match h.side {
+            Side::Client => (&scn.bottleneck.down, CLIENT),
+            Side::Server => (&scn.bottleneck.up, SERVER),
+        };
+        DelayLine::new(link.delay + h.access_delay, LineExit::Endpoint { side })
+    });
+    ingress.chain(egress).collect()
 }
 
 pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
@@ -176,7 +205,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         q,
         links,
         hosts_of: scn.flows.iter().map(|f| [f.client, f.server]).collect(),
-        access_delay: scn.hosts.iter().map(|h| h.access_delay).collect(),
+        lines: build_lines(scn),
         rec: Recorder::new(flows.len(), &subqueues),
         flows,
         segs: SegStore::default(),
