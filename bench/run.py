@@ -61,7 +61,7 @@ def main() -> None:
     host = f"{platform.machine()}, Python {platform.python_version()}"
     table = Table(title=f"l4slab {_native.__version__} simulator benchmark ({host})")
     for col in ("scenario", "wall s", "events", "events/s", "pkts/wall s", "sim/wall"):
-        table.add_column(col, justify="left" if col == "scenario" else "right")
+        table.add_column(col, justify="left" if col == "scenario" else "right", no_wrap=True)
     for p in paths:
         r = bench_one(p, args.repeat)
         table.add_row(
