@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::{DropReason, Packet, Time, TraceEvent};
+use l4slab_core::{DropReason, Packet, Time};
 
 /// Which packet a full queue discards.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,18 +134,7 @@ impl Qdisc for Fifo {
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
         let pkt = self.pop()?;
-        self.stats.sent += 1;
-        self.stats.sent_bytes += u64::from(pkt.len);
-        ctx.tracer.event(
-            now,
-            TraceEvent::Dequeued {
-                queue: ctx.queue,
-                subqueue: 0,
-                flow: pkt.flow,
-                bytes: pkt.len,
-                sojourn: now.saturating_since(pkt.enqueued_at),
-            },
-        );
+        ctx.sent(now, &pkt, 0, &mut self.stats);
         Some(pkt)
     }
 

@@ -9,8 +9,12 @@
 //! `offered = enqueued + dropped_at_enqueue`, `enqueued = dequeued + backlog`,
 //! `dequeued = sent + dropped_after_dequeue`.
 
+pub mod codel;
+pub mod dualpi2;
 pub mod fifo;
+pub mod fq_codel;
 pub mod pi;
+pub mod pie;
 pub mod testing;
 // Disciplines added by issue 3 (one file each, Linux names):
 // pub mod codel; pub mod fq_codel; pub mod pie; pub mod dualpi2;
@@ -19,7 +23,11 @@ use core::fmt;
 
 use l4slab_core::{DropReason, Ecn, MarkReason, Packet, QueueId, SimRng, Time, TraceEvent, Tracer};
 
+pub use codel::{CeSelector, Codel, CodelConfig};
 pub use fifo::{Fifo, FifoConfig, FifoLimit, FifoMode};
+pub use dualpi2::{DualPi2, DualPi2Config};
+pub use fq_codel::{FqCodel, FqCodelConfig};
+pub use pie::{Pie, PieConfig};
 
 /// Current occupancy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,6 +61,23 @@ impl QdiscCtx<'_> {
             },
         );
         self.dropped.push((pkt, reason));
+    }
+
+    /// Book-keeping for a packet `dequeue` hands to the link: counts it as
+    /// sent in `stats` and traces its sojourn (from `pkt.enqueued_at`).
+    pub fn sent(&mut self, now: Time, pkt: &Packet, subqueue: u8, stats: &mut QdiscStats) {
+        stats.sent += 1;
+        stats.sent_bytes += u64::from(pkt.len);
+        self.tracer.event(
+            now,
+            TraceEvent::Dequeued {
+                queue: self.queue,
+                subqueue,
+                flow: pkt.flow,
+                bytes: pkt.len,
+                sojourn: now.saturating_since(pkt.enqueued_at),
+            },
+        );
     }
 
     /// Set CE on `pkt` if it is ECN-capable. Returns `false` for Not-ECT
