@@ -9,17 +9,23 @@
 //! `offered = enqueued + dropped_at_enqueue`, `enqueued = dequeued + backlog`,
 //! `dequeued = sent + dropped_after_dequeue`.
 
+pub mod codel;
+pub mod dualpi2;
 pub mod fifo;
+pub mod fq_codel;
 pub mod pi;
+pub mod pie;
 pub mod testing;
-// Disciplines added by issue 3 (one file each, Linux names):
-// pub mod codel; pub mod fq_codel; pub mod pie; pub mod dualpi2;
 
 use core::fmt;
 
 use l4slab_core::{DropReason, Ecn, MarkReason, Packet, QueueId, SimRng, Time, TraceEvent, Tracer};
 
+pub use codel::{CeSelector, Codel, CodelConfig};
+pub use dualpi2::{DualPi2, DualPi2Config};
 pub use fifo::{Fifo, FifoConfig, FifoLimit, FifoMode};
+pub use fq_codel::{FqCodel, FqCodelConfig};
+pub use pie::{Pie, PieConfig};
 
 /// Current occupancy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

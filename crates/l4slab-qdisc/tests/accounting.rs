@@ -39,6 +39,75 @@ fn head(limit: FifoLimit) -> Box<dyn Qdisc> {
     }))
 }
 
+/// `codel`; the short target/interval cases reach the dropping state often
+/// within a random sequence.
+fn codel(cfg: CodelConfig) -> Box<dyn Qdisc> {
+    Box::new(Codel::new(cfg))
+}
+
+/// `fq_codel`; 2 buckets make flows collide, small limits make overflow drops.
+fn fq_codel(cfg: FqCodelConfig) -> Box<dyn Qdisc> {
+    Box::new(FqCodel::new(cfg))
+}
+
+const fn ms(n: u64) -> Dur {
+    Dur::from_millis(n)
+}
+
+/// `pie` with a 1 ms target, hot gains and no burst allowance, so that
+/// random sequences reach the early-drop paths; 16 packets hold more than
+/// one 16 KB departure-rate sample.
+fn pie(ecn: bool, bytemode: bool, dq_rate_estimator: bool) -> Box<dyn Qdisc> {
+    Box::new(Pie::new(PieConfig {
+        limit: 16,
+        target: ms(1),
+        tupdate: ms(1),
+        alpha: 20.0,
+        beta: 200.0,
+        ecn,
+        bytemode,
+        dq_rate_estimator,
+        max_burst: Dur::ZERO,
+        ..PieConfig::default()
+    }))
+}
+
+/// `pie` with ECN and milder gains: `p` spends more time below the 10 %
+/// marking threshold, so some sequences mark instead of dropping.
+fn pie_ecn_mild() -> Box<dyn Qdisc> {
+    Box::new(Pie::new(PieConfig {
+        limit: 16,
+        target: ms(5),
+        alpha: 2.0,
+        beta: 20.0,
+        ecn: true,
+        max_burst: Dur::ZERO,
+        ..PieConfig::default()
+    }))
+}
+
+/// `dualpi2` with a 1 ms target and hot gains (p' reaches overload within a
+/// sequence), small limits, flow 2 filtered into L and flow 3 into LLLL.
+fn hot_dualpi2() -> DualPi2Config {
+    DualPi2Config {
+        limit: 8,
+        target: ms(1),
+        tupdate: ms(1),
+        alpha: 20.0,
+        beta: 200.0,
+        l_flows: vec![2],
+        llll_flows: vec![3],
+        ..DualPi2Config::default()
+    }
+}
+
+fn dualpi2(cfg: DualPi2Config) -> Box<dyn Qdisc> {
+    Box::new(DualPi2::new(cfg))
+}
+
+use l4slab_qdisc::dualpi2::{EcnMask, LAqm, PiInput, Scheduler, StepThresh};
+use l4slab_qdisc::{CeSelector, Codel, CodelConfig, FqCodel, FqCodelConfig};
+use l4slab_qdisc::{DualPi2, DualPi2Config, Pie, PieConfig};
 use FifoLimit::{Bytes, Packets};
 
 /// Small limits so that drops are frequent; `Bytes(1000)` is smaller than the
@@ -52,6 +121,140 @@ const CASES: &[Case] = &[
     ("pfifo_head_drop 5", || head(Packets(5)), Order::Fifo),
     ("head drop 4000 B", || head(Bytes(4000)), Order::Fifo),
     ("head drop 1000 B", || head(Bytes(1000)), Order::Fifo),
+    (
+        "codel limit 6",
+        || {
+            codel(CodelConfig {
+                limit: 6,
+                ..Default::default()
+            })
+        },
+        Order::Fifo,
+    ),
+    (
+        "codel ecn, ce_threshold, short",
+        || {
+            codel(CodelConfig {
+                limit: 6,
+                ecn: true,
+                ce_threshold: Some(ms(1)),
+                target: ms(1),
+                interval: ms(5),
+                ..Default::default()
+            })
+        },
+        Order::Fifo,
+    ),
+    (
+        "fq_codel 2 buckets, small, ect1 ce_threshold, short",
+        || {
+            fq_codel(FqCodelConfig {
+                flows: 2,
+                limit: 6,
+                drop_batch: 2,
+                memory_limit: 6000,
+                quantum: 256,
+                ce_threshold: Some(ms(1)),
+                ce_threshold_selector: Some(CeSelector::ECT1),
+                target: ms(1),
+                interval: ms(5),
+                ..Default::default()
+            })
+        },
+        Order::Any,
+    ),
+    (
+        "fq_codel limit 8 noecn",
+        || {
+            fq_codel(FqCodelConfig {
+                limit: 8,
+                ecn: false,
+                ..Default::default()
+            })
+        },
+        Order::Any,
+    ),
+    ("pie no ecn", || pie(false, false, false), Order::Fifo),
+    ("pie ecn", || pie(true, false, false), Order::Fifo),
+    ("pie ecn, mild", pie_ecn_mild, Order::Fifo),
+    ("pie ecn bytemode", || pie(true, true, false), Order::Fifo),
+    (
+        "pie dq_rate_estimator",
+        || pie(false, false, true),
+        Order::Fifo,
+    ),
+    (
+        "dualpi2 defaults, limit 8",
+        || {
+            dualpi2(DualPi2Config {
+                limit: 8,
+                ..DualPi2Config::default()
+            })
+        },
+        Order::Any,
+    ),
+    (
+        "dualpi2 hot, drop_dequeue",
+        || dualpi2(hot_dualpi2()),
+        Order::Any,
+    ),
+    (
+        "dualpi2 hot, drop_enqueue",
+        || {
+            dualpi2(DualPi2Config {
+                drop_enqueue: true,
+                ..hot_dualpi2()
+            })
+        },
+        Order::Any,
+    ),
+    (
+        "dualpi2 hot, ts_fifo",
+        || {
+            dualpi2(DualPi2Config {
+                scheduler: Scheduler::TsFifo { tshift: ms(5) },
+                ..hot_dualpi2()
+            })
+        },
+        Order::Any,
+    ),
+    (
+        "dualpi2 hot, rfc ramp",
+        || {
+            dualpi2(DualPi2Config {
+                l_aqm: LAqm::RFC_RAMP,
+                ..hot_dualpi2()
+            })
+        },
+        Order::Any,
+    ),
+    (
+        "dualpi2 hot, overflow, step 2 pkt, min_qlen_step 1",
+        || {
+            dualpi2(DualPi2Config {
+                drop_on_overload: false,
+                l_aqm: LAqm::Step {
+                    thresh: StepThresh::Packets(2),
+                    min_qlen_step: 1,
+                },
+                ..hot_dualpi2()
+            })
+        },
+        Order::Any,
+    ),
+    (
+        "dualpi2 hot, any_ect, pi_input c, memlimit 4000 B, enqueue drop",
+        || {
+            dualpi2(DualPi2Config {
+                ecn_mask: EcnMask::AnyEct,
+                pi_input: PiInput::C,
+                memory_limit: 4000,
+                drop_enqueue: true,
+                ..hot_dualpi2()
+            })
+        },
+        Order::Any,
+    ),
 ];
 
 /// Lets [`Harness`] (generic over a sized `Q: Qdisc`) drive a boxed discipline.

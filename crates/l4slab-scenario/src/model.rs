@@ -50,7 +50,7 @@ pub struct LinkSpec {
     pub loss: LossSpec,
 }
 
-/// Queue discipline and its buffer. Only `fifo` exists so far.
+/// Queue discipline and its buffer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum QdiscSpec {
@@ -59,6 +59,15 @@ pub enum QdiscSpec {
         /// `false`: tail drop (`pfifo`/`bfifo`); `true`: `pfifo_head_drop`.
         head_drop: bool,
     },
+    /// Linux `codel` (RFC 8289); `limit` in packets.
+    Codel(l4slab_qdisc::CodelConfig),
+    /// Linux `fq_codel` (RFC 8290); `limit` in packets.
+    FqCodel(l4slab_qdisc::FqCodelConfig),
+    /// Linux `pie` (RFC 8033); `limit` in packets.
+    Pie(l4slab_qdisc::PieConfig),
+    /// Linux `dualpi2` (RFC 9332); `limit` in packets; `l_flows` are flow
+    /// indices (`Scenario::flows`).
+    Dualpi2(l4slab_qdisc::DualPi2Config),
 }
 
 /// A buffer limit as the user wrote it, and its resolution.

@@ -71,10 +71,12 @@ pub(crate) fn resolve(
             ),
         ));
     }
-    let bottleneck = resolve_bottleneck(raw.bottleneck.as_ref())?;
+    let mut bottleneck = resolve_bottleneck(raw.bottleneck.as_ref())?;
     let hosts = resolve_hosts(raw.hosts.as_ref())?;
     let end = Time::ZERO + duration;
     let flows = resolve_flows(raw.flows.as_deref(), &hosts, end, opts)?;
+    // Qdisc classifier rules name flows (dualpi2 `l_flows`): map them to ids.
+    crate::qdisc::resolve_flow_classes(raw.bottleneck.as_ref(), &mut bottleneck, &flows)?;
     Ok(Scenario {
         format: FORMAT_VERSION,
         name,

@@ -231,6 +231,7 @@ fn time_buffers_convert_per_direction() {
     // down: 20 Mbit/s x 100 ms = 250,000 B; up: 1 Mbit/s x 50 ms = 6,250 B.
     let limit = |l: &LinkSpec| match &l.qdisc {
         QdiscSpec::Fifo { limit, .. } => *limit,
+        other => panic!("the default qdisc is fifo, got {other:?}"),
     };
     assert_eq!(
         limit(&s.bottleneck.down),

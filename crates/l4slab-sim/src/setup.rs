@@ -3,7 +3,7 @@
 
 use l4slab_core::{SimRng, Time};
 use l4slab_link::{Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss};
-use l4slab_qdisc::{Fifo, FifoConfig, FifoLimit, FifoMode, Qdisc};
+use l4slab_qdisc::{Codel, DualPi2, Fifo, FifoConfig, FifoLimit, FifoMode, FqCodel, Pie, Qdisc};
 use l4slab_scenario::{
     AppSpec, BufferLimit, Direction, LinkSpec, LossSpec, QdiscSpec, Scenario, Side,
 };
@@ -37,6 +37,10 @@ pub fn build_qdisc(spec: &QdiscSpec) -> Box<dyn Qdisc> {
                 FifoMode::TailDrop
             },
         })),
+        QdiscSpec::Codel(cfg) => Box::new(Codel::new(cfg.clone())),
+        QdiscSpec::FqCodel(cfg) => Box::new(FqCodel::new(cfg.clone())),
+        QdiscSpec::Pie(cfg) => Box::new(Pie::new(cfg.clone())),
+        QdiscSpec::Dualpi2(cfg) => Box::new(DualPi2::new(cfg.clone())),
     }
 }
 

@@ -6,19 +6,23 @@
 //! The direction's `buffer` is the discipline's `limit` (tc's `limit`); each
 //! kind says how a buffer written in bytes or time maps to its limit.
 
+mod codel;
+mod dualpi2;
 mod fifo;
+mod fq_codel;
+mod pie;
+
+pub(crate) use dualpi2::resolve_flow_classes;
 
 use l4slab_core::Rate;
 use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::model::{BufferLimit, QdiscSpec};
-use crate::values::{kind_of, not_implemented};
+use crate::values::kind_of;
 
 /// Queue disciplines this build implements.
-pub const QDISCS: &[&str] = &["fifo"];
-/// Queue disciplines the design names that do not exist yet.
-const QDISCS_LATER: &[&str] = &["codel", "pie", "fq_codel", "dualpi2"];
+pub const QDISCS: &[&str] = &["fifo", "codel", "fq_codel", "pie", "dualpi2"];
 
 /// Resolve `qdisc = "kind"` or `qdisc = { kind = "...", ... }` at `path`.
 pub(crate) fn resolve(
@@ -28,10 +32,12 @@ pub(crate) fn resolve(
     rate: Rate,
 ) -> Result<QdiscSpec, ScenarioError> {
     let (kind, kind_path) = kind_of(value, path)?;
-    let _ = rate;
     match kind {
         "fifo" => fifo::resolve(value, path, limit),
-        k if QDISCS_LATER.contains(&k) => Err(not_implemented(&kind_path, "qdisc", k, QDISCS)),
+        "codel" => codel::resolve(value, path, limit, rate),
+        "fq_codel" => fq_codel::resolve(value, path, limit, rate),
+        "pie" => pie::resolve(value, path, limit, rate),
+        "dualpi2" => dualpi2::resolve(value, path, limit, rate),
         k => Err(ScenarioError::unknown_name(&kind_path, "qdisc", k, QDISCS)),
     }
 }
