@@ -42,6 +42,26 @@ def test_queue_row_lists_drop_reasons_without_zeros_or_total(make_native_result)
     assert "97.3" in text  # utilization %
 
 
+def test_dualpi2_sub_queues_get_their_own_rows():
+    summary = {
+        "queues": {
+            "bottleneck.down": {
+                "kind": "dualpi2",
+                "sojourn_ms": {"p50": 9.5, "p99": 30.25},
+                "subqueues": {
+                    "c": {"sojourn_ms": {"p50": 14.75, "p99": 31.5}},
+                    "l": {"sojourn_ms": {"p50": 0.35, "p99": 1.85}},
+                },
+            }
+        }
+    }
+    lines = render(queues_table(summary)).splitlines()
+    c_row = next(line for line in lines if "c queue" in line)
+    l_row = next(line for line in lines if "l queue" in line)
+    assert "14.75" in c_row and "31.50" in c_row
+    assert "0.35" in l_row and "1.85" in l_row
+
+
 def test_missing_values_show_a_dash():
     summary = {"seed": 3, "flows": {"f": {"cc": "reno", "completion_s": None}}}
     text = render(flows_table(summary))

@@ -82,6 +82,18 @@ def queues_table(summary: Mapping[str, Any]) -> Table:
             _reasons(queue.get("marks")),
             _number(queue.get("utilization"), scale=100.0, digits=1),
         )
+        # Composite queues (DualPI2's L and C) get one indented row per sub-queue.
+        subqueues: Mapping[str, Mapping[str, Any]] = queue.get("subqueues") or {}
+        for sub_name, sub in subqueues.items():
+            sub_sojourn = sub.get("sojourn_ms") or {}
+            table.add_row(
+                f"  {sub_name} queue",
+                _percentile(sub_sojourn, "p50"),
+                _percentile(sub_sojourn, "p99"),
+                "",
+                "",
+                "",
+            )
     return table
 
 
