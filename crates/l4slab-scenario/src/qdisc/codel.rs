@@ -18,14 +18,10 @@ use toml::Value;
 use l4slab_core::{Dur, Rate};
 use l4slab_qdisc::CodelConfig;
 
-use crate::error::{Problem, ScenarioError};
-use crate::link::buffer_limit;
+use super::params::{self, packets_of};
+use crate::error::ScenarioError;
 use crate::model::{BufferLimit, QdiscSpec};
-use crate::values::{self, deserialize_at, join};
-
-/// Bytes per packet when a byte or time buffer becomes a tc packet limit
-/// (REFERENCES.md: 1 packet = 1500 B on the wire).
-pub(super) const PACKET_BYTES: u64 = 1500;
+use crate::values::{deserialize_at, join};
 
 /// `qdisc = { kind = "codel", ... }`: the `tc-codel(8)` knobs.
 #[derive(Debug, Deserialize)]
@@ -72,36 +68,24 @@ pub(super) fn resolve(
     Ok(QdiscSpec::Codel(cfg))
 }
 
-/// A resolved buffer as a tc packet limit: packets as is, bytes at
-/// [`PACKET_BYTES`] per packet, at least 1.
-pub(super) fn packets_of(buffer: BufferLimit) -> u32 {
-    match buffer {
-        BufferLimit::Packets(n) => n,
-        BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => {
-            u32::try_from(b / PACKET_BYTES).unwrap_or(u32::MAX).max(1)
-        }
-    }
-}
-
 /// `limit`: an integer number of packets or a buffer string.
 pub(super) fn limit(v: &Value, path: &str, rate: Rate) -> Result<u32, ScenarioError> {
-    match v {
-        Value::Integer(i) => values::int_in(*i, path, 1, i64::from(u32::MAX)).map(|n| n as u32),
-        v => values::buffer(v, path)
-            .and_then(|b| buffer_limit(b, rate, path))
-            .map(packets_of),
-    }
-    .map_err(with_example)
+    params::limit(v, path, rate, example_for(path))
 }
 
 /// A duration (`"5ms"`); zero allowed.
 pub(super) fn time(v: &Value, path: &str) -> Result<Dur, ScenarioError> {
-    values::duration(v, path).map_err(with_example)
+    params::time(v, path, example_for(path))
 }
 
 /// A duration above zero.
 pub(super) fn positive_time(v: &Value, path: &str) -> Result<Dur, ScenarioError> {
-    values::positive_duration(v, path).map_err(with_example)
+    params::positive_time(v, path, example_for(path))
+}
+
+/// The example for the codel / fq_codel key at the end of `path`.
+fn example_for(path: &str) -> &'static str {
+    example(path.rsplit('.').next().unwrap_or("")).unwrap_or(r#""5ms""#)
 }
 
 /// A valid value for a codel / fq_codel key, for error messages.
@@ -126,23 +110,13 @@ fn example(key: &str) -> Option<&'static str> {
 /// value or a wrong type that has none yet (the generic examples do not know
 /// these keys).
 pub(super) fn with_example(e: ScenarioError) -> ScenarioError {
-    match e {
-        ScenarioError::Invalid {
-            path,
-            problem: problem @ (Problem::BadValue | Problem::WrongType),
-            message,
-            example: None,
-        } => {
-            let key = path.rsplit('.').next().unwrap_or("");
-            let example = example(key).map(str::to_string);
-            ScenarioError::Invalid {
-                path,
-                problem,
-                message,
-                example,
-            }
-        }
-        other => other,
+    let key = match &e {
+        ScenarioError::Invalid { path, .. } => path.rsplit('.').next().unwrap_or(""),
+        _ => return e,
+    };
+    match example(key) {
+        Some(ex) => params::with_example(e, ex),
+        None => e,
     }
 }
 

@@ -34,7 +34,7 @@ use l4slab_qdisc::dualpi2::{
 };
 use l4slab_qdisc::DualPi2Config;
 
-use super::pie::{
+use super::params::{
     bad_value, choice, flag, gain, limit, number, packets_of, positive_time, time, with_example,
     wrong_type,
 };

@@ -21,7 +21,8 @@ use l4slab_core::Rate;
 use l4slab_qdisc::fq_codel::{MAX_FLOWS, MAX_QUANTUM, MIN_QUANTUM};
 use l4slab_qdisc::{CeSelector, FqCodelConfig};
 
-use super::codel::{limit, packets_of, positive_time, time, with_example};
+use super::codel::{limit, positive_time, time, with_example};
+use super::params::packets_of;
 use crate::error::ScenarioError;
 use crate::model::{BufferLimit, QdiscSpec};
 use crate::values::{self, deserialize_at, join};

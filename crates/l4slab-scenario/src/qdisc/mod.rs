@@ -10,6 +10,7 @@ mod codel;
 mod dualpi2;
 mod fifo;
 mod fq_codel;
+mod params;
 mod pie;
 
 pub(crate) use dualpi2::resolve_flow_classes;

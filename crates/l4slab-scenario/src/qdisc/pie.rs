@@ -18,17 +18,13 @@
 use serde::Deserialize;
 use toml::Value;
 
-use l4slab_core::{Dur, Rate};
+use l4slab_core::Rate;
 use l4slab_qdisc::PieConfig;
 
-use crate::error::{Problem, ScenarioError};
-use crate::link::buffer_limit;
+use super::params::{bad_value, flag, gain, limit, packets_of, positive_time, time};
+use crate::error::ScenarioError;
 use crate::model::{BufferLimit, QdiscSpec};
-use crate::values::{self, describe, deserialize_at, join};
-
-/// Bytes per packet when a byte or time buffer becomes a tc packet limit
-/// (REFERENCES.md: 1 packet = 1500 B on the wire).
-pub(super) const PACKET_BYTES: u64 = 1500;
+use crate::values::{deserialize_at, join};
 
 /// `qdisc = { kind = "pie", ... }`.
 #[derive(Debug, Deserialize)]
@@ -106,130 +102,4 @@ fn pie_gain(v: &Value, path: &str, example: &str, tc: i64) -> Result<f64, Scenar
         ));
     }
     gain(v, path, example, true)
-}
-
-/// A gain in Hz: a finite number, above zero unless `allow_zero`.
-pub(super) fn gain(
-    v: &Value,
-    path: &str,
-    example: &str,
-    allow_zero: bool,
-) -> Result<f64, ScenarioError> {
-    let x = number(v, path, example)?;
-    if x < 0.0 || (x == 0.0 && !allow_zero) {
-        let bound = if allow_zero { "at least 0" } else { "above 0" };
-        return Err(bad_value(path, format!("{x} Hz: must be {bound}"), example));
-    }
-    Ok(x)
-}
-
-/// A finite number, integer or float.
-pub(super) fn number(v: &Value, path: &str, example: &str) -> Result<f64, ScenarioError> {
-    match v {
-        Value::Integer(i) => Ok(*i as f64),
-        Value::Float(f) if f.is_finite() => Ok(*f),
-        Value::Float(f) => Err(bad_value(path, format!("{f} is not a number"), example)),
-        other => Err(wrong_type(path, "a number", other, example)),
-    }
-}
-
-/// `true` or `false`.
-pub(super) fn flag(v: &Value, path: &str) -> Result<bool, ScenarioError> {
-    match v {
-        Value::Boolean(b) => Ok(*b),
-        other => Err(wrong_type(path, "true or false", other, "true")),
-    }
-}
-
-/// A string naming one of `choices`.
-pub(super) fn choice<'v>(
-    v: &'v Value,
-    path: &str,
-    what: &str,
-    choices: &[&str],
-) -> Result<&'v str, ScenarioError> {
-    match v {
-        Value::String(s) if choices.contains(&s.as_str()) => Ok(s),
-        Value::String(s) => Err(ScenarioError::unknown_name(path, what, s, choices)),
-        other => Err(wrong_type(
-            path,
-            "a string",
-            other,
-            &format!("{:?}", choices[0]),
-        )),
-    }
-}
-
-/// A resolved buffer as a tc packet limit: packets as is, bytes at
-/// [`PACKET_BYTES`] per packet, at least 1.
-pub(super) fn packets_of(buffer: BufferLimit) -> u32 {
-    match buffer {
-        BufferLimit::Packets(n) => n,
-        BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => {
-            u32::try_from(b / PACKET_BYTES).unwrap_or(u32::MAX).max(1)
-        }
-    }
-}
-
-/// `limit`: an integer number of packets, or a buffer string at the link rate.
-pub(super) fn limit(
-    v: &Value,
-    path: &str,
-    rate: Rate,
-    example: &str,
-) -> Result<u32, ScenarioError> {
-    match v {
-        Value::Integer(i) => values::int_in(*i, path, 1, i64::from(u32::MAX)).map(|n| n as u32),
-        v => values::buffer(v, path)
-            .and_then(|b| buffer_limit(b, rate, path))
-            .map(packets_of),
-    }
-    .map_err(|e| with_example(e, example))
-}
-
-/// A duration; zero allowed.
-pub(super) fn time(v: &Value, path: &str, example: &str) -> Result<Dur, ScenarioError> {
-    values::duration(v, path).map_err(|e| with_example(e, example))
-}
-
-/// A duration above zero.
-pub(super) fn positive_time(v: &Value, path: &str, example: &str) -> Result<Dur, ScenarioError> {
-    values::positive_duration(v, path).map_err(|e| with_example(e, example))
-}
-
-pub(super) fn bad_value(path: &str, message: impl Into<String>, example: &str) -> ScenarioError {
-    ScenarioError::invalid(path, Problem::BadValue, message, Some(example.to_string()))
-}
-
-pub(super) fn wrong_type(
-    path: &str,
-    expected: &str,
-    found: &Value,
-    example: &str,
-) -> ScenarioError {
-    ScenarioError::invalid(
-        path,
-        Problem::WrongType,
-        format!("expected {expected}, found {}", describe(found)),
-        Some(example.to_string()),
-    )
-}
-
-/// Give a bad value or wrong type from the generic helpers (whose examples do
-/// not know these keys) the example for this key.
-pub(super) fn with_example(e: ScenarioError, example: &str) -> ScenarioError {
-    match e {
-        ScenarioError::Invalid {
-            path,
-            problem: problem @ (Problem::BadValue | Problem::WrongType),
-            message,
-            example: None,
-        } => ScenarioError::Invalid {
-            path,
-            problem,
-            message,
-            example: Some(example.to_string()),
-        },
-        other => other,
-    }
 }
