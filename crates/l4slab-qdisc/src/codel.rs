@@ -44,7 +44,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::{DropReason, Dur, Ecn, MarkReason, Packet, Time, TraceEvent};
+use l4slab_core::{DropReason, Dur, Ecn, MarkReason, Packet, Time};
 
 /// Linux `psched_mtu()` of an Ethernet device: MTU 1500 + 14 B header. The
 /// default `fq_codel` quantum and the CoDel "one MTU of backlog" threshold.
@@ -525,18 +525,7 @@ impl Qdisc for Codel {
                 ctx,
             },
         )?;
-        self.stats.sent += 1;
-        self.stats.sent_bytes += u64::from(pkt.len);
-        ctx.tracer.event(
-            now,
-            TraceEvent::Dequeued {
-                queue: ctx.queue,
-                subqueue: 0,
-                flow: pkt.flow,
-                bytes: pkt.len,
-                sojourn: now.saturating_since(pkt.enqueued_at),
-            },
-        );
+        ctx.sent(now, &pkt, 0, &mut self.stats);
         Some(pkt)
     }
 
@@ -575,6 +564,7 @@ mod tests {
     //! Timelines for each RFC 8289 mechanic. Packets are 1500 B and Not-ECT
     //! unless a test says otherwise; `t` is the harness clock.
     use super::*;
+    use l4slab_core::TraceEvent;
     use crate::testing::Harness;
 
     const MS: u64 = 1_000_000;

@@ -56,7 +56,7 @@ use crate::codel::{
     Loop, ETH_HLEN, ETH_PSCHED_MTU,
 };
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::{DropReason, Dur, FlowId, Packet, Time, TraceEvent};
+use l4slab_core::{DropReason, Dur, FlowId, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_codel_change`: `flows_cnt > 65536` is `-EINVAL`).
 pub const MAX_FLOWS: u32 = 65536;
@@ -438,18 +438,7 @@ impl Qdisc for FqCodel {
             };
             // `flow->deficit -= qdisc_pkt_len(skb)`
             self.buckets[idx as usize].deficit -= qdisc_pkt_len(pkt.len) as i64;
-            self.stats.sent += 1;
-            self.stats.sent_bytes += u64::from(pkt.len);
-            ctx.tracer.event(
-                now,
-                TraceEvent::Dequeued {
-                    queue: ctx.queue,
-                    subqueue: 0,
-                    flow: pkt.flow,
-                    bytes: pkt.len,
-                    sojourn: now.saturating_since(pkt.enqueued_at),
-                },
-            );
+            ctx.sent(now, &pkt, 0, &mut self.stats);
             return Some(pkt);
         }
     }
@@ -492,6 +481,7 @@ mod tests {
     //! Timelines for each RFC 8290 / Linux mechanic. Flow *f* is FlowId *f*;
     //! with the default hash seed, flows 0..16 have distinct buckets.
     use super::*;
+    use l4slab_core::TraceEvent;
     use crate::testing::Harness;
     use l4slab_core::{Ecn, MarkReason};
 
