@@ -100,6 +100,7 @@ fn run<'py>(
             c.set_item("retransmission", PyList::new(py, &p.retransmission)?)?;
             c.set_item("wnd", PyList::new(py, &p.wnd)?)?;
             c.set_item("sack", PyList::new(py, &p.sack)?)?;
+            c.set_item("flags", PyList::new(py, &p.flags)?)?;
             d.set_item("packets", c)?;
         }
     }

@@ -15,7 +15,7 @@ use l4slab_link::Link;
 use l4slab_qdisc::QdiscCtx;
 use l4slab_scenario::{AppSpec, Scenario};
 use l4slab_transport::app::{App, AppIo, EndpointIo};
-use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Transmit};
+use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Flags, Transmit};
 
 use crate::delay_line::{DelayLine, LineExit};
 use crate::event::EventQueue;
@@ -393,6 +393,7 @@ impl Sim<'_> {
             s.push_str(&format!("{}-{}", b.start, b.end));
         }
         tr.sack.push(s);
+        tr.flags.push(flag_letters(seg.flags));
     }
 
     // ---- endpoints and applications -----------------------------------
@@ -600,6 +601,22 @@ impl Sim<'_> {
             AppSpec::File { .. } => "file",
         }
     }
+}
+
+/// tcpdump-style flag letters: `S` SYN, `F` FIN, `.` ACK, `E` ECE, `W` CWR, `A` AE.
+fn flag_letters(f: Flags) -> String {
+    [
+        (Flags::SYN, 'S'),
+        (Flags::FIN, 'F'),
+        (Flags::ACK, '.'),
+        (Flags::ECE, 'E'),
+        (Flags::CWR, 'W'),
+        (Flags::AE, 'A'),
+    ]
+    .iter()
+    .filter(|(bit, _)| f.contains(*bit))
+    .map(|(_, c)| *c)
+    .collect()
 }
 
 fn ecn_name(e: Ecn) -> &'static str {

@@ -75,6 +75,8 @@ pub struct PacketTrace {
     pub wnd: Vec<u64>,
     /// SACK blocks as "l-r;l-r", empty when none.
     pub sack: Vec<String>,
+    /// TCP flags as letters, tcpdump style: S(YN) F(IN) .(ACK) E(CE) W (CWR) A(E).
+    pub flags: Vec<String>,
 }
 
 pub struct RunOutput {
