@@ -140,3 +140,56 @@ def native_result(
         "packets": trace,
         "stats": {"wall_s": 0.25, "events": 12345, "packets": 6789, "sim_s": samples * 0.1},
     }
+
+
+# --------------------------------------------------------------------------- small real runs
+
+#: Short real runs for the plot, report and compare tests: (scenario, overrides). Each takes
+#: milliseconds to simulate.
+SMALL_RUNS: dict[str, tuple[Path, list[str]]] = {
+    "dualpi2": (
+        REPO / "scenarios" / "golden" / "dualpi2-reno.toml",
+        ["duration=3s", "packet_trace=true"],
+    ),
+    "fifo": (
+        REPO / "scenarios" / "golden" / "fifo-reno.toml",
+        ["duration=3s", "packet_trace=true"],
+    ),
+    # No packet trace: the plots fall back to the series, the report has no time-sequence graph.
+    "codel": (REPO / "scenarios" / "golden" / "codel-reno.toml", ["duration=3s"]),
+    # A 1 MB file under 1 % random loss: finishes in about 1.2 s, with drops, SACKs and
+    # retransmissions in the trace.
+    "file": (
+        REPO / "scenarios" / "examples" / "file-under-loss.toml",
+        ["duration=3s", "packet_trace=true", "flows[0].app.size=1MB"],
+    ),
+}
+
+
+@pytest.fixture(scope="session")
+def small_runs(native: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Results bundles of SMALL_RUNS, by key, written once per test session.
+
+    Tests that write a report into a bundle copy it first (see ``bundle_copy``).
+    """
+    from l4slab import api
+
+    root = tmp_path_factory.mktemp("small-runs")
+    paths = {}
+    for key, (scenario, overrides) in SMALL_RUNS.items():
+        paths[key] = root / key
+        api.run(scenario, out=paths[key], overrides=overrides, command=["test"])
+    return paths
+
+
+@pytest.fixture
+def bundle_copy(small_runs: dict[str, Path], tmp_path: Path) -> Callable[[str], Path]:
+    """``bundle_copy("fifo")``: a private copy of a small run's bundle, to write into."""
+    import shutil
+
+    def copy(key: str) -> Path:
+        target = tmp_path / key
+        shutil.copytree(small_runs[key], target)
+        return target
+
+    return copy

@@ -104,6 +104,33 @@ SHOW_HELP = _help(
     "nothing is written.",
 )
 
+REPORT_SHORT = "Write the HTML report and figures of a results directory."
+REPORT_HELP = _help(
+    "Write DIR/report.html, one self-contained page (open it in any browser, or mail it): "
+    "the scenario and its topology, the summary tables, figures (RTT CDF per flow; goodput, "
+    "congestion window, RTT, queue delay per queue and sub-queue, drops and marks, and the "
+    "AQM's marking/drop probability over time; a tcptrace-style time-sequence graph when the "
+    "run has a packet trace), every metric, and the facts of the run. Each figure is also "
+    "written as PNG and SVG in DIR/figures/.",
+    "Example: [bold]l4slab report results/dualpi2-reno --open[/bold]",
+    "The time-sequence graph needs packets.parquet: run with --set packet_trace=true. "
+    "[bold]l4slab run SCENARIO --report[/bold] runs and reports in one go.",
+)
+
+COMPARE_SHORT = "Compare results directories side by side (tables and overlaid CDFs)."
+COMPARE_HELP = _help(
+    "Compare two or more results directories: for each flow name and queue name found in "
+    "several runs, a table with one column per run (goodput, RTT p50/p99, retransmits, "
+    "queue delay p50/p99, drops, marks), and overlaid RTT and queue-delay CDFs, one line per "
+    "run. Prints the tables and writes OUT/compare.html with its figures (PNG and SVG) in "
+    "OUT/figures/.",
+    "Example: [bold]l4slab compare results/fifo-reno results/codel-reno "
+    "results/dualpi2-reno -o results/aqms[/bold]",
+    "Runs are labelled with their scenario names, or with their directory names when "
+    "scenario names repeat; --label sets them. OUT defaults to results/compare; it may be "
+    "missing, empty or an earlier comparison, nothing else.",
+)
+
 app = typer.Typer(
     name="l4slab",
     help=APP_HELP,
@@ -264,6 +291,13 @@ def run_command(
             "--quiet", "-q", help="No progress bar and no tables; print only where results went."
         ),
     ] = False,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report",
+            help="Also write DIR/report.html and DIR/figures/ (see l4slab report).",
+        ),
+    ] = False,
 ) -> None:
     text, source = _read(scenario)
     native = _native()
@@ -310,6 +344,9 @@ def run_command(
     if not quiet:
         console.print(summary_view(results))
     console.print(f"results: {target}/ ({', '.join(files)})", markup=False, soft_wrap=True)
+    if report:
+        page = _write_report(target, flow=None)
+        console.print(f"report: {page}", markup=False, soft_wrap=True)
 
 
 def _read(scenario: Path) -> tuple[str, str]:
@@ -365,6 +402,126 @@ def show_command(
     console = _stdout()
     console.print(summary_view(results))
     console.print(f"results: {directory}/", markup=False, soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- report
+
+
+@app.command("report", help=REPORT_HELP, short_help=REPORT_SHORT)
+def report_command(
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DIR",
+            help="A results directory written by l4slab run, e.g. results/reno-20mbit.",
+            show_default=False,
+        ),
+    ],
+    flow: Annotated[
+        str | None,
+        typer.Option(
+            "--flow",
+            metavar="NAME",
+            help="Flow of the time-sequence graph. Default: the first flow.",
+            show_default=False,
+        ),
+    ] = None,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="Open the report in the web browser.")
+    ] = False,
+) -> None:
+    page = _write_report(directory, flow=flow)
+    _stdout().print(f"report: {page}", markup=False, soft_wrap=True)
+    if open_page:
+        _open(page)
+
+
+def _write_report(directory: Path, *, flow: str | None) -> Path:
+    """Write the report of a bundle, or exit naming the problem."""
+    from l4slab.report import write_report
+
+    try:
+        results = results_mod.load(directory)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    try:
+        return write_report(results, flow=flow)
+    except KeyError as exc:
+        raise _fail(str(exc.args[0]) if exc.args else str(exc), EXIT_BAD_INPUT) from None
+    except OSError as exc:
+        raise _fail(f"could not write the report in {directory}: {exc}", EXIT_FAILED) from None
+
+
+def _open(page: Path) -> None:
+    import webbrowser
+
+    if not webbrowser.open(page.resolve().as_uri()):
+        _stderr().print(f"could not open a browser; open {page} yourself", markup=False)
+
+
+# --------------------------------------------------------------------------- compare
+
+
+DEFAULT_COMPARE_DIR = DEFAULT_RESULTS_ROOT / "compare"
+
+
+@app.command("compare", help=COMPARE_HELP, short_help=COMPARE_SHORT)
+def compare_command(
+    directories: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="DIR",
+            help="Two or more results directories, e.g. results/fifo-reno results/codel-reno.",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--out",
+            metavar="OUT",
+            help="Where compare.html and figures/ go. Default: results/compare.",
+            show_default=False,
+        ),
+    ] = None,
+    labels: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            metavar="LABEL",
+            help="Name of a run, once per DIR in order. Default: scenario or directory names.",
+            show_default=False,
+        ),
+    ] = None,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="Open the comparison in the web browser.")
+    ] = False,
+) -> None:
+    from l4slab.compare import check_compare_dir, compare, comparison_tables, run_labels
+    from l4slab.tables import rich_table
+
+    if len(directories) < 2:
+        raise _fail("give at least two results directories to compare", EXIT_BAD_INPUT)
+    target = out if out is not None else DEFAULT_COMPARE_DIR
+    try:
+        runs = [results_mod.load(d) for d in directories]
+        check_compare_dir(target)
+    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    names = list(labels) if labels else run_labels(runs)
+    try:
+        page = compare(runs, target, labels=names)
+    except ValueError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except OSError as exc:
+        raise _fail(f"could not write the comparison to {target}: {exc}", EXIT_FAILED) from None
+    console = _stdout()
+    for table in comparison_tables(runs, names):
+        console.print(rich_table(table))
+    console.print(f"comparison: {page}", markup=False, soft_wrap=True)
+    if open_page:
+        _open(page)
 
 
 # --------------------------------------------------------------------------- main

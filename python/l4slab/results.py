@@ -39,6 +39,7 @@ from l4slab._types import NativeResult, RunStats, SeriesColumns
 __all__ = [
     "BUNDLE_FILES",
     "PACKETS_FILE",
+    "REPORT_FILES",
     "ROW_GROUP_SIZE",
     "RUN_FILE",
     "RUN_FORMAT_VERSION",
@@ -60,6 +61,8 @@ PACKETS_FILE = "packets.parquet"
 RUN_FILE = "run.json"
 #: Every file a bundle may hold; a directory holding anything else is not a bundle.
 BUNDLE_FILES = (SUMMARY_FILE, SERIES_FILE, PACKETS_FILE, RUN_FILE)
+#: What ``l4slab report`` adds to a bundle (see l4slab.report); replaced with the bundle.
+REPORT_FILES = ("report.html", "figures")
 
 #: Version of the run.json layout (summary.json carries its own format_version).
 RUN_FORMAT_VERSION = 1
@@ -416,8 +419,8 @@ def check_output_dir(path: str | os.PathLike[str]) -> None:
     """Raise ``FileExistsError`` unless ``path`` may receive a bundle.
 
     It may if it does not exist, is an empty directory, or holds a previous bundle
-    (a ``summary.json`` and nothing but bundle files). Any other directory is
-    refused, so a mistyped ``-o`` never deletes someone's files.
+    (a ``summary.json`` and nothing but bundle files, and the report of it). Any
+    other directory is refused, so a mistyped ``-o`` never deletes someone's files.
     """
     target = Path(path)
     if not target.exists():
@@ -427,7 +430,7 @@ def check_output_dir(path: str | os.PathLike[str]) -> None:
     entries = sorted(entry.name for entry in target.iterdir())
     if not entries:
         return
-    strangers = [name for name in entries if name not in BUNDLE_FILES]
+    strangers = [name for name in entries if name not in BUNDLE_FILES + REPORT_FILES]
     if strangers or SUMMARY_FILE not in entries:
         shown = ", ".join(strangers[:3] or entries[:3])
         raise FileExistsError(

@@ -1,9 +1,17 @@
-"""Human-readable summary tables of a result (rich renderables; nothing is printed here)."""
+"""Summary tables of a result: the numbers once, rendered for the terminal and for HTML.
+
+:func:`flows_data` and :func:`queues_data` compute the cells (strings, units
+converted) from a summary; :func:`flows_table` and :func:`queues_table` render
+them as rich tables for the CLI, and the HTML report renders the same
+:class:`TableData`, so the terminal and the report never disagree. Nothing is
+printed here.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -13,9 +21,52 @@ from rich.text import Text
 
 from l4slab.results import Results
 
-__all__ = ["flows_table", "queues_table", "run_line", "summary_view"]
+__all__ = [
+    "MISSING",
+    "Column",
+    "Row",
+    "TableData",
+    "flow_order",
+    "flows_data",
+    "flows_table",
+    "format_bytes",
+    "format_count",
+    "format_number",
+    "queues_data",
+    "queues_table",
+    "rich_table",
+    "run_line",
+    "summary_view",
+]
 
-_MISSING = "—"
+#: What a cell shows when the value is missing, null or not finite.
+MISSING = "—"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: its header (name, then the unit on a second line) and alignment."""
+
+    header: str
+    numeric: bool = True
+    no_wrap: bool = False
+
+
+@dataclass(frozen=True)
+class Row:
+    """A row of cells; ``sub`` marks a sub-row (a DualPI2 sub-queue) under the row above."""
+
+    cells: tuple[str, ...]
+    sub: bool = False
+
+
+@dataclass(frozen=True)
+class TableData:
+    """A table as text cells, ready to render in a terminal or in HTML."""
+
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[Row, ...]
 
 
 def summary_view(results: Results) -> RenderableType:
@@ -31,69 +82,126 @@ def summary_view(results: Results) -> RenderableType:
 
 def flows_table(summary: Mapping[str, Any]) -> Table:
     """One row per flow: cc, goodput, bytes delivered, completion, RTT, retransmits, losses."""
-    scenario = summary.get("scenario") or {}
-    title = f"flows — {scenario.get('name', '?')} (seed {summary.get('seed', '?')})"
-    table = _table(title)
-    table.add_column("flow", no_wrap=True)
-    table.add_column("cc", no_wrap=True)
-    table.add_column("goodput\nMbit/s", justify="right")
-    table.add_column("delivered", justify="right")
-    table.add_column("completion\ns", justify="right")
-    table.add_column("RTT ms\nmin", justify="right")
-    table.add_column("RTT ms\np50", justify="right")
-    table.add_column("RTT ms\np99", justify="right")
-    table.add_column("retrans-\nmits", justify="right")
-    table.add_column("lost\npkts", justify="right")
-    flows: Mapping[str, Mapping[str, Any]] = summary.get("flows") or {}
-    for name, flow in flows.items():
-        rtt = flow.get("rtt_ms") or {}
-        table.add_row(
-            name,
-            _text(flow.get("cc")),
-            _number(flow.get("goodput_bps"), scale=1e-6, digits=2),
-            _bytes(flow.get("bytes_delivered")),
-            _number(flow.get("completion_s"), digits=3),
-            _number(rtt.get("min"), digits=1),
-            _number(rtt.get("p50"), digits=1),
-            _number(rtt.get("p99"), digits=1),
-            _count(flow.get("retransmits")),
-            _count(flow.get("lost_packets")),
-        )
-    return table
+    return rich_table(flows_data(summary))
 
 
 def queues_table(summary: Mapping[str, Any]) -> Table:
     """One row per queue: sojourn p50/p99, drops and marks by reason, utilization."""
-    table = _table("queues")
-    table.add_column("queue", no_wrap=True)
-    table.add_column("sojourn ms\np50", justify="right")
-    table.add_column("sojourn ms\np99", justify="right")
-    table.add_column("drops")
-    table.add_column("marks")
-    table.add_column("utilization\n%", justify="right")
+    return rich_table(queues_data(summary))
+
+
+def flows_data(summary: Mapping[str, Any]) -> TableData:
+    """The cells of the flow table (one row per flow, in scenario order)."""
+    scenario = summary.get("scenario") or {}
+    title = f"flows — {scenario.get('name', '?')} (seed {summary.get('seed', '?')})"
+    columns = (
+        Column("flow", numeric=False, no_wrap=True),
+        Column("cc", numeric=False, no_wrap=True),
+        Column("goodput\nMbit/s"),
+        Column("delivered"),
+        Column("completion\ns"),
+        Column("RTT ms\nmin"),
+        Column("RTT ms\np50"),
+        Column("RTT ms\np99"),
+        Column("retrans-\nmits"),
+        Column("lost\npkts"),
+    )
+    flows: Mapping[str, Mapping[str, Any]] = summary.get("flows") or {}
+    rows = []
+    for name in flow_order(summary):
+        flow = flows[name]
+        rtt = flow.get("rtt_ms") or {}
+        rows.append(
+            Row(
+                (
+                    name,
+                    _text(flow.get("cc")),
+                    format_number(flow.get("goodput_bps"), scale=1e-6, digits=2),
+                    format_bytes(flow.get("bytes_delivered")),
+                    format_number(flow.get("completion_s"), digits=3),
+                    format_number(rtt.get("min"), digits=1),
+                    format_number(rtt.get("p50"), digits=1),
+                    format_number(rtt.get("p99"), digits=1),
+                    format_count(flow.get("retransmits")),
+                    format_count(flow.get("lost_packets")),
+                )
+            )
+        )
+    return TableData(title, columns, tuple(rows))
+
+
+def queues_data(summary: Mapping[str, Any]) -> TableData:
+    """The cells of the queue table; DualPI2's L and C sub-queues get a sub-row each."""
+    columns = (
+        Column("queue", numeric=False, no_wrap=True),
+        Column("sojourn ms\np50"),
+        Column("sojourn ms\np99"),
+        Column("drops", numeric=False),
+        Column("marks", numeric=False),
+        Column("utilization\n%"),
+    )
     queues: Mapping[str, Mapping[str, Any]] = summary.get("queues") or {}
+    rows = []
     for name, queue in queues.items():
         sojourn = queue.get("sojourn_ms") or {}
-        table.add_row(
-            name,
-            _percentile(sojourn, "p50"),
-            _percentile(sojourn, "p99"),
-            _reasons(queue.get("drops")),
-            _reasons(queue.get("marks")),
-            _number(queue.get("utilization"), scale=100.0, digits=1),
+        rows.append(
+            Row(
+                (
+                    name,
+                    _percentile(sojourn, "p50"),
+                    _percentile(sojourn, "p99"),
+                    _reasons(queue.get("drops")),
+                    _reasons(queue.get("marks")),
+                    format_number(queue.get("utilization"), scale=100.0, digits=1),
+                )
+            )
         )
-        # Composite queues (DualPI2's L and C) get one indented row per sub-queue.
         subqueues: Mapping[str, Mapping[str, Any]] = queue.get("subqueues") or {}
         for sub_name, sub in subqueues.items():
             sub_sojourn = sub.get("sojourn_ms") or {}
-            table.add_row(
-                f"  {sub_name} queue",
-                _percentile(sub_sojourn, "p50"),
-                _percentile(sub_sojourn, "p99"),
-                "",
-                "",
-                "",
+            rows.append(
+                Row(
+                    (
+                        f"{sub_name} queue",
+                        _percentile(sub_sojourn, "p50"),
+                        _percentile(sub_sojourn, "p99"),
+                        "",
+                        "",
+                        "",
+                    ),
+                    sub=True,
+                )
             )
+    return TableData("queues", columns, tuple(rows))
+
+
+def flow_order(summary: Mapping[str, Any]) -> list[str]:
+    """Flow names in scenario order (summary.json sorts its keys; the scenario does not).
+
+    The ``flow`` column of packets.parquet indexes this list.
+    """
+    flows: Mapping[str, Any] = summary.get("flows") or {}
+    scenario = summary.get("scenario") or {}
+    ordered = [
+        str(flow.get("name"))
+        for flow in scenario.get("flows") or []
+        if isinstance(flow, Mapping) and flow.get("name") in flows
+    ]
+    return ordered + [name for name in flows if name not in ordered]
+
+
+def rich_table(data: TableData) -> Table:
+    """Render table cells as a rich Table (sub-rows indented)."""
+    table = _table(data.title)
+    for column in data.columns:
+        table.add_column(
+            column.header,
+            justify="right" if column.numeric else "left",
+            no_wrap=column.no_wrap,
+        )
+    for row in data.rows:
+        first, *rest = row.cells
+        table.add_row(f"  {first}" if row.sub else first, *rest)
     return table
 
 
@@ -131,38 +239,40 @@ def _table(title: str) -> Table:
 
 
 def _text(value: Any) -> str:
-    return _MISSING if value is None else str(value)
+    return MISSING if value is None else str(value)
 
 
-def _number(value: Any, *, scale: float = 1.0, digits: int = 1) -> str:
+def format_number(value: Any, *, scale: float = 1.0, digits: int = 1) -> str:
+    """``value * scale`` with thousands separators and ``digits`` decimals, or a dash."""
     if value is None or isinstance(value, bool):
-        return _MISSING
+        return MISSING
     try:
         number = float(value) * scale
     except (TypeError, ValueError):
-        return _MISSING
+        return MISSING
     if not math.isfinite(number):
-        return _MISSING
+        return MISSING
     return f"{number:,.{digits}f}"
 
 
-def _count(value: Any) -> str:
+def format_count(value: Any) -> str:
+    """An integer count with thousands separators, or a dash."""
     if value is None or isinstance(value, bool):
-        return _MISSING
+        return MISSING
     try:
         return f"{int(value):,}"
     except (TypeError, ValueError):
-        return _MISSING
+        return MISSING
 
 
-def _bytes(value: Any) -> str:
+def format_bytes(value: Any) -> str:
     """Decimal units, as in scenario files: 1 MB = 10^6 bytes."""
     if value is None or isinstance(value, bool):
-        return _MISSING
+        return MISSING
     try:
         n = float(value)
     except (TypeError, ValueError):
-        return _MISSING
+        return MISSING
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(n) >= size:
             return f"{n / size:.2f} {unit}"
@@ -172,11 +282,11 @@ def _bytes(value: Any) -> str:
 def _percentile(sojourn: Mapping[str, Any], which: str) -> str:
     """A percentile; for a queue with sub-queues (DualPI2 ``l``/``c``), one per sub-queue."""
     if which in sojourn:
-        return _number(sojourn.get(which), digits=2)
+        return format_number(sojourn.get(which), digits=2)
     subs = [(name, sub) for name, sub in sojourn.items() if isinstance(sub, Mapping)]
     if not subs:
-        return _MISSING
-    return " / ".join(f"{name} {_number(sub.get(which), digits=2)}" for name, sub in subs)
+        return MISSING
+    return " / ".join(f"{name} {format_number(sub.get(which), digits=2)}" for name, sub in subs)
 
 
 def _reasons(counts: Any) -> str:
@@ -185,10 +295,10 @@ def _reasons(counts: Any) -> str:
     Zero counts and the ``total`` entry are left out.
     """
     if not isinstance(counts, Mapping):
-        return _MISSING
+        return MISSING
     parts = [
         f"{reason} {int(n):,}"
         for reason, n in counts.items()
         if reason != "total" and isinstance(n, int | float) and n
     ]
-    return ", ".join(parts) if parts else _MISSING
+    return ", ".join(parts) if parts else MISSING

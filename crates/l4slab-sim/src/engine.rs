@@ -573,7 +573,9 @@ impl Sim<'_> {
                 }
             }
             let stats = ls.link.qdisc().stats();
-            let (drops, marks) = (stats.total_drops(), stats.total_marks());
+            // Wire losses happen after the qdisc; count them with its drops.
+            let drops = stats.total_drops() + ls.link.stats().lost_packets;
+            let marks = stats.total_marks();
             ss.push(t, s, k.drops, (drops - ls.last_drops) as f64);
             ss.push(t, s, k.marks, (marks - ls.last_marks) as f64);
             ls.last_drops = drops;

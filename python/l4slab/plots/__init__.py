@@ -1,0 +1,53 @@
+"""Plots of a result, as plain functions: an ``Axes`` in (``ax=``), the same ``Axes`` out.
+
+Every function takes a :class:`~l4slab.results.Results` and an optional ``ax``;
+without one it draws into a new figure (a ``matplotlib.figure.Figure``, rendered
+with Agg; save it with ``ax.figure.savefig(...)``). Nothing here calls
+``plt.show()`` or touches pyplot's global state::
+
+    import matplotlib.pyplot as plt
+    import l4slab
+    from l4slab import plots
+
+    res = l4slab.load("results/dualpi2-reno")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4))
+    plots.rtt_cdf(res, ax=a)
+    plots.queue_delay(res, ax=b)
+    fig.savefig("dualpi2.png")
+
+The time-sequence graph needs the packet trace (``packet_trace = true``).
+"""
+
+from __future__ import annotations
+
+from l4slab.plots._style import COLORS, key_info
+from l4slab.plots._trace import FlowTrace, NoPacketTraceError, flow_trace, segment_rtts
+from l4slab.plots.cdf import (
+    cdf_line,
+    queue_delay_cdf,
+    queue_delay_samples,
+    rtt_cdf,
+    rtt_samples,
+)
+from l4slab.plots.timeseries import aqm_probability, drops_marks, queue_delay, timeseries
+from l4slab.plots.tsg import interesting_window, time_sequence
+
+__all__ = [
+    "COLORS",
+    "FlowTrace",
+    "NoPacketTraceError",
+    "aqm_probability",
+    "cdf_line",
+    "drops_marks",
+    "flow_trace",
+    "interesting_window",
+    "key_info",
+    "queue_delay",
+    "queue_delay_cdf",
+    "queue_delay_samples",
+    "rtt_cdf",
+    "rtt_samples",
+    "segment_rtts",
+    "time_sequence",
+    "timeseries",
+]

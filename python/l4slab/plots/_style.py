@@ -1,0 +1,110 @@
+"""Shared look of the plots: a colour-blind-safe palette, axes creation, units of series keys.
+
+No pyplot here: a new figure is a plain ``matplotlib.figure.Figure``, which
+renders with Agg and never opens a window, so nothing global changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import cycle
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+__all__ = [
+    "COLORS",
+    "LINESTYLES",
+    "KeyInfo",
+    "key_info",
+    "new_axes",
+    "styles",
+]
+
+#: Okabe & Ito's colour-blind-safe palette (Color Universal Design), yellow last because it
+#: reads poorly on white.
+COLORS = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#000000",  # black
+    "#F0E442",  # yellow
+)
+#: After the colours run out, lines differ by dash pattern too.
+LINESTYLES = ("-", "--", ":", "-.")
+
+#: Size of a figure made when no ``ax`` is given, in inches.
+FIGSIZE = (8.0, 4.0)
+
+
+def new_axes(ax: Axes | None, *, figsize: tuple[float, float] = FIGSIZE) -> Axes:
+    """``ax`` itself, or the single Axes of a new Agg figure (``ax.figure`` to save it)."""
+    if ax is not None:
+        return ax
+    figure = Figure(figsize=figsize, layout="constrained")
+    return figure.add_subplot()
+
+
+def styles() -> Iterator[tuple[str, str]]:
+    """``(colour, linestyle)`` pairs: every colour solid, then every colour dashed, ..."""
+    pairs = [(color, style) for style in LINESTYLES for color in COLORS]
+    return cycle(pairs)
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """How a series key is shown: a name for the axis, its unit, and the scale to it."""
+
+    name: str
+    unit: str
+    scale: float = 1.0
+
+    @property
+    def label(self) -> str:
+        """An axis label with the unit, e.g. ``goodput (Mbit/s)``."""
+        return f"{self.name} ({self.unit})" if self.unit else self.name
+
+
+_KEYS: dict[str, KeyInfo] = {
+    "goodput_bps": KeyInfo("goodput", "Mbit/s", 1e-6),
+    "pacing_bps": KeyInfo("pacing rate", "Mbit/s", 1e-6),
+    "cwnd_bytes": KeyInfo("congestion window", "kB", 1e-3),
+    "ssthresh_bytes": KeyInfo("slow-start threshold", "kB", 1e-3),
+    "inflight_bytes": KeyInfo("bytes in flight", "kB", 1e-3),
+    "srtt_ms": KeyInfo("smoothed RTT", "ms"),
+    "rtt_ms": KeyInfo("RTT, mean per interval", "ms"),
+    "sojourn_ms": KeyInfo("queue delay, mean per interval", "ms"),
+    "sojourn_ms.l": KeyInfo("L queue delay, mean per interval", "ms"),
+    "sojourn_ms.c": KeyInfo("C queue delay, mean per interval", "ms"),
+    "sojourn_max_ms": KeyInfo("queue delay, max per interval", "ms"),
+    "backlog_pkts": KeyInfo("backlog", "packets"),
+    "backlog_bytes": KeyInfo("backlog", "kB", 1e-3),
+    "drops": KeyInfo("drops per interval", "packets"),
+    "marks": KeyInfo("CE marks per interval", "packets"),
+    "utilization": KeyInfo("utilization", "%", 100.0),
+    "prob": KeyInfo("probability", "0 to 1"),
+    "p_c": KeyInfo("p_C, classic drop/mark probability", "0 to 1"),
+    "p_cl": KeyInfo("p_CL, coupled L4S marking probability", "0 to 1"),
+    "accu_prob": KeyInfo("accumulated probability", "0 to 1"),
+    "count": KeyInfo("CoDel count (drops or marks in this dropping state)", "packets"),
+}
+
+
+def key_info(key: str) -> KeyInfo:
+    """Name, unit and scale of a series key; unknown keys get their unit from the suffix."""
+    known = _KEYS.get(key)
+    if known is not None:
+        return known
+    for suffix, unit, scale in (
+        ("_ms", "ms", 1.0),
+        ("_bps", "Mbit/s", 1e-6),
+        ("_bytes", "kB", 1e-3),
+        ("_pkts", "packets", 1.0),
+    ):
+        if key.endswith(suffix):
+            return KeyInfo(key.removesuffix(suffix).replace("_", " "), unit, scale)
+    return KeyInfo(key.replace("_", " "), "")
