@@ -5,6 +5,8 @@
 //! state machines: the transport calls them with events and a [`CcCtx`]; they
 //! never read clocks, sockets or global RNGs. All windows are in **bytes**.
 
+pub mod cubic;
+pub mod hystart;
 pub mod reno;
 pub mod testing;
 
@@ -14,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
+pub use cubic::{Cubic, CubicConfig, CubicConfigError, CubicStats};
 pub use reno::{Reno, RenoConfig, RenoConfigError, RenoStats};
 
 /// Which ECN codepoint a controller wants on its data packets.
@@ -137,7 +140,7 @@ pub trait CongestionControl: fmt::Debug + Send {
 
 /// Names accepted by [`build`] (the Linux `tcp_congestion_control` names), in
 /// the order `--help` lists them.
-pub const CC_NAMES: &[&str] = &["reno"];
+pub const CC_NAMES: &[&str] = &["reno", "cubic"];
 
 /// The one dispatch point from a scenario's `cc = "..."` to a controller.
 /// `mss` (bytes) and `initial_window` (segments) come from the transport
@@ -150,6 +153,11 @@ pub fn build(name: &str, mss: u64, initial_window: u64) -> Option<Box<dyn Conges
         "reno" => Some(Box::new(Reno::new(RenoConfig {
             mss,
             initial_window_segments: initial_window,
+        }))),
+        "cubic" => Some(Box::new(Cubic::new(CubicConfig {
+            mss,
+            initial_window_segments: initial_window,
+            ..CubicConfig::default()
         }))),
         _ => None,
     }
