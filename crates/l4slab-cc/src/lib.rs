@@ -6,7 +6,9 @@
 //! never read clocks, sockets or global RNGs. All windows are in **bytes**.
 
 pub mod cubic;
+pub mod dctcp;
 pub mod hystart;
+pub mod prague;
 pub mod reno;
 pub mod testing;
 
@@ -17,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
 pub use cubic::{Cubic, CubicConfig, CubicConfigError, CubicStats};
+pub use dctcp::{Dctcp, DctcpConfig, DctcpConfigError, DctcpStats};
+pub use prague::{EcnFallback, Prague, PragueConfig, PragueConfigError, PragueStats, RttScaling};
 pub use reno::{Reno, RenoConfig, RenoConfigError, RenoStats};
 
 /// Which ECN codepoint a controller wants on its data packets.
@@ -55,6 +59,20 @@ pub struct AckEvent {
     pub app_limited: bool,
     /// The sender is in loss recovery (fast recovery or after an RTO).
     pub in_recovery: bool,
+    /// `RS.prior_delivered` (draft-ietf-ccwg-bbr §4.1.2): [`AckEvent::delivered`]
+    /// when the newest packet this ACK delivered was sent. BBR counts
+    /// packet-timed rounds with it. 0 when nothing was delivered.
+    pub rs_prior_delivered: u64,
+    /// `RS.delivered`: bytes delivered between that packet's send and this
+    /// ACK (the numerator of `delivery_rate`).
+    pub rs_delivered: u64,
+    /// `RS.tx_in_flight` / `P.tx_in_flight`: bytes in flight just after that
+    /// packet was sent.
+    pub rs_tx_in_flight: u64,
+    /// `P.lost`: [`AckEvent::total_lost`] when that packet was sent.
+    pub rs_prior_lost: u64,
+    /// `C.lost`: payload bytes marked lost on the connection so far.
+    pub total_lost: u64,
 }
 
 /// A congestion signal other than an ordinary ACK.
@@ -140,7 +158,7 @@ pub trait CongestionControl: fmt::Debug + Send {
 
 /// Names accepted by [`build`] (the Linux `tcp_congestion_control` names), in
 /// the order `--help` lists them.
-pub const CC_NAMES: &[&str] = &["reno", "cubic"];
+pub const CC_NAMES: &[&str] = &["reno", "cubic", "dctcp", "prague"];
 
 /// The one dispatch point from a scenario's `cc = "..."` to a controller.
 /// `mss` (bytes) and `initial_window` (segments) come from the transport
@@ -158,6 +176,16 @@ pub fn build(name: &str, mss: u64, initial_window: u64) -> Option<Box<dyn Conges
             mss,
             initial_window_segments: initial_window,
             ..CubicConfig::default()
+        }))),
+        "dctcp" => Some(Box::new(Dctcp::new(DctcpConfig {
+            mss,
+            initial_window_segments: initial_window,
+            ..DctcpConfig::default()
+        }))),
+        "prague" => Some(Box::new(Prague::new(PragueConfig {
+            mss,
+            initial_window_segments: initial_window,
+            ..PragueConfig::default()
         }))),
         _ => None,
     }

@@ -18,6 +18,8 @@
 //! [`Driver::set_flight`] says otherwise. Public so that every controller's
 //! tests (and the property tests in `tests/`) use the same script.
 
+use std::collections::VecDeque;
+
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, TraceEvent, VecTracer};
 
 use crate::{AckEvent, CcCtx, CongestionControl, CongestionEvent};
@@ -46,6 +48,24 @@ pub struct Driver<C> {
     acked_segments: u64,
     flight_override: Option<u64>,
     delivered: u64,
+    /// `delivered` when the data now being acknowledged was sent (the
+    /// start of the last round): reported as [`AckEvent::rs_prior_delivered`].
+    sent_delivered: u64,
+    /// Bytes declared lost so far ([`AckEvent::total_lost`]).
+    lost_total: u64,
+    /// `lost_total` when the data now being acknowledged was sent.
+    sent_lost: u64,
+    /// `rs_tx_in_flight` of the next delivery (set by rounds).
+    next_tx_in_flight: Option<u64>,
+    /// Cap on the delivery rate rounds report ([`Driver::delivery_rate_cap`]).
+    rate_cap: Option<Rate>,
+    /// `Some` = CE marks are independent Bernoulli draws ([`Driver::mark_ce_random`])
+    /// from this stream, kept apart from the controller's stream.
+    ce_rng: Option<SimRng>,
+    /// CE-marked segments reported so far by rounds.
+    ce_marked_segments: u64,
+    /// Reported as [`AckEvent::min_rtt`] instead of the path RTT.
+    min_rtt_override: Option<Dur>,
 }
 
 impl<C: CongestionControl> Driver<C> {
@@ -66,6 +86,14 @@ impl<C: CongestionControl> Driver<C> {
             acked_segments: 0,
             flight_override: None,
             delivered: 0,
+            sent_delivered: 0,
+            lost_total: 0,
+            sent_lost: 0,
+            next_tx_in_flight: None,
+            rate_cap: None,
+            ce_rng: None,
+            ce_marked_segments: 0,
+            min_rtt_override: None,
         }
     }
 
@@ -90,6 +118,20 @@ impl<C: CongestionControl> Driver<C> {
         self
     }
 
+    /// Builder: seed of the controller's random stream ([`CcCtx::rng`]),
+    /// `SimRng::derive(seed, "cc-test")`; the default is seed 0.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.rng = SimRng::derive(seed, "cc-test");
+        self
+    }
+
+    /// Report at most this delivery rate in rounds (a bottleneck the
+    /// window outgrew); `None`, the default, reports `window / rtt`.
+    pub fn delivery_rate_cap(&mut self, cap: Option<Rate>) -> &mut Self {
+        self.rate_cap = cap;
+        self
+    }
+
     /// From now on, mark ACKs app-limited (the sender had nothing to send).
     pub fn app_limited(&mut self, on: bool) -> &mut Self {
         self.app_limited = on;
@@ -101,7 +143,37 @@ impl<C: CongestionControl> Driver<C> {
     pub fn mark_ce(&mut self, fraction: f64) -> &mut Self {
         assert!((0.0..=1.0).contains(&fraction), "CE fraction {fraction}");
         self.ce_fraction = fraction;
+        self.ce_rng = None;
         self
+    }
+
+    /// From now on, report each segment of a round CE-marked independently
+    /// with probability `p` (what a probabilistic AQM such as the DualPI2 L
+    /// queue's coupled marking does). Draws come from the driver's own
+    /// stream `"cc-test/ce"`, so the controller's RNG stream is untouched
+    /// and runs are reproducible.
+    pub fn mark_ce_random(&mut self, p: f64) -> &mut Self {
+        assert!((0.0..=1.0).contains(&p), "CE probability {p}");
+        self.ce_fraction = p;
+        self.ce_rng = Some(SimRng::derive(0, "cc-test/ce"));
+        self
+    }
+
+    /// Report `min_rtt` as the path's minimum RTT (`None`: the current
+    /// [`Driver::rtt`], the default), e.g. to model a standing queue.
+    pub fn set_min_rtt(&mut self, min_rtt: Option<Dur>) -> &mut Self {
+        self.min_rtt_override = min_rtt;
+        self
+    }
+
+    /// Bytes delivered so far (the value of [`AckEvent::delivered`]).
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    /// CE-marked segments reported so far by [`Driver::send_and_ack_rounds`].
+    pub fn ce_marked_segments(&self) -> u64 {
+        self.ce_marked_segments
     }
 
     /// Flight size reported by congestion events; `None` = the current cwnd.
@@ -133,6 +205,8 @@ impl<C: CongestionControl> Driver<C> {
             let window = self.cc.cwnd();
             let mss = self.mss;
             let now = self.now;
+            self.sent_delivered = self.delivered;
+            self.sent_lost = self.lost_total;
             let mut in_flight = 0;
             let mut left = window;
             while left > 0 {
@@ -143,12 +217,15 @@ impl<C: CongestionControl> Driver<C> {
                 cc.on_packet_sent(now, seg, in_flight, &mut ctx);
             }
             self.now += self.rtt;
-            let rate = Rate::from_bytes_per(window, self.rtt);
+            let rate = Rate::from_bytes_per(window, self.rtt)
+                .map(|r| self.rate_cap.map_or(r, |cap| r.min(cap)));
             let mut left = window;
             while left > 0 {
                 let bytes = left.min(mss * self.segments_per_ack);
                 left -= bytes;
                 let ce = self.ce_bytes_for(bytes);
+                // The newest acked segment left with `window - left` in flight.
+                self.next_tx_in_flight = Some(window - left);
                 self.deliver(bytes, ce, left, rate);
             }
         }
@@ -163,8 +240,13 @@ impl<C: CongestionControl> Driver<C> {
         let mut ce = 0;
         for _ in 0..segs {
             let i = self.acked_segments as f64;
-            if ((i + 1.0) * f).floor() > (i * f).floor() {
+            let marked = match &mut self.ce_rng {
+                Some(rng) => rng.chance(f),
+                None => ((i + 1.0) * f).floor() > (i * f).floor(),
+            };
+            if marked {
                 ce += self.mss;
+                self.ce_marked_segments += 1;
             }
             self.acked_segments += 1;
         }
@@ -179,11 +261,17 @@ impl<C: CongestionControl> Driver<C> {
             in_flight,
             rtt_sample: Some(self.rtt),
             srtt: self.rtt,
-            min_rtt: self.rtt,
+            min_rtt: self.min_rtt_override.unwrap_or(self.rtt),
             delivery_rate: rate,
             delivered: self.delivered,
             app_limited: self.app_limited,
             in_recovery: self.in_recovery,
+            // The acknowledged data was sent at the start of the last round.
+            rs_prior_delivered: self.sent_delivered,
+            rs_delivered: self.delivered - self.sent_delivered,
+            rs_tx_in_flight: self.next_tx_in_flight.take().unwrap_or(in_flight + bytes),
+            rs_prior_lost: self.sent_lost,
+            total_lost: self.lost_total,
         };
         let now = self.now;
         let (cc, mut ctx) = self.ctx();
@@ -218,6 +306,7 @@ impl<C: CongestionControl> Driver<C> {
     /// starts a new recovery episode (RFC 6582).
     pub fn lose(&mut self, bytes: u64, first_in_episode: bool) -> &mut Self {
         let in_flight = self.flight();
+        self.lost_total += bytes;
         self.in_recovery = true;
         self.congestion(CongestionEvent::Loss {
             lost_bytes: bytes,
@@ -260,6 +349,240 @@ impl<C: CongestionControl> Driver<C> {
         self.cc.cwnd() as f64 / self.mss as f64
     }
 
+    /// Hand the controller an arbitrary ACK at the current time, for
+    /// details the scripted methods do not produce (e.g. a rate sample whose
+    /// packet saw losses). Bytes it delivers or loses are not added to the
+    /// driver's counters.
+    pub fn ack_event(&mut self, ack: &AckEvent) -> &mut Self {
+        let now = self.now;
+        let (cc, mut ctx) = self.ctx();
+        cc.on_ack(now, ack, &mut ctx);
+        self
+    }
+
+    /// `(time, from, to)` of every traced state change, in order.
+    pub fn state_changes_at(&self) -> Vec<(Time, &'static str, &'static str)> {
+        self.tracer
+            .0
+            .iter()
+            .filter_map(|(t, ev)| match ev {
+                TraceEvent::CcStateChanged { from, to, .. } => Some((*t, *from, *to)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Run the controller over a simulated bottleneck `path` for `dur`
+    /// (see [`Path`]). The driver's clock, delivered and lost counters carry
+    /// on from (and into) the scripted methods.
+    pub fn run_path(&mut self, path: &mut Path, dur: Dur) -> &mut Self {
+        self.run_path_observe(path, dur, |_, _| {})
+    }
+
+    /// [`Driver::run_path`], calling `observe(now, &cc)` after every ACK.
+    pub fn run_path_observe(
+        &mut self,
+        path: &mut Path,
+        dur: Dur,
+        mut observe: impl FnMut(Time, &C),
+    ) -> &mut Self {
+        let end = self.now + dur;
+        loop {
+            // Send everything cwnd and the pacer allow now (the transport's
+            // segment-counted cwnd test, Linux tcp_cwnd_test).
+            while self.path_may_send(path) && path.next_send <= self.now {
+                self.path_send(path);
+            }
+            let t_send = self.path_may_send(path).then_some(path.next_send);
+            let t_ack = path.sent.iter().find_map(|p| p.ack_at);
+            let t_rto = path.rto_deadline(t_ack);
+            let next = [t_send, t_ack, t_rto].into_iter().flatten().min();
+            match next {
+                Some(t) if t <= end => self.now = self.now.max(t),
+                _ => {
+                    self.now = end;
+                    return self;
+                }
+            }
+            if t_rto.is_some_and(|t| t <= self.now) {
+                self.path_rto(path);
+                continue;
+            }
+            while path
+                .sent
+                .iter()
+                .find_map(|p| p.ack_at)
+                .is_some_and(|t| t <= self.now)
+            {
+                self.path_ack(path);
+                observe(self.now, &self.cc);
+            }
+        }
+    }
+
+    fn path_may_send(&self, path: &Path) -> bool {
+        let cwnd_segs = (self.cc.cwnd() / self.mss).max(1);
+        path.pipe.div_ceil(self.mss) < cwnd_segs
+    }
+
+    /// One full-sized segment leaves now.
+    fn path_send(&mut self, path: &mut Path) {
+        let (now, mss) = (self.now, self.mss);
+        let rate = self.cc.pacing_rate().filter(|r| r.as_bps() > 0);
+        // draft-ietf-ccwg-bbr §4.1.2 OnPacketSent: "if (C.inflight == 0)
+        // C.first_send_time = C.delivered_time = P.send_time".
+        if path.pipe == 0 {
+            path.first_sent_time = now;
+            path.delivered_time = now;
+            path.last_progress = now;
+        }
+        path.pipe += mss;
+        path.next_id += 1;
+        let ack_at = if path.loss_rng.chance(path.loss) {
+            path.stats.random_drops += 1;
+            None
+        } else {
+            let backlog = path.rate.bytes_in(path.link_free.saturating_since(now));
+            if backlog + mss > path.buffer {
+                path.stats.queue_drops += 1;
+                None
+            } else {
+                let depart = path.link_free.max(now) + path.rate.tx_time(mss);
+                path.link_free = depart;
+                Some(path.ack_release(depart + path.base_rtt))
+            }
+        };
+        path.sent.push_back(PathPacket {
+            id: path.next_id,
+            sent: now,
+            delivered: self.delivered,
+            delivered_time: path.delivered_time,
+            first_sent_time: path.first_sent_time,
+            tx_in_flight: path.pipe,
+            lost: self.lost_total,
+            ack_at,
+        });
+        path.stats.sent += 1;
+        let in_flight = path.pipe;
+        let (cc, mut ctx) = self.ctx();
+        cc.on_packet_sent(now, mss, in_flight, &mut ctx);
+        path.next_send = match rate {
+            Some(r) => path.next_send.max(now) + r.tx_time(mss),
+            None => now,
+        };
+    }
+
+    /// The ACK of the oldest segment that was not dropped; the dropped ones
+    /// before it are declared lost (FIFO: no reordering, so a later
+    /// delivery proves them lost, as RACK would conclude).
+    fn path_ack(&mut self, path: &mut Path) {
+        let mss = self.mss;
+        let mut newly_lost = 0;
+        let (mut lost_below_recover, mut lost_above_recover) = (false, false);
+        while path.sent.front().is_some_and(|p| p.ack_at.is_none()) {
+            let lost = path.sent.pop_front().expect("front exists");
+            path.pipe -= mss;
+            newly_lost += mss;
+            match path.recover {
+                Some(r) if lost.id > r => lost_above_recover = true,
+                _ => lost_below_recover = true,
+            }
+        }
+        let p = path.sent.pop_front().expect("an ACK is due");
+        let now = self.now;
+        path.pipe -= mss;
+        path.last_progress = now;
+        // Transport order: end the episode, detect losses, then on_ack.
+        if path.recover.is_some_and(|_| p.id >= path.repair) {
+            path.recover = None;
+            self.in_recovery = false;
+            self.congestion(CongestionEvent::RecoveryEnd);
+        }
+        if newly_lost > 0 || path.pending_loss {
+            self.lost_total += newly_lost;
+            // A lost segment is repaired by the next transmission: the
+            // episode lasts until that one is acknowledged (RFC 6582: the
+            // cumulative ACK passes the recovery point once every hole
+            // below it is filled). Losses above the recovery point are the
+            // next window's: they start a new episode when this one ends
+            // (Linux tcp_time_to_recover: lost_out > 0).
+            let first = path.recover.is_none();
+            if first {
+                path.recover = Some(path.next_id);
+                path.repair = path.next_id + 1;
+                path.pending_loss = false;
+            } else if lost_below_recover {
+                path.repair = path.next_id + 1;
+            }
+            path.pending_loss |= !first && lost_above_recover;
+            self.in_recovery = true;
+            let in_flight = path.pipe + mss + newly_lost;
+            self.congestion(CongestionEvent::Loss {
+                lost_bytes: newly_lost.max(mss),
+                in_flight,
+                first_in_episode: first,
+            });
+        }
+        // RTT (RFC 6298 smoothing) and the lifetime minimum.
+        let rtt = now.saturating_since(p.sent);
+        path.srtt = Some(match path.srtt {
+            None => rtt,
+            Some(s) => Dur::from_nanos((7 * s.as_nanos() + rtt.as_nanos()) / 8),
+        });
+        let min_rtt = path.min_rtt.map_or(rtt, |m| m.min(rtt));
+        path.min_rtt = Some(min_rtt);
+        // draft-ietf-ccwg-bbr §4.1.2 UpdateRateSample / GenerateRateSample.
+        self.delivered += mss;
+        path.delivered_time = now;
+        path.first_sent_time = p.sent;
+        let send_elapsed = p.sent.saturating_since(p.first_sent_time);
+        let ack_elapsed = now.saturating_since(p.delivered_time);
+        let interval = send_elapsed.max(ack_elapsed);
+        let rs_delivered = self.delivered - p.delivered;
+        let delivery_rate = if interval < min_rtt {
+            None // "no reliable rate sample"
+        } else {
+            Rate::from_bytes_per(rs_delivered, interval)
+        };
+        path.stats.delivered += 1;
+        let ack = AckEvent {
+            acked_bytes: mss,
+            in_flight: path.pipe,
+            rtt_sample: Some(rtt),
+            srtt: path.srtt.unwrap_or(rtt),
+            min_rtt,
+            delivery_rate,
+            delivered: self.delivered,
+            app_limited: false,
+            in_recovery: path.recover.is_some(),
+            rs_prior_delivered: p.delivered,
+            rs_delivered,
+            rs_tx_in_flight: p.tx_in_flight,
+            rs_prior_lost: p.lost,
+            total_lost: self.lost_total,
+            ..AckEvent::default()
+        };
+        let (cc, mut ctx) = self.ctx();
+        cc.on_ack(now, &ack, &mut ctx);
+    }
+
+    /// Nothing outstanding will be acknowledged: a retransmission timeout
+    /// declares everything lost (RFC 6298 §5.5-§5.7, without retransmission).
+    fn path_rto(&mut self, path: &mut Path) {
+        let in_flight = path.pipe;
+        let lost = path.sent.len() as u64 * self.mss;
+        path.sent.clear();
+        path.pipe = 0;
+        self.lost_total += lost;
+        path.recover = Some(path.next_id);
+        path.repair = path.next_id + 1;
+        path.pending_loss = false;
+        path.last_progress = self.now;
+        path.stats.rtos += 1;
+        self.in_recovery = true;
+        self.congestion(CongestionEvent::Rto { in_flight });
+    }
+
     /// `(from, to)` of every traced state change, in order.
     pub fn state_changes(&self) -> Vec<(&'static str, &'static str)> {
         self.tracer
@@ -270,6 +593,164 @@ impl<C: CongestionControl> Driver<C> {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// A simulated bottleneck for [`Driver::run_path`]: the sender sends
+/// full-sized segments whenever cwnd (counted in segments, as the transport
+/// does) and the controller's pacing rate allow; each segment may be dropped
+/// at random (probability `loss`) or by a full drop-tail buffer, else it
+/// waits in a FIFO served at `rate` and is acknowledged `base_rtt` after it
+/// leaves the bottleneck, one ACK per segment. ACKs carry the delivery-rate
+/// sample of draft-ietf-ccwg-bbr §4.1 (`rs_*` fields). A delivery proves the
+/// dropped segments before it lost (no reordering). Lost data is not
+/// retransmitted (the sender always has new data), but the next segment
+/// stands in for the repair: a recovery episode (RFC 6582) ends when the
+/// segment sent after its last loss below the recovery point is
+/// acknowledged, and losses above that point start the next. If nothing
+/// outstanding can be acknowledged, an RTO of `max(2 srtt, 200 ms)` after
+/// the last progress declares it all lost.
+#[derive(Clone, Debug)]
+pub struct Path {
+    /// Bottleneck service rate (payload bytes).
+    pub rate: Rate,
+    /// Two-way propagation delay, without serialization or queueing.
+    pub base_rtt: Dur,
+    /// Drop-tail buffer in bytes; `u64::MAX` = unlimited.
+    pub buffer: u64,
+    /// Probability that a segment is lost before the queue.
+    pub loss: f64,
+    /// ACKs are held and released together at multiples of this interval
+    /// (ACK aggregation, as on Wi-Fi or cellular links); zero = none.
+    pub ack_aggregation: Dur,
+    /// Counters.
+    pub stats: PathStats,
+    loss_rng: SimRng,
+    sent: VecDeque<PathPacket>,
+    link_free: Time,
+    next_send: Time,
+    pipe: u64,
+    delivered_time: Time,
+    first_sent_time: Time,
+    last_progress: Time,
+    recover: Option<u64>,
+    /// The episode ends with the ACK of this segment (the last repair).
+    repair: u64,
+    /// Segments above the recovery point were lost: a new episode follows.
+    pending_loss: bool,
+    next_id: u64,
+    srtt: Option<Dur>,
+    min_rtt: Option<Dur>,
+}
+
+/// What happened on a [`Path`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathStats {
+    pub sent: u64,
+    pub delivered: u64,
+    pub random_drops: u64,
+    pub queue_drops: u64,
+    pub rtos: u64,
+}
+
+/// A segment in flight on a [`Path`], with its draft §4.1.2 `P.*` snapshot.
+#[derive(Clone, Copy, Debug)]
+struct PathPacket {
+    id: u64,
+    sent: Time,
+    delivered: u64,
+    delivered_time: Time,
+    first_sent_time: Time,
+    tx_in_flight: u64,
+    lost: u64,
+    /// `None`: dropped.
+    ack_at: Option<Time>,
+}
+
+impl Path {
+    /// A lossless path with an unlimited buffer.
+    pub fn new(rate: Rate, base_rtt: Dur) -> Self {
+        assert!(
+            rate.as_bps() > 0 && !base_rtt.is_zero(),
+            "path needs a rate and an RTT"
+        );
+        Path {
+            rate,
+            base_rtt,
+            buffer: u64::MAX,
+            loss: 0.0,
+            ack_aggregation: Dur::ZERO,
+            stats: PathStats::default(),
+            loss_rng: SimRng::derive(0, "cc-test/path-loss"),
+            sent: VecDeque::new(),
+            link_free: Time::ZERO,
+            next_send: Time::ZERO,
+            pipe: 0,
+            delivered_time: Time::ZERO,
+            first_sent_time: Time::ZERO,
+            last_progress: Time::ZERO,
+            recover: None,
+            repair: 0,
+            pending_loss: false,
+            next_id: 0,
+            srtt: None,
+            min_rtt: None,
+        }
+    }
+
+    /// Builder: drop-tail buffer in bytes.
+    pub fn buffer(mut self, bytes: u64) -> Self {
+        self.buffer = bytes;
+        self
+    }
+
+    /// Builder: random loss probability, drawn from stream
+    /// `SimRng::derive(seed, "cc-test/path-loss")`.
+    pub fn loss(mut self, p: f64, seed: u64) -> Self {
+        assert!((0.0..=1.0).contains(&p), "loss probability {p}");
+        self.loss = p;
+        self.loss_rng = SimRng::derive(seed, "cc-test/path-loss");
+        self
+    }
+
+    /// Builder: release ACKs in batches every `every` ([`Path::ack_aggregation`]).
+    pub fn ack_aggregation(mut self, every: Dur) -> Self {
+        self.ack_aggregation = every;
+        self
+    }
+
+    /// When an ACK due at `t` reaches the sender.
+    fn ack_release(&self, t: Time) -> Time {
+        let g = self.ack_aggregation.as_nanos();
+        if g == 0 {
+            return t;
+        }
+        Time::from_nanos(t.as_nanos().div_ceil(g) * g)
+    }
+
+    /// Bytes in flight (sent, not acknowledged, not declared lost).
+    pub fn in_flight(&self) -> u64 {
+        self.pipe
+    }
+
+    /// Bytes queued at the bottleneck at `now`.
+    pub fn backlog(&self, now: Time) -> u64 {
+        self.rate.bytes_in(self.link_free.saturating_since(now))
+    }
+
+    /// The bandwidth-delay product, bytes.
+    pub fn bdp(&self) -> u64 {
+        self.rate.bytes_in(self.base_rtt)
+    }
+
+    fn rto_deadline(&self, next_ack: Option<Time>) -> Option<Time> {
+        if self.pipe == 0 || next_ack.is_some() {
+            return None;
+        }
+        let rto = self
+            .srtt
+            .map_or(Dur::from_secs(1), |s| (s * 2).max(Dur::from_millis(200)));
+        Some(self.last_progress + rto)
     }
 }
 
@@ -295,5 +776,58 @@ mod tests {
         assert_eq!(d.ce_bytes_for(8 * 1448), 2 * 1448);
         d.mark_ce(0.0);
         assert_eq!(d.ce_bytes_for(8 * 1448), 0);
+    }
+
+    #[test]
+    fn random_ce_marks_are_bernoulli_and_reproducible() {
+        let run = || {
+            let mut d = Driver::new(Reno::new(RenoConfig::default()));
+            d.mark_ce_random(0.1);
+            let ce = d.ce_bytes_for(10_000 * 1448) / 1448;
+            (ce, d.ce_marked_segments())
+        };
+        let (ce, counted) = run();
+        assert_eq!(ce, counted);
+        // Binomial(10000, 0.1): mean 1000, sd 30; 4 sd either side.
+        assert!((880..=1120).contains(&ce), "{ce}");
+        assert_eq!(run(), (ce, counted), "same stream, same marks");
+        // Not evenly spaced: some gaps differ from 10 segments.
+        let mut d = Driver::new(Reno::new(RenoConfig::default()));
+        d.mark_ce_random(0.1);
+        let pattern: Vec<u64> = (0..50).map(|_| d.ce_bytes_for(1448) / 1448).collect();
+        let mut e = Driver::new(Reno::new(RenoConfig::default()));
+        e.mark_ce(0.1);
+        let even: Vec<u64> = (0..50).map(|_| e.ce_bytes_for(1448) / 1448).collect();
+        assert_ne!(pattern, even);
+    }
+
+    /// Records the ACKs it is given; fixed 4-segment window.
+    #[derive(Debug, Default)]
+    struct Recorder(Vec<AckEvent>);
+
+    impl CongestionControl for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+        fn on_ack(&mut self, _: Time, ack: &AckEvent, _: &mut CcCtx<'_>) {
+            self.0.push(*ack);
+        }
+        fn on_congestion(&mut self, _: Time, _: &CongestionEvent, _: &mut CcCtx<'_>) {}
+        fn cwnd(&self) -> u64 {
+            4 * 1448
+        }
+    }
+
+    #[test]
+    fn min_rtt_can_be_set_apart_from_the_path_rtt() {
+        let mut d = Driver::new(Recorder::default());
+        d.send_and_ack_rounds(1);
+        d.set_min_rtt(Some(Dur::from_millis(10)));
+        d.send_and_ack_rounds(1);
+        let (path, min) = (Dur::from_millis(50), Dur::from_millis(10));
+        let reported: Vec<Dur> = d.cc.0.iter().map(|a| a.min_rtt).collect();
+        assert_eq!(reported, [path, path, path, path, min, min, min, min]);
+        assert!(d.cc.0.iter().all(|a| a.rtt_sample == Some(path)));
+        assert_eq!(d.delivered(), 8 * 1448);
     }
 }

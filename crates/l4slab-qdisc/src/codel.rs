@@ -564,8 +564,8 @@ mod tests {
     //! Timelines for each RFC 8289 mechanic. Packets are 1500 B and Not-ECT
     //! unless a test says otherwise; `t` is the harness clock.
     use super::*;
-    use l4slab_core::TraceEvent;
     use crate::testing::Harness;
+    use l4slab_core::TraceEvent;
 
     const MS: u64 = 1_000_000;
 

@@ -481,8 +481,8 @@ mod tests {
     //! Timelines for each RFC 8290 / Linux mechanic. Flow *f* is FlowId *f*;
     //! with the default hash seed, flows 0..16 have distinct buckets.
     use super::*;
-    use l4slab_core::TraceEvent;
     use crate::testing::Harness;
+    use l4slab_core::TraceEvent;
     use l4slab_core::{Ecn, MarkReason};
 
     fn fq(cfg: FqCodelConfig) -> Harness<FqCodel> {

@@ -86,6 +86,11 @@ impl RateEstimator {
         self.app_limited != 0
     }
 
+    /// `C.lost`: bytes marked lost so far.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
     pub fn on_lost(&mut self, bytes: u64) {
         self.lost += bytes;
     }

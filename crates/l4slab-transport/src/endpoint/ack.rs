@@ -121,6 +121,12 @@ impl Endpoint {
             delivered: self.rate.delivered(),
             app_limited: sample.map_or_else(|| self.rate.is_app_limited(), |s| s.is_app_limited),
             in_recovery: self.recovery != Recovery::Open,
+            // draft-ietf-ccwg-bbr §4.1.2: RS.prior_delivered = C.delivered - RS.delivered.
+            rs_prior_delivered: sample.map_or(0, |s| self.rate.delivered() - s.delivered),
+            rs_delivered: sample.map_or(0, |s| s.delivered),
+            rs_tx_in_flight: sample.map_or(0, |s| s.tx_in_flight),
+            rs_prior_lost: sample.map_or(0, |s| s.prior_lost),
+            total_lost: self.rate.lost(),
         };
         let mut c = Self::cc_ctx(self.flow, self.cfg.mss, ctx);
         self.cc.on_ack(now, &ev, &mut c);

@@ -1,0 +1,652 @@
+//! DCTCP: Data Center TCP — RFC 8257 (Informational) and Linux
+//! `net/ipv4/tcp_dctcp.c`.
+//!
+//! DCTCP is Reno whose ECN response is proportional to the *extent* of
+//! congestion: the sender keeps `alpha`, an EWMA of the fraction of bytes
+//! that were CE-marked over each observation window (about one RTT), and on
+//! congestion it cuts the window by `alpha/2` instead of halving it.
+//!
+//! * **alpha** (RFC 8257 §3.3 steps 1–8; Linux `dctcp_update_alpha`): over
+//!   each observation window the sender adds up acked bytes and CE-marked
+//!   bytes; when the window ends, `F = marked / acked` and
+//!   `alpha = (1 - g) * alpha + g * F` with `g = 1/2^shift_g = 1/16`
+//!   (Linux `dctcp_shift_g = 4`). The first `alpha` is 1 (Linux
+//!   `dctcp_alpha_on_init = 1024` of 1024). `alpha` decays in every window,
+//!   marked or not, as in Linux.
+//! * **Observation window** (RFC 8257 §3.3 step 4/7 "`SND.UNA >
+//!   DCTCP.WindowEnd`", `DCTCP.WindowEnd = SND.NXT`; Linux
+//!   `!before(snd_una, next_seq)`): measured in delivered bytes, see
+//!   `RoundTracker`.
+//! * **CE response** (RFC 8257 §3.3 last step; Linux `dctcp_ssthresh`): on an
+//!   ACK reporting newly CE-marked bytes ([`AckEvent::ce_bytes`], i.e. exact
+//!   AccECN feedback), `ssthresh = max(cwnd - cwnd*alpha/2, 2*SMSS)` and
+//!   `cwnd = ssthresh`, then the window is held for one round (Linux
+//!   `TCP_CA_CWR`: no growth until data sent after the reduction is
+//!   acknowledged). That is "at most once per window of data"
+//!   (RFC 8257 §3.3, as RFC 3168 §6.1.2). As Linux `tcp_init_cwnd_reduction`,
+//!   entering the reduction clears the congestion-avoidance byte counter.
+//! * **Growth** (RFC 8257 §3.4: "in the same way as conventional TCP"): the
+//!   same slow start and congestion avoidance as [`crate::Reno`] (RFC 5681
+//!   with RFC 3465 byte counting, `L = 2*SMSS`).
+//! * **Loss** (RFC 8257 §3.5: "MUST react to loss episodes in the same way as
+//!   conventional TCP"): exactly Reno's rules — `ssthresh = max(FlightSize/2,
+//!   2*SMSS)`, one reduction per episode, `cwnd = 1 SMSS` after an RTO.
+//! * **Codepoint**: ECT(0), as Linux (`dctcp_ect = 0`); `ect1 = true` selects
+//!   ECT(1) like `dctcp_ect = 1`. With ECT(0) a DualPI2 bottleneck puts DCTCP
+//!   in the Classic queue unless its `any_ect` option classifies every ECT
+//!   packet as L4S (RFC 9332 §2.5.1.1; Linux `sch_dualpi2 any_ect`).
+//!
+//! **Classic ECN feedback.** DCTCP needs the number of CE-marked bytes per
+//! ACK. When the transport only has RFC 3168 feedback it reports a
+//! [`CongestionEvent::EcnEcho`] instead (at most once per RTT) and
+//! `ce_bytes` stays 0; DCTCP then cannot estimate `F`, so it responds
+//! conservatively as a classic sender: the same once-per-round reduction with
+//! `alpha` taken as 1 (a halving), leaving the estimate itself untouched.
+//! (Linux DCTCP gets per-packet information even over RFC 3168 negotiation
+//! because its receiver echoes CE exactly, `dctcp_ece_ack_update`; our
+//! transport puts that exact feedback in `ce_bytes` when AccECN is on.)
+//!
+//! **Not implemented.** cwnd undo after spurious loss recovery (Linux
+//! `dctcp_cwnd_undo`), the receiver side (`dctcp_ece_ack_update`: the
+//! transport's AccECN receiver does that job), `dctcp-reno` fallback when ECN
+//! is not negotiated (the transport simply delivers no CE bytes; DCTCP then
+//! behaves exactly as Reno because `alpha` only matters on CE).
+//!
+//! **Deviations from Linux and why.**
+//! * `alpha` is an `f64`, not 10-bit fixed point. Linux's `alpha -= alpha >>
+//!   4` stops decaying below 16/1024 (an unmarked flow keeps `alpha` ≈ 1.5 %)
+//!   and truncates `F` to 1/1024 units; the exact EWMA has neither artefact.
+//! * `F` is computed from bytes (RFC 8257) rather than from segments (Linux
+//!   `delivered_ce / delivered`); identical for full-sized segments.
+//! * The window drops to `ssthresh` at once and is held for the round; Linux
+//!   walks down to it with PRR over that round. Same window after one RTT.
+//! * The observation window is counted in delivered bytes (`delivered +
+//!   in_flight` stands for `SND.NXT`), see `RoundTracker`.
+
+use core::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use l4slab_core::{FlowId, Time, TraceEvent, Tracer};
+
+use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
+
+/// Rounds ("observation windows", "RTTs") counted in delivered bytes.
+///
+/// RFC 8257 §3.3 ends a window when an ACK moves `SND.UNA` past
+/// `DCTCP.WindowEnd` and then sets `DCTCP.WindowEnd = SND.NXT`; Linux DCTCP
+/// and Prague test `!before(snd_una, next_seq)` and set `next_seq = snd_nxt`.
+/// The controller sees no sequence numbers, so the same idea is expressed in
+/// the transport's delivered-byte count ([`AckEvent::delivered`]): at the ACK
+/// that starts a round, everything sent so far and not yet delivered is
+/// `in_flight`, so `SND.NXT` corresponds to `delivered + in_flight`; the
+/// round ends at the ACK whose `delivered` reaches that mark.
+///
+/// When a round ends with nothing in flight (an idle or app-limited sender,
+/// or the scripted [`crate::testing::Driver`], which sends a whole window
+/// after the last ACK of the previous one), the next round starts with the
+/// next ACK and covers what was in flight then — rather than ending at once
+/// on an ACK for data sent after the mark, which would make every second
+/// round a single ACK long.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RoundTracker {
+    /// Delivered-byte mark that ends the current round; `None` = the next
+    /// ACK starts one.
+    end: Option<u64>,
+}
+
+impl RoundTracker {
+    /// Whether this ACK (already counted in `ack.delivered`) completes the
+    /// current round; starts a round first if none is running.
+    pub(crate) fn is_complete(&mut self, ack: &AckEvent) -> bool {
+        // Start of a round: DCTCP.WindowEnd = SND.NXT (RFC 8257 §3.3 step 7).
+        let end = *self
+            .end
+            .get_or_insert(ack.delivered.saturating_add(ack.in_flight));
+        // RFC 8257 §3.3 step 4 / Linux `!before(snd_una, next_seq)`.
+        ack.delivered >= end
+    }
+
+    /// Start the next round at this ACK (RFC 8257 §3.3 step 7).
+    pub(crate) fn restart(&mut self, ack: &AckEvent) {
+        self.end = (ack.in_flight > 0).then(|| ack.delivered.saturating_add(ack.in_flight));
+    }
+}
+
+/// Parameters of [`Dctcp`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DctcpConfig {
+    /// Sender maximum segment size (SMSS), in bytes. 1448 = 1500 B MTU minus
+    /// IPv4, TCP and timestamp headers (Linux default with timestamps).
+    pub mss: u64,
+    /// Initial window in segments. RFC 6928 §2: 10 (Linux `TCP_INIT_CWND`).
+    pub initial_window_segments: u64,
+    /// EWMA gain `g = 1/2^shift_g`. Linux `dctcp_shift_g = 4`, i.e. the
+    /// `g = 1/16` RFC 8257 recommends.
+    pub shift_g: u32,
+    /// Initial `alpha` in `[0, 1]`. Linux `dctcp_alpha_on_init = 1024` (of
+    /// 1024) = 1.0: the first cut is a halving, the conservative start.
+    pub alpha_on_init: f64,
+    /// Send ECT(1) instead of ECT(0). Linux `dctcp_ect` (default 0 = ECT(0)).
+    pub ect1: bool,
+}
+
+impl Default for DctcpConfig {
+    fn default() -> Self {
+        DctcpConfig {
+            mss: 1448,                   // 1500 - 20 (IPv4) - 20 (TCP) - 12 (timestamps)
+            initial_window_segments: 10, // RFC 6928 §2, Linux TCP_INIT_CWND
+            shift_g: 4,                  // Linux dctcp_shift_g; g = 1/16
+            alpha_on_init: 1.0,          // Linux dctcp_alpha_on_init = DCTCP_MAX_ALPHA
+            ect1: false,                 // Linux dctcp_ect = 0
+        }
+    }
+}
+
+/// Why a [`DctcpConfig`] is unusable.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DctcpConfigError {
+    /// `mss` is zero.
+    ZeroMss,
+    /// `initial_window_segments` is zero.
+    ZeroInitialWindow,
+    /// `shift_g` outside `1..=16` (g would be 1, or too small to matter).
+    ShiftG(u32),
+    /// `alpha_on_init` outside `[0, 1]`.
+    AlphaOnInit(f64),
+}
+
+impl fmt::Display for DctcpConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DctcpConfigError::ZeroMss => write!(f, "mss: must be at least 1 byte"),
+            DctcpConfigError::ZeroInitialWindow => {
+                write!(f, "initial_window_segments: must be at least 1 segment")
+            }
+            DctcpConfigError::ShiftG(s) => {
+                write!(f, "shift_g: {s} is outside 1..=16 (g = 1/2^shift_g)")
+            }
+            DctcpConfigError::AlphaOnInit(a) => {
+                write!(f, "alpha_on_init: {a} is outside [0, 1]")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DctcpConfigError {}
+
+impl DctcpConfig {
+    pub fn validate(&self) -> Result<(), DctcpConfigError> {
+        if self.mss == 0 {
+            return Err(DctcpConfigError::ZeroMss);
+        }
+        if self.initial_window_segments == 0 {
+            return Err(DctcpConfigError::ZeroInitialWindow);
+        }
+        if !(1..=16).contains(&self.shift_g) {
+            return Err(DctcpConfigError::ShiftG(self.shift_g));
+        }
+        if !(0.0..=1.0).contains(&self.alpha_on_init) {
+            return Err(DctcpConfigError::AlphaOnInit(self.alpha_on_init));
+        }
+        Ok(())
+    }
+}
+
+/// Where DCTCP is in its cycle (Linux `icsk_ca_state` plus slow start).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// `cwnd < ssthresh` (RFC 5681 §3.1).
+    SlowStart,
+    /// `cwnd >= ssthresh`; `acked` counts bytes towards the next `+SMSS`
+    /// (RFC 3465 §2.1, Linux `snd_cwnd_cnt`).
+    CongestionAvoidance { acked: u64 },
+    /// ECN reduction in progress (Linux `TCP_CA_CWR`): the window was cut and
+    /// is held until `delivered` passes `end` (the data in flight at the cut).
+    Cwr { end: u64 },
+    /// Between the first loss of an episode and `RecoveryEnd` (RFC 6675 §5).
+    Recovery,
+}
+
+impl State {
+    /// Stable names used in traces, series and [`CcMetrics::state`].
+    const fn name(self) -> &'static str {
+        match self {
+            State::SlowStart => "SlowStart",
+            State::CongestionAvoidance { .. } => "CongestionAvoidance",
+            State::Cwr { .. } => "Cwr",
+            State::Recovery => "Recovery",
+        }
+    }
+}
+
+/// Public counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DctcpStats {
+    /// Window reductions caused by CE-marked bytes (at most one per round).
+    pub ce_reductions: u64,
+    /// Window reductions caused by classic ECN-Echo (halving).
+    pub ecn_echo_reductions: u64,
+    /// Window reductions caused by loss (one per episode).
+    pub loss_reductions: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// Completed observation windows (`alpha` updates).
+    pub alpha_updates: u64,
+    /// Bytes acknowledged, and of those CE-marked, over the whole flow.
+    pub acked_bytes: u64,
+    pub ce_bytes: u64,
+}
+
+/// DCTCP (see the module documentation).
+#[derive(Debug)]
+pub struct Dctcp {
+    cfg: DctcpConfig,
+    cwnd: u64,
+    /// `u64::MAX` until the first reduction (RFC 5681 §3.1: "arbitrarily high").
+    ssthresh: u64,
+    state: State,
+    /// RFC 8257 `DCTCP.Alpha`, in `[0, 1]`.
+    alpha: f64,
+    /// `F` of the last completed observation window.
+    last_fraction: f64,
+    /// The observation window (RFC 8257 `DCTCP.WindowEnd`).
+    round: RoundTracker,
+    /// RFC 8257 `DCTCP.BytesAcked` / `DCTCP.BytesMarked` of the open window.
+    window_acked: u64,
+    window_marked: u64,
+    /// `delivered` of the latest ACK: a classic ECN-Echo's round ends when
+    /// the flight it reports has been delivered on top of this.
+    delivered: u64,
+    /// An RTO happened and no new data has been acked since (RFC 5681 §3.1
+    /// note to eq. 4: a backed-off timeout keeps `ssthresh`), as in Reno.
+    rto_backoff: bool,
+    stats: DctcpStats,
+}
+
+impl Dctcp {
+    /// # Panics
+    /// If `cfg` is invalid (see [`DctcpConfig::validate`]); scenario input is
+    /// validated before it gets here, so this is a bug, not bad input.
+    pub fn new(cfg: DctcpConfig) -> Self {
+        Self::try_new(cfg).unwrap_or_else(|e| panic!("invalid DctcpConfig: {e}"))
+    }
+
+    pub fn try_new(cfg: DctcpConfig) -> Result<Self, DctcpConfigError> {
+        cfg.validate()?;
+        Ok(Dctcp {
+            cwnd: cfg.mss.saturating_mul(cfg.initial_window_segments),
+            ssthresh: u64::MAX,
+            state: State::SlowStart,
+            // Linux dctcp_init: dctcp_alpha = min(dctcp_alpha_on_init, DCTCP_MAX_ALPHA).
+            alpha: cfg.alpha_on_init,
+            last_fraction: 0.0,
+            round: RoundTracker::default(),
+            window_acked: 0,
+            window_marked: 0,
+            delivered: 0,
+            rto_backoff: false,
+            stats: DctcpStats::default(),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &DctcpConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> &DctcpStats {
+        &self.stats
+    }
+
+    /// RFC 8257 `DCTCP.Alpha`: the estimated fraction of marked bytes.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    fn smss(&self) -> u64 {
+        self.cfg.mss
+    }
+
+    /// EWMA gain `g`.
+    fn g(&self) -> f64 {
+        1.0 / f64::from(1u32 << self.cfg.shift_g)
+    }
+
+    /// The one place the state changes; asserts the new state agrees with
+    /// the windows and traces real changes.
+    fn transition_to(&mut self, now: Time, next: State, flow: FlowId, tracer: &mut dyn Tracer) {
+        match next {
+            State::SlowStart => assert!(
+                self.cwnd < self.ssthresh,
+                "SlowStart needs cwnd < ssthresh ({} >= {})",
+                self.cwnd,
+                self.ssthresh
+            ),
+            State::CongestionAvoidance { .. } => assert!(
+                self.cwnd >= self.ssthresh,
+                "CongestionAvoidance needs cwnd >= ssthresh ({} < {})",
+                self.cwnd,
+                self.ssthresh
+            ),
+            State::Cwr { .. } => assert!(
+                self.cwnd == self.ssthresh,
+                "Cwr holds cwnd at ssthresh (cwnd {}, ssthresh {})",
+                self.cwnd,
+                self.ssthresh
+            ),
+            State::Recovery => assert!(
+                self.ssthresh != u64::MAX && self.cwnd <= self.ssthresh,
+                "Recovery needs a reduced window (cwnd {}, ssthresh {})",
+                self.cwnd,
+                self.ssthresh
+            ),
+        }
+        let from = self.state.name();
+        self.state = next;
+        if from != next.name() {
+            tracer.event(
+                now,
+                TraceEvent::CcStateChanged {
+                    flow,
+                    from,
+                    to: next.name(),
+                },
+            );
+        }
+    }
+
+    /// RFC 8257 §3.3 steps 1–8 for one ACK; Linux `dctcp_update_alpha`.
+    fn update_alpha(&mut self, ack: &AckEvent) {
+        let marked = ack.ce_bytes.min(ack.acked_bytes);
+        // Steps 2 and 3: DCTCP.BytesAcked += BytesAcked; if marked,
+        // DCTCP.BytesMarked += BytesAcked (AccECN gives the marked bytes exactly).
+        self.window_acked += ack.acked_bytes;
+        self.window_marked += marked;
+        self.stats.acked_bytes += ack.acked_bytes;
+        self.stats.ce_bytes += marked;
+        // Step 4: stop unless the ACK passed DCTCP.WindowEnd.
+        if !self.round.is_complete(ack) {
+            return;
+        }
+        // Step 5: M = DCTCP.BytesMarked / DCTCP.BytesAcked.
+        let f = if self.window_acked == 0 {
+            0.0
+        } else {
+            self.window_marked as f64 / self.window_acked as f64
+        };
+        // Step 6: DCTCP.Alpha = DCTCP.Alpha * (1 - g) + g * M (Linux decays
+        // alpha in every window, marked or not).
+        let g = self.g();
+        self.alpha = (self.alpha * (1.0 - g) + g * f).clamp(0.0, 1.0);
+        self.last_fraction = f;
+        self.stats.alpha_updates += 1;
+        // Steps 7 and 8: DCTCP.WindowEnd = SND.NXT; reset the byte counters.
+        self.round.restart(ack);
+        self.window_acked = 0;
+        self.window_marked = 0;
+    }
+
+    /// The ECN cut, entered from slow start or congestion avoidance.
+    /// `alpha = 1` is the classic halving.
+    fn ecn_reduce(&mut self, alpha: f64, end: u64, now: Time, ctx: &mut CcCtx<'_>) {
+        // RFC 8257 §3.3: cwnd = cwnd * (1 - DCTCP.Alpha / 2);
+        // Linux dctcp_ssthresh: max(cwnd - ((cwnd * alpha) >> 11), 2).
+        let cut = (self.cwnd as f64 * alpha / 2.0) as u64;
+        self.ssthresh = (self.cwnd - cut.min(self.cwnd)).max(2 * self.smss());
+        self.cwnd = self.ssthresh;
+        // Linux tcp_init_cwnd_reduction: high_seq = snd_nxt; snd_cwnd_cnt = 0;
+        // the CA byte counter restarts when CWR ends.
+        self.transition_to(now, State::Cwr { end }, ctx.flow, ctx.tracer);
+    }
+
+    /// Slow start as Reno: RFC 5681 §3.1 with RFC 3465 §2.3 ABC (`L = 2*SMSS`),
+    /// capped at `ssthresh` (Linux `tcp_slow_start`); returns the remainder.
+    fn slow_start(&mut self, acked: u64) -> u64 {
+        let inc = acked.min(2 * self.smss());
+        let used = inc.min(self.ssthresh - self.cwnd);
+        self.cwnd += used;
+        acked - used
+    }
+}
+
+impl CongestionControl for Dctcp {
+    fn name(&self) -> &'static str {
+        "dctcp"
+    }
+
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        // Linux: ECT(0) unless dctcp_ect = 1 (TCP_CONG_WANTS_ECT_1).
+        if self.cfg.ect1 {
+            EcnCodepoint::Ect1
+        } else {
+            EcnCodepoint::Ect0
+        }
+    }
+
+    fn on_ack(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>) {
+        if ack.acked_bytes > 0 {
+            self.rto_backoff = false;
+        }
+        self.delivered = ack.delivered;
+        // Linux calls dctcp_update_alpha (in_ack_event) before any cwnd
+        // decision of this ACK, so a cut uses the freshest alpha.
+        self.update_alpha(ack);
+
+        // Linux tcp_fastretrans_alert: CWR ends once data sent after the cut
+        // is acknowledged ("CWR is to be held something *above* high_seq is
+        // ACKed"), i.e. delivered passes the flight at the cut.
+        if let State::Cwr { end } = self.state {
+            if ack.delivered > end {
+                self.transition_to(
+                    now,
+                    State::CongestionAvoidance { acked: 0 },
+                    ctx.flow,
+                    ctx.tracer,
+                );
+            }
+        }
+
+        // RFC 8257 §3.3: react to CE at most once per window of data (Linux
+        // tcp_enter_cwr acts only below TCP_CA_CWR: not in CWR or Recovery).
+        if ack.ce_bytes > 0
+            && matches!(
+                self.state,
+                State::SlowStart | State::CongestionAvoidance { .. }
+            )
+        {
+            let end = ack.delivered.saturating_add(ack.in_flight);
+            self.ecn_reduce(self.alpha, end, now, ctx);
+            self.stats.ce_reductions += 1;
+        }
+
+        // Growth (RFC 8257 §3.4): only in Open states — Linux
+        // tcp_in_cwnd_reduction() skips tcp_cong_avoid in CWR and Recovery —
+        // and only when the window is in use (Linux tcp_is_cwnd_limited).
+        if ack.app_limited || ack.acked_bytes == 0 {
+            return;
+        }
+        let mut acked = ack.acked_bytes;
+        if self.state == State::SlowStart {
+            acked = self.slow_start(acked);
+            if self.cwnd < self.ssthresh {
+                return;
+            }
+            self.transition_to(
+                now,
+                State::CongestionAvoidance { acked: 0 },
+                ctx.flow,
+                ctx.tracer,
+            );
+        }
+        let mss = self.smss();
+        if let State::CongestionAvoidance { acked: counter } = &mut self.state {
+            // RFC 3465 §2.1 byte counting: +1 SMSS per cwnd of acked bytes.
+            *counter = counter.saturating_add(acked);
+            while *counter >= self.cwnd {
+                *counter -= self.cwnd;
+                self.cwnd = self.cwnd.saturating_add(mss);
+            }
+        }
+    }
+
+    fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>) {
+        match *ev {
+            // RFC 8257 §3.5 / RFC 6582: one reduction per window of data.
+            CongestionEvent::Loss {
+                first_in_episode: false,
+                ..
+            } => {}
+            CongestionEvent::Loss {
+                in_flight,
+                first_in_episode: true,
+                ..
+            } => {
+                // RFC 8257 §3.5 "in the same way as conventional TCP":
+                // RFC 5681 eq. (4) ssthresh = max(FlightSize/2, 2*SMSS);
+                // RFC 6675 §5 (4.2) cwnd = ssthresh.
+                self.ssthresh = (in_flight / 2).max(2 * self.smss());
+                self.cwnd = self.ssthresh;
+                self.stats.loss_reductions += 1;
+                self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
+            }
+            CongestionEvent::Rto { in_flight } => {
+                self.stats.rtos += 1;
+                // RFC 5681 §3.1 eq. (4), kept for a backed-off repeat and
+                // inside a fast-recovery episode (as Reno; Linux tcp_enter_loss
+                // calls dctcp_react_to_loss only on the first timeout).
+                if !self.rto_backoff && self.state != State::Recovery {
+                    self.ssthresh = (in_flight / 2).max(2 * self.smss());
+                }
+                self.rto_backoff = true;
+                // RFC 8257 §3.5: "cwnd MUST be set to no more than the loss
+                // window (1 full-sized segment)".
+                self.cwnd = self.smss();
+                self.transition_to(now, State::SlowStart, ctx.flow, ctx.tracer);
+            }
+            CongestionEvent::EcnEcho { in_flight } => {
+                // Classic RFC 3168 feedback carries no marked-byte count: respond
+                // as RFC 3168 §6.1.2 (alpha taken as 1, i.e. halve), once per
+                // round and not during recovery (module docs).
+                if matches!(
+                    self.state,
+                    State::SlowStart | State::CongestionAvoidance { .. }
+                ) {
+                    let end = self.delivered.saturating_add(in_flight);
+                    self.ecn_reduce(1.0, end, now, ctx);
+                    self.stats.ecn_echo_reductions += 1;
+                }
+            }
+            CongestionEvent::RecoveryEnd => {
+                if self.state == State::Recovery {
+                    // RFC 6582 §3.2 step 3 (second option): cwnd = ssthresh.
+                    self.cwnd = self.ssthresh;
+                    self.transition_to(
+                        now,
+                        State::CongestionAvoidance { acked: 0 },
+                        ctx.flow,
+                        ctx.tracer,
+                    );
+                }
+            }
+        }
+    }
+
+    fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> Option<u64> {
+        (self.ssthresh != u64::MAX).then_some(self.ssthresh)
+    }
+
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh(),
+            pacing_rate: None,
+            state: self.state.name(),
+            extra: vec![("alpha", self.alpha), ("ce_fraction", self.last_fraction)],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Driver;
+
+    const MSS: u64 = 1448;
+
+    fn dctcp() -> Driver<Dctcp> {
+        Driver::new(Dctcp::new(DctcpConfig::default()))
+    }
+
+    #[test]
+    fn round_tracker_follows_snd_nxt_in_delivered_bytes() {
+        let mut r = RoundTracker::default();
+        let ack = |delivered, in_flight| AckEvent {
+            delivered,
+            in_flight,
+            ..AckEvent::default()
+        };
+        // First ACK: the round covers what is in flight (end = 100 + 900).
+        assert!(!r.is_complete(&ack(100, 900)));
+        assert!(!r.is_complete(&ack(999, 400)));
+        assert!(r.is_complete(&ack(1000, 500)));
+        r.restart(&ack(1000, 500));
+        assert!(!r.is_complete(&ack(1400, 600)));
+        assert!(r.is_complete(&ack(1500, 0)));
+        // Nothing in flight: the next ACK starts the round.
+        r.restart(&ack(1500, 0));
+        assert!(!r.is_complete(&ack(1600, 300)));
+        assert!(r.is_complete(&ack(1900, 0)));
+    }
+
+    #[test]
+    fn ecn_codepoint_is_ect0_unless_configured() {
+        assert_eq!(dctcp().cc.ecn_codepoint(), EcnCodepoint::Ect0);
+        let cc = Dctcp::new(DctcpConfig {
+            ect1: true,
+            ..DctcpConfig::default()
+        });
+        assert_eq!(cc.ecn_codepoint(), EcnCodepoint::Ect1);
+    }
+
+    #[test]
+    fn invalid_config_is_a_typed_error() {
+        let bad = DctcpConfig {
+            shift_g: 0,
+            ..DctcpConfig::default()
+        };
+        assert_eq!(
+            Dctcp::try_new(bad).unwrap_err(),
+            DctcpConfigError::ShiftG(0)
+        );
+        let bad = DctcpConfig {
+            alpha_on_init: 1.5,
+            ..DctcpConfig::default()
+        };
+        assert_eq!(
+            Dctcp::try_new(bad).unwrap_err().to_string(),
+            "alpha_on_init: 1.5 is outside [0, 1]"
+        );
+        let bad = DctcpConfig {
+            mss: 0,
+            ..DctcpConfig::default()
+        };
+        assert_eq!(Dctcp::try_new(bad).unwrap_err(), DctcpConfigError::ZeroMss);
+    }
+
+    #[test]
+    fn unmarked_flow_grows_like_reno() {
+        let mut d = dctcp();
+        d.send_and_ack_rounds(3);
+        assert_eq!(d.cc.cwnd(), 80 * MSS);
+        // alpha decays by (15/16) per round even without marks.
+        let expect = (15.0f64 / 16.0).powi(3);
+        assert!((d.cc.alpha() - expect).abs() < 1e-12, "{}", d.cc.alpha());
+        assert_eq!(d.cc.stats().alpha_updates, 3);
+    }
+}
