@@ -5,6 +5,7 @@
 //! state machines: the transport calls them with events and a [`CcCtx`]; they
 //! never read clocks, sockets or global RNGs. All windows are in **bytes**.
 
+pub mod bbr;
 pub mod cubic;
 pub mod dctcp;
 pub mod hystart;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
+pub use bbr::{Bbr, Bbr3, Bbr3Config, BbrConfig};
 pub use cubic::{Cubic, CubicConfig, CubicConfigError, CubicStats};
 pub use dctcp::{Dctcp, DctcpConfig, DctcpConfigError, DctcpStats};
 pub use prague::{EcnFallback, Prague, PragueConfig, PragueConfigError, PragueStats, RttScaling};
@@ -158,7 +160,7 @@ pub trait CongestionControl: fmt::Debug + Send {
 
 /// Names accepted by [`build`] (the Linux `tcp_congestion_control` names), in
 /// the order `--help` lists them.
-pub const CC_NAMES: &[&str] = &["reno", "cubic", "dctcp", "prague"];
+pub const CC_NAMES: &[&str] = &["reno", "cubic", "dctcp", "prague", "bbr", "bbr3"];
 
 /// The one dispatch point from a scenario's `cc = "..."` to a controller.
 /// `mss` (bytes) and `initial_window` (segments) come from the transport
@@ -186,6 +188,16 @@ pub fn build(name: &str, mss: u64, initial_window: u64) -> Option<Box<dyn Conges
             mss,
             initial_window_segments: initial_window,
             ..PragueConfig::default()
+        }))),
+        "bbr" => Some(Box::new(Bbr::new(BbrConfig {
+            mss,
+            initial_window_segments: initial_window,
+            ..BbrConfig::default()
+        }))),
+        "bbr3" => Some(Box::new(Bbr3::new(Bbr3Config {
+            mss,
+            initial_window_segments: initial_window,
+            ..Bbr3Config::default()
         }))),
         _ => None,
     }
