@@ -45,9 +45,9 @@ def test_app_help_teaches_what_where_and_units(capsys):
     for unit in UNIT_EXAMPLES:
         assert unit in text, unit
     assert "results/<scenario name>/" in text
-    for command in ("run", "validate", "show", "report", "compare"):
+    for command in ("run", "validate", "show", "report", "compare", "emu"):
         assert re.search(rf"\b{command}\b", text)
-    for later in ("reproduce", "sweep", "emu"):
+    for later in ("reproduce", "sweep"):
         assert not re.search(rf"^\s*│?\s*{later}\b", out, re.M), f"no stub for {later}"
 
 

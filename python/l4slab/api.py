@@ -61,6 +61,7 @@ def run(
     overrides: Iterable[str] = (),
     progress: ProgressCallback | None = None,
     command: Sequence[str] | None = None,
+    backend: str = "sim",
 ) -> Results:
     """Simulate a scenario and return its :class:`~l4slab.results.Results`.
 
@@ -70,12 +71,24 @@ def run(
     run starts. ``command`` is recorded in run.json (default ``sys.argv``).
     Raises :class:`l4slab.ScenarioError` or :class:`l4slab.SimulationError`;
     ``KeyboardInterrupt`` (e.g. from ``progress``) stops the run and writes nothing.
+
+    ``backend="emu"`` runs the scenario in real time through the emulator, with
+    kernel TCP flows (root; see docs/emulator.md and :func:`l4slab.emu.run_scenario`);
+    ``progress`` is not called then, and it raises :class:`l4slab.emu.EmuError`.
     """
     text, source = read_scenario(scenario)
     if out is not None:
         check_output_dir(out)
     started = time.perf_counter()
-    result = _native.run(text, source, list(overrides), seed, progress)
+    result: Any
+    if backend == "emu":
+        from l4slab import emu
+
+        result = emu.run_scenario(text, source, list(overrides), seed)
+    elif backend == "sim":
+        result = _native.run(text, source, list(overrides), seed, progress)
+    else:
+        raise ValueError(f"unknown backend {backend!r}; choose 'sim' or 'emu'")
     wall_s = time.perf_counter() - started
     if "wall_s" not in result["stats"]:
         result["stats"]["wall_s"] = wall_s

@@ -298,16 +298,32 @@ def run_command(
             help="Also write DIR/report.html and DIR/figures/ (see l4slab report).",
         ),
     ] = False,
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            metavar="sim|emu",
+            help="sim: the simulator. emu: real time through the emulator, with kernel TCP "
+            "flows (needs root; see docs/emulator.md).",
+        ),
+    ] = "sim",
 ) -> None:
     text, source = _read(scenario)
     native = _native()
-    from l4slab import api
+    from l4slab import api, emu
 
     sets = list(overrides or [])
+    if backend not in ("sim", "emu"):
+        raise _fail(f"--backend {backend!r}: choose sim or emu", EXIT_BAD_INPUT)
     try:
-        resolved = json.loads(native.validate(text, source, sets))
-    except native.ScenarioError as exc:
+        if backend == "emu":
+            resolved = emu.validate(text, source, sets)
+        else:
+            resolved = json.loads(native.validate(text, source, sets))
+    except (native.ScenarioError, emu.EmuInputError) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except emu.EmuError as exc:
+        raise _fail(str(exc), EXIT_FAILED) from None
     target = out if out is not None else DEFAULT_RESULTS_ROOT / _dir_name(resolved.get("name"))
     try:
         results_mod.check_output_dir(target)
@@ -325,9 +341,14 @@ def run_command(
                 overrides=sets,
                 progress=progress,
                 command=command,
+                backend=backend,
             )
     except KeyboardInterrupt:
         raise _fail("interrupted; nothing was written", EXIT_INTERRUPTED) from None
+    except (emu.NotRootError, emu.EmuInputError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except emu.EmuError as exc:
+        raise _fail(f"emulation failed: {exc}", EXIT_FAILED) from None
     except native.ScenarioError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except native.SimulationError as exc:
@@ -343,6 +364,8 @@ def run_command(
     console = _stdout()
     if not quiet:
         console.print(summary_view(results))
+        if backend == "emu":
+            console.print(emu.timing_line(results.summary), markup=False, soft_wrap=True)
     console.print(f"results: {target}/ ({', '.join(files)})", markup=False, soft_wrap=True)
     if report:
         page = _write_report(target, flow=None)
@@ -522,6 +545,13 @@ def compare_command(
     console.print(f"comparison: {page}", markup=False, soft_wrap=True)
     if open_page:
         _open(page)
+
+
+# --------------------------------------------------------------------------- emu
+
+from l4slab.emu_cli import app as _emu_app  # noqa: E402  (registered after the core commands)
+
+app.add_typer(_emu_app, name="emu")
 
 
 # --------------------------------------------------------------------------- main

@@ -1,9 +1,11 @@
 //! A unidirectional link: egress qdisc -> serializer -> loss -> propagation.
 //!
 //! [`Link`] is one concrete struct; its variation points are small traits:
-//! how fast bits leave ([`RateModel`]: [`ConstantRate`] now, traces and Wi-Fi
-//! later) and whether the wire loses a packet ([`LossModel`]: [`NoLoss`],
+//! how fast bits leave ([`RateModel`]: [`ConstantRate`], a mahimahi trace
+//! [`TraceRate`]; Wi-Fi later) and whether the wire loses a packet ([`LossModel`]: [`NoLoss`],
 //! [`Bernoulli`], [`GilbertElliott`]). Propagation is a fixed one-way delay.
+//! An optional [`EcnRewrite`] (bleach, re-mark, drop ECT, CE-mark all) is
+//! applied to each packet before the queue ([`Link::with_ecn_rewrite`]).
 //!
 //! **Sans-IO and O(1) per event.** The link never reads a clock and keeps no
 //! queue of packets in propagation: [`Link::on_tx_done`] hands the surviving
@@ -17,9 +19,10 @@
 //! 3. after *every* call, re-read `tx_done_at()` and `next_timer()`;
 //! 4. drain `ctx.dropped` after every call (qdisc drops and [`DropReason::LinkLoss`]).
 //!
-//! **Accounting.** Every offered packet ends exactly once: dropped by the
-//! qdisc (with the qdisc's reason), lost on the wire (`LinkLoss`), or returned
-//! by `on_tx_done`; until then it is in the qdisc backlog or on the wire.
+//! **Accounting.** Every offered packet ends exactly once: dropped by the ECN
+//! rewrite (`EcnBlackhole`, before the queue), dropped by the qdisc (with the
+//! qdisc's reason), lost on the wire (`LinkLoss`), or returned by
+//! `on_tx_done`; until then it is in the qdisc backlog or on the wire.
 //! [`LinkStats`] counts each outcome; the property test in
 //! `tests/conservation.rs` checks the identity after every call.
 //!
@@ -37,14 +40,18 @@
 //! TSO/GSO bursts), no layer-2 overhead is added to the rate, and loss is
 //! applied after serialization (see `docs/models/loss.md`).
 
+pub mod ecn;
 pub mod loss;
 pub mod rate;
+pub mod trace;
 
 use l4slab_core::{DropReason, Dur, Packet, SimRng, Time};
 use l4slab_qdisc::{Qdisc, QdiscCtx};
 
+pub use ecn::{EcnRewrite, Rewritten};
 pub use loss::{Bernoulli, GeState, GilbertElliott, LossModel, NoLoss};
 pub use rate::{ConstantRate, RateModel};
+pub use trace::{Trace, TraceError, TraceRate};
 
 /// Bad link parameters. Messages name the parameter; the scenario layer
 /// prefixes the key path (`links.bottleneck.loss.p`).
@@ -73,6 +80,13 @@ pub struct LinkStats {
     pub delivered_bytes: u64,
     /// Total time spent serializing completed packets.
     pub busy_time: Dur,
+    /// Packets whose IP-ECN field the [`EcnRewrite`] changed (bleached,
+    /// re-marked or CE-marked).
+    pub ecn_rewritten_packets: u64,
+    /// Packets the [`EcnRewrite`] dropped ([`DropReason::EcnBlackhole`]),
+    /// before the queue.
+    pub ecn_dropped_packets: u64,
+    pub ecn_dropped_bytes: u64,
 }
 
 /// The packet being serialized.
@@ -91,6 +105,7 @@ pub struct Link {
     loss: Box<dyn LossModel>,
     loss_rng: SimRng,
     delay: Dur,
+    ecn_rewrite: EcnRewrite,
     on_wire: Option<OnWire>,
     stats: LinkStats,
 }
@@ -111,16 +126,42 @@ impl Link {
             loss,
             loss_rng,
             delay,
+            ecn_rewrite: EcnRewrite::None,
             on_wire: None,
             stats: LinkStats::default(),
         }
     }
 
+    /// Rewrite the IP-ECN field of the packets offered to this link (before
+    /// the queue; see [`ecn`]).
+    pub fn with_ecn_rewrite(mut self, rewrite: EcnRewrite) -> Self {
+        self.ecn_rewrite = rewrite;
+        self
+    }
+
+    pub fn ecn_rewrite(&self) -> EcnRewrite {
+        self.ecn_rewrite
+    }
+
     /// Enqueue `pkt` at `now`; if the transmitter is idle, start serializing.
     /// Drops (the arrival or, for head drop, another packet) go through `ctx`.
-    pub fn enqueue(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
+    pub fn enqueue(&mut self, now: Time, mut pkt: Packet, ctx: &mut QdiscCtx<'_>) {
         self.stats.offered_packets += 1;
         self.stats.offered_bytes += u64::from(pkt.len);
+        match self.ecn_rewrite.apply(pkt.ecn) {
+            Rewritten::Keep(e) => {
+                if e != pkt.ecn {
+                    self.stats.ecn_rewritten_packets += 1;
+                    pkt.ecn = e;
+                }
+            }
+            Rewritten::Drop => {
+                self.stats.ecn_dropped_packets += 1;
+                self.stats.ecn_dropped_bytes += u64::from(pkt.len);
+                ctx.drop_packet(now, pkt, DropReason::EcnBlackhole);
+                return;
+            }
+        }
         self.qdisc.enqueue(now, pkt, ctx);
         self.start_next(now, ctx);
     }
@@ -450,6 +491,49 @@ mod tests {
         assert_eq!(l.next_timer(), None);
         assert_eq!(l.tx_done_at(), Some(Time::from_millis(8)));
         assert_eq!(drain(&mut l, &mut env), [(18_000_000, 0)]);
+    }
+
+    #[test]
+    fn ecn_rewrite_applies_before_the_queue_and_drops_through_ctx() {
+        let mut env = Env::new();
+        // Re-mark: ECT(1) arrives as ECT(0); others unchanged.
+        let mut l =
+            link(fifo(), 12, Box::new(NoLoss), 10).with_ecn_rewrite(EcnRewrite::RemarkEct1ToEct0);
+        assert_eq!(l.ecn_rewrite(), EcnRewrite::RemarkEct1ToEct0);
+        for (id, e) in [(0, Ecn::Ect1), (1, Ecn::Ect0), (2, Ecn::NotEct)] {
+            l.enqueue(Time::ZERO, Packet::new(id, 1, 1500, e), &mut env.ctx());
+        }
+        let mut got = Vec::new();
+        while let Some(t) = l.tx_done_at() {
+            got.extend(l.on_tx_done(t, &mut env.ctx()).map(|(_, p)| p.ecn));
+        }
+        assert_eq!(got, [Ecn::Ect0, Ecn::Ect0, Ecn::NotEct]);
+        assert_eq!(l.stats().ecn_rewritten_packets, 1);
+        // Drop ECT: the ECT packet never reaches the qdisc, uses no capacity,
+        // and is dropped through ctx with EcnBlackhole.
+        let mut l = link(fifo(), 12, Box::new(NoLoss), 10).with_ecn_rewrite(EcnRewrite::DropEct);
+        l.enqueue(
+            Time::ZERO,
+            Packet::new(7, 1, 1500, Ecn::Ect0),
+            &mut env.ctx(),
+        );
+        l.enqueue(
+            Time::ZERO,
+            Packet::new(8, 1, 1500, Ecn::NotEct),
+            &mut env.ctx(),
+        );
+        assert_eq!(env.dropped.len(), 1);
+        assert_eq!(
+            (env.dropped[0].0.id, env.dropped[0].1),
+            (7, DropReason::EcnBlackhole)
+        );
+        assert_eq!(l.qdisc().stats().offered, 1);
+        assert_eq!(l.tx_done_at(), Some(Time::from_millis(1)));
+        assert_eq!(
+            (l.stats().ecn_dropped_packets, l.stats().ecn_dropped_bytes),
+            (1, 1500)
+        );
+        assert_eq!(l.stats().offered_packets, 2);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! ```text
 //! bottleneck.down.rate: "fast" is not a rate; write e.g. "20Mbit"
 //! duration: missing; write e.g. duration = "30s"
-//! bottleneck.rtt: unknown key; valid keys here: rate, delay, buffer, qdisc, loss, down, up
+//! bottleneck.rtt: unknown key; valid keys here: rate, delay, buffer, qdisc, loss, ecn_rewrite, down, up
 //! --set bottleneck.rate: expected key.path=value; write e.g. --set bottleneck.rate=50Mbit
 //! reno.toml:3:9: TOML syntax error: invalid string
 //! ```

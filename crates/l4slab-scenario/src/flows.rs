@@ -144,6 +144,11 @@ fn resolve_flow(
         start,
         app: resolve_app(f.app.as_ref(), &join(path, "app"))?,
         transport: resolve_transport(f.transport.as_ref(), &join(path, "transport"))?,
+        ecn: f
+            .ecn
+            .as_ref()
+            .map(|v| crate::ecn::mode(v, &join(path, "ecn")))
+            .transpose()?,
     })
 }
 
@@ -286,6 +291,9 @@ fn resolve_transport(
     }
     if let Some(v) = &raw.receive_buffer {
         t.receive_buffer = at_least_mss(v, "receive_buffer")?;
+    }
+    if let Some(v) = &raw.ecn_codepoint {
+        t.ecn_codepoint = Some(crate::ecn::codepoint(v, &p("ecn_codepoint"))?);
     }
     if let Some(v) = &raw.notsent_lowat {
         let np = p("notsent_lowat");

@@ -7,10 +7,13 @@
 //! * [`parse_with`] / [`parse_file`]: the entry points ([`parse`]).
 //! * [`model`]: the resolved scenario the backends consume (the contract).
 //! * [`units`]: pure parsers for `"20Mbit"`, `"25ms"`, `"10MB"`, `"100pkt"`, `"1%"`.
+//! * [`build`]: resolved parts -> the qdisc, loss model and link both backends run.
 //! * [`ScenarioError`]: every error names its key path and, where it helps,
 //!   a valid example.
 //!
 //! The file format is documented in `docs/scenarios.md`.
+pub mod build;
+pub mod ecn;
 pub mod error;
 mod flows;
 mod link;
@@ -20,9 +23,11 @@ pub mod parse;
 pub mod qdisc;
 mod raw;
 mod resolve;
+mod trace;
 pub mod units;
 mod values;
 
 pub use error::{Problem, ScenarioError};
 pub use model::*;
 pub use parse::{parse_file, parse_with, ParseOptions};
+pub use trace::BUILTIN_TRACE_DIR;

@@ -1,6 +1,6 @@
 //! `[bottleneck]` -> [`Bottleneck`]: merging the shared keys with the
-//! per-direction `down`/`up` overrides, then the qdisc, its buffer, and the
-//! loss model of each direction.
+//! per-direction `down`/`up` overrides, then the qdisc, its buffer, the
+//! loss model and the ECN rewrite (`crate::ecn`) of each direction.
 //!
 //! Each key of a direction comes from `bottleneck.<dir>.<key>` if present,
 //! else from `bottleneck.<key>`; errors name the key where the value was
@@ -76,7 +76,10 @@ fn resolve_direction(
         dir_name,
     };
     let (v, p) = m.require("rate", r#""20Mbit""#)?;
-    let rate = values::positive_rate(v, &p)?;
+    let (rate, rate_trace) = match v {
+        Value::Table(_) => crate::trace::resolve(v, &p)?,
+        _ => (values::positive_rate(v, &p)?, None),
+    };
     let (v, p) = m.require("delay", r#""10ms""#)?;
     let delay = values::duration(v, &p)?;
     let (v, p) = m.require("buffer", r#""100pkt""#)?;
@@ -92,11 +95,17 @@ fn resolve_direction(
         Some((v, p)) => resolve_loss(v, &p)?,
         None => LossSpec::None,
     };
+    let ecn_rewrite = match m.get("ecn_rewrite") {
+        Some((v, p)) => crate::ecn::rewrite(v, &p)?,
+        None => l4slab_link::EcnRewrite::None,
+    };
     Ok(LinkSpec {
         rate,
         delay,
         qdisc,
         loss,
+        ecn_rewrite,
+        rate_trace,
     })
 }
 

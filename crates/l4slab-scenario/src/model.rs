@@ -48,6 +48,35 @@ pub struct LinkSpec {
     pub delay: Dur,
     pub qdisc: QdiscSpec,
     pub loss: LossSpec,
+    /// What the path does to the IP-ECN field of ECT packets, before the
+    /// queue (`ecn_rewrite`; docs/models/ecn.md).
+    pub ecn_rewrite: l4slab_link::EcnRewrite,
+    /// `rate = { trace = "..." }`: the link replays a mahimahi trace
+    /// (docs/models/trace.md) and `rate` is the trace's mean rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_trace: Option<RateTrace>,
+}
+
+/// A mahimahi delivery trace a link replays.
+#[derive(Clone, PartialEq, Serialize)]
+pub struct RateTrace {
+    /// As written in the scenario (a file name or a path).
+    pub name: String,
+    /// The file that was read.
+    pub path: String,
+    /// The parsed opportunities (not serialized: `summary.json` names the file).
+    #[serde(skip)]
+    pub trace: std::sync::Arc<l4slab_link::Trace>,
+}
+
+impl std::fmt::Debug for RateTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateTrace")
+            .field("name", &self.name)
+            .field("path", &self.path)
+            .field("opportunities", &self.trace.opportunities())
+            .finish()
+    }
 }
 
 /// Queue discipline and its buffer.
@@ -139,6 +168,24 @@ pub struct Flow {
     pub start: Time,
     pub app: AppSpec,
     pub transport: TransportSpec,
+    /// ECN mode the flow asks for; `None`: the congestion control's default,
+    /// decided by the backend (Linux-like: `accecn` for `dctcp`/`prague`,
+    /// `off` otherwise; docs/models/ecn.md).
+    pub ecn: Option<EcnSpec>,
+}
+
+/// ECN negotiation and feedback of a flow (Linux `tcp_ecn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum EcnSpec {
+    /// No ECN.
+    #[serde(rename = "off")]
+    Off,
+    /// RFC 3168 ECN: one congestion signal per RTT.
+    #[serde(rename = "classic")]
+    Classic,
+    /// RFC 9768 Accurate ECN: every CE mark fed back.
+    #[serde(rename = "accecn")]
+    AccEcn,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -171,6 +218,9 @@ pub struct TransportSpec {
     pub notsent_lowat: Option<u64>,
     /// Receive buffer, which bounds the advertised window (`SO_RCVBUF`).
     pub receive_buffer: u64,
+    /// IP-ECN codepoint on data once ECN is negotiated, instead of the
+    /// congestion control's (`ect0`, `ect1`, `not_ect`); `None` = the controller's.
+    pub ecn_codepoint: Option<l4slab_core::Ecn>,
 }
 
 impl Default for TransportSpec {
@@ -185,6 +235,7 @@ impl Default for TransportSpec {
             send_buffer: 4 * 1024 * 1024,
             notsent_lowat: None,
             receive_buffer: 6 * 1024 * 1024,
+            ecn_codepoint: None,
         }
     }
 }

@@ -43,6 +43,7 @@ pub struct RawBottleneck {
     pub buffer: Option<Value>,
     pub qdisc: Option<Value>,
     pub loss: Option<Value>,
+    pub ecn_rewrite: Option<Value>,
     pub down: Option<RawLink>,
     pub up: Option<RawLink>,
 }
@@ -56,10 +57,12 @@ pub struct RawLink {
     pub buffer: Option<Value>,
     pub qdisc: Option<Value>,
     pub loss: Option<Value>,
+    pub ecn_rewrite: Option<Value>,
 }
 
 impl RawBottleneck {
-    /// A shared link key by name (`rate`, `delay`, `buffer`, `qdisc`, `loss`).
+    /// A shared link key by name (`rate`, `delay`, `buffer`, `qdisc`, `loss`,
+    /// `ecn_rewrite`).
     pub fn field(&self, key: &str) -> Option<&Value> {
         match key {
             "rate" => self.rate.as_ref(),
@@ -67,6 +70,7 @@ impl RawBottleneck {
             "buffer" => self.buffer.as_ref(),
             "qdisc" => self.qdisc.as_ref(),
             "loss" => self.loss.as_ref(),
+            "ecn_rewrite" => self.ecn_rewrite.as_ref(),
             _ => None,
         }
     }
@@ -81,6 +85,7 @@ impl RawLink {
             "buffer" => self.buffer.as_ref(),
             "qdisc" => self.qdisc.as_ref(),
             "loss" => self.loss.as_ref(),
+            "ecn_rewrite" => self.ecn_rewrite.as_ref(),
             _ => None,
         }
     }
@@ -107,6 +112,7 @@ pub struct RawFlow {
     pub count: Option<i64>,
     pub app: Option<Value>,
     pub transport: Option<RawTransport>,
+    pub ecn: Option<Value>,
 }
 
 /// `[flows.transport]`: overrides of `model::TransportSpec`.
@@ -123,6 +129,7 @@ pub struct RawTransport {
     pub send_buffer: Option<Value>,
     pub notsent_lowat: Option<Value>,
     pub receive_buffer: Option<Value>,
+    pub ecn_codepoint: Option<Value>,
 }
 
 /// `qdisc = { kind = "fifo", head_drop = true }`.

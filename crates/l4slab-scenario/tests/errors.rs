@@ -89,7 +89,7 @@ const CASES: &[Case] = &[
     // bottleneck
     text(NO_BOTTLENECK, "bottleneck", Missing, "bottleneck: missing; write e.g. [bottleneck] with rate ="),
     set(&["bottleneck=5"], "bottleneck", WrongType, "expected a table, found an integer (5)"),
-    set(&["bottleneck.rtt=20ms"], "bottleneck.rtt", UnknownKey, "bottleneck.rtt: unknown key; valid keys here: rate, delay, buffer, qdisc, loss, down, up"),
+    set(&["bottleneck.rtt=20ms"], "bottleneck.rtt", UnknownKey, "bottleneck.rtt: unknown key; valid keys here: rate, delay, buffer, qdisc, loss, ecn_rewrite, down, up"),
     set(&["bottleneck.down.x=1"], "bottleneck.down.x", UnknownKey, "valid keys here: rate, delay, buffer, qdisc, loss"),
     set(&["bottleneck.up=fast"], "bottleneck.up", WrongType, "expected a table"),
     set(&["bottleneck.rate=fast"], "bottleneck.rate", BadValue, "bottleneck.rate: \"fast\" is not a rate; write e.g. \"20Mbit\""),
@@ -259,7 +259,7 @@ fn design_examples_verbatim() {
     let e = parse_set(BASE, &["bottleneck.rtt=20ms"]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "bottleneck.rtt: unknown key; valid keys here: rate, delay, buffer, qdisc, loss, down, up"
+        "bottleneck.rtt: unknown key; valid keys here: rate, delay, buffer, qdisc, loss, ecn_rewrite, down, up"
     );
     let e = parse(NO_DURATION).unwrap_err();
     assert_eq!(

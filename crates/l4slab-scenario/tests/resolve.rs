@@ -5,6 +5,7 @@ mod common;
 
 use common::{base_with, parse, parse_set, BASE};
 use l4slab_core::{Dur, Rate, Time};
+use l4slab_link::EcnRewrite;
 use l4slab_scenario::{
     parse_with, AppSpec, Bottleneck, BufferLimit, Direction, Flow, Host, LinkSpec, LossSpec,
     QdiscSpec, Scenario, Side, TransportSpec,
@@ -25,6 +26,8 @@ fn minimal_file_gets_every_default() {
         delay: Dur::from_millis(10),
         qdisc: fifo_pkts(100),
         loss: LossSpec::None,
+        ecn_rewrite: EcnRewrite::None,
+        rate_trace: None,
     };
     let expect = Scenario {
         format: 1,
@@ -59,6 +62,7 @@ fn minimal_file_gets_every_default() {
             start: Time::ZERO,
             app: AppSpec::Bulk,
             transport: TransportSpec::default(),
+            ecn: None,
         }],
     };
     assert_eq!(s, expect);
@@ -156,6 +160,8 @@ app = "bulk"
                 k: 1.0,
                 h: 0.0
             },
+            ecn_rewrite: EcnRewrite::None,
+            rate_trace: None,
         }
     );
     assert_eq!(
@@ -168,6 +174,8 @@ app = "bulk"
                 head_drop: false
             },
             loss: LossSpec::Bernoulli { p: 0.001 },
+            ecn_rewrite: EcnRewrite::None,
+            rate_trace: None,
         }
     );
     let names: Vec<(&str, Side)> = s.hosts.iter().map(|h| (h.name.as_str(), h.side)).collect();
@@ -197,6 +205,7 @@ app = "bulk"
             send_buffer: 1 << 20,
             notsent_lowat: Some(128 << 10),
             receive_buffer: 2 << 20,
+            ecn_codepoint: None,
         }
     );
     let backup = &s.flows[1];

@@ -1,14 +1,13 @@
-//! Building a [`Sim`] from a resolved scenario: the one place where scenario
-//! names (`kind = "fifo"`, `cc = "reno"`, `app = "file"`) become objects.
+//! Building a [`Sim`] from a resolved scenario: where scenario names
+//! (`cc = "reno"`, `app = "file"`) become objects. The bottleneck links
+//! (qdisc, rate, loss) come from [`l4slab_scenario::build`], which the
+//! emulator shares.
 
-use l4slab_core::{SimRng, Time};
-use l4slab_link::{Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss};
-use l4slab_qdisc::{Codel, DualPi2, Fifo, FifoConfig, FifoLimit, FifoMode, FqCodel, Pie, Qdisc};
-use l4slab_scenario::{
-    AppSpec, BufferLimit, Direction, LinkSpec, LossSpec, QdiscSpec, Scenario, Side,
-};
+use l4slab_cc::{CongestionControl, EcnCodepoint};
+use l4slab_core::{Ecn, SimRng, Time};
+use l4slab_scenario::{AppSpec, Direction, EcnSpec, LinkSpec, Scenario, Side};
 use l4slab_transport::app::{App, Bulk, File};
-use l4slab_transport::{Endpoint, Role, TransportConfig};
+use l4slab_transport::{EcnMode, Endpoint, Role, TransportConfig};
 
 use crate::delay_line::{DelayLine, LineExit};
 use crate::engine::{
@@ -23,41 +22,10 @@ use crate::{PacketTrace, SimError};
 /// Queue names, indexed by direction (DOWN = 0, UP = 1).
 pub const QUEUE_NAMES: [&str; 2] = ["bottleneck.down", "bottleneck.up"];
 
-/// The one dispatch point from a scenario qdisc to a discipline.
-pub fn build_qdisc(spec: &QdiscSpec) -> Box<dyn Qdisc> {
-    match spec {
-        QdiscSpec::Fifo { limit, head_drop } => Box::new(Fifo::new(FifoConfig {
-            limit: match *limit {
-                BufferLimit::Packets(n) => FifoLimit::Packets(n),
-                BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => FifoLimit::Bytes(b),
-            },
-            mode: if *head_drop {
-                FifoMode::HeadDrop
-            } else {
-                FifoMode::TailDrop
-            },
-        })),
-        QdiscSpec::Codel(cfg) => Box::new(Codel::new(cfg.clone())),
-        QdiscSpec::FqCodel(cfg) => Box::new(FqCodel::new(cfg.clone())),
-        QdiscSpec::Pie(cfg) => Box::new(Pie::new(cfg.clone())),
-        QdiscSpec::Dualpi2(cfg) => Box::new(DualPi2::new(cfg.clone())),
-    }
-}
-
-fn build_loss(spec: &LossSpec) -> Box<dyn LossModel> {
-    // Probabilities were validated by l4slab-scenario.
-    match *spec {
-        LossSpec::None => Box::new(NoLoss),
-        LossSpec::Bernoulli { p } => Box::new(Bernoulli::new(p).expect("validated")),
-        LossSpec::GilbertElliott { p, r, k, h } => {
-            Box::new(GilbertElliott::new(p, r, k, h).expect("validated"))
-        }
-    }
-}
-
 fn build_link(spec: &LinkSpec, name: &str, seed: u64, series: &mut SeriesStore) -> LinkState {
-    let qdisc = build_qdisc(&spec.qdisc);
-    let sub_keys = qdisc
+    let link = l4slab_scenario::build::link(spec, name, seed);
+    let sub_keys = link
+        .qdisc()
         .subqueue_names()
         .iter()
         .map(|n| series.intern(&format!("sojourn_ms.{n}")))
@@ -66,20 +34,38 @@ fn build_link(spec: &LinkSpec, name: &str, seed: u64, series: &mut SeriesStore) 
         name: name.to_owned(),
         sub_keys,
         xstat_keys: Vec::new(),
-        link: Link::new(
-            qdisc,
-            Box::new(ConstantRate(spec.rate)),
-            build_loss(&spec.loss),
-            SimRng::derive(seed, &format!("link/{name}/loss")),
-            spec.delay,
-        ),
-        rng: SimRng::derive(seed, &format!("link/{name}/qdisc")),
+        link,
+        rng: l4slab_scenario::build::qdisc_rng(seed, name),
         tx_scheduled: false,
         timer_armed: None,
         series: series.intern(&format!("queue/{name}")),
         last_drops: 0,
         last_marks: 0,
         last_busy: l4slab_core::Dur::ZERO,
+    }
+}
+
+/// A flow's ECN mode: as written, else Linux-like by controller
+/// (docs/models/ecn.md): AccECN for a controller that needs ECN (it asks for
+/// an ECT codepoint: DCTCP, Prague — Linux `TCP_CONG_NEEDS_ECN` /
+/// `NEEDS_ACCECN`), off for the others (Reno, Cubic, BBR: Linux's default
+/// `tcp_ecn = 2` never asks).
+fn ecn_mode(spec: Option<EcnSpec>, cc: &dyn CongestionControl) -> EcnMode {
+    match spec {
+        Some(EcnSpec::Off) => EcnMode::Off,
+        Some(EcnSpec::Classic) => EcnMode::Classic,
+        Some(EcnSpec::AccEcn) => EcnMode::AccEcn,
+        None if cc.ecn_codepoint() != EcnCodepoint::NotEct => EcnMode::AccEcn,
+        None => EcnMode::Off,
+    }
+}
+
+fn ecn_codepoint(e: Ecn) -> EcnCodepoint {
+    match e {
+        Ecn::Ect0 => EcnCodepoint::Ect0,
+        // The scenario accepts ect0, ect1 and not_ect only.
+        Ecn::Ect1 | Ecn::Ce => EcnCodepoint::Ect1,
+        Ecn::NotEct => EcnCodepoint::NotEct,
     }
 }
 
@@ -130,6 +116,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             send_buffer: t.send_buffer,
             notsent_lowat: t.notsent_lowat,
             receive_buffer: t.receive_buffer,
+            ecn_codepoint: t.ecn_codepoint.map(ecn_codepoint),
             ..TransportConfig::default()
         };
         let cc = |_: ()| {
@@ -142,8 +129,13 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             )
         };
         let id = i as u32;
-        let client = Endpoint::new(id, Role::Client, cfg.clone(), cc(())?);
-        let server = Endpoint::new(id, Role::Server, cfg, cc(())?);
+        let (client_cc, server_cc) = (cc(())?, cc(())?);
+        let cfg = TransportConfig {
+            ecn: ecn_mode(f.ecn, client_cc.as_ref()),
+            ..cfg
+        };
+        let client = Endpoint::new(id, Role::Client, cfg.clone(), client_cc);
+        let server = Endpoint::new(id, Role::Server, cfg, server_cc);
         flows.push(FlowState {
             eps: [
                 EpState {

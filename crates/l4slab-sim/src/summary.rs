@@ -57,6 +57,8 @@ impl Sim<'_> {
         for (f, (fl, spec)) in self.flows.iter().zip(&self.scn.flows).enumerate() {
             let sender = &fl.eps[fl.sender].ep;
             let st = sender.stats();
+            // The receiving endpoint counts the CE marks that reached it.
+            let receiver = fl.eps[1 - fl.sender].ep.stats();
             let until = fl.completion.unwrap_or(end);
             let active = until.saturating_since(fl.start).as_secs_f64();
             let goodput = if active > 0.0 {
@@ -84,8 +86,9 @@ impl Sim<'_> {
                     "ack_packets_lost": fl.ack_drops,
                     "losses_detected": st.lost_segments,
                     "rto_count": st.rto_count,
-                    "ce_marks_received": 0,
-                    "ecn": "off",
+                    "ce_marks_received": receiver.ce_marks_received,
+                    "ecn": st.ecn_mode.name(),
+                    "ecn_validation": st.ecn_validation.name(),
                     "segments_sent": st.segments_sent,
                     "data_segments_sent": st.data_segments_sent,
                     "recovery_episodes": st.fast_recovery_episodes,
@@ -108,7 +111,11 @@ impl Sim<'_> {
             let mut drops = by_reason(&s.drops, &mut DropReason::ALL.iter().map(|r| r.name()));
             // Link (wire) losses happen after the qdisc; report them with the queue's drops.
             drops["link_loss"] = json!(ls.link.stats().lost_packets);
-            drops["total"] = json!(s.total_drops() + ls.link.stats().lost_packets);
+            // So are the ECN rewrite's drops (before the queue: EcnBlackhole).
+            let ls_stats = ls.link.stats();
+            drops["ecn_blackhole"] = json!(ls_stats.ecn_dropped_packets);
+            drops["total"] =
+                json!(s.total_drops() + ls_stats.lost_packets + ls_stats.ecn_dropped_packets);
             let rq = &self.rec.queues[dir];
             let qdisc = ls.link.qdisc();
             let mut q = json!({
@@ -121,6 +128,11 @@ impl Sim<'_> {
                 "offered_packets": s.offered,
                 "sent_packets": s.sent,
                 "sent_bytes": s.sent_bytes,
+                "ecn_rewrite": {
+                    "kind": ls.link.ecn_rewrite().name(),
+                    "rewritten_packets": ls_stats.ecn_rewritten_packets,
+                    "dropped_packets": ls_stats.ecn_dropped_packets,
+                },
                 "xstats_final": qdisc.xstats().into_iter().map(|(k, v)| (k.to_owned(), json!(round6(v)))).collect::<Map<_, _>>(),
             });
             let subs: Map<String, Value> = qdisc

@@ -5,20 +5,43 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use l4slab_cc::EcnCodepoint;
 use l4slab_core::Dur;
 
 /// ECN negotiation and feedback mode (RFC 3168 classic, RFC 9768 AccECN).
 ///
-/// Only [`EcnMode::Off`] exists so far: the handshake sends no ECN flags and
-/// data is Not-ECT. The segment already carries the ECE/CWR/AE bits
-/// ([`crate::Flags`], [`crate::Segment::ace`]) and the endpoint receives each
-/// segment's IP ECN field, which is where classic ECN and AccECN will plug in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// On a client this is what the SYN asks for; on a server the most it
+/// accepts. The negotiated mode ([`crate::EndpointStats::ecn_mode`]) is the
+/// lower of the two (RFC 9768 §3.1.1 Table 2 / Linux `tcp_ecn_rcv_synack`,
+/// `tcp_ecn_rcv_syn`). See `docs/models/ecn.md`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub enum EcnMode {
-    /// No ECN: SYN without ECE/CWR/AE, Not-ECT data (Linux `tcp_ecn = 0`).
+    /// No ECN: SYN without ECE/CWR/AE, Not-ECT packets (Linux `tcp_ecn = 0`).
     #[default]
+    #[serde(rename = "off")]
     Off,
+    /// RFC 3168: SYN with ECE|CWR, SYN/ACK with ECE; ECE on ACKs from a CE
+    /// arrival until a CWR arrives (Linux `tcp_ecn = 1`).
+    #[serde(rename = "classic")]
+    Classic,
+    /// RFC 9768 Accurate ECN: SYN with AE|CWR|ECE, the ACE counter on every
+    /// segment and the AccECN option with byte counters (Linux `tcp_ecn = 3`,
+    /// `tcp_ecn_option = 2`).
+    #[serde(rename = "accecn")]
+    AccEcn,
+}
+
+impl EcnMode {
+    /// Name as used in scenarios and results: `off`, `classic`, `accecn`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            EcnMode::Off => "off",
+            EcnMode::Classic => "classic",
+            EcnMode::AccEcn => "accecn",
+        }
+    }
 }
 
 /// How the retransmission timeout is computed from SRTT and RTTVAR.
@@ -67,8 +90,22 @@ pub struct TransportConfig {
     pub receive_buffer: u64,
     /// IP + TCP header bytes of every segment, options except SACK included.
     pub header_bytes: u32,
-    /// ECN negotiation; only `Off` is implemented.
+    /// ECN mode requested (client) or accepted (server).
     pub ecn: EcnMode,
+    /// IP-ECN codepoint of data packets once ECN is negotiated, instead of
+    /// the controller's [`CongestionControl::ecn_codepoint`]
+    /// (`Some(NotEct)` negotiates feedback but sends Not-ECT).
+    ///
+    /// [`CongestionControl::ecn_codepoint`]: l4slab_cc::CongestionControl::ecn_codepoint
+    pub ecn_codepoint: Option<EcnCodepoint>,
+    /// Send the AccECN option with the byte counters on pure ACKs (Linux
+    /// `tcp_ecn_option = 2`, "full"); `false` feeds back the ACE field only
+    /// (`tcp_ecn_option = 0`).
+    pub accecn_option: bool,
+    /// Detect broken ECN paths and fall back (Linux `tcp_ecn_fallback = 1`):
+    /// RFC 3168 §6.1.1.1 SYN fallback, validation of the feedback (bleaching,
+    /// re-marking, black hole). `false` keeps ECN on whatever happens.
+    pub ecn_fallback: bool,
 }
 
 impl Default for TransportConfig {
@@ -85,7 +122,10 @@ impl Default for TransportConfig {
             notsent_lowat: None, // Linux tcp_notsent_lowat = UINT_MAX (off)
             receive_buffer: 6 << 20, // Linux tcp_rmem[2] = 6 MiB (autotuning ceiling)
             header_bytes: 52,   // IPv4 20 + TCP 20 + timestamps option 12 (RFC 7323 §3, aligned)
-            ecn: EcnMode::Off,  // Linux tcp_ecn = 2 only answers ECN; we initiate nothing yet
+            ecn: EcnMode::Off,  // Linux tcp_ecn = 2 answers but never asks; see docs/models/ecn.md
+            ecn_codepoint: None, // the controller's choice (Linux TCP_CONG_ECT_1_NEGOTIATION)
+            accecn_option: true, // Linux tcp_ecn_option = 2 (TCP_ACCECN_OPTION_FULL)
+            ecn_fallback: true, // Linux tcp_ecn_fallback = 1
         }
     }
 }

@@ -16,11 +16,16 @@
 //!   and the pacing rate; the transport tells it about sends, ACKs, losses,
 //!   timeouts and the end of recovery.
 //!
-//! Not yet: ECN (classic and AccECN; [`EcnMode`] has only `Off`), tail loss
-//! probe, D-SACK, Nagle.
+//! * ECN (`ecn.rs`, `docs/models/ecn.md`): classic RFC 3168 and AccECN
+//!   (RFC 9768) negotiation and feedback, the IP-ECN codepoint from the
+//!   controller, and the sender's validation of the path ([`EcnValidation`]:
+//!   bleaching, re-marking, black holes) with Linux's fallbacks.
+//!
+//! Not yet: tail loss probe, D-SACK, Nagle.
 
 pub mod app;
 pub mod config;
+mod ecn;
 mod endpoint;
 mod pacing;
 mod prr;
@@ -35,8 +40,9 @@ mod stats;
 
 pub use app::{App, AppIo, Bulk, EndpointIo, File, Sink};
 pub use config::{EcnMode, RtoFormula, TransportConfig, TransportConfigError};
+pub use ecn::EcnValidation;
 pub use endpoint::{AppEvent, Endpoint, EndpointCtx, Role};
 pub use rate::RateSample;
-pub use segment::{Flags, SackBlock, Segment, Transmit};
+pub use segment::{AccEcnOption, Flags, SackBlock, Segment, Transmit};
 pub use state::ConnState;
 pub use stats::EndpointStats;

@@ -22,7 +22,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use l4slab_core::Time;
+use l4slab_core::{Ecn, Time};
 
 use crate::rate::TxSnapshot;
 
@@ -54,6 +54,8 @@ pub(crate) struct SentSeg {
     pub tx_order: u64,
     /// Delivery-rate snapshot of the latest transmission.
     pub tx: TxSnapshot,
+    /// IP-ECN field of the latest transmission (for ECN validation).
+    pub ecn: Ecn,
     /// When `sacked`: an index such that every segment from here up to it
     /// (exclusive) is SACKed.
     skip: u64,
@@ -73,6 +75,7 @@ impl SentSeg {
             xmit_time: now,
             tx_order,
             tx,
+            ecn: Ecn::NotEct,
             skip: 0,
         }
     }
@@ -406,6 +409,11 @@ impl Scoreboard {
             self.retx.pop();
         }
         None
+    }
+
+    /// The latest transmission of `idx` carried IP-ECN field `ecn`.
+    pub fn set_ecn(&mut self, idx: u64, ecn: Ecn) {
+        self.get_mut(idx).ecn = ecn;
     }
 
     /// `idx` (returned by [`Self::next_retransmit`]) is being retransmitted now.

@@ -15,8 +15,10 @@
 //! (`4 + 8*n` B for `n` blocks: 2 NOPs, kind, length and 8 B per block, the
 //! aligned layout Linux writes, `TCPOLEN_SACK_BASE_ALIGNED`) + on SYN and
 //! SYN/ACK 8 B more for MSS (4), SACK-permitted (2) and window scale (3) with
-//! padding, as Linux lays out its SYN options (60 B SYN in total). A full data
-//! segment is therefore 1448 + 52 = 1500 B and a pure ACK 52 B.
+//! padding, as Linux lays out its SYN options (60 B SYN in total) + the AccECN
+//! option when present ([`AccEcnOption::wire_bytes`]: 12 B with three
+//! counters). A full data segment is therefore 1448 + 52 = 1500 B and a pure
+//! ACK 52 B (64 B with a full AccECN option).
 
 use core::fmt;
 use core::ops::{BitOr, BitOrAssign};
@@ -132,6 +134,38 @@ pub const fn sack_option_bytes(n: u8) -> u32 {
     }
 }
 
+/// Bytes of an AccECN option with `fields` 24-bit counters (RFC 9768 §3.2.3:
+/// kind, length, 3 B per counter = 2, 5, 8 or 11 B), padded to 4-byte
+/// alignment with NOPs: 4, 8, 8 or 12 B. (Linux can sometimes save the
+/// padding by sharing the SACK option's NOPs; not modelled.)
+pub const fn accecn_option_bytes(fields: u8) -> u32 {
+    (2 + 3 * fields as u32).div_ceil(4) * 4
+}
+
+/// The AccECN option (RFC 9768 §3.2.3), as the receiver of the data writes
+/// it in "order 1" (kind 174, `TCPOPT_ACCECN1`: EE1B, ECEB, EE0B), the order
+/// Linux sends. `fields` counters are present, in that order: 1 = e1b only,
+/// 2 = e1b and ceb, 3 = all three. Values are the 24-bit wire values (the
+/// counters include the initial offsets, RFC 9768 §3.2.1: e0b and e1b start
+/// at 1, ceb at 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccEcnOption {
+    pub fields: u8,
+    /// Payload bytes received marked ECT(1), + 1, mod 2^24.
+    pub e1b: u32,
+    /// Payload bytes received marked CE, mod 2^24.
+    pub ceb: u32,
+    /// Payload bytes received marked ECT(0), + 1, mod 2^24.
+    pub e0b: u32,
+}
+
+impl AccEcnOption {
+    /// Size on the wire, alignment included.
+    pub const fn wire_bytes(&self) -> u32 {
+        accecn_option_bytes(self.fields)
+    }
+}
+
 /// One TCP segment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Segment {
@@ -151,6 +185,8 @@ pub struct Segment {
     pub ts_val: Time,
     /// Timestamps option TSecr: the echoed `TS.Recent` (valid if `ACK` is set).
     pub ts_ecr: Time,
+    /// The AccECN option, if present (RFC 9768 §3.2.3).
+    pub accecn: Option<AccEcnOption>,
     /// Not on the wire: this data segment is a retransmission (for packet traces).
     pub retransmission: bool,
 }
@@ -187,7 +223,8 @@ impl Segment {
         } else {
             0
         };
-        header_bytes + self.len + sack_option_bytes(self.sack_count) + syn
+        let accecn = self.accecn.map_or(0, |o| o.wire_bytes());
+        header_bytes + self.len + sack_option_bytes(self.sack_count) + syn + accecn
     }
 }
 
@@ -225,6 +262,20 @@ mod tests {
         };
         assert_eq!(syn.wire_len(52), 60);
         assert_eq!(syn.seq_len(), 1);
+        // AccECN option (RFC 9768 §3.2.3): 2 + 3n B, padded to 4: 4, 8, 8, 12.
+        let sizes: Vec<u32> = (0..4).map(accecn_option_bytes).collect();
+        assert_eq!(sizes, [4, 8, 8, 12]);
+        // A pure ACK with a full option and one SACK block: 52 + 12 + 12 = 76.
+        let ack = Segment {
+            flags: Flags::ACK,
+            sack_count: 1,
+            accecn: Some(AccEcnOption {
+                fields: 3,
+                ..AccEcnOption::default()
+            }),
+            ..Segment::default()
+        };
+        assert_eq!(ack.wire_len(52), 76);
     }
 
     #[test]

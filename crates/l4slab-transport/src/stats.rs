@@ -1,6 +1,10 @@
 //! Public counters of one endpoint (both halves: sending and receiving).
 
-/// Counters; all monotonic.
+use crate::config::EcnMode;
+use crate::ecn::EcnValidation;
+
+/// Counters (all monotonic), plus the negotiated ECN mode and the ECN
+/// validation verdict.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EndpointStats {
     /// Segments handed to the network: data, SYN/FIN and pure ACKs.
@@ -39,4 +43,35 @@ pub struct EndpointStats {
     pub fast_recovery_episodes: u64,
     /// RTT samples taken (RFC 7323 §4.2 timestamp echoes).
     pub rtt_samples: u64,
+    // ----- ECN (docs/models/ecn.md) -----
+    /// Negotiated ECN mode (`Off` until the handshake completes).
+    pub ecn_mode: EcnMode,
+    /// Sender-side ECN validation verdict and the fallback taken.
+    pub ecn_validation: EcnValidation,
+    /// Receiving side: segments that arrived CE-marked (data and pure ACKs).
+    pub ce_marks_received: u64,
+    /// Receiving side: payload bytes that arrived CE / ECT(0) / ECT(1) /
+    /// Not-ECT (the AccECN byte counters without their offsets).
+    pub ce_bytes_received: u64,
+    pub ect0_bytes_received: u64,
+    pub ect1_bytes_received: u64,
+    pub not_ect_bytes_received: u64,
+    /// Sending side: payload bytes sent with ECT(0) / ECT(1), retransmissions included.
+    pub ect0_bytes_sent: u64,
+    pub ect1_bytes_sent: u64,
+    /// Sending side: CE-marked packets fed back (AccECN `s.cep`, the ACE
+    /// deltas after the RFC 9768 wrap safety; classic: packets acknowledged
+    /// by ACKs carrying ECE).
+    pub ce_packets_fed_back: u64,
+    /// Sending side: CE-marked bytes passed to the controller in
+    /// `AckEvent::ce_bytes`.
+    pub ce_bytes_fed_back: u64,
+    /// Sending side: byte-counter increases seen in AccECN options (RFC 9768
+    /// §3.2.3), i.e. what the peer received as ECT(0) / ECT(1) / CE.
+    pub fb_ect0_bytes: u64,
+    pub fb_ect1_bytes: u64,
+    pub fb_ce_bytes: u64,
+    /// Sending side: `CongestionEvent::EcnEcho` reductions signalled (at most
+    /// one per RTT, RFC 3168 §6.1.2).
+    pub ecn_echo_events: u64,
 }

@@ -13,6 +13,7 @@ use l4slab_cc::{AckEvent, CongestionEvent};
 use l4slab_core::{Time, TraceEvent};
 
 use super::{Endpoint, EndpointCtx, ISS};
+use crate::ecn::Delivered;
 use crate::prr::Prr;
 use crate::rate::SampleBuilder;
 use crate::scoreboard::SentSeg;
@@ -55,6 +56,8 @@ impl Endpoint {
         let mut acked = 0u64;
         let mut sacked = 0u64;
         let mut delivered_segs = 0u64;
+        // Delivered segments (and their payload) sent with ECT, for ECN validation.
+        let (mut ect_segs, mut ect_bytes) = (0u64, 0u64);
         if ack > prior_una {
             let (rate, rack, stats) = (&mut self.rate, &mut self.rack, &mut self.stats);
             let mut first = true;
@@ -67,6 +70,10 @@ impl Endpoint {
                 first = false;
                 acked += bytes;
                 delivered_segs += 1;
+                if s.ecn.is_ect() {
+                    ect_segs += 1;
+                    ect_bytes += bytes;
+                }
                 rate.on_delivered(now, bytes, s.xmit_time, s.tx_order, &s.tx, &mut rs);
                 rack.on_delivered(s, now, seg.ts_ecr, min_rtt);
             });
@@ -90,6 +97,10 @@ impl Endpoint {
             self.sb.sack(start, end, |_, s, bytes| {
                 sacked += bytes;
                 delivered_segs += 1;
+                if s.ecn.is_ect() {
+                    ect_segs += 1;
+                    ect_bytes += bytes;
+                }
                 rate.on_delivered(now, bytes, s.xmit_time, s.tx_order, &s.tx, &mut rs);
                 rack.on_delivered(s, now, seg.ts_ecr, min_rtt);
             });
@@ -106,13 +117,36 @@ impl Endpoint {
         self.on_loss(now, lost, ctx);
         self.prr_update(delivered_segs, lost_segs, self.snd_una > prior_una);
 
+        // ECN feedback (crate::ecn): CE bytes for the controller, and for a
+        // classic response at most one EcnEcho per window (RFC 3168 §6.1.2:
+        // not during loss recovery, Linux tcp_enter_cwr only from Open), sent
+        // before on_ack so the reducing ACK does not also grow the window.
+        let cp = self.cc.ecn_codepoint();
+        let delivered = Delivered {
+            pkts: delivered_segs,
+            bytes: acked + sacked,
+            ect_pkts: ect_segs,
+            ect_bytes,
+        };
+        let mss = u64::from(self.cfg.mss);
+        let fb = self.ecn.on_ack(seg, &delivered, mss, cp, &mut self.stats);
+        if fb.congestion
+            && self.ecn.classic_response(cp)
+            && self.recovery == Recovery::Open
+            && self.ecn.may_echo(self.snd_una)
+        {
+            let flight = self.snd_nxt - self.snd_una;
+            self.ecn.on_reduction(self.snd_nxt, true, &mut self.stats);
+            self.cc_congestion(now, CongestionEvent::EcnEcho { in_flight: flight }, ctx);
+        }
+
         let sample = self.rate.finish(now, &rs, self.rtt.min_rtt());
         if sample.is_some() {
             self.last_rate_sample = sample;
         }
         let ev = AckEvent {
             acked_bytes: acked + sacked,
-            ce_bytes: 0, // EcnMode::Off
+            ce_bytes: fb.ce_bytes,
             in_flight: self.sb.in_flight(),
             rtt_sample,
             srtt: self.rtt.srtt().unwrap_or_default(),
@@ -228,6 +262,9 @@ impl Endpoint {
             };
             self.set_recovery(next);
             self.stats.fast_recovery_episodes += 1;
+            // Linux tcp_enter_recovery -> tcp_init_cwnd_reduction ->
+            // tcp_ecn_queue_cwr: a loss reduction also sends CWR (RFC 3168 §6.1.2).
+            self.ecn.on_reduction(self.snd_nxt, false, &mut self.stats);
             // RFC 6675 §5 (4.3): retransmit the first lost segment now.
             self.force_retransmit = true;
         }

@@ -27,8 +27,10 @@ impl Endpoint {
         }
     }
 
-    /// Server in LISTEN: a SYN arrived (RFC 9293 §3.10.7.2).
-    pub(super) fn on_syn(&mut self, now: Time, seg: &Segment, ctx: &mut EndpointCtx<'_>) {
+    /// Server in LISTEN: a SYN arrived (RFC 9293 §3.10.7.2) with IP-ECN `ip`.
+    pub(super) fn on_syn(&mut self, now: Time, seg: &Segment, ip: Ecn, ctx: &mut EndpointCtx<'_>) {
+        let cp = self.cc.ecn_codepoint();
+        self.ecn.on_syn(seg.flags, ip, cp, &mut self.stats);
         self.rcv.on_syn(seg.seq, seg.ts_val);
         self.snd_wnd = seg.wnd;
         self.snd_wl1 = seg.seq;
@@ -39,8 +41,17 @@ impl Endpoint {
         self.send_syn(now, false, ctx);
     }
 
-    /// Client in SYN-SENT: the SYN/ACK arrived (RFC 9293 §3.10.7.3).
-    pub(super) fn on_syn_ack(&mut self, now: Time, seg: &Segment, ctx: &mut EndpointCtx<'_>) {
+    /// Client in SYN-SENT: the SYN/ACK arrived (RFC 9293 §3.10.7.3) with
+    /// IP-ECN `ip`.
+    pub(super) fn on_syn_ack(
+        &mut self,
+        now: Time,
+        seg: &Segment,
+        ip: Ecn,
+        ctx: &mut EndpointCtx<'_>,
+    ) {
+        let cp = self.cc.ecn_codepoint();
+        self.ecn.on_syn_ack(seg.flags, ip, cp, &mut self.stats);
         self.rcv.on_syn(seg.seq, seg.ts_val);
         self.snd_una = seg.ack;
         self.snd_wnd = seg.wnd;
@@ -102,12 +113,18 @@ impl Endpoint {
     /// SYN (client) or SYN/ACK (server), first or again.
     pub(super) fn send_syn(&mut self, now: Time, retransmission: bool, ctx: &mut EndpointCtx<'_>) {
         let server = self.role == Role::Server;
-        // EcnMode::Off: no ECE/CWR/AE on the SYN (RFC 3168 §6.1.1 and RFC 9768
-        // §3.1.1 would set them here).
-        let flags = if server {
-            Flags::SYN | Flags::ACK
+        // ECN-setup flags and IP-ECN field: RFC 3168 §6.1.1, RFC 9768 §3.1
+        // (crate::ecn, with the SYN fallback of RFC 3168 §6.1.1.1).
+        let cp = self.cc.ecn_codepoint();
+        let (ecn_flags, ip) = if server {
+            self.ecn.syn_ack(cp, &mut self.stats)
         } else {
-            Flags::SYN
+            self.ecn.syn(retransmission, cp)
+        };
+        let flags = if server {
+            Flags::SYN | Flags::ACK | ecn_flags
+        } else {
+            Flags::SYN | ecn_flags
         };
         let seg = Segment {
             flags,
@@ -139,7 +156,7 @@ impl Endpoint {
                 },
             );
         }
-        self.push_out(seg, Ecn::NotEct, ctx);
+        self.push_out(seg, ip, ctx);
         // RFC 6298 §5.1 (the SYN is retransmitted on the same timer; Linux
         // TCP_TIMEOUT_INIT = 1 s before any sample).
         if self.rto_deadline.is_none() {

@@ -17,7 +17,8 @@
 //! `docs/models/transport.md`; the main ones: no RST, no simultaneous open,
 //! no TIME-WAIT timer, no Nagle (every write is sent as soon as the windows
 //! allow, as with `TCP_NODELAY`), no tail loss probe, no F-RTO, no D-SACK,
-//! no cwnd undo, ECN off.
+//! no cwnd undo. ECN (negotiation, feedback, validation) is `crate::ecn`,
+//! called from here, `handshake.rs`, `ack.rs` and `output.rs`.
 
 mod ack;
 mod handshake;
@@ -26,7 +27,8 @@ mod output;
 use l4slab_cc::{CcCtx, CcMetrics, CongestionControl};
 use l4slab_core::{Dur, Ecn, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
 
-use crate::config::TransportConfig;
+use crate::config::{EcnMode, TransportConfig};
+use crate::ecn::{EcnState, EcnValidation};
 use crate::pacing::{self, Pacer};
 use crate::rack::Rack;
 use crate::rate::{RateEstimator, RateSample};
@@ -112,6 +114,7 @@ pub struct Endpoint {
     rack_deadline: Option<Time>,
     /// Writability as last reported to the application.
     writable_reported: bool,
+    ecn: EcnState,
     stats: EndpointStats,
 }
 
@@ -162,7 +165,15 @@ impl Endpoint {
             pacing_deadline: None,
             rack_deadline: None,
             writable_reported: true,
-            stats: EndpointStats::default(),
+            ecn: EcnState::new(&cfg),
+            stats: EndpointStats {
+                ecn_validation: if cfg.ecn == EcnMode::Off {
+                    EcnValidation::NotNegotiated
+                } else {
+                    EcnValidation::Unknown
+                },
+                ..EndpointStats::default()
+            },
             cc,
             cfg,
         }
@@ -181,9 +192,6 @@ impl Endpoint {
 
     /// A segment from the peer arrived with IP ECN field `ecn`.
     pub fn on_segment(&mut self, now: Time, seg: &Segment, ecn: Ecn, ctx: &mut EndpointCtx<'_>) {
-        // EcnMode::Off: the IP ECN field is not fed back; classic ECN and
-        // AccECN counters will read it here.
-        let _ = ecn;
         self.stats.segments_received += 1;
         let syn = seg.flags.contains(Flags::SYN);
         let has_ack = seg.flags.contains(Flags::ACK);
@@ -192,23 +200,30 @@ impl Endpoint {
             ConnState::Closed => return,
             ConnState::Listen => {
                 if syn && !has_ack {
-                    self.on_syn(now, seg, ctx);
+                    self.on_syn(now, seg, ecn, ctx);
                 }
             }
             ConnState::SynSent => {
                 if syn && has_ack && seg.ack == ISS + 1 {
-                    self.on_syn_ack(now, seg, ctx);
+                    self.on_syn_ack(now, seg, ecn, ctx);
                 }
             }
             ConnState::SynReceived => {
                 if syn && !has_ack {
                     // The peer did not get our SYN/ACK: answer its retransmitted
                     // SYN at once (Linux tcp_check_req -> inet_rtx_syn_ack).
+                    self.ecn.on_repeated_syn(seg.flags, &mut self.stats);
                     self.rcv.update_ts_recent(seg.seq, seg.ts_val);
                     self.send_syn(now, true, ctx);
                 } else if has_ack && seg.ack == ISS + 1 {
                     // RFC 9293 §3.10.7.4: "If SND.UNA < SEG.ACK =< SND.NXT, then
                     // enter ESTABLISHED state and continue processing".
+                    let pure =
+                        seg.len == 0 && seg.sack_count == 0 && !seg.flags.contains(Flags::FIN);
+                    let cp = self.cc.ecn_codepoint();
+                    self.ecn
+                        .on_handshake_ack(seg.flags, pure, cp, &mut self.stats);
+                    self.ecn_receive(seg, ecn);
                     self.snd_una = seg.ack;
                     self.take_rtt_sample(now, seg.ts_ecr, ctx);
                     self.rto_deadline = None;
@@ -217,7 +232,12 @@ impl Endpoint {
                     self.on_synchronized(now, seg, ctx);
                 }
             }
-            _ => self.on_synchronized(now, seg, ctx),
+            _ => {
+                if !syn {
+                    self.ecn_receive(seg, ecn);
+                }
+                self.on_synchronized(now, seg, ctx)
+            }
         }
         self.after_input(now, ctx);
     }
@@ -299,6 +319,25 @@ impl Endpoint {
 
     pub fn stats(&self) -> &EndpointStats {
         &self.stats
+    }
+
+    /// The negotiated ECN mode (`Off` before the handshake completes).
+    pub fn ecn_mode(&self) -> EcnMode {
+        self.ecn.mode()
+    }
+
+    /// The sender's ECN validation verdict (docs/models/ecn.md).
+    pub fn ecn_validation(&self) -> EcnValidation {
+        self.ecn.validation()
+    }
+
+    /// Switch an L4S sender to classic ECN behaviour: ECT(0) on its packets
+    /// and classic feedback — at most one `CongestionEvent::EcnEcho` per RTT
+    /// and `AckEvent::ce_bytes = 0`. The transport does this itself when it
+    /// detects ECT(1) → ECT(0) re-marking; a controller-side detector of a
+    /// classic ECN bottleneck (RFC 9331 §4.3) may ask for it too.
+    pub fn fall_back_to_classic_ecn(&mut self) {
+        self.ecn.fall_back_to_classic();
     }
 
     pub fn cc_metrics(&self) -> CcMetrics {
@@ -455,6 +494,8 @@ impl Endpoint {
             }
             _ if !self.sb.is_empty() => {
                 self.stats.rto_count += 1;
+                // An RTO before any ECT packet got through: an ECT black hole?
+                self.ecn.on_data_rto();
                 // RFC 5681 §3.1 FlightSize for eq. (4), before anything changes.
                 let flight = self.snd_nxt - self.snd_una;
                 self.mark_all_lost(now, ctx);
@@ -463,6 +504,8 @@ impl Endpoint {
                     recover: self.snd_nxt,
                 };
                 self.set_recovery(next);
+                // Linux tcp_enter_loss -> tcp_ecn_queue_cwr.
+                self.ecn.on_reduction(self.snd_nxt, false, &mut self.stats);
                 self.cc_congestion(
                     now,
                     l4slab_cc::CongestionEvent::Rto { in_flight: flight },
@@ -526,6 +569,18 @@ impl Endpoint {
     }
 
     // ----- shared helpers -------------------------------------------------------
+
+    /// The receiving half's ECN bookkeeping for an arriving non-SYN segment
+    /// (`crate::ecn`); may ask for an immediate ACK.
+    fn ecn_receive(&mut self, seg: &Segment, ip: Ecn) {
+        let duplicate = seg.len > 0 && seg.seq + u64::from(seg.len) <= self.rcv.rcv_nxt();
+        if self
+            .ecn
+            .on_receive(ip, seg.seq, seg.len, seg.flags, duplicate, &mut self.stats)
+        {
+            self.rcv.request_ack();
+        }
+    }
 
     fn cc_ctx<'c>(flow: FlowId, mss: u32, ctx: &'c mut EndpointCtx<'_>) -> CcCtx<'c> {
         CcCtx {

@@ -20,6 +20,7 @@ use l4slab_core::trace::RetransmitReason;
 use l4slab_core::{Ecn, Time, TraceEvent};
 
 use super::{Endpoint, EndpointCtx};
+use crate::ecn::Kind;
 use crate::scoreboard::SentSeg;
 use crate::segment::{Flags, Segment, Transmit};
 use crate::state::Recovery;
@@ -120,7 +121,7 @@ impl Endpoint {
             .push(SentSeg::new(seq, len, fin, now, self.tx_order, tx));
         self.rack.on_transmit(idx, self.tx_order);
         self.snd_nxt = seq + seg_len;
-        self.emit_data(now, seq, len, fin, false, ctx);
+        self.emit_data(now, idx, seq, len, fin, false, ctx);
     }
 
     fn retransmit(&mut self, now: Time, idx: u64, ctx: &mut EndpointCtx<'_>) {
@@ -147,13 +148,16 @@ impl Endpoint {
                 reason,
             },
         );
-        self.emit_data(now, s.seq, s.len, s.fin, true, ctx);
+        self.emit_data(now, idx, s.seq, s.len, s.fin, true, ctx);
     }
 
-    /// Put a data (or FIN) segment on the wire and run the per-send hooks.
+    /// Put a data (or FIN) segment (scoreboard index `idx`) on the wire and
+    /// run the per-send hooks.
+    #[allow(clippy::too_many_arguments)]
     fn emit_data(
         &mut self,
         now: Time,
+        idx: u64,
         seq: u64,
         len: u32,
         fin: bool,
@@ -168,8 +172,18 @@ impl Endpoint {
         let seg = self.header(now, flags, seq, len, rtx);
         self.stats.data_segments_sent += 1;
         self.stats.bytes_sent += u64::from(len);
-        // EcnMode::Off: data is Not-ECT.
-        self.push_out(seg, Ecn::NotEct, ctx);
+        // IP-ECN field from the controller's codepoint (crate::ecn::EcnState::ip_field).
+        let kind = if rtx {
+            Kind::Retransmit
+        } else if len > 0 {
+            Kind::NewData
+        } else {
+            Kind::Control // a bare FIN is not data (Linux tcp_ecn_send)
+        };
+        let ip = self.ecn.ip_field(kind, self.cc.ecn_codepoint());
+        self.sb.set_ecn(idx, ip);
+        self.ecn.on_data_sent(ip, len, &mut self.stats);
+        self.push_out(seg, ip, ctx);
         let in_flight = self.sb.in_flight();
         let mut c = Self::cc_ctx(self.flow, self.cfg.mss, ctx);
         self.cc
@@ -201,11 +215,13 @@ impl Endpoint {
     pub(super) fn send_ack(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
         let seg = self.header(now, Flags::ACK, self.snd_nxt, 0, false);
         self.stats.acks_sent += 1;
-        self.push_out(seg, Ecn::NotEct, ctx);
+        let ip = self.ecn.ip_field(Kind::Control, self.cc.ecn_codepoint());
+        self.push_out(seg, ip, ctx);
     }
 
-    /// A segment with our current ACK, window, SACK blocks and timestamps;
-    /// marks the ACK as sent.
+    /// A segment with our current ACK, window, SACK blocks, timestamps and
+    /// ECN feedback (ECE/CWR or the ACE field, and the AccECN option on pure
+    /// ACKs, which may take the place of SACK blocks); marks the ACK as sent.
     pub(super) fn header(
         &mut self,
         now: Time,
@@ -215,6 +231,11 @@ impl Endpoint {
         rtx: bool,
     ) -> Segment {
         let (sack, sack_count) = self.rcv.sack_blocks();
+        let pure_ack = len == 0 && !flags.contains(Flags::FIN);
+        let flags = self.ecn.header_flags(flags, len > 0 && !rtx, pure_ack);
+        // The timestamps option's share of `header_bytes` (IP 20 + TCP 20 + options).
+        let ts_bytes = self.cfg.header_bytes.saturating_sub(40);
+        let (accecn, sack_count) = self.ecn.option(pure_ack, sack_count, ts_bytes);
         let seg = Segment {
             flags,
             seq,
@@ -225,6 +246,7 @@ impl Endpoint {
             sack_count,
             ts_val: now,
             ts_ecr: self.rcv.ts_recent(),
+            accecn,
             retransmission: rtx,
         };
         self.rcv.on_ack_sent();

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use l4slab_cc::{AckEvent, CcCtx, CongestionControl, CongestionEvent};
+use l4slab_cc::{AckEvent, CcCtx, CongestionControl, CongestionEvent, EcnCodepoint};
 use l4slab_core::{Rate, Time};
 
 /// A call the transport made into a controller.
@@ -52,6 +52,8 @@ impl Log {
 pub struct Fixed {
     pub cwnd: u64,
     pub pacing: Option<Rate>,
+    /// What `ecn_codepoint()` answers (Not-ECT unless set).
+    pub ecn: EcnCodepoint,
     pub log: Log,
 }
 
@@ -60,14 +62,24 @@ impl Fixed {
         Fixed {
             cwnd: n * u64::from(mss),
             pacing: None,
+            ecn: EcnCodepoint::NotEct,
             log: Log::default(),
         }
+    }
+
+    /// The same with an ECN codepoint (e.g. ECT(1) for an L4S controller).
+    pub fn with_ecn(mut self, ecn: EcnCodepoint) -> Self {
+        self.ecn = ecn;
+        self
     }
 }
 
 impl CongestionControl for Fixed {
     fn name(&self) -> &'static str {
         "fixed"
+    }
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        self.ecn
     }
     fn on_packet_sent(&mut self, now: Time, bytes: u64, in_flight: u64, _ctx: &mut CcCtx<'_>) {
         self.log.push(Call::Sent {

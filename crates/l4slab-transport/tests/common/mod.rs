@@ -35,6 +35,10 @@ pub struct Sent {
     pub seg: Segment,
     pub wire_len: u32,
     pub dropped: bool,
+    /// IP-ECN field as sent.
+    pub ecn: Ecn,
+    /// IP-ECN field as delivered (after the wire's ECN rule), if delivered.
+    pub ecn_out: Option<Ecn>,
 }
 
 impl Sent {
@@ -138,6 +142,9 @@ impl Side {
 pub type AckSeen = (Time, u64, Vec<(u64, u64)>);
 
 type DropRule = Box<dyn FnMut(Dir, &Segment, &mut SimRng) -> bool>;
+/// The wire's ECN rule: the IP-ECN field a segment arrives with, or `None`
+/// to drop it (an ECN black hole).
+type EcnRule = Box<dyn FnMut(Dir, &Segment, Ecn, &mut SimRng) -> Option<Ecn>>;
 type JitterRule = Box<dyn FnMut(Dir, &Segment, &mut SimRng) -> Dur>;
 
 pub struct Net {
@@ -151,6 +158,7 @@ pub struct Net {
     busy_until: [Time; 2],
     pub log: Vec<Sent>,
     drop: DropRule,
+    ecn_rule: EcnRule,
     jitter: JitterRule,
     rng: SimRng,
     queue: BTreeMap<(Time, u64), (Dir, Segment, Ecn)>,
@@ -190,6 +198,7 @@ impl Net {
             busy_until: [Time::ZERO; 2],
             log: Vec::new(),
             drop: Box::new(|_, _, _| false),
+            ecn_rule: Box::new(|_, _, e, _| Some(e)),
             jitter: Box::new(|_, _, _| Dur::ZERO),
             rng: SimRng::derive(7, "wire"),
             queue: BTreeMap::new(),
@@ -219,6 +228,14 @@ impl Net {
         self.drop = Box::new(f);
     }
 
+    /// Rewrite (or drop, with `None`) each segment's IP-ECN field on the wire.
+    pub fn set_ecn_rule(
+        &mut self,
+        f: impl FnMut(Dir, &Segment, Ecn, &mut SimRng) -> Option<Ecn> + 'static,
+    ) {
+        self.ecn_rule = Box::new(f);
+    }
+
     pub fn set_jitter(&mut self, f: impl FnMut(Dir, &Segment, &mut SimRng) -> Dur + 'static) {
         self.jitter = Box::new(f);
     }
@@ -246,13 +263,21 @@ impl Net {
 
     fn put_on_wire(&mut self, dir: Dir, txs: Vec<Transmit>) {
         for tx in txs {
-            let dropped = (self.drop)(dir, &tx.seg, &mut self.rng);
+            let mut dropped = (self.drop)(dir, &tx.seg, &mut self.rng);
+            let ecn_out = if dropped {
+                None
+            } else {
+                (self.ecn_rule)(dir, &tx.seg, tx.ecn, &mut self.rng)
+            };
+            dropped |= ecn_out.is_none();
             self.log.push(Sent {
                 t: self.now,
                 dir,
                 seg: tx.seg,
                 wire_len: tx.wire_len,
                 dropped,
+                ecn: tx.ecn,
+                ecn_out,
             });
             let i = idx(dir);
             let depart = match self.rate[i] {
@@ -268,8 +293,10 @@ impl Net {
             }
             let arrive = depart + self.delay[i] + (self.jitter)(dir, &tx.seg, &mut self.rng);
             self.order += 1;
-            self.queue
-                .insert((arrive, self.order), (dir, tx.seg, tx.ecn));
+            self.queue.insert(
+                (arrive, self.order),
+                (dir, tx.seg, ecn_out.expect("not dropped")),
+            );
         }
     }
 

@@ -1,0 +1,735 @@
+//! The real-time forwarder: two TUN devices, one [`Link`] per direction,
+//! driven by the wall clock.
+//!
+//! ```text
+//! tsrv --read--> split GSO --> Link "bottleneck.down" (qdisc, rate, loss) --> delay line --write--> tcli
+//! tcli --read--> split GSO --> Link "bottleneck.up"   (qdisc, rate, loss) --> delay line --write--> tsrv
+//! ```
+//!
+//! **Virtual time.** The link's events run at their *intended* times, not at
+//! the moment the loop wakes up: `on_tx_done(t)` is called with
+//! `t = tx_done_at()` even when the timer fired late, so serialization times
+//! add up exactly (`link_free += size / rate`) and a late wake-up adds jitter
+//! but never biases the rate (emulator-probe.md §3). Packets read from a TUN
+//! are enqueued at the time of the read, after all link events due by then.
+//!
+//! **Timing accuracy.** Each packet has an intended release time (the end of
+//! its serialization plus the one-way delay); the forwarder writes it at the
+//! first wake-up at or after that time and records `actual - intended` in a
+//! histogram per direction: the run's timing report. The loop sleeps in
+//! `epoll_pwait2` with a nanosecond timeout to the next deadline (SCHED_FIFO
+//! threads get no timer slack), optionally waking `spin` early and polling.
+//!
+//! **Per-packet cost.** Packets live in a slab of fixed-size slots (the
+//! virtio-net header, then the IP packet); the qdisc and the delay line move
+//! 40-byte [`Packet`]s whose `handle` is the slot index. Nothing allocates
+//! per packet once the slab has grown to the working set.
+//!
+//! **Malformed packets** (not IPv4/IPv6, inconsistent lengths) are counted
+//! by reason and either passed through the queue as Not-ECT packets
+//! (default) or dropped; GSO frames that cannot be split are dropped and
+//! counted. No packet is ever modified except its ECN field (and, for IPv4,
+//! the header checksum that covers it) and the fields GSO splitting defines.
+
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+
+use serde_json::{json, Map, Value};
+
+use l4slab_core::{DropReason, Dur, FlowId, MarkReason, Packet, SimRng, Time};
+use l4slab_link::Link;
+use l4slab_qdisc::QdiscCtx;
+
+use crate::coalesce::Coalescer;
+use crate::packet::{self, IpInfo, Malformed, VNET_HDR_LEN};
+use crate::pktlog::PacketLog;
+use crate::stats::{lateness_hist, round6, DurHist, QueueRecorder};
+use crate::sys::{self, Clock, Epoll};
+use crate::EmuError;
+
+/// Index of the server -> client direction.
+pub const DOWN: usize = 0;
+/// Index of the client -> server direction.
+pub const UP: usize = 1;
+/// Queue names by direction, as in the simulator's results.
+pub const QUEUE_NAMES: [&str; 2] = ["bottleneck.down", "bottleneck.up"];
+
+/// Largest read from a TUN with GSO on: 64 KB packet + virtio-net header.
+const READ_BUF: usize = 65_536 + VNET_HDR_LEN + 64;
+/// Reads per TUN per wake-up before the other fds get a turn.
+const READ_BUDGET: usize = 64;
+/// Most packet slots the slab may hold (a bound, not an allocation).
+const MAX_SLOTS: usize = 1 << 18;
+
+const TOKEN_TUN: [u64; 2] = [0, 1];
+const TOKEN_SIGNAL: u64 = 3;
+
+/// What to do with a packet that is not understood.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MalformedPolicy {
+    /// Count it and carry it through the queue unchanged, as Not-ECT.
+    #[default]
+    Pass,
+    /// Count it and drop it.
+    Drop,
+}
+
+/// How a packet is assigned the flow id the qdisc sees.
+#[derive(Clone, Debug, Default)]
+pub enum Classifier {
+    /// A hash of the 5-tuple (FQ-CoDel buckets by it).
+    #[default]
+    Hash,
+    /// Scenario runs: flow `i` is TCP/UDP traffic to or from `ports[i]`;
+    /// anything else is flow `ports.len()`.
+    Ports(Vec<u16>),
+}
+
+impl Classifier {
+    fn flow(&self, info: Option<&IpInfo>) -> FlowId {
+        match self {
+            Classifier::Hash => info.map_or(0, |i| i.flow_hash),
+            Classifier::Ports(ports) => {
+                let other = ports.len() as FlowId;
+                let Some((s, d)) = info.and_then(|i| i.ports) else {
+                    return other;
+                };
+                ports
+                    .iter()
+                    .position(|&p| p == s || p == d)
+                    .map_or(other, |i| i as FlowId)
+            }
+        }
+    }
+}
+
+/// Forwarder settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// TUN MTU (IP bytes); sizes the packet slots.
+    pub mtu: usize,
+    /// Busy-wait this long before a deadline instead of sleeping through it
+    /// (trades CPU for timing accuracy); zero = always sleep.
+    pub spin: Dur,
+    /// Never sleep for less than this: packets due within it are released
+    /// together, one wake-up (and one coalesced write) for several. Adds at
+    /// most this much to the timing error; zero = wake for every deadline.
+    pub min_sleep: Dur,
+    pub malformed: MalformedPolicy,
+    pub classifier: Classifier,
+    /// Interval of the samples (and of [`Hooks::on_sample`]); `None` = none.
+    pub sample_interval: Option<Dur>,
+    /// Record the queue series at each sample.
+    pub record_series: bool,
+    /// Write consecutive TCP segments released together as one GSO packet
+    /// ([`crate::coalesce`]).
+    pub coalesce: bool,
+    /// Keep a per-packet trace ([`PacketLog`]); the value says, per
+    /// scenario flow, whether its data goes down. Needs [`Classifier::Ports`].
+    pub packet_log: Option<Vec<bool>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mtu: 1500,
+            spin: Dur::ZERO,
+            min_sleep: Dur::ZERO,
+            malformed: MalformedPolicy::Pass,
+            classifier: Classifier::Hash,
+            sample_interval: None,
+            record_series: true,
+            coalesce: true,
+            packet_log: None,
+        }
+    }
+}
+
+/// Counters of one direction.
+#[derive(Clone, Debug, Default)]
+pub struct DirCounters {
+    pub reads: u64,
+    pub read_errors: u64,
+    pub gso_frames: u64,
+    pub packets_in: u64,
+    pub bytes_in: u64,
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    pub write_errors: u64,
+    pub malformed: [u64; Malformed::ALL.len()],
+    pub malformed_passed: u64,
+    pub malformed_dropped: u64,
+    pub slab_full_drops: u64,
+    /// Packets whose ECN field the forwarder rewrote (CE marks, bleaching, ...).
+    pub ecn_rewritten: u64,
+}
+
+/// A fixed-slot packet slab.
+struct Slab {
+    data: Vec<u8>,
+    slot: usize,
+    len: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    fn new(slot: usize) -> Self {
+        Slab {
+            data: Vec::new(),
+            slot,
+            len: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    /// A slot holding a copy of `frame`, or `None` when the slab is full.
+    fn store(&mut self, frame: &[u8]) -> Option<u32> {
+        debug_assert!(frame.len() <= self.slot);
+        let h = match self.free.pop() {
+            Some(h) => h,
+            None => {
+                let n = self.len.len();
+                if n >= MAX_SLOTS {
+                    return None;
+                }
+                // Grow by doubling (amortized; stops once the working set fits).
+                let grow = n.clamp(256, 16_384);
+                self.data.resize((n + grow) * self.slot, 0);
+                self.len.resize(n + grow, 0);
+                self.free.extend((n as u32 + 1..(n + grow) as u32).rev());
+                n as u32
+            }
+        };
+        let at = h as usize * self.slot;
+        self.data[at..at + frame.len()].copy_from_slice(frame);
+        self.len[h as usize] = frame.len() as u32;
+        Some(h)
+    }
+
+    fn frame(&self, h: u32) -> &[u8] {
+        let at = h as usize * self.slot;
+        &self.data[at..at + self.len[h as usize] as usize]
+    }
+
+    fn frame_mut(&mut self, h: u32) -> &mut [u8] {
+        let at = h as usize * self.slot;
+        let n = self.len[h as usize] as usize;
+        &mut self.data[at..at + n]
+    }
+
+    fn release(&mut self, h: u32) {
+        self.free.push(h);
+    }
+
+    fn in_use(&self) -> usize {
+        self.len.len() - self.free.len()
+    }
+}
+
+/// One direction: its link, recorder and delay line.
+pub struct Direction {
+    pub link: Link,
+    rng: SimRng,
+    pub rec: QueueRecorder,
+    dropped: Vec<(Packet, DropReason)>,
+    /// (intended release time, packet) in release order (the delay is constant).
+    line: VecDeque<(Time, Packet)>,
+    pub lateness: DurHist,
+    pub counters: DirCounters,
+    coalescer: Coalescer,
+    in_fd: RawFd,
+    out_fd: RawFd,
+    queue_id: u16,
+    last_busy: Dur,
+}
+
+/// One row of the queue series (`t_s`, `series`, `key`, `value`).
+pub type SeriesRow = (f64, String, &'static str, f64);
+
+/// The forwarding loop and everything it measures.
+pub struct Forwarder {
+    pub dirs: [Direction; 2],
+    cfg: Config,
+    slab: Slab,
+    clock: Clock,
+    epoll: Epoll,
+    next_id: u64,
+    rbuf: Vec<u8>,
+    scratch: Vec<u8>,
+    batch: Vec<u32>,
+    pub series: Vec<SeriesRow>,
+    /// The per-packet trace, when asked for.
+    pub packet_log: Option<PacketLog>,
+    started: Time,
+}
+
+/// What the caller decides after a signal or a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Continue,
+    Stop,
+}
+
+/// The caller's side of the loop: signals (including SIGCHLD) and periodic samples.
+pub trait Hooks {
+    fn on_signals(&mut self, signals: &[i32]) -> Step;
+    /// Called every `sample_interval` (after the forwarder sampled its queues).
+    fn on_sample(&mut self, _now: Time) -> Step {
+        Step::Continue
+    }
+}
+
+impl Forwarder {
+    /// `links` = [down, up]; `tuns` = (client-side fd, server-side fd).
+    ///
+    /// # Errors
+    /// [`EmuError`] if the epoll set or timer cannot be created.
+    pub fn new(
+        links: [(Link, SimRng); 2],
+        tuns: (RawFd, RawFd),
+        signal_fd: Option<RawFd>,
+        clock: Clock,
+        cfg: Config,
+    ) -> Result<Self, EmuError> {
+        let (cli, srv) = tuns;
+        let [(down, rng_d), (up, rng_u)] = links;
+        let flows = match &cfg.classifier {
+            Classifier::Hash => 0,
+            Classifier::Ports(p) => p.len(),
+        };
+        let dir = |link: Link, rng: SimRng, in_fd, out_fd, queue_id| {
+            let subs = link.qdisc().subqueue_names().len();
+            Direction {
+                link,
+                rng,
+                rec: QueueRecorder::new(subs, flows),
+                dropped: Vec::with_capacity(64),
+                line: VecDeque::with_capacity(4096),
+                lateness: lateness_hist(),
+                counters: DirCounters::default(),
+                coalescer: Coalescer::default(),
+                in_fd,
+                out_fd,
+                queue_id,
+                last_busy: Dur::ZERO,
+            }
+        };
+        let epoll = Epoll::new().map_err(|e| EmuError::io("epoll_create", e))?;
+        epoll
+            .add(srv, TOKEN_TUN[DOWN])
+            .and_then(|()| epoll.add(cli, TOKEN_TUN[UP]))
+            .map_err(|e| EmuError::io("epoll_ctl", e))?;
+        if let Some(fd) = signal_fd {
+            epoll
+                .add(fd, TOKEN_SIGNAL)
+                .map_err(|e| EmuError::io("epoll_ctl", e))?;
+        }
+        let slot = (cfg.mtu + VNET_HDR_LEN + 63) & !63;
+        let packet_log = cfg.packet_log.clone().map(PacketLog::new);
+        let started = clock.now();
+        Ok(Forwarder {
+            dirs: [dir(down, rng_d, srv, cli, 0), dir(up, rng_u, cli, srv, 1)],
+            slab: Slab::new(slot),
+            scratch: vec![0; slot],
+            cfg,
+            clock,
+            epoll,
+            next_id: 0,
+            rbuf: vec![0; READ_BUF],
+            batch: Vec::with_capacity(64),
+            series: Vec::new(),
+            packet_log,
+            started,
+        })
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Make `origin` the start of the run (samples fall at `origin + k *
+    /// interval`; utilization and elapsed time count from it).
+    pub fn set_origin(&mut self, origin: Time) {
+        self.started = origin;
+    }
+
+    /// Forward until a hook returns [`Step::Stop`].
+    ///
+    /// # Errors
+    /// [`EmuError`] if waiting on the epoll set or arming the timer fails.
+    pub fn run(&mut self, signal_fd: Option<RawFd>, hooks: &mut dyn Hooks) -> Result<(), EmuError> {
+        let mut ready = Vec::with_capacity(16);
+        let interval = self.cfg.sample_interval;
+        let mut next_sample = interval.map(|d| self.started + d);
+        loop {
+            let now = self.clock.now();
+            for d in [DOWN, UP] {
+                self.advance(d, now);
+            }
+            if let (Some(t), Some(iv)) = (next_sample, interval) {
+                if now >= t {
+                    self.sample(t, iv);
+                    next_sample = Some(t + iv);
+                    if hooks.on_sample(t) == Step::Stop {
+                        return Ok(());
+                    }
+                }
+            }
+            let deadline = [self.next_event(DOWN), self.next_event(UP), next_sample]
+                .into_iter()
+                .flatten()
+                .min();
+            let now = self.clock.now();
+            // Sleep until `spin` before the deadline, then poll without sleeping.
+            let timeout = deadline.map(|t| {
+                let left = t.saturating_since(now);
+                if left.is_zero() || left <= self.cfg.spin {
+                    0
+                } else {
+                    (left - self.cfg.spin).max(self.cfg.min_sleep).as_nanos()
+                }
+            });
+            self.epoll
+                .wait(&mut ready, timeout)
+                .map_err(|e| EmuError::io("epoll_pwait2", e))?;
+            let now = self.clock.now();
+            for d in [DOWN, UP] {
+                self.advance(d, now);
+            }
+            for &tok in &ready {
+                match tok {
+                    TOKEN_SIGNAL => {
+                        let sigs = signal_fd.map(sys::read_signals).unwrap_or_default();
+                        if !sigs.is_empty() && hooks.on_signals(&sigs) == Step::Stop {
+                            return Ok(());
+                        }
+                    }
+                    t if t == TOKEN_TUN[DOWN] => self.read_tun(DOWN, now),
+                    t if t == TOKEN_TUN[UP] => self.read_tun(UP, now),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The next instant direction `d` needs attention.
+    fn next_event(&self, d: usize) -> Option<Time> {
+        let dir = &self.dirs[d];
+        [
+            dir.link.tx_done_at(),
+            dir.link.next_timer(),
+            dir.line.front().map(|&(t, _)| t),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Run direction `d`'s link events due by `now` at their intended times,
+    /// then release the packets whose time has come.
+    fn advance(&mut self, d: usize, now: Time) {
+        let dir = &mut self.dirs[d];
+        loop {
+            let tx = dir.link.tx_done_at();
+            let tm = dir.link.next_timer();
+            let (t, is_tx) = match (tx, tm) {
+                (Some(a), Some(b)) if a <= b => (a, true),
+                (Some(_), Some(b)) => (b, false),
+                (Some(a), None) => (a, true),
+                (None, Some(b)) => (b, false),
+                (None, None) => break,
+            };
+            if t > now {
+                break;
+            }
+            let mut ctx = QdiscCtx {
+                queue: dir.queue_id,
+                rng: &mut dir.rng,
+                tracer: &mut dir.rec,
+                dropped: &mut dir.dropped,
+            };
+            if is_tx {
+                if let Some((at, pkt)) = dir.link.on_tx_done(t, &mut ctx) {
+                    dir.line.push_back((at, pkt));
+                }
+            } else {
+                dir.link.on_timer(t, &mut ctx);
+            }
+            for (p, r) in dir.dropped.drain(..) {
+                if let Some(log) = &mut self.packet_log {
+                    let ip = &self.slab.frame(p.handle)[VNET_HDR_LEN..];
+                    let ts = t.saturating_since(self.started).as_secs_f64();
+                    log.record(ts, &format!("drop:{}", r.name()), p.flow, d, ip, p.ecn);
+                }
+                self.slab.release(p.handle);
+            }
+        }
+        let out_fd = dir.out_fd;
+        let errors = &mut dir.counters.write_errors;
+        let mut write = |w: &[u8]| {
+            if sys::write_all_nb(out_fd, w).is_err() {
+                *errors += 1;
+            }
+        };
+        while let Some(&(at, pkt)) = dir.line.front() {
+            if at > now {
+                break;
+            }
+            dir.line.pop_front();
+            let frame = self.slab.frame_mut(pkt.handle);
+            // The queue (CE marks) or the path (bleach, re-mark) may have
+            // changed the codepoint: put it in the real header.
+            if let Ok(true) = packet::set_ecn(&mut frame[VNET_HDR_LEN..], pkt.ecn) {
+                dir.counters.ecn_rewritten += 1;
+            }
+            let late = self.clock.now().saturating_since(at);
+            dir.lateness.record_ns(late.as_nanos());
+            if let Some(log) = &mut self.packet_log {
+                let ts = now.saturating_since(self.started).as_secs_f64();
+                let ip = &self.slab.frame(pkt.handle)[VNET_HDR_LEN..];
+                log.record(ts, "deliver", pkt.flow, d, ip, pkt.ecn);
+            }
+            dir.counters.packets_out += 1;
+            dir.counters.bytes_out += u64::from(pkt.len);
+            if self.cfg.coalesce {
+                dir.coalescer.push(self.slab.frame(pkt.handle), &mut write);
+            } else {
+                write(self.slab.frame(pkt.handle));
+            }
+            self.slab.release(pkt.handle);
+        }
+        dir.coalescer.flush(&mut write);
+    }
+
+    /// Drain TUN `d`'s input (up to a budget) into direction `d`'s link.
+    fn read_tun(&mut self, d: usize, now: Time) {
+        for _ in 0..READ_BUDGET {
+            let n = match sys::read_nb(self.dirs[d].in_fd, &mut self.rbuf) {
+                Ok(Some(n)) if n > 0 => n,
+                Ok(_) => return,
+                Err(_) => {
+                    self.dirs[d].counters.read_errors += 1;
+                    return;
+                }
+            };
+            let c = &mut self.dirs[d].counters;
+            c.reads += 1;
+            self.batch.clear();
+            let slab = &mut self.slab;
+            let batch = &mut self.batch;
+            let mut full = 0u64;
+            let split = packet::split_gso(&self.rbuf[..n], &mut self.scratch, |seg| {
+                match slab.store(seg) {
+                    Some(h) => batch.push(h),
+                    None => full += 1,
+                }
+            });
+            c.slab_full_drops += full;
+            match split {
+                Ok(k) if k > 1 || self.batch.len() > 1 => c.gso_frames += 1,
+                Ok(_) => {}
+                Err(m) => {
+                    c.malformed[m.index()] += 1;
+                    c.malformed_dropped += 1;
+                }
+            }
+            for i in 0..self.batch.len() {
+                let h = self.batch[i];
+                self.enqueue(d, h, now);
+            }
+        }
+    }
+
+    fn enqueue(&mut self, d: usize, h: u32, now: Time) {
+        let frame = self.slab.frame(h);
+        let ip = &frame[VNET_HDR_LEN..];
+        let len = ip.len() as u32;
+        let dir = &mut self.dirs[d];
+        let parsed = packet::parse(ip);
+        let (info, ecn) = match parsed {
+            Ok(i) => (Some(i), i.ecn),
+            Err(m) => {
+                dir.counters.malformed[m.index()] += 1;
+                if self.cfg.malformed == MalformedPolicy::Drop {
+                    dir.counters.malformed_dropped += 1;
+                    self.slab.release(h);
+                    return;
+                }
+                dir.counters.malformed_passed += 1;
+                (None, l4slab_core::Ecn::NotEct)
+            }
+        };
+        dir.counters.packets_in += 1;
+        dir.counters.bytes_in += u64::from(len);
+        let mut pkt = Packet::new(
+            self.next_id,
+            self.cfg.classifier.flow(info.as_ref()),
+            len,
+            ecn,
+        );
+        pkt.handle = h;
+        self.next_id += 1;
+        let ts = now.saturating_since(self.started).as_secs_f64();
+        if let Some(log) = &mut self.packet_log {
+            log.record(
+                ts,
+                "send",
+                pkt.flow,
+                d,
+                &self.slab.frame(h)[VNET_HDR_LEN..],
+                ecn,
+            );
+        }
+        let mut ctx = QdiscCtx {
+            queue: dir.queue_id,
+            rng: &mut dir.rng,
+            tracer: &mut dir.rec,
+            dropped: &mut dir.dropped,
+        };
+        dir.link.enqueue(now, pkt, &mut ctx);
+        for (p, r) in dir.dropped.drain(..) {
+            if let Some(log) = &mut self.packet_log {
+                let ip = &self.slab.frame(p.handle)[VNET_HDR_LEN..];
+                log.record(ts, &format!("drop:{}", r.name()), p.flow, d, ip, p.ecn);
+            }
+            self.slab.release(p.handle);
+        }
+    }
+
+    /// Record one sample of each queue at `t` for the interval `iv` before it.
+    fn sample(&mut self, t: Time, iv: Dur) {
+        if !self.cfg.record_series {
+            return;
+        }
+        let ts = round6(t.saturating_since(self.started).as_secs_f64());
+        for (d, dir) in self.dirs.iter_mut().enumerate() {
+            let series = format!("queue/{}", QUEUE_NAMES[d]);
+            let b = dir.link.qdisc().backlog();
+            let mut push = |k: &'static str, v: f64| self.series.push((ts, series.clone(), k, v));
+            push("backlog_pkts", f64::from(b.packets));
+            push("backlog_bytes", b.bytes as f64);
+            if let Some((mean, max)) = dir.rec.sojourn.take_interval() {
+                push("sojourn_ms", round6(mean * 1e-6));
+                push("sojourn_max_ms", round6(max * 1e-6));
+            }
+            push("drops", dir.rec.drops_interval as f64);
+            push("marks", dir.rec.marks_interval as f64);
+            dir.rec.drops_interval = 0;
+            dir.rec.marks_interval = 0;
+            let busy = dir.link.busy_time_at(t);
+            let util = busy.saturating_sub(dir.last_busy).as_secs_f64() / iv.as_secs_f64();
+            dir.last_busy = busy;
+            push("utilization", round6(util.min(1.0)));
+            for (k, v) in dir.link.qdisc().xstats() {
+                push(k, round6(v));
+            }
+            if let Some((_, max)) = dir.lateness.take_interval() {
+                push("timing_error_max_us", round6(max * 1e-3));
+            }
+        }
+    }
+
+    /// Elapsed emulated time.
+    pub fn elapsed(&self) -> Dur {
+        self.clock.now().saturating_since(self.started)
+    }
+
+    /// Packets held in the slab (queued, on the wire, or in a delay line).
+    pub fn in_flight(&self) -> usize {
+        self.slab.in_use()
+    }
+
+    /// Per-queue results in the simulator's `summary.json` layout.
+    pub fn queues_json(&self) -> Value {
+        let end = self.elapsed().as_secs_f64().max(1e-9);
+        let mut queues = Map::new();
+        for (d, dir) in self.dirs.iter().enumerate() {
+            let q = dir.link.qdisc();
+            let s = q.stats();
+            let by = |counts: &[u64], names: &mut dyn Iterator<Item = &'static str>| {
+                let mut m: Map<String, Value> = names
+                    .zip(counts)
+                    .map(|(n, c)| (n.to_owned(), json!(c)))
+                    .collect();
+                m.insert("total".into(), json!(counts.iter().sum::<u64>()));
+                Value::Object(m)
+            };
+            let ls = dir.link.stats();
+            let mut drops = by(&s.drops, &mut DropReason::ALL.iter().map(|r| r.name()));
+            drops["link_loss"] = json!(ls.lost_packets);
+            drops["ecn_blackhole"] = json!(ls.ecn_dropped_packets);
+            drops["total"] = json!(s.total_drops() + ls.lost_packets + ls.ecn_dropped_packets);
+            let mut v = json!({
+                "kind": q.kind(),
+                "rate_bps": dir.link.rate_model().nominal_rate().map(|r| r.as_bps()),
+                "sojourn_ms": dir.rec.sojourn.summary(1e6),
+                "drops": drops,
+                "marks": by(&s.marks, &mut MarkReason::ALL.iter().map(|r| r.name())),
+                "utilization": round6(ls.busy_time.as_secs_f64() / end),
+                "offered_packets": s.offered,
+                "sent_packets": s.sent,
+                "sent_bytes": s.sent_bytes,
+                "xstats_final": q.xstats().into_iter().map(|(k, v)| (k.to_owned(), json!(round6(v)))).collect::<Map<_, _>>(),
+                "timing_error_us": dir.lateness.summary(1e3),
+            });
+            let subs: Map<String, Value> = q
+                .subqueue_names()
+                .iter()
+                .zip(&dir.rec.sub)
+                .map(|(n, h)| ((*n).to_owned(), json!({ "sojourn_ms": h.summary(1e6) })))
+                .collect();
+            if !subs.is_empty() {
+                v["subqueues"] = Value::Object(subs);
+            }
+            queues.insert(QUEUE_NAMES[d].to_owned(), v);
+        }
+        Value::Object(queues)
+    }
+
+    /// Forwarder counters, CPU use and the timing report.
+    pub fn forwarder_json(&self, cpu_at_start: (f64, f64)) -> Value {
+        let (u, s) = sys::cpu_times();
+        let wall = self.elapsed().as_secs_f64().max(1e-9);
+        let mut dirs = Map::new();
+        let mut all = lateness_hist();
+        for (d, dir) in self.dirs.iter().enumerate() {
+            let c = &dir.counters;
+            let malformed: Map<String, Value> = Malformed::ALL
+                .iter()
+                .map(|m| (m.name().to_owned(), json!(c.malformed[m.index()])))
+                .collect();
+            dirs.insert(
+                QUEUE_NAMES[d].to_owned(),
+                json!({
+                    "reads": c.reads,
+                    "read_errors": c.read_errors,
+                    "gso_frames": c.gso_frames,
+                    "packets_in": c.packets_in,
+                    "bytes_in": c.bytes_in,
+                    "packets_out": c.packets_out,
+                    "bytes_out": c.bytes_out,
+                    "write_errors": c.write_errors,
+                    "malformed": malformed,
+                    "malformed_passed": c.malformed_passed,
+                    "malformed_dropped": c.malformed_dropped,
+                    "slab_full_drops": c.slab_full_drops,
+                    "ecn_rewritten": c.ecn_rewritten,
+                    "coalesced_writes": dir.coalescer.merged_writes,
+                    "coalesced_segments": dir.coalescer.merged_segments,
+                    "timing_error_us": dir.lateness.summary(1e3),
+                }),
+            );
+            all.merge(&dir.lateness);
+        }
+        json!({
+            "wall_s": round6(wall),
+            "cpu_user_s": round6(u - cpu_at_start.0),
+            "cpu_sys_s": round6(s - cpu_at_start.1),
+            "cpu_share": round6((u - cpu_at_start.0 + s - cpu_at_start.1) / wall),
+            "spin_us": self.cfg.spin.as_nanos() as f64 / 1e3,
+            "directions": dirs,
+            "timing_error_us": all.summary(1e3),
+            "packets_in_flight_at_end": self.in_flight(),
+        })
+    }
+}

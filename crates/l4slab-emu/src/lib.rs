@@ -1,0 +1,72 @@
+//! l4slab-emu: the real-time emulator.
+//!
+//! A client and a server network namespace, each with a TUN device, joined
+//! only through a user-space forwarder that runs the *same* bottleneck
+//! objects as the simulator ([`l4slab_scenario::build::link`]: qdisc, rate
+//! model, loss model, ECN path rewrite, delay) against the wall clock. Real
+//! applications and kernel TCP run in the namespaces.
+//!
+//! * [`packet`]: IPv4/IPv6 parsing, the ECN field, checksums, GSO splitting (pure).
+//! * [`coalesce`]: consecutive segments released together are written as one GSO packet.
+//! * [`sys`]: the Linux calls (TUN, setns, timerfd, epoll, signalfd, scheduling).
+//! * [`netns`]: creating and always removing the topology (state files, reaper).
+//! * [`pktlog`]: the per-packet trace (`packets.parquet`) from real TCP headers.
+//! * [`forwarder`]: the real-time loop and its measurements (timing report).
+//! * [`shell`]: `l4slab emu -- COMMAND`.
+//! * [`run`]: `l4slab run SCENARIO --backend emu` (kernel TCP flows, same results).
+//! * [`probe`]: small measurement tools (ping, TCP sender with TCP_INFO).
+//! * [`ecncheck`]: ECN path validation (passes, bleaches, re-marks, drops ECT).
+//!
+//! This is the only l4slab crate that reads the wall clock or does OS I/O
+//! (DESIGN.md §4.4), hence the crate-wide allowance below for clippy's
+//! `disallowed-methods` (which bans `Instant::now` everywhere else).
+#![allow(clippy::disallowed_methods)]
+
+pub mod coalesce;
+pub mod ecncheck;
+pub mod forwarder;
+pub mod netns;
+pub mod packet;
+pub mod pktlog;
+pub mod probe;
+pub mod run;
+pub mod shell;
+pub mod stats;
+pub mod sys;
+
+use std::io;
+
+/// Everything that can stop an emulation.
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    #[error(
+        "l4slab emu needs root: it creates network namespaces and TUN devices. \
+         Run it as root (e.g. with sudo)."
+    )]
+    NotRoot,
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("`{command}` failed: {stderr}")]
+    Command { command: String, stderr: String },
+    #[error("{0}")]
+    Scenario(#[from] l4slab_scenario::ScenarioError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("interrupted by signal {0}; nothing was written")]
+    Interrupted(i32),
+}
+
+impl EmuError {
+    pub fn io(what: &str, source: io::Error) -> Self {
+        EmuError::Io {
+            what: what.to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The per-packet trace of an emulated run (`packet_trace = true`): the
+//! columns of the simulator's `packets.parquet`, read from the real TCP
+//! headers the forwarder carries.
+//!
+//! Events are seen at the bottleneck: `send` when a packet reaches the queue
+//! (the simulator logs it when the host sends it; with no access delay the
+//! two coincide), `deliver` when the forwarder releases it to the receiving
+//! namespace, `drop:<reason>` when the queue, the ECN path or the wire drops
+//! it. Sequence and ACK numbers are relative to the sender's initial
+//! sequence number (first data byte = 0), as in the simulator. `wnd` is the
+//! raw TCP window field (the window scale is not tracked); `retransmission`
+//! marks a data segment that does not go beyond the highest sequence number
+//! already seen for its flow. Only TCP packets of scenario flows are logged.
+
+use l4slab_core::Ecn;
+
+/// The trace, column by column (names as in the simulator's `PacketTrace`).
+#[derive(Debug, Default)]
+pub struct PacketLog {
+    pub t_s: Vec<f64>,
+    pub event: Vec<String>,
+    pub flow: Vec<u32>,
+    pub side: Vec<&'static str>,
+    pub seq: Vec<u64>,
+    pub len: Vec<u32>,
+    pub ack: Vec<u64>,
+    pub ecn: Vec<&'static str>,
+    pub retransmission: Vec<bool>,
+    pub wnd: Vec<u64>,
+    pub sack: Vec<String>,
+    pub flags: Vec<String>,
+    /// Per flow: does the data go down (server -> client)?
+    data_down: Vec<bool>,
+    /// Per flow and direction (index `2 * flow + dir`): the ISN, once seen.
+    isn: Vec<Option<u32>>,
+    /// Per flow and direction: highest relative sequence end sent so far.
+    high: Vec<u64>,
+}
+
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+impl PacketLog {
+    /// `data_down[i]`: flow `i` is a download.
+    pub fn new(data_down: Vec<bool>) -> Self {
+        let n = data_down.len();
+        PacketLog {
+            data_down,
+            isn: vec![None; 2 * n],
+            high: vec![0; 2 * n],
+            ..PacketLog::default()
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.t_s.len()
+    }
+
+    /// Log one packet (`ip`: the IP packet) of `flow` going in direction
+    /// `dir` (0 = down, 1 = up); ignored unless it is TCP of a known flow.
+    pub fn record(&mut self, t_s: f64, event: &str, flow: u32, dir: usize, ip: &[u8], ecn: Ecn) {
+        let f = flow as usize;
+        if f >= self.data_down.len() {
+            return;
+        }
+        let Ok(info) = crate::packet::parse(ip) else {
+            return;
+        };
+        let Some(l4) = info.l4 else { return };
+        if info.proto != 6 || l4 + 20 > ip.len() {
+            return;
+        }
+        let end = if info.version == 4 {
+            usize::from(be16(ip, 2))
+        } else {
+            40 + usize::from(be16(ip, 4))
+        };
+        let hlen = l4 + usize::from(ip[l4 + 12] >> 4) * 4;
+        if hlen > end || end > ip.len() {
+            return;
+        }
+        let tcp_flags = ip[l4 + 13];
+        let syn = tcp_flags & 0x02 != 0;
+        let me = 2 * f + dir;
+        let peer = 2 * f + (1 - dir);
+        let raw_seq = be32(ip, l4 + 4);
+        if syn && self.isn[me].is_none() {
+            self.isn[me] = Some(raw_seq);
+        }
+        let rel = |isn: Option<u32>, v: u32| -> u64 {
+            isn.map_or(u64::from(v), |i| {
+                u64::from(v.wrapping_sub(i.wrapping_add(1)))
+            })
+        };
+        let payload = (end - hlen) as u32;
+        let seq = if syn { 0 } else { rel(self.isn[me], raw_seq) };
+        let ack = if tcp_flags & 0x10 != 0 {
+            rel(self.isn[peer], be32(ip, l4 + 8))
+        } else {
+            0
+        };
+        let data = self.data_down[f] == (dir == 0);
+        let seq_end = seq + u64::from(payload);
+        let retransmission = event == "send" && payload > 0 && seq_end <= self.high[me];
+        if event == "send" {
+            self.high[me] = self.high[me].max(seq_end);
+        }
+        self.t_s.push(t_s);
+        self.event.push(event.to_string());
+        self.flow.push(flow);
+        self.side.push(if data { "data" } else { "ack" });
+        self.seq.push(seq);
+        self.len.push(payload);
+        self.ack.push(ack);
+        self.ecn.push(ecn.name());
+        self.retransmission.push(retransmission);
+        self.wnd.push(u64::from(be16(ip, l4 + 14)));
+        self.sack
+            .push(sack_blocks(&ip[l4 + 20..hlen], self.isn[peer]));
+        // tcpdump-style letters, as the simulator: S F . E W A.
+        let mut letters = String::new();
+        for (bit, c) in [
+            (0x02, 'S'),
+            (0x01, 'F'),
+            (0x10, '.'),
+            (0x40, 'E'),
+            (0x80, 'W'),
+        ] {
+            if tcp_flags & bit != 0 {
+                letters.push(c);
+            }
+        }
+        if ip[l4 + 12] & 0x01 != 0 {
+            letters.push('A');
+        }
+        self.flags.push(letters);
+    }
+
+    /// The columns as JSON (what `packets.parquet` is built from).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "t_s": self.t_s,
+            "event": self.event,
+            "flow": self.flow,
+            "side": self.side,
+            "seq": self.seq,
+            "len": self.len,
+            "ack": self.ack,
+            "ecn": self.ecn,
+            "retransmission": self.retransmission,
+            "wnd": self.wnd,
+            "sack": self.sack,
+            "flags": self.flags,
+        })
+    }
+}
+
+/// SACK blocks of a TCP option list as "l-r;l-r", relative to `isn`.
+fn sack_blocks(opts: &[u8], isn: Option<u32>) -> String {
+    let rel = |v: u32| {
+        isn.map_or(u64::from(v), |i| {
+            u64::from(v.wrapping_sub(i.wrapping_add(1)))
+        })
+    };
+    let mut out = String::new();
+    let mut i = 0;
+    while i < opts.len() {
+        match opts[i] {
+            0 => break,
+            1 => i += 1,
+            kind => {
+                let Some(&len) = opts.get(i + 1) else { break };
+                let len = usize::from(len);
+                if len < 2 || i + len > opts.len() {
+                    break;
+                }
+                if kind == 5 {
+                    for b in opts[i + 2..i + len].chunks_exact(8) {
+                        if !out.is_empty() {
+                            out.push(';');
+                        }
+                        out.push_str(&format!("{}-{}", rel(be32(b, 0)), rel(be32(b, 4))));
+                    }
+                }
+                i += len;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp(seq: u32, ack: u32, flags: u8, payload: usize, sack: Option<(u32, u32)>) -> Vec<u8> {
+        let opt = if sack.is_some() { 12 } else { 0 };
+        let hl = 20 + opt;
+        let total = 20 + hl + payload;
+        let mut p = vec![0u8; total];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        p[9] = 6;
+        p[24..28].copy_from_slice(&seq.to_be_bytes());
+        p[28..32].copy_from_slice(&ack.to_be_bytes());
+        p[32] = ((hl / 4) as u8) << 4;
+        p[33] = flags;
+        p[34..36].copy_from_slice(&512u16.to_be_bytes());
+        if let Some((l, r)) = sack {
+            p[40..44].copy_from_slice(&[1, 1, 5, 10]);
+            p[44..48].copy_from_slice(&l.to_be_bytes());
+            p[48..52].copy_from_slice(&r.to_be_bytes());
+        }
+        p
+    }
+
+    #[test]
+    fn sequence_numbers_are_relative_and_retransmissions_flagged() {
+        // One download: data goes down (dir 0) from the server.
+        let mut log = PacketLog::new(vec![true]);
+        log.record(0.0, "send", 0, 1, &tcp(1000, 0, 0x02, 0, None), Ecn::NotEct); // client SYN
+        log.record(
+            0.01,
+            "send",
+            0,
+            0,
+            &tcp(5000, 1001, 0x12, 0, None),
+            Ecn::NotEct,
+        ); // SYN-ACK
+        log.record(
+            0.02,
+            "send",
+            0,
+            0,
+            &tcp(5001, 1001, 0x10, 100, None),
+            Ecn::Ect0,
+        );
+        log.record(
+            0.03,
+            "send",
+            0,
+            0,
+            &tcp(5101, 1001, 0x10, 100, None),
+            Ecn::Ect0,
+        );
+        log.record(
+            0.04,
+            "send",
+            0,
+            0,
+            &tcp(5001, 1001, 0x10, 100, None),
+            Ecn::Ect0,
+        ); // again
+        log.record(
+            0.05,
+            "deliver",
+            0,
+            1,
+            &tcp(1001, 5101, 0x50, 0, Some((5101, 5201))),
+            Ecn::NotEct,
+        );
+        assert_eq!(log.rows(), 6);
+        assert_eq!(log.side, ["ack", "data", "data", "data", "data", "ack"]);
+        assert_eq!(log.seq, [0, 0, 0, 100, 0, 0]);
+        assert_eq!(log.len, [0, 0, 100, 100, 100, 0]);
+        assert_eq!(log.ack[5], 100);
+        assert_eq!(
+            log.retransmission,
+            [false, false, false, false, true, false]
+        );
+        assert_eq!(log.sack[5], "100-200");
+        assert_eq!(log.flags[0], "S");
+        assert_eq!(log.flags[1], "S.");
+        assert_eq!(log.flags[5], ".E");
+        assert_eq!(log.ecn[2], "ect0");
+        // Not TCP or not a scenario flow: ignored.
+        log.record(0.06, "send", 7, 0, &tcp(1, 1, 0x10, 0, None), Ecn::NotEct);
+        log.record(0.06, "send", 0, 0, &[0x45, 0, 0], Ecn::NotEct);
+        assert_eq!(log.rows(), 6);
+    }
+}

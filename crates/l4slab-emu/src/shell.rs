@@ -1,0 +1,394 @@
+//! `l4slab emu [LINK OPTIONS] -- COMMAND...`: a mahimahi-style shell.
+//!
+//! Creates the topology ([`crate::netns`]), starts the forwarder with the
+//! bottleneck the link options describe, runs an optional server command in
+//! the server namespace and COMMAND in the client namespace (with
+//! `L4SLAB_SERVER` etc. in its environment), and tears everything down when
+//! COMMAND exits, on SIGINT/SIGTERM/SIGHUP, or (through the reaper) when
+//! the emulator itself is killed. The exit code is COMMAND's.
+//!
+//! Link options are scenario `--set` overrides on [`BASE_SCENARIO`], so they
+//! are validated, defaulted and built exactly like a scenario file's
+//! `[bottleneck]` (same errors, same objects).
+//!
+//! When stdin is a terminal COMMAND gets its own process group in the
+//! foreground, so Ctrl-C reaches COMMAND (an interactive shell ignores it)
+//! and the emulator tears down when COMMAND ends.
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command};
+
+use serde_json::{json, Value};
+
+use l4slab_core::{Dur, SimRng};
+use l4slab_link::Link;
+use l4slab_scenario::{ParseOptions, Scenario};
+
+use crate::forwarder::{self, Forwarder, Hooks, Step};
+use crate::netns::{self, Topology};
+use crate::sys;
+use crate::EmuError;
+
+/// The scenario link options apply to: no rate limit to speak of (10 Gbit/s),
+/// no delay, a 1000-packet FIFO, no loss. The flow is a placeholder the
+/// scenario format requires; the shell's traffic is whatever COMMAND sends.
+pub const BASE_SCENARIO: &str = r#"format = 1
+name = "emu-shell"
+duration = "24h"
+[bottleneck]
+rate = "10Gbit"
+delay = "0ms"
+buffer = "1000pkt"
+[[flows]]
+name = "shell"
+cc = "cubic"
+"#;
+
+/// Congestion controls the kernel offers here (for scenario validation).
+pub const KERNEL_CC: &[&str] = &["reno", "cubic", "bbr"];
+
+/// Default shortest sleep of the forwarder: releasing what is due within
+/// 25 µs together halves its CPU use at 500 Mbit/s (docs/PERFORMANCE.md)
+/// and adds at most 25 µs to the timing error.
+pub const DEFAULT_MIN_SLEEP: Dur = Dur::from_micros(25);
+
+/// How the forwarder process runs.
+#[derive(Clone, Debug)]
+pub struct RunTuning {
+    pub mtu: u32,
+    /// Busy-wait window before deadlines.
+    pub spin: Dur,
+    /// Pin the forwarder to the last CPU and children to the others.
+    pub pin: bool,
+    /// SCHED_FIFO for the forwarder.
+    pub realtime: bool,
+    pub malformed: forwarder::MalformedPolicy,
+    /// Write segments released together as one GSO packet.
+    pub coalesce: bool,
+    /// Shortest sleep of the forwarder ([`forwarder::Config::min_sleep`]).
+    pub min_sleep: Dur,
+    /// The `l4slab-emu` executable for the reaper (`None`: no reaper).
+    pub reaper: Option<PathBuf>,
+}
+
+impl Default for RunTuning {
+    fn default() -> Self {
+        RunTuning {
+            mtu: 1500,
+            spin: Dur::ZERO,
+            pin: true,
+            realtime: true,
+            malformed: forwarder::MalformedPolicy::Pass,
+            coalesce: true,
+            min_sleep: DEFAULT_MIN_SLEEP,
+            reaper: None,
+        }
+    }
+}
+
+/// `l4slab emu` options.
+#[derive(Clone, Debug, Default)]
+pub struct ShellOptions {
+    /// `--set` overrides on [`BASE_SCENARIO`] (e.g. `bottleneck.rate=20Mbit`).
+    pub sets: Vec<String>,
+    pub command: Vec<String>,
+    /// Run with `sh -c` in the server namespace before COMMAND starts.
+    pub server_command: Option<String>,
+    /// Write the run's report (queues, forwarder, timing) here as JSON.
+    pub report: Option<PathBuf>,
+    pub quiet: bool,
+    pub tuning: RunTuning,
+}
+
+/// Resolve link options against [`BASE_SCENARIO`].
+///
+/// # Errors
+/// [`EmuError::Scenario`] naming the option's key path.
+pub fn resolve_links(sets: &[String]) -> Result<Scenario, EmuError> {
+    Ok(l4slab_scenario::parse_with(
+        BASE_SCENARIO,
+        "<emu link options>",
+        sets,
+        &ParseOptions {
+            known_cc: KERNEL_CC.to_vec(),
+        },
+    )?)
+}
+
+/// The two bottleneck links of a scenario, built like the simulator's
+/// (qdisc, rate or trace, loss, ECN path rewrite, delay).
+pub fn build_links(scn: &Scenario, seed: u64) -> [(Link, SimRng); 2] {
+    let b = &scn.bottleneck;
+    let mk = |spec, d: usize| {
+        let name = forwarder::QUEUE_NAMES[d];
+        (
+            l4slab_scenario::build::link(spec, name, seed),
+            l4slab_scenario::build::qdisc_rng(seed, name),
+        )
+    };
+    [mk(&b.down, forwarder::DOWN), mk(&b.up, forwarder::UP)]
+}
+
+/// Environment for commands in the namespaces.
+pub fn command_env(topo: &Topology) -> Vec<(&'static str, String)> {
+    vec![
+        ("L4SLAB_SERVER", netns::SERVER_ADDR.to_string()),
+        ("L4SLAB_SERVER_ECN", netns::SERVER_ECN_ADDR.to_string()),
+        ("L4SLAB_SERVER6", netns::SERVER_ADDR6.to_string()),
+        ("L4SLAB_CLIENT", netns::CLIENT_ADDR.to_string()),
+        ("L4SLAB_CLIENT6", netns::CLIENT_ADDR6.to_string()),
+        ("L4SLAB_CLIENT_NETNS", topo.client.name.clone()),
+        ("L4SLAB_SERVER_NETNS", topo.server.name.clone()),
+    ]
+}
+
+/// CPUs for the forwarder and for everything else, when pinning.
+pub fn cpu_split(pin: bool) -> (Option<usize>, Option<Vec<usize>>) {
+    let cpus = sys::allowed_cpus();
+    if !pin || cpus.len() < 2 {
+        return (None, None);
+    }
+    let fwd = *cpus.last().expect("non-empty");
+    (Some(fwd), Some(cpus[..cpus.len() - 1].to_vec()))
+}
+
+/// Spawn `cmd` inside `netns` with normal scheduling on `cpus`, optionally
+/// in its own (foreground) process group.
+pub fn spawn_in(
+    mut cmd: Command,
+    netns: RawFd,
+    cpus: Option<&[usize]>,
+    own_group: bool,
+) -> std::io::Result<Child> {
+    let set = cpus.map(sys::cpu_set);
+    // SAFETY: `child_setup` and `setpgid` are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if own_group {
+                libc::setpgid(0, 0);
+            }
+            sys::child_setup(Some(netns), set.as_ref())
+        });
+    }
+    cmd.spawn()
+}
+
+/// Make this thread the forwarder: pinned and real-time as asked.
+pub fn become_forwarder(cpu: Option<usize>, realtime: bool, quiet: bool) {
+    if let Some(c) = cpu {
+        if let Err(e) = sys::set_affinity(&[c]) {
+            if !quiet {
+                eprintln!("l4slab-emu: warning: cannot pin the forwarder to CPU {c}: {e}");
+            }
+        }
+    }
+    if realtime {
+        if let Err(e) = sys::realtime(50) {
+            if !quiet {
+                eprintln!("l4slab-emu: warning: no SCHED_FIFO ({e}); timing will be less accurate");
+            }
+        }
+    }
+}
+
+/// How long the forwarder keeps running after COMMAND exits while the
+/// server command is still busy (so it can receive what is in flight).
+pub const DRAIN: Dur = Dur::from_secs(1);
+
+struct ShellHooks {
+    command: Child,
+    server: Option<Child>,
+    server_done: bool,
+    exit: Option<i32>,
+    /// Set when COMMAND has exited: stop at this time at the latest.
+    drain_until: Option<l4slab_core::Time>,
+    clock: sys::Clock,
+}
+
+impl ShellHooks {
+    fn stop_now(&self) -> bool {
+        self.exit.is_some() && (self.server.is_none() || self.server_done)
+    }
+}
+
+impl Hooks for ShellHooks {
+    fn on_sample(&mut self, now: l4slab_core::Time) -> Step {
+        match self.drain_until {
+            Some(t) if now >= t => Step::Stop,
+            _ => Step::Continue,
+        }
+    }
+
+    fn on_signals(&mut self, signals: &[i32]) -> Step {
+        for &s in signals {
+            if s == libc::SIGCHLD {
+                if let Some(srv) = &self.server {
+                    if !self.server_done && sys::try_wait(srv.id() as i32).is_some() {
+                        self.server_done = true;
+                    }
+                }
+                if self.exit.is_none() {
+                    if let Some(st) = sys::try_wait(self.command.id() as i32) {
+                        self.exit = Some(sys::exit_code(st));
+                        self.drain_until = Some(self.clock.now() + DRAIN);
+                    }
+                }
+                if self.stop_now() {
+                    return Step::Stop;
+                }
+            } else {
+                // SIGINT / SIGTERM / SIGHUP: stop COMMAND, then tear down.
+                if self.exit.is_none() {
+                    let _ = sys::kill(self.command.id() as i32, libc::SIGTERM);
+                    self.exit = Some(128 + s);
+                }
+                return Step::Stop;
+            }
+        }
+        Step::Continue
+    }
+}
+
+/// Run the shell; returns COMMAND's exit code (128 + signal if it was killed
+/// or the emulator was interrupted).
+///
+/// # Errors
+/// [`EmuError`] for bad options, no root, or a failed setup step (nothing
+/// is left behind in that case).
+pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
+    if opts.command.is_empty() {
+        return Err(EmuError::Usage(
+            "no COMMAND given; write e.g. l4slab emu --rate 20Mbit -- ping -c 3 '$L4SLAB_SERVER'"
+                .into(),
+        ));
+    }
+    let scn = resolve_links(&opts.sets)?;
+    if !sys::is_root() {
+        return Err(EmuError::NotRoot);
+    }
+    let t = &opts.tuning;
+    let sigfd = sys::signalfd().map_err(|e| EmuError::io("signalfd", e))?;
+    let mut topo = Topology::create(t.mtu, t.reaper.as_deref())?;
+    let clock = sys::Clock::start();
+    let cpu0 = sys::cpu_times();
+    let mut fwd = Forwarder::new(
+        build_links(&scn, scn.seed),
+        topo.tun_fds(),
+        Some(sigfd.as_raw_fd()),
+        clock,
+        forwarder::Config {
+            mtu: t.mtu as usize,
+            spin: t.spin,
+            malformed: t.malformed,
+            // Only used to check the drain deadline (no series in the shell).
+            sample_interval: Some(Dur::from_millis(50)),
+            record_series: false,
+            coalesce: t.coalesce,
+            min_sleep: t.min_sleep,
+            ..forwarder::Config::default()
+        },
+    )?;
+    let env = command_env(&topo);
+    let (fwd_cpu, app_cpus) = cpu_split(t.pin);
+    if !opts.quiet {
+        eprintln!(
+            "l4slab emu: client {} (netns {}), server {} (netns {}); down {} / {} one-way, up {} / {} one-way",
+            netns::CLIENT_ADDR,
+            topo.client.name,
+            netns::SERVER_ADDR,
+            topo.server.name,
+            scn.bottleneck.down.rate,
+            scn.bottleneck.down.delay,
+            scn.bottleneck.up.rate,
+            scn.bottleneck.up.delay,
+        );
+    }
+    let server = match &opts.server_command {
+        Some(s) => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(s).envs(env.iter().map(|(k, v)| (k, v)));
+            Some(
+                spawn_in(c, topo.server.fd.as_raw_fd(), app_cpus.as_deref(), false)
+                    .map_err(|e| EmuError::io("starting the server command", e))?,
+            )
+        }
+        None => None,
+    };
+    let tty = sys::stdin_is_tty();
+    let mut c = Command::new(&opts.command[0]);
+    c.args(&opts.command[1..])
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    let command = spawn_in(c, topo.client.fd.as_raw_fd(), app_cpus.as_deref(), tty)
+        .map_err(|e| EmuError::io(&format!("starting {}", opts.command[0]), e))?;
+    if tty {
+        let pid = command.id() as i32;
+        // SAFETY: plain call; also done in the child (whichever runs first).
+        unsafe { libc::setpgid(pid, pid) };
+        let _ = sys::set_foreground(pid);
+    }
+    become_forwarder(fwd_cpu, t.realtime, opts.quiet);
+    let mut hooks = ShellHooks {
+        command,
+        server,
+        server_done: false,
+        exit: None,
+        drain_until: None,
+        clock,
+    };
+    // A child that exited before the loop started raised SIGCHLD, which the
+    // signalfd still holds: the loop sees it on its first wait.
+    let result = fwd.run(Some(sigfd.as_raw_fd()), &mut hooks);
+    if tty {
+        let _ = sys::set_foreground(sys::getpgrp());
+    }
+    let report = json!({
+        "queues": fwd.queues_json(),
+        "forwarder": fwd.forwarder_json(cpu0),
+        "scenario": serde_json::to_value(&scn).expect("scenario serializes"),
+    });
+    drop(fwd);
+    if let Some(srv) = &hooks.server {
+        let _ = sys::kill(srv.id() as i32, libc::SIGTERM);
+    }
+    topo.teardown();
+    // Already reaped if it exited (then this returns ECHILD); killed by the
+    // teardown otherwise.
+    let _ = hooks.command.wait();
+    if let Some(mut srv) = hooks.server.take() {
+        let _ = srv.wait();
+    }
+    result?;
+    if !opts.quiet {
+        eprintln!("{}", timing_line(&report));
+    }
+    if let Some(path) = &opts.report {
+        write_json(path, &report)?;
+    }
+    Ok(hooks.exit.unwrap_or(1))
+}
+
+/// One line summarizing the timing report.
+pub fn timing_line(report: &Value) -> String {
+    let t = &report["forwarder"]["timing_error_us"];
+    if t.is_null() {
+        return "l4slab emu: no packets were forwarded".into();
+    }
+    format!(
+        "l4slab emu: {} packets; timing error (actual - intended release) p50 {} us, p99 {} us, max {} us",
+        t["samples"], t["p50"], t["p99"], t["max"]
+    )
+}
+
+/// Write `v` as pretty JSON to `path` atomically (temp file + rename).
+///
+/// # Errors
+/// [`EmuError::Io`] naming the path.
+pub fn write_json(path: &std::path::Path, v: &Value) -> Result<(), EmuError> {
+    let tmp = path.with_extension("tmp");
+    let text = serde_json::to_string_pretty(v).expect("json") + "\n";
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| EmuError::io(&format!("writing {}", path.display()), e))
+}

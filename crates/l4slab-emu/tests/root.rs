@@ -1,0 +1,487 @@
+//! End-to-end emulator tests. They need root (network namespaces, TUN
+//! devices); as any other user each test prints why it is skipped and passes.
+//! CI runs as root, so they run there.
+//!
+//! Every packet stays inside namespaces the tests create (10.77.0.0/24).
+//! The tests run one at a time (a lock) so they do not disturb each other's
+//! timing. Tolerances are documented in docs/emulator.md with the
+//! measurements they come from. (Wall-clock reads are fine here: this is
+//! the emulator's test suite, which waits for real processes.)
+#![allow(clippy::disallowed_methods)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const EMU: &str = env!("CARGO_BIN_EXE_l4slab-emu");
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn root_or_skip(test: &str) -> bool {
+    // SAFETY: plain call.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipping {test}: needs root to create network namespaces and TUN devices");
+    }
+    root
+}
+
+/// Run `l4slab-emu shell ARGS -- COMMAND`; returns (exit code, stdout, report).
+fn shell(args: &[&str], command: &[&str]) -> (i32, String, Value) {
+    let dir = tempdir();
+    let report = dir.join("report.json");
+    let out = Command::new(EMU)
+        .arg("shell")
+        .arg("--quiet")
+        .args(["--report", report.to_str().unwrap()])
+        .args(args)
+        .arg("--")
+        .args(command)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run l4slab-emu");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let rep = std::fs::read_to_string(&report)
+        .map(|t| serde_json::from_str(&t).expect("report is JSON"))
+        .unwrap_or_else(|_| panic!("no report; stderr: {stderr}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        rep,
+    )
+}
+
+fn tempdir() -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("l4slab-emu-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn namespaces() -> String {
+    String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned()
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+fn ping_rtt_matches_the_configured_delay() {
+    if !root_or_skip("ping_rtt_matches_the_configured_delay") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // 10 ms each way -> 20 ms RTT.
+    let (code, out, rep) = shell(
+        &["--set", "bottleneck.delay=10ms"],
+        &[
+            EMU,
+            "probe",
+            "ping",
+            "10.77.0.2",
+            "--count",
+            "40",
+            "--interval-ms",
+            "20",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let ping: Value = serde_json::from_str(out.trim()).unwrap();
+    let mut rtts: Vec<f64> = ping["rtt_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(rtts.len(), 40, "every echo answered: {ping}");
+    let min = rtts.iter().copied().fold(f64::INFINITY, f64::min);
+    let med = median(&mut rtts);
+    // Never faster than configured; median within 1.5 ms (docs/emulator.md:
+    // measured +0.1 to +0.4 ms median, release and debug builds).
+    assert!(min >= 20.0, "min RTT {min} ms below the configured 20 ms");
+    assert!(med <= 21.5, "median RTT {med} ms");
+    assert!(
+        rep["forwarder"]["timing_error_us"]["samples"]
+            .as_u64()
+            .unwrap()
+            >= 80
+    );
+}
+
+/// Goodput from the sender's TCP_INFO between two sample times.
+fn acked_rate_bps(send: &Value, from_s: f64, to_s: f64) -> f64 {
+    let samples = send["samples"].as_array().unwrap();
+    let at = |t: f64| {
+        samples
+            .iter()
+            .find(|s| s["t_s"].as_f64().unwrap() >= t)
+            .unwrap_or_else(|| samples.last().unwrap())
+    };
+    let (a, b) = (at(from_s), at(to_s));
+    let bytes =
+        b["info"]["bytes_acked"].as_f64().unwrap() - a["info"]["bytes_acked"].as_f64().unwrap();
+    bytes * 8.0 / (b["t_s"].as_f64().unwrap() - a["t_s"].as_f64().unwrap())
+}
+
+#[test]
+fn a_kernel_tcp_flow_gets_the_link_rate() {
+    if !root_or_skip("a_kernel_tcp_flow_gets_the_link_rate") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sink = format!("{EMU} probe tcp-sink --port 5001 >/dev/null");
+    let (code, out, rep) = shell(
+        &[
+            "--set",
+            "bottleneck.rate=20Mbit",
+            "--set",
+            "bottleneck.delay=10ms",
+            "--set",
+            "bottleneck.buffer=100pkt",
+            "--server-command",
+            &sink,
+        ],
+        &[
+            EMU,
+            "probe",
+            "tcp-send",
+            "10.77.0.2:5001",
+            "--cc",
+            "cubic",
+            "--seconds",
+            "5",
+            "--sample-ms",
+            "100",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let send: Value = serde_json::from_str(out.trim()).unwrap();
+    // Payload rate of a saturated 20 Mbit/s link: 1448 of every 1500 bytes
+    // (timestamps on) = 19.31 Mbit/s. Steady state from 1 s to the end.
+    let rate = acked_rate_bps(&send, 1.0, 5.0);
+    let expected = 20e6 * 1448.0 / 1500.0;
+    assert!(
+        (rate - expected).abs() / expected < 0.03,
+        "goodput {rate:.0} bit/s vs {expected:.0}"
+    );
+    let up = &rep["queues"]["bottleneck.up"];
+    assert!(up["utilization"].as_f64().unwrap() > 0.9, "{up}");
+}
+
+#[test]
+fn ce_marks_from_the_forwarder_make_a_kernel_ecn_flow_back_off() {
+    if !root_or_skip("ce_marks_from_the_forwarder_make_a_kernel_ecn_flow_back_off") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sink = format!("{EMU} probe tcp-sink --port 5001 >/dev/null");
+    let run = |qdisc: &str| {
+        // 10.77.0.3 is the server address whose route negotiates ECN.
+        let (code, out, rep) = shell(
+            &[
+                "--set",
+                "bottleneck.rate=20Mbit",
+                "--set",
+                "bottleneck.delay=10ms",
+                "--set",
+                "bottleneck.buffer=200pkt",
+                "--set",
+                qdisc,
+                "--server-command",
+                &sink,
+            ],
+            &[
+                EMU,
+                "probe",
+                "tcp-send",
+                "10.77.0.3:5001",
+                "--cc",
+                "cubic",
+                "--seconds",
+                "4",
+                "--sample-ms",
+                "100",
+            ],
+        );
+        assert_eq!(code, 0, "{out}");
+        (serde_json::from_str::<Value>(out.trim()).unwrap(), rep)
+    };
+    // CoDel with ECN marks instead of dropping.
+    let (send, rep) = run("bottleneck.qdisc={ kind = \"codel\", ecn = true }");
+    let last = &send["last"];
+    assert_eq!(send["ecn"], true, "ECN negotiated: {last}");
+    let marks = rep["queues"]["bottleneck.up"]["marks"]["total"]
+        .as_u64()
+        .unwrap();
+    assert!(marks > 0, "the queue marked");
+    assert!(
+        last["delivered_ce"].as_u64().unwrap() > 0,
+        "CE reached the sender: {last}"
+    );
+    // The sender reduced its window on CE alone: ssthresh set, nothing retransmitted.
+    assert!(last["snd_ssthresh"].as_u64().unwrap() < 1_000_000, "{last}");
+    assert_eq!(last["total_retrans"], 0, "{last}");
+    // And the queue stayed short: RTT near 20 ms + CoDel's 5 ms target,
+    // where the same flow fills a 200-packet FIFO (120 ms) without marks.
+    let srtt_ms = |s: &Value| s["info"]["rtt_us"].as_f64().unwrap() / 1000.0;
+    let steady: Vec<f64> = send["samples"].as_array().unwrap()[15..]
+        .iter()
+        .map(srtt_ms)
+        .collect();
+    let mean = steady.iter().sum::<f64>() / steady.len() as f64;
+    assert!(mean < 40.0, "mean srtt {mean} ms with CE marking");
+    let (fifo, _) = run("bottleneck.qdisc=fifo");
+    let fifo_rtt: Vec<f64> = fifo["samples"].as_array().unwrap()[15..]
+        .iter()
+        .map(srtt_ms)
+        .collect();
+    let fifo_mean = fifo_rtt.iter().sum::<f64>() / fifo_rtt.len() as f64;
+    assert!(
+        fifo_mean > 2.0 * mean,
+        "fifo {fifo_mean} ms vs codel+ecn {mean} ms"
+    );
+}
+
+fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn teardown_leaves_nothing_behind_on_exit_and_after_sigkill() {
+    if !root_or_skip("teardown_leaves_nothing_behind_on_exit_and_after_sigkill") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Normal exit, with the exit code passed through.
+    let st = Command::new(EMU)
+        .args(["shell", "--quiet", "--", "sh", "-c", "exit 7"])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(7));
+    // SIGTERM and SIGKILL while COMMAND (and a process it left in the
+    // background) are running.
+    for sig in [libc::SIGTERM, libc::SIGKILL] {
+        let mut child = Command::new(EMU)
+            .args([
+                "shell",
+                "--quiet",
+                "--server-command",
+                "sleep 60",
+                "--",
+                "sh",
+                "-c",
+                "sleep 60 & sleep 60",
+            ])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let prefix = format!("l4slab-{pid}-");
+        let state = format!("/run/l4slab-emu/{pid}.json");
+        wait_until("the namespaces", Duration::from_secs(5), || {
+            namespaces().matches(&prefix).count() == 2
+        });
+        // SAFETY: plain call on our child.
+        unsafe { libc::kill(pid as i32, sig) };
+        let _ = child.wait();
+        wait_until("the teardown", Duration::from_secs(10), || {
+            !namespaces().contains(&prefix) && !Path::new(&state).exists()
+        });
+    }
+}
+
+#[test]
+fn stale_state_is_removed_but_foreign_namespaces_are_not() {
+    if !root_or_skip("stale_state_is_removed_but_foreign_namespaces_are_not") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A dead owner: a process that has exited and been reaped.
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let ours = format!("l4slab-stale{dead_pid}-c");
+    let foreign = format!("notl4slab-{dead_pid}");
+    for ns in [&ours, &foreign] {
+        assert!(Command::new("ip")
+            .args(["netns", "add", ns])
+            .status()
+            .unwrap()
+            .success());
+    }
+    std::fs::create_dir_all("/run/l4slab-emu").unwrap();
+    let state = format!("/run/l4slab-emu/stale-{dead_pid}.json");
+    std::fs::write(
+        &state,
+        format!(
+            r#"{{"owner_pid":{dead_pid},"owner_start":1,"namespaces":["{ours}","{foreign}"]}}"#
+        ),
+    )
+    .unwrap();
+    let out = Command::new(EMU).arg("cleanup").output().unwrap();
+    assert!(out.status.success());
+    let list = namespaces();
+    let foreign_kept = list.contains(&foreign);
+    let _ = Command::new("ip").args(["netns", "del", &foreign]).status();
+    assert!(!list.contains(&ours), "stale namespace removed: {list}");
+    assert!(
+        foreign_kept,
+        "a namespace without the l4slab- prefix is never deleted"
+    );
+    assert!(!Path::new(&state).exists());
+}
+
+#[test]
+fn a_scenario_runs_with_kernel_tcp_and_gives_the_results_contract() {
+    if !root_or_skip("a_scenario_runs_with_kernel_tcp_and_gives_the_results_contract") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempdir();
+    let scenario = dir.join("emu-cubic.toml");
+    std::fs::write(
+        &scenario,
+        r#"format = 1
+duration = "3s"
+sample_interval = "250ms"
+[bottleneck]
+rate = "20Mbit"
+delay = "10ms"
+buffer = "60ms"
+qdisc = { kind = "codel", ecn = true }
+[[flows]]
+name = "dl"
+cc = "cubic"
+ecn = "classic"
+[[flows]]
+name = "file"
+cc = "reno"
+direction = "up"
+app = { kind = "file", size = "200kB" }
+"#,
+    )
+    .unwrap();
+    let out = dir.join("result.json");
+    let st = Command::new(EMU)
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let s: Value = serde_json::from_str(r["summary_json"].as_str().unwrap()).unwrap();
+    assert_eq!(s["backend"], "emu");
+    let dl = &s["flows"]["dl"];
+    assert_eq!(dl["ecn"], "classic", "{dl}");
+    let goodput = dl["goodput_bps"].as_f64().unwrap();
+    assert!(goodput > 12e6 && goodput < 19.4e6, "{dl}");
+    assert!(dl["rtt_ms"]["min"].as_f64().unwrap() >= 20.0, "{dl}");
+    let file = &s["flows"]["file"];
+    assert_eq!(file["bytes_delivered"], 200_000, "{file}");
+    assert!(file["completion_s"].as_f64().unwrap() > 0.04, "{file}");
+    let down = &s["queues"]["bottleneck.down"];
+    assert_eq!(down["kind"], "codel");
+    assert!(
+        down["sojourn_ms_by_flow"]["dl"]["samples"]
+            .as_u64()
+            .unwrap()
+            > 1000
+    );
+    assert!(
+        s["emulator"]["timing_error_us"]["samples"]
+            .as_u64()
+            .unwrap()
+            > 1000
+    );
+    let keys: Vec<&str> = r["series"]["key"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    for k in [
+        "goodput_bps",
+        "cwnd_bytes",
+        "srtt_ms",
+        "sojourn_ms",
+        "backlog_pkts",
+    ] {
+        assert!(keys.contains(&k), "series has {k}");
+    }
+    // What the kernel cannot carry is refused before anything is created.
+    let out = Command::new(EMU)
+        .args([
+            "validate",
+            scenario.to_str().unwrap(),
+            "--set",
+            "flows[0].cc=prague",
+        ])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("this kernel has no prague"), "{err}");
+}
+
+#[test]
+fn the_ecn_check_tells_passing_bleaching_and_dropping_paths_apart() {
+    if !root_or_skip("the_ecn_check_tells_passing_bleaching_and_dropping_paths_apart") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let reflector = format!("{EMU} probe ecn-reflect");
+    let check = |path: &str| {
+        let (code, out, _) = shell(
+            &["--ecn-path", path, "--server-command", &reflector],
+            &[
+                EMU,
+                "probe",
+                "ecn-check",
+                "10.77.0.2",
+                "--tcp-addr",
+                "10.77.0.3",
+                "--count",
+                "4",
+            ],
+        );
+        (code, serde_json::from_str::<Value>(out.trim()).unwrap())
+    };
+    let (code, r) = check("none");
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["forward"]["ect1"]["outcome"], "pass");
+    assert_eq!(r["reverse"]["ect0"]["outcome"], "pass");
+    assert_eq!(r["tcp_ecn_negotiated"], true);
+    let (code, r) = check("bleach");
+    assert_eq!(code, 3, "{r}");
+    assert_eq!(r["forward"]["ect1"]["outcome"], "bleached");
+    let (_, r) = check("remark");
+    assert_eq!(r["forward"]["ect1"]["outcome"], "remarked");
+    assert_eq!(r["forward"]["ect0"]["outcome"], "pass");
+    let (_, r) = check("drop_ect");
+    assert_eq!(r["reverse"]["ect1"]["outcome"], "dropped");
+    assert_eq!(r["forward"]["not_ect"]["outcome"], "pass");
+}

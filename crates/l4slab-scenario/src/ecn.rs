@@ -1,0 +1,66 @@
+//! The ECN keys of a scenario (docs/models/ecn.md):
+//!
+//! * `[[flows]] ecn = "off" | "classic" | "accecn"` — the flow's ECN mode
+//!   (Linux `tcp_ecn`); absent = the congestion control's default, which the
+//!   backend resolves (this crate does not know the controllers);
+//! * `[flows.transport] ecn_codepoint = "ect0" | "ect1" | "not_ect"` — the
+//!   IP-ECN field of data packets instead of the controller's;
+//! * `[bottleneck] ecn_rewrite = "none" | "bleach" | "remark" | "drop_ect" |
+//!   "ce_all"` (or per direction) — what the path does to ECT packets.
+
+use l4slab_core::Ecn;
+use l4slab_link::EcnRewrite;
+use toml::Value;
+
+use crate::error::{Problem, ScenarioError};
+use crate::model::EcnSpec;
+use crate::values::describe;
+
+/// ECN modes, as written.
+pub const ECN_MODES: &[&str] = &["off", "classic", "accecn"];
+/// Codepoints a flow may put on its data.
+pub const ECN_CODEPOINTS: &[&str] = &["ect0", "ect1", "not_ect"];
+
+/// One of `choices`, or an error naming them.
+fn choice<'v>(
+    v: &'v Value,
+    path: &str,
+    what: &str,
+    choices: &[&str],
+) -> Result<&'v str, ScenarioError> {
+    match v {
+        Value::String(s) if choices.contains(&s.as_str()) => Ok(s),
+        Value::String(s) => Err(ScenarioError::unknown_name(path, what, s, choices)),
+        other => Err(ScenarioError::invalid(
+            path,
+            Problem::WrongType,
+            format!("expected a string, found {}", describe(other)),
+            Some(format!("{:?}", choices[1])),
+        )),
+    }
+}
+
+/// `ecn = "accecn"`.
+pub(crate) fn mode(v: &Value, path: &str) -> Result<EcnSpec, ScenarioError> {
+    Ok(match choice(v, path, "ECN mode", ECN_MODES)? {
+        "off" => EcnSpec::Off,
+        "classic" => EcnSpec::Classic,
+        _ => EcnSpec::AccEcn,
+    })
+}
+
+/// `ecn_codepoint = "ect1"`.
+pub(crate) fn codepoint(v: &Value, path: &str) -> Result<Ecn, ScenarioError> {
+    Ok(match choice(v, path, "ECN codepoint", ECN_CODEPOINTS)? {
+        "ect0" => Ecn::Ect0,
+        "ect1" => Ecn::Ect1,
+        _ => Ecn::NotEct,
+    })
+}
+
+/// `ecn_rewrite = "bleach"`.
+pub(crate) fn rewrite(v: &Value, path: &str) -> Result<EcnRewrite, ScenarioError> {
+    let names: Vec<&str> = EcnRewrite::ALL.iter().map(|r| r.name()).collect();
+    let s = choice(v, path, "ECN rewrite", &names)?;
+    Ok(EcnRewrite::from_name(s).expect("listed"))
+}

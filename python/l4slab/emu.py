@@ -1,0 +1,331 @@
+"""The real-time emulator from Python: a thin layer over the ``l4slab-emu`` binary.
+
+The binary (crates/l4slab-emu) does everything: it creates a client and a
+server network namespace joined through TUN devices and its user-space
+forwarder, runs the bottleneck with the simulator's own queue, rate and loss
+code against the wall clock, and removes everything again. This module finds
+the binary, turns keyword arguments into its options and runs it.
+
+Link options are scenario overrides on the ``[bottleneck]`` table (see
+docs/scenarios.md), so ``rate="20Mbit"`` means exactly what
+``--set bottleneck.rate=20Mbit`` means for ``l4slab run``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+__all__ = [
+    "ECN_PATHS",
+    "EmuError",
+    "EmuInputError",
+    "NotRootError",
+    "find_binary",
+    "is_root",
+    "link_sets",
+    "read_report",
+    "run_binary",
+    "run_scenario",
+    "shell",
+    "shell_args",
+    "timing_line",
+    "validate",
+]
+
+#: ECN path behaviours before the bottleneck queue: the scenario key ``ecn_rewrite``
+#: (crates/l4slab-link/src/ecn.rs).
+ECN_PATHS = ("none", "bleach", "remark", "drop_ect", "ce_all")
+
+_BINARY = "l4slab-emu"
+_REPO = Path(__file__).resolve().parents[2]
+
+
+class EmuError(RuntimeError):
+    """The emulator could not run (binary missing, bad option, setup failed)."""
+
+
+class NotRootError(EmuError):
+    """The emulator needs root for network namespaces and TUN devices."""
+
+
+def is_root() -> bool:
+    """Whether this process runs as root (the emulator needs it)."""
+    return os.geteuid() == 0
+
+
+def find_binary() -> Path:
+    """The ``l4slab-emu`` executable.
+
+    Looked up in ``$L4SLAB_EMU_BIN``, then on ``PATH``, then in the cargo target
+    directories of this source tree (``$CARGO_TARGET_DIR``, ``target/``; release
+    before debug). Raises :class:`EmuError` saying how to build it.
+    """
+    env = os.environ.get("L4SLAB_EMU_BIN")
+    if env:
+        path = Path(env)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise EmuError(f"L4SLAB_EMU_BIN={env} is not an executable file")
+    found = shutil.which(_BINARY)
+    if found:
+        return Path(found)
+    roots = [Path(d) for d in (os.environ.get("CARGO_TARGET_DIR"),) if d]
+    roots.append(_REPO / "target")
+    for root in roots:
+        for profile in ("release", "debug"):
+            candidate = root / profile / _BINARY
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+    raise EmuError(
+        "the emulator binary l4slab-emu is not built; build it from the repository root with: "
+        "cargo build --release -p l4slab-emu (or set L4SLAB_EMU_BIN)"
+    )
+
+
+def link_sets(
+    *,
+    rate: str | None = None,
+    down_rate: str | None = None,
+    up_rate: str | None = None,
+    delay: str | None = None,
+    down_delay: str | None = None,
+    up_delay: str | None = None,
+    buffer: str | None = None,
+    qdisc: str | None = None,
+    qdisc_params: Iterable[str] = (),
+    loss: str | None = None,
+    sets: Iterable[str] = (),
+) -> list[str]:
+    """Scenario overrides (``key.path=value``) for the given link options.
+
+    ``qdisc_params`` are ``name=value`` strings for the qdisc table (e.g.
+    ``"target=5ms"``); ``sets`` are passed on last, so they win.
+    """
+    out: list[str] = []
+
+    def put(key: str, value: str | None) -> None:
+        if value is not None:
+            out.append(f"bottleneck.{key}={value}")
+
+    put("rate", rate)
+    put("down.rate", down_rate)
+    put("up.rate", up_rate)
+    put("delay", delay)
+    put("down.delay", down_delay)
+    put("up.delay", up_delay)
+    put("buffer", buffer)
+    if qdisc is not None:
+        put("qdisc.kind", qdisc)
+    for param in qdisc_params:
+        if "=" not in param:
+            raise EmuError(f"--qdisc-param {param!r}: expected NAME=VALUE, e.g. target=5ms")
+        if qdisc is None:
+            raise EmuError("--qdisc-param needs --qdisc (the kind the parameters belong to)")
+        out.append(f"bottleneck.qdisc.{param}")
+    put("loss", loss)
+    out.extend(sets)
+    return out
+
+
+def shell_args(
+    command: Sequence[str],
+    *,
+    sets: Iterable[str] = (),
+    server_command: str | None = None,
+    report: str | os.PathLike[str] | None = None,
+    ecn_path: str | None = None,
+    ecn_path_down: str | None = None,
+    ecn_path_up: str | None = None,
+    spin_us: int | None = None,
+    min_sleep_us: int | None = None,
+    mtu: int | None = None,
+    pin: bool = True,
+    realtime: bool = True,
+    quiet: bool = False,
+) -> list[str]:
+    """The ``l4slab-emu shell`` arguments (after the binary) for these options."""
+    args = ["shell"]
+    for s in sets:
+        args += ["--set", s]
+    if server_command is not None:
+        args += ["--server-command", server_command]
+    if report is not None:
+        args += ["--report", os.fspath(report)]
+    for opt, value in (
+        ("--ecn-path", ecn_path),
+        ("--ecn-path-down", ecn_path_down),
+        ("--ecn-path-up", ecn_path_up),
+    ):
+        if value is not None:
+            if value not in ECN_PATHS:
+                names = ", ".join(ECN_PATHS)
+                raise EmuError(f"{opt}: unknown ECN path {value!r}; choose one of: {names}")
+            args += [opt, value]
+    if spin_us is not None:
+        args += ["--spin-us", str(spin_us)]
+    if min_sleep_us is not None:
+        args += ["--min-sleep-us", str(min_sleep_us)]
+    if mtu is not None:
+        args += ["--mtu", str(mtu)]
+    if not pin:
+        args.append("--no-pin")
+    if not realtime:
+        args.append("--no-realtime")
+    if quiet:
+        args.append("--quiet")
+    return [*args, "--", *command]
+
+
+def run_binary(
+    args: Sequence[str], *, capture: bool = False, capture_stderr: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run ``l4slab-emu ARGS`` to completion, forwarding SIGTERM/SIGHUP/SIGINT to it.
+
+    Raises :class:`NotRootError` when not root and :class:`EmuError` when the
+    binary is missing.
+    """
+    if not is_root():
+        raise NotRootError(
+            "l4slab emu needs root: it creates network namespaces and TUN devices. "
+            "Run it as root (e.g. with sudo)."
+        )
+    binary = find_binary()
+    proc = subprocess.Popen(
+        [os.fspath(binary), *args],
+        stdout=subprocess.PIPE if capture else None,
+        stderr=subprocess.PIPE if capture or capture_stderr else None,
+        text=True,
+    )
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    handled = (signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, forward) for s in handled}
+    try:
+        while True:
+            try:
+                out, err = proc.communicate()
+                break
+            except KeyboardInterrupt:
+                # The terminal sent SIGINT to the whole foreground group; if
+                # only we got it, pass it on. Then wait for the teardown.
+                forward(signal.SIGINT, None)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def shell(command: Sequence[str], **options: Any) -> int:
+    """Run ``command`` in the client namespace behind the emulated link.
+
+    Keyword arguments are those of :func:`shell_args`; returns the command's
+    exit code (128 + signal when it was killed or interrupted).
+    """
+    return run_binary(shell_args(command, **options)).returncode
+
+
+def timing_line(summary: dict[str, Any]) -> str:
+    """One line on the emulator's timing accuracy from an emulated run's summary."""
+    t = (summary.get("emulator") or {}).get("timing_error_us")
+    if not t:
+        return "emulator timing: no packets were forwarded"
+    return (
+        f"emulator timing error (actual - intended release, {t['samples']} packets): "
+        f"p50 {t['p50']:.0f} us, p99 {t['p99']:.0f} us, p99.9 {t['p999']:.0f} us, "
+        f"max {t['max']:.0f} us"
+    )
+
+
+def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read the JSON report an emulator run wrote with ``report=PATH``."""
+    data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return data
+
+
+class EmuInputError(EmuError):
+    """The scenario or an option is invalid for the emulator, or asks for what
+    kernel TCP here cannot do (the message names the key and the reason)."""
+
+
+def _scenario_file(text: str, source: str, tmp: Path) -> Path:
+    """A file holding ``text`` whose stem is the scenario's default name."""
+    stem = Path(source).stem if source.endswith(".toml") else "scenario"
+    path = tmp / f"{stem}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _sets_args(overrides: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for o in overrides:
+        out += ["--set", o]
+    return out
+
+
+def validate(text: str, source: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """Resolve a scenario as the emulator will run it and check its flows
+    against kernel TCP (no root needed). Raises :class:`EmuInputError`."""
+    binary = find_binary()
+    with tempfile.TemporaryDirectory(prefix="l4slab-emu-") as tmp:
+        path = _scenario_file(text, source, Path(tmp))
+        proc = subprocess.run(
+            [os.fspath(binary), "validate", os.fspath(path), *_sets_args(overrides)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if proc.returncode != 0:
+        raise EmuInputError(_error_text(proc.stderr))
+    resolved: dict[str, Any] = json.loads(proc.stdout)
+    return resolved
+
+
+def _error_text(stderr: str | None) -> str:
+    text = (stderr or "").strip()
+    return text.removeprefix("error: ") or "the emulator failed without a message"
+
+
+def run_scenario(
+    text: str,
+    source: str,
+    overrides: Iterable[str] = (),
+    seed: int | None = None,
+    *,
+    spin_us: int | None = None,
+) -> dict[str, Any]:
+    """Run a scenario through the emulator with kernel TCP.
+
+    Returns what ``l4slab._native.run`` returns (``summary_json``, ``series``,
+    ``packets``, ``stats``), so :class:`l4slab.Results` takes it as it is.
+    Raises :class:`NotRootError`, :class:`EmuInputError` (bad or unsupported
+    scenario), :class:`EmuError`, or ``KeyboardInterrupt`` when interrupted.
+    """
+    with tempfile.TemporaryDirectory(prefix="l4slab-emu-") as tmp:
+        path = _scenario_file(text, source, Path(tmp))
+        out = Path(tmp) / "result.json"
+        args = ["run", os.fspath(path), "--out", os.fspath(out), *_sets_args(overrides)]
+        if seed is not None:
+            args += ["--seed", str(seed)]
+        if spin_us is not None:
+            args += ["--spin-us", str(spin_us)]
+        proc = run_binary(args, capture_stderr=True)
+        if proc.returncode in (128 + signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGHUP):
+            raise KeyboardInterrupt
+        if proc.returncode == 2:
+            raise EmuInputError(_error_text(proc.stderr))
+        if proc.returncode != 0 or not out.is_file():
+            raise EmuError(_error_text(proc.stderr))
+        result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return result

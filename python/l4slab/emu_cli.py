@@ -1,0 +1,305 @@
+"""``l4slab emu``: run programs behind an emulated bottleneck (needs root).
+
+``l4slab emu [LINK OPTIONS] -- COMMAND...`` is a mahimahi-style shell; the
+sub-commands (``ecn-check``, ``cleanup``) share the link options. Everything is done by the
+``l4slab-emu`` binary (see :mod:`l4slab.emu`); this module only maps options.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from l4slab import emu
+
+__all__ = ["app"]
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+
+EMU_SHORT = "Run a command behind an emulated bottleneck (real-time, needs root)."
+EMU_HELP = "\n\n".join(
+    [
+        "Create a client and a server network namespace joined through TUN devices and "
+        "l4slab's user-space forwarder, run COMMAND in the client namespace, and remove "
+        "everything when COMMAND exits, on Ctrl-C, on SIGTERM, and after a crash. The "
+        "server's address is printed and given to COMMAND as $L4SLAB_SERVER "
+        "($L4SLAB_SERVER_ECN negotiates ECN for kernel TCP); --server starts a command in "
+        "the server namespace first. The exit code is COMMAND's.",
+        "The bottleneck runs the simulator's own queue disciplines, rate and loss models: "
+        "the link options mean what the scenario file's \\[bottleneck] keys mean (--set "
+        "reaches any of them).",
+        "Example: [bold]sudo l4slab emu --rate 20Mbit --delay 10ms --qdisc dualpi2 -- "
+        "sh -c 'ping -c 5 $L4SLAB_SERVER'[/bold] (COMMAND is run directly, so use a shell "
+        "to expand variables; with no arguments but a shell, it is interactive).",
+        "At the end the forwarder prints its timing accuracy (actual minus intended release "
+        "time of every packet); --report FILE writes queue statistics and the full timing "
+        "report as JSON.",
+    ]
+)
+
+
+class _EmuGroup(TyperGroup):
+    """A group whose unknown first word is COMMAND for the hidden ``shell``."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] in self.commands and args[0] != "shell":
+            return super().resolve_command(ctx, args)
+        return "shell", self.commands["shell"], ["--", *args]
+
+
+app = typer.Typer(
+    cls=_EmuGroup,
+    help=EMU_HELP,
+    short_help=EMU_SHORT,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_LINK = "Link options (both directions unless a down/up option is given)"
+_RUN = "Run options"
+
+
+def _opt(*names: str, help: str, panel: str = _LINK, metavar: str | None = None) -> Any:
+    return typer.Option(
+        *names, help=help, rich_help_panel=panel, show_default=False, metavar=metavar
+    )
+
+
+@app.callback()
+def _emu(
+    ctx: typer.Context,
+    rate: Annotated[str | None, _opt("--rate", help="Link rate, e.g. 20Mbit.")] = None,
+    down_rate: Annotated[str | None, _opt("--down-rate", help="Rate server -> client.")] = None,
+    up_rate: Annotated[str | None, _opt("--up-rate", help="Rate client -> server.")] = None,
+    delay: Annotated[str | None, _opt("--delay", help="One-way delay, e.g. 10ms.")] = None,
+    down_delay: Annotated[str | None, _opt("--down-delay", help="Delay server -> client.")] = None,
+    up_delay: Annotated[str | None, _opt("--up-delay", help="Delay client -> server.")] = None,
+    buffer: Annotated[
+        str | None, _opt("--buffer", help="Buffer: 100pkt, a size (150kB) or a time (50ms).")
+    ] = None,
+    qdisc: Annotated[
+        str | None, _opt("--qdisc", help="fifo, codel, fq_codel, pie or dualpi2.")
+    ] = None,
+    qdisc_param: Annotated[
+        list[str] | None,
+        _opt(
+            "--qdisc-param",
+            help="A qdisc parameter NAME=VALUE as in the scenario file, e.g. target=5ms; "
+            "repeatable.",
+            metavar="NAME=VALUE",
+        ),
+    ] = None,
+    loss: Annotated[
+        str | None, _opt("--loss", help="Random loss, e.g. 1%; --set for Gilbert-Elliott.")
+    ] = None,
+    ecn_path: Annotated[
+        str | None,
+        _opt(
+            "--ecn-path",
+            help="What the path does to ECN before the queue: " + ", ".join(emu.ECN_PATHS) + ".",
+        ),
+    ] = None,
+    ecn_path_down: Annotated[str | None, _opt("--ecn-path-down", help="Same, down only.")] = None,
+    ecn_path_up: Annotated[str | None, _opt("--ecn-path-up", help="Same, up only.")] = None,
+    sets: Annotated[
+        list[str] | None,
+        _opt(
+            "--set",
+            help="Any scenario override, e.g. bottleneck.down.qdisc.step_thresh=1ms; repeatable.",
+            metavar="KEY=VALUE",
+        ),
+    ] = None,
+    server: Annotated[
+        str | None,
+        _opt("--server", help="Shell command to run in the server namespace.", panel=_RUN),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        _opt("--report", help="Write the run's JSON report here.", panel=_RUN, metavar="FILE"),
+    ] = None,
+    spin_us: Annotated[
+        int | None,
+        _opt(
+            "--spin-us",
+            help="Busy-wait this many µs before each deadline (more CPU, less timing error).",
+            panel=_RUN,
+        ),
+    ] = None,
+    min_sleep_us: Annotated[
+        int | None,
+        _opt(
+            "--min-sleep-us",
+            help="Shortest forwarder sleep in µs (default 25): packets due within it leave "
+            "together (less CPU at high rates, at most this much more timing error).",
+            panel=_RUN,
+        ),
+    ] = None,
+    no_pin: Annotated[
+        bool, _opt("--no-pin", help="Do not pin the forwarder to its own CPU.", panel=_RUN)
+    ] = False,
+    no_realtime: Annotated[
+        bool, _opt("--no-realtime", help="Do not use SCHED_FIFO.", panel=_RUN)
+    ] = False,
+    quiet: Annotated[
+        bool, _opt("--quiet", "-q", help="No banner or timing line.", panel=_RUN)
+    ] = False,
+) -> None:
+    try:
+        link = emu.link_sets(
+            rate=rate,
+            down_rate=down_rate,
+            up_rate=up_rate,
+            delay=delay,
+            down_delay=down_delay,
+            up_delay=up_delay,
+            buffer=buffer,
+            qdisc=qdisc,
+            qdisc_params=qdisc_param or (),
+            loss=loss,
+            sets=sets or (),
+        )
+    except emu.EmuError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    ctx.meta["l4slab.emu"] = {
+        "sets": link,
+        "server_command": server,
+        "report": report,
+        "ecn_path": ecn_path,
+        "ecn_path_down": ecn_path_down,
+        "ecn_path_up": ecn_path_up,
+        "spin_us": spin_us,
+        "min_sleep_us": min_sleep_us,
+        "pin": not no_pin,
+        "realtime": not no_realtime,
+        "quiet": quiet,
+    }
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    print(f"error: {message}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+def _run(args: list[str]) -> int:
+    try:
+        return emu.run_binary(args).returncode
+    except emu.NotRootError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except emu.EmuError as exc:
+        raise _fail(str(exc), EXIT_FAILED) from None
+
+
+@app.command(
+    "shell",
+    hidden=True,
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+def _shell(
+    ctx: typer.Context,
+    command: Annotated[list[str] | None, typer.Argument(metavar="COMMAND...")] = None,
+) -> None:
+    if not command:
+        raise _fail(
+            "no COMMAND; write e.g. l4slab emu --rate 20Mbit -- sh -c 'ping -c 3 $L4SLAB_SERVER'",
+            EXIT_BAD_INPUT,
+        )
+    opts = dict(ctx.meta["l4slab.emu"])
+    try:
+        args = emu.shell_args(command, **opts)
+    except emu.EmuError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    raise typer.Exit(_run(args))
+
+
+@app.command("cleanup", help="Remove namespaces and state left by emulator runs that were killed.")
+def _cleanup() -> None:
+    raise typer.Exit(_run(["cleanup"]))
+
+
+_OUTCOME_TEXT = {
+    "pass": "passes",
+    "ce": "arrives CE (marked on the way)",
+    "bleached": "BLEACHED to Not-ECT",
+    "remarked": "RE-MARKED",
+    "dropped": "DROPPED (Not-ECT gets through)",
+    "lost": "lost (nothing gets through)",
+}
+
+
+@app.command(
+    "ecn-check",
+    help="Validate the emulated path for ECN as an application would before trusting L4S: "
+    "send UDP probes with each codepoint both ways and see what arrives (passes, bleached, "
+    "re-marked, dropped), and check that kernel TCP negotiates classic ECN. Exit code 0 when "
+    "ECT(0) and ECT(1) get through both ways, 3 when they do not. Example: [bold]sudo l4slab "
+    "emu --ecn-path bleach ecn-check[/bold]",
+    short_help="Check what the path does to ECN (passes, bleaches, re-marks, drops ECT).",
+)
+def _ecn_check(
+    ctx: typer.Context,
+    count: Annotated[int, typer.Option(min=1, help="Probes per codepoint and direction.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON report.")] = False,
+) -> None:
+    try:
+        binary = str(emu.find_binary())
+    except emu.EmuError as exc:
+        raise _fail(str(exc), EXIT_FAILED) from None
+    opts = dict(ctx.meta["l4slab.emu"])
+    opts["quiet"] = True
+    checker = [binary, "probe", "ecn-check", "10.77.0.2", "--tcp-addr", "10.77.0.3"]
+    checker += ["--count", str(count)]
+    opts["server_command"] = f"{binary} probe ecn-reflect"
+    try:
+        proc = emu.run_binary(emu.shell_args(checker, **opts), capture=True)
+    except emu.NotRootError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except emu.EmuError as exc:
+        raise _fail(str(exc), EXIT_FAILED) from None
+    if proc.returncode not in (0, 3):
+        raise _fail(f"the ECN check failed: {(proc.stderr or '').strip()}", EXIT_FAILED)
+    report = json.loads(proc.stdout)
+    if as_json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        print(format_ecn_report(report))
+    raise typer.Exit(proc.returncode)
+
+
+def format_ecn_report(report: dict[str, Any]) -> str:
+    """The ECN check as a few lines of text."""
+    lines = []
+    for direction in ("forward", "reverse"):
+        label = "client -> server" if direction == "forward" else "server -> client"
+        for cp in ("not_ect", "ect0", "ect1", "ce"):
+            r = report[direction][cp]
+            a = r["arrived"]
+            got = sum(a[k] for k in ("not_ect", "ect0", "ect1", "ce"))
+            text = _OUTCOME_TEXT.get(r["outcome"], r["outcome"])
+            if r["outcome"] == "remarked":
+                top = max(("not_ect", "ect0", "ect1", "ce"), key=lambda k: a[k])
+                text += f" to {top}"
+            lines.append(f"{label}  {cp:<8} {text} ({got}/{a['sent']} arrived)")
+    tcp = report.get("tcp_ecn_negotiated")
+    lines.append(
+        "kernel TCP ECN negotiation: "
+        + ("yes" if tcp else "no" if tcp is False else f"failed ({report.get('tcp_error')})")
+    )
+    lines.append(
+        "verdict: "
+        + (
+            "fit for L4S (ECT(0) and ECT(1) get through both ways)"
+            if report["l4s_ok"]
+            else "NOT fit for L4S: see the lines in capitals"
+        )
+    )
+    return "\n".join(lines)

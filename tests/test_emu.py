@@ -1,0 +1,167 @@
+"""``l4slab emu``: option mapping, refusal without root, and (as root, with the
+``l4slab-emu`` binary built) a real run through network namespaces.
+
+Root-only tests skip with the reason when not root or when the binary is not
+built; CI runs as root after ``cargo test`` has built it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from l4slab import emu, emu_cli
+from l4slab.cli import main
+
+
+def test_link_options_become_bottleneck_overrides() -> None:
+    sets = emu.link_sets(
+        rate="20Mbit",
+        up_rate="5Mbit",
+        delay="10ms",
+        buffer="50ms",
+        qdisc="dualpi2",
+        qdisc_params=["step_thresh=1ms"],
+        loss="1%",
+        sets=["bottleneck.down.delay=20ms"],
+    )
+    assert sets == [
+        "bottleneck.rate=20Mbit",
+        "bottleneck.up.rate=5Mbit",
+        "bottleneck.delay=10ms",
+        "bottleneck.buffer=50ms",
+        "bottleneck.qdisc.kind=dualpi2",
+        "bottleneck.qdisc.step_thresh=1ms",
+        "bottleneck.loss=1%",
+        "bottleneck.down.delay=20ms",
+    ]
+
+
+def test_shell_args_put_the_command_after_a_double_dash() -> None:
+    args = emu.shell_args(
+        ["ping", "-c", "1", "10.77.0.2"],
+        sets=["bottleneck.rate=1Mbit"],
+        server_command="sleep 1",
+        ecn_path="bleach",
+        spin_us=50,
+        pin=False,
+        quiet=True,
+    )
+    assert args == [
+        "shell",
+        "--set",
+        "bottleneck.rate=1Mbit",
+        "--server-command",
+        "sleep 1",
+        "--ecn-path",
+        "bleach",
+        "--spin-us",
+        "50",
+        "--no-pin",
+        "--quiet",
+        "--",
+        "ping",
+        "-c",
+        "1",
+        "10.77.0.2",
+    ]
+    with pytest.raises(emu.EmuError, match="unknown ECN path 'x'"):
+        emu.shell_args(["true"], ecn_path="x")
+
+
+def test_bad_options_exit_2_naming_the_problem(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["emu", "--qdisc-param", "target=5ms", "--", "true"]) == 2
+    assert "--qdisc-param needs --qdisc" in capsys.readouterr().err
+    assert main(["emu", "--ecn-path", "sideways", "--", "true"]) == 2
+    assert "unknown ECN path 'sideways'" in capsys.readouterr().err
+
+
+def test_refuses_clearly_without_root(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert main(["emu", "--rate", "20Mbit", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "needs root" in err and "network namespaces" in err
+
+
+def test_a_missing_binary_says_how_to_build_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("L4SLAB_EMU_BIN", "/nonexistent/l4slab-emu")
+    with pytest.raises(emu.EmuError, match="not an executable"):
+        emu.find_binary()
+
+
+def _binary_or_skip() -> Path:
+    if not emu.is_root():
+        pytest.skip("needs root to create network namespaces and TUN devices")
+    try:
+        return emu.find_binary()
+    except emu.EmuError as exc:
+        pytest.skip(str(exc))
+
+
+def _our_namespaces() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in out.stdout.splitlines() if line.startswith("l4slab-")]
+
+
+def test_emu_runs_a_command_behind_the_link_and_removes_everything(tmp_path: Path) -> None:
+    binary = _binary_or_skip()
+    before = _our_namespaces()
+    report = tmp_path / "report.json"
+    script = f'{binary} probe ping "$L4SLAB_SERVER" --count 5 --interval-ms 20 >/dev/null; exit 5'
+    options = ["--delay", "5ms", "--rate", "50Mbit", "--quiet", "--report", str(report)]
+    code = main(["emu", *options, "--", "sh", "-c", script])
+    assert code == 5
+    rep = emu.read_report(report)
+    assert rep["scenario"]["bottleneck"]["down"]["delay"] == 5_000_000
+    assert rep["forwarder"]["timing_error_us"]["samples"] >= 10
+    assert rep["queues"]["bottleneck.up"]["kind"] == "fifo"
+    assert _our_namespaces() == before
+
+
+def test_the_ecn_report_reads_as_lines() -> None:
+    arrived = {"sent": 5, "not_ect": 0, "ect0": 5, "ect1": 0, "ce": 0}
+    passed = {"outcome": "pass", "arrived": {**arrived, "ect0": 0, "not_ect": 5}}
+    remarked = {"outcome": "remarked", "arrived": arrived}
+    direction = {"not_ect": passed, "ect0": passed, "ect1": remarked, "ce": passed}
+    report = {
+        "forward": direction,
+        "reverse": direction,
+        "tcp_ecn_negotiated": True,
+        "l4s_ok": False,
+    }
+    text = emu_cli.format_ecn_report(report)
+    assert "client -> server  ect1     RE-MARKED to ect0 (5/5 arrived)" in text
+    assert "kernel TCP ECN negotiation: yes" in text
+    assert text.endswith("verdict: NOT fit for L4S: see the lines in capitals")
+
+
+def _binary_or_skip_build() -> Path:
+    try:
+        return emu.find_binary()
+    except emu.EmuError as exc:
+        pytest.skip(str(exc))
+
+
+def test_backend_emu_refuses_what_kernel_tcp_cannot_do(
+    example_scenario: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _binary_or_skip_build()
+    # Validation needs no root: the refusal comes before anything is created.
+    code = main(["run", str(example_scenario), "--backend", "emu", "--set", "flows[0].cc=prague"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "this kernel has no prague" in err and "--backend sim" in err
+    assert main(["run", str(example_scenario), "--backend", "nope"]) == 2
+
+
+def test_ecn_check_reports_a_bleaching_path(capsys: pytest.CaptureFixture[str]) -> None:
+    _binary_or_skip()
+    assert main(["emu", "--ecn-path", "bleach", "ecn-check", "--count", "3"]) == 3
+    out = capsys.readouterr().out
+    assert "server -> client  ect1     BLEACHED to Not-ECT" in out
+    assert "NOT fit for L4S" in out
