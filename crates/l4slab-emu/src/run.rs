@@ -111,6 +111,14 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
                 shell::KERNEL_CC.join(", ")
             )));
         }
+        if !matches!(f.app, AppSpec::Bulk | AppSpec::File { .. }) {
+            return Err(EmuError::Unsupported(format!(
+                "{at}.app = \"{}\": the emulator's kernel-TCP flows run the bulk and file \
+                 apps only; run this scenario with --backend sim, or run your own program \
+                 through the bottleneck with `l4slab emu -- COMMAND`",
+                f.app.kind()
+            )));
+        }
         let ecn = match f.ecn {
             None | Some(EcnSpec::Off) => false,
             Some(EcnSpec::Classic) => true,
@@ -665,7 +673,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             down: f.direction == Direction::Down,
             size: match f.app {
                 AppSpec::File { size } => Some(size),
-                AppSpec::Bulk => None,
+                _ => None,
             },
             listener: Some(l),
             client: None,
@@ -782,7 +790,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             f.name.clone(),
             json!({
                 "cc": f.cc,
-                "app": match f.app { AppSpec::Bulk => "bulk", AppSpec::File { .. } => "file" },
+                "app": f.app.kind(),
                 "direction": if f.direction == Direction::Down { "down" } else { "up" },
                 "client": scn.hosts[f.client].name,
                 "server": scn.hosts[f.server].name,

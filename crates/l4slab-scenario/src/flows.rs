@@ -10,16 +10,12 @@ use l4slab_core::Time;
 use toml::Value;
 
 use crate::error::ScenarioError;
-use crate::model::{AppSpec, Direction, Flow, Host, Side, TransportSpec};
+use crate::model::{Direction, Flow, Host, Side, TransportSpec};
 use crate::parse::ParseOptions;
-use crate::raw::{FileTable, KindOnlyTable, RawFlow, RawTransport};
+use crate::raw::{RawFlow, RawTransport};
 use crate::resolve::check_name;
-use crate::values::{self, deserialize_at, join, kind_of, not_implemented};
+use crate::values::{self, join};
 
-/// Applications this build implements.
-pub const APPS: &[&str] = &["bulk", "file"];
-/// Applications the design names that do not exist yet.
-const APPS_LATER: &[&str] = &["web", "frames"];
 /// Upper bound on `count`, to catch typos before they allocate.
 pub const MAX_COUNT: i64 = 100_000;
 /// Bounds on `mss`: RFC 879 minimum (576 - 40) to a 9000-byte jumbo frame.
@@ -142,7 +138,7 @@ fn resolve_flow(
         direction,
         cc,
         start,
-        app: resolve_app(f.app.as_ref(), &join(path, "app"))?,
+        app: crate::app::resolve_app(f.app.as_ref(), &join(path, "app"))?,
         transport: resolve_transport(f.transport.as_ref(), &join(path, "transport"))?,
         ecn: f
             .ecn
@@ -202,42 +198,6 @@ fn pick_host(
             None,
         )),
         Some(i) => Ok(i),
-    }
-}
-
-/// `app = "bulk"`, `{ kind = "bulk" }`, or `{ kind = "file", size = "10MB" }`.
-fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, ScenarioError> {
-    let Some(value) = value else {
-        return Ok(AppSpec::Bulk);
-    };
-    let (kind, kind_path) = kind_of(value, path)?;
-    let size_path = join(path, "size");
-    match (kind, value) {
-        ("bulk", Value::Table(_)) => {
-            deserialize_at::<KindOnlyTable>(value.clone(), path)?;
-            Ok(AppSpec::Bulk)
-        }
-        ("bulk", _) => Ok(AppSpec::Bulk),
-        ("file", Value::Table(_)) => {
-            let t: FileTable = deserialize_at(value.clone(), path)?;
-            let Some(size) = t.size else {
-                return Err(ScenarioError::missing(&size_path));
-            };
-            let size = values::size(&size, &size_path)?;
-            if size == 0 {
-                return Err(ScenarioError::bad_value(
-                    &size_path,
-                    "must be greater than zero",
-                ));
-            }
-            Ok(AppSpec::File { size })
-        }
-        ("file", _) => Err(ScenarioError::missing_with(
-            &size_path,
-            r#"app = { kind = "file", size = "10MB" }"#,
-        )),
-        (k, _) if APPS_LATER.contains(&k) => Err(not_implemented(&kind_path, "app", k, APPS)),
-        (k, _) => Err(ScenarioError::unknown_name(&kind_path, "app", k, APPS)),
     }
 }
 

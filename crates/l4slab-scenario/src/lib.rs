@@ -12,6 +12,7 @@
 //!   a valid example.
 //!
 //! The file format is documented in `docs/scenarios.md`.
+mod app;
 pub mod build;
 pub mod ecn;
 pub mod error;
@@ -27,6 +28,7 @@ mod trace;
 pub mod units;
 mod values;
 
+pub use app::APPS;
 pub use error::{Problem, ScenarioError};
 pub use model::*;
 pub use parse::{parse_file, parse_with, ParseOptions};

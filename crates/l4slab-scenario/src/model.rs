@@ -195,6 +195,46 @@ pub enum AppSpec {
     Bulk,
     /// Send `size` bytes, then close; completion time is recorded.
     File { size: u64 },
+    /// Periodic UDP echo probes from the client.
+    Ping(PingSpec),
+    /// Frames captured whenever the socket is writable.
+    ScreenShare(ScreenShareSpec),
+}
+
+impl AppSpec {
+    /// The scenario-file `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AppSpec::Bulk => "bulk",
+            AppSpec::File { .. } => "file",
+            AppSpec::Ping(_) => "ping",
+            AppSpec::ScreenShare(_) => "screen_share",
+        }
+    }
+}
+
+/// `app = { kind = "ping" }` (docs/apps.md#ping).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PingSpec {
+    /// Time between probes (100 ms).
+    pub interval: Dur,
+    /// UDP payload bytes (64).
+    pub size: u32,
+    /// IP-ECN codepoint of probes and echoes (not_ect).
+    pub ecn: l4slab_core::Ecn,
+    /// Echoes later than this count as lost (1 s).
+    pub timeout: Dur,
+}
+
+/// `app = { kind = "screen_share" }` (docs/apps.md#screen_share).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ScreenShareSpec {
+    /// Bytes per frame (10 KB).
+    pub frame_size: u64,
+    /// Capture-rate ceiling (30 fps).
+    pub max_fps: u32,
+    /// Inter-frame gap counted as a stall (200 ms).
+    pub stall_threshold: Dur,
 }
 
 /// Transport knobs (Linux sysctl / socket option equivalents in comments).

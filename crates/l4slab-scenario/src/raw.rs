@@ -169,12 +169,3 @@ pub struct GilbertElliottTable {
     pub k: Option<Value>,
     pub h: Option<Value>,
 }
-
-/// `app = { kind = "file", size = "10MB" }`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct FileTable {
-    #[allow(dead_code)] // already read to choose this struct
-    pub kind: String,
-    pub size: Option<Value>,
-}

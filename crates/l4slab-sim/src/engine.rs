@@ -10,17 +10,18 @@
 //! calendar, so the calendar stays small and the cost of an event does not
 //! grow with the window or the queue depth.
 
+use l4slab_app::{Datagram, FlowApp, FlowIo};
 use l4slab_core::{DropReason, Dur, Ecn, Packet, SimRng, Time};
 use l4slab_link::Link;
 use l4slab_qdisc::QdiscCtx;
-use l4slab_scenario::{AppSpec, Scenario};
-use l4slab_transport::app::{App, AppIo, EndpointIo};
-use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Flags, Transmit};
+use l4slab_scenario::Scenario;
+use l4slab_transport::app::{AppIo, EndpointIo};
+use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Flags, Role, SocketInfo, Transmit};
 
 use crate::delay_line::{DelayLine, LineExit};
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
-use crate::segstore::SegStore;
+use crate::segstore::{Carried, SegStore};
 use crate::series::{Name, SeriesStore};
 use crate::{PacketTrace, SimError};
 
@@ -57,6 +58,7 @@ pub enum Ev {
     },
     AppTimer {
         flow: u32,
+        side: u8,
         at: Time,
     },
     Sample,
@@ -86,19 +88,33 @@ pub struct EpState {
 
 pub struct FlowState {
     pub eps: [EpState; 2],
-    /// Which side sends the application's data.
+    /// Which side sends the application's (main) data.
     pub sender: usize,
-    pub app: Box<dyn App>,
-    pub app_timer: Option<Time>,
+    pub app: Box<dyn FlowApp>,
+    /// The app's wake-up per side.
+    pub app_timer: [Option<Time>; 2],
     pub rng: SimRng,
     pub start: Time,
     pub file_size: Option<u64>,
     pub delivered: u64,
     pub delivered_last_sample: u64,
     pub completion: Option<Time>,
-    pub data_drops: u64,
-    pub ack_drops: u64,
+    /// Packets sent and dropped, by the side that sent them.
+    pub sent_pkts: [u64; 2],
+    pub lost_pkts: [u64; 2],
+    /// The same at the last sample.
+    pub last_sent_pkts: [u64; 2],
+    pub last_lost_pkts: [u64; 2],
     pub series: Name,
+}
+
+/// The endpoint side index (`CLIENT`/`SERVER`) as the app's [`Role`].
+pub fn role_of(side: usize) -> Role {
+    if side == CLIENT {
+        Role::Client
+    } else {
+        Role::Server
+    }
 }
 
 /// Interned series keys.
@@ -117,6 +133,7 @@ pub struct Keys {
     pub drops: Name,
     pub marks: Name,
     pub utilization: Name,
+    pub loss_fraction: Name,
 }
 
 /// Packet conservation counters: created = delivered + dropped + in the network.
@@ -147,6 +164,7 @@ pub struct Sim<'s> {
     pub events: u64,
     // Scratch buffers, reused so the hot path never allocates.
     pub out: Vec<Transmit>,
+    pub dgrams: Vec<Datagram>,
     pub app_events: Vec<AppEvent>,
     pub dropped: Vec<(Packet, DropReason)>,
 }
@@ -172,9 +190,17 @@ impl Sim<'_> {
     fn dispatch(&mut self, now: Time, ev: Ev) {
         match ev {
             Ev::FlowStart { flow } => {
-                self.with_ep(now, flow as usize, CLIENT, |ep, now, ctx| {
-                    ep.connect(now, ctx)
-                });
+                let f = flow as usize;
+                if self.flows[f].app.uses_connection() {
+                    self.with_ep(now, f, CLIENT, |ep, now, ctx| ep.connect(now, ctx));
+                } else {
+                    // Datagram-only apps: both ends are ready at once.
+                    for side in [CLIENT, SERVER] {
+                        self.app_callback(now, f, side, |app, now, r, io| {
+                            app.on_connected(now, r, io)
+                        });
+                    }
+                }
             }
             Ev::Line { line } => self.line_due(now, line as usize),
             Ev::TxDone { dir } => self.tx_done(now, usize::from(dir)),
@@ -192,11 +218,11 @@ impl Sim<'_> {
                     self.arm_ep_timer(now, f, s);
                 }
             }
-            Ev::AppTimer { flow, at } => {
-                let f = flow as usize;
-                if self.flows[f].app_timer == Some(at) {
-                    self.flows[f].app_timer = None;
-                    self.app_callback(now, f, |app, now, io| app.on_timer(now, io));
+            Ev::AppTimer { flow, side, at } => {
+                let (f, side) = (flow as usize, usize::from(side));
+                if self.flows[f].app_timer[side] == Some(at) {
+                    self.flows[f].app_timer[side] = None;
+                    self.app_callback(now, f, side, |app, now, r, io| app.on_timer(now, r, io));
                 }
             }
             Ev::Sample => {
@@ -289,52 +315,66 @@ impl Sim<'_> {
     fn take_drops(&mut self, now: Time, dir: usize) {
         for i in 0..self.dropped.len() {
             let (pkt, reason) = self.dropped[i];
-            let seg = self.segs.remove(pkt.handle);
+            let carried = self.segs.remove(pkt.handle);
             self.counts.dropped[reason.index()] += 1;
             let fl = &mut self.flows[pkt.flow as usize];
-            // Data travels down when the server sends; everything else is the ACK path.
-            let from_sender = (dir == DOWN) == (fl.sender == SERVER);
-            if from_sender {
-                fl.data_drops += 1;
-            } else {
-                fl.ack_drops += 1;
-            }
+            // Packets going down were sent by the server side.
+            let sent_by = if dir == DOWN { SERVER } else { CLIENT };
+            fl.lost_pkts[sent_by] += 1;
             if let Some(tr) = &mut self.trace {
                 let ev = drop_event_name(reason);
-                Self::trace_row(tr, now, ev, &pkt, &seg, from_sender);
+                Self::trace_row(tr, now, ev, &pkt, &carried, sent_by == fl.sender);
             }
         }
         self.dropped.clear();
     }
 
     fn deliver(&mut self, now: Time, side: usize, pkt: Packet) {
-        let seg = self.segs.remove(pkt.handle);
+        let carried = self.segs.remove(pkt.handle);
         self.counts.delivered += 1;
         let f = pkt.flow as usize;
         if let Some(tr) = &mut self.trace {
             let from_sender = side != self.flows[f].sender;
-            Self::trace_row(tr, now, "deliver", &pkt, &seg, from_sender);
+            Self::trace_row(tr, now, "deliver", &pkt, &carried, from_sender);
         }
         let ecn = pkt.ecn;
-        self.with_ep(now, f, side, |ep, now, ctx| {
-            ep.on_segment(now, &seg, ecn, ctx)
-        });
+        match carried {
+            Carried::Seg(seg) => self.with_ep(now, f, side, |ep, now, ctx| {
+                ep.on_segment(now, &seg, ecn, ctx)
+            }),
+            Carried::Dgram(dg) => {
+                // The network may have marked it: the app sees the IP-ECN field as it arrived.
+                let dg = Datagram { ecn, ..dg };
+                self.app_callback(now, f, side, |app, now, r, io| {
+                    app.on_datagram(now, r, dg, io)
+                });
+            }
+        }
     }
 
-    fn transmit(&mut self, now: Time, f: usize, side: usize, tx: Transmit) {
-        let handle = self.segs.insert(tx.seg);
+    fn transmit_datagram(&mut self, now: Time, f: usize, side: usize, dg: Datagram) {
+        self.send_packet(now, f, side, Carried::Dgram(dg), dg.wire_len(), dg.ecn);
+    }
+
+    fn transmit_segment(&mut self, now: Time, f: usize, side: usize, tx: Transmit) {
+        self.send_packet(now, f, side, Carried::Seg(tx.seg), tx.wire_len, tx.ecn);
+    }
+
+    fn send_packet(&mut self, now: Time, f: usize, side: usize, c: Carried, len: u32, ecn: Ecn) {
+        let handle = self.segs.insert(c);
         let pkt = Packet {
             id: self.counts.created,
             flow: f as u32,
-            len: tx.wire_len,
-            ecn: tx.ecn,
+            len,
+            ecn,
             enqueued_at: Time::ZERO,
             handle,
         };
         self.counts.created += 1;
+        self.flows[f].sent_pkts[side] += 1;
         if let Some(tr) = &mut self.trace {
             let from_sender = side == self.flows[f].sender;
-            Self::trace_row(tr, now, "send", &pkt, &tx.seg, from_sender);
+            Self::trace_row(tr, now, "send", &pkt, &c, from_sender);
         }
         let host = self.hosts_of[f][side];
         self.enter_line(now, host, pkt);
@@ -372,12 +412,28 @@ impl Sim<'_> {
         now: Time,
         event: &'static str,
         pkt: &Packet,
-        seg: &l4slab_transport::Segment,
+        carried: &Carried,
         from_sender: bool,
     ) {
         tr.t_s.push(now.as_secs_f64());
         tr.event.push(event);
         tr.flow.push(pkt.flow);
+        let seg = match carried {
+            Carried::Seg(seg) => seg,
+            Carried::Dgram(dg) => {
+                // A datagram: `seq` is the app's tag, `len` its payload.
+                tr.side.push("dgram");
+                tr.seq.push(dg.tag);
+                tr.len.push(dg.payload);
+                tr.ack.push(0);
+                tr.ecn.push(ecn_name(pkt.ecn));
+                tr.retransmission.push(false);
+                tr.wnd.push(0);
+                tr.sack.push(String::new());
+                tr.flags.push(String::new());
+                return;
+            }
+        };
         tr.side.push(if from_sender { "data" } else { "ack" });
         tr.seq.push(seg.seq);
         tr.len.push(seg.len);
@@ -424,9 +480,14 @@ impl Sim<'_> {
         loop {
             for i in 0..self.out.len() {
                 let tx = self.out[i];
-                self.transmit(now, f, side, tx);
+                self.transmit_segment(now, f, side, tx);
             }
             self.out.clear();
+            for i in 0..self.dgrams.len() {
+                let dg = self.dgrams[i];
+                self.transmit_datagram(now, f, side, dg);
+            }
+            self.dgrams.clear();
             if self.app_events.is_empty() {
                 break;
             }
@@ -460,44 +521,43 @@ impl Sim<'_> {
     }
 
     fn app_event(&mut self, now: Time, f: usize, side: usize, ev: AppEvent) {
-        let is_sender = side == self.flows[f].sender;
-        match ev {
-            AppEvent::Connected if is_sender => {
-                self.app_callback_inner(now, f, |app, now, io| app.start(now, io));
-            }
-            AppEvent::Writable if is_sender => {
-                self.app_callback_inner(now, f, |app, now, io| app.on_writable(now, io));
-            }
-            AppEvent::Delivered { bytes } if !is_sender => {
-                let fl = &mut self.flows[f];
+        if let AppEvent::Delivered { bytes } = ev {
+            let fl = &mut self.flows[f];
+            if side != fl.sender {
                 fl.delivered += bytes;
                 if fl.completion.is_none() && fl.file_size.is_some_and(|s| fl.delivered >= s) {
                     fl.completion = Some(now);
                 }
             }
-            _ => {}
         }
+        self.app_callback_inner(now, f, side, |app, now, r, io| match ev {
+            AppEvent::Connected => app.on_connected(now, r, io),
+            AppEvent::Writable => app.on_writable(now, r, io),
+            AppEvent::Delivered { bytes } => app.on_receive(now, r, bytes, io),
+            AppEvent::PeerFinished => app.on_peer_finished(now, r, io),
+        });
     }
 
-    /// An app callback from outside an endpoint interaction (a timer).
+    /// An app callback from outside an endpoint interaction (a timer, a datagram).
     fn app_callback(
         &mut self,
         now: Time,
         f: usize,
-        cb: impl FnOnce(&mut dyn App, Time, &mut dyn AppIo),
+        side: usize,
+        cb: impl FnOnce(&mut dyn FlowApp, Time, Role, &mut dyn FlowIo),
     ) {
-        self.app_callback_inner(now, f, cb);
-        let side = self.flows[f].sender;
+        self.app_callback_inner(now, f, side, cb);
         self.flush(now, f, side);
     }
 
-    /// Call the app with an [`AppIo`] bound to the sender endpoint. Segments
-    /// and events it causes land in the scratch buffers for `flush`.
+    /// Call the app with a [`FlowIo`] bound to `side`'s endpoint. Segments,
+    /// datagrams and events it causes land in the scratch buffers for `flush`.
     fn app_callback_inner(
         &mut self,
         now: Time,
         f: usize,
-        cb: impl FnOnce(&mut dyn App, Time, &mut dyn AppIo),
+        side: usize,
+        cb: impl FnOnce(&mut dyn FlowApp, Time, Role, &mut dyn FlowIo),
     ) {
         let fl = &mut self.flows[f];
         let wake = {
@@ -507,19 +567,29 @@ impl Sim<'_> {
                 out: &mut self.out,
                 events: &mut self.app_events,
             };
-            let mut io = EndpointIo {
-                now,
-                ep: &mut fl.eps[fl.sender].ep,
-                ctx: &mut ctx,
-                wake: None,
+            let mut io = SimIo {
+                sock: EndpointIo {
+                    now,
+                    ep: &mut fl.eps[side].ep,
+                    ctx: &mut ctx,
+                    wake: None,
+                },
+                dgrams: &mut self.dgrams,
             };
-            cb(fl.app.as_mut(), now, &mut io);
-            io.wake
+            cb(fl.app.as_mut(), now, role_of(side), &mut io);
+            io.sock.wake
         };
         if let Some(at) = wake.map(|w| w.max(now)) {
-            if fl.app_timer.is_none_or(|a| at < a) {
-                fl.app_timer = Some(at);
-                self.q.schedule(at, Ev::AppTimer { flow: f as u32, at });
+            if fl.app_timer[side].is_none_or(|a| at < a) {
+                fl.app_timer[side] = Some(at);
+                self.q.schedule(
+                    at,
+                    Ev::AppTimer {
+                        flow: f as u32,
+                        side: side as u8,
+                        at,
+                    },
+                );
             }
         }
     }
@@ -555,6 +625,20 @@ impl Sim<'_> {
             if let Some((mean, _)) = self.rec.flows[f].rtt.take_interval() {
                 ss.push(t, s, k.rtt_ms, mean);
             }
+            // Packet loss of the main data direction over the interval.
+            let d = fl.sender;
+            let sent = fl.sent_pkts[d] - fl.last_sent_pkts[d];
+            let lost = fl.lost_pkts[d] - fl.last_lost_pkts[d];
+            if sent > 0 {
+                ss.push(t, s, k.loss_fraction, lost as f64 / sent as f64);
+            }
+            fl.last_sent_pkts = fl.sent_pkts;
+            fl.last_lost_pkts = fl.lost_pkts;
+            fl.app
+                .sample(now, self.scn.sample_interval, &mut |name, v| {
+                    let key = ss.intern(name);
+                    ss.push(t, s, key, v);
+                });
         }
         for (dir, ls) in self.links.iter_mut().enumerate() {
             let s = ls.series;
@@ -596,12 +680,33 @@ impl Sim<'_> {
             }
         }
     }
+}
 
-    pub fn app_kind(spec: &AppSpec) -> &'static str {
-        match spec {
-            AppSpec::Bulk => "bulk",
-            AppSpec::File { .. } => "file",
-        }
+/// The [`FlowIo`] the simulator hands an app: one endpoint's socket, plus
+/// datagrams collected for sending from the same side.
+struct SimIo<'e, 'c> {
+    sock: EndpointIo<'e, 'c>,
+    dgrams: &'e mut Vec<Datagram>,
+}
+
+impl AppIo for SimIo<'_, '_> {
+    fn write(&mut self, bytes: u64) -> u64 {
+        self.sock.write(bytes)
+    }
+    fn wake_at(&mut self, at: Time) {
+        self.sock.wake_at(at);
+    }
+    fn finish(&mut self) {
+        self.sock.finish();
+    }
+    fn info(&self) -> SocketInfo {
+        self.sock.info()
+    }
+}
+
+impl FlowIo for SimIo<'_, '_> {
+    fn send_datagram(&mut self, dg: Datagram) {
+        self.dgrams.push(dg);
     }
 }
 

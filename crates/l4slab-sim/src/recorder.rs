@@ -2,105 +2,11 @@
 //! into histograms (RTT per flow, sojourn per queue) and per-interval
 //! accumulators that the engine samples into series.
 //!
-//! Percentiles come from HdrHistogram (3 significant digits); mean, min and
-//! max are exact.
+//! Percentiles come from HdrHistogram via [`DurStats`] (3 significant
+//! digits); mean, min and max are exact.
 
-use hdrhistogram::Histogram;
-use serde_json::{json, Value};
-
-use l4slab_core::{Dur, Time, TraceEvent, Tracer};
-
-/// Exact min/mean/max plus HdrHistogram percentiles of a duration.
-pub struct DurStats {
-    hist: Histogram<u64>,
-    /// Histogram unit in ns (1_000 = µs resolution).
-    unit_ns: u64,
-    sum_ns: u128,
-    n: u64,
-    min: Dur,
-    max: Dur,
-    // Per sampling interval.
-    int_sum_ns: u128,
-    int_n: u64,
-    int_max: Dur,
-}
-
-impl DurStats {
-    /// `unit_ns`: histogram resolution; values up to `max_units` units are recorded exactly
-    /// to 3 significant digits (larger ones are clamped, and still exact in min/mean/max).
-    pub fn new(unit_ns: u64, max_units: u64) -> Self {
-        Self::with_precision(unit_ns, max_units, 3)
-    }
-
-    /// As [`DurStats::new`] with `sigfig` significant digits (2 keeps many
-    /// per-flow histograms small: ~70 KB each instead of ~550 KB).
-    pub fn with_precision(unit_ns: u64, max_units: u64, sigfig: u8) -> Self {
-        DurStats {
-            hist: Histogram::new_with_bounds(1, max_units, sigfig).expect("valid histogram bounds"),
-            unit_ns,
-            sum_ns: 0,
-            n: 0,
-            min: Dur::MAX,
-            max: Dur::ZERO,
-            int_sum_ns: 0,
-            int_n: 0,
-            int_max: Dur::ZERO,
-        }
-    }
-
-    pub fn record(&mut self, d: Dur) {
-        let ns = d.as_nanos();
-        let units = (ns / self.unit_ns).min(self.hist.high());
-        self.hist.record(units).expect("clamped into range");
-        self.sum_ns += u128::from(ns);
-        self.n += 1;
-        self.min = self.min.min(d);
-        self.max = self.max.max(d);
-        self.int_sum_ns += u128::from(ns);
-        self.int_n += 1;
-        self.int_max = self.int_max.max(d);
-    }
-
-    pub fn count(&self) -> u64 {
-        self.n
-    }
-
-    /// Mean and max over the interval since the last call, in ms; `None` if no samples.
-    pub fn take_interval(&mut self) -> Option<(f64, f64)> {
-        if self.int_n == 0 {
-            return None;
-        }
-        let mean = self.int_sum_ns as f64 / self.int_n as f64 * 1e-6;
-        let max = self.int_max.as_millis_f64();
-        self.int_sum_ns = 0;
-        self.int_n = 0;
-        self.int_max = Dur::ZERO;
-        Some((mean, max))
-    }
-
-    /// `{min, mean, p50, p90, p99, p999, max}` in milliseconds, or `null` without samples.
-    pub fn summary_ms(&self) -> Value {
-        if self.n == 0 {
-            return Value::Null;
-        }
-        let q = |p: f64| round6(self.hist.value_at_quantile(p) as f64 * self.unit_ns as f64 * 1e-6);
-        json!({
-            "min": round6(self.min.as_millis_f64()),
-            "mean": round6(self.sum_ns as f64 / self.n as f64 * 1e-6),
-            "p50": q(0.50),
-            "p90": q(0.90),
-            "p99": q(0.99),
-            "p999": q(0.999),
-            "max": round6(self.max.as_millis_f64()),
-            "samples": self.n,
-        })
-    }
-}
-
-/// Round to 6 decimal places so summaries read well and snapshot stably.
-pub fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
+pub use l4slab_core::stats::{round6, DurStats};
+use l4slab_core::{Time, TraceEvent, Tracer};
 
 pub struct FlowRec {
     pub rtt: DurStats,
@@ -180,29 +86,5 @@ impl Tracer for Recorder {
             TraceEvent::Dropped { .. } | TraceEvent::Marked { .. } => {}
             TraceEvent::CcStateChanged { .. } => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dur_stats_percentiles_and_exact_mean() {
-        let mut s = DurStats::new(1_000, 1_000_000_000);
-        for ms in 1..=100 {
-            s.record(Dur::from_millis(ms));
-        }
-        let v = s.summary_ms();
-        assert_eq!(v["min"], 1.0);
-        assert_eq!(v["max"], 100.0);
-        assert_eq!(v["mean"], 50.5);
-        // HdrHistogram with 3 significant digits: p50 of 1..=100 ms is 50 ms (±0.1 %).
-        let p50 = v["p50"].as_f64().unwrap();
-        assert!((p50 - 50.0).abs() <= 0.05, "{p50}");
-        let p99 = v["p99"].as_f64().unwrap();
-        assert!((p99 - 99.0).abs() <= 0.1, "{p99}");
-        assert_eq!(s.take_interval(), Some((50.5, 100.0)));
-        assert_eq!(s.take_interval(), None);
     }
 }

@@ -3,10 +3,12 @@
 //! (qdisc, rate, loss) come from [`l4slab_scenario::build`], which the
 //! emulator shares.
 
+use l4slab_app::ping::{Ping, PingConfig};
+use l4slab_app::screen_share::{ScreenShare, ScreenShareConfig};
+use l4slab_app::{Bulk, File, FlowApp, OneWay};
 use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, SimRng, Time};
 use l4slab_scenario::{AppSpec, Direction, EcnSpec, LinkSpec, Scenario, Side};
-use l4slab_transport::app::{App, Bulk, File};
 use l4slab_transport::{EcnMode, Endpoint, Role, TransportConfig};
 
 use crate::delay_line::{DelayLine, LineExit};
@@ -69,10 +71,25 @@ fn ecn_codepoint(e: Ecn) -> EcnCodepoint {
     }
 }
 
-fn build_app(spec: &AppSpec) -> Box<dyn App> {
+/// The application of a flow whose main data goes from `sender`.
+fn build_app(spec: &AppSpec, sender: Role) -> Box<dyn FlowApp> {
     match *spec {
-        AppSpec::Bulk => Box::new(Bulk::new()),
-        AppSpec::File { size } => Box::new(File::new(size)),
+        AppSpec::Bulk => Box::new(OneWay::new(sender, Bulk::new())),
+        AppSpec::File { size } => Box::new(OneWay::new(sender, File::new(size))),
+        AppSpec::Ping(p) => Box::new(Ping::new(PingConfig {
+            interval: p.interval,
+            size: p.size,
+            ecn: p.ecn,
+            timeout: p.timeout,
+        })),
+        AppSpec::ScreenShare(p) => Box::new(ScreenShare::new(
+            ScreenShareConfig {
+                frame_size: p.frame_size,
+                max_fps: p.max_fps,
+                stall_threshold: p.stall_threshold,
+            },
+            sender,
+        )),
     }
 }
 
@@ -136,6 +153,10 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         };
         let client = Endpoint::new(id, Role::Client, cfg.clone(), client_cc);
         let server = Endpoint::new(id, Role::Server, cfg, server_cc);
+        let sender = match f.direction {
+            Direction::Down => SERVER,
+            Direction::Up => CLIENT,
+        };
         flows.push(FlowState {
             eps: [
                 EpState {
@@ -147,23 +168,22 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
                     timer_armed: None,
                 },
             ],
-            sender: match f.direction {
-                Direction::Down => SERVER,
-                Direction::Up => CLIENT,
-            },
-            app: build_app(&f.app),
-            app_timer: None,
+            sender,
+            app: build_app(&f.app, crate::engine::role_of(sender)),
+            app_timer: [None; 2],
             rng: SimRng::derive(seed, &format!("flow/{}", f.name)),
             start: f.start,
             file_size: match f.app {
                 AppSpec::File { size } => Some(size),
-                AppSpec::Bulk => None,
+                _ => None,
             },
             delivered: 0,
             delivered_last_sample: 0,
             completion: None,
-            data_drops: 0,
-            ack_drops: 0,
+            sent_pkts: [0; 2],
+            lost_pkts: [0; 2],
+            last_sent_pkts: [0; 2],
+            last_lost_pkts: [0; 2],
             series: series.intern(&format!("flow/{}", f.name)),
         });
         q.schedule(f.start, Ev::FlowStart { flow: id });
@@ -186,6 +206,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         drops: series.intern("drops"),
         marks: series.intern("marks"),
         utilization: series.intern("utilization"),
+        loss_fraction: series.intern("loss_fraction"),
     };
     let subqueues: Vec<usize> = links
         .iter()
@@ -207,6 +228,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         counts: PacketCounts::default(),
         events: 0,
         out: Vec::with_capacity(64),
+        dgrams: Vec::with_capacity(8),
         app_events: Vec::with_capacity(8),
         dropped: Vec::with_capacity(64),
     })

@@ -67,11 +67,9 @@ impl Sim<'_> {
                 0.0
             };
             let rec = &self.rec.flows[f];
-            flows.insert(
-                spec.name.clone(),
-                json!({
+            let mut entry = json!({
                     "cc": spec.cc,
-                    "app": Sim::app_kind(&spec.app),
+                    "app": spec.app.kind(),
                     "direction": match spec.direction { Direction::Down => "down", Direction::Up => "up" },
                     "client": self.scn.hosts[spec.client].name,
                     "server": self.scn.hosts[spec.server].name,
@@ -82,8 +80,8 @@ impl Sim<'_> {
                     "rtt_ms": rec.rtt.summary_ms(),
                     "retransmits": st.retransmits,
                     "retransmitted_bytes": st.bytes_retransmitted,
-                    "lost_packets": fl.data_drops,
-                    "ack_packets_lost": fl.ack_drops,
+                    "lost_packets": fl.lost_pkts[fl.sender],
+                    "ack_packets_lost": fl.lost_pkts[1 - fl.sender],
                     "losses_detected": st.lost_segments,
                     "rto_count": st.rto_count,
                     "ce_marks_received": receiver.ce_marks_received,
@@ -94,8 +92,13 @@ impl Sim<'_> {
                     "recovery_episodes": st.fast_recovery_episodes,
                     "spurious_retransmits": st.spurious_retransmits,
                     "cwnd_final_bytes": sender.cc_metrics().cwnd,
-                }),
-            );
+            });
+            // What the application measured (frame latency, stalls, probe RTT, ...).
+            let app = fl.app.report(end);
+            if !app.is_null() {
+                entry["app_metrics"] = app;
+            }
+            flows.insert(spec.name.clone(), entry);
         }
         let mut queues = Map::new();
         for (dir, ls) in self.links.iter().enumerate() {

@@ -1,5 +1,6 @@
 //! "Nothing lost": for random dumbbells (rates, delays, buffers, loss models,
-//! flow mixes in both directions), every packet created is delivered, dropped
+//! flow mixes in both directions, every application including datagram
+//! ones), every packet created is delivered, dropped
 //! with a typed reason, or still in the network at the end — `Sim::finish`
 //! asserts this and the qdisc identities on every run — and the summary's
 //! counters agree with each other.
@@ -13,7 +14,7 @@ fn scenario(
     delay_ms: u32,
     buffer_pkts: u32,
     loss: &str,
-    flows: &[(bool, Option<u32>, u32)],
+    flows: &[(bool, App, u32)],
 ) -> String {
     let mut s = format!(
         r#"
@@ -33,10 +34,14 @@ side = "client"
 access_delay = "15ms"
 "#
     );
-    for (i, (up, size_kb, start_ms)) in flows.iter().enumerate() {
-        let app = match size_kb {
-            Some(kb) => format!(r#"{{ kind = "file", size = "{kb}KB" }}"#),
-            None => r#""bulk""#.to_string(),
+    for (i, (up, app, start_ms)) in flows.iter().enumerate() {
+        let app = match app {
+            App::File(kb) => format!(r#"{{ kind = "file", size = "{kb}KB" }}"#),
+            App::Bulk => r#""bulk""#.to_string(),
+            App::Ping(ms) => format!(r#"{{ kind = "ping", interval = "{ms}ms" }}"#),
+            App::ScreenShare(kb) => {
+                format!(r#"{{ kind = "screen_share", frame_size = "{kb}KB" }}"#)
+            }
         };
         s += &format!(
             r#"
@@ -51,6 +56,23 @@ app = {app}
         );
     }
     s
+}
+
+#[derive(Clone, Copy, Debug)]
+enum App {
+    Bulk,
+    File(u32),
+    Ping(u32),
+    ScreenShare(u32),
+}
+
+fn app() -> impl Strategy<Value = App> {
+    prop_oneof![
+        Just(App::Bulk),
+        (1u32..400).prop_map(App::File),
+        (5u32..200).prop_map(App::Ping),
+        (1u32..60).prop_map(App::ScreenShare),
+    ]
 }
 
 fn loss_model() -> impl Strategy<Value = String> {
@@ -73,7 +95,7 @@ proptest! {
         delay in 1u32..40,
         buffer in 2u32..200,
         loss in loss_model(),
-        flows in prop::collection::vec((any::<bool>(), prop::option::of(1u32..400), 0u32..1500), 1..4),
+        flows in prop::collection::vec((any::<bool>(), app(), 0u32..1500), 1..4),
     ) {
         let text = scenario(rate, delay, buffer, &loss, &flows);
         let out = common::run_toml(&text, &[]);
@@ -95,8 +117,14 @@ proptest! {
             .map(|f| f["lost_packets"].as_u64().unwrap() + f["ack_packets_lost"].as_u64().unwrap()).sum();
         prop_assert_eq!(flow_drops, dropped);
         for (i, f) in s["flows"].as_object().unwrap().values().enumerate() {
+            // Every probe is answered, lost, or still pending at the end.
+            if let App::Ping(_) = flows[i].1 {
+                let m = &f["app_metrics"];
+                let n = |k: &str| m[k].as_u64().unwrap();
+                prop_assert_eq!(n("probes_sent"), n("replies") + n("lost") + n("pending_at_end"));
+            }
             // A file never delivers more than its size; a finished one delivered all of it.
-            if let Some(kb) = flows[i].1 {
+            if let App::File(kb) = flows[i].1 {
                 let size = u64::from(kb) * 1000;
                 let got = f["bytes_delivered"].as_u64().unwrap();
                 prop_assert!(got <= size, "delivered {} > size {}", got, size);

@@ -8,9 +8,31 @@
 
 use core::fmt;
 
-use l4slab_core::Time;
+use l4slab_core::{Dur, Rate, Time};
 
 use crate::endpoint::{AppEvent, Endpoint, EndpointCtx};
+
+/// What a socket tells its application (a `TCP_INFO` subset plus
+/// `SIOCOUTQNSD`): what rate-adaptive apps base their decisions on.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SocketInfo {
+    /// Written but not yet sent (Linux `SIOCOUTQNSD`).
+    pub unsent_bytes: u64,
+    /// Sent and not yet acknowledged.
+    pub in_flight_bytes: u64,
+    /// Smoothed RTT (`tcpi_rtt`), once measured.
+    pub srtt: Option<Dur>,
+    /// Minimum RTT seen (`tcpi_min_rtt`).
+    pub min_rtt: Option<Dur>,
+    /// The latest delivery-rate sample (`tcpi_delivery_rate`).
+    pub delivery_rate: Option<Rate>,
+    /// Whether that sample was application-limited (`tcpi_delivery_rate_app_limited`).
+    pub delivery_rate_app_limited: bool,
+    /// Congestion window in bytes (`tcpi_snd_cwnd` × mss).
+    pub cwnd_bytes: u64,
+    /// The write side accepts data (send-buffer room, below `notsent_lowat`).
+    pub writable: bool,
+}
 
 /// What an application may do to its endpoint.
 pub trait AppIo {
@@ -20,6 +42,10 @@ pub trait AppIo {
     fn wake_at(&mut self, at: Time);
     /// Close the sending direction after the queued data (FIN).
     fn finish(&mut self);
+    /// The socket's state as `getsockopt(TCP_INFO)` would report it.
+    fn info(&self) -> SocketInfo {
+        SocketInfo::default()
+    }
 }
 
 pub trait App: fmt::Debug + Send {
@@ -195,6 +221,24 @@ impl AppIo for EndpointIo<'_, '_> {
     }
     fn finish(&mut self) {
         self.ep.close(self.now, self.ctx);
+    }
+    fn info(&self) -> SocketInfo {
+        socket_info(self.ep)
+    }
+}
+
+/// [`SocketInfo`] of an endpoint.
+pub fn socket_info(ep: &Endpoint) -> SocketInfo {
+    let rs = ep.last_rate_sample();
+    SocketInfo {
+        unsent_bytes: ep.unsent_bytes(),
+        in_flight_bytes: ep.bytes_in_flight(),
+        srtt: ep.srtt(),
+        min_rtt: ep.min_rtt(),
+        delivery_rate: rs.and_then(|r| r.delivery_rate),
+        delivery_rate_app_limited: rs.is_some_and(|r| r.is_app_limited),
+        cwnd_bytes: ep.cc_metrics().cwnd,
+        writable: ep.is_writable(),
     }
 }
 

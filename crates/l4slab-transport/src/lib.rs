@@ -38,7 +38,7 @@ pub mod segment;
 mod state;
 mod stats;
 
-pub use app::{App, AppIo, Bulk, EndpointIo, File, Sink};
+pub use app::{App, AppIo, Bulk, EndpointIo, File, Sink, SocketInfo};
 pub use config::{EcnMode, RtoFormula, TransportConfig, TransportConfigError};
 pub use ecn::EcnValidation;
 pub use endpoint::{AppEvent, Endpoint, EndpointCtx, Role};

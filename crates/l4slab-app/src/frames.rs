@@ -1,0 +1,308 @@
+//! Frames carried over a byte stream, seen from both ends.
+//!
+//! A frame-based app (screen sharing, cloud gaming, a video call) captures a
+//! frame, writes it to its socket — possibly over several writes, as the send
+//! buffer takes it — and the receiver displays it once its last byte has been
+//! delivered in order. A [`FrameStream`] is one direction of that: it keeps
+//! each frame's end offset in the stream and its capture time, so the
+//! receiving side can tell which frames completed and how long each took
+//! (capture → display), without frame headers in the simulated bytes.
+//!
+//! Stalls follow the usual video-freeze definition (e.g. WebRTC's
+//! `freezeCount`/`totalFreezesDuration`, which use an inter-frame gap
+//! threshold): a gap between two displayed frames — or between the start and
+//! the first frame, or the last frame and the end — longer than
+//! `stall_threshold` is a stall, and the whole gap counts as stalled time.
+
+use std::collections::VecDeque;
+
+use serde_json::{json, Value};
+
+use l4slab_core::stats::{round6, DurStats};
+use l4slab_core::{Dur, Time};
+use l4slab_transport::AppIo;
+
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    captured: Time,
+    /// Stream offset just past the frame's last byte.
+    end: u64,
+}
+
+/// One direction of frames over a stream (see the module documentation).
+#[derive(Debug)]
+pub struct FrameStream {
+    stall_threshold: Dur,
+    /// When the receiver starts expecting frames (the connection is up).
+    started: Option<Time>,
+    /// Stream offset past the last frame captured.
+    queued: u64,
+    /// Bytes the socket accepted.
+    accepted: u64,
+    /// Bytes delivered in order at the receiver.
+    delivered: u64,
+    in_flight: VecDeque<InFlight>,
+    latency: LatencyStats,
+    captured: u64,
+    captured_bytes: u64,
+    displayed: u64,
+    skipped: u64,
+    last_display: Option<Time>,
+    stalls: u64,
+    stalled: Dur,
+    // Per sampling interval.
+    int_displayed: u64,
+    int_captured_bytes: u64,
+}
+
+/// Wrapper so `Debug` does not dump histogram buckets.
+struct LatencyStats(DurStats);
+
+impl core::fmt::Debug for LatencyStats {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "LatencyStats({} samples)", self.0.count())
+    }
+}
+
+impl FrameStream {
+    pub fn new(stall_threshold: Dur) -> Self {
+        FrameStream {
+            stall_threshold,
+            started: None,
+            queued: 0,
+            accepted: 0,
+            delivered: 0,
+            in_flight: VecDeque::new(),
+            // Frame latency in µs up to 1000 s.
+            latency: LatencyStats(DurStats::new(1_000, 1_000_000_000)),
+            captured: 0,
+            captured_bytes: 0,
+            displayed: 0,
+            skipped: 0,
+            last_display: None,
+            stalls: 0,
+            stalled: Dur::ZERO,
+            int_displayed: 0,
+            int_captured_bytes: 0,
+        }
+    }
+
+    /// The receiver starts expecting frames at `now` (first call wins).
+    pub fn start(&mut self, now: Time) {
+        self.started.get_or_insert(now);
+    }
+
+    /// Capture a frame of `size` bytes at `now`; write it with [`Self::write`].
+    pub fn capture(&mut self, now: Time, size: u64) {
+        assert!(size > 0, "a frame has at least one byte");
+        self.queued += size;
+        self.in_flight.push_back(InFlight {
+            captured: now,
+            end: self.queued,
+        });
+        self.captured += 1;
+        self.captured_bytes += size;
+        self.int_captured_bytes += size;
+    }
+
+    /// A frame the sender chose not to capture (e.g. its socket was backed up).
+    pub fn skip(&mut self) {
+        self.skipped += 1;
+    }
+
+    /// Captured bytes the socket has not accepted yet.
+    pub fn unwritten(&self) -> u64 {
+        self.queued - self.accepted
+    }
+
+    /// Write what the socket takes; true when every captured byte is in.
+    pub fn write(&mut self, io: &mut dyn AppIo) -> bool {
+        while self.unwritten() > 0 {
+            let n = io.write(self.unwritten());
+            if n == 0 {
+                break;
+            }
+            self.accepted += n;
+        }
+        self.unwritten() == 0
+    }
+
+    /// `bytes` more arrived in order at the receiver; displays every frame
+    /// that is now complete. Returns how many were.
+    pub fn on_delivered(&mut self, now: Time, bytes: u64) -> u64 {
+        self.delivered += bytes;
+        assert!(
+            self.delivered <= self.accepted,
+            "delivered {} B of a stream whose sender wrote {} B",
+            self.delivered,
+            self.accepted
+        );
+        let mut n = 0;
+        while let Some(f) = self.in_flight.front().copied() {
+            if f.end > self.delivered {
+                break;
+            }
+            self.in_flight.pop_front();
+            self.display(now, f);
+            n += 1;
+        }
+        n
+    }
+
+    fn display(&mut self, now: Time, f: InFlight) {
+        self.latency.0.record(now.saturating_since(f.captured));
+        let since = self.last_display.or(self.started).unwrap_or(f.captured);
+        self.note_gap(now.saturating_since(since));
+        self.last_display = Some(now);
+        self.displayed += 1;
+        self.int_displayed += 1;
+    }
+
+    fn note_gap(&mut self, gap: Dur) {
+        if gap > self.stall_threshold {
+            self.stalls += 1;
+            self.stalled += gap;
+        }
+    }
+
+    pub fn displayed(&self) -> u64 {
+        self.displayed
+    }
+
+    pub fn captured(&self) -> u64 {
+        self.captured
+    }
+
+    /// Frames displayed and bytes captured since the last call.
+    pub fn take_interval(&mut self) -> (u64, u64) {
+        let r = (self.int_displayed, self.int_captured_bytes);
+        self.int_displayed = 0;
+        self.int_captured_bytes = 0;
+        r
+    }
+
+    /// Mean frame latency over the interval since the last call, in ms.
+    pub fn take_latency_interval(&mut self) -> Option<f64> {
+        self.latency.0.take_interval().map(|(mean, _)| mean)
+    }
+
+    /// Stalls and stalled time up to `end`, counting a trailing gap.
+    fn stalls_until(&self, end: Time) -> (u64, Dur) {
+        let Some(start) = self.started else {
+            return (0, Dur::ZERO);
+        };
+        let tail = end.saturating_since(self.last_display.unwrap_or(start));
+        if tail > self.stall_threshold {
+            (self.stalls + 1, self.stalled + tail)
+        } else {
+            (self.stalls, self.stalled)
+        }
+    }
+
+    /// Metrics for `summary.json`.
+    pub fn report(&self, end: Time) -> Value {
+        let (stalls, stalled) = self.stalls_until(end);
+        let active = self
+            .started
+            .map_or(Dur::ZERO, |s| end.saturating_since(s))
+            .as_secs_f64();
+        let per_s = |x: f64| {
+            if active > 0.0 {
+                round6(x / active)
+            } else {
+                0.0
+            }
+        };
+        json!({
+            "frames_captured": self.captured,
+            "frames_displayed": self.displayed,
+            "frames_skipped": self.skipped,
+            "frames_in_flight_at_end": self.in_flight.len(),
+            "frame_rate_fps": per_s(self.displayed as f64),
+            "bitrate_bps": per_s(self.captured_bytes as f64 * 8.0).round(),
+            "frame_latency_ms": self.latency.0.summary_ms(),
+            "stalls": stalls,
+            "stall_time_s": round6(stalled.as_secs_f64()),
+            "stall_pct": if active > 0.0 { round6(100.0 * stalled.as_secs_f64() / active) } else { 0.0 },
+            "stall_threshold_ms": round6(self.stall_threshold.as_millis_f64()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Sock {
+        room: u64,
+        took: u64,
+    }
+    impl AppIo for Sock {
+        fn write(&mut self, bytes: u64) -> u64 {
+            let n = bytes.min(self.room);
+            self.room -= n;
+            self.took += n;
+            n
+        }
+        fn wake_at(&mut self, _at: Time) {}
+        fn finish(&mut self) {}
+    }
+
+    fn ms(x: u64) -> Time {
+        Time::ZERO + Dur::from_millis(x)
+    }
+
+    #[test]
+    fn frames_complete_at_their_last_byte_with_capture_to_display_latency() {
+        let mut s = FrameStream::new(Dur::from_millis(200));
+        s.start(ms(0));
+        let mut sock = Sock {
+            room: 1500,
+            took: 0,
+        };
+        s.capture(ms(0), 1000);
+        s.capture(ms(10), 1000);
+        assert!(!s.write(&mut sock), "only 1500 of 2000 B fit");
+        assert_eq!((sock.took, s.unwritten()), (1500, 500));
+        assert_eq!(s.on_delivered(ms(30), 999), 0);
+        assert_eq!(s.on_delivered(ms(31), 1), 1, "frame 1 ends at byte 1000");
+        sock.room = 10_000;
+        assert!(s.write(&mut sock));
+        assert_eq!(s.on_delivered(ms(60), 1000), 1);
+        let r = s.report(ms(100));
+        assert_eq!(r["frames_displayed"], 2);
+        // Latencies 31 ms and 50 ms.
+        assert_eq!(r["frame_latency_ms"]["min"], 31.0);
+        assert_eq!(r["frame_latency_ms"]["max"], 50.0);
+        assert_eq!(r["stalls"], 0);
+    }
+
+    #[test]
+    fn gaps_over_the_threshold_are_stalls_including_the_start_and_the_tail() {
+        let mut s = FrameStream::new(Dur::from_millis(200));
+        let mut sock = Sock {
+            room: u64::MAX,
+            took: 0,
+        };
+        s.start(ms(0));
+        for (t, shown) in [(0, 100), (100, 150), (200, 600)] {
+            s.capture(ms(t), 100);
+            s.write(&mut sock);
+            s.on_delivered(ms(shown), 100);
+        }
+        // Gaps: 100 (start→first), 50, 450 (stall); tail 600→1000 = 400 (stall).
+        let r = s.report(ms(1000));
+        assert_eq!(r["stalls"], 2);
+        assert_eq!(r["stall_time_s"], 0.85);
+        assert_eq!(r["stall_pct"], 85.0);
+        assert_eq!(r["frame_rate_fps"], 3.0);
+    }
+
+    #[test]
+    #[should_panic(expected = "delivered")]
+    fn delivering_more_than_was_written_is_a_bug() {
+        let mut s = FrameStream::new(Dur::from_millis(200));
+        s.capture(ms(0), 10);
+        s.on_delivered(ms(1), 11);
+    }
+}

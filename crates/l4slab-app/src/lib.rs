@@ -1,0 +1,146 @@
+//! Applications: both ends of one flow, and what their users would measure.
+//!
+//! A [`FlowApp`] is one conversation — a file download, a video call, a ping —
+//! and sees events from both ends of its flow: each callback names the
+//! `side` ([`Role::Client`] or [`Role::Server`]) it happened on, and the
+//! [`FlowIo`] it gets acts on that side's socket. Seeing both ends is what
+//! lets an app measure end-to-end quality (a frame's latency from capture at
+//! the sender to display at the receiver) without carrying headers in the
+//! simulated byte stream.
+//!
+//! Apps never touch an endpoint: they write to a socket, ask for a wake-up,
+//! read [`SocketInfo`] (`TCP_INFO`), and send [`Datagram`]s (UDP) outside the
+//! connection. The backend (the simulator's engine) delivers the events.
+//!
+//! * [`OneWay`] adapts a one-ended [`l4slab_transport::App`] ([`Bulk`],
+//!   [`File`]) that runs on the sending side.
+//! * [`ping::Ping`]: periodic UDP echo probes.
+//! * [`screen_share::ScreenShare`]: frames written whenever the socket is writable.
+//! * [`frames`]: frame bookkeeping shared by the frame-based apps.
+
+use core::fmt;
+
+use serde_json::Value;
+
+use l4slab_core::{Dur, Ecn, Time};
+pub use l4slab_transport::{AppIo, Bulk, File, Role, SocketInfo};
+
+pub mod frames;
+pub mod ping;
+pub mod screen_share;
+
+/// A UDP datagram an app sends outside its connection. The payload is not
+/// simulated; `tag` is what the app needs to recognise it (e.g. a probe's
+/// sequence number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Datagram {
+    /// Payload bytes.
+    pub payload: u32,
+    /// The IP-ECN field it is sent with.
+    pub ecn: Ecn,
+    pub tag: u64,
+}
+
+impl Datagram {
+    /// IPv4 (20 B) + UDP (8 B) headers.
+    pub const HEADER_BYTES: u32 = 28;
+
+    /// Size on the wire, as queues and links see it.
+    pub fn wire_len(&self) -> u32 {
+        self.payload + Self::HEADER_BYTES
+    }
+}
+
+/// What an app may do on one side of its flow: the socket ([`AppIo`]) and
+/// datagrams.
+pub trait FlowIo: AppIo {
+    /// Send a datagram from this side to the other.
+    fn send_datagram(&mut self, dg: Datagram);
+}
+
+/// Receives the values an app reports for one sampling interval.
+pub type SampleSink<'a> = dyn FnMut(&'static str, f64) + 'a;
+
+/// Both ends of one flow's application.
+pub trait FlowApp: fmt::Debug + Send {
+    /// Stable identifier, identical to the scenario-file `app.kind`.
+    fn kind(&self) -> &'static str;
+    /// Whether the flow opens a connection. Datagram-only apps (ping) do not:
+    /// the backend then calls [`FlowApp::on_connected`] for both sides at the
+    /// flow's start time.
+    fn uses_connection(&self) -> bool {
+        true
+    }
+    /// The connection is established on `side` (called once per side).
+    fn on_connected(&mut self, now: Time, side: Role, io: &mut dyn FlowIo);
+    /// `side`'s socket became writable again.
+    fn on_writable(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        let _ = (now, side, io);
+    }
+    /// `bytes` more were delivered in order to `side`.
+    fn on_receive(&mut self, now: Time, side: Role, bytes: u64, io: &mut dyn FlowIo) {
+        let _ = (now, side, bytes, io);
+    }
+    /// The peer of `side` finished sending and all its data arrived.
+    fn on_peer_finished(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        let _ = (now, side, io);
+    }
+    /// A wake-up `side` asked for with [`AppIo::wake_at`].
+    fn on_timer(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        let _ = (now, side, io);
+    }
+    /// A datagram arrived at `side`.
+    fn on_datagram(&mut self, now: Time, side: Role, dg: Datagram, io: &mut dyn FlowIo) {
+        let _ = (now, side, dg, io);
+    }
+    /// What the app measured, for `summary.json` (`flows.<name>.app_metrics`);
+    /// `Null` when it has nothing beyond the transport's own figures.
+    fn report(&self, end: Time) -> Value {
+        let _ = end;
+        Value::Null
+    }
+    /// Values for the interval that ends at `now` (`interval` long), as
+    /// `(series name, value)` pairs for `series.parquet`.
+    fn sample(&mut self, now: Time, interval: Dur, out: &mut SampleSink<'_>) {
+        let _ = (now, interval, out);
+    }
+}
+
+/// A one-ended [`l4slab_transport::App`] running on the sending side of a
+/// flow; the receiving side only reads (the backend counts what it gets).
+#[derive(Debug)]
+pub struct OneWay<A> {
+    sender: Role,
+    app: A,
+}
+
+impl<A: l4slab_transport::App> OneWay<A> {
+    pub fn new(sender: Role, app: A) -> Self {
+        OneWay { sender, app }
+    }
+
+    pub fn inner(&self) -> &A {
+        &self.app
+    }
+}
+
+impl<A: l4slab_transport::App> FlowApp for OneWay<A> {
+    fn kind(&self) -> &'static str {
+        self.app.kind()
+    }
+    fn on_connected(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        if side == self.sender {
+            self.app.start(now, io);
+        }
+    }
+    fn on_writable(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        if side == self.sender {
+            self.app.on_writable(now, io);
+        }
+    }
+    fn on_timer(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        if side == self.sender {
+            self.app.on_timer(now, io);
+        }
+    }
+}

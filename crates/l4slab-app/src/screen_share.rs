@@ -1,0 +1,127 @@
+//! `screen_share`: a remote-desktop sender that captures a new frame whenever
+//! its socket becomes writable (Stuart Cheshire, "Reducing network delay",
+//! WWDC 2015 / the `TCP_NOTSENT_LOWAT` advice): with a large send buffer the
+//! frames wait in the sending host; with a not-sent low-water mark the socket
+//! reports writable only when little is left unsent, so each frame is
+//! captured just before the network can take it.
+//!
+//! The sender captures at most `max_fps` frames per second (a screen does
+//! not change faster than it refreshes), each `frame_size` bytes; a frame is
+//! only captured when the previous one is fully in the socket and the socket
+//! is writable. Latency is capture → display (last byte delivered in order).
+
+use serde_json::Value;
+
+use l4slab_core::{Dur, Time};
+
+use crate::frames::FrameStream;
+use crate::{FlowApp, FlowIo, Role, SampleSink};
+
+/// Screen-sharing parameters (scenario `app = { kind = "screen_share", ... }`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScreenShareConfig {
+    /// Bytes per captured frame. Default 10 KB.
+    pub frame_size: u64,
+    /// Capture-rate ceiling. Default 30 fps.
+    pub max_fps: u32,
+    /// A gap between displayed frames longer than this is a stall. Default 200 ms.
+    pub stall_threshold: Dur,
+}
+
+impl Default for ScreenShareConfig {
+    fn default() -> Self {
+        ScreenShareConfig {
+            frame_size: 10_000,
+            max_fps: 30,
+            stall_threshold: Dur::from_millis(200),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ScreenShare {
+    cfg: ScreenShareConfig,
+    sender: Role,
+    frames: FrameStream,
+    next_capture: Time,
+}
+
+impl ScreenShare {
+    pub fn new(cfg: ScreenShareConfig, sender: Role) -> Self {
+        assert!(cfg.frame_size > 0 && cfg.max_fps > 0, "{cfg:?}");
+        ScreenShare {
+            cfg,
+            sender,
+            frames: FrameStream::new(cfg.stall_threshold),
+            next_capture: Time::ZERO,
+        }
+    }
+
+    fn frame_interval(&self) -> Dur {
+        Dur::from_nanos(1_000_000_000 / u64::from(self.cfg.max_fps))
+    }
+
+    /// Finish writing the current frame; then capture the next one if the
+    /// socket is writable and the capture rate allows, else wait.
+    fn pump(&mut self, now: Time, io: &mut dyn FlowIo) {
+        if !self.frames.write(io) {
+            return; // the rest goes when the socket is writable again
+        }
+        if !io.info().writable {
+            return;
+        }
+        if now < self.next_capture {
+            io.wake_at(self.next_capture);
+            return;
+        }
+        self.frames.capture(now, self.cfg.frame_size);
+        self.next_capture = now + self.frame_interval();
+        // Still writable with the frame in: capture again at the next slot.
+        // Otherwise the socket's next writable event brings us back.
+        if self.frames.write(io) && io.info().writable {
+            io.wake_at(self.next_capture);
+        }
+    }
+}
+
+impl FlowApp for ScreenShare {
+    fn kind(&self) -> &'static str {
+        "screen_share"
+    }
+    fn on_connected(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        if side == self.sender {
+            self.frames.start(now);
+            self.pump(now, io);
+        }
+    }
+    fn on_writable(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        if side == self.sender {
+            self.pump(now, io);
+        }
+    }
+    fn on_timer(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        if side == self.sender {
+            self.pump(now, io);
+        }
+    }
+    fn on_receive(&mut self, now: Time, side: Role, bytes: u64, _io: &mut dyn FlowIo) {
+        if side != self.sender {
+            self.frames.on_delivered(now, bytes);
+        }
+    }
+    fn report(&self, end: Time) -> Value {
+        let mut r = self.frames.report(end);
+        r["frame_size_bytes"] = self.cfg.frame_size.into();
+        r["max_fps"] = self.cfg.max_fps.into();
+        r
+    }
+    fn sample(&mut self, _now: Time, interval: Dur, out: &mut SampleSink<'_>) {
+        let (shown, bytes) = self.frames.take_interval();
+        let iv = interval.as_secs_f64();
+        out("frame_rate_fps", shown as f64 / iv);
+        out("app_bitrate_bps", bytes as f64 * 8.0 / iv);
+        if let Some(ms) = self.frames.take_latency_interval() {
+            out("frame_latency_ms", ms);
+        }
+    }
+}
