@@ -33,6 +33,7 @@ from l4slab.results import Results, _staging_dir, load
 from l4slab.tables import (
     MISSING,
     TableData,
+    apps_data,
     flow_order,
     flows_data,
     format_bytes,
@@ -165,6 +166,7 @@ def report_figures(results: Results, *, flow: str | None = None) -> list[FigureS
             lambda ax: plots.timeseries(results, "rtt_ms", ax=ax),
         ),
     ]
+    specs += _app_figures(results, interval)
     if results.queues():
         specs += [
             FigureSpec(
@@ -242,6 +244,64 @@ def report_figures(results: Results, *, flow: str | None = None) -> list[FigureS
                     "retransmission or CE mark of the flow.",
                     lambda ax: plots.time_sequence(results, chosen, ax=ax, t_range=window),
                     wide=True,
+                )
+            )
+    return specs
+
+
+#: Application series a report plots when some flow has them: (key, title, caption).
+_APP_SERIES = (
+    (
+        "frame_rate_fps",
+        "Received frame rate",
+        "Frames displayed (last byte delivered in order) per second, per {interval} "
+        "interval; a video call shows each direction.",
+    ),
+    (
+        "frame_latency_ms",
+        "Frame latency",
+        "Mean capture → display latency of the frames displayed in each {interval} "
+        "interval, in ms.",
+    ),
+    (
+        "app_bitrate_bps",
+        "Application bitrate",
+        "Bits per second the application captured (its adapted encoding rate) per "
+        "{interval} interval.",
+    ),
+    (
+        "ping_rtt_ms",
+        "Ping RTT",
+        "Mean RTT of the ping probes answered in each {interval} interval, in ms.",
+    ),
+)
+
+
+def _app_figures(results: Results, interval: str) -> list[FigureSpec]:
+    """A figure per application series that some flow recorded."""
+    flows = [f"flow/{name}" for name in flow_order(results.summary)]
+    specs = []
+    for key, title, caption in _APP_SERIES:
+        # Per-direction variants (e.g. frame_rate_fps.up) plot alongside.
+        keys = sorted(
+            {
+                k
+                for series in flows
+                if series in results.series_names()
+                for k in results.series_keys(series)
+                if k == key or k.startswith(key + ".")
+            }
+        )
+        for k in keys:
+            with_key = [s for s in flows if _has_key(results, s, k)]
+            specs.append(
+                FigureSpec(
+                    _anchor(k),
+                    title + (f" ({k[len(key) + 1 :]})" if k != key else ""),
+                    caption.format(interval=interval),
+                    lambda ax, k=k, with_key=with_key: plots.timeseries(
+                        results, k, ax=ax, series=with_key
+                    ),
                 )
             )
     return specs
@@ -524,6 +584,9 @@ def _scenario_flows(scenario: Mapping[str, Any]) -> TableData:
 
 def _summary_html(results: Results) -> str:
     parts = [html_table(flows_data(results.summary))]
+    apps = apps_data(results.summary)
+    if apps is not None:
+        parts.append(html_table(apps))
     if results.queues():
         parts.append(html_table(queues_data(results.summary)))
     parts.append(

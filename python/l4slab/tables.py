@@ -26,6 +26,7 @@ __all__ = [
     "Column",
     "Row",
     "TableData",
+    "apps_data",
     "flow_order",
     "flows_data",
     "flows_table",
@@ -72,6 +73,9 @@ class TableData:
 def summary_view(results: Results) -> RenderableType:
     """Flow table, queue table and a one-line account of the run, stacked."""
     parts: list[RenderableType] = [flows_table(results.summary)]
+    apps = apps_data(results.summary)
+    if apps is not None:
+        parts.append(rich_table(apps))
     if results.queues():
         parts.append(queues_table(results.summary))
     line = run_line(results.stats)
@@ -115,7 +119,7 @@ def flows_data(summary: Mapping[str, Any]) -> TableData:
             Row(
                 (
                     name,
-                    _text(flow.get("cc")),
+                    "udp" if flow.get("transport") == "udp" else _text(flow.get("cc")),
                     format_number(flow.get("goodput_bps"), scale=1e-6, digits=2),
                     format_bytes(flow.get("bytes_delivered")),
                     format_number(flow.get("completion_s"), digits=3),
@@ -128,6 +132,56 @@ def flows_data(summary: Mapping[str, Any]) -> TableData:
             )
         )
     return TableData(title, columns, tuple(rows))
+
+
+#: Where an app reports its latency distribution, in order of preference.
+_APP_LATENCY_KEYS = ("frame_latency_ms", "rtt_ms", "completion_ms")
+
+
+def apps_data(summary: Mapping[str, Any]) -> TableData | None:
+    """What the applications measured (``app_metrics``), one row per flow that has any.
+
+    Latency is the app's own: frame capture → display for frame apps, the probe
+    RTT for ``ping``, request → response for ``web``. Per-direction reports (a
+    two-way call) get a sub-row each. ``None`` when no flow has app metrics.
+    """
+    columns = (
+        Column("flow", numeric=False, no_wrap=True),
+        Column("app", numeric=False, no_wrap=True),
+        Column("latency ms\np50"),
+        Column("latency ms\np99"),
+        Column("frames\nfps"),
+        Column("stalls\n%"),
+        Column("loss\n%"),
+    )
+    flows: Mapping[str, Mapping[str, Any]] = summary.get("flows") or {}
+    rows = []
+    for name in flow_order(summary):
+        flow = flows[name]
+        metrics = flow.get("app_metrics")
+        if not isinstance(metrics, Mapping):
+            continue
+        rows.append(Row((name, _text(flow.get("app")), *_app_cells(metrics, flow))))
+        for part, sub in metrics.items():
+            if isinstance(sub, Mapping) and any(k in sub for k in _APP_LATENCY_KEYS):
+                rows.append(Row((part, "", *_app_cells(sub, {})), sub=True))
+    if not rows:
+        return None
+    return TableData("applications", columns, tuple(rows))
+
+
+def _app_cells(metrics: Mapping[str, Any], flow: Mapping[str, Any]) -> tuple[str, ...]:
+    latency: Mapping[str, Any] = next(
+        (metrics[k] for k in _APP_LATENCY_KEYS if isinstance(metrics.get(k), Mapping)), {}
+    )
+    loss = metrics.get("loss_pct", metrics.get("packet_loss_pct", flow.get("packet_loss_pct")))
+    return (
+        format_number(latency.get("p50"), digits=1),
+        format_number(latency.get("p99"), digits=1),
+        format_number(metrics.get("frame_rate_fps"), digits=1),
+        format_number(metrics.get("stall_pct"), digits=1),
+        format_number(loss, digits=2),
+    )
 
 
 def queues_data(summary: Mapping[str, Any]) -> TableData:

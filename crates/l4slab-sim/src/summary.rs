@@ -70,6 +70,8 @@ impl Sim<'_> {
             let mut entry = json!({
                     "cc": spec.cc,
                     "app": spec.app.kind(),
+                    // Datagram apps (ping) use no connection and no congestion control.
+                    "transport": if fl.app.uses_connection() { "tcp" } else { "udp" },
                     "direction": match spec.direction { Direction::Down => "down", Direction::Up => "up" },
                     "client": self.scn.hosts[spec.client].name,
                     "server": self.scn.hosts[spec.server].name,

@@ -91,6 +91,12 @@ _KEYS: dict[str, KeyInfo] = {
     "p_cl": KeyInfo("p_CL, coupled L4S marking probability", "0 to 1"),
     "accu_prob": KeyInfo("accumulated probability", "0 to 1"),
     "count": KeyInfo("CoDel count (drops or marks in this dropping state)", "packets"),
+    "loss_fraction": KeyInfo("packet loss of the data direction", "%", 100.0),
+    "frame_rate_fps": KeyInfo("received frame rate", "frames/s"),
+    "frame_latency_ms": KeyInfo("frame latency, mean per interval", "ms"),
+    "app_bitrate_bps": KeyInfo("application bitrate", "Mbit/s", 1e-6),
+    "ping_rtt_ms": KeyInfo("ping RTT, mean per interval", "ms"),
+    "ping_rtt_max_ms": KeyInfo("ping RTT, max per interval", "ms"),
 }
 
 
@@ -99,6 +105,11 @@ def key_info(key: str) -> KeyInfo:
     known = _KEYS.get(key)
     if known is not None:
         return known
+    # A per-direction or per-part variant, e.g. frame_rate_fps.up: the base key's unit.
+    base, dot, part = key.partition(".")
+    if dot and part:
+        info = key_info(base)
+        return KeyInfo(f"{info.name} ({part})", info.unit, info.scale)
     for suffix, unit, scale in (
         ("_ms", "ms", 1.0),
         ("_bps", "Mbit/s", 1e-6),
