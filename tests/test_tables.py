@@ -74,6 +74,8 @@ def test_run_line():
 
     assert line == "simulated 30.0 s in 1.50 s (20x real time), 1,234,567 events"
     assert run_line({}) == ""
+    emu = run_line({"sim_s": 30.0, "wall_s": 31.2, "backend": "emu", "packets": 45678})
+    assert emu == "emulated 30.0 s in real time (wall 31.20 s), 45,678 packets forwarded"
 
 
 def test_summary_view_stacks_everything(make_native_result):

@@ -386,7 +386,9 @@ def make_run_info(
     """The content of run.json: everything about a run that depends on the machine."""
     wall_s = float(stats.get("wall_s", 0.0))
     sim_s = float(stats.get("sim_s", 0.0))
-    events = int(stats.get("events", 0))
+    backend = str(stats.get("backend", summary.get("backend", "sim")))
+    # The emulator runs in real time: it has no events to count.
+    events = int(stats.get("events", 0)) if backend == "sim" else None
     return {
         "format_version": RUN_FORMAT_VERSION,
         "tool_version": summary.get("tool_version"),
@@ -394,12 +396,13 @@ def make_run_info(
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": list(sys.argv if command is None else command),
         "stats": {
+            "backend": backend,
             "wall_s": wall_s,
             "sim_s": sim_s,
             "events": events,
             "packets": int(stats.get("packets", 0)),
             "sim_wall_ratio": sim_s / wall_s if wall_s > 0 else None,
-            "events_per_s": events / wall_s if wall_s > 0 else None,
+            "events_per_s": events / wall_s if wall_s > 0 and events is not None else None,
         },
         "host": {
             "python": platform.python_version(),

@@ -260,12 +260,22 @@ def rich_table(data: TableData) -> Table:
 
 
 def run_line(stats: Mapping[str, Any]) -> str:
-    """E.g. ``simulated 30.0 s in 1.20 s (25x real time), 1,234,567 events``."""
+    """E.g. ``simulated 30.0 s in 1.20 s (25x real time), 1,234,567 events``.
+
+    An emulator run (``backend = "emu"``) ran in real time:
+    ``emulated 30.0 s in real time (wall 31.20 s), 45,678 packets forwarded``.
+    """
     if not stats:
         return ""
     sim_s, wall_s = stats.get("sim_s"), stats.get("wall_s")
     if sim_s is None or wall_s is None:
         return ""
+    if stats.get("backend") == "emu":
+        line = f"emulated {sim_s:.1f} s in real time (wall {wall_s:.2f} s)"
+        packets = stats.get("packets")
+        if packets is not None:
+            line += f", {packets:,} packets forwarded"
+        return line
     line = f"simulated {sim_s:.1f} s in {wall_s:.2f} s"
     if wall_s > 0:
         line += f" ({sim_s / wall_s:,.0f}x real time)"

@@ -849,7 +849,8 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
         "stats": {
             "wall_s": round6(wall.as_secs_f64()),
             "sim_s": round6(scn.duration.as_secs_f64()),
-            "events": 0,
+            // Real time: there is no event calendar to count.
+            "backend": "emu",
             "packets": packets,
         },
     }))
