@@ -124,6 +124,7 @@ pub struct Keys {
     pub ssthresh_bytes: Name,
     pub pacing_bps: Name,
     pub inflight_bytes: Name,
+    pub unsent_bytes: Name,
     pub srtt_ms: Name,
     pub rtt_ms: Name,
     pub backlog_pkts: Name,
@@ -619,6 +620,8 @@ impl Sim<'_> {
                 ss.push(t, s, k.pacing_bps, p.as_bps() as f64);
             }
             ss.push(t, s, k.inflight_bytes, ep.bytes_in_flight() as f64);
+            // Written but not yet sent: the wait inside the sending host.
+            ss.push(t, s, k.unsent_bytes, ep.unsent_bytes() as f64);
             if let Some(srtt) = ep.srtt() {
                 ss.push(t, s, k.srtt_ms, srtt.as_millis_f64());
             }

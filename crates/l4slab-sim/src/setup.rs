@@ -197,6 +197,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         ssthresh_bytes: series.intern("ssthresh_bytes"),
         pacing_bps: series.intern("pacing_bps"),
         inflight_bytes: series.intern("inflight_bytes"),
+        unsent_bytes: series.intern("unsent_bytes"),
         srtt_ms: series.intern("srtt_ms"),
         rtt_ms: series.intern("rtt_ms"),
         backlog_pkts: series.intern("backlog_pkts"),

@@ -75,6 +75,7 @@ _KEYS: dict[str, KeyInfo] = {
     "cwnd_bytes": KeyInfo("congestion window", "kB", 1e-3),
     "ssthresh_bytes": KeyInfo("slow-start threshold", "kB", 1e-3),
     "inflight_bytes": KeyInfo("bytes in flight", "kB", 1e-3),
+    "unsent_bytes": KeyInfo("unsent bytes in the send buffer", "kB", 1e-3),
     "srtt_ms": KeyInfo("smoothed RTT", "ms"),
     "rtt_ms": KeyInfo("RTT, mean per interval", "ms"),
     "sojourn_ms": KeyInfo("queue delay, mean per interval", "ms"),
