@@ -87,6 +87,9 @@ impl Sim<'_> {
                     "losses_detected": st.lost_segments,
                     "rto_count": st.rto_count,
                     "ce_marks_received": receiver.ce_marks_received,
+                    // What the feedback told the sender: marks (AccECN counts them all) and ECN reductions.
+                    "ce_packets_fed_back": st.ce_packets_fed_back,
+                    "ecn_echo_events": st.ecn_echo_events,
                     "ecn": st.ecn_mode.name(),
                     "ecn_validation": st.ecn_validation.name(),
                     "segments_sent": st.segments_sent,
