@@ -133,7 +133,8 @@ def test_reproduce_writes_everything_and_fails_on_a_failing_claim(native, tmp_pa
     page = (target / "report.html").read_text()
     assert "Rate and loss" in page and "A 20 Mbit/s link carries 100 Mbit/s" in page
     assert page.count("data:image/png;base64,") == 2 and "FAIL" in page
-    assert "| time (s) | rate_5Mbit |" in (target / "table.md").read_text()
+    table = (target / "table.md").read_text()
+    assert "| measure | rate_5Mbit | rate_20Mbit | clean |" in table and "| slower |" in table
 
     study = json.loads((target / "study.json").read_text())
     assert study["study"] == "tiny" and study["verdict"] == "fail"

@@ -37,6 +37,7 @@ __all__ = [
     "markdown_tables",
     "measures_data",
     "measures_table",
+    "pivot_data",
     "summary_table",
     "write_study_report",
 ]
@@ -70,12 +71,16 @@ def _claim_value(value: Any) -> str:
     return f"{float(value):.3g}"
 
 
-def measures_data(outcome: Outcome) -> TableData:
-    """Published vs measured: one row per measure and run (the measure named once)."""
+def measures_data(outcome: Outcome, *, group: str | None = None) -> TableData:
+    """Published vs measured: one row per measure and run (the measure named once).
+
+    ``group`` keeps only the runs of that group (e.g. ``"main"``).
+    """
     study = outcome.study
     groups = {run.name: run.group for run in study.runs}
-    show_group = len(set(groups.values())) > 1
-    show_spread = any(len(run.seeds) > 1 for run in study.runs)
+    chosen = {name for name, g in groups.items() if group is None or g == group}
+    show_group = group is None and len(set(groups.values())) > 1
+    show_spread = any(len(run.seeds) > 1 for run in study.runs if run.name in chosen)
     columns = [
         Column("measure", numeric=False),
         Column("run", numeric=False, no_wrap=True),
@@ -87,7 +92,7 @@ def measures_data(outcome: Outcome) -> TableData:
     rows = []
     for measure in study.measures:
         title = f"{measure.label} ({measure.unit})" if measure.unit else measure.label
-        for i, run in enumerate(measure.runs):
+        for i, run in enumerate(r for r in measure.runs if r in chosen):
             value = outcome.values[(measure.name, run)]
             spread = value.spread
             cells = [
@@ -105,7 +110,33 @@ def measures_data(outcome: Outcome) -> TableData:
                     else ""
                 )
             rows.append(Row(tuple(cells)))
-    return TableData(f"{study.id}: published vs measured", tuple(columns), tuple(rows))
+    title = f"{study.id}: published vs measured" + (f" ({group} runs)" if group else "")
+    return TableData(title, tuple(columns), tuple(rows))
+
+
+def pivot_data(outcome: Outcome, group: str) -> TableData:
+    """The runs of one group side by side: a row per measure, a column per run.
+
+    A cell is the measured value, with the published one in brackets.
+    """
+    study = outcome.study
+    runs = [run for run in study.runs if run.group == group]
+    columns = (Column("measure", numeric=False), *(Column(run.name) for run in runs))
+    rows = []
+    for measure in study.measures:
+        cells = [f"{measure.label} ({measure.unit})" if measure.unit else measure.label]
+        for run in runs:
+            value = outcome.values.get((measure.name, run.name))
+            if value is None:
+                cells.append("")
+                continue
+            text = number(value.value, measure.digits)
+            if value.published is not None:
+                text += f" [{number(value.published, measure.digits)}]"
+            cells.append(text)
+        rows.append(Row(tuple(cells)))
+    title = f"{study.id}: {group} runs side by side (published in brackets)"
+    return TableData(title, columns, tuple(rows))
 
 
 def claims_data(outcome: Outcome) -> TableData:
@@ -219,9 +250,30 @@ def _markdown(data: TableData) -> str:
     return "\n".join([f"**{data.title}**", "", head, rule, *body])
 
 
+#: Groups with at most this many runs get a side-by-side table in table.md.
+PIVOT_RUNS = 10
+
+
 def markdown_tables(outcome: Outcome) -> str:
-    """Both tables as Markdown (table.md), for pasting into a study's README."""
-    return _markdown(measures_data(outcome)) + "\n\n" + _markdown(claims_data(outcome)) + "\n"
+    """The tables as Markdown (table.md), for a study's README: per group of runs (main
+    first) published vs measured (side by side when the group has few runs), then the
+    claims."""
+    groups: list[str] = []
+    for run in outcome.study.runs:
+        if run.group not in groups:
+            groups.append(run.group)
+    groups.sort(key=lambda g: g != "main")
+    parts = []
+    for group in groups:
+        count = sum(run.group == group for run in outcome.study.runs)
+        data = (
+            pivot_data(outcome, group)
+            if count <= PIVOT_RUNS
+            else measures_data(outcome, group=group)
+        )
+        parts.append(_markdown(data))
+    parts.append(_markdown(claims_data(outcome)))
+    return "\n\n".join(parts) + "\n"
 
 
 # --------------------------------------------------------------------------- HTML
