@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from l4slab.studies import StudyError, load_study
+from l4slab.studies import StudyError, find_studies, load_study
 from l4slab.studies.spec import slug
 
 REPO = Path(__file__).resolve().parent.parent
@@ -277,3 +278,32 @@ args = { measure = "time", x = [0, 0.5], series = { Reno = ["reno_0", "reno_9"] 
 def test_a_directory_without_study_toml(tmp_path):
     with pytest.raises(StudyError, match=r"no study\.toml here"):
         load_study(tmp_path)
+
+
+def test_every_shipped_study_loads():
+    found = find_studies(STUDIES)
+
+    assert {path.name for path in found} >= {
+        "litespeed-bbr-loss",
+        "litespeed-small-file",
+        "cheshire-codel-ecn",
+    }
+    for path in found:
+        study = load_study(path)
+        assert study.claims and study.figures and (path / "README.md").is_file()
+
+
+def test_every_shipped_study_has_its_scenarios_valid(native, tmp_path):
+    from l4slab.studies import check_scenarios
+
+    for path in find_studies(STUDIES):
+        check_scenarios(load_study(path))
+    # and a broken override is reported with the run that has it
+    folder = tmp_path / "broken"
+    shutil.copytree(STUDIES / "cheshire-codel-ecn", folder)
+    text = (folder / "study.toml").read_text().replace("flows[0].cc=reno", "flows[0].cc=nope", 1)
+    (folder / "study.toml").write_text(text)
+    with pytest.raises(
+        StudyError, match=r"runs\[\d\] \(run reno_fifo, video.toml\): flows\[0\].cc"
+    ):
+        check_scenarios(load_study(folder))
