@@ -118,7 +118,7 @@ def test_reproduce_writes_everything_and_fails_on_a_failing_claim(native, tmp_pa
 
     assert code == 1, err
     text = flat(stdout)
-    assert "tiny: published vs measured" in text and "tiny: claims — 1 of 2 hold" in text
+    assert "tiny: main runs side by side" in text and "tiny: claims — 1 of 2 hold" in text
     assert re.search(r"slower .* PASS", text) and re.search(r"impossible .* FAIL", text)
     assert f"tiny: 1 of 2 claims hold — FAIL; results: {out / 'tiny'}/" in text
     target = out / "tiny"

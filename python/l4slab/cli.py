@@ -683,7 +683,8 @@ def reproduce_command(
             raise _fail(f"could not write the study results: {exc}", EXIT_FAILED) from None
         outcomes.append(outcome)
         if not quiet:
-            console.print(study_report.measures_table(outcome))
+            for table in study_report.measures_tables(outcome):
+                console.print(table)
             console.print(study_report.claims_table(outcome))
         passed, total = outcome.count()
         verdict = "PASS" if outcome.passed else "FAIL"

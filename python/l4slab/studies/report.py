@@ -34,15 +34,20 @@ __all__ = [
     "REPORT_FILE",
     "claims_data",
     "claims_table",
+    "group_tables",
     "markdown_tables",
     "measures_data",
-    "measures_table",
+    "measures_tables",
     "pivot_data",
     "summary_table",
     "write_study_report",
 ]
 
 REPORT_FILE = "report.html"
+#: Groups with at most this many runs get a side-by-side table (table.md, report.html).
+PIVOT_RUNS = 10
+#: The same in the terminal, which is narrower.
+TERMINAL_PIVOT_RUNS = 4
 
 
 # --------------------------------------------------------------------------- cells
@@ -204,9 +209,9 @@ def _rich(data: TableData, *, verdict_column: int | None = None) -> Table:
     return table
 
 
-def measures_table(outcome: Outcome) -> Table:
-    """Published vs measured, for the terminal."""
-    return _rich(measures_data(outcome))
+def measures_tables(outcome: Outcome) -> list[Table]:
+    """Published vs measured, per group of runs, for the terminal."""
+    return [_rich(data) for data in group_tables(outcome, pivot_runs=TERMINAL_PIVOT_RUNS)]
 
 
 def claims_table(outcome: Outcome) -> Table:
@@ -250,29 +255,29 @@ def _markdown(data: TableData) -> str:
     return "\n".join([f"**{data.title}**", "", head, rule, *body])
 
 
-#: Groups with at most this many runs get a side-by-side table in table.md.
-PIVOT_RUNS = 10
-
-
-def markdown_tables(outcome: Outcome) -> str:
-    """The tables as Markdown (table.md), for a study's README: per group of runs (main
-    first) published vs measured (side by side when the group has few runs), then the
-    claims."""
+def group_tables(outcome: Outcome, *, pivot_runs: int = PIVOT_RUNS) -> list[TableData]:
+    """Published vs measured per group of runs, main first: side by side (a column per
+    run) when the group has at most ``pivot_runs`` runs, else a row per run."""
     groups: list[str] = []
     for run in outcome.study.runs:
         if run.group not in groups:
             groups.append(run.group)
     groups.sort(key=lambda g: g != "main")
-    parts = []
+    tables = []
     for group in groups:
         count = sum(run.group == group for run in outcome.study.runs)
-        data = (
+        tables.append(
             pivot_data(outcome, group)
-            if count <= PIVOT_RUNS
+            if count <= pivot_runs
             else measures_data(outcome, group=group)
         )
-        parts.append(_markdown(data))
-    parts.append(_markdown(claims_data(outcome)))
+    return tables
+
+
+def markdown_tables(outcome: Outcome) -> str:
+    """The tables as Markdown (table.md), for a study's README: :func:`group_tables`,
+    then the claims."""
+    parts = [_markdown(data) for data in [*group_tables(outcome), claims_data(outcome)]]
     return "\n\n".join(parts) + "\n"
 
 
@@ -353,10 +358,10 @@ def study_html(outcome: Outcome, figures: Sequence[Any]) -> str:
         _section(
             "measures",
             "Published vs measured",
-            html_table(measures_data(outcome), caption=False)
+            "".join(html_table(data) for data in group_tables(outcome))
             + '<p class="note">Measured: the measure over the run\'s seeds (its stat; mean '
             "unless the study says otherwise), with the range over seeds when there are "
-            "several.</p>",
+            "several; published values in brackets in the side-by-side tables.</p>",
         ),
         _section("figures", "Figures", figures_html(figures)),
         _section("runs", "Runs", _runs_html(outcome)),
