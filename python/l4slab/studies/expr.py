@@ -131,7 +131,7 @@ class Expr:
         Raises :class:`MissingValue` if a referenced value is ``None`` (or absent),
         and :class:`ExprError` for a division by zero or a non-finite result.
         """
-        result = _Evaluator(values).visit(self.tree.body)
+        result: Number = _Evaluator(values).visit(self.tree.body)
         if isinstance(result, float) and not math.isfinite(result):
             raise ExprError(f"{self.text!r} is not a finite number ({result})")
         return result
@@ -209,8 +209,8 @@ class _Checker:
             self.visit(node.operand)
             return
         if isinstance(node, ast.BoolOp):
-            for value in node.values:
-                self.visit(value)
+            for operand in node.values:
+                self.visit(operand)
             return
         if isinstance(node, ast.Compare):
             for op in node.ops:

@@ -341,7 +341,7 @@ def _panels(ax: Axes, count: int) -> list[Axes]:
     assert spec is not None
     grid = spec.subgridspec(1, count, wspace=0.08)
     ax.remove()
-    return [figure.add_subplot(grid[0, i]) for i in range(count)]  # type: ignore[union-attr]
+    return [figure.add_subplot(grid[0, i]) for i in range(count)]
 
 
 # --------------------------------------------------------------------------- timeseries

@@ -212,7 +212,13 @@ def series_stat(results: Results, series: str, key: str, stat: str, after_s: flo
     values = values[(t >= after_s) & np.isfinite(values)]
     if not len(values):
         return None
-    return float({"max": np.max, "min": np.min, "mean": np.mean, "median": np.median}[stat](values))
+    reduce: dict[str, Callable[[np.ndarray], Any]] = {
+        "max": np.max,
+        "min": np.min,
+        "mean": np.mean,
+        "median": np.median,
+    }
+    return float(reduce[stat](values))
 
 
 # --------------------------------------------------------------------------- packet trace
@@ -329,7 +335,12 @@ def loss_episodes(
     sizes = np.diff(np.concatenate([[0], breaks + 1, [len(times)]]))
     if stat == "count":
         return float(len(sizes))
-    return float({"max": np.max, "median": np.median, "min": np.min}[stat](sizes))
+    reduce: dict[str, Callable[[np.ndarray], Any]] = {
+        "max": np.max,
+        "median": np.median,
+        "min": np.min,
+    }
+    return float(reduce[stat](sizes))
 
 
 def _packets(results: Results) -> pa.Table:

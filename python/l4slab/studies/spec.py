@@ -30,7 +30,7 @@ from l4slab.studies.expr import Expr, ExprError, compile_expr
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found]
 
 __all__ = [
     "CLAIM_OPS",
