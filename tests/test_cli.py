@@ -45,9 +45,9 @@ def test_app_help_teaches_what_where_and_units(capsys):
     for unit in UNIT_EXAMPLES:
         assert unit in text, unit
     assert "results/<scenario name>/" in text
-    for command in ("run", "validate", "show", "report", "compare", "emu"):
+    for command in ("run", "validate", "show", "report", "compare", "reproduce", "emu"):
         assert re.search(rf"\b{command}\b", text)
-    for later in ("reproduce", "sweep"):
+    for later in ("sweep",):
         assert not re.search(rf"^\s*│?\s*{later}\b", out, re.M), f"no stub for {later}"
 
 
@@ -81,6 +81,18 @@ def test_show_help(capsys):
     assert "Example: l4slab show results/reno-20mbit" in text
     assert "Mbit/s" in text and "ms" in text
     assert "results/<scenario name>/" in text
+
+
+def test_reproduce_help_has_example_outputs_and_exit_codes(capsys):
+    code, out, _ = run_cli(capsys, "reproduce", "--help")
+    text = flat(out)
+
+    assert code == 0
+    assert "Example: l4slab reproduce litespeed-bbr-loss" in text
+    for option in ("--list", "--out", "--jobs", "--studies", "--no-report", "--quiet"):
+        assert option in text
+    assert "results/studies/<id>/" in text and "study.json" in text
+    assert "exit code 0" in text.lower() and "docs/studies.md" in text
 
 
 def test_unknown_option_is_a_usage_error(capsys):

@@ -547,6 +547,230 @@ def compare_command(
         _open(page)
 
 
+# --------------------------------------------------------------------------- reproduce
+
+REPRODUCE_SHORT = "Reproduce a published study: run it and check its claims."
+REPRODUCE_HELP = _help(
+    "Run the study STUDY (a directory of scenarios/studies/ with a study.toml: runs, "
+    "measures, published values and claims), then print the published and measured values "
+    "side by side and a PASS or FAIL for every claim. STUDY is a study id, a path to a "
+    "study directory, or [bold]all[/bold] for every study (ending with one summary table). "
+    "The runs go to a process pool (--jobs).",
+    "Example: [bold]l4slab reproduce litespeed-bbr-loss[/bold]; [bold]l4slab reproduce "
+    "--list[/bold]; [bold]l4slab reproduce all[/bold]",
+    "Writes OUT/<id>/ (default results/studies/<id>/): study.json (measures, claims, "
+    "verdicts; the same study gives a byte-identical file), report.html with the study's "
+    "figures, table.md, and each run's results bundle in <run>/ (<run>/seed-N/ for several "
+    "seeds). Exit code 0 when every claim holds, 1 when a claim fails or a run fails, 2 for "
+    "a bad study.toml (the error names the key path). See docs/studies.md.",
+)
+
+DEFAULT_STUDIES_OUT = DEFAULT_RESULTS_ROOT / "studies"
+
+
+def _studies_root(option: Path | None) -> Path:
+    """Where studies live: --studies, else scenarios/studies here, else the repository's."""
+    if option is not None:
+        return option
+    here = Path("scenarios") / "studies"
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parents[2] / "scenarios" / "studies"
+
+
+@app.command("reproduce", help=REPRODUCE_HELP, short_help=REPRODUCE_SHORT)
+def reproduce_command(
+    study: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="STUDY",
+            help="A study id (e.g. litespeed-bbr-loss), a study directory, or 'all'.",
+            show_default=False,
+        ),
+    ] = None,
+    list_studies: Annotated[
+        bool, typer.Option("--list", help="List the studies and exit.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--out",
+            metavar="OUT",
+            help="Where study results go (OUT/<id>/). Default: results/studies.",
+            show_default=False,
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            help="Worker processes. Default: one per CPU, at most 2.",
+            show_default=False,
+        ),
+    ] = None,
+    studies_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--studies",
+            metavar="DIR",
+            help="Where to look for study ids. Default: scenarios/studies.",
+            show_default=False,
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress bar and no tables; only the verdicts."),
+    ] = False,
+    no_report: Annotated[
+        bool,
+        typer.Option(
+            "--no-report", help="Skip report.html and the figures (study.json is still written)."
+        ),
+    ] = False,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="Open the study report in the web browser.")
+    ] = False,
+) -> None:
+    from l4slab import studies
+    from l4slab.studies import report as study_report
+    from l4slab.studies.runner import JobError, default_jobs
+
+    root = _studies_root(studies_dir)
+    if list_studies:
+        _list_studies(root)
+        return
+    if study is None:
+        raise _fail("give a study id, 'all', or --list; e.g. l4slab reproduce --list", 2)
+    try:
+        if study == "all":
+            found = studies.find_studies(root)
+            if not found:
+                raise _fail(f"no studies in {root} (directories with a study.toml)", 2)
+            specs = [studies.load_study(path) for path in found]
+        else:
+            specs = [studies.load_study(_study_dir(root, study))]
+    except studies.StudyError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    _native()  # a clear error (exit 1) when the simulator is not built
+    target = out if out is not None else DEFAULT_STUDIES_OUT
+    workers = jobs or default_jobs()
+    console, err = _stdout(), _stderr()
+    outcomes = []
+    for spec in specs:
+        if not quiet:
+            err.print(
+                f"study {spec.id}: {spec.title} — {spec.jobs} simulations, {workers} "
+                f"process{'es' if workers > 1 else ''}",
+                markup=False,
+            )
+        try:
+            with _StudyProgress(err, spec.jobs, enabled=not quiet and err.is_terminal) as bar:
+                outcome = studies.reproduce(
+                    spec, target, workers=workers, on_done=bar.advance, report=not no_report
+                )
+        except KeyboardInterrupt:
+            raise _fail("interrupted; nothing was written", EXIT_INTERRUPTED) from None
+        except studies.StudyError as exc:
+            raise _fail(str(exc), EXIT_BAD_INPUT) from None
+        except FileExistsError as exc:
+            raise _fail(str(exc), EXIT_BAD_INPUT) from None
+        except JobError as exc:
+            raise _fail(f"simulation failed: {exc}", EXIT_FAILED) from None
+        except OSError as exc:
+            raise _fail(f"could not write the study results: {exc}", EXIT_FAILED) from None
+        outcomes.append(outcome)
+        if not quiet:
+            for table in study_report.measures_tables(outcome):
+                console.print(table)
+            console.print(study_report.claims_table(outcome))
+        passed, total = outcome.count()
+        verdict = "PASS" if outcome.passed else "FAIL"
+        console.print(
+            f"{spec.id}: {passed} of {total} claims hold — {verdict}; results: {outcome.path}/",
+            markup=False,
+            soft_wrap=True,
+        )
+        if open_page and outcome.path is not None and not no_report:
+            _open(outcome.path / study_report.REPORT_FILE)
+    if len(outcomes) > 1:
+        console.print(study_report.summary_table(outcomes))
+    if not all(outcome.passed for outcome in outcomes):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _study_dir(root: Path, study: str) -> Path:
+    """A study id under ``root``, or a path to a study directory; exit 2 if neither."""
+    from l4slab.studies import find_studies
+    from l4slab.studies.spec import STUDY_FILE
+
+    candidate = Path(study)
+    if (candidate / STUDY_FILE).is_file():
+        return candidate
+    if (root / study / STUDY_FILE).is_file():
+        return root / study
+    known = ", ".join(path.name for path in find_studies(root)) or "none"
+    raise _fail(f"no study {study!r} in {root}; studies: {known} (or give 'all')", EXIT_BAD_INPUT)
+
+
+def _list_studies(root: Path) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from l4slab import studies
+
+    table = Table(title=f"studies in {root}", title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("study", "title", "simulations", "claims", "source"):
+        table.add_column(header, justify="right" if header in ("simulations", "claims") else "left")
+    for path in studies.find_studies(root):
+        try:
+            spec = studies.load_study(path)
+        except studies.StudyError as exc:
+            table.add_row(path.name, f"[red]invalid: {exc}[/red]", "", "", "")
+            continue
+        table.add_row(spec.id, spec.title, str(spec.jobs), str(len(spec.claims)), spec.source)
+    _stdout().print(table)
+
+
+class _StudyProgress:
+    """A bar over a study's simulations (nothing drawn when disabled)."""
+
+    def __init__(self, console: Console, total: int, *, enabled: bool):
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        if enabled:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed} of {task.total} runs"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            )
+            self._task = self._progress.add_task("running", total=total)
+
+    def advance(self, result: Any) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, advance=1, description=f"done {result.run}")
+
+    def __enter__(self) -> _StudyProgress:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
 # --------------------------------------------------------------------------- emu
 
 from l4slab.emu_cli import app as _emu_app  # noqa: E402  (registered after the core commands)

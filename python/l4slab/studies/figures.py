@@ -1,0 +1,389 @@
+"""Figure kinds of a study report: declared in study.toml, drawn from the study's runs.
+
+::
+
+    [[figures]]
+    name = "completion-vs-loss"
+    kind = "measure_plot"
+    title = "Transfer time against random loss"
+    args = { measure = "time", x = [0, 0.5, 1, 2, 3], xlabel = "random loss (%)",
+             series = { Cubic = ["cubic_0", ...], BBR = ["bbr_0", ...] } }
+
+Built-in kinds:
+
+* ``measure_plot`` — one measure against a number ``x``, one line per series of
+  runs; the spread over seeds as error bars; published numbers as hollow markers.
+* ``time_sequence`` — the tcptrace-style time-sequence graph of one flow, one
+  panel per run, side by side (:func:`l4slab.plots.time_sequence`).
+* ``timeseries`` — one key of series.parquet over time, one line per run.
+
+Register another with :func:`figure_kind`; the draw function gets an ``Axes``, the
+:class:`FigureContext` and the checked arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from l4slab import plots
+from l4slab.plots._style import key_info, styles
+from l4slab.results import Results
+
+__all__ = ["FIGURES", "DeclContext", "FigureContext", "FigureKind", "figure_kind"]
+
+
+@dataclass(frozen=True)
+class DeclContext:
+    """What a figure's arguments may refer to: run names and measures (with their runs)."""
+
+    runs: Sequence[str]
+    measures: Mapping[str, Sequence[str]]
+
+
+class FigureContext(Protocol):
+    """What a figure may draw from (given by the study runner)."""
+
+    def label(self, run: str) -> str:
+        """The run's label."""
+        ...
+
+    def results(self, run: str) -> Results:
+        """The run's results (its first seed's bundle)."""
+        ...
+
+    def values(self, measure: str, run: str) -> tuple[float | None, list[float]]:
+        """The measure's value for a run and its per-seed values."""
+        ...
+
+    def published(self, measure: str, run: str) -> float | str | None:
+        """The published value of a measure for a run, if any."""
+        ...
+
+    def measure_text(self, measure: str) -> tuple[str, str]:
+        """The measure's label and unit."""
+        ...
+
+
+@dataclass(frozen=True)
+class FigureKind:
+    """A registered figure kind."""
+
+    name: str
+    check: Callable[[Mapping[str, Any], DeclContext], dict[str, Any]]
+    draw: Callable[[Axes, FigureContext, Mapping[str, Any]], None]
+    doc: str
+    example: str
+    wide: bool = False
+
+
+#: Every registered figure kind, by name.
+FIGURES: dict[str, FigureKind] = {}
+
+
+def figure_kind(
+    name: str,
+    *,
+    check: Callable[[Mapping[str, Any], DeclContext], dict[str, Any]],
+    doc: str,
+    example: str,
+    wide: bool = False,
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register a figure kind (a decorator on its draw function)."""
+
+    def register(draw: Callable[..., None]) -> Callable[..., None]:
+        if name in FIGURES:
+            raise ValueError(f"figure kind {name!r} is registered twice")
+        FIGURES[name] = FigureKind(name, check, draw, doc, example, wide)
+        return draw
+
+    return register
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+class _Args:
+    """Small checks for figure arguments; each raises ValueError naming the argument."""
+
+    def __init__(self, raw: Mapping[str, Any], valid: Sequence[str]):
+        for name in raw:
+            if name not in valid:
+                raise ValueError(f"{name}: unknown argument; valid: {', '.join(valid)}")
+        self.raw = raw
+
+    def text(self, name: str, default: str | None = None) -> str:
+        value = self.raw.get(name, default)
+        if not isinstance(value, str):
+            raise ValueError(f"{name}: expected a string, found {value!r}")
+        return value
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.raw.get(name, default)
+        if not isinstance(value, bool):
+            raise ValueError(f"{name}: expected true or false, found {value!r}")
+        return value
+
+    def numbers(
+        self, name: str, *, length: int | None = None, required: bool = True
+    ) -> list[float] | None:
+        if name not in self.raw:
+            if required:
+                raise ValueError(f"{name}: missing")
+            return None
+        value = self.raw[name]
+        if not isinstance(value, list) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in value
+        ):
+            raise ValueError(f"{name}: expected a list of numbers, found {value!r}")
+        if length is not None and len(value) != length:
+            raise ValueError(f"{name}: expected {length} numbers, found {len(value)}")
+        return [float(v) for v in value]
+
+    def runs(
+        self, name: str, context: DeclContext, allowed: Sequence[str] | None = None
+    ) -> list[str]:
+        value = self.raw.get(name)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{name}: expected a list of run names, found {value!r}")
+        pool = list(allowed if allowed is not None else context.runs)
+        for run in value:
+            if run not in pool:
+                raise ValueError(f"{name}: no run {run!r} here; runs: {', '.join(pool)}")
+        return list(value)
+
+    def measure(self, name: str, context: DeclContext, *, required: bool = True) -> str | None:
+        if name not in self.raw and not required:
+            return None
+        value = self.raw.get(name)
+        if not isinstance(value, str) or value not in context.measures:
+            known = ", ".join(context.measures)
+            raise ValueError(f"{name}: {value!r} is not a measure; measures: {known}")
+        return value
+
+
+# --------------------------------------------------------------------------- measure_plot
+
+
+def _check_measure_plot(raw: Mapping[str, Any], context: DeclContext) -> dict[str, Any]:
+    args = _Args(
+        raw,
+        (
+            "measure",
+            "x",
+            "series",
+            "xlabel",
+            "ylabel",
+            "logx",
+            "logy",
+            "low",
+            "high",
+            "published",
+            "span",
+            "span_label",
+        ),
+    )
+    measure = args.measure("measure", context)
+    assert measure is not None
+    x = args.numbers("x")
+    assert x is not None
+    series = raw.get("series")
+    if not isinstance(series, dict) or not series:
+        raise ValueError("series: expected a table label -> list of runs, e.g. { Cubic = [...] }")
+    checked: dict[str, list[str]] = {}
+    for label, runs in series.items():
+        sub = _Args({"runs": runs}, ("runs",))
+        names = sub.runs("runs", context, context.measures[measure])
+        if len(names) != len(x):
+            raise ValueError(f"series.{label}: {len(names)} runs for {len(x)} x values")
+        checked[str(label)] = names
+    out: dict[str, Any] = {
+        "measure": measure,
+        "x": x,
+        "series": checked,
+        "xlabel": args.text("xlabel", ""),
+        "ylabel": args.text("ylabel", ""),
+        "logx": args.flag("logx", False),
+        "logy": args.flag("logy", False),
+        "low": args.measure("low", context, required=False),
+        "high": args.measure("high", context, required=False),
+        "published": args.flag("published", True),
+        "span": args.numbers("span", length=2, required=False),
+        "span_label": args.text("span_label", "published range"),
+    }
+    return out
+
+
+@figure_kind(
+    "measure_plot",
+    check=_check_measure_plot,
+    doc="One measure against x, a line per series of runs; error bars show the spread over "
+    "seeds (or the low/high measures); published numbers are hollow markers.",
+    example='args = { measure = "time", x = [0, 1], series = { Cubic = ["cubic_0", "cubic_1"] } }',
+)
+def measure_plot(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
+    measure = args["measure"]
+    label, unit = ctx.measure_text(measure)
+    x = np.asarray(args["x"], dtype=float)
+    if args["span"] is not None:
+        low, high = args["span"]
+        ax.axhspan(low, high, color="#999999", alpha=0.18, label=args["span_label"])
+    for (name, runs), (color, _) in zip(args["series"].items(), styles(), strict=False):
+        values = [ctx.values(measure, run) for run in runs]
+        y = np.array([np.nan if v is None else v for v, _ in values], dtype=float)
+        lo, hi = _spread(ctx, args, runs, values, y)
+        err = np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
+        ax.errorbar(
+            x,
+            y,
+            yerr=err,
+            color=color,
+            marker="o",
+            markersize=5,
+            capsize=3,
+            linewidth=1.6,
+            label=f"{name}, measured",
+        )
+        if args["published"]:
+            published = [ctx.published(measure, run) for run in runs]
+            px = [xi for xi, p in zip(x, published, strict=True) if isinstance(p, float)]
+            py = [p for p in published if isinstance(p, float)]
+            if px:
+                ax.plot(
+                    px,
+                    py,
+                    linestyle="--",
+                    linewidth=1.0,
+                    marker="s",
+                    markersize=7,
+                    markerfacecolor="none",
+                    color=color,
+                    label=f"{name}, published",
+                )
+    if args["logx"]:
+        ax.set_xscale("log")
+        ax.minorticks_off()
+    ax.set_xticks(x, [f"{v:g}" for v in x])
+    if args["logy"]:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_xlabel(args["xlabel"] or "x")
+    ax.set_ylabel(args["ylabel"] or (f"{label} ({unit})" if unit else label))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+
+
+def _spread(
+    ctx: FigureContext,
+    args: Mapping[str, Any],
+    runs: Sequence[str],
+    values: Sequence[tuple[float | None, list[float]]],
+    y: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    if args["low"] is not None and args["high"] is not None:
+        lo = [ctx.values(args["low"], run)[0] for run in runs]
+        hi = [ctx.values(args["high"], run)[0] for run in runs]
+        return (
+            np.array([np.nan if v is None else v for v in lo], dtype=float),
+            np.array([np.nan if v is None else v for v in hi], dtype=float),
+        )
+    lo_s = np.array([min(seeds) if seeds else np.nan for _, seeds in values], dtype=float)
+    hi_s = np.array([max(seeds) if seeds else np.nan for _, seeds in values], dtype=float)
+    return np.where(np.isnan(lo_s), y, lo_s), np.where(np.isnan(hi_s), y, hi_s)
+
+
+# --------------------------------------------------------------------------- time_sequence
+
+
+def _check_time_sequence(raw: Mapping[str, Any], context: DeclContext) -> dict[str, Any]:
+    args = _Args(raw, ("runs", "flow", "t_range"))
+    runs = args.runs("runs", context)
+    if len(runs) > 4:
+        raise ValueError("runs: at most 4 panels")
+    return {
+        "runs": runs,
+        "flow": args.text("flow"),
+        "t_range": args.numbers("t_range", length=2, required=False),
+    }
+
+
+@figure_kind(
+    "time_sequence",
+    check=_check_time_sequence,
+    doc="The time-sequence graph of one flow, a panel per run, side by side.",
+    example='args = { runs = ["fifo", "codel"], flow = "video", t_range = [10, 14] }',
+    wide=True,
+)
+def time_sequence(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
+    runs = args["runs"]
+    t_range = tuple(args["t_range"]) if args["t_range"] is not None else None
+    for panel, run in zip(_panels(ax, len(runs)), runs, strict=True):
+        plots.time_sequence(ctx.results(run), args["flow"], ax=panel, t_range=t_range)
+        panel.set_title(f"{ctx.label(run)}: {args['flow']}", fontsize="medium")
+        legend = panel.get_legend()
+        if legend is not None:
+            legend.set(alpha=0.9)
+            for text in legend.get_texts():
+                text.set_fontsize("x-small")
+
+
+def _panels(ax: Axes, count: int) -> list[Axes]:
+    """Split ``ax`` into ``count`` panels side by side (``ax`` itself for one)."""
+    if count == 1:
+        return [ax]
+    figure = ax.figure
+    spec = ax.get_subplotspec()
+    assert spec is not None
+    grid = spec.subgridspec(1, count, wspace=0.08)
+    ax.remove()
+    return [figure.add_subplot(grid[0, i]) for i in range(count)]
+
+
+# --------------------------------------------------------------------------- timeseries
+
+
+def _check_timeseries(raw: Mapping[str, Any], context: DeclContext) -> dict[str, Any]:
+    args = _Args(raw, ("runs", "series", "key", "t_range", "logy"))
+    return {
+        "runs": args.runs("runs", context),
+        "series": args.text("series"),
+        "key": args.text("key"),
+        "t_range": args.numbers("t_range", length=2, required=False),
+        "logy": args.flag("logy", False),
+    }
+
+
+@figure_kind(
+    "timeseries",
+    check=_check_timeseries,
+    doc="One key of one series over time (series.parquet), a line per run.",
+    example='args = { runs = ["fifo", "codel"], series = "queue/bottleneck.down", '
+    'key = "backlog_pkts" }',
+)
+def timeseries(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
+    info = key_info(args["key"])
+    for run, (color, style) in zip(args["runs"], styles(), strict=False):
+        t, values = ctx.results(run).series(args["series"], args["key"])
+        if args["t_range"] is not None:
+            keep = (t >= args["t_range"][0]) & (t <= args["t_range"][1])
+            t, values = t[keep], values[keep]
+        ax.plot(
+            t,
+            values * info.scale,
+            color=color,
+            linestyle=style,
+            linewidth=1.2,
+            label=ctx.label(run),
+        )
+    if args["logy"]:
+        ax.set_yscale("log")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(info.label)
+    ax.set_title(f"{args['series']} — {info.name}", fontsize="medium")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")

@@ -1,0 +1,460 @@
+"""Run a study: simulate its runs, take the measures, check the claims, write study.json.
+
+:func:`reproduce` writes, atomically (a hidden directory renamed into place)::
+
+    OUT/<id>/study.json             measures (per run and seed), claims and verdicts
+    OUT/<id>/report.html            the study report (tables and figures)
+    OUT/<id>/figures/NAME.png|svg   the study's figures
+    OUT/<id>/table.md               the published-vs-measured and claims tables, Markdown
+    OUT/<id>/<run>/                 each run's results bundle (one seed), or
+    OUT/<id>/<run>/seed-<N>/        one bundle per seed
+
+study.json is a pure function of the study declaration, its scenarios and the
+l4slab version: the same study gives byte-identical study.json, however many
+worker processes ran it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from l4slab.results import Results, _staging_dir
+from l4slab.studies.expr import ExprError
+from l4slab.studies.metrics import METRICS, MetricError, summary_path
+from l4slab.studies.spec import ClaimSpec, MeasureSpec, Study, StudyError
+
+__all__ = [
+    "STUDY_JSON",
+    "STUDY_JSON_VERSION",
+    "TABLE_MD",
+    "ClaimResult",
+    "Job",
+    "JobResult",
+    "MeasureValue",
+    "Outcome",
+    "check_scenarios",
+    "check_study_dir",
+    "default_jobs",
+    "evaluate",
+    "reproduce",
+    "study_json",
+]
+
+STUDY_JSON = "study.json"
+TABLE_MD = "table.md"
+STUDY_JSON_VERSION = 1
+#: What a study's results directory may hold besides its runs' directories.
+STUDY_FILES = (STUDY_JSON, "report.html", "figures", TABLE_MD)
+
+#: Measure values are kept to this many significant digits in study.json.
+SIGNIFICANT = 10
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+@dataclass(frozen=True)
+class Job:
+    """One simulation of a study: a run with one seed."""
+
+    run: str
+    seed: int | None
+    directory: str
+    scenario: str
+    sets: tuple[str, ...]
+    measures: tuple[MeasureSpec, ...]
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What a job gives back: the seed used, its measures, and how long it took."""
+
+    run: str
+    seed: int
+    directory: str
+    values: Mapping[str, float | None]
+    wall_s: float
+
+
+class JobError(RuntimeError):
+    """A job failed; ``kind`` is ``"study"`` (a measure does not fit the run) or ``"run"``."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(kind, message)
+        self.kind = kind
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def default_jobs() -> int:
+    """Worker processes by default: one per CPU, at most 2."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def _jobs(study: Study) -> list[Job]:
+    jobs = []
+    for run in study.runs:
+        measures = tuple(m for m in study.measures if run.name in m.runs)
+        for seed, directory in zip(run.seeds, run.dirs(), strict=True):
+            jobs.append(Job(run.name, seed, directory, str(run.scenario), run.sets, measures))
+    return jobs
+
+
+def execute(job: Job, root: str) -> JobResult:
+    """Simulate one job into ``root/job.directory`` and take its measures.
+
+    Runs in a worker process; every failure comes back as a :class:`JobError` (with
+    a plain message, so it crosses the process boundary).
+    """
+    from l4slab import api
+
+    started = time.perf_counter()
+    try:
+        results = api.run(
+            job.scenario,
+            out=Path(root) / job.directory,
+            seed=job.seed,
+            overrides=list(job.sets),
+            command=["l4slab", "reproduce", job.run],
+        )
+    except Exception as exc:
+        raise JobError("run", f"run {job.run} (seed {job.seed}): {exc}") from None
+    values: dict[str, float | None] = {}
+    for measure in job.measures:
+        try:
+            values[measure.name] = _round(measure_value(measure, results))
+        except (KeyError, MetricError, ValueError) as exc:
+            detail = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+            raise JobError(
+                "study", f"measures.{measure.name}: run {job.run} (seed {results.seed}): {detail}"
+            ) from None
+    return JobResult(
+        job.run, int(results.seed or 0), job.directory, values, time.perf_counter() - started
+    )
+
+
+def measure_value(measure: MeasureSpec, results: Results) -> float | None:
+    """One measure of one run's results."""
+    if measure.path is not None:
+        value = summary_path(results.summary, measure.path)
+    else:
+        assert measure.metric is not None
+        value = METRICS[measure.metric](results, measure.args)
+    return None if value is None else value * measure.scale
+
+
+def _round(value: float | None) -> float | None:
+    """``SIGNIFICANT`` significant digits; ``None`` for no value or a non-finite one."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(f"{value:.{SIGNIFICANT}g}")
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    root: Path,
+    *,
+    workers: int,
+    on_done: Callable[[JobResult], None] | None = None,
+) -> list[JobResult]:
+    """Run every job (in ``workers`` processes when more than one); results in job order."""
+    if workers <= 1 or len(jobs) <= 1:
+        done = []
+        for job in jobs:
+            result = execute(job, str(root))
+            done.append(result)
+            if on_done is not None:
+                on_done(result)
+        return done
+    context = multiprocessing.get_context("spawn")
+    results: dict[int, JobResult] = {}
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
+        futures: dict[Future[JobResult], int] = {
+            pool.submit(execute, job, str(root)): index for index, job in enumerate(jobs)
+        }
+        try:
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in finished:
+                    result = future.result()  # re-raises a JobError
+                    results[futures[future]] = result
+                    if on_done is not None:
+                        on_done(result)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return [results[i] for i in range(len(jobs))]
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True)
+class MeasureValue:
+    """A measure of one run: per seed, combined by the measure's stat, and published."""
+
+    measure: str
+    run: str
+    seeds: Mapping[int, float | None]
+    value: float | None
+    published: float | str | None
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """Min and max over seeds (``None`` with one seed or a missing value)."""
+        numbers = [v for v in self.seeds.values() if v is not None]
+        if len(self.seeds) < 2 or len(numbers) != len(self.seeds):
+            return None
+        return min(numbers), max(numbers)
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A checked claim: its value and whether it holds."""
+
+    claim: ClaimSpec
+    value: float | bool | None
+    passed: bool
+    detail: str
+
+
+@dataclass
+class Outcome:
+    """Everything a study run produced."""
+
+    study: Study
+    values: dict[tuple[str, str], MeasureValue]
+    claims: list[ClaimResult]
+    jobs: list[JobResult] = field(default_factory=list)
+    path: Path | None = None
+    tool_version: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """Whether every claim holds."""
+        return all(c.passed for c in self.claims)
+
+    def count(self) -> tuple[int, int]:
+        """(claims that hold, claims)."""
+        return sum(c.passed for c in self.claims), len(self.claims)
+
+
+def evaluate(study: Study, jobs: Sequence[JobResult]) -> Outcome:
+    """Combine the jobs' measures over seeds and check every claim."""
+    by_run: dict[str, list[JobResult]] = {}
+    for job in jobs:
+        by_run.setdefault(job.run, []).append(job)
+    values: dict[tuple[str, str], MeasureValue] = {}
+    for measure in study.measures:
+        for run in measure.runs:
+            seeds = {job.seed: job.values.get(measure.name) for job in by_run.get(run, [])}
+            values[(measure.name, run)] = MeasureValue(
+                measure.name,
+                run,
+                seeds,
+                _combine(measure.stat, list(seeds.values())),
+                measure.published.get(run),
+            )
+    claims = [check_claim(claim, values) for claim in study.claims]
+    return Outcome(study, values, claims, list(jobs))
+
+
+def _combine(stat: str, values: Sequence[float | None]) -> float | None:
+    if not values or any(v is None for v in values):
+        return None
+    numbers = [float(v) for v in values if v is not None]
+    if stat == "mean":
+        combined = math.fsum(numbers) / len(numbers)
+    elif stat == "median":
+        combined = float(statistics.median(numbers))
+    elif stat == "min":
+        combined = min(numbers)
+    else:
+        combined = max(numbers)
+    return _round(combined)
+
+
+def check_claim(claim: ClaimSpec, values: Mapping[tuple[str, str], MeasureValue]) -> ClaimResult:
+    """Evaluate a claim's expression and compare it with its bound."""
+    refs = {ref: values[(ref.measure, ref.run)].value for ref in claim.expr.refs}
+    try:
+        value = claim.expr.evaluate(refs)
+    except ExprError as exc:
+        return ClaimResult(claim, None, False, str(exc))
+    if claim.range is not None or claim.op is not None:
+        if isinstance(value, bool):
+            return ClaimResult(claim, value, False, "the expression is a truth value, not a number")
+        number = _round(float(value))
+        assert number is not None
+        if claim.range is not None:
+            low, high = claim.range
+            ok = low <= number <= high
+        else:
+            assert claim.value is not None and claim.op is not None
+            ok = _OPS[claim.op](number, claim.value)
+        return ClaimResult(claim, number, ok, "")
+    if not isinstance(value, bool):
+        return ClaimResult(claim, _round(value), False, "the expression is a number; give a bound")
+    return ClaimResult(claim, value, value, "")
+
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+
+# --------------------------------------------------------------------------- study.json
+
+
+def study_json(outcome: Outcome) -> str:
+    """study.json's text: sorted keys, two-space indent, a trailing newline."""
+    study = outcome.study
+    seeds_of: dict[str, list[int]] = {}
+    for job in outcome.jobs:
+        seeds_of.setdefault(job.run, []).append(job.seed)
+    document: dict[str, Any] = {
+        "format_version": STUDY_JSON_VERSION,
+        "tool_version": outcome.tool_version,
+        "study": study.id,
+        "title": study.title,
+        "source": study.source,
+        "description": study.description,
+        "verdict": "pass" if outcome.passed else "fail",
+        "claims_passed": outcome.count()[0],
+        "claims_total": outcome.count()[1],
+        "runs": [
+            {
+                "name": run.name,
+                "label": run.label,
+                "group": run.group,
+                "scenario": run.scenario_name,
+                "set": list(run.sets),
+                "vars": dict(run.vars),
+                "seeds": seeds_of.get(run.name, []),
+                "dirs": run.dirs(),
+            }
+            for run in study.runs
+        ],
+        "measures": [
+            {
+                "name": measure.name,
+                "label": measure.label,
+                "unit": measure.unit,
+                "source": measure.source_text,
+                "stat": measure.stat,
+                "values": {
+                    run: {
+                        "value": outcome.values[(measure.name, run)].value,
+                        "seeds": {
+                            str(seed): value
+                            for seed, value in outcome.values[(measure.name, run)].seeds.items()
+                        },
+                        "published": outcome.values[(measure.name, run)].published,
+                    }
+                    for run in measure.runs
+                },
+            }
+            for measure in study.measures
+        ],
+        "claims": [
+            {
+                "id": result.claim.id,
+                "text": result.claim.text,
+                "expr": result.claim.expr.text,
+                "bound": result.claim.bound_text,
+                "why": result.claim.why,
+                "value": result.value,
+                "verdict": "pass" if result.passed else "fail",
+                "detail": result.detail,
+            }
+            for result in outcome.claims
+        ],
+    }
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------- the whole study
+
+
+def check_scenarios(study: Study) -> None:
+    """Validate every run's scenario with its overrides; :class:`StudyError` names the run."""
+    from l4slab import _native, api
+
+    for run in study.runs:
+        try:
+            api.validate(run.scenario, overrides=list(run.sets))
+        except _native.ScenarioError as exc:
+            raise StudyError(
+                f"{study.file}: {run.declared_at} (run {run.name}, {run.scenario_name}): {exc}"
+            ) from None
+
+
+def check_study_dir(path: Path) -> None:
+    """Raise ``FileExistsError`` unless ``path`` is missing, empty or an earlier study run."""
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise FileExistsError(f"{path} exists and is not a directory")
+    entries = sorted(entry.name for entry in path.iterdir())
+    if entries and STUDY_JSON not in entries:
+        raise FileExistsError(
+            f"refusing to replace {path}: it holds {', '.join(entries[:3])} but no {STUDY_JSON}, "
+            "so it is not a study's results; choose another output directory (-o) or remove it"
+        )
+
+
+def reproduce(
+    study: Study,
+    out_root: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    on_done: Callable[[JobResult], None] | None = None,
+    report: bool = True,
+) -> Outcome:
+    """Run ``study`` and write its results under ``out_root/<id>/``; return the outcome.
+
+    Raises :class:`StudyError` for a scenario or measure that does not fit,
+    :class:`JobError` when a simulation fails, ``FileExistsError`` when the target is
+    not a study's results directory. On any error nothing is left at the target.
+    """
+    from l4slab import _native
+    from l4slab.studies.report import markdown_tables, write_study_report
+
+    check_scenarios(study)
+    target = Path(out_root) / study.id
+    check_study_dir(target)
+    jobs = _jobs(study)
+    with _staging_dir(target) as tmp:
+        try:
+            done = run_jobs(jobs, tmp, workers=workers or default_jobs(), on_done=on_done)
+        except JobError as exc:
+            if exc.kind == "study":
+                raise StudyError(f"{study.file}: {exc.message}") from None
+            raise
+        outcome = evaluate(study, done)
+        outcome.tool_version = str(_native.__version__)
+        (tmp / STUDY_JSON).write_text(study_json(outcome), encoding="utf-8")
+        (tmp / TABLE_MD).write_text(markdown_tables(outcome), encoding="utf-8")
+        if report:
+            outcome.path = tmp
+            write_study_report(outcome, tmp)
+    outcome.path = target
+    return outcome

@@ -1,0 +1,297 @@
+"""``l4slab reproduce`` end to end on a tiny synthetic study, and the metric functions."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from l4slab import load
+from l4slab.cli import main
+from l4slab.studies.metrics import METRICS, delivery_advances
+
+SCENARIO = """\
+format = 1
+duration = "3s"
+packet_trace = true
+[bottleneck]
+rate = "20Mbit"
+delay = "10ms"
+buffer = "50pkt"
+[bottleneck.down]
+loss = "1%"
+[[flows]]
+name = "file"
+app = { kind = "file", size = "300kB" }
+"""
+
+STUDY = """\
+format = 1
+title = "Rate and loss"
+source = "A test, 2026"
+description = "A 300 kB file at two rates with 1 % loss."
+
+[[runs]]
+name = "rate_{rate}"
+label = "{rate}"
+scenario = "s.toml"
+set = ["bottleneck.rate={rate}"]
+sweep = { rate = ["5Mbit", "20Mbit"] }
+seeds = [1, 2]
+
+[[runs]]
+name = "clean"
+scenario = "s.toml"
+set = ["bottleneck.down.loss=0%"]
+
+[measures.time]
+unit = "s"
+path = "flows.file.completion_s"
+published = { rate_20Mbit = 0.2 }
+
+[measures.plateau]
+unit = "ms"
+metric = "delivery_plateau_max_ms"
+args = { flow = "file" }
+
+[measures.goodput]
+unit = "Mbit/s"
+path = "flows.file.goodput_bps"
+scale = 1e-6
+
+[[claims]]
+id = "slower"
+text = "A slower link takes longer"
+expr = "time.rate_5Mbit / time.rate_20Mbit"
+op = ">"
+value = 1.5
+why = "Four times less capacity."
+
+[[claims]]
+id = "impossible"
+text = "A 20 Mbit/s link carries 100 Mbit/s"
+expr = "goodput.rate_20Mbit"
+range = [100, 200]
+why = "It cannot: this claim must fail."
+
+[[figures]]
+name = "time"
+kind = "measure_plot"
+title = "Time against rate"
+args = { measure = "time", x = [5, 20], series = { Reno = ["rate_5Mbit", "rate_20Mbit"] } }
+
+[[figures]]
+name = "tsg"
+kind = "time_sequence"
+title = "Time-sequence graphs"
+args = { runs = ["rate_5Mbit", "clean"], flow = "file" }
+"""
+
+
+def make_study(root: Path, name: str = "tiny", study: str = STUDY) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "s.toml").write_text(SCENARIO)
+    (folder / "study.toml").write_text(textwrap.dedent(study))
+    return folder
+
+
+def reproduce(capsys, *args: str | Path) -> tuple[int, str, str]:
+    code = main(["reproduce", *[str(a) for a in args]])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def test_reproduce_writes_everything_and_fails_on_a_failing_claim(native, tmp_path, capsys):
+    folder = make_study(tmp_path / "studies")
+    out = tmp_path / "out"
+
+    code, stdout, err = reproduce(capsys, folder, "-o", out, "--jobs", "1")
+
+    assert code == 1, err
+    text = flat(stdout)
+    assert "tiny: main runs side by side" in text and "tiny: claims — 1 of 2 hold" in text
+    assert re.search(r"slower .* PASS", text) and re.search(r"impossible .* FAIL", text)
+    assert f"tiny: 1 of 2 claims hold — FAIL; results: {out / 'tiny'}/" in text
+    target = out / "tiny"
+    assert sorted(p.name for p in target.iterdir()) == [
+        "clean", "figures", "rate_20Mbit", "rate_5Mbit", "report.html", "study.json", "table.md",
+    ]  # fmt: skip
+    assert (target / "rate_5Mbit" / "seed-2" / "summary.json").is_file()
+    assert load(target / "clean").packets is not None
+    assert {p.name for p in (target / "figures").iterdir()} == {
+        "time.png", "time.svg", "tsg.png", "tsg.svg",
+    }  # fmt: skip
+    page = (target / "report.html").read_text()
+    assert "Rate and loss" in page and "A 20 Mbit/s link carries 100 Mbit/s" in page
+    assert page.count("data:image/png;base64,") == 2 and "FAIL" in page
+    table = (target / "table.md").read_text()
+    assert "| measure | rate_5Mbit | rate_20Mbit | clean |" in table and "| slower |" in table
+
+    study = json.loads((target / "study.json").read_text())
+    assert study["study"] == "tiny" and study["verdict"] == "fail"
+    assert (study["claims_passed"], study["claims_total"]) == (1, 2)
+    verdicts = {c["id"]: c["verdict"] for c in study["claims"]}
+    assert verdicts == {"slower": "pass", "impossible": "fail"}
+    time = next(m for m in study["measures"] if m["name"] == "time")
+    fast = time["values"]["rate_20Mbit"]
+    assert set(fast["seeds"]) == {"1", "2"} and fast["published"] == 0.2
+    assert fast["value"] == pytest.approx(np.mean(list(fast["seeds"].values())))
+    runs = {run["name"]: run for run in study["runs"]}
+    assert runs["rate_5Mbit"]["set"] == ["bottleneck.rate=5Mbit"]
+    assert runs["rate_5Mbit"]["dirs"] == ["rate_5Mbit/seed-1", "rate_5Mbit/seed-2"]
+    assert runs["clean"]["seeds"] == [1] and runs["clean"]["dirs"] == ["clean"]
+    goodput = next(m for m in study["measures"] if m["name"] == "goodput")
+    assert 1 < goodput["values"]["clean"]["value"] < 20
+
+
+def test_study_json_is_byte_identical_across_runs_and_worker_counts(native, tmp_path, capsys):
+    folder = make_study(tmp_path / "studies")
+
+    first, _, _ = reproduce(capsys, folder, "-o", tmp_path / "a", "-j", "1", "-q", "--no-report")
+    second, _, _ = reproduce(capsys, folder, "-o", tmp_path / "b", "-j", "2", "-q", "--no-report")
+
+    assert first == second == 1
+    a = (tmp_path / "a" / "tiny" / "study.json").read_bytes()
+    b = (tmp_path / "b" / "tiny" / "study.json").read_bytes()
+    assert a == b
+    # and again into the same place: the earlier results are replaced
+    third, _, _ = reproduce(capsys, folder, "-o", tmp_path / "a", "-j", "1", "-q", "--no-report")
+    assert third == 1 and (tmp_path / "a" / "tiny" / "study.json").read_bytes() == a
+
+
+def test_a_passing_study_exits_0_and_all_prints_a_summary(native, tmp_path, capsys):
+    root = tmp_path / "studies"
+    passing = STUDY.replace("range = [100, 200]", "range = [0.1, 20]")
+    make_study(root, "good", passing)
+    make_study(root, "bad")
+
+    options = ["--studies", root, "-o", tmp_path / "o", "-j", "1", "--no-report"]
+    code, out, err = reproduce(capsys, "good", *options)
+    assert code == 0, err
+    assert "good: 2 of 2 claims hold — PASS" in flat(out)
+
+    code, out, err = reproduce(capsys, "all", *options)
+    assert code == 1, err
+    text = flat(out)
+    assert "studies" in text
+    assert re.search(r"bad Rate and loss 5 1 of 2 FAIL", text)
+    assert re.search(r"good Rate and loss 5 2 of 2 PASS", text)
+
+
+def test_list_and_bad_input(native, tmp_path, capsys):
+    root = tmp_path / "studies"
+    make_study(root, "tiny")
+    make_study(root, "broken", STUDY.replace('op = ">"', 'op = "=>"'))
+
+    code, out, _ = reproduce(capsys, "--list", "--studies", root)
+    assert code == 0
+    assert re.search(r"tiny Rate and loss 5 2 A test, 2026", flat(out))
+    assert "broken invalid:" in flat(out)
+
+    code, _, err = reproduce(capsys, "broken", "--studies", root, "-o", tmp_path / "o")
+    assert code == 2
+    assert "study.toml: claims[0].op: '=>': choose one of < <= > >= == !=" in flat(err)
+    assert not (tmp_path / "o").exists()
+
+    code, _, err = reproduce(capsys, "nope", "--studies", root)
+    assert code == 2 and "no study 'nope'" in err and "studies: broken, tiny" in flat(err)
+
+    code, _, err = reproduce(capsys)
+    assert code == 2 and "--list" in err
+
+    code, _, err = reproduce(capsys, "all", "--studies", root)
+    assert code == 2 and "claims[0].op" in err
+
+
+def test_a_bad_override_or_measure_is_bad_input_and_nothing_is_written(native, tmp_path, capsys):
+    root = tmp_path / "studies"
+    make_study(root, "override", STUDY.replace("bottleneck.rate={rate}", "bottleneck.rat={rate}"))
+    make_study(root, "measure", STUDY.replace("flows.file.completion_s", "flows.nope.completion_s"))
+
+    code, _, err = reproduce(capsys, "override", "--studies", root, "-o", tmp_path / "o")
+    assert code == 2
+    assert "runs[0] (run rate_5Mbit, s.toml): bottleneck.rat: unknown key" in flat(err)
+
+    code, _, err = reproduce(capsys, "measure", "--studies", root, "-o", tmp_path / "o", "-j", "1")
+    assert code == 2
+    assert "measures.time: run rate_5Mbit (seed 1): flows.nope.completion_s: no 'nope'" in flat(err)
+    assert not (tmp_path / "o" / "measure").exists()
+
+
+def test_a_foreign_output_directory_is_refused(native, tmp_path, capsys):
+    folder = make_study(tmp_path / "studies")
+    (tmp_path / "o" / "tiny").mkdir(parents=True)
+    (tmp_path / "o" / "tiny" / "precious.txt").write_text("keep me")
+
+    code, _, err = reproduce(capsys, folder, "-o", tmp_path / "o")
+
+    assert code == 2 and "refusing to replace" in err
+    assert (tmp_path / "o" / "tiny" / "precious.txt").read_text() == "keep me"
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def test_delivery_advances_reassemble_the_whole_transfer(small_runs):
+    results = load(small_runs["file"])
+    flow = next(iter(results.flows()))
+
+    t, amount = delivery_advances(results, flow)
+
+    assert int(amount.sum()) == results.flow(flow)["bytes_delivered"]
+    assert np.all(np.diff(t) >= 0) and np.all(amount > 0)
+    # 1 % loss: some hole was filled, releasing more than one segment at once
+    assert amount.max() > 1448
+
+
+def test_packet_metrics_on_a_lossy_transfer(small_runs):
+    results = load(small_runs["file"])
+    flow = next(iter(results.flows()))
+
+    def metric(name: str, **args: object) -> float | None:
+        return METRICS[name](results, METRICS[name].check_args({"flow": flow, **args}))
+
+    plateau = metric("delivery_plateau_max_ms")
+    rtt_min = results.flow(flow)["rtt_ms"]["min"]
+    assert plateau is not None and plateau > rtt_min  # a loss stalls delivery for over an RTT
+    assert metric("delivery_burst_max_bytes") > 1448
+    episodes = metric("loss_episodes", stat="count")
+    assert episodes is not None and 1 <= episodes <= results.flow(flow)["lost_packets"]
+    assert metric("loss_episodes", stat="max") >= metric("loss_episodes", stat="median") >= 1
+
+
+def test_metrics_without_a_trace_say_how_to_get_one(small_runs):
+    results = load(small_runs["codel"])
+    flow = next(iter(results.flows()))
+    plateau = METRICS["delivery_plateau_max_ms"]
+
+    with pytest.raises(ValueError, match="packet_trace = true"):
+        plateau(results, {"flow": flow})
+
+
+def test_flow_and_series_statistics(small_runs):
+    results = load(small_runs["dualpi2"])
+    flows = list(results.flows())
+    stat = METRICS["flow_stat"]
+
+    count = stat(results, stat.check_args({"flows": "*", "key": "goodput_bps", "stat": "count"}))
+    total = stat(results, stat.check_args({"flows": "*", "key": "goodput_bps", "stat": "sum"}))
+    assert count == len(flows)
+    assert total == pytest.approx(sum(f["goodput_bps"] for f in results.flows().values()))
+    series = METRICS["series_stat"]
+    peak = series(
+        results, series.check_args({"series": "queue/bottleneck.down", "key": "backlog_pkts"})
+    )
+    _, backlog = results.series("queue/bottleneck.down", "backlog_pkts")
+    assert peak == backlog.max()
+    with pytest.raises(ValueError, match="no flow matches 'x\\*'"):
+        stat(results, stat.check_args({"flows": "x*", "key": "goodput_bps"}))

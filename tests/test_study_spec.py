@@ -1,0 +1,309 @@
+"""study.toml: sweep expansion, and errors that name the key path with a valid example."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from l4slab.studies import StudyError, find_studies, load_study
+from l4slab.studies.spec import slug
+
+REPO = Path(__file__).resolve().parent.parent
+STUDIES = REPO / "scenarios" / "studies"
+
+SCENARIO = """\
+format = 1
+duration = "2s"
+[bottleneck]
+rate = "20Mbit"
+delay = "10ms"
+buffer = "100pkt"
+[[flows]]
+name = "file"
+app = { kind = "file", size = "200kB" }
+"""
+
+VALID = """\
+format = 1
+title = "A small study"
+source = "Nobody, Nowhere, 2026"
+
+[[runs]]
+name = "reno_{loss}"
+scenario = "s.toml"
+set = ["bottleneck.down.loss={loss}", 'bottleneck.qdisc={ kind = "fifo", head_drop = true }']
+sweep = { loss = ["0%", "0.5%"] }
+seeds = [1, 2]
+
+[[runs]]
+name = "cubic"
+scenario = "s.toml"
+set = ["flows[0].cc=cubic"]
+group = "sensitivity"
+
+[measures.time]
+unit = "s"
+path = "flows.file.completion_s"
+published = { reno_0 = 1.0 }
+
+[measures.lost]
+path = ["flows", "file", "lost_packets"]
+runs = ["reno_*"]
+
+[[claims]]
+text = "Loss slows Reno down"
+expr = "time.reno_0_5 > time.reno_0"
+why = "Because."
+"""
+
+
+def write_study(tmp_path: Path, text: str, name: str = "small") -> Path:
+    folder = tmp_path / f"try{len(list(tmp_path.iterdir()))}" / name
+    folder.mkdir(parents=True)
+    (folder / "s.toml").write_text(SCENARIO)
+    (folder / "study.toml").write_text(textwrap.dedent(text))
+    return folder
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    folder = write_study(tmp_path, text)
+    with pytest.raises(StudyError) as info:
+        load_study(folder)
+    message = str(info.value)
+    assert message.startswith(f"{folder / 'study.toml'}: "), message
+    return message.split(": ", 1)[1]
+
+
+def test_a_valid_study_expands_its_sweeps(tmp_path):
+    study = load_study(write_study(tmp_path, VALID))
+
+    assert study.id == "small" and study.title == "A small study"
+    assert [run.name for run in study.runs] == ["reno_0", "reno_0_5", "cubic"]
+    first = study.runs[0]
+    assert first.sets == (
+        "bottleneck.down.loss=0%",
+        'bottleneck.qdisc={ kind = "fifo", head_drop = true }',
+    )
+    assert first.vars == {"loss": "0%"}
+    assert first.seeds == (1, 2)
+    assert first.dirs() == ["reno_0/seed-1", "reno_0/seed-2"]
+    assert study.runs[2].seeds == (None,) and study.runs[2].dirs() == ["cubic"]
+    assert study.runs[2].group == "sensitivity"
+    assert study.jobs == 5
+    time, lost = study.measures
+    assert time.runs == ("reno_0", "reno_0_5", "cubic") and time.published == {"reno_0": 1.0}
+    assert lost.path == ("flows", "file", "lost_packets") and lost.runs == ("reno_0", "reno_0_5")
+    assert study.claims[0].id == "c1" and study.claims[0].bound_text == "is true"
+
+
+def test_slug_makes_run_names_from_values():
+    assert slug("0.5%") == "0_5"
+    assert slug("1000pkt") == "1000pkt"
+    assert slug("25 ms") == "25_ms"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            "format = 1",
+            "format = 2",
+            "format: unsupported version 2; this l4slab reads format = 1",
+        ),
+        (
+            "format = 1\n",
+            "",
+            "format: missing; write e.g. format = 1",
+        ),
+        (
+            'title = "A small study"\n',
+            "",
+            'title: missing; write e.g. title = "',
+        ),
+        (
+            "[[runs]]\nname",
+            "colour = 1\n[[runs]]\nname",
+            "colour: unknown key; valid keys here: format, title",
+        ),
+        (
+            "seeds = [1, 2]",
+            "seeeds = [1, 2]",
+            "runs[0].seeeds: unknown key; valid keys here: name, scenario, set",
+        ),
+        (
+            "seeds = [1, 2]",
+            "seeds = [1, -2]",
+            "runs[0].seeds: expected a list of integers >= 0",
+        ),
+        (
+            "seeds = [1, 2]",
+            "seeds = [1, 1]",
+            "runs[0].seeds: a seed is listed twice",
+        ),
+        (
+            '"s.toml"\nset = ["flows',
+            '"nope.toml"\nset = ["flows',
+            "runs[1].scenario: nope.toml: no such file",
+        ),
+        (
+            'set = ["flows[0].cc=cubic"]',
+            'set = ["flows[0].cc"]',
+            "runs[1].set[0]: 'flows[0].cc' is not KEY=VALUE",
+        ),
+        (
+            'name = "reno_{loss}"',
+            'name = "reno_{los}"',
+            "runs[0].name: {los} is not a sweep variable; sweep variables: loss",
+        ),
+        (
+            'name = "reno_{loss}"',
+            'name = "reno"',
+            "runs[0].name: the name must contain every sweep variable",
+        ),
+        (
+            'name = "cubic"',
+            'name = "reno_0"',
+            "runs[1].name: run 'reno_0' is declared twice (also by runs[0])",
+        ),
+        (
+            'name = "cubic"',
+            'name = "cubic-1"',
+            "runs[1].name: 'cubic-1' is not a run name",
+        ),
+        (
+            'name = "cubic"',
+            'name = "figures"',
+            "runs[1].name: 'figures' is reserved",
+        ),
+        (
+            'sweep = { loss = ["0%", "0.5%"] }',
+            'sweep = { loss = ["0.5%", "0,5%"] }',
+            "runs[0].sweep.loss: two values give the same run name",
+        ),
+        (
+            'path = "flows.file.completion_s"',
+            'metric = "nope"',
+            "measures.time.metric: unknown metric 'nope'; registered metrics: delivery_burst",
+        ),
+        (
+            'path = "flows.file.completion_s"',
+            'path = "a.b"\nmetric = "flow_stat"',
+            "measures.time: give either path",
+        ),
+        (
+            'path = "flows.file.completion_s"',
+            'metric = "flow_stat"\nargs = { flows = "*" }',
+            "measures.time.args: key: missing argument of flow_stat",
+        ),
+        (
+            'path = "flows.file.completion_s"',
+            'metric = "flow_stat"\nargs = { flows = "*", key = "x", stat = "mode" }',
+            "measures.time.args: stat: 'mode'; choose one of mean, median",
+        ),
+        (
+            "published = { reno_0 = 1.0 }",
+            "published = { reno_9 = 1.0 }",
+            "measures.time.published.reno_9: no run 'reno_9' for this measure",
+        ),
+        (
+            'runs = ["reno_*"]',
+            'runs = ["bbr_*"]',
+            "measures.lost.runs: 'bbr_*' matches no run",
+        ),
+        (
+            'expr = "time.reno_0_5 > time.reno_0"',
+            'expr = "time.reno_0_5 > lost.cubic"',
+            "claims[0].expr: measure 'lost' has no run 'cubic'; its runs: reno_0, reno_0_5",
+        ),
+        (
+            'expr = "time.reno_0_5 > time.reno_0"',
+            'expr = "__import__(1)"',
+            "claims[0].expr: function '__import__' is not allowed",
+        ),
+        (
+            'why = "Because."',
+            'why = "Because."\nrange = [2, 1]',
+            "claims[0].range: low 2 is above high 1; write e.g. range = [0.9, 1.1]",
+        ),
+        (
+            'why = "Because."',
+            'why = "Because."\nrange = [1]',
+            "claims[0].range: expected [low, high], found [1]; write e.g. range = [0.9, 1.1]",
+        ),
+        (
+            'why = "Because."',
+            'why = "Because."\nop = "<"',
+            "claims[0].value: missing: op and value go together",
+        ),
+        (
+            'why = "Because."',
+            'why = "Because."\nop = "~"\nvalue = 1',
+            "claims[0].op: '~': choose one of < <= > >= == !=",
+        ),
+        (
+            'why = "Because."\n',
+            "",
+            'claims[0].why: missing; write e.g. why = "',
+        ),
+    ],
+)
+def test_errors_name_the_key_path(tmp_path, old, new, expected):
+    assert old in VALID
+    assert expected in error_of(tmp_path, VALID.replace(old, new, 1))
+
+
+def test_toml_syntax_errors_name_the_file(tmp_path):
+    message = error_of(tmp_path, VALID + "oops = [\n")
+
+    assert message.startswith("TOML syntax error")
+
+
+def test_figures_are_checked(tmp_path):
+    figure = """
+[[figures]]
+name = "time"
+kind = "measure_plot"
+title = "Time"
+args = { measure = "time", x = [0, 0.5], series = { Reno = ["reno_0", "reno_9"] } }
+"""
+    message = error_of(tmp_path, VALID + figure)
+    assert "figures[0].args: runs: no run 'reno_9' here" in message
+    message = error_of(tmp_path, VALID + figure.replace('"measure_plot"', '"pie_chart"'))
+    assert "figures[0].kind: unknown figure kind 'pie_chart'; choose one of measure_plot" in message
+
+
+def test_a_directory_without_study_toml(tmp_path):
+    with pytest.raises(StudyError, match=r"no study\.toml here"):
+        load_study(tmp_path)
+
+
+def test_every_shipped_study_loads():
+    found = find_studies(STUDIES)
+
+    assert {path.name for path in found} >= {
+        "litespeed-bbr-loss",
+        "litespeed-small-file",
+        "cheshire-codel-ecn",
+    }
+    for path in found:
+        study = load_study(path)
+        assert study.claims and study.figures and (path / "README.md").is_file()
+
+
+def test_every_shipped_study_has_its_scenarios_valid(native, tmp_path):
+    from l4slab.studies import check_scenarios
+
+    for path in find_studies(STUDIES):
+        check_scenarios(load_study(path))
+    # and a broken override is reported with the run that has it
+    folder = tmp_path / "broken"
+    shutil.copytree(STUDIES / "cheshire-codel-ecn", folder)
+    text = (folder / "study.toml").read_text().replace("flows[0].cc=reno", "flows[0].cc=nope", 1)
+    (folder / "study.toml").write_text(text)
+    with pytest.raises(
+        StudyError, match=r"runs\[\d\] \(run reno_fifo, video.toml\): flows\[0\].cc"
+    ):
+        check_scenarios(load_study(folder))
