@@ -280,6 +280,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "delayed_ack") => "true",
         (_, "delayed_ack_timeout") => r#""40ms""#,
         (_, "min_rto") => r#""200ms""#,
+        (_, "rto_formula") => r#""linux""#,
         (_, "pacing") => "true",
         (_, "send_buffer") => r#""4MiB""#,
         (_, "notsent_lowat") => r#""128KiB""#,

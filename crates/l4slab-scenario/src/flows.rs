@@ -10,7 +10,7 @@ use l4slab_core::Time;
 use toml::Value;
 
 use crate::error::ScenarioError;
-use crate::model::{Direction, Flow, Host, Side, TransportSpec};
+use crate::model::{Direction, Flow, Host, RtoFormulaSpec, Side, TransportSpec};
 use crate::parse::ParseOptions;
 use crate::raw::{RawFlow, RawTransport};
 use crate::resolve::check_name;
@@ -231,6 +231,28 @@ fn resolve_transport(
     }
     if let Some(v) = &raw.min_rto {
         t.min_rto = values::positive_duration(v, &p("min_rto"))?;
+    }
+    if let Some(v) = &raw.rto_formula {
+        let fp = p("rto_formula");
+        let Value::String(name) = v else {
+            return Err(ScenarioError::wrong_type(
+                &fp,
+                "a string",
+                &values::describe(v),
+            ));
+        };
+        t.rto_formula = match name.as_str() {
+            "rfc6298" => RtoFormulaSpec::Rfc6298,
+            "linux" => RtoFormulaSpec::Linux,
+            other => {
+                return Err(ScenarioError::unknown_name(
+                    &fp,
+                    "RTO formula",
+                    other,
+                    &["rfc6298", "linux"],
+                ))
+            }
+        };
     }
     if let Some(b) = raw.pacing {
         t.pacing = b;

@@ -237,6 +237,17 @@ pub struct ScreenShareSpec {
     pub stall_threshold: Dur,
 }
 
+/// The retransmission timeout's formula (docs/models/transport.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum RtoFormulaSpec {
+    /// RFC 6298 §2: `RTO = max(min_rto, SRTT + 4·RTTVAR)`.
+    #[serde(rename = "rfc6298")]
+    Rfc6298,
+    /// Linux `__tcp_set_rto`: `RTO = SRTT + max(min_rto, 4·RTTVAR)`.
+    #[serde(rename = "linux")]
+    Linux,
+}
+
 /// Transport knobs (Linux sysctl / socket option equivalents in comments).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TransportSpec {
@@ -250,6 +261,8 @@ pub struct TransportSpec {
     pub delayed_ack_timeout: Dur,
     /// Minimum RTO (Linux `TCP_RTO_MIN` = 200 ms; RFC 6298 says 1 s).
     pub min_rto: Dur,
+    /// How the RTO follows the RTT: RFC 6298 (default) or Linux's `__tcp_set_rto`.
+    pub rto_formula: RtoFormulaSpec,
     /// Pace transmissions (Linux `fq`-style): 200 % of cwnd/srtt in slow start, 120 % after.
     pub pacing: bool,
     /// Send buffer in bytes (`SO_SNDBUF`).
@@ -271,6 +284,7 @@ impl Default for TransportSpec {
             delayed_ack: true,
             delayed_ack_timeout: Dur::from_millis(40),
             min_rto: Dur::from_millis(200),
+            rto_formula: RtoFormulaSpec::Rfc6298,
             pacing: false,
             send_buffer: 4 * 1024 * 1024,
             notsent_lowat: None,

@@ -125,6 +125,7 @@ pub struct RawTransport {
     pub delayed_ack: Option<bool>,
     pub delayed_ack_timeout: Option<Value>,
     pub min_rto: Option<Value>,
+    pub rto_formula: Option<Value>,
     pub pacing: Option<bool>,
     pub send_buffer: Option<Value>,
     pub notsent_lowat: Option<Value>,

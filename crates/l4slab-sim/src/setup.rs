@@ -9,7 +9,7 @@ use l4slab_app::{Bulk, File, FlowApp, OneWay};
 use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, SimRng, Time};
 use l4slab_scenario::{AppSpec, Direction, EcnSpec, LinkSpec, Scenario, Side};
-use l4slab_transport::{EcnMode, Endpoint, Role, TransportConfig};
+use l4slab_transport::{EcnMode, Endpoint, Role, RtoFormula, TransportConfig};
 
 use crate::delay_line::{DelayLine, LineExit};
 use crate::engine::{
@@ -129,6 +129,10 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             delayed_ack: t.delayed_ack,
             delayed_ack_timeout: t.delayed_ack_timeout,
             min_rto: t.min_rto,
+            rto_formula: match t.rto_formula {
+                l4slab_scenario::RtoFormulaSpec::Rfc6298 => RtoFormula::Rfc6298,
+                l4slab_scenario::RtoFormulaSpec::Linux => RtoFormula::Linux,
+            },
             pacing: t.pacing,
             send_buffer: t.send_buffer,
             notsent_lowat: t.notsent_lowat,
