@@ -123,6 +123,7 @@ initial_window = 4
 delayed_ack = false
 delayed_ack_timeout = "25ms"
 min_rto = "1s"
+rto_formula = "linux"
 pacing = true
 send_buffer = "1MiB"
 notsent_lowat = "128KiB"
@@ -201,6 +202,7 @@ app = "bulk"
             delayed_ack: false,
             delayed_ack_timeout: Dur::from_millis(25),
             min_rto: Dur::from_secs(1),
+            rto_formula: l4slab_scenario::RtoFormulaSpec::Linux,
             pacing: true,
             send_buffer: 1 << 20,
             notsent_lowat: Some(128 << 10),
