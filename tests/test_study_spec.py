@@ -287,6 +287,8 @@ def test_every_shipped_study_loads():
         "litespeed-bbr-loss",
         "litespeed-small-file",
         "cheshire-codel-ecn",
+        "cheshire-notsent-lowat",
+        "l4s-building-blocks",
     }
     for path in found:
         study = load_study(path)

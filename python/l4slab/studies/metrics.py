@@ -190,6 +190,27 @@ def flow_stat(results: Results, flows: str, key: str, stat: str) -> float | None
     return float(_STATS[stat]([float(v) for v in values if v is not None]))
 
 
+@metric(
+    "path_equals",
+    args={
+        "path": Arg(str, doc="a dotted path in summary.json, e.g. flows.prague.ecn_validation"),
+        "value": Arg(str, doc="the text it should hold, e.g. capable"),
+    },
+    doc="1 when the (text) value at a summary.json path equals `value`, else 0: turns a "
+    "verdict such as a flow's ecn_validation into a number a claim can check.",
+    example='args = { path = "flows.prague.ecn_validation", value = "capable" }',
+)
+def path_equals(results: Results, path: str, value: str) -> float:
+    node: Any = results.summary
+    parts = path.split(".")
+    for depth, part in enumerate(parts):
+        if not isinstance(node, Mapping) or part not in node:
+            where = ".".join(parts[:depth]) or "summary.json"
+            raise MetricError(f"{path}: no {part!r} in {where}")
+        node = node[part]
+    return 1.0 if isinstance(node, str) and node == value else 0.0
+
+
 # --------------------------------------------------------------------------- series
 
 
