@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 use l4slab_core::{DropReason, MarkReason, Time};
 use l4slab_scenario::Direction;
 
-use crate::engine::Sim;
+use crate::engine::{Sim, CLIENT, SERVER};
 use crate::recorder::round6;
 use crate::setup::QUEUE_NAMES;
 use crate::{RunOutput, RunStats, RESULTS_FORMAT_VERSION, TOOL_VERSION};
@@ -82,6 +82,12 @@ impl Sim<'_> {
                     "retransmitted_bytes": st.bytes_retransmitted,
                     "lost_packets": fl.lost_pkts[fl.sender],
                     "ack_packets_lost": fl.lost_pkts[1 - fl.sender],
+                    // Per direction, data and ACKs alike: down = sent by the server.
+                    "packets_sent": { "down": fl.sent_pkts[SERVER], "up": fl.sent_pkts[CLIENT] },
+                    "packet_loss_pct": {
+                        "down": loss_pct(fl.lost_pkts[SERVER], fl.sent_pkts[SERVER]),
+                        "up": loss_pct(fl.lost_pkts[CLIENT], fl.sent_pkts[CLIENT]),
+                    },
                     "losses_detected": st.lost_segments,
                     "rto_count": st.rto_count,
                     "ce_marks_received": receiver.ce_marks_received,
@@ -194,5 +200,14 @@ impl Sim<'_> {
         } else {
             &self.scn.bottleneck.up
         }
+    }
+}
+
+/// `lost` of `sent` packets in percent (0 when nothing was sent).
+fn loss_pct(lost: u64, sent: u64) -> f64 {
+    if sent == 0 {
+        0.0
+    } else {
+        round6(100.0 * lost as f64 / sent as f64)
     }
 }
