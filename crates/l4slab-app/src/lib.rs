@@ -16,6 +16,7 @@
 //!   [`File`]) that runs on the sending side.
 //! * [`ping::Ping`]: periodic UDP echo probes.
 //! * [`screen_share::ScreenShare`]: frames written whenever the socket is writable.
+//! * [`web::Web`]: objects fetched by request and response.
 //! * [`cloud_gaming::CloudGaming`]: rate-adapted frames, server to player.
 //! * [`video_call::VideoCall`]: rate-adapted frames both ways.
 //! * [`frames`]: frame bookkeeping shared by the frame-based apps;
@@ -36,6 +37,7 @@ pub mod screen_share;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod video_call;
+pub mod web;
 
 /// A UDP datagram an app sends outside its connection. The payload is not
 /// simulated; `tag` is what the app needs to recognise it (e.g. a probe's
