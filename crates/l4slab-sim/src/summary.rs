@@ -3,7 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use l4slab_core::{DropReason, MarkReason, Time};
-use l4slab_scenario::Direction;
+use l4slab_scenario::{AppSpec, Direction};
 
 use crate::engine::{Sim, CLIENT, SERVER};
 use crate::recorder::round6;
@@ -105,6 +105,18 @@ impl Sim<'_> {
                 entry["app_metrics"] = app;
             }
             flows.insert(spec.name.clone(), entry);
+        }
+        // A web object fetched on a new connection is also listed with its page.
+        for spec in &self.scn.flows {
+            if let AppSpec::Web(w) = &spec.app {
+                if let Some(page) = &w.page {
+                    let part = flows[&spec.name]["app_metrics"].clone();
+                    let into = &mut flows
+                        .get_mut(&page.flow)
+                        .expect("a split-off web flow's page is a flow")["app_metrics"];
+                    l4slab_app::web::merge_into_page(into, &part);
+                }
+            }
         }
         let mut queues = Map::new();
         for (dir, ls) in self.links.iter().enumerate() {
