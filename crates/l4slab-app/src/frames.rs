@@ -13,6 +13,8 @@
 //! threshold): a gap between two displayed frames — or between the start and
 //! the first frame, or the last frame and the end — longer than
 //! `stall_threshold` is a stall, and the whole gap counts as stalled time.
+//! With a `late_threshold` ([`FrameStream::with_late_threshold`]), a frame
+//! displayed more than that after its capture also counts as late.
 
 use std::collections::VecDeque;
 
@@ -33,6 +35,8 @@ struct InFlight {
 #[derive(Debug)]
 pub struct FrameStream {
     stall_threshold: Dur,
+    late_threshold: Option<Dur>,
+    late: u64,
     /// When the receiver starts expecting frames (the connection is up).
     started: Option<Time>,
     /// Stream offset past the last frame captured.
@@ -68,6 +72,8 @@ impl FrameStream {
     pub fn new(stall_threshold: Dur) -> Self {
         FrameStream {
             stall_threshold,
+            late_threshold: None,
+            late: 0,
             started: None,
             queued: 0,
             accepted: 0,
@@ -85,6 +91,12 @@ impl FrameStream {
             int_displayed: 0,
             int_captured_bytes: 0,
         }
+    }
+
+    /// Also count frames whose capture → display latency exceeds `d`.
+    pub fn with_late_threshold(mut self, d: Dur) -> Self {
+        self.late_threshold = Some(d);
+        self
     }
 
     /// The receiver starts expecting frames at `now` (first call wins).
@@ -150,7 +162,11 @@ impl FrameStream {
     }
 
     fn display(&mut self, now: Time, f: InFlight) {
-        self.latency.0.record(now.saturating_since(f.captured));
+        let latency = now.saturating_since(f.captured);
+        self.latency.0.record(latency);
+        if self.late_threshold.is_some_and(|t| latency > t) {
+            self.late += 1;
+        }
         let since = self.last_display.or(self.started).unwrap_or(f.captured);
         self.note_gap(now.saturating_since(since));
         self.last_display = Some(now);
@@ -171,6 +187,15 @@ impl FrameStream {
 
     pub fn captured(&self) -> u64 {
         self.captured
+    }
+
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Frames displayed later than the late threshold.
+    pub fn late(&self) -> u64 {
+        self.late
     }
 
     /// Frames displayed and bytes captured since the last call.
@@ -213,7 +238,7 @@ impl FrameStream {
                 0.0
             }
         };
-        json!({
+        let mut r = json!({
             "frames_captured": self.captured,
             "frames_displayed": self.displayed,
             "frames_skipped": self.skipped,
@@ -225,7 +250,18 @@ impl FrameStream {
             "stall_time_s": round6(stalled.as_secs_f64()),
             "stall_pct": if active > 0.0 { round6(100.0 * stalled.as_secs_f64() / active) } else { 0.0 },
             "stall_threshold_ms": round6(self.stall_threshold.as_millis_f64()),
-        })
+        });
+        if let Some(t) = self.late_threshold {
+            r["frames_late"] = self.late.into();
+            r["late_pct"] = if self.displayed > 0 {
+                round6(100.0 * self.late as f64 / self.displayed as f64)
+            } else {
+                0.0
+            }
+            .into();
+            r["late_threshold_ms"] = round6(t.as_millis_f64()).into();
+        }
+        r
     }
 }
 
@@ -296,6 +332,32 @@ mod tests {
         assert_eq!(r["stall_time_s"], 0.85);
         assert_eq!(r["stall_pct"], 85.0);
         assert_eq!(r["frame_rate_fps"], 3.0);
+    }
+
+    #[test]
+    fn frames_later_than_the_late_threshold_are_late() {
+        let mut s =
+            FrameStream::new(Dur::from_millis(200)).with_late_threshold(Dur::from_millis(50));
+        let mut sock = Sock {
+            room: u64::MAX,
+            took: 0,
+        };
+        s.start(ms(0));
+        // Latencies 50 ms (on time: not more than the threshold), 51 ms (late), 10 ms.
+        for (t, shown) in [(0, 50), (20, 71), (40, 50)] {
+            s.capture(ms(t), 100);
+            s.write(&mut sock);
+            s.on_delivered(ms(shown), 100);
+        }
+        s.skip();
+        let r = s.report(ms(100));
+        assert_eq!(s.late(), 1);
+        assert_eq!(r["frames_late"], 1);
+        assert_eq!(r["late_threshold_ms"], 50.0);
+        assert_eq!(r["frames_skipped"], 1);
+        // Without a threshold the keys are absent (screen_share's report is unchanged).
+        let plain = FrameStream::new(Dur::from_millis(200)).report(ms(100));
+        assert!(plain.get("frames_late").is_none());
     }
 
     #[test]

@@ -16,7 +16,11 @@
 //!   [`File`]) that runs on the sending side.
 //! * [`ping::Ping`]: periodic UDP echo probes.
 //! * [`screen_share::ScreenShare`]: frames written whenever the socket is writable.
-//! * [`frames`]: frame bookkeeping shared by the frame-based apps.
+//! * [`web::Web`]: objects fetched by request and response.
+//! * [`cloud_gaming::CloudGaming`]: rate-adapted frames, server to player.
+//! * [`video_call::VideoCall`]: rate-adapted frames both ways.
+//! * [`frames`]: frame bookkeeping shared by the frame-based apps;
+//!   [`rate_control`]: the bitrate adaptation cloud gaming and video calls share.
 
 use core::fmt;
 
@@ -25,9 +29,15 @@ use serde_json::Value;
 use l4slab_core::{Dur, Ecn, Time};
 pub use l4slab_transport::{AppIo, Bulk, File, Role, SocketInfo};
 
+pub mod cloud_gaming;
 pub mod frames;
 pub mod ping;
+pub mod rate_control;
 pub mod screen_share;
+#[cfg(test)]
+pub(crate) mod testing;
+pub mod video_call;
+pub mod web;
 
 /// A UDP datagram an app sends outside its connection. The payload is not
 /// simulated; `tag` is what the app needs to recognise it (e.g. a probe's

@@ -4,17 +4,27 @@
 use serde::Deserialize;
 use toml::Value;
 
-use l4slab_core::{Dur, Ecn};
+use l4slab_core::{Dur, Ecn, Rate};
 
 use crate::error::ScenarioError;
-use crate::model::{AppSpec, PingSpec, ScreenShareSpec};
+use crate::model::{
+    AppSpec, FrameAppSpec, PingSpec, ScreenShareSpec, WebConnection, WebObjectSpec, WebSpec,
+};
 use crate::raw::KindOnlyTable;
-use crate::values::{self, deserialize_at, join, kind_of, not_implemented};
+use crate::values::{self, describe, deserialize_at, join, kind_of};
 
 /// Applications this build implements.
-pub const APPS: &[&str] = &["bulk", "file", "ping", "screen_share"];
-/// Applications the design names that do not exist yet.
-const APPS_LATER: &[&str] = &["web", "cloud_gaming", "video_call"];
+pub const APPS: &[&str] = &[
+    "bulk",
+    "file",
+    "ping",
+    "screen_share",
+    "web",
+    "cloud_gaming",
+    "video_call",
+];
+/// Values of a web object's `connection`.
+const WEB_CONNECTIONS: &[&str] = &["existing", "new"];
 
 /// `app = { kind = "file", size = "10MB" }`.
 #[derive(Debug, Deserialize)]
@@ -48,6 +58,42 @@ struct ScreenShareTable {
     stall_threshold: Option<Value>,
 }
 
+/// `app = { kind = "web", request_size = "500B", connection = "existing",
+/// objects = [{ size = "20KB", at = "5s", connection = "new" }, ...] }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct WebTable {
+    #[allow(dead_code)]
+    kind: String,
+    objects: Option<Value>,
+    request_size: Option<Value>,
+    connection: Option<Value>,
+}
+
+/// One entry of a web app's `objects`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct WebObjectTable {
+    size: Option<Value>,
+    at: Option<Value>,
+    connection: Option<Value>,
+}
+
+/// `app = { kind = "cloud_gaming" | "video_call", fps = 60, start_bitrate = "10Mbit",
+/// min_bitrate = "1Mbit", max_bitrate = "40Mbit", late_threshold = "50ms", stall_threshold = "200ms" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct FrameAppTable {
+    #[allow(dead_code)]
+    kind: String,
+    fps: Option<i64>,
+    start_bitrate: Option<Value>,
+    min_bitrate: Option<Value>,
+    max_bitrate: Option<Value>,
+    late_threshold: Option<Value>,
+    stall_threshold: Option<Value>,
+}
+
 /// `app = "bulk"`, `{ kind = "bulk" }`, `{ kind = "file", size = "10MB" }`, ...
 pub(crate) fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, ScenarioError> {
     let Some(value) = value else {
@@ -76,7 +122,18 @@ pub(crate) fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, 
                 .transpose()?;
             screen_share(t, path)
         }
-        k if APPS_LATER.contains(&k) => Err(not_implemented(&kind_path, "app", k, APPS)),
+        "web" => web(value, path, table),
+        "cloud_gaming" | "video_call" => {
+            let t: Option<FrameAppTable> = table
+                .then(|| deserialize_at(value.clone(), path))
+                .transpose()?;
+            let spec = frame_app(t, path, frame_defaults(kind))?;
+            Ok(if kind == "cloud_gaming" {
+                AppSpec::CloudGaming(spec)
+            } else {
+                AppSpec::VideoCall(spec)
+            })
+        }
         k => Err(ScenarioError::unknown_name(&kind_path, "app", k, APPS)),
     }
 }
@@ -155,6 +212,178 @@ fn screen_share(t: Option<ScreenShareTable>, path: &str) -> Result<AppSpec, Scen
         s.stall_threshold = values::positive_duration(v, &p("stall_threshold"))?;
     }
     Ok(AppSpec::ScreenShare(s))
+}
+
+fn web(value: &Value, path: &str, table: bool) -> Result<AppSpec, ScenarioError> {
+    let objects_path = join(path, "objects");
+    if !table {
+        return Err(ScenarioError::missing_with(
+            &objects_path,
+            r#"app = { kind = "web", objects = [{ size = "20KB", at = "0s" }] }"#,
+        ));
+    }
+    let t: WebTable = deserialize_at(value.clone(), path)?;
+    let p = |k: &str| join(path, k);
+    let mut spec = WebSpec {
+        request_size: 500,
+        objects: Vec::new(),
+        page: None,
+    };
+    if let Some(v) = &t.request_size {
+        spec.request_size = positive_size(v, &p("request_size"))?;
+    }
+    let default_connection = match &t.connection {
+        Some(v) => web_connection(v, &p("connection"))?,
+        None => WebConnection::Existing,
+    };
+    let items = match &t.objects {
+        // (The generic example line would drop the key: the value starts with '['.)
+        None => {
+            return Err(ScenarioError::missing_with(
+                &objects_path,
+                r#"objects = [{ size = "20KB", at = "5s" }]"#,
+            ))
+        }
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            return Err(ScenarioError::wrong_type(
+                &objects_path,
+                "an array of tables",
+                &describe(other),
+            ))
+        }
+    };
+    if items.is_empty() {
+        return Err(ScenarioError::bad_value(
+            &objects_path,
+            "lists no objects; a page has at least one",
+        ));
+    }
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("{objects_path}[{i}]");
+        let o: WebObjectTable = deserialize_at(item.clone(), &at)?;
+        let size = match &o.size {
+            Some(v) => positive_size(v, &join(&at, "size"))?,
+            None => return Err(ScenarioError::missing(&join(&at, "size"))),
+        };
+        let when = match &o.at {
+            Some(v) => values::duration(v, &join(&at, "at"))?,
+            None => Dur::ZERO,
+        };
+        let connection = match &o.connection {
+            Some(v) => web_connection(v, &join(&at, "connection"))?,
+            None => default_connection,
+        };
+        spec.objects.push(WebObjectSpec {
+            index: u32::try_from(i).expect("a TOML array this long does not parse"),
+            size,
+            at: when,
+            connection,
+        });
+    }
+    Ok(AppSpec::Web(spec))
+}
+
+fn web_connection(v: &Value, path: &str) -> Result<WebConnection, ScenarioError> {
+    match v {
+        Value::String(s) if s == "existing" => Ok(WebConnection::Existing),
+        Value::String(s) if s == "new" => Ok(WebConnection::New),
+        Value::String(s) => Err(ScenarioError::unknown_name(
+            path,
+            "connection",
+            s,
+            WEB_CONNECTIONS,
+        )),
+        other => Err(ScenarioError::wrong_type(
+            path,
+            "a string",
+            &describe(other),
+        )),
+    }
+}
+
+/// Defaults of the frame apps, by kind (docs/apps.md).
+fn frame_defaults(kind: &str) -> FrameAppSpec {
+    match kind {
+        // Excentis' cloud-gaming flow: adaptive up to 40 Mbit/s; 60 fps.
+        "cloud_gaming" => FrameAppSpec {
+            fps: 60,
+            start_bitrate: Rate::from_mbps(40),
+            min_bitrate: Rate::from_mbps(1),
+            max_bitrate: Rate::from_mbps(40),
+            late_threshold: Dur::from_millis(50),
+            stall_threshold: Dur::from_millis(200),
+        },
+        // An HD call: WebRTC's 720p layer tops out at 2.5 Mbit/s, its 180p one targets 150 kbit/s.
+        "video_call" => FrameAppSpec {
+            fps: 30,
+            start_bitrate: Rate::from_kbps(1_500),
+            min_bitrate: Rate::from_kbps(150),
+            max_bitrate: Rate::from_kbps(2_500),
+            late_threshold: Dur::from_millis(150),
+            stall_threshold: Dur::from_millis(200),
+        },
+        k => unreachable!("no frame-app defaults for {k}"),
+    }
+}
+
+fn frame_app(
+    t: Option<FrameAppTable>,
+    path: &str,
+    mut s: FrameAppSpec,
+) -> Result<FrameAppSpec, ScenarioError> {
+    let Some(t) = t else {
+        return Ok(s);
+    };
+    let p = |k: &str| join(path, k);
+    if let Some(fps) = t.fps {
+        s.fps = values::int_in(fps, &p("fps"), 1, 1000)? as u32;
+    }
+    if let Some(v) = &t.min_bitrate {
+        s.min_bitrate = values::positive_rate(v, &p("min_bitrate"))?;
+    }
+    if let Some(v) = &t.max_bitrate {
+        s.max_bitrate = values::positive_rate(v, &p("max_bitrate"))?;
+    }
+    if s.min_bitrate > s.max_bitrate {
+        let at = if t.min_bitrate.is_some() {
+            "min_bitrate"
+        } else {
+            "max_bitrate"
+        };
+        return Err(ScenarioError::conflict(
+            &p(at),
+            format!(
+                "min_bitrate ({}) is above max_bitrate ({})",
+                s.min_bitrate, s.max_bitrate
+            ),
+        ));
+    }
+    match &t.start_bitrate {
+        Some(v) => {
+            let sp = p("start_bitrate");
+            let start = values::positive_rate(v, &sp)?;
+            if start < s.min_bitrate || start > s.max_bitrate {
+                return Err(ScenarioError::conflict(
+                    &sp,
+                    format!(
+                        "{start} is outside min_bitrate..max_bitrate ({}..{})",
+                        s.min_bitrate, s.max_bitrate
+                    ),
+                ));
+            }
+            s.start_bitrate = start;
+        }
+        // The default start, within the limits written.
+        None => s.start_bitrate = s.start_bitrate.clamp(s.min_bitrate, s.max_bitrate),
+    }
+    if let Some(v) = &t.late_threshold {
+        s.late_threshold = values::positive_duration(v, &p("late_threshold"))?;
+    }
+    if let Some(v) = &t.stall_threshold {
+        s.stall_threshold = values::positive_duration(v, &p("stall_threshold"))?;
+    }
+    Ok(s)
 }
 
 impl Default for PingSpec {

@@ -2,7 +2,9 @@
 //! applications, transport overrides, and `count` expansion.
 //!
 //! A flow with `count = N > 1` becomes N identical flows named
-//! `<name>.0` .. `<name>.<N-1>`. Names must be unique after expansion.
+//! `<name>.0` .. `<name>.<N-1>`. A web flow's `connection = "new"` objects
+//! each become a flow of their own, `<name>.obj<i>` (after the flow),
+//! starting at the object's time. Names must be unique after expansion.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +12,9 @@ use l4slab_core::Time;
 use toml::Value;
 
 use crate::error::ScenarioError;
-use crate::model::{Direction, Flow, Host, RtoFormulaSpec, Side, TransportSpec};
+use crate::model::{
+    AppSpec, Direction, Flow, Host, RtoFormulaSpec, Side, TransportSpec, WebConnection, WebPage,
+};
 use crate::parse::ParseOptions;
 use crate::raw::{RawFlow, RawTransport};
 use crate::resolve::check_name;
@@ -47,19 +51,23 @@ pub(crate) fn resolve_flows(
             (0..count).map(|j| format!("{}.{j}", flow.name)).collect()
         };
         for name in names {
-            if let Some(&j) = seen.get(&name) {
-                return Err(ScenarioError::conflict(
-                    &join(&path, "name"),
-                    format!(
-                        "flow name '{name}' is already used by flows[{j}]; names must be unique"
-                    ),
-                ));
-            }
-            seen.insert(name.clone(), i);
-            flows.push(Flow {
+            let copy = Flow {
                 name,
                 ..flow.clone()
-            });
+            };
+            for f in split_web(copy, &path, end)? {
+                if let Some(&j) = seen.get(&f.name) {
+                    return Err(ScenarioError::conflict(
+                        &join(&path, "name"),
+                        format!(
+                            "flow name '{}' is already used by flows[{j}]; names must be unique",
+                            f.name
+                        ),
+                    ));
+                }
+                seen.insert(f.name.clone(), i);
+                flows.push(f);
+            }
         }
     }
     Ok(flows)
@@ -146,6 +154,52 @@ fn resolve_flow(
             .map(|v| crate::ecn::mode(v, &join(path, "ecn")))
             .transpose()?,
     })
+}
+
+/// A web flow and one flow per `connection = "new"` object (which moves to
+/// it): `<name>.obj<index>`, starting at the page's start plus the object's
+/// `at`. Every object must be asked for before the end of the run. Other
+/// flows pass through.
+fn split_web(flow: Flow, path: &str, end: Time) -> Result<Vec<Flow>, ScenarioError> {
+    let AppSpec::Web(spec) = &flow.app else {
+        return Ok(vec![flow]);
+    };
+    for o in &spec.objects {
+        let at = flow.start + o.at;
+        if at >= end {
+            return Err(ScenarioError::conflict(
+                &format!("{path}.app.objects[{}].at", o.index),
+                format!(
+                    "the object is asked for at {} (flow start + at), not before the end of the run (duration = {})",
+                    values::show_dur(at.saturating_since(Time::ZERO)),
+                    values::show_dur(end.saturating_since(Time::ZERO))
+                ),
+            ));
+        }
+    }
+    let (new, existing): (Vec<_>, Vec<_>) = spec
+        .objects
+        .iter()
+        .partition(|o| o.connection == WebConnection::New);
+    let mut page = flow.clone();
+    if let AppSpec::Web(s) = &mut page.app {
+        s.objects = existing;
+    }
+    let mut out = vec![page];
+    for o in new {
+        let mut part = flow.clone();
+        part.name = format!("{}.obj{}", flow.name, o.index);
+        part.start = flow.start + o.at;
+        if let AppSpec::Web(s) = &mut part.app {
+            s.objects = vec![o];
+            s.page = Some(WebPage {
+                flow: flow.name.clone(),
+                start: flow.start,
+            });
+        }
+        out.push(part);
+    }
+    Ok(out)
 }
 
 /// The index of the host a flow names for `side`, or the only host on that

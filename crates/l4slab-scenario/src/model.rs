@@ -199,6 +199,12 @@ pub enum AppSpec {
     Ping(PingSpec),
     /// Frames captured whenever the socket is writable.
     ScreenShare(ScreenShareSpec),
+    /// Objects fetched by request and response.
+    Web(WebSpec),
+    /// Rate-adapted frames from the server to the player.
+    CloudGaming(FrameAppSpec),
+    /// Rate-adapted frames in both directions.
+    VideoCall(FrameAppSpec),
 }
 
 impl AppSpec {
@@ -209,6 +215,9 @@ impl AppSpec {
             AppSpec::File { .. } => "file",
             AppSpec::Ping(_) => "ping",
             AppSpec::ScreenShare(_) => "screen_share",
+            AppSpec::Web(_) => "web",
+            AppSpec::CloudGaming(_) => "cloud_gaming",
+            AppSpec::VideoCall(_) => "video_call",
         }
     }
 }
@@ -246,6 +255,69 @@ pub enum RtoFormulaSpec {
     /// Linux `__tcp_set_rto`: `RTO = SRTT + max(min_rto, 4·RTTVAR)`.
     #[serde(rename = "linux")]
     Linux,
+}
+
+/// `app = { kind = "web" }` (docs/apps.md#web).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WebSpec {
+    /// Bytes of each request (500 B).
+    pub request_size: u64,
+    /// The objects this flow's connection fetches. A `connection = "new"`
+    /// object is moved to a flow of its own, `<flow>.obj<index>`.
+    pub objects: Vec<WebObjectSpec>,
+    /// Set on a flow made for one `connection = "new"` object: the page
+    /// (flow) it belongs to, whose `app_metrics` list it too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<WebPage>,
+}
+
+/// One object of a web page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct WebObjectSpec {
+    /// Position in the page's `objects` list, as written.
+    pub index: u32,
+    /// Response bytes.
+    pub size: u64,
+    /// When the client asks for it, from the page's start (0 s).
+    pub at: Dur,
+    pub connection: WebConnection,
+}
+
+/// Which connection a web object is fetched on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WebConnection {
+    /// The page's connection (persistent, requests answered in order).
+    Existing,
+    /// A new connection, opened when the object is asked for.
+    New,
+}
+
+/// The page a split-off web flow belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WebPage {
+    /// The page's flow name.
+    pub flow: String,
+    /// The page's start (its flow's start): the objects' `at` count from here.
+    pub start: Time,
+}
+
+/// `app = { kind = "cloud_gaming" }` and `{ kind = "video_call" }`
+/// (docs/apps.md): rate-adapted frames; defaults differ by kind.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FrameAppSpec {
+    /// Frames per second (cloud_gaming 60, video_call 30).
+    pub fps: u32,
+    /// Encoder bitrate at the start (cloud_gaming: max_bitrate; video_call 1.5 Mbit/s).
+    pub start_bitrate: Rate,
+    /// Lowest encoder bitrate (cloud_gaming 1 Mbit/s, video_call 150 kbit/s).
+    pub min_bitrate: Rate,
+    /// Highest encoder bitrate (cloud_gaming 40 Mbit/s, video_call 2.5 Mbit/s).
+    pub max_bitrate: Rate,
+    /// A frame displayed later than this after capture is late (cloud_gaming 50 ms, video_call 150 ms).
+    pub late_threshold: Dur,
+    /// Inter-frame gap counted as a stall (200 ms).
+    pub stall_threshold: Dur,
 }
 
 /// Transport knobs (Linux sysctl / socket option equivalents in comments).

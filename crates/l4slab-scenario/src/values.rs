@@ -7,7 +7,7 @@ use toml::Value;
 
 use l4slab_core::{Dur, Rate};
 
-use crate::error::{Problem, ScenarioError};
+use crate::error::ScenarioError;
 use crate::units::{self, Buffer, UnitError};
 
 /// `base.key`, or `key` at the top level.
@@ -187,25 +187,6 @@ pub(crate) fn deserialize_at<T: DeserializeOwned>(
         };
         ScenarioError::from_serde(&path, e.inner().message())
     })
-}
-
-/// A "not implemented yet" error for a kind the design names but this build
-/// does not have.
-pub(crate) fn not_implemented(
-    path: &str,
-    what: &str,
-    name: &str,
-    choices: &[&str],
-) -> ScenarioError {
-    ScenarioError::invalid(
-        path,
-        Problem::NotImplemented,
-        format!(
-            "{what} '{name}' is not implemented yet; choose one of: {}",
-            choices.join(", ")
-        ),
-        None,
-    )
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use common::{base_with, parse, parse_set, BASE};
 use l4slab_core::{Dur, Rate, Time};
 use l4slab_link::EcnRewrite;
 use l4slab_scenario::{
-    parse_with, AppSpec, Bottleneck, BufferLimit, Direction, Flow, Host, LinkSpec, LossSpec,
-    QdiscSpec, Scenario, Side, TransportSpec,
+    parse_with, AppSpec, Bottleneck, BufferLimit, Direction, Flow, FrameAppSpec, Host, LinkSpec,
+    LossSpec, QdiscSpec, Scenario, Side, TransportSpec, WebConnection, WebObjectSpec, WebPage,
+    WebSpec,
 };
 
 fn fifo_pkts(n: u32) -> QdiscSpec {
@@ -311,6 +312,113 @@ fn app_forms() {
         app("{ kind = \"file\", size = \"64KiB\" }"),
         AppSpec::File { size: 65_536 }
     );
+}
+
+#[test]
+fn frame_apps_have_their_defaults_and_a_start_within_the_limits() {
+    let app = |v: &str| {
+        base_with(&[&format!("flows[0].app={v}")]).flows[0]
+            .app
+            .clone()
+    };
+    let game = FrameAppSpec {
+        fps: 60,
+        start_bitrate: Rate::from_mbps(40),
+        min_bitrate: Rate::from_mbps(1),
+        max_bitrate: Rate::from_mbps(40),
+        late_threshold: Dur::from_millis(50),
+        stall_threshold: Dur::from_millis(200),
+    };
+    assert_eq!(app("cloud_gaming"), AppSpec::CloudGaming(game));
+    let call = FrameAppSpec {
+        fps: 30,
+        start_bitrate: Rate::from_kbps(1_500),
+        min_bitrate: Rate::from_kbps(150),
+        max_bitrate: Rate::from_kbps(2_500),
+        late_threshold: Dur::from_millis(150),
+        stall_threshold: Dur::from_millis(200),
+    };
+    assert_eq!(app("{ kind = \"video_call\" }"), AppSpec::VideoCall(call));
+    // The default start follows a lower max (and a higher min).
+    assert_eq!(
+        app("{ kind = \"cloud_gaming\", max_bitrate = \"15Mbit\", fps = 30 }"),
+        AppSpec::CloudGaming(FrameAppSpec {
+            fps: 30,
+            start_bitrate: Rate::from_mbps(15),
+            max_bitrate: Rate::from_mbps(15),
+            ..game
+        })
+    );
+    assert_eq!(
+        app("{ kind = \"video_call\", min_bitrate = \"2Mbit\" }"),
+        AppSpec::VideoCall(FrameAppSpec {
+            start_bitrate: Rate::from_mbps(2),
+            min_bitrate: Rate::from_mbps(2),
+            ..call
+        })
+    );
+}
+
+#[test]
+fn web_objects_on_new_connections_become_flows_of_their_own() {
+    let s = base_with(&[
+        "flows[0].name=page",
+        "flows[0].start=1s",
+        r#"flows[0].app={ kind = "web", request_size = "300B", objects = [
+            { size = "10MB" },
+            { size = "20KB", at = "5s", connection = "new" },
+            { size = "5KB", at = "2s" },
+        ] }"#,
+        "flows[1].name=after",
+    ]);
+    let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["page", "page.obj1", "after"]);
+    let obj = |index, size, at, connection| WebObjectSpec {
+        index,
+        size,
+        at: Dur::from_secs(at),
+        connection,
+    };
+    assert_eq!(
+        s.flows[0].app,
+        AppSpec::Web(WebSpec {
+            request_size: 300,
+            objects: vec![
+                obj(0, 10_000_000, 0, WebConnection::Existing),
+                obj(2, 5_000, 2, WebConnection::Existing),
+            ],
+            page: None,
+        })
+    );
+    let part = &s.flows[1];
+    assert_eq!(part.start, Time::from_secs(6), "page start 1 s + at 5 s");
+    assert_eq!(
+        part.app,
+        AppSpec::Web(WebSpec {
+            request_size: 300,
+            objects: vec![obj(1, 20_000, 5, WebConnection::New)],
+            page: Some(WebPage {
+                flow: "page".into(),
+                start: Time::from_secs(1),
+            }),
+        })
+    );
+    // The split-off flow shares everything else with its page.
+    assert_eq!((part.cc.as_str(), part.client, part.server), ("reno", 0, 1));
+    // connection = "new" at the app level applies to every object without one.
+    let s = base_with(&[
+        r#"flows[0].app={ kind = "web", connection = "new", objects = [{ size = "1KB" }, { size = "2KB", connection = "existing" }] }"#,
+    ]);
+    let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["flow0", "flow0.obj0"]);
+    // With count, every copy splits: page.0.obj1, ...
+    let s = base_with(&[
+        "flows[0].name=p",
+        "flows[0].count=2",
+        r#"flows[0].app={ kind = "web", objects = [{ size = "1KB" }, { size = "1KB", at = "1s", connection = "new" }] }"#,
+    ]);
+    let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["p.0", "p.0.obj1", "p.1", "p.1.obj1"]);
 }
 
 #[test]

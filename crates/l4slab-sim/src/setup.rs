@@ -3,12 +3,15 @@
 //! (qdisc, rate, loss) come from [`l4slab_scenario::build`], which the
 //! emulator shares.
 
+use l4slab_app::cloud_gaming::{CloudGaming, CloudGamingConfig};
 use l4slab_app::ping::{Ping, PingConfig};
 use l4slab_app::screen_share::{ScreenShare, ScreenShareConfig};
+use l4slab_app::video_call::{VideoCall, VideoCallConfig};
+use l4slab_app::web::{Web, WebConfig, WebObject};
 use l4slab_app::{Bulk, File, FlowApp, OneWay};
 use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, SimRng, Time};
-use l4slab_scenario::{AppSpec, Direction, EcnSpec, LinkSpec, Scenario, Side};
+use l4slab_scenario::{AppSpec, Direction, EcnSpec, Flow, LinkSpec, Scenario, Side, WebConnection};
 use l4slab_transport::{EcnMode, Endpoint, Role, RtoFormula, TransportConfig};
 
 use crate::delay_line::{DelayLine, LineExit};
@@ -71,11 +74,11 @@ fn ecn_codepoint(e: Ecn) -> EcnCodepoint {
     }
 }
 
-/// The application of a flow whose main data goes from `sender`.
-fn build_app(spec: &AppSpec, sender: Role) -> Box<dyn FlowApp> {
-    match *spec {
+/// The application of flow `f`, whose main data goes from `sender`.
+fn build_app(f: &Flow, sender: Role) -> Box<dyn FlowApp> {
+    match &f.app {
         AppSpec::Bulk => Box::new(OneWay::new(sender, Bulk::new())),
-        AppSpec::File { size } => Box::new(OneWay::new(sender, File::new(size))),
+        AppSpec::File { size } => Box::new(OneWay::new(sender, File::new(*size))),
         AppSpec::Ping(p) => Box::new(Ping::new(PingConfig {
             interval: p.interval,
             size: p.size,
@@ -90,6 +93,48 @@ fn build_app(spec: &AppSpec, sender: Role) -> Box<dyn FlowApp> {
             },
             sender,
         )),
+        AppSpec::Web(w) => {
+            let requester = match sender {
+                Role::Client => Role::Server,
+                Role::Server => Role::Client,
+            };
+            let cfg = WebConfig {
+                request_size: w.request_size,
+                // A split-off object's flow starts at its time; `at` counts from the page's start.
+                page_start: w.page.as_ref().map_or(f.start, |p| p.start),
+                objects: w
+                    .objects
+                    .iter()
+                    .map(|o| WebObject {
+                        index: o.index,
+                        size: o.size,
+                        at: o.at,
+                        new_connection: o.connection == WebConnection::New,
+                    })
+                    .collect(),
+                flow: f.name.clone(),
+            };
+            Box::new(Web::new(cfg, requester))
+        }
+        AppSpec::CloudGaming(p) => Box::new(CloudGaming::new(
+            CloudGamingConfig {
+                fps: p.fps,
+                start_bitrate: p.start_bitrate,
+                min_bitrate: p.min_bitrate,
+                max_bitrate: p.max_bitrate,
+                late_threshold: p.late_threshold,
+                stall_threshold: p.stall_threshold,
+            },
+            sender,
+        )),
+        AppSpec::VideoCall(p) => Box::new(VideoCall::new(VideoCallConfig {
+            fps: p.fps,
+            start_bitrate: p.start_bitrate,
+            min_bitrate: p.min_bitrate,
+            max_bitrate: p.max_bitrate,
+            stall_threshold: p.stall_threshold,
+            late_threshold: p.late_threshold,
+        })),
     }
 }
 
@@ -173,7 +218,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
                 },
             ],
             sender,
-            app: build_app(&f.app, crate::engine::role_of(sender)),
+            app: build_app(f, crate::engine::role_of(sender)),
             app_timer: [None; 2],
             rng: SimRng::derive(seed, &format!("flow/{}", f.name)),
             start: f.start,

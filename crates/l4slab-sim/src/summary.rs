@@ -3,9 +3,9 @@
 use serde_json::{json, Map, Value};
 
 use l4slab_core::{DropReason, MarkReason, Time};
-use l4slab_scenario::Direction;
+use l4slab_scenario::{AppSpec, Direction};
 
-use crate::engine::Sim;
+use crate::engine::{Sim, CLIENT, SERVER};
 use crate::recorder::round6;
 use crate::setup::QUEUE_NAMES;
 use crate::{RunOutput, RunStats, RESULTS_FORMAT_VERSION, TOOL_VERSION};
@@ -84,6 +84,12 @@ impl Sim<'_> {
                     "retransmitted_bytes": st.bytes_retransmitted,
                     "lost_packets": fl.lost_pkts[fl.sender],
                     "ack_packets_lost": fl.lost_pkts[1 - fl.sender],
+                    // Per direction, data and ACKs alike: down = sent by the server.
+                    "packets_sent": { "down": fl.sent_pkts[SERVER], "up": fl.sent_pkts[CLIENT] },
+                    "packet_loss_pct": {
+                        "down": loss_pct(fl.lost_pkts[SERVER], fl.sent_pkts[SERVER]),
+                        "up": loss_pct(fl.lost_pkts[CLIENT], fl.sent_pkts[CLIENT]),
+                    },
                     "losses_detected": st.lost_segments,
                     "rto_count": st.rto_count,
                     "ce_marks_received": receiver.ce_marks_received,
@@ -104,6 +110,18 @@ impl Sim<'_> {
                 entry["app_metrics"] = app;
             }
             flows.insert(spec.name.clone(), entry);
+        }
+        // A web object fetched on a new connection is also listed with its page.
+        for spec in &self.scn.flows {
+            if let AppSpec::Web(w) = &spec.app {
+                if let Some(page) = &w.page {
+                    let part = flows[&spec.name]["app_metrics"].clone();
+                    let into = &mut flows
+                        .get_mut(&page.flow)
+                        .expect("a split-off web flow's page is a flow")["app_metrics"];
+                    l4slab_app::web::merge_into_page(into, &part);
+                }
+            }
         }
         let mut queues = Map::new();
         for (dir, ls) in self.links.iter().enumerate() {
@@ -199,5 +217,14 @@ impl Sim<'_> {
         } else {
             &self.scn.bottleneck.up
         }
+    }
+}
+
+/// `lost` of `sent` packets in percent (0 when nothing was sent).
+fn loss_pct(lost: u64, sent: u64) -> f64 {
+    if sent == 0 {
+        0.0
+    } else {
+        round6(100.0 * lost as f64 / sent as f64)
     }
 }

@@ -37,6 +37,12 @@ app = { kind = "ping", interval = "100ms", size = "64B" }
     assert_eq!(m["lost"], 0);
     assert_eq!(m["replies"], 100);
     assert_eq!(m["pending_at_end"], 1);
+    // The flow counts packets per direction: 101 probes up, and 100 echoes
+    // down (the last probe reaches the server after the end).
+    let f = flow(&out, "ping");
+    assert_eq!(f["packets_sent"]["up"], 101);
+    assert_eq!(f["packets_sent"]["down"], 100);
+    assert_eq!(f["packet_loss_pct"]["up"], 0.0);
     // RTT = 2 x 10 ms + serialization of 92 B at 20 Mbit/s each way (36.8 µs).
     let base = 20.0 + 2.0 * 92.0 * 8.0 / 20e6 * 1e3;
     for k in ["min", "max"] {

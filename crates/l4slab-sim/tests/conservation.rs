@@ -42,6 +42,14 @@ access_delay = "15ms"
             App::ScreenShare(kb) => {
                 format!(r#"{{ kind = "screen_share", frame_size = "{kb}KB" }}"#)
             }
+            App::Web(kb, at_ms, new) => format!(
+                r#"{{ kind = "web", objects = [{{ size = "{kb}KB" }}, {{ size = "1KB", at = "{at_ms}ms", connection = "{}" }}] }}"#,
+                if *new { "new" } else { "existing" }
+            ),
+            App::CloudGaming(mbit) => {
+                format!(r#"{{ kind = "cloud_gaming", max_bitrate = "{mbit}Mbit" }}"#)
+            }
+            App::VideoCall => r#""video_call""#.to_string(),
         };
         s += &format!(
             r#"
@@ -64,6 +72,10 @@ enum App {
     File(u32),
     Ping(u32),
     ScreenShare(u32),
+    /// A `kb` KB object, then 1 KB at `at` ms, on a new connection or not.
+    Web(u32, u32, bool),
+    CloudGaming(u32),
+    VideoCall,
 }
 
 fn app() -> impl Strategy<Value = App> {
@@ -72,6 +84,9 @@ fn app() -> impl Strategy<Value = App> {
         (1u32..400).prop_map(App::File),
         (5u32..200).prop_map(App::Ping),
         (1u32..60).prop_map(App::ScreenShare),
+        (1u32..400, 0u32..1400, any::<bool>()).prop_map(|(kb, at, new)| App::Web(kb, at, new)),
+        (1u32..50).prop_map(App::CloudGaming),
+        Just(App::VideoCall),
     ]
 }
 
@@ -116,7 +131,37 @@ proptest! {
         let flow_drops: u64 = s["flows"].as_object().unwrap().values()
             .map(|f| f["lost_packets"].as_u64().unwrap() + f["ack_packets_lost"].as_u64().unwrap()).sum();
         prop_assert_eq!(flow_drops, dropped);
-        for (i, f) in s["flows"].as_object().unwrap().values().enumerate() {
+        // Flows in scenario order (a web page's new-connection object gets a
+        // flow of its own right after it: `<page>.obj1`).
+        let scn = &s["scenario"]["flows"];
+        let by_name = |n: &str| &s["flows"][n];
+        let mut pages = Vec::new();
+        for f in scn.as_array().unwrap() {
+            let name = f["name"].as_str().unwrap();
+            if f["app"]["kind"] == "web" && f["app"].get("page").is_none() {
+                pages.push(by_name(name));
+            }
+            // Frames shown never outnumber frames captured, in each direction.
+            let m = &by_name(name)["app_metrics"];
+            for d in [m, &m["up"], &m["down"]] {
+                if let Some(shown) = d["frames_displayed"].as_u64() {
+                    prop_assert!(shown + d["frames_in_flight_at_end"].as_u64().unwrap()
+                        == d["frames_captured"].as_u64().unwrap(), "{}", d);
+                }
+            }
+        }
+        for p in pages {
+            // Every page lists both its objects, wherever they ran; a
+            // completed object was requested.
+            let m = &p["app_metrics"];
+            prop_assert_eq!(m["objects_total"].as_u64(), Some(2));
+            prop_assert!(m["objects_completed"].as_u64() <= m["objects_requested"].as_u64());
+        }
+        let flows_by_index: Vec<&serde_json::Value> = scn.as_array().unwrap().iter()
+            .filter(|f| f["app"].get("page").is_none_or(|p| p.is_null()))
+            .map(|f| by_name(f["name"].as_str().unwrap()))
+            .collect();
+        for (i, f) in flows_by_index.into_iter().enumerate() {
             // Every probe is answered, lost, or still pending at the end.
             if let App::Ping(_) = flows[i].1 {
                 let m = &f["app_metrics"];

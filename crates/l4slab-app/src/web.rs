@@ -1,0 +1,421 @@
+//! `web`: a client fetches objects (a page's HTML, images, a download) by
+//! request and response, and the app measures each object's completion time.
+//!
+//! Model: HTTP/1.1 over a persistent connection (RFC 9112 §9.3) with
+//! pipelining (§9.3.2): the requesting side writes a request of
+//! `request_size` bytes for each object at its time `at`, in order; the
+//! responding side answers each request, once it has fully arrived, with
+//! the object's bytes, in request order — so a small response waits behind
+//! a large one sent earlier on the same connection (head-of-line blocking).
+//! An object fetched on a *new* connection has a flow of its own, which the
+//! scenario creates (`<flow>.obj<i>`, starting at the object's time, so its
+//! completion includes the TCP handshake and a fresh slow start); the
+//! summary lists it with the page's other objects (see [`merge_into_page`]).
+//!
+//! The requesting side is the one that receives the flow's data (the client
+//! for `direction = "down"`). Per object: `completion_s` = from `at` (when
+//! the user asked for it) to the last response byte delivered in order;
+//! `response_s` = from the request being written to the socket to that byte;
+//! `ttfb_s` = from `at` to the first response byte.
+//!
+//! Not modelled: DNS, TLS (one more round trip per new connection, two
+//! before TLS 1.3), HTTP headers beyond the fixed request size, server think
+//! time, HTTP/2 multiplexing, a browser's limit of six connections per host,
+//! closing idle connections.
+
+use serde_json::{json, Value};
+
+use l4slab_core::stats::{round6, DurStats};
+use l4slab_core::{Dur, Time};
+
+use crate::{FlowApp, FlowIo, Role};
+
+/// One object this flow's connection carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WebObject {
+    /// Position in the page's `objects` list, as written.
+    pub index: u32,
+    /// Response bytes.
+    pub size: u64,
+    /// When the client asks for it, counted from the page's start.
+    pub at: Dur,
+    /// Fetched on a connection of its own (this flow was made for it).
+    pub new_connection: bool,
+}
+
+/// Web parameters (scenario `app = { kind = "web", ... }`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WebConfig {
+    /// Bytes of each request. Default 500 B.
+    pub request_size: u64,
+    /// When the page starts (its flow's start); objects' `at` count from here.
+    pub page_start: Time,
+    /// The objects this flow fetches.
+    pub objects: Vec<WebObject>,
+    /// The name of the flow carrying them, for the report.
+    pub flow: String,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Outcome {
+    requested: Option<Time>,
+    first_byte: Option<Time>,
+    done: Option<Time>,
+}
+
+#[derive(Debug)]
+pub struct Web {
+    cfg: WebConfig,
+    requester: Role,
+    /// Response stream offset just past object `k` (in request order).
+    ends: Vec<u64>,
+    outcomes: Vec<Outcome>,
+    // The requesting side.
+    next_request: usize,
+    request_unwritten: u64,
+    response_delivered: u64,
+    first_bytes_seen: usize,
+    completed: usize,
+    // The responding side.
+    request_received: u64,
+    answered: usize,
+    response_unwritten: u64,
+}
+
+impl Web {
+    /// `requester` is the side that receives the responses.
+    pub fn new(mut cfg: WebConfig, requester: Role) -> Self {
+        assert!(cfg.request_size > 0, "a request has at least one byte");
+        assert!(cfg.objects.iter().all(|o| o.size > 0), "{cfg:?}");
+        // Requests go out in time order; ties in list order.
+        cfg.objects.sort_by_key(|o| (o.at, o.index));
+        let ends = cfg
+            .objects
+            .iter()
+            .scan(0u64, |end, o| {
+                *end += o.size;
+                Some(*end)
+            })
+            .collect();
+        Web {
+            outcomes: vec![Outcome::default(); cfg.objects.len()],
+            cfg,
+            requester,
+            ends,
+            next_request: 0,
+            request_unwritten: 0,
+            response_delivered: 0,
+            first_bytes_seen: 0,
+            completed: 0,
+            request_received: 0,
+            answered: 0,
+            response_unwritten: 0,
+        }
+    }
+
+    fn due(&self, k: usize) -> Time {
+        self.cfg.page_start + self.cfg.objects[k].at
+    }
+
+    /// Objects completed so far.
+    pub fn completed(&self) -> usize {
+        self.completed
+    }
+
+    /// Write every request that is due, then wait for the next one.
+    fn request(&mut self, now: Time, io: &mut dyn FlowIo) {
+        while self.next_request < self.cfg.objects.len() && self.due(self.next_request) <= now {
+            self.request_unwritten += self.cfg.request_size;
+            self.outcomes[self.next_request].requested = Some(now);
+            self.next_request += 1;
+        }
+        write_all(&mut self.request_unwritten, io);
+        if self.next_request < self.cfg.objects.len() {
+            io.wake_at(self.due(self.next_request));
+        }
+    }
+
+    /// Response bytes arrived at the requester.
+    fn on_response(&mut self, now: Time, bytes: u64) {
+        self.response_delivered += bytes;
+        let n = self.cfg.objects.len();
+        assert!(
+            n > 0 && self.response_delivered <= self.ends[n - 1],
+            "web: {} response bytes delivered, {} expected in all",
+            self.response_delivered,
+            self.ends.last().copied().unwrap_or(0)
+        );
+        // Object k's bytes are (ends[k-1], ends[k]] of the response stream.
+        while self.first_bytes_seen < n {
+            let start = self
+                .first_bytes_seen
+                .checked_sub(1)
+                .map_or(0, |k| self.ends[k]);
+            if self.response_delivered <= start {
+                break;
+            }
+            self.outcomes[self.first_bytes_seen].first_byte = Some(now);
+            self.first_bytes_seen += 1;
+        }
+        while self.completed < n && self.response_delivered >= self.ends[self.completed] {
+            self.outcomes[self.completed].done = Some(now);
+            self.completed += 1;
+        }
+    }
+
+    /// Request bytes arrived at the responder: answer each complete request.
+    fn on_request(&mut self, bytes: u64, io: &mut dyn FlowIo) {
+        self.request_received += bytes;
+        let n = self.cfg.objects.len() as u64;
+        assert!(
+            self.request_received <= n * self.cfg.request_size,
+            "web: more request bytes than requests"
+        );
+        let complete = (self.request_received / self.cfg.request_size) as usize;
+        while self.answered < complete {
+            self.response_unwritten += self.cfg.objects[self.answered].size;
+            self.answered += 1;
+        }
+        write_all(&mut self.response_unwritten, io);
+    }
+
+    fn object_report(&self, k: usize) -> Value {
+        let o = &self.cfg.objects[k];
+        let r = &self.outcomes[k];
+        let asked = self.due(k);
+        let secs = |d: Dur| round6(d.as_secs_f64());
+        json!({
+            "index": o.index,
+            "flow": self.cfg.flow,
+            "connection": if o.new_connection { "new" } else { "existing" },
+            "size_bytes": o.size,
+            "at_s": secs(o.at),
+            "requested": r.requested.is_some(),
+            "ttfb_s": r.first_byte.map(|t| secs(t.saturating_since(asked))),
+            "response_s": r.done.zip(r.requested).map(|(d, q)| secs(d.saturating_since(q))),
+            "completion_s": r.done.map(|t| secs(t.saturating_since(asked))),
+        })
+    }
+}
+
+/// Write what the socket takes of `*pending`.
+fn write_all(pending: &mut u64, io: &mut dyn FlowIo) {
+    while *pending > 0 {
+        let n = io.write(*pending);
+        if n == 0 {
+            break;
+        }
+        *pending -= n;
+    }
+}
+
+/// The page-level figures from a list of object entries (as
+/// [`Web::report`] writes them): the objects in list order, counts,
+/// `completion_ms` percentiles over the completed objects, and
+/// `page_complete_s` (from the page's start to its last object's last byte,
+/// once every object completed).
+fn summarize(mut objects: Vec<Value>) -> Value {
+    objects.sort_by_key(|o| o["index"].as_u64());
+    let mut stats = DurStats::new(1_000, 1_000_000_000);
+    let mut page_end: Option<f64> = Some(0.0);
+    let (mut requested, mut completed) = (0u64, 0u64);
+    for o in &objects {
+        requested += u64::from(o["requested"].as_bool() == Some(true));
+        match o["completion_s"].as_f64() {
+            Some(c) => {
+                completed += 1;
+                stats.record(Dur::from_secs_f64(c));
+                let end = o["at_s"].as_f64().unwrap_or(0.0) + c;
+                page_end = page_end.map(|p| p.max(end));
+            }
+            None => page_end = None,
+        }
+    }
+    json!({
+        "objects_total": objects.len(),
+        "objects_requested": requested,
+        "objects_completed": completed,
+        "completion_ms": stats.summary_ms(),
+        "page_complete_s": page_end.map(round6),
+        "objects": objects,
+    })
+}
+
+/// Add the objects a flow split off for `connection = "new"` reported
+/// (`part`) to its page's report (`page`), and recompute the page's figures.
+pub fn merge_into_page(page: &mut Value, part: &Value) {
+    let mut objects = page["objects"].as_array().cloned().unwrap_or_default();
+    objects.extend(part["objects"].as_array().into_iter().flatten().cloned());
+    if let (Some(p), Value::Object(new)) = (page.as_object_mut(), summarize(objects)) {
+        p.extend(new);
+    }
+}
+
+impl FlowApp for Web {
+    fn kind(&self) -> &'static str {
+        "web"
+    }
+    fn on_connected(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        if side == self.requester {
+            self.request(now, io);
+        }
+    }
+    fn on_timer(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
+        if side == self.requester {
+            self.request(now, io);
+        }
+    }
+    fn on_writable(&mut self, _now: Time, side: Role, io: &mut dyn FlowIo) {
+        if side == self.requester {
+            write_all(&mut self.request_unwritten, io);
+        } else {
+            write_all(&mut self.response_unwritten, io);
+        }
+    }
+    fn on_receive(&mut self, now: Time, side: Role, bytes: u64, io: &mut dyn FlowIo) {
+        if side == self.requester {
+            self.on_response(now, bytes);
+        } else {
+            self.on_request(bytes, io);
+        }
+    }
+    fn report(&self, _end: Time) -> Value {
+        let objects = (0..self.cfg.objects.len())
+            .map(|k| self.object_report(k))
+            .collect();
+        let mut r = summarize(objects);
+        r["request_size_bytes"] = self.cfg.request_size.into();
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Script;
+
+    fn ms(x: u64) -> Time {
+        Time::ZERO + Dur::from_millis(x)
+    }
+
+    fn obj(index: u32, size: u64, at_ms: u64) -> WebObject {
+        WebObject {
+            index,
+            size,
+            at: Dur::from_millis(at_ms),
+            new_connection: false,
+        }
+    }
+
+    fn web(objects: Vec<WebObject>) -> Web {
+        Web::new(
+            WebConfig {
+                request_size: 500,
+                page_start: ms(0),
+                objects,
+                flow: "page".into(),
+            },
+            Role::Client,
+        )
+    }
+
+    #[test]
+    fn requests_go_out_at_their_times_and_responses_come_back_in_order() {
+        let mut w = web(vec![obj(0, 10_000, 0), obj(1, 1_000, 50)]);
+        let mut s = Script::new();
+        // Connected at 20 ms: the first request (due at 0) goes out at once.
+        s.connected(&mut w, ms(20), Role::Client);
+        assert_eq!(s.written(Role::Client), 500);
+        assert_eq!(s.wake(Role::Client), Some(ms(50)));
+        s.connected(&mut w, ms(30), Role::Server);
+        // The request arrives in two pieces; the response is written once all 500 B are in.
+        s.deliver(&mut w, ms(30), Role::Server, 499);
+        assert_eq!(s.written(Role::Server), 0);
+        s.deliver(&mut w, ms(31), Role::Server, 1);
+        assert_eq!(s.written(Role::Server), 10_000);
+        s.timer(&mut w, ms(50), Role::Client);
+        assert_eq!(s.written(Role::Client), 1_000);
+        s.deliver(&mut w, ms(70), Role::Server, 500);
+        assert_eq!(s.written(Role::Server), 11_000);
+        // Responses arrive in order: the small object behind the large one.
+        s.deliver(&mut w, ms(80), Role::Client, 9_000);
+        assert_eq!(w.completed(), 0);
+        s.deliver(&mut w, ms(90), Role::Client, 1_500);
+        assert_eq!(w.completed(), 1);
+        s.deliver(&mut w, ms(100), Role::Client, 500);
+        assert_eq!(w.completed(), 2);
+        let r = w.report(ms(200));
+        let o = &r["objects"];
+        // Object 0: asked at 0, first byte 80 ms, done 90 ms; request written at 20 ms.
+        assert_eq!(o[0]["ttfb_s"], 0.08);
+        assert_eq!(o[0]["completion_s"], 0.09);
+        assert_eq!(o[0]["response_s"], 0.07);
+        // Object 1: asked at 50 ms, its first byte came with the 1,500 B at 90 ms, done at 100 ms.
+        assert_eq!(o[1]["ttfb_s"], 0.04);
+        assert_eq!(o[1]["completion_s"], 0.05);
+        assert_eq!(r["objects_completed"], 2);
+        assert_eq!(r["page_complete_s"], 0.1);
+        assert_eq!(r["completion_ms"]["max"], 90.0);
+    }
+
+    #[test]
+    fn objects_are_requested_in_time_order_whatever_the_list_order() {
+        let mut w = web(vec![obj(0, 100, 30), obj(1, 200, 10)]);
+        let mut s = Script::new();
+        s.connected(&mut w, ms(0), Role::Client);
+        assert_eq!(s.written(Role::Client), 0);
+        assert_eq!(s.wake(Role::Client), Some(ms(10)));
+        s.timer(&mut w, ms(10), Role::Client);
+        s.timer(&mut w, ms(30), Role::Client);
+        s.deliver(&mut w, ms(40), Role::Server, 1_000);
+        // Object 1 (200 B) is answered first.
+        s.deliver(&mut w, ms(50), Role::Client, 200);
+        let r = w.report(ms(60));
+        assert_eq!(r["objects"][1]["completion_s"], 0.04);
+        assert!(r["objects"][0]["completion_s"].is_null());
+        assert_eq!(r["objects_completed"], 1);
+        assert!(r["page_complete_s"].is_null());
+    }
+
+    #[test]
+    fn a_full_send_buffer_delays_the_rest_of_a_response() {
+        let mut w = web(vec![obj(0, 10_000, 0)]);
+        let mut s = Script::new();
+        s.sock(Role::Server).room = 4_000;
+        s.connected(&mut w, ms(0), Role::Client);
+        s.deliver(&mut w, ms(10), Role::Server, 500);
+        assert_eq!(s.written(Role::Server), 4_000);
+        s.writable(&mut w, ms(20), Role::Server, 100_000);
+        assert_eq!(s.written(Role::Server), 10_000);
+    }
+
+    #[test]
+    fn objects_of_new_connections_merge_into_the_page() {
+        let mut page = web(vec![obj(0, 1_000, 0)]).report(ms(10));
+        let part = Web::new(
+            WebConfig {
+                request_size: 500,
+                page_start: ms(0),
+                objects: vec![WebObject {
+                    new_connection: true,
+                    ..obj(1, 100, 5)
+                }],
+                flow: "page.obj1".into(),
+            },
+            Role::Client,
+        );
+        merge_into_page(&mut page, &part.report(ms(10)));
+        assert_eq!(page["objects_total"], 2);
+        assert_eq!(page["objects"][1]["flow"], "page.obj1");
+        assert_eq!(page["objects"][1]["connection"], "new");
+        assert_eq!(page["request_size_bytes"], 500);
+    }
+
+    #[test]
+    #[should_panic(expected = "response bytes")]
+    fn more_response_bytes_than_objects_is_a_bug() {
+        let mut w = web(vec![obj(0, 10, 0)]);
+        let mut s = Script::new();
+        s.deliver(&mut w, ms(1), Role::Client, 11);
+    }
+}
