@@ -241,6 +241,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         ("qdisc", "kind") => r#""fifo""#,
         ("loss", "kind") => r#""bernoulli""#,
         ("app", "kind") => r#""file""#,
+        ("cc", "kind") => r#""prague""#,
         ("loss", "p") => r#""1%""#,
         (_, "format") => "1",
         (_, "name") => r#""download""#,

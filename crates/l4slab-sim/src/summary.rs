@@ -67,35 +67,36 @@ impl Sim<'_> {
                 0.0
             };
             let rec = &self.rec.flows[f];
-            flows.insert(
-                spec.name.clone(),
-                json!({
-                    "cc": spec.cc,
-                    "app": Sim::app_kind(&spec.app),
-                    "direction": match spec.direction { Direction::Down => "down", Direction::Up => "up" },
-                    "client": self.scn.hosts[spec.client].name,
-                    "server": self.scn.hosts[spec.server].name,
-                    "start_s": round6(fl.start.as_secs_f64()),
-                    "goodput_bps": goodput.round(),
-                    "bytes_delivered": fl.delivered,
-                    "completion_s": fl.completion.map(|t| round6(t.saturating_since(fl.start).as_secs_f64())),
-                    "rtt_ms": rec.rtt.summary_ms(),
-                    "retransmits": st.retransmits,
-                    "retransmitted_bytes": st.bytes_retransmitted,
-                    "lost_packets": fl.data_drops,
-                    "ack_packets_lost": fl.ack_drops,
-                    "losses_detected": st.lost_segments,
-                    "rto_count": st.rto_count,
-                    "ce_marks_received": receiver.ce_marks_received,
-                    "ecn": st.ecn_mode.name(),
-                    "ecn_validation": st.ecn_validation.name(),
-                    "segments_sent": st.segments_sent,
-                    "data_segments_sent": st.data_segments_sent,
-                    "recovery_episodes": st.fast_recovery_episodes,
-                    "spurious_retransmits": st.spurious_retransmits,
-                    "cwnd_final_bytes": sender.cc_metrics().cwnd,
-                }),
-            );
+            let mut flow = json!({
+                "cc": spec.cc.kind,
+                "app": Sim::app_kind(&spec.app),
+                "direction": match spec.direction { Direction::Down => "down", Direction::Up => "up" },
+                "client": self.scn.hosts[spec.client].name,
+                "server": self.scn.hosts[spec.server].name,
+                "start_s": round6(fl.start.as_secs_f64()),
+                "goodput_bps": goodput.round(),
+                "bytes_delivered": fl.delivered,
+                "completion_s": fl.completion.map(|t| round6(t.saturating_since(fl.start).as_secs_f64())),
+                "rtt_ms": rec.rtt.summary_ms(),
+                "retransmits": st.retransmits,
+                "retransmitted_bytes": st.bytes_retransmitted,
+                "lost_packets": fl.data_drops,
+                "ack_packets_lost": fl.ack_drops,
+                "losses_detected": st.lost_segments,
+                "rto_count": st.rto_count,
+                "ce_marks_received": receiver.ce_marks_received,
+                "ecn": st.ecn_mode.name(),
+                "ecn_validation": st.ecn_validation.name(),
+                "segments_sent": st.segments_sent,
+                "data_segments_sent": st.data_segments_sent,
+                "recovery_episodes": st.fast_recovery_episodes,
+                "spurious_retransmits": st.spurious_retransmits,
+                "cwnd_final_bytes": sender.cc_metrics().cwnd,
+            });
+            if spec.cc.has_options() {
+                flow["cc_options"] = json!(spec.cc.options);
+            }
+            flows.insert(spec.name.clone(), flow);
         }
         let mut queues = Map::new();
         for (dir, ls) in self.links.iter().enumerate() {
