@@ -87,6 +87,8 @@ impl Sim<'_> {
                 "ce_marks_received": receiver.ce_marks_received,
                 "ecn": st.ecn_mode.name(),
                 "ecn_validation": st.ecn_validation.name(),
+                "ce_bytes_fed_back": st.ce_bytes_fed_back,
+                "ecn_echo_events": st.ecn_echo_events,
                 "segments_sent": st.segments_sent,
                 "data_segments_sent": st.data_segments_sent,
                 "recovery_episodes": st.fast_recovery_episodes,
