@@ -1,7 +1,7 @@
 //! Congestion controllers.
 //!
 //! One module per algorithm, named after the Linux `tcp_congestion_control`
-//! name (`reno`, later `cubic`, `bbr`, `dctcp`, `prague`). Controllers are pure
+//! name (`reno`, `cubic`, `dctcp`, `prague`, `bbr`, `bbr3`). Controllers are pure
 //! state machines: the transport calls them with events and a [`CcCtx`]; they
 //! never read clocks, sockets or global RNGs. All windows are in **bytes**.
 
@@ -9,6 +9,7 @@ pub mod bbr;
 pub mod cubic;
 pub mod dctcp;
 pub mod hystart;
+pub mod options;
 pub mod prague;
 pub mod reno;
 pub mod testing;
@@ -22,6 +23,7 @@ use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 pub use bbr::{Bbr, Bbr3, Bbr3Config, BbrConfig};
 pub use cubic::{Cubic, CubicConfig, CubicConfigError, CubicStats};
 pub use dctcp::{Dctcp, DctcpConfig, DctcpConfigError, DctcpStats};
+pub use options::{Bbr3Options, BbrOptions, CcOptions, CubicOptions, DctcpOptions, PragueOptions};
 pub use prague::{EcnFallback, Prague, PragueConfig, PragueConfigError, PragueStats, RttScaling};
 pub use reno::{Reno, RenoConfig, RenoConfigError, RenoStats};
 
@@ -162,45 +164,15 @@ pub trait CongestionControl: fmt::Debug + Send {
 /// the order `--help` lists them.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "dctcp", "prague", "bbr", "bbr3"];
 
-/// The one dispatch point from a scenario's `cc = "..."` to a controller.
+/// The one dispatch point from a scenario's `cc = "..."` to a controller
+/// with its defaults; [`CcOptions::build`] is the same with options.
 /// `mss` (bytes) and `initial_window` (segments) come from the transport
 /// config. Returns `None` for a name not in [`CC_NAMES`].
 ///
 /// # Panics
 /// If `mss` or `initial_window` is zero (the scenario crate rejects those).
 pub fn build(name: &str, mss: u64, initial_window: u64) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "reno" => Some(Box::new(Reno::new(RenoConfig {
-            mss,
-            initial_window_segments: initial_window,
-        }))),
-        "cubic" => Some(Box::new(Cubic::new(CubicConfig {
-            mss,
-            initial_window_segments: initial_window,
-            ..CubicConfig::default()
-        }))),
-        "dctcp" => Some(Box::new(Dctcp::new(DctcpConfig {
-            mss,
-            initial_window_segments: initial_window,
-            ..DctcpConfig::default()
-        }))),
-        "prague" => Some(Box::new(Prague::new(PragueConfig {
-            mss,
-            initial_window_segments: initial_window,
-            ..PragueConfig::default()
-        }))),
-        "bbr" => Some(Box::new(Bbr::new(BbrConfig {
-            mss,
-            initial_window_segments: initial_window,
-            ..BbrConfig::default()
-        }))),
-        "bbr3" => Some(Box::new(Bbr3::new(Bbr3Config {
-            mss,
-            initial_window_segments: initial_window,
-            ..Bbr3Config::default()
-        }))),
-        _ => None,
-    }
+    CcOptions::defaults(name).map(|o| o.build(mss, initial_window))
 }
 
 #[cfg(test)]

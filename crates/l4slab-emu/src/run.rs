@@ -14,7 +14,9 @@
 //!   `bulk` writes until the end; `file` writes its size, then closes.
 //! * **What the kernel cannot do is refused**, with the reason: congestion
 //!   controls it lacks (DCTCP, Prague: later carried by l4slab's own
-//!   transport over UDP), AccECN (this kernel's `tcp_ecn` takes 0-2 only),
+//!   transport over UDP), congestion-control options (`cc = { kind =
+//!   "cubic", hystart = false }`: Linux's module parameters are global to the
+//!   host, not per socket), AccECN (this kernel's `tcp_ecn` takes 0-2 only),
 //!   ECT(1) on data (kernel TCP strips it).
 //! * **Measurements.** Goodput is what the receiver read; cwnd, ssthresh,
 //!   pacing rate, in-flight and RTT come from the sender's `TCP_INFO`,
@@ -101,14 +103,26 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
     let defaults = l4slab_scenario::TransportSpec::default();
     for (i, f) in scn.flows.iter().enumerate() {
         let at = format!("flows[{i}] ({})", f.name);
-        if !shell::KERNEL_CC.contains(&f.cc.as_str()) {
+        let cc = f.cc.kind.as_str();
+        if !shell::KERNEL_CC.contains(&cc) {
             return Err(EmuError::Unsupported(format!(
-                "{at}.cc = \"{}\": this kernel has no {} (only {}); such flows will be carried \
+                "{at}.cc = \"{cc}\": this kernel has no {cc} (only {}); such flows will be carried \
                  by l4slab's own transport over UDP in a later version. Run this scenario \
                  with --backend sim for now.",
-                f.cc,
-                f.cc,
                 shell::KERNEL_CC.join(", ")
+            )));
+        }
+        if f.cc.has_options() {
+            let set = serde_json::to_value(&f.cc.options)
+                .ok()
+                .and_then(|v| v.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()))
+                .unwrap_or_default();
+            return Err(EmuError::Unsupported(format!(
+                "{at}.cc: options ({}) cannot be applied to kernel TCP: tcp_{cc}'s \
+                 parameters are global to the host (/sys/module/tcp_{cc}/parameters), \
+                 not per socket; remove them to run the kernel's defaults, or use \
+                 --backend sim",
+                set.join(", ")
             )));
         }
         if !matches!(f.app, AppSpec::Bulk | AppSpec::File { .. }) {
@@ -183,7 +197,7 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
             }
         }
         flows.push(FlowPlan {
-            cc: f.cc.clone(),
+            cc: f.cc.kind.clone(),
             ecn,
             port: BASE_PORT + i as u16,
         });
@@ -789,7 +803,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
         flows_json.insert(
             f.name.clone(),
             json!({
-                "cc": f.cc,
+                "cc": f.cc.kind,
                 "app": f.app.kind(),
                 "direction": if f.direction == Direction::Down { "down" } else { "up" },
                 "client": scn.hosts[f.client].name,
@@ -860,4 +874,48 @@ fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(cc: &str) -> Scenario {
+        let text = format!(
+            "format = 1\nduration = \"5s\"\n[bottleneck]\nrate = \"10Mbit\"\n\
+             delay = \"5ms\"\nbuffer = \"100pkt\"\n[[flows]]\ncc = {cc}\n"
+        );
+        let mut known: Vec<&str> = shell::KERNEL_CC.to_vec();
+        known.extend_from_slice(L4S_ONLY_CC);
+        l4slab_scenario::parse_with(&text, "t.toml", &[], &ParseOptions { known_cc: known })
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn congestion_control_options_are_refused_with_the_reason() {
+        // Defaults, written either way, run with the kernel's module.
+        for cc in [
+            r#""cubic""#,
+            r#"{ kind = "cubic" }"#,
+            r#"{ kind = "reno" }"#,
+        ] {
+            let plan = plan(&scenario(cc)).unwrap_or_else(|e| panic!("{cc}: {e}"));
+            assert!(plan.flows[0].cc == "cubic" || plan.flows[0].cc == "reno");
+        }
+        let e = plan(&scenario(
+            r#"{ kind = "cubic", hystart = false, beta = 0.5 }"#,
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("flows[0] (flow0).cc: options (beta, hystart) cannot be applied"),
+            "{e}"
+        );
+        assert!(e.contains("/sys/module/tcp_cubic/parameters"), "{e}");
+        // A controller the kernel lacks is refused for that reason first.
+        let e = plan(&scenario(r#"{ kind = "prague", rtt_scaling = "none" }"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("this kernel has no prague"), "{e}");
+    }
 }

@@ -251,6 +251,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         ("app", "min_bitrate") => r#""1Mbit""#,
         ("app", "max_bitrate") => r#""40Mbit""#,
         ("app", "late_threshold") => r#""50ms""#,
+        ("cc", "kind") => r#""prague""#,
         ("loss", "p") => r#""1%""#,
         (_, "format") => "1",
         (_, "name") => r#""download""#,

@@ -1,5 +1,5 @@
-//! `[[flows]]` -> [`Flow`]s: host references, congestion control names,
-//! applications, transport overrides, and `count` expansion.
+//! `[[flows]]` -> [`Flow`]s: host references, congestion control (resolved
+//! in [`crate::cc`]), applications, transport overrides, and `count` expansion.
 //!
 //! A flow with `count = N > 1` becomes N identical flows named
 //! `<name>.0` .. `<name>.<N-1>`. A web flow's `connection = "new"` objects
@@ -112,15 +112,7 @@ fn resolve_flow(
             ))
         }
     };
-    let cc = f.cc.clone().unwrap_or_else(|| "reno".to_string());
-    if !opts.known_cc.contains(&cc.as_str()) {
-        return Err(ScenarioError::unknown_name(
-            &join(path, "cc"),
-            "congestion control",
-            &cc,
-            &opts.known_cc,
-        ));
-    }
+    let cc = crate::cc::resolve(f.cc.as_ref(), &join(path, "cc"), &opts.known_cc)?;
     let start = match &f.start {
         Some(v) => {
             let p = join(path, "start");

@@ -8,12 +8,14 @@
 //! * [`model`]: the resolved scenario the backends consume (the contract).
 //! * [`units`]: pure parsers for `"20Mbit"`, `"25ms"`, `"10MB"`, `"100pkt"`, `"1%"`.
 //! * [`build`]: resolved parts -> the qdisc, loss model and link both backends run.
+//! * [`cc`]: `cc = "prague"` or `cc = { kind = "prague", ... }` -> [`CcSpec`].
 //! * [`ScenarioError`]: every error names its key path and, where it helps,
 //!   a valid example.
 //!
 //! The file format is documented in `docs/scenarios.md`.
 mod app;
 pub mod build;
+pub mod cc;
 pub mod ecn;
 pub mod error;
 mod flows;

@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use l4slab_cc::CcOptions;
 use l4slab_core::{Dur, Rate, Time};
 
 /// Current scenario file format version (`format = 1`).
@@ -162,8 +163,10 @@ pub struct Flow {
     pub client: usize,
     pub server: usize,
     pub direction: Direction,
-    /// Linux name of the congestion control (`reno`, ...).
-    pub cc: String,
+    /// Congestion control: serialized as `cc` (the Linux name) and, when the
+    /// scenario set any, `cc_options`.
+    #[serde(flatten)]
+    pub cc: CcSpec,
     /// When the client opens the connection.
     pub start: Time,
     pub app: AppSpec,
@@ -172,6 +175,54 @@ pub struct Flow {
     /// decided by the backend (Linux-like: `accecn` for `dctcp`/`prague`,
     /// `off` otherwise; docs/models/ecn.md).
     pub ecn: Option<EcnSpec>,
+}
+
+/// A flow's congestion control (`cc = "prague"` or `cc = { kind = "prague",
+/// rtt_scaling = "none" }`; docs/scenarios.md): the Linux name and the
+/// options set over the controller's defaults ([`CcOptions`]: `None` is the
+/// Linux default, which lives in `l4slab-cc`).
+///
+/// `kind` is always `options.name()`; build one with [`CcSpec::new`] or
+/// [`CcSpec::named`]. It serializes as two keys of the flow: `cc` (the name)
+/// and `cc_options` (only the options set, omitted when there are none), so
+/// a scenario without options reads exactly as before options existed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CcSpec {
+    /// Linux name: `reno`, `cubic`, `dctcp`, `prague`, `bbr`, `bbr3`.
+    pub kind: String,
+    /// Overrides of the controller's defaults, by kind.
+    pub options: CcOptions,
+}
+
+impl CcSpec {
+    pub fn new(options: CcOptions) -> Self {
+        CcSpec {
+            kind: options.name().to_string(),
+            options,
+        }
+    }
+
+    /// `name` with its defaults; `None` for a name `l4slab-cc` does not know.
+    pub fn named(name: &str) -> Option<Self> {
+        CcOptions::defaults(name).map(Self::new)
+    }
+
+    /// Whether the scenario set any option.
+    pub fn has_options(&self) -> bool {
+        !self.options.is_default()
+    }
+}
+
+impl Serialize for CcSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("cc", &self.kind)?;
+        if self.has_options() {
+            m.serialize_entry("cc_options", &self.options)?;
+        }
+        m.end()
+    }
 }
 
 /// ECN negotiation and feedback of a flow (Linux `tcp_ecn`).

@@ -22,10 +22,11 @@ use crate::{overrides, resolve, values};
 /// ```
 #[derive(Clone, Debug)]
 pub struct ParseOptions<'a> {
-    /// Congestion control names a flow may use (the simulator's list, e.g.
-    /// `l4slab_sim::cc_names().to_vec()`; this crate does not depend on
-    /// `l4slab-cc`). A name not in the list is an error, so an empty list
-    /// rejects every flow.
+    /// Congestion control names a flow may use: the backend's list (e.g.
+    /// `l4slab_sim::cc_names().to_vec()`; the emulator's kernel has fewer).
+    /// A name not in the list, or not in `l4slab_cc::CC_NAMES` (whose
+    /// options this crate resolves), is an error, so an empty list rejects
+    /// every flow.
     pub known_cc: Vec<&'a str>,
 }
 

@@ -4,7 +4,7 @@
 //! and listing the valid keys. Every field is optional here: defaults and
 //! "missing" errors are decided in [`crate::resolve`], which knows the key
 //! path and a good example. Values with units (`"20Mbit"`), and values that
-//! may be a string *or* a table (`qdisc`, `loss`, `app`), are kept as
+//! may be a string *or* a table (`qdisc`, `loss`, `app`, `cc`), are kept as
 //! [`toml::Value`] and interpreted there, so their errors can say what a valid
 //! value looks like instead of what serde expected.
 //!
@@ -107,7 +107,8 @@ pub struct RawFlow {
     pub client: Option<String>,
     pub server: Option<String>,
     pub direction: Option<String>,
-    pub cc: Option<String>,
+    /// A name (`"prague"`) or a table with `kind` and options.
+    pub cc: Option<Value>,
     pub start: Option<Value>,
     pub count: Option<i64>,
     pub app: Option<Value>,

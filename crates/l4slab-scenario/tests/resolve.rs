@@ -7,9 +7,9 @@ use common::{base_with, parse, parse_set, BASE};
 use l4slab_core::{Dur, Rate, Time};
 use l4slab_link::EcnRewrite;
 use l4slab_scenario::{
-    parse_with, AppSpec, Bottleneck, BufferLimit, Direction, Flow, FrameAppSpec, Host, LinkSpec,
-    LossSpec, QdiscSpec, Scenario, Side, TransportSpec, WebConnection, WebObjectSpec, WebPage,
-    WebSpec,
+    parse_with, AppSpec, Bottleneck, BufferLimit, CcSpec, Direction, Flow, FrameAppSpec, Host,
+    LinkSpec, LossSpec, QdiscSpec, Scenario, Side, TransportSpec, WebConnection, WebObjectSpec,
+    WebPage, WebSpec,
 };
 
 fn fifo_pkts(n: u32) -> QdiscSpec {
@@ -59,7 +59,7 @@ fn minimal_file_gets_every_default() {
             client: 0,
             server: 1,
             direction: Direction::Down,
-            cc: "reno".into(),
+            cc: CcSpec::named("reno").unwrap(),
             start: Time::ZERO,
             app: AppSpec::Bulk,
             transport: TransportSpec::default(),
@@ -192,7 +192,7 @@ app = "bulk"
     assert_eq!(s.hosts[1].access_delay, Dur::from_millis(20));
     let video = &s.flows[0];
     assert_eq!((video.client, video.server), (1, 2));
-    assert_eq!(video.cc, "cubic");
+    assert_eq!(video.cc.kind, "cubic");
     assert_eq!(video.start, Time::from_millis(1500));
     assert_eq!(video.app, AppSpec::File { size: 10_000_000 });
     assert_eq!(
@@ -215,7 +215,7 @@ app = "bulk"
     // The only server-side host is the default for `server`.
     assert_eq!((backup.client, backup.server), (0, 2));
     assert_eq!(backup.direction, Direction::Up);
-    assert_eq!(backup.cc, "reno");
+    assert_eq!(backup.cc.kind, "reno");
     assert_eq!(backup.app, AppSpec::Bulk);
 }
 
@@ -404,7 +404,10 @@ fn web_objects_on_new_connections_become_flows_of_their_own() {
         })
     );
     // The split-off flow shares everything else with its page.
-    assert_eq!((part.cc.as_str(), part.client, part.server), ("reno", 0, 1));
+    assert_eq!(
+        (part.cc.kind.as_str(), part.client, part.server),
+        ("reno", 0, 1)
+    );
     // connection = "new" at the app level applies to every object without one.
     let s = base_with(&[
         r#"flows[0].app={ kind = "web", connection = "new", objects = [{ size = "1KB" }, { size = "2KB", connection = "existing" }] }"#,
@@ -475,7 +478,7 @@ fn overrides_apply_before_validation() {
     ]);
     assert_eq!(s.bottleneck.down.rate, Rate::from_mbps(50));
     assert_eq!(s.bottleneck.up.rate, Rate::from_mbps(50));
-    assert_eq!(s.flows[0].cc, "cubic");
+    assert_eq!(s.flows[0].cc.kind, "cubic");
     assert_eq!(s.duration, Time::from_secs(20));
     assert_eq!(s.bottleneck.down.loss, LossSpec::Bernoulli { p: 0.02 });
     assert_eq!(s.seed, 7);

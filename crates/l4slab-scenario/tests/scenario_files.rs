@@ -61,7 +61,7 @@ fn main_example_is_the_documented_scenario() {
     .unwrap();
     assert_eq!(s.name, "reno-20mbit");
     assert_eq!(s.flows.len(), 1);
-    assert_eq!(s.flows[0].cc, "reno");
+    assert_eq!(s.flows[0].cc.kind, "reno");
     assert_eq!(s.bottleneck.down.rate.as_bps(), 20_000_000);
     // 20 ms base RTT: 10 ms each way, no access delay.
     let one_way = s.bottleneck.down.delay + s.hosts[0].access_delay + s.hosts[1].access_delay;

@@ -36,12 +36,6 @@ pub struct RunOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    #[error("flows[{flow}].cc: unknown congestion control '{name}'; choose one of: {known}")]
-    UnknownCc {
-        flow: usize,
-        name: String,
-        known: String,
-    },
     #[error("run cancelled at t = {0}")]
     Cancelled(Time),
 }

@@ -1,5 +1,5 @@
 //! Building a [`Sim`] from a resolved scenario: where scenario names
-//! (`cc = "reno"`, `app = "file"`) become objects. The bottleneck links
+//! (`cc = "reno"` with its options, `app = "file"`) become objects. The bottleneck links
 //! (qdisc, rate, loss) come from [`l4slab_scenario::build`], which the
 //! emulator shares.
 
@@ -185,17 +185,13 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             ecn_codepoint: t.ecn_codepoint.map(ecn_codepoint),
             ..TransportConfig::default()
         };
-        let cc = |_: ()| {
-            l4slab_cc::build(&f.cc, u64::from(t.mss), u64::from(t.initial_window)).ok_or_else(
-                || SimError::UnknownCc {
-                    flow: i,
-                    name: f.cc.clone(),
-                    known: l4slab_cc::CC_NAMES.join(", "),
-                },
-            )
+        // The scenario resolved the name and the options (crate::cc there).
+        let cc = || {
+            f.cc.options
+                .build(u64::from(t.mss), u64::from(t.initial_window))
         };
         let id = i as u32;
-        let (client_cc, server_cc) = (cc(())?, cc(())?);
+        let (client_cc, server_cc) = (cc(), cc());
         let cfg = TransportConfig {
             ecn: ecn_mode(f.ecn, client_cc.as_ref()),
             ..cfg

@@ -68,7 +68,7 @@ impl Sim<'_> {
             };
             let rec = &self.rec.flows[f];
             let mut entry = json!({
-                    "cc": spec.cc,
+                    "cc": spec.cc.kind,
                     "app": spec.app.kind(),
                     // Datagram apps (ping) use no connection and no congestion control.
                     "transport": if fl.app.uses_connection() { "tcp" } else { "udp" },
@@ -95,6 +95,7 @@ impl Sim<'_> {
                     "ce_marks_received": receiver.ce_marks_received,
                     // What the feedback told the sender: marks (AccECN counts them all) and ECN reductions.
                     "ce_packets_fed_back": st.ce_packets_fed_back,
+                    "ce_bytes_fed_back": st.ce_bytes_fed_back,
                     "ecn_echo_events": st.ecn_echo_events,
                     "ecn": st.ecn_mode.name(),
                     "ecn_validation": st.ecn_validation.name(),
@@ -104,6 +105,9 @@ impl Sim<'_> {
                     "spurious_retransmits": st.spurious_retransmits,
                     "cwnd_final_bytes": sender.cc_metrics().cwnd,
             });
+            if spec.cc.has_options() {
+                entry["cc_options"] = json!(spec.cc.options);
+            }
             // What the application measured (frame latency, stalls, probe RTT, ...).
             let app = fl.app.report(end);
             if !app.is_null() {

@@ -1005,9 +1005,14 @@ impl EcnState {
     }
 
     /// RFC 3168 §6.1.2: not more than one reduction per window of data: the
-    /// previous one's window (SND.NXT when it happened) must be acknowledged.
+    /// previous one's window (SND.NXT when it happened) must be acknowledged
+    /// *and passed*. An ACK for exactly that SND.NXT acknowledges only data
+    /// sent before the reduction, so its ECE was set before the CWR segment
+    /// (the first new data, at that SND.NXT) arrived — Linux leaves CWR only
+    /// when `snd_una != high_seq` ("CWR is to be held something *above*
+    /// high_seq is ACKed for CWR bit to reach receiver", `tcp_fastretrans_alert`).
     pub fn may_echo(&self, snd_una: u64) -> bool {
-        snd_una >= self.cwr_high
+        snd_una > self.cwr_high
     }
 
     /// A window reduction happened (an ECN echo, or a loss episode) with

@@ -269,6 +269,9 @@ fn classic_ece_until_cwr_and_one_reduction_per_rtt() {
     // window (sent after the first reduction): a second one.
     let e = echoes(&log);
     assert_eq!(e.len(), 2, "{e:?}");
+    // The second one answers segment 13's mark, a window after the first
+    // (not the first mark's ECE on the ACK for exactly the reduction point).
+    assert!(e[1] >= e[0] + dms(20), "{e:?}");
     assert_eq!(n.client.ep.stats().ecn_echo_events, 2);
     // ECE is on every ACK from the first CE until the CWR got through.
     let cwr_arrival = cwr[0].t + dms(10);
@@ -288,6 +291,42 @@ fn classic_ece_until_cwr_and_one_reduction_per_rtt() {
     // Retransmissions and pure ACKs are Not-ECT for a controller that does
     // not need ECN (RFC 3168 §6.1.5, Linux tcp_ecn_send).
     assert!(acks.iter().all(|a| a.ecn == Ecn::NotEct));
+}
+
+#[test]
+fn an_ece_ack_for_exactly_the_reduction_point_does_not_reduce_again() {
+    // One CE mark (segment 1 of the first window of 10). The reduction
+    // happens on the first ECE ACK with SND.NXT = segment 10, and the CWR
+    // goes out on segment 10. The receiver keeps ECE on until that segment
+    // arrives, so the delayed ACK for segments 8-9 acknowledges exactly
+    // segment 10's sequence number *with* ECE: data sent before the
+    // reduction, no new congestion (RFC 3168 §6.1.2; Linux holds CWR until
+    // something above high_seq is acknowledged). One mark, one reduction.
+    let size = 40 * u64::from(MSS);
+    let (mut n, log) = net_with(
+        cfg(EcnMode::Classic),
+        cfg(EcnMode::Classic),
+        EcnCodepoint::NotEct,
+        10,
+        Box::new(File::new(size)),
+    );
+    mark_ce(&mut n, vec![seg_seq(1, MSS)]);
+    n.connect();
+    n.run_while(ms(2000), |n| n.client.ep.state() == ConnState::FinWait2);
+    assert_eq!(n.server.delivered(), size);
+    let cwr: Vec<Sent> = client_data(&n)
+        .into_iter()
+        .filter(|d| d.seg.flags.contains(Flags::CWR))
+        .collect();
+    assert_eq!(cwr.len(), 1, "{cwr:?}");
+    assert_eq!(cwr[0].seg.seq, seg_seq(10, MSS));
+    // The case this test is about is on the wire: an ECE ACK for exactly
+    // the reduction point.
+    assert!(server_pure_acks(&n)
+        .iter()
+        .any(|a| a.seg.ack == cwr[0].seg.seq && a.seg.flags.contains(Flags::ECE)));
+    assert_eq!(echoes(&log).len(), 1, "{:?}", echoes(&log));
+    assert_eq!(n.client.ep.stats().ecn_echo_events, 1);
 }
 
 // ----- AccECN (RFC 9768) -------------------------------------------------------------

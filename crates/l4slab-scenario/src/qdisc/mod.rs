@@ -10,7 +10,7 @@ mod codel;
 mod dualpi2;
 mod fifo;
 mod fq_codel;
-mod params;
+pub(crate) mod params;
 mod pie;
 
 pub(crate) use dualpi2::resolve_flow_classes;

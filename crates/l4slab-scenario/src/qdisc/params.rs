@@ -1,5 +1,6 @@
-//! Value helpers shared by the AQM resolvers: tc-style limits, durations,
-//! gains, flags and choices, each error carrying the example for its key.
+//! Value helpers shared by the AQM resolvers and the congestion-control options
+//! (`crate::cc`): tc-style limits, durations, gains, flags and choices, each
+//! error carrying the example for its key.
 
 use toml::Value;
 
@@ -12,10 +13,10 @@ use crate::values::{self, describe};
 
 /// Bytes per packet when a byte or time buffer becomes a tc packet limit
 /// (REFERENCES.md: 1 packet = 1500 B on the wire).
-pub(super) const PACKET_BYTES: u64 = 1500;
+pub(crate) const PACKET_BYTES: u64 = 1500;
 
 /// A gain in Hz: a finite number, above zero unless `allow_zero`.
-pub(super) fn gain(
+pub(crate) fn gain(
     v: &Value,
     path: &str,
     example: &str,
@@ -30,7 +31,7 @@ pub(super) fn gain(
 }
 
 /// A finite number, integer or float.
-pub(super) fn number(v: &Value, path: &str, example: &str) -> Result<f64, ScenarioError> {
+pub(crate) fn number(v: &Value, path: &str, example: &str) -> Result<f64, ScenarioError> {
     match v {
         Value::Integer(i) => Ok(*i as f64),
         Value::Float(f) if f.is_finite() => Ok(*f),
@@ -40,7 +41,7 @@ pub(super) fn number(v: &Value, path: &str, example: &str) -> Result<f64, Scenar
 }
 
 /// `true` or `false`.
-pub(super) fn flag(v: &Value, path: &str) -> Result<bool, ScenarioError> {
+pub(crate) fn flag(v: &Value, path: &str) -> Result<bool, ScenarioError> {
     match v {
         Value::Boolean(b) => Ok(*b),
         other => Err(wrong_type(path, "true or false", other, "true")),
@@ -48,7 +49,7 @@ pub(super) fn flag(v: &Value, path: &str) -> Result<bool, ScenarioError> {
 }
 
 /// A string naming one of `choices`.
-pub(super) fn choice<'v>(
+pub(crate) fn choice<'v>(
     v: &'v Value,
     path: &str,
     what: &str,
@@ -68,7 +69,7 @@ pub(super) fn choice<'v>(
 
 /// A resolved buffer as a tc packet limit: packets as is, bytes at
 /// [`PACKET_BYTES`] per packet, at least 1.
-pub(super) fn packets_of(buffer: BufferLimit) -> u32 {
+pub(crate) fn packets_of(buffer: BufferLimit) -> u32 {
     match buffer {
         BufferLimit::Packets(n) => n,
         BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => {
@@ -78,7 +79,7 @@ pub(super) fn packets_of(buffer: BufferLimit) -> u32 {
 }
 
 /// `limit`: an integer number of packets, or a buffer string at the link rate.
-pub(super) fn limit(
+pub(crate) fn limit(
     v: &Value,
     path: &str,
     rate: Rate,
@@ -94,20 +95,20 @@ pub(super) fn limit(
 }
 
 /// A duration; zero allowed.
-pub(super) fn time(v: &Value, path: &str, example: &str) -> Result<Dur, ScenarioError> {
+pub(crate) fn time(v: &Value, path: &str, example: &str) -> Result<Dur, ScenarioError> {
     values::duration(v, path).map_err(|e| with_example(e, example))
 }
 
 /// A duration above zero.
-pub(super) fn positive_time(v: &Value, path: &str, example: &str) -> Result<Dur, ScenarioError> {
+pub(crate) fn positive_time(v: &Value, path: &str, example: &str) -> Result<Dur, ScenarioError> {
     values::positive_duration(v, path).map_err(|e| with_example(e, example))
 }
 
-pub(super) fn bad_value(path: &str, message: impl Into<String>, example: &str) -> ScenarioError {
+pub(crate) fn bad_value(path: &str, message: impl Into<String>, example: &str) -> ScenarioError {
     ScenarioError::invalid(path, Problem::BadValue, message, Some(example.to_string()))
 }
 
-pub(super) fn wrong_type(
+pub(crate) fn wrong_type(
     path: &str,
     expected: &str,
     found: &Value,
@@ -123,7 +124,7 @@ pub(super) fn wrong_type(
 
 /// Give a bad value or wrong type from the generic helpers (whose examples do
 /// not know these keys) the example for this key.
-pub(super) fn with_example(e: ScenarioError, example: &str) -> ScenarioError {
+pub(crate) fn with_example(e: ScenarioError, example: &str) -> ScenarioError {
     match e {
         ScenarioError::Invalid {
             path,
