@@ -638,7 +638,7 @@ impl CongestionControl for Cubic {
         }
         // RFC 9438 §5.8: "CUBIC does not increase cwnd when a flow is
         // application limited" (Linux tcp_is_cwnd_limited()).
-        if ack.app_limited || ack.acked_bytes == 0 {
+        if !ack.cwnd_limited || ack.acked_bytes == 0 {
             return;
         }
         let mut acked = ack.acked_bytes;

