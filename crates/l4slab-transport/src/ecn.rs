@@ -14,7 +14,8 @@
 //!   CWR arrives (RFC 3168 §6.1.3, `tcp_ecn_accept_cwr`,
 //!   `tcp_data_ecn_check`); AccECN: `r.cep` (CE packets, initial 5) in the ACE
 //!   field of every segment, byte counters `r.e1b/r.ceb/r.e0b` (initial
-//!   1/0/1) in the AccECN option on pure ACKs, an immediate ACK when the IP-ECN
+//!   1/0/1) in the AccECN option on pure ACKs (and on data segments when they
+//!   changed), an immediate ACK when the IP-ECN
 //!   field changes or before the CE delta could wrap (6,
 //!   `TCP_ACCECN_ACE_MAX_DELTA`).
 //! * **Sender** — classic: ECE means every acknowledged byte was CE
@@ -744,7 +745,8 @@ impl EcnState {
     }
 
     /// The AccECN option for an outgoing segment with `sack` SACK blocks, and
-    /// the SACK blocks left room for. Only pure ACKs carry it (see the module
+    /// the SACK blocks left room for. Every pure ACK carries it, a data
+    /// segment only when the counters changed (see the module
     /// documentation); `ts_bytes` is the space the timestamps option takes.
     ///
     /// Linux `tcp_options_fit_accecn`: as many counters as fit, at least the
@@ -757,7 +759,12 @@ impl EcnState {
         sack: u8,
         ts_bytes: u32,
     ) -> (Option<AccEcnOption>, u8) {
-        if self.mode != EcnMode::AccEcn || !self.send_option || !pure_ack {
+        // Data segments carry it only when our byte counters changed since
+        // the last option (Linux "minimum" option mode, `accecn_minlen`): a
+        // one-way sender, which receives no data, never adds it; in two-way
+        // traffic it gives the peer the byte counters it needs to tell CE on
+        // its data from CE on its ECT pure ACKs, which the ACE field also counts.
+        if self.mode != EcnMode::AccEcn || !self.send_option || (!pure_ack && self.minlen == 0) {
             return (None, sack);
         }
         let required = self.minlen;
