@@ -289,6 +289,7 @@ def test_every_shipped_study_loads():
         "cheshire-codel-ecn",
         "cheshire-notsent-lowat",
         "l4s-building-blocks",
+        "apple-video-call",
     }
     for path in found:
         study = load_study(path)

@@ -242,6 +242,40 @@ def series_stat(results: Results, series: str, key: str, stat: str, after_s: flo
     return float(reduce[stat](values))
 
 
+_COMPARE: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
+    ">=": lambda v, x: v >= x,
+    ">": lambda v, x: v > x,
+    "<=": lambda v, x: v <= x,
+    "<": lambda v, x: v < x,
+}
+
+
+@metric(
+    "series_fraction",
+    args={
+        "series": Arg(str, doc="e.g. flow/call"),
+        "key": Arg(str, doc="e.g. frame_rate_fps.down"),
+        "op": Arg(str, ">=", required=False, choices=tuple(_COMPARE)),
+        "value": Arg(float, doc="the threshold"),
+        "after_s": Arg(float, 0.0, required=False, doc="ignore samples before this time"),
+    },
+    doc="The fraction (0 to 1) of a series' samples that satisfy `op value`, e.g. the "
+    "share of seconds a call received at least 25 fps.",
+    example='args = { series = "flow/call", key = "frame_rate_fps.down", op = ">=", value = 25.0 }',
+)
+def series_fraction(
+    results: Results, series: str, key: str, op: str, value: float, after_s: float
+) -> float | None:
+    try:
+        t, values = results.series(series, key)
+    except KeyError as exc:
+        raise MetricError(str(exc.args[0]) if exc.args else str(exc)) from None
+    values = values[(t >= after_s) & np.isfinite(values)]
+    if not len(values):
+        return None
+    return float(np.count_nonzero(_COMPARE[op](values, value)) / len(values))
+
+
 # --------------------------------------------------------------------------- packet trace
 
 
