@@ -226,11 +226,7 @@ def path_equals(results: Results, path: str, value: str) -> float:
     example='args = { series = "queue/bottleneck.down", key = "backlog_pkts", stat = "max" }',
 )
 def series_stat(results: Results, series: str, key: str, stat: str, after_s: float) -> float | None:
-    try:
-        t, values = results.series(series, key)
-    except KeyError as exc:
-        raise MetricError(str(exc.args[0]) if exc.args else str(exc)) from None
-    values = values[(t >= after_s) & np.isfinite(values)]
+    values = _series_values(results, series, key, after_s)
     if not len(values):
         return None
     reduce: dict[str, Callable[[np.ndarray], Any]] = {
@@ -240,6 +236,15 @@ def series_stat(results: Results, series: str, key: str, stat: str, after_s: flo
         "median": np.median,
     }
     return float(reduce[stat](values))
+
+
+def _series_values(results: Results, series: str, key: str, after_s: float) -> np.ndarray:
+    """The finite values of one series key from ``after_s`` on."""
+    try:
+        t, values = results.series(series, key)
+    except KeyError as exc:
+        raise MetricError(str(exc.args[0]) if exc.args else str(exc)) from None
+    return values[(t >= after_s) & np.isfinite(values)]
 
 
 _COMPARE: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
@@ -266,11 +271,7 @@ _COMPARE: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
 def series_fraction(
     results: Results, series: str, key: str, op: str, value: float, after_s: float
 ) -> float | None:
-    try:
-        t, values = results.series(series, key)
-    except KeyError as exc:
-        raise MetricError(str(exc.args[0]) if exc.args else str(exc)) from None
-    values = values[(t >= after_s) & np.isfinite(values)]
+    values = _series_values(results, series, key, after_s)
     if not len(values):
         return None
     return float(np.count_nonzero(_COMPARE[op](values, value)) / len(values))
