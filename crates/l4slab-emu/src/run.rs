@@ -43,7 +43,7 @@ use crate::forwarder::{self, Classifier, Forwarder, Hooks, SeriesRow, Step, DOWN
 use crate::netns::{self, Topology};
 use crate::probe::{self, TcpInfo};
 use crate::shell::{self, RunTuning};
-use crate::stats::{round6, DurHist};
+use crate::stats::{round6, DurStats};
 use crate::sys::{self, Clock};
 use crate::EmuError;
 
@@ -369,7 +369,7 @@ struct FlowRt {
     received: u64,
     eof: bool,
     completion: Option<Time>,
-    rtt: DurHist,
+    rtt: DurStats,
     info: Option<TcpInfo>,
     rx_at_last_sample: u64,
     error: Option<String>,
@@ -441,7 +441,7 @@ impl Apps<'_> {
                     if let Some(s) = f.sender() {
                         if let Ok(info) = probe::tcp_info(s) {
                             if info.rtt_us > 0 {
-                                f.rtt.record_ns(u64::from(info.rtt_us) * 1000);
+                                f.rtt.record(Dur::from_micros(u64::from(info.rtt_us)));
                             }
                             f.info = Some(info);
                         }
@@ -588,7 +588,7 @@ fn sample_flow(f: &mut FlowRt, ts: f64, iv: Dur, out: &mut Vec<SeriesRow>) {
         push("srtt_ms", round6(f64::from(i.rtt_us) / 1000.0));
     }
     if let Some((mean, _)) = f.rtt.take_interval() {
-        push("rtt_ms", round6(mean * 1e-6));
+        push("rtt_ms", round6(mean));
     }
 }
 
@@ -684,7 +684,8 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             received: 0,
             eof: false,
             completion: None,
-            rtt: DurHist::new(1_000, 100_000_000),
+            // µs resolution up to 1000 s, as the simulator's RTT statistics.
+            rtt: DurStats::new(1_000, 1_000_000_000),
             info: None,
             rx_at_last_sample: 0,
             error: None,
@@ -751,7 +752,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
                 data.marks,
                 data.sojourn
                     .as_ref()
-                    .map_or(Value::Null, |h| h.summary(1e6)),
+                    .map_or(Value::Null, DurStats::summary_ms),
             )
         })
         .collect();
@@ -761,7 +762,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             .per_flow
             .iter()
             .zip(&scn.flows)
-            .filter_map(|(r, f)| r.sojourn.as_ref().map(|h| (f.name.clone(), h.summary(1e6))))
+            .filter_map(|(r, f)| r.sojourn.as_ref().map(|h| (f.name.clone(), h.summary_ms())))
             .collect()
     });
     let packets = fwd.dirs.iter().map(|d| d.counters.packets_in).sum::<u64>();
@@ -798,7 +799,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
                 "goodput_bps": goodput.round(),
                 "bytes_delivered": rt.received,
                 "completion_s": rt.completion.map(|c| round6(c.as_secs_f64())),
-                "rtt_ms": rt.rtt.summary(1e6),
+                "rtt_ms": rt.rtt.summary_ms(),
                 "rtt_source": "tcp_info srtt every 10 ms",
                 "retransmits": info.total_retrans,
                 "retransmitted_bytes": info.bytes_retrans,
