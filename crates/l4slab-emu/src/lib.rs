@@ -58,6 +58,11 @@ pub enum EmuError {
     Usage(String),
     #[error("{0}")]
     Unsupported(String),
+    #[error(
+        "network namespace {0} already exists but was not created by this run; \
+         if it is left over from an old run, remove it with `ip netns del {0}`"
+    )]
+    NamespaceExists(String),
     #[error("interrupted by signal {0}; nothing was written")]
     Interrupted(i32),
 }

@@ -65,11 +65,14 @@ struct State {
     namespaces: Vec<String>,
 }
 
-/// One network namespace we created.
+/// One network namespace of the topology.
 #[derive(Debug)]
 pub struct Netns {
     pub name: String,
     pub fd: fs::File,
+    /// This run's `ip netns add` succeeded: only then does the teardown
+    /// delete the name.
+    created: bool,
 }
 
 /// The client and server namespaces with their TUN devices.
@@ -241,10 +244,24 @@ impl Topology {
         fs::create_dir_all(STATE_DIR).map_err(|e| EmuError::io(STATE_DIR, e))?;
         let pid = std::process::id() as i32;
         let names = [format!("{NS_PREFIX}{pid}-c"), format!("{NS_PREFIX}{pid}-s")];
+        // A namespace with our name that no state file accounts for (its
+        // owner's file was removed by hand, or someone chose the name) is
+        // not ours: refuse rather than adopt it, or delete it at teardown.
+        if let Some(n) = names.iter().find(|n| netns_path(n).exists()) {
+            return Err(EmuError::NamespaceExists(n.clone()));
+        }
         let state_file = Path::new(STATE_DIR).join(format!("{pid}.json"));
+        // Without our start time a concurrent start could take this live
+        // run for a dead one and remove its namespaces: fail instead.
+        let owner_start = proc_start(pid).ok_or_else(|| {
+            EmuError::io(
+                "reading the start time in /proc/self/stat",
+                io::Error::from(io::ErrorKind::InvalidData),
+            )
+        })?;
         let state = State {
             owner_pid: pid,
-            owner_start: proc_start(pid).unwrap_or(0),
+            owner_start,
             namespaces: names.to_vec(),
         };
         let text = serde_json::to_string(&state).expect("state serializes");
@@ -254,10 +271,12 @@ impl Topology {
             client: Netns {
                 name: names[0].clone(),
                 fd: fs::File::open("/dev/null").map_err(|e| EmuError::io("/dev/null", e))?,
+                created: false,
             },
             server: Netns {
                 name: names[1].clone(),
                 fd: fs::File::open("/dev/null").map_err(|e| EmuError::io("/dev/null", e))?,
+                created: false,
             },
             tuns: None,
             state_file,
@@ -272,6 +291,7 @@ impl Topology {
     fn build(&mut self, mtu: u32) -> Result<(), EmuError> {
         for ns in [&mut self.client, &mut self.server] {
             ip(&["netns", "add", &ns.name])?;
+            ns.created = true;
             ns.fd = sys::open_ro(&netns_path(&ns.name))
                 .map_err(|e| EmuError::io("opening the new namespace", e))?;
         }
@@ -396,8 +416,10 @@ impl Topology {
         self.done = true;
         // Close the TUN devices first: they vanish with their fds.
         self.tuns = None;
-        for ns in [&self.client.name, &self.server.name] {
-            remove_ns(ns);
+        for ns in [&self.client, &self.server] {
+            if ns.created {
+                remove_ns(&ns.name);
+            }
         }
         let _ = fs::remove_file(&self.state_file);
     }

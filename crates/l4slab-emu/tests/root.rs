@@ -350,6 +350,34 @@ fn stale_state_is_removed_but_foreign_namespaces_are_not() {
 }
 
 #[test]
+fn a_namespace_it_did_not_create_is_refused_and_left_alone() {
+    if !root_or_skip("a_namespace_it_did_not_create_is_refused_and_left_alone") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // `exec` keeps the shell's pid, so the emulator's namespace name
+    // (l4slab-<pid>-c) is known before it starts: create it first.
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            &format!("echo $$; ip netns add l4slab-$$-c && exec {EMU} shell --quiet -- true"),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let name = format!("l4slab-{pid}-c");
+    let still_there = namespaces().contains(&name);
+    let _ = Command::new("ip").args(["netns", "del", &name]).status();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("already exists"), "{err}");
+    assert!(still_there, "the foreign namespace {name} was left alone");
+    assert!(!namespaces().contains(&format!("l4slab-{pid}-s")));
+    assert!(!Path::new(&format!("/run/l4slab-emu/{pid}.json")).exists());
+}
+
+#[test]
 fn a_scenario_runs_with_kernel_tcp_and_gives_the_results_contract() {
     if !root_or_skip("a_scenario_runs_with_kernel_tcp_and_gives_the_results_contract") {
         return;
