@@ -430,7 +430,12 @@ impl Apps<'_> {
                         match accept_nb(l) {
                             Ok(Some(s)) => f.server = Some(TcpStream::from(s)),
                             Ok(None) => {}
-                            Err(e) => f.error = Some(format!("accept: {e}")),
+                            Err(e) => {
+                                // Give up on the flow: a listener left in the
+                                // poll set would keep the thread spinning.
+                                f.error = Some(format!("accept: {e}"));
+                                f.listener = None;
+                            }
                         }
                     }
                 }
@@ -594,6 +599,18 @@ fn sample_flow(f: &mut FlowRt, ts: f64, iv: Dur, out: &mut Vec<SeriesRow>) {
 
 // ------------------------------------------------------------------ the run
 
+/// Sets the flag when dropped, so the applications thread stops however the
+/// forwarder's loop ends (an error, or a panic: `thread::scope` joins the
+/// thread before it unwinds further, so without this a crashed forwarder
+/// would wait forever and never remove its namespaces).
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 struct RunHooks {
     end: Time,
     stopped_by_signal: Option<i32>,
@@ -717,13 +734,14 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             }
             apps.run(flows)
         });
+        let stop_apps = StopOnDrop(stop.clone());
         shell::become_forwarder(fwd_cpu, tuning.realtime, true);
         let mut hooks = RunHooks {
             end,
             stopped_by_signal: None,
         };
         let r = fwd.run(Some(sigfd.as_raw_fd()), &mut hooks);
-        stop.store(true, Ordering::Relaxed);
+        drop(stop_apps);
         let out = handle.join().expect("applications thread panicked");
         r?;
         if let Some(s) = hooks.stopped_by_signal {
