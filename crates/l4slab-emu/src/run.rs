@@ -55,6 +55,9 @@ pub const L4S_ONLY_CC: &[&str] = &["dctcp", "prague", "bbr3"];
 pub const RTT_SAMPLE: Dur = Dur::from_millis(10);
 /// Linux `TCP_INFINITE_SSTHRESH`.
 const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// SCHED_FIFO priority of the applications thread: real-time, below the
+/// forwarder's ([`shell::FORWARDER_PRIORITY`]); see [`Apps`].
+pub const APPS_PRIORITY: i32 = 40;
 
 /// What a scenario asks of one flow, checked against the kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -396,8 +399,25 @@ impl FlowRt {
 struct AppsOut {
     flows: Vec<FlowRt>,
     series: Vec<SeriesRow>,
+    /// The thread's CPU time and run-queue wait over the run.
+    sched: sys::SchedStat,
 }
 
+/// The scenario's endpoints: one thread doing every socket call of every
+/// flow (connect, accept, write, read, `TCP_INFO`).
+///
+/// It runs SCHED_FIFO (below the forwarder) when the run is real-time:
+/// the endpoints of a real path run on their own hosts, but here they share
+/// two CPUs with whatever else the machine runs. Measured on the project VM
+/// (docs/emulator.md, "Simulator and emulator side by side"): as a normal
+/// thread it waited on a busy run queue for milliseconds at a time, and
+/// every such wait while it held a socket (inside `read`/`write`, the
+/// socket lock defers incoming segments to the backlog) turned into a
+/// stretch ACK of 5-57 segments from the receiver and a burst of as many
+/// segments from the sender, which raised CoDel's queue delay with the
+/// machine's load (4.0-6.6 ms instead of the simulator's 3.1 ms for
+/// `scenarios/emu/cubic-codel.toml`); as a real-time thread its ACK and
+/// burst pattern and the queue delay (3.0-3.4 ms) match the simulator's.
 struct Apps<'a> {
     scn: &'a Scenario,
     plan: &'a Plan,
@@ -409,6 +429,7 @@ struct Apps<'a> {
 
 impl Apps<'_> {
     fn run(self, mut flows: Vec<FlowRt>) -> AppsOut {
+        let sched0 = sys::SchedStat::now();
         let iv = self.scn.sample_interval;
         let mut next_sample = self.origin + iv;
         let mut next_rtt = self.origin + RTT_SAMPLE;
@@ -432,7 +453,7 @@ impl Apps<'_> {
                             Ok(None) => {}
                             Err(e) => {
                                 // Give up on the flow: a listener left in the
-                                // poll set would keep the thread spinning.
+                                // poll set would keep a real-time thread spinning.
                                 f.error = Some(format!("accept: {e}"));
                                 f.listener = None;
                             }
@@ -483,7 +504,11 @@ impl Apps<'_> {
             // SAFETY: `pfds` is a valid array of its length.
             unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 1) };
         }
-        AppsOut { flows, series }
+        AppsOut {
+            flows,
+            series,
+            sched: sys::SchedStat::now().since(sched0),
+        }
     }
 
     fn connect(&self, i: usize, f: &mut FlowRt) -> io::Result<()> {
@@ -611,6 +636,14 @@ impl Drop for StopOnDrop {
     }
 }
 
+/// A thread's [`sys::SchedStat`] as JSON.
+fn sched_json(s: sys::SchedStat) -> Value {
+    json!({
+        "cpu_s": round6(s.cpu_ns as f64 * 1e-9),
+        "runqueue_wait_s": round6(s.wait_ns as f64 * 1e-9),
+    })
+}
+
 struct RunHooks {
     end: Time,
     stopped_by_signal: Option<i32>,
@@ -718,6 +751,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
     let origin = clock.now();
     fwd.set_origin(origin);
     let end = origin + (scn.duration - Time::ZERO);
+    let mut fwd_sched = sys::SchedStat::default();
     let apps_out = std::thread::scope(|scope| -> Result<AppsOut, EmuError> {
         let apps = Apps {
             scn,
@@ -728,9 +762,18 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             stop: stop.clone(),
         };
         let cpus = app_cpus.clone();
+        // `L4SLAB_APPS_REALTIME=0`: experiment switch to reproduce the
+        // measurement in the comment on [`Apps`].
+        let realtime =
+            tuning.realtime && std::env::var("L4SLAB_APPS_REALTIME").as_deref() != Ok("0");
         let handle = scope.spawn(move || {
             if let Some(c) = cpus {
                 let _ = sys::set_affinity(&c);
+            }
+            if realtime {
+                // Best effort, as for the forwarder: without it the run is
+                // still correct, only more exposed to the machine's load.
+                let _ = sys::realtime(APPS_PRIORITY);
             }
             apps.run(flows)
         });
@@ -740,7 +783,9 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             end,
             stopped_by_signal: None,
         };
+        let sched0 = sys::SchedStat::now();
         let r = fwd.run(Some(sigfd.as_raw_fd()), &mut hooks);
+        fwd_sched = sys::SchedStat::now().since(sched0);
         drop(stop_apps);
         let out = handle.join().expect("applications thread panicked");
         r?;
@@ -847,6 +892,10 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             "access_delay_added_ms": plan.extra_delay.as_millis_f64(),
             "notes": plan.notes,
             "kernel": kernel_release(),
+            "threads": {
+                "forwarder": sched_json(fwd_sched),
+                "applications": sched_json(apps_out.sched),
+            },
         },
     });
     series.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));

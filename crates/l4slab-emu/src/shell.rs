@@ -175,6 +175,9 @@ pub fn spawn_in(
     cmd.spawn()
 }
 
+/// SCHED_FIFO priority of the forwarder thread.
+pub const FORWARDER_PRIORITY: i32 = 50;
+
 /// Make this thread the forwarder: pinned and real-time as asked.
 pub fn become_forwarder(cpu: Option<usize>, realtime: bool, quiet: bool) {
     if let Some(c) = cpu {
@@ -185,7 +188,7 @@ pub fn become_forwarder(cpu: Option<usize>, realtime: bool, quiet: bool) {
         }
     }
     if realtime {
-        if let Err(e) = sys::realtime(50) {
+        if let Err(e) = sys::realtime(FORWARDER_PRIORITY) {
             if !quiet {
                 eprintln!("l4slab-emu: warning: no SCHED_FIFO ({e}); timing will be less accurate");
             }

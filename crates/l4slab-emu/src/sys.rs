@@ -357,14 +357,47 @@ pub fn realtime(priority: i32) -> io::Result<()> {
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
 }
 
-/// Process CPU time (user, system) in seconds.
+/// CPU time (user, system) of the *calling thread* in seconds
+/// (`RUSAGE_THREAD`: in `run` mode the applications thread's socket work
+/// must not be counted as the forwarder's).
 pub fn cpu_times() -> (f64, f64) {
     // SAFETY: rusage is plain data.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Scheduler statistics of the calling thread (`/proc/thread-self/schedstat`,
+/// `Documentation/scheduler/sched-stats.rst`): time on a CPU and time spent
+/// runnable but waiting on a run queue, in nanoseconds. The wait is what
+/// other load on the machine costs a thread; zeros if unavailable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedStat {
+    pub cpu_ns: u64,
+    pub wait_ns: u64,
+}
+
+impl SchedStat {
+    pub fn now() -> SchedStat {
+        let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        let mut f = text
+            .split_whitespace()
+            .map(|v| v.parse::<u64>().unwrap_or(0));
+        SchedStat {
+            cpu_ns: f.next().unwrap_or(0),
+            wait_ns: f.next().unwrap_or(0),
+        }
+    }
+
+    /// What happened since `start` (a reading of the same thread).
+    pub fn since(self, start: SchedStat) -> SchedStat {
+        SchedStat {
+            cpu_ns: self.cpu_ns.saturating_sub(start.cpu_ns),
+            wait_ns: self.wait_ns.saturating_sub(start.wait_ns),
+        }
+    }
 }
 
 /// `waitpid(pid, WNOHANG)`: `Some(wait status)` once the child has exited.
