@@ -73,6 +73,26 @@ fn namespaces() -> String {
     .into_owned()
 }
 
+/// Pids of the processes in namespace `name`.
+fn ns_pids(name: &str) -> Vec<i32> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", name])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Does `pid` exist as a process that is not a zombie?
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_string()))
+        .is_some_and(|rest| !rest.starts_with('Z'))
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -264,8 +284,8 @@ fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
 }
 
 #[test]
-fn teardown_leaves_nothing_behind_on_exit_and_after_sigkill() {
-    if !root_or_skip("teardown_leaves_nothing_behind_on_exit_and_after_sigkill") {
+fn teardown_leaves_nothing_behind_on_exit_signals_and_sigkill() {
+    if !root_or_skip("teardown_leaves_nothing_behind_on_exit_signals_and_sigkill") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -276,9 +296,10 @@ fn teardown_leaves_nothing_behind_on_exit_and_after_sigkill() {
         .status()
         .unwrap();
     assert_eq!(st.code(), Some(7));
-    // SIGTERM and SIGKILL while COMMAND (and a process it left in the
-    // background) are running.
-    for sig in [libc::SIGTERM, libc::SIGKILL] {
+    // Ctrl-C, SIGTERM, SIGHUP and SIGKILL while COMMAND (and a process it
+    // left in the background) and the server command are running: no
+    // namespace, no state file and none of their processes may survive.
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGKILL] {
         let mut child = Command::new(EMU)
             .args([
                 "shell",
@@ -296,14 +317,23 @@ fn teardown_leaves_nothing_behind_on_exit_and_after_sigkill() {
         let pid = child.id();
         let prefix = format!("l4slab-{pid}-");
         let state = format!("/run/l4slab-emu/{pid}.json");
-        wait_until("the namespaces", Duration::from_secs(5), || {
-            namespaces().matches(&prefix).count() == 2
+        let mut procs = Vec::new();
+        wait_until("the commands", Duration::from_secs(5), || {
+            procs = ["c", "s"]
+                .iter()
+                .flat_map(|side| ns_pids(&format!("{prefix}{side}")))
+                .collect();
+            // sh + 2 sleeps in the client namespace, sleep in the server's.
+            procs.len() >= 3
         });
         // SAFETY: plain call on our child.
         unsafe { libc::kill(pid as i32, sig) };
         let _ = child.wait();
         wait_until("the teardown", Duration::from_secs(10), || {
             !namespaces().contains(&prefix) && !Path::new(&state).exists()
+        });
+        wait_until("the commands to be gone", Duration::from_secs(10), || {
+            procs.iter().all(|p| !alive(*p))
         });
     }
 }
