@@ -88,13 +88,21 @@ pub struct Topology {
     done: bool,
 }
 
-/// Start time of `pid` in clock ticks since boot, if it exists.
-fn proc_start(pid: i32) -> Option<u64> {
+/// State letter and start time (clock ticks since boot) of `pid`, if it
+/// exists (`proc(5)`, `/proc/<pid>/stat` fields 3 and 22).
+fn proc_stat(pid: i32) -> Option<(char, u64)> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses and may contain spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
     // `rest` starts at field 3 (state); starttime is field 22.
-    rest.split(' ').nth(19)?.parse().ok()
+    Some((state, fields.nth(18)?.parse().ok()?))
+}
+
+/// Start time of `pid`, if it exists.
+fn proc_start(pid: i32) -> Option<u64> {
+    proc_stat(pid).map(|(_, start)| start)
 }
 
 fn ip(args: &[&str]) -> Result<(), EmuError> {
@@ -177,7 +185,9 @@ fn remove_recorded(path: &Path) -> Vec<String> {
 }
 
 fn owner_alive(state: &State) -> bool {
-    sys::pid_alive(state.owner_pid) && proc_start(state.owner_pid) == Some(state.owner_start)
+    // A zombie owner is gone too: its descriptors are closed and it will
+    // never tear down (its reaper has started on the pipe's EOF).
+    matches!(proc_stat(state.owner_pid), Some((s, start)) if s != 'Z' && start == state.owner_start)
 }
 
 /// Remove what runs whose owner is dead left behind (after SIGKILL or a
@@ -468,5 +478,44 @@ fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     unsafe {
         use std::os::fd::FromRawFd;
         Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exited_owner_is_dead_even_before_it_is_reaped() {
+        let me = std::process::id() as i32;
+        let live = State {
+            owner_pid: me,
+            owner_start: proc_start(me).unwrap(),
+            namespaces: Vec::new(),
+        };
+        assert!(owner_alive(&live));
+        // A recycled pid: same pid, another start time.
+        let recycled = State {
+            owner_start: live.owner_start + 1,
+            ..live
+        };
+        assert!(!owner_alive(&recycled));
+        // A child that has exited but is not waited for: a zombie.
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let start = proc_start(pid).unwrap();
+        for _ in 0..2500 {
+            if matches!(proc_stat(pid), Some(('Z', _))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let zombie = State {
+            owner_pid: pid,
+            owner_start: start,
+            namespaces: Vec::new(),
+        };
+        assert!(!owner_alive(&zombie));
+        child.wait().unwrap();
     }
 }

@@ -389,7 +389,11 @@ pub fn timing_line(report: &Value) -> String {
 /// # Errors
 /// [`EmuError::Io`] naming the path.
 pub fn write_json(path: &std::path::Path, v: &Value) -> Result<(), EmuError> {
-    let tmp = path.with_extension("tmp");
+    // `<path>.tmp` in the same directory (so the rename is atomic), never
+    // `path` itself whatever its extension.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
     let text = serde_json::to_string_pretty(v).expect("json") + "\n";
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, path))

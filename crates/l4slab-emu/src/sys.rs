@@ -59,12 +59,6 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Is process `pid` alive (it exists and is not a zombie we could reap)?
-pub fn pid_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence and permission.
-    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
-}
-
 pub fn kill(pid: i32, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: plain syscall.
     cvt(unsafe { libc::kill(pid, sig) }).map(|_| ())
