@@ -418,6 +418,18 @@ impl Topology {
             .map_err(|e| EmuError::io(&format!("setting {key} in {}", ns.name), e))
     }
 
+    /// The namespace's non-zero `TcpExt` counters (`/proc/net/netstat`,
+    /// the `nstat` names: `DelayedACKs`, `TCPBacklogCoalesce`, ...): what
+    /// kernel TCP did in there, for the run's report. Empty if unreadable.
+    pub fn tcp_counters(ns: &Netns) -> std::collections::BTreeMap<String, u64> {
+        // /proc/thread-self/net is the calling thread's network namespace.
+        let text = sys::in_netns(&ns.fd, || {
+            fs::read_to_string("/proc/thread-self/net/netstat")
+        })
+        .unwrap_or_default();
+        parse_tcpext(&text)
+    }
+
     /// Remove everything this topology created. Idempotent.
     pub fn teardown(&mut self) {
         if self.done {
@@ -439,6 +451,22 @@ impl Drop for Topology {
     fn drop(&mut self) {
         self.teardown();
     }
+}
+
+/// The non-zero `TcpExt:` counters of a `/proc/net/netstat` text (a line of
+/// names, then a line of values).
+fn parse_tcpext(text: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+        return std::collections::BTreeMap::new();
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .skip(1)
+        .filter_map(|(n, v)| Some((n.to_string(), v.parse::<u64>().ok()?)))
+        .filter(|&(_, v)| v > 0)
+        .collect()
 }
 
 /// Start `l4slab-emu reap STATE_FILE` in its own session, reading a pipe
@@ -484,6 +512,18 @@ fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tcpext_counters_are_read_by_name() {
+        let text = "TcpExt: SyncookiesSent DelayedACKs TCPBacklogCoalesce\n\
+                    TcpExt: 0 5 312\n\
+                    IpExt: InNoRoutes\nIpExt: 1\n";
+        let c = parse_tcpext(text);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c["DelayedACKs"], 5);
+        assert_eq!(c["TCPBacklogCoalesce"], 312);
+        assert!(parse_tcpext("").is_empty());
+    }
 
     #[test]
     fn an_exited_owner_is_dead_even_before_it_is_reaped() {

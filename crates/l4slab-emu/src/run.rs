@@ -831,6 +831,10 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
     let packets = fwd.dirs.iter().map(|d| d.counters.packets_in).sum::<u64>();
     let packet_log = fwd.packet_log.take().map(|l| l.to_json());
     drop(fwd);
+    let counters = json!({
+        "client": Topology::tcp_counters(&topo.client),
+        "server": Topology::tcp_counters(&topo.server),
+    });
     topo.teardown();
     let mut apps_out = apps_out?;
     series.append(&mut apps_out.series);
@@ -896,6 +900,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
                 "forwarder": sched_json(fwd_sched),
                 "applications": sched_json(apps_out.sched),
             },
+            "kernel_tcp_counters": counters,
         },
     });
     series.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));

@@ -350,6 +350,10 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         "queues": fwd.queues_json(),
         "forwarder": fwd.forwarder_json(cpu0),
         "scenario": serde_json::to_value(&scn).expect("scenario serializes"),
+        "kernel_tcp_counters": {
+            "client": Topology::tcp_counters(&topo.client),
+            "server": Topology::tcp_counters(&topo.server),
+        },
     });
     drop(fwd);
     if let Some(srv) = &hooks.server {
