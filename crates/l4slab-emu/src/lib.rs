@@ -14,6 +14,7 @@
 //! * [`forwarder`]: the real-time loop and its measurements (timing report).
 //! * [`shell`]: `l4slab emu -- COMMAND`.
 //! * [`run`]: `l4slab run SCENARIO --backend emu` (kernel TCP flows, same results).
+//! * [`apps`]: the kernel TCP endpoints of a `run` and their thread.
 //! * [`probe`]: small measurement tools (ping, TCP sender with TCP_INFO).
 //! * [`ecncheck`]: ECN path validation (passes, bleaches, re-marks, drops ECT).
 //!
@@ -22,6 +23,7 @@
 //! `disallowed-methods` (which bans `Instant::now` everywhere else).
 #![allow(clippy::disallowed_methods)]
 
+pub mod apps;
 pub mod coalesce;
 pub mod ecncheck;
 pub mod forwarder;

@@ -472,7 +472,7 @@ fn parse_tcpext(text: &str) -> std::collections::BTreeMap<String, u64> {
 /// Start `l4slab-emu reap STATE_FILE` in its own session, reading a pipe
 /// whose only write end we keep (close-on-exec, so children never hold it).
 fn spawn_reaper(exe: &Path, state_file: &Path) -> Option<OwnedFd> {
-    let (r, w) = pipe_cloexec().ok()?;
+    let (r, w) = sys::pipe_cloexec().ok()?;
     let mut cmd = Command::new(exe);
     cmd.arg("reap")
         .arg(state_file)
@@ -494,19 +494,6 @@ fn spawn_reaper(exe: &Path, state_file: &Path) -> Option<OwnedFd> {
     // re-parented to init. Dropping the Child does not kill it.
     cmd.spawn().ok()?;
     Some(w)
-}
-
-fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: valid array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fresh fds owned by nobody else.
-    unsafe {
-        use std::os::fd::FromRawFd;
-        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
-    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,14 @@
 //! Thin, safe wrappers over the Linux calls the emulator makes: TUN devices,
-//! network namespaces, epoll (with `epoll_pwait2`), signalfd, scheduling and
-//! the clock.
+//! network namespaces, epoll (with `epoll_pwait2`), signalfd, scheduling,
+//! pipes, socket options and the clock.
 //!
-//! Every `unsafe` block in the crate lives here, each a single libc call on
-//! memory this module owns. Errors are `std::io::Error` (errno) wrapped by
-//! callers into [`crate::EmuError`] with what was being done.
+//! Most `unsafe` blocks of the crate live here, each a single libc call on
+//! memory this module owns. The others are next to the code they serve,
+//! each with its `SAFETY` note: the `pre_exec` hooks that set up children
+//! (shell.rs, netns.rs), the kernel-TCP sockets of a scenario run (apps.rs),
+//! and the raw sockets, `TCP_INFO` and `recvmsg` control messages of the
+//! probes (probe.rs, ecncheck.rs). Errors are `std::io::Error` (errno)
+//! wrapped by callers into [`crate::EmuError`] with what was being done.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -14,7 +18,8 @@ use std::path::Path;
 
 use l4slab_core::Time;
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+/// A libc return value as a `Result` (negative: `errno`).
+pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -149,6 +154,35 @@ pub fn tun_create(ns: &impl AsRawFd, name: &str, offloads: libc::c_ulong) -> io:
     // SAFETY: TUNSETOFFLOAD takes the flags by value.
     cvt(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD, offloads) })?;
     Ok(fd)
+}
+
+/// `setsockopt(fd, level, opt, &v)` for an `int` option.
+pub fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: a valid int and its size.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+/// A pipe, both ends close-on-exec: (read end, write end).
+pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: valid array of two ints.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: fresh fds owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// `read(2)`; `Ok(None)` when it would block.

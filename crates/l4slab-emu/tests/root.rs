@@ -454,6 +454,19 @@ app = { kind = "file", size = "200kB" }
     assert_eq!(s["backend"], "emu");
     let dl = &s["flows"]["dl"];
     assert_eq!(dl["ecn"], "classic", "{dl}");
+    // The congestion control reached the sending sockets: the download's
+    // sender is the accepted socket, which inherits it from the listener.
+    assert_eq!(dl["kernel_cc"], "cubic", "{dl}");
+    assert_eq!(s["flows"]["file"]["kernel_cc"], "reno");
+    let threads = &s["emulator"]["threads"];
+    assert!(
+        threads["applications"]["cpu_s"].as_f64().unwrap() > 0.0,
+        "{threads}"
+    );
+    assert!(!s["emulator"]["kernel_tcp_counters"]["server"]
+        .as_object()
+        .unwrap()
+        .is_empty());
     let goodput = dl["goodput_bps"].as_f64().unwrap();
     assert!(goodput > 12e6 && goodput < 19.4e6, "{dl}");
     assert!(dl["rtt_ms"]["min"].as_f64().unwrap() >= 20.0, "{dl}");
