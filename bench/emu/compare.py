@@ -34,6 +34,20 @@ def steady_mean(res: l4slab.Results, series: str, key: str) -> float:
     return float(keep.mean()) if len(keep) else float("nan")
 
 
+def health(res: l4slab.Results) -> str:
+    """How undisturbed an emulated run was: its timing error and the time its
+    threads waited for a CPU (other load on the machine)."""
+    emu = res.summary.get("emulator") or {}
+    t = emu.get("timing_error_us") or {}
+    threads = emu.get("threads") or {}
+    wait = {k: v.get("runqueue_wait_s", float("nan")) for k, v in threads.items()}
+    return (
+        f"timing p99 {t.get('p99', float('nan')):.0f} us, "
+        f"run-queue wait forwarder {wait.get('forwarder', float('nan')):.2f} s "
+        f"/ applications {wait.get('applications', float('nan')):.2f} s"
+    )
+
+
 def metrics(res: l4slab.Results) -> dict[str, Any]:
     flow = res.flow("download")
     q = res.queue("bottleneck.down")
@@ -59,7 +73,8 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    traces: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    traces: dict[str, tuple[Any, Any]] = {}
     for path in SCENARIOS:
         for rate in args.rates:
             sets = [f"bottleneck.rate={rate}"]
@@ -68,6 +83,8 @@ def main() -> None:
                 out = args.out / f"{path.stem}-{rate}-{backend}"
                 res = l4slab.run(path, out=out, overrides=sets, backend=backend)
                 pair[backend] = metrics(res)
+                if backend == "emu":
+                    notes.append(f"{path.stem} {rate}: {health(res)}")
                 traces[f"{path.stem} {rate} {backend}"] = res.series(
                     "queue/bottleneck.down", "sojourn_ms"
                 )
@@ -87,6 +104,9 @@ def main() -> None:
             f"| {s['steady_soj']:.2f} / {e['steady_soj']:.2f} |"
         )
     print(f"(each cell: sim / emu; steady = mean over t >= {STEADY_S:g} s of the 100 ms samples)")
+    print("emulated runs (a loaded machine shows here first):")
+    for note in notes:
+        print(f"  {note}")
     try:
         import matplotlib
 

@@ -4,11 +4,13 @@
 //! * [`packet`]: the [`Packet`] a qdisc or link sees, with its IP [`Ecn`] field.
 //! * [`rng`]: [`SimRng`] streams derived from one root seed by a fixed hash.
 //! * [`stats`]: [`stats::DurStats`], duration distributions for summaries.
+//! * [`pkttrace`]: [`pkttrace::PacketTrace`], the per-packet trace columns of both backends.
 //! * [`trace`]: the one typed event channel ([`TraceEvent`], [`Tracer`]) and the
 //!   typed [`DropReason`] / [`MarkReason`].
 //!
 //! No I/O and no clock: `now` is always passed in by the caller.
 pub mod packet;
+pub mod pkttrace;
 pub mod rng;
 pub mod stats;
 pub mod trace;

@@ -62,6 +62,17 @@ impl DurStats {
         self.n
     }
 
+    /// Add `other`'s samples (same resolution and bounds) to this
+    /// distribution; the per-interval accumulators are left alone.
+    pub fn merge(&mut self, other: &DurStats) {
+        assert_eq!(self.unit_ns, other.unit_ns, "merging different resolutions");
+        self.hist.add(&other.hist).expect("same bounds");
+        self.sum_ns += other.sum_ns;
+        self.n += other.n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     /// Mean and max over the interval since the last call, in ms; `None` if no samples.
     pub fn take_interval(&mut self) -> Option<(f64, f64)> {
         if self.int_n == 0 {
@@ -77,18 +88,26 @@ impl DurStats {
 
     /// `{min, mean, p50, p90, p99, p999, max}` in milliseconds, or `null` without samples.
     pub fn summary_ms(&self) -> Value {
+        self.summary_scaled(1e-6)
+    }
+
+    /// As [`DurStats::summary_ms`] with the values in nanoseconds times
+    /// `per_ns` (1e-6: milliseconds; 1e-3: microseconds, as the emulator's
+    /// timing report).
+    pub fn summary_scaled(&self, per_ns: f64) -> Value {
         if self.n == 0 {
             return Value::Null;
         }
-        let q = |p: f64| round6(self.hist.value_at_quantile(p) as f64 * self.unit_ns as f64 * 1e-6);
+        let q =
+            |p: f64| round6(self.hist.value_at_quantile(p) as f64 * self.unit_ns as f64 * per_ns);
         json!({
-            "min": round6(self.min.as_millis_f64()),
-            "mean": round6(self.sum_ns as f64 / self.n as f64 * 1e-6),
+            "min": round6(self.min.as_nanos() as f64 * per_ns),
+            "mean": round6(self.sum_ns as f64 / self.n as f64 * per_ns),
             "p50": q(0.50),
             "p90": q(0.90),
             "p99": q(0.99),
             "p999": q(0.999),
-            "max": round6(self.max.as_millis_f64()),
+            "max": round6(self.max.as_nanos() as f64 * per_ns),
             "samples": self.n,
         })
     }
@@ -120,5 +139,26 @@ mod tests {
         assert!((p99 - 99.0).abs() <= 0.1, "{p99}");
         assert_eq!(s.take_interval(), Some((50.5, 100.0)));
         assert_eq!(s.take_interval(), None);
+    }
+
+    #[test]
+    fn merged_stats_are_the_stats_of_all_samples() {
+        // 1..=50 ms and 51..=100 ms merged = 1..=100 ms; in µs units 1000x.
+        let (mut a, mut b) = (
+            DurStats::new(1_000, 1_000_000_000),
+            DurStats::new(1_000, 1_000_000_000),
+        );
+        for ms in 1..=50 {
+            a.record(Dur::from_millis(ms));
+            b.record(Dur::from_millis(ms + 50));
+        }
+        a.merge(&b);
+        let v = a.summary_scaled(1e-3);
+        assert_eq!(v["samples"], 100);
+        assert_eq!(v["min"], 1_000.0);
+        assert_eq!(v["max"], 100_000.0);
+        assert_eq!(v["mean"], 50_500.0);
+        let p99 = v["p99"].as_f64().unwrap();
+        assert!((p99 - 99_000.0).abs() <= 100.0, "{p99}");
     }
 }

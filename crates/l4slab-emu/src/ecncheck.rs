@@ -30,31 +30,14 @@ use serde_json::{json, Value};
 use l4slab_core::Ecn;
 
 use crate::probe;
-use crate::sys::monotonic_ns;
+use crate::sys::{monotonic_ns, setsockopt_int};
 
 const MAGIC: &[u8; 4] = b"L4EC";
 const CODEPOINTS: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
 
-fn set_int(fd: i32, level: i32, opt: i32, v: i32) -> io::Result<()> {
-    // SAFETY: valid int pointer and size.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&v as *const i32).cast(),
-            std::mem::size_of::<i32>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// Send `buf` to `to` with IP TOS `tos`.
 fn send_tos(s: &UdpSocket, buf: &[u8], to: SocketAddrV4, tos: u8) -> io::Result<()> {
-    set_int(
+    setsockopt_int(
         s.as_raw_fd(),
         libc::IPPROTO_IP,
         libc::IP_TOS,
@@ -120,7 +103,7 @@ fn recv_tos(s: &UdpSocket, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAd
 /// Socket errors.
 pub fn reflect(port: u16) -> io::Result<()> {
     let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, port))?;
-    set_int(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
+    setsockopt_int(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
     let l = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port + 1))?;
     std::thread::spawn(move || {
         for c in l.incoming().flatten() {
@@ -215,7 +198,7 @@ pub fn classify(sent: Ecn, a: &Arrivals, baseline_ok: bool) -> Outcome {
 /// Socket errors.
 pub fn check(server: Ipv4Addr, tcp_server: Ipv4Addr, port: u16, count: u32) -> io::Result<Value> {
     let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
-    set_int(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
+    setsockopt_int(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
     s.set_read_timeout(Some(Duration::from_millis(50)))?;
     let to = SocketAddrV4::new(server, port);
     let mut fwd: Vec<Arrivals> = (0..4).map(|_| Arrivals::default()).collect();

@@ -36,6 +36,7 @@ use std::os::fd::RawFd;
 
 use serde_json::{json, Map, Value};
 
+use l4slab_core::pkttrace::drop_event;
 use l4slab_core::{DropReason, Dur, FlowId, MarkReason, Packet, SimRng, Time};
 use l4slab_link::Link;
 use l4slab_qdisc::QdiscCtx;
@@ -43,7 +44,7 @@ use l4slab_qdisc::QdiscCtx;
 use crate::coalesce::Coalescer;
 use crate::packet::{self, IpInfo, Malformed, VNET_HDR_LEN};
 use crate::pktlog::PacketLog;
-use crate::stats::{lateness_hist, round6, DurHist, QueueRecorder};
+use crate::stats::{lateness_stats, round6, summary_us, DurStats, QueueRecorder};
 use crate::sys::{self, Clock, Epoll};
 use crate::EmuError;
 
@@ -234,7 +235,7 @@ pub struct Direction {
     dropped: Vec<(Packet, DropReason)>,
     /// (intended release time, packet) in release order (the delay is constant).
     line: VecDeque<(Time, Packet)>,
-    pub lateness: DurHist,
+    pub lateness: DurStats,
     pub counters: DirCounters,
     coalescer: Coalescer,
     in_fd: RawFd,
@@ -305,7 +306,7 @@ impl Forwarder {
                 rec: QueueRecorder::new(subs, flows),
                 dropped: Vec::with_capacity(64),
                 line: VecDeque::with_capacity(4096),
-                lateness: lateness_hist(),
+                lateness: lateness_stats(),
                 counters: DirCounters::default(),
                 coalescer: Coalescer::default(),
                 in_fd,
@@ -459,7 +460,7 @@ impl Forwarder {
                 if let Some(log) = &mut self.packet_log {
                     let ip = &self.slab.frame(p.handle)[VNET_HDR_LEN..];
                     let ts = t.saturating_since(self.started).as_secs_f64();
-                    log.record(ts, &format!("drop:{}", r.name()), p.flow, d, ip, p.ecn);
+                    log.record(ts, drop_event(r), p.flow, d, ip, p.ecn);
                 }
                 self.slab.release(p.handle);
             }
@@ -483,7 +484,7 @@ impl Forwarder {
                 dir.counters.ecn_rewritten += 1;
             }
             let late = self.clock.now().saturating_since(at);
-            dir.lateness.record_ns(late.as_nanos());
+            dir.lateness.record(late);
             if let Some(log) = &mut self.packet_log {
                 let ts = now.saturating_since(self.started).as_secs_f64();
                 let ip = &self.slab.frame(pkt.handle)[VNET_HDR_LEN..];
@@ -590,7 +591,7 @@ impl Forwarder {
         for (p, r) in dir.dropped.drain(..) {
             if let Some(log) = &mut self.packet_log {
                 let ip = &self.slab.frame(p.handle)[VNET_HDR_LEN..];
-                log.record(ts, &format!("drop:{}", r.name()), p.flow, d, ip, p.ecn);
+                log.record(ts, drop_event(r), p.flow, d, ip, p.ecn);
             }
             self.slab.release(p.handle);
         }
@@ -609,8 +610,8 @@ impl Forwarder {
             push("backlog_pkts", f64::from(b.packets));
             push("backlog_bytes", b.bytes as f64);
             if let Some((mean, max)) = dir.rec.sojourn.take_interval() {
-                push("sojourn_ms", round6(mean * 1e-6));
-                push("sojourn_max_ms", round6(max * 1e-6));
+                push("sojourn_ms", round6(mean));
+                push("sojourn_max_ms", round6(max));
             }
             push("drops", dir.rec.drops_interval as f64);
             push("marks", dir.rec.marks_interval as f64);
@@ -623,8 +624,8 @@ impl Forwarder {
             for (k, v) in dir.link.qdisc().xstats() {
                 push(k, round6(v));
             }
-            if let Some((_, max)) = dir.lateness.take_interval() {
-                push("timing_error_max_us", round6(max * 1e-3));
+            if let Some((_, max_ms)) = dir.lateness.take_interval() {
+                push("timing_error_max_us", round6(max_ms * 1e3));
             }
         }
     }
@@ -662,7 +663,7 @@ impl Forwarder {
             let mut v = json!({
                 "kind": q.kind(),
                 "rate_bps": dir.link.rate_model().nominal_rate().map(|r| r.as_bps()),
-                "sojourn_ms": dir.rec.sojourn.summary(1e6),
+                "sojourn_ms": dir.rec.sojourn.summary_ms(),
                 "drops": drops,
                 "marks": by(&s.marks, &mut MarkReason::ALL.iter().map(|r| r.name())),
                 "utilization": round6(ls.busy_time.as_secs_f64() / end),
@@ -670,13 +671,13 @@ impl Forwarder {
                 "sent_packets": s.sent,
                 "sent_bytes": s.sent_bytes,
                 "xstats_final": q.xstats().into_iter().map(|(k, v)| (k.to_owned(), json!(round6(v)))).collect::<Map<_, _>>(),
-                "timing_error_us": dir.lateness.summary(1e3),
+                "timing_error_us": summary_us(&dir.lateness),
             });
             let subs: Map<String, Value> = q
                 .subqueue_names()
                 .iter()
                 .zip(&dir.rec.sub)
-                .map(|(n, h)| ((*n).to_owned(), json!({ "sojourn_ms": h.summary(1e6) })))
+                .map(|(n, h)| ((*n).to_owned(), json!({ "sojourn_ms": h.summary_ms() })))
                 .collect();
             if !subs.is_empty() {
                 v["subqueues"] = Value::Object(subs);
@@ -691,7 +692,7 @@ impl Forwarder {
         let (u, s) = sys::cpu_times();
         let wall = self.elapsed().as_secs_f64().max(1e-9);
         let mut dirs = Map::new();
-        let mut all = lateness_hist();
+        let mut all = lateness_stats();
         for (d, dir) in self.dirs.iter().enumerate() {
             let c = &dir.counters;
             let malformed: Map<String, Value> = Malformed::ALL
@@ -716,7 +717,7 @@ impl Forwarder {
                     "ecn_rewritten": c.ecn_rewritten,
                     "coalesced_writes": dir.coalescer.merged_writes,
                     "coalesced_segments": dir.coalescer.merged_segments,
-                    "timing_error_us": dir.lateness.summary(1e3),
+                    "timing_error_us": summary_us(&dir.lateness),
                 }),
             );
             all.merge(&dir.lateness);
@@ -728,7 +729,7 @@ impl Forwarder {
             "cpu_share": round6((u - cpu_at_start.0 + s - cpu_at_start.1) / wall),
             "spin_us": self.cfg.spin.as_nanos() as f64 / 1e3,
             "directions": dirs,
-            "timing_error_us": all.summary(1e3),
+            "timing_error_us": summary_us(&all),
             "packets_in_flight_at_end": self.in_flight(),
         })
     }

@@ -14,6 +14,7 @@
 //! * [`forwarder`]: the real-time loop and its measurements (timing report).
 //! * [`shell`]: `l4slab emu -- COMMAND`.
 //! * [`run`]: `l4slab run SCENARIO --backend emu` (kernel TCP flows, same results).
+//! * [`apps`]: the kernel TCP endpoints of a `run` and their thread.
 //! * [`probe`]: small measurement tools (ping, TCP sender with TCP_INFO).
 //! * [`ecncheck`]: ECN path validation (passes, bleaches, re-marks, drops ECT).
 //!
@@ -22,6 +23,7 @@
 //! `disallowed-methods` (which bans `Instant::now` everywhere else).
 #![allow(clippy::disallowed_methods)]
 
+pub mod apps;
 pub mod coalesce;
 pub mod ecncheck;
 pub mod forwarder;
@@ -58,6 +60,11 @@ pub enum EmuError {
     Usage(String),
     #[error("{0}")]
     Unsupported(String),
+    #[error(
+        "network namespace {0} already exists but was not created by this run; \
+         if it is left over from an old run, remove it with `ip netns del {0}`"
+    )]
+    NamespaceExists(String),
     #[error("interrupted by signal {0}; nothing was written")]
     Interrupted(i32),
 }

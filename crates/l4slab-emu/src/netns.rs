@@ -65,11 +65,14 @@ struct State {
     namespaces: Vec<String>,
 }
 
-/// One network namespace we created.
+/// One network namespace of the topology.
 #[derive(Debug)]
 pub struct Netns {
     pub name: String,
     pub fd: fs::File,
+    /// This run's `ip netns add` succeeded: only then does the teardown
+    /// delete the name.
+    created: bool,
 }
 
 /// The client and server namespaces with their TUN devices.
@@ -85,13 +88,21 @@ pub struct Topology {
     done: bool,
 }
 
-/// Start time of `pid` in clock ticks since boot, if it exists.
-fn proc_start(pid: i32) -> Option<u64> {
+/// State letter and start time (clock ticks since boot) of `pid`, if it
+/// exists (`proc(5)`, `/proc/<pid>/stat` fields 3 and 22).
+fn proc_stat(pid: i32) -> Option<(char, u64)> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses and may contain spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
     // `rest` starts at field 3 (state); starttime is field 22.
-    rest.split(' ').nth(19)?.parse().ok()
+    Some((state, fields.nth(18)?.parse().ok()?))
+}
+
+/// Start time of `pid`, if it exists.
+fn proc_start(pid: i32) -> Option<u64> {
+    proc_stat(pid).map(|(_, start)| start)
 }
 
 fn ip(args: &[&str]) -> Result<(), EmuError> {
@@ -174,7 +185,9 @@ fn remove_recorded(path: &Path) -> Vec<String> {
 }
 
 fn owner_alive(state: &State) -> bool {
-    sys::pid_alive(state.owner_pid) && proc_start(state.owner_pid) == Some(state.owner_start)
+    // A zombie owner is gone too: its descriptors are closed and it will
+    // never tear down (its reaper has started on the pipe's EOF).
+    matches!(proc_stat(state.owner_pid), Some((s, start)) if s != 'Z' && start == state.owner_start)
 }
 
 /// Remove what runs whose owner is dead left behind (after SIGKILL or a
@@ -241,10 +254,24 @@ impl Topology {
         fs::create_dir_all(STATE_DIR).map_err(|e| EmuError::io(STATE_DIR, e))?;
         let pid = std::process::id() as i32;
         let names = [format!("{NS_PREFIX}{pid}-c"), format!("{NS_PREFIX}{pid}-s")];
+        // A namespace with our name that no state file accounts for (its
+        // owner's file was removed by hand, or someone chose the name) is
+        // not ours: refuse rather than adopt it, or delete it at teardown.
+        if let Some(n) = names.iter().find(|n| netns_path(n).exists()) {
+            return Err(EmuError::NamespaceExists(n.clone()));
+        }
         let state_file = Path::new(STATE_DIR).join(format!("{pid}.json"));
+        // Without our start time a concurrent start could take this live
+        // run for a dead one and remove its namespaces: fail instead.
+        let owner_start = proc_start(pid).ok_or_else(|| {
+            EmuError::io(
+                "reading the start time in /proc/self/stat",
+                io::Error::from(io::ErrorKind::InvalidData),
+            )
+        })?;
         let state = State {
             owner_pid: pid,
-            owner_start: proc_start(pid).unwrap_or(0),
+            owner_start,
             namespaces: names.to_vec(),
         };
         let text = serde_json::to_string(&state).expect("state serializes");
@@ -254,10 +281,12 @@ impl Topology {
             client: Netns {
                 name: names[0].clone(),
                 fd: fs::File::open("/dev/null").map_err(|e| EmuError::io("/dev/null", e))?,
+                created: false,
             },
             server: Netns {
                 name: names[1].clone(),
                 fd: fs::File::open("/dev/null").map_err(|e| EmuError::io("/dev/null", e))?,
+                created: false,
             },
             tuns: None,
             state_file,
@@ -272,6 +301,7 @@ impl Topology {
     fn build(&mut self, mtu: u32) -> Result<(), EmuError> {
         for ns in [&mut self.client, &mut self.server] {
             ip(&["netns", "add", &ns.name])?;
+            ns.created = true;
             ns.fd = sys::open_ro(&netns_path(&ns.name))
                 .map_err(|e| EmuError::io("opening the new namespace", e))?;
         }
@@ -388,6 +418,18 @@ impl Topology {
             .map_err(|e| EmuError::io(&format!("setting {key} in {}", ns.name), e))
     }
 
+    /// The namespace's non-zero `TcpExt` counters (`/proc/net/netstat`,
+    /// the `nstat` names: `DelayedACKs`, `TCPBacklogCoalesce`, ...): what
+    /// kernel TCP did in there, for the run's report. Empty if unreadable.
+    pub fn tcp_counters(ns: &Netns) -> std::collections::BTreeMap<String, u64> {
+        // /proc/thread-self/net is the calling thread's network namespace.
+        let text = sys::in_netns(&ns.fd, || {
+            fs::read_to_string("/proc/thread-self/net/netstat")
+        })
+        .unwrap_or_default();
+        parse_tcpext(&text)
+    }
+
     /// Remove everything this topology created. Idempotent.
     pub fn teardown(&mut self) {
         if self.done {
@@ -396,8 +438,10 @@ impl Topology {
         self.done = true;
         // Close the TUN devices first: they vanish with their fds.
         self.tuns = None;
-        for ns in [&self.client.name, &self.server.name] {
-            remove_ns(ns);
+        for ns in [&self.client, &self.server] {
+            if ns.created {
+                remove_ns(&ns.name);
+            }
         }
         let _ = fs::remove_file(&self.state_file);
     }
@@ -409,10 +453,26 @@ impl Drop for Topology {
     }
 }
 
+/// The non-zero `TcpExt:` counters of a `/proc/net/netstat` text (a line of
+/// names, then a line of values).
+fn parse_tcpext(text: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+        return std::collections::BTreeMap::new();
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .skip(1)
+        .filter_map(|(n, v)| Some((n.to_string(), v.parse::<u64>().ok()?)))
+        .filter(|&(_, v)| v > 0)
+        .collect()
+}
+
 /// Start `l4slab-emu reap STATE_FILE` in its own session, reading a pipe
 /// whose only write end we keep (close-on-exec, so children never hold it).
 fn spawn_reaper(exe: &Path, state_file: &Path) -> Option<OwnedFd> {
-    let (r, w) = pipe_cloexec().ok()?;
+    let (r, w) = sys::pipe_cloexec().ok()?;
     let mut cmd = Command::new(exe);
     cmd.arg("reap")
         .arg(state_file)
@@ -436,15 +496,53 @@ fn spawn_reaper(exe: &Path, state_file: &Path) -> Option<OwnedFd> {
     Some(w)
 }
 
-fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: valid array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcpext_counters_are_read_by_name() {
+        let text = "TcpExt: SyncookiesSent DelayedACKs TCPBacklogCoalesce\n\
+                    TcpExt: 0 5 312\n\
+                    IpExt: InNoRoutes\nIpExt: 1\n";
+        let c = parse_tcpext(text);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c["DelayedACKs"], 5);
+        assert_eq!(c["TCPBacklogCoalesce"], 312);
+        assert!(parse_tcpext("").is_empty());
     }
-    // SAFETY: fresh fds owned by nobody else.
-    unsafe {
-        use std::os::fd::FromRawFd;
-        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+
+    #[test]
+    fn an_exited_owner_is_dead_even_before_it_is_reaped() {
+        let me = std::process::id() as i32;
+        let live = State {
+            owner_pid: me,
+            owner_start: proc_start(me).unwrap(),
+            namespaces: Vec::new(),
+        };
+        assert!(owner_alive(&live));
+        // A recycled pid: same pid, another start time.
+        let recycled = State {
+            owner_start: live.owner_start + 1,
+            ..live
+        };
+        assert!(!owner_alive(&recycled));
+        // A child that has exited but is not waited for: a zombie.
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let start = proc_start(pid).unwrap();
+        for _ in 0..2500 {
+            if matches!(proc_stat(pid), Some(('Z', _))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let zombie = State {
+            owner_pid: pid,
+            owner_start: start,
+            namespaces: Vec::new(),
+        };
+        assert!(!owner_alive(&zombie));
+        child.wait().unwrap();
     }
 }

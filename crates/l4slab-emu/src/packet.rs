@@ -16,7 +16,9 @@
 //!   segment gets a copy of the headers, the IPv4 total length, ID (+1 per
 //!   segment) and header checksum, or the IPv6 payload length, are rewritten,
 //!   the TCP sequence number advances by the payload before it, CWR stays on
-//!   the first segment only and FIN/PSH on the last only. The TCP checksum is
+//!   the first segment only (RFC 3168 semantics; Linux keeps it on every
+//!   segment only for AccECN, which this kernel cannot negotiate,
+//!   emulator-probe.md §4) and FIN/PSH on the last only. The TCP checksum is
 //!   left *partial* (pseudo-header sum, `VIRTIO_NET_HDR_F_NEEDS_CSUM`) for the
 //!   receiving kernel to complete, exactly as the sending kernel left it.
 //!

@@ -11,24 +11,16 @@
 //! raw TCP window field (the window scale is not tracked); `retransmission`
 //! marks a data segment that does not go beyond the highest sequence number
 //! already seen for its flow. Only TCP packets of scenario flows are logged.
+//!
+//! The columns are the simulator's: [`PacketTrace`] lives in l4slab-core.
 
+use l4slab_core::pkttrace::{tcp_flag_letters, PacketTrace};
 use l4slab_core::Ecn;
 
-/// The trace, column by column (names as in the simulator's `PacketTrace`).
+/// Builds the [`PacketTrace`] of an emulated run from the packets' headers.
 #[derive(Debug, Default)]
 pub struct PacketLog {
-    pub t_s: Vec<f64>,
-    pub event: Vec<String>,
-    pub flow: Vec<u32>,
-    pub side: Vec<&'static str>,
-    pub seq: Vec<u64>,
-    pub len: Vec<u32>,
-    pub ack: Vec<u64>,
-    pub ecn: Vec<&'static str>,
-    pub retransmission: Vec<bool>,
-    pub wnd: Vec<u64>,
-    pub sack: Vec<String>,
-    pub flags: Vec<String>,
+    pub trace: PacketTrace,
     /// Per flow: does the data go down (server -> client)?
     data_down: Vec<bool>,
     /// Per flow and direction (index `2 * flow + dir`): the ISN, once seen.
@@ -58,12 +50,21 @@ impl PacketLog {
     }
 
     pub fn rows(&self) -> usize {
-        self.t_s.len()
+        self.trace.rows()
     }
 
     /// Log one packet (`ip`: the IP packet) of `flow` going in direction
     /// `dir` (0 = down, 1 = up); ignored unless it is TCP of a known flow.
-    pub fn record(&mut self, t_s: f64, event: &str, flow: u32, dir: usize, ip: &[u8], ecn: Ecn) {
+    /// `event` as in [`PacketTrace::event`].
+    pub fn record(
+        &mut self,
+        t_s: f64,
+        event: &'static str,
+        flow: u32,
+        dir: usize,
+        ip: &[u8],
+        ecn: Ecn,
+    ) {
         let f = flow as usize;
         if f >= self.data_down.len() {
             return;
@@ -110,53 +111,27 @@ impl PacketLog {
         if event == "send" {
             self.high[me] = self.high[me].max(seq_end);
         }
-        self.t_s.push(t_s);
-        self.event.push(event.to_string());
-        self.flow.push(flow);
-        self.side.push(if data { "data" } else { "ack" });
-        self.seq.push(seq);
-        self.len.push(payload);
-        self.ack.push(ack);
-        self.ecn.push(ecn.name());
-        self.retransmission.push(retransmission);
-        self.wnd.push(u64::from(be16(ip, l4 + 14)));
-        self.sack
-            .push(sack_blocks(&ip[l4 + 20..hlen], self.isn[peer]));
-        // tcpdump-style letters, as the simulator: S F . E W A.
-        let mut letters = String::new();
-        for (bit, c) in [
-            (0x02, 'S'),
-            (0x01, 'F'),
-            (0x10, '.'),
-            (0x40, 'E'),
-            (0x80, 'W'),
-        ] {
-            if tcp_flags & bit != 0 {
-                letters.push(c);
-            }
-        }
-        if ip[l4 + 12] & 0x01 != 0 {
-            letters.push('A');
-        }
-        self.flags.push(letters);
+        let t = &mut self.trace;
+        t.t_s.push(t_s);
+        t.event.push(event);
+        t.flow.push(flow);
+        t.side.push(if data { "data" } else { "ack" });
+        t.seq.push(seq);
+        t.len.push(payload);
+        t.ack.push(ack);
+        t.ecn.push(ecn.name());
+        t.retransmission.push(retransmission);
+        t.wnd.push(u64::from(be16(ip, l4 + 14)));
+        t.sack.push(sack_blocks(&ip[l4 + 20..hlen], self.isn[peer]));
+        // The 9 flag bits: AE is the low bit of byte 12.
+        t.flags.push(tcp_flag_letters(
+            u16::from(ip[l4 + 12] & 0x01) << 8 | u16::from(tcp_flags),
+        ));
     }
 
     /// The columns as JSON (what `packets.parquet` is built from).
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "t_s": self.t_s,
-            "event": self.event,
-            "flow": self.flow,
-            "side": self.side,
-            "seq": self.seq,
-            "len": self.len,
-            "ack": self.ack,
-            "ecn": self.ecn,
-            "retransmission": self.retransmission,
-            "wnd": self.wnd,
-            "sack": self.sack,
-            "flags": self.flags,
-        })
+        serde_json::to_value(&self.trace).expect("the trace serializes")
     }
 }
 
@@ -265,19 +240,22 @@ mod tests {
             Ecn::NotEct,
         );
         assert_eq!(log.rows(), 6);
-        assert_eq!(log.side, ["ack", "data", "data", "data", "data", "ack"]);
-        assert_eq!(log.seq, [0, 0, 0, 100, 0, 0]);
-        assert_eq!(log.len, [0, 0, 100, 100, 100, 0]);
-        assert_eq!(log.ack[5], 100);
         assert_eq!(
-            log.retransmission,
+            log.trace.side,
+            ["ack", "data", "data", "data", "data", "ack"]
+        );
+        assert_eq!(log.trace.seq, [0, 0, 0, 100, 0, 0]);
+        assert_eq!(log.trace.len, [0, 0, 100, 100, 100, 0]);
+        assert_eq!(log.trace.ack[5], 100);
+        assert_eq!(
+            log.trace.retransmission,
             [false, false, false, false, true, false]
         );
-        assert_eq!(log.sack[5], "100-200");
-        assert_eq!(log.flags[0], "S");
-        assert_eq!(log.flags[1], "S.");
-        assert_eq!(log.flags[5], ".E");
-        assert_eq!(log.ecn[2], "ect0");
+        assert_eq!(log.trace.sack[5], "100-200");
+        assert_eq!(log.trace.flags[0], "S");
+        assert_eq!(log.trace.flags[1], "S.");
+        assert_eq!(log.trace.flags[5], ".E");
+        assert_eq!(log.trace.ecn[2], "ect0");
         // Not TCP or not a scenario flow: ignored.
         log.record(0.06, "send", 7, 0, &tcp(1, 1, 0x10, 0, None), Ecn::NotEct);
         log.record(0.06, "send", 0, 0, &[0x45, 0, 0], Ecn::NotEct);

@@ -134,6 +134,28 @@ pub fn set_congestion(fd: &impl AsRawFd, name: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// `getsockopt(TCP_CONGESTION)`: the congestion control a socket really uses.
+pub fn congestion(fd: &impl AsRawFd) -> io::Result<String> {
+    let mut buf = [0u8; 16]; // TCP_CA_NAME_MAX
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: `buf` is valid for `len` bytes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let name = &buf[..(len as usize).min(buf.len())];
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    Ok(String::from_utf8_lossy(&name[..end]).into_owned())
+}
+
 /// The result of [`ping`].
 #[derive(Clone, Debug, Serialize)]
 pub struct PingReport {

@@ -30,9 +30,7 @@
 //! * **Timing.** The forwarder's timing report (actual minus intended
 //!   release time of every packet) is in `summary.emulator`.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddrV4, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -41,11 +39,11 @@ use serde_json::{json, Map, Value};
 use l4slab_core::{Dur, Time};
 use l4slab_scenario::{AppSpec, Direction, EcnSpec, ParseOptions, Scenario};
 
-use crate::forwarder::{self, Classifier, Forwarder, Hooks, SeriesRow, Step, DOWN, UP};
-use crate::netns::{self, Topology};
-use crate::probe::{self, TcpInfo};
+use crate::apps::{listen_on, socket_options, Apps, AppsOut, FlowRt, APPS_PRIORITY};
+use crate::forwarder::{self, Classifier, Forwarder, Hooks, Step, DOWN, UP};
+use crate::netns::Topology;
 use crate::shell::{self, RunTuning};
-use crate::stats::{round6, DurHist};
+use crate::stats::{round6, DurStats};
 use crate::sys::{self, Clock};
 use crate::EmuError;
 
@@ -53,10 +51,6 @@ use crate::EmuError;
 pub const BASE_PORT: u16 = 5000;
 /// Congestion controls the simulator knows that kernel TCP here does not have.
 pub const L4S_ONLY_CC: &[&str] = &["dctcp", "prague", "bbr3"];
-/// How often `TCP_INFO` is read for RTT statistics.
-pub const RTT_SAMPLE: Dur = Dur::from_millis(10);
-/// Linux `TCP_INFINITE_SSTHRESH`.
-const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 /// What a scenario asks of one flow, checked against the kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,404 +203,27 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
     })
 }
 
-// ------------------------------------------------------------------ sockets
-
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
-fn tcp_socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain call.
-    let fd = cvt(unsafe {
-        libc::socket(
-            libc::AF_INET,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    })?;
-    // SAFETY: fresh fd.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn set_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: valid int pointer and size.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })
-    .map(|_| ())
-}
-
-fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: a.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(a.ip().octets()),
-        },
-        sin_zero: [0; 8],
-    }
-}
-
-/// Socket options shared by both ends of flow `f`.
-fn socket_options(fd: RawFd, f: &l4slab_scenario::Flow, plan: &FlowPlan) -> io::Result<()> {
-    let t = &f.transport;
-    let d = l4slab_scenario::TransportSpec::default();
-    // MSS: payload per segment; the kernel subtracts the timestamp option itself.
-    if t.mss != d.mss {
-        set_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, (t.mss + 12) as i32)?;
-    }
-    if t.send_buffer != d.send_buffer {
-        set_int(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            t.send_buffer.min(i32::MAX as u64) as i32,
-        )?;
-    }
-    if t.receive_buffer != d.receive_buffer {
-        set_int(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            t.receive_buffer.min(i32::MAX as u64) as i32,
-        )?;
-    }
-    if let Some(l) = t.notsent_lowat {
-        set_int(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NOTSENT_LOWAT,
-            l.min(i32::MAX as u64) as i32,
-        )?;
-    }
-    let sock = ManuallyFd(fd);
-    probe::set_congestion(&sock, &plan.cc)
-}
-
-/// A borrowed raw fd for the helpers that take `AsRawFd`.
-struct ManuallyFd(RawFd);
-impl AsRawFd for ManuallyFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
-
-fn listen_on(port: u16) -> io::Result<OwnedFd> {
-    let s = tcp_socket()?;
-    set_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
-    let a = sockaddr(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, port));
-    // SAFETY: valid sockaddr_in.
-    cvt(unsafe {
-        libc::bind(
-            s.as_raw_fd(),
-            (&a as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
-    })?;
-    // SAFETY: plain call.
-    cvt(unsafe { libc::listen(s.as_raw_fd(), 16) })?;
-    Ok(s)
-}
-
-fn connect_nb(s: &OwnedFd, to: SocketAddrV4) -> io::Result<()> {
-    let a = sockaddr(to);
-    // SAFETY: valid sockaddr_in.
-    let r = unsafe {
-        libc::connect(
-            s.as_raw_fd(),
-            (&a as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EINPROGRESS) {
-        Ok(())
-    } else {
-        Err(e)
-    }
-}
-
-fn accept_nb(l: &OwnedFd) -> io::Result<Option<OwnedFd>> {
-    // SAFETY: no address requested.
-    let fd = unsafe {
-        libc::accept4(
-            l.as_raw_fd(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-        )
-    };
-    if fd >= 0 {
-        // SAFETY: fresh fd.
-        return Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }));
-    }
-    let e = io::Error::last_os_error();
-    if e.kind() == io::ErrorKind::WouldBlock {
-        Ok(None)
-    } else {
-        Err(e)
-    }
-}
-
-fn transient(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::WouldBlock
-        || e.kind() == io::ErrorKind::Interrupted
-        || e.raw_os_error() == Some(libc::ENOTCONN)
-}
-
-// ------------------------------------------------------------------ applications
-
-struct FlowRt {
-    name: String,
-    start: Time,
-    down: bool,
-    size: Option<u64>,
-    listener: Option<OwnedFd>,
-    client: Option<TcpStream>,
-    server: Option<TcpStream>,
-    started: bool,
-    written: u64,
-    write_done: bool,
-    received: u64,
-    eof: bool,
-    completion: Option<Time>,
-    rtt: DurHist,
-    info: Option<TcpInfo>,
-    rx_at_last_sample: u64,
-    error: Option<String>,
-}
-
-impl FlowRt {
-    fn sender(&mut self) -> Option<&mut TcpStream> {
-        if self.down {
-            self.server.as_mut()
-        } else {
-            self.client.as_mut()
-        }
-    }
-    fn receiver(&mut self) -> Option<&mut TcpStream> {
-        if self.down {
-            self.client.as_mut()
-        } else {
-            self.server.as_mut()
-        }
-    }
-}
-
-/// What the applications thread hands back.
-struct AppsOut {
-    flows: Vec<FlowRt>,
-    series: Vec<SeriesRow>,
-}
-
-struct Apps<'a> {
-    scn: &'a Scenario,
-    plan: &'a Plan,
-    client_ns: std::fs::File,
-    clock: Clock,
-    origin: Time,
-    stop: Arc<AtomicBool>,
-}
-
-impl Apps<'_> {
-    fn run(self, mut flows: Vec<FlowRt>) -> AppsOut {
-        let iv = self.scn.sample_interval;
-        let mut next_sample = self.origin + iv;
-        let mut next_rtt = self.origin + RTT_SAMPLE;
-        let mut series = Vec::new();
-        let chunk = vec![0x5au8; 128 * 1024];
-        let mut rbuf = vec![0u8; 256 * 1024];
-        let mut pfds: Vec<libc::pollfd> = Vec::new();
-        while !self.stop.load(Ordering::Relaxed) {
-            let now = self.clock.now();
-            for (i, f) in flows.iter_mut().enumerate() {
-                if !f.started && now >= self.origin + (f.start - Time::ZERO) {
-                    f.started = true;
-                    if let Err(e) = self.connect(i, f) {
-                        f.error = Some(format!("connect: {e}"));
-                    }
-                }
-                if f.server.is_none() {
-                    if let Some(l) = &f.listener {
-                        match accept_nb(l) {
-                            Ok(Some(s)) => f.server = Some(TcpStream::from(s)),
-                            Ok(None) => {}
-                            Err(e) => f.error = Some(format!("accept: {e}")),
-                        }
-                    }
-                }
-                Self::move_data(f, &chunk, &mut rbuf, self.origin, now);
-            }
-            if now >= next_rtt {
-                for f in flows.iter_mut() {
-                    if let Some(s) = f.sender() {
-                        if let Ok(info) = probe::tcp_info(s) {
-                            if info.rtt_us > 0 {
-                                f.rtt.record_ns(u64::from(info.rtt_us) * 1000);
-                            }
-                            f.info = Some(info);
-                        }
-                    }
-                }
-                next_rtt += RTT_SAMPLE;
-            }
-            if now >= next_sample {
-                let ts = round6((next_sample - self.origin).as_secs_f64());
-                for f in flows.iter_mut() {
-                    sample_flow(f, ts, iv, &mut series);
-                }
-                next_sample += iv;
-            }
-            pfds.clear();
-            for f in &flows {
-                if f.server.is_none() {
-                    if let Some(l) = &f.listener {
-                        pfds.push(pollfd(l.as_raw_fd(), libc::POLLIN));
-                    }
-                }
-                let (snd, rcv) = if f.down {
-                    (&f.server, &f.client)
-                } else {
-                    (&f.client, &f.server)
-                };
-                if let (Some(s), false) = (snd, f.write_done) {
-                    pfds.push(pollfd(s.as_raw_fd(), libc::POLLOUT));
-                }
-                if let (Some(r), false) = (rcv, f.eof) {
-                    pfds.push(pollfd(r.as_raw_fd(), libc::POLLIN));
-                }
-            }
-            // SAFETY: `pfds` is a valid array of its length.
-            unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 1) };
-        }
-        AppsOut { flows, series }
-    }
-
-    fn connect(&self, i: usize, f: &mut FlowRt) -> io::Result<()> {
-        let spec = &self.scn.flows[i];
-        let plan = &self.plan.flows[i];
-        let ip = if plan.ecn {
-            netns::SERVER_ECN_ADDR
-        } else {
-            netns::SERVER_ADDR
-        };
-        let s = sys::in_netns(&self.client_ns, tcp_socket)?;
-        socket_options(s.as_raw_fd(), spec, plan)?;
-        connect_nb(&s, SocketAddrV4::new(ip, plan.port))?;
-        f.client = Some(TcpStream::from(s));
-        Ok(())
-    }
-
-    fn move_data(f: &mut FlowRt, chunk: &[u8], rbuf: &mut [u8], origin: Time, now: Time) {
-        let size = f.size;
-        if !f.write_done {
-            let mut written = f.written;
-            let mut done = false;
-            let mut err = None;
-            if let Some(s) = f.sender() {
-                loop {
-                    let want = size.map_or(chunk.len() as u64, |n| {
-                        (n - written).min(chunk.len() as u64)
-                    });
-                    if want == 0 {
-                        let _ = s.shutdown(std::net::Shutdown::Write);
-                        done = true;
-                        break;
-                    }
-                    match s.write(&chunk[..want as usize]) {
-                        Ok(0) => break,
-                        Ok(n) => written += n as u64,
-                        Err(e) if transient(&e) => break,
-                        Err(e) => {
-                            err = Some(format!("write: {e}"));
-                            done = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            f.written = written;
-            f.write_done = done;
-            if err.is_some() {
-                f.error = err;
-            }
-        }
-        if !f.eof {
-            let mut got = 0u64;
-            let mut eof = false;
-            if let Some(r) = f.receiver() {
-                loop {
-                    match r.read(rbuf) {
-                        Ok(0) => {
-                            eof = true;
-                            break;
-                        }
-                        Ok(n) => got += n as u64,
-                        Err(e) if transient(&e) => break,
-                        Err(_) => {
-                            eof = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            f.received += got;
-            f.eof = eof;
-            if let (Some(n), None) = (f.size, f.completion) {
-                if f.received >= n {
-                    f.completion =
-                        Some(Time::ZERO + now.saturating_since(origin + (f.start - Time::ZERO)));
-                }
-            }
-        }
-    }
-}
-
-fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    }
-}
-
-fn sample_flow(f: &mut FlowRt, ts: f64, iv: Dur, out: &mut Vec<SeriesRow>) {
-    let series = format!("flow/{}", f.name);
-    let mut push = |k: &'static str, v: f64| out.push((ts, series.clone(), k, v));
-    let rx = f.received - f.rx_at_last_sample;
-    f.rx_at_last_sample = f.received;
-    if f.started {
-        push("goodput_bps", (rx as f64 * 8.0 / iv.as_secs_f64()).round());
-    }
-    if let Some(i) = f.info {
-        let mss = f64::from(i.snd_mss.max(1));
-        push("cwnd_bytes", f64::from(i.snd_cwnd) * mss);
-        if i.snd_ssthresh < INFINITE_SSTHRESH {
-            push("ssthresh_bytes", f64::from(i.snd_ssthresh) * mss);
-        }
-        push("pacing_bps", (i.pacing_rate as f64 * 8.0).round());
-        push("inflight_bytes", f64::from(i.unacked) * mss);
-        push("srtt_ms", round6(f64::from(i.rtt_us) / 1000.0));
-    }
-    if let Some((mean, _)) = f.rtt.take_interval() {
-        push("rtt_ms", round6(mean * 1e-6));
-    }
-}
-
 // ------------------------------------------------------------------ the run
+
+/// Sets the flag when dropped, so the applications thread stops however the
+/// forwarder's loop ends (an error, or a panic: `thread::scope` joins the
+/// thread before it unwinds further, so without this a crashed forwarder
+/// would wait forever and never remove its namespaces).
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A thread's [`sys::SchedStat`] as JSON.
+fn sched_json(s: sys::SchedStat) -> Value {
+    json!({
+        "cpu_s": round6(s.cpu_ns as f64 * 1e-9),
+        "runqueue_wait_s": round6(s.wait_ns as f64 * 1e-9),
+    })
+}
 
 struct RunHooks {
     end: Time,
@@ -681,28 +298,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
         let l = sys::in_netns(&topo.server.fd, || listen_on(p.port))
             .and_then(|l| socket_options(l.as_raw_fd(), f, p).map(|()| l))
             .map_err(|e| EmuError::io(&format!("listening for flow {}", f.name), e))?;
-        flows.push(FlowRt {
-            name: f.name.clone(),
-            start: f.start,
-            down: f.direction == Direction::Down,
-            size: match f.app {
-                AppSpec::File { size } => Some(size),
-                _ => None,
-            },
-            listener: Some(l),
-            client: None,
-            server: None,
-            started: false,
-            written: 0,
-            write_done: false,
-            received: 0,
-            eof: false,
-            completion: None,
-            rtt: DurHist::new(1_000, 100_000_000),
-            info: None,
-            rx_at_last_sample: 0,
-            error: None,
-        });
+        flows.push(FlowRt::new(f, l));
     }
     let (fwd_cpu, app_cpus) = shell::cpu_split(tuning.pin);
     let stop = Arc::new(AtomicBool::new(false));
@@ -714,6 +310,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
     let origin = clock.now();
     fwd.set_origin(origin);
     let end = origin + (scn.duration - Time::ZERO);
+    let mut fwd_sched = sys::SchedStat::default();
     let apps_out = std::thread::scope(|scope| -> Result<AppsOut, EmuError> {
         let apps = Apps {
             scn,
@@ -724,19 +321,31 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             stop: stop.clone(),
         };
         let cpus = app_cpus.clone();
+        // `L4SLAB_APPS_REALTIME=0`: experiment switch to reproduce the
+        // measurement in the comment on [`Apps`].
+        let realtime =
+            tuning.realtime && std::env::var("L4SLAB_APPS_REALTIME").as_deref() != Ok("0");
         let handle = scope.spawn(move || {
             if let Some(c) = cpus {
                 let _ = sys::set_affinity(&c);
             }
+            if realtime {
+                // Best effort, as for the forwarder: without it the run is
+                // still correct, only more exposed to the machine's load.
+                let _ = sys::realtime(APPS_PRIORITY);
+            }
             apps.run(flows)
         });
+        let stop_apps = StopOnDrop(stop.clone());
         shell::become_forwarder(fwd_cpu, tuning.realtime, true);
         let mut hooks = RunHooks {
             end,
             stopped_by_signal: None,
         };
+        let sched0 = sys::SchedStat::now();
         let r = fwd.run(Some(sigfd.as_raw_fd()), &mut hooks);
-        stop.store(true, Ordering::Relaxed);
+        fwd_sched = sys::SchedStat::now().since(sched0);
+        drop(stop_apps);
         let out = handle.join().expect("applications thread panicked");
         r?;
         if let Some(s) = hooks.stopped_by_signal {
@@ -765,7 +374,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
                 data.marks,
                 data.sojourn
                     .as_ref()
-                    .map_or(Value::Null, |h| h.summary(1e6)),
+                    .map_or(Value::Null, DurStats::summary_ms),
             )
         })
         .collect();
@@ -775,12 +384,16 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             .per_flow
             .iter()
             .zip(&scn.flows)
-            .filter_map(|(r, f)| r.sojourn.as_ref().map(|h| (f.name.clone(), h.summary(1e6))))
+            .filter_map(|(r, f)| r.sojourn.as_ref().map(|h| (f.name.clone(), h.summary_ms())))
             .collect()
     });
     let packets = fwd.dirs.iter().map(|d| d.counters.packets_in).sum::<u64>();
     let packet_log = fwd.packet_log.take().map(|l| l.to_json());
     drop(fwd);
+    let counters = json!({
+        "client": Topology::tcp_counters(&topo.client),
+        "server": Topology::tcp_counters(&topo.server),
+    });
     topo.teardown();
     let mut apps_out = apps_out?;
     series.append(&mut apps_out.series);
@@ -804,6 +417,9 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             f.name.clone(),
             json!({
                 "cc": f.cc.kind,
+                // What the sender's socket reported (`TCP_CONGESTION`): the
+                // listener's choice reaches accepted sockets through the kernel.
+                "kernel_cc": rt.cc_in_use,
                 "app": f.app.kind(),
                 "direction": if f.direction == Direction::Down { "down" } else { "up" },
                 "client": scn.hosts[f.client].name,
@@ -812,7 +428,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
                 "goodput_bps": goodput.round(),
                 "bytes_delivered": rt.received,
                 "completion_s": rt.completion.map(|c| round6(c.as_secs_f64())),
-                "rtt_ms": rt.rtt.summary(1e6),
+                "rtt_ms": rt.rtt.summary_ms(),
                 "rtt_source": "tcp_info srtt every 10 ms",
                 "retransmits": info.total_retrans,
                 "retransmitted_bytes": info.bytes_retrans,
@@ -842,6 +458,11 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             "access_delay_added_ms": plan.extra_delay.as_millis_f64(),
             "notes": plan.notes,
             "kernel": kernel_release(),
+            "threads": {
+                "forwarder": sched_json(fwd_sched),
+                "applications": sched_json(apps_out.sched),
+            },
+            "kernel_tcp_counters": counters,
         },
     });
     series.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));

@@ -175,6 +175,9 @@ pub fn spawn_in(
     cmd.spawn()
 }
 
+/// SCHED_FIFO priority of the forwarder thread.
+pub const FORWARDER_PRIORITY: i32 = 50;
+
 /// Make this thread the forwarder: pinned and real-time as asked.
 pub fn become_forwarder(cpu: Option<usize>, realtime: bool, quiet: bool) {
     if let Some(c) = cpu {
@@ -185,7 +188,7 @@ pub fn become_forwarder(cpu: Option<usize>, realtime: bool, quiet: bool) {
         }
     }
     if realtime {
-        if let Err(e) = sys::realtime(50) {
+        if let Err(e) = sys::realtime(FORWARDER_PRIORITY) {
             if !quiet {
                 eprintln!("l4slab-emu: warning: no SCHED_FIFO ({e}); timing will be less accurate");
             }
@@ -347,6 +350,10 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         "queues": fwd.queues_json(),
         "forwarder": fwd.forwarder_json(cpu0),
         "scenario": serde_json::to_value(&scn).expect("scenario serializes"),
+        "kernel_tcp_counters": {
+            "client": Topology::tcp_counters(&topo.client),
+            "server": Topology::tcp_counters(&topo.server),
+        },
     });
     drop(fwd);
     if let Some(srv) = &hooks.server {
@@ -386,7 +393,11 @@ pub fn timing_line(report: &Value) -> String {
 /// # Errors
 /// [`EmuError::Io`] naming the path.
 pub fn write_json(path: &std::path::Path, v: &Value) -> Result<(), EmuError> {
-    let tmp = path.with_extension("tmp");
+    // `<path>.tmp` in the same directory (so the rename is atomic), never
+    // `path` itself whatever its extension.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
     let text = serde_json::to_string_pretty(v).expect("json") + "\n";
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, path))

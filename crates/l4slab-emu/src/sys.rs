@@ -1,10 +1,14 @@
 //! Thin, safe wrappers over the Linux calls the emulator makes: TUN devices,
-//! network namespaces, epoll (with `epoll_pwait2`), signalfd, scheduling and
-//! the clock.
+//! network namespaces, epoll (with `epoll_pwait2`), signalfd, scheduling,
+//! pipes, socket options and the clock.
 //!
-//! Every `unsafe` block in the crate lives here, each a single libc call on
-//! memory this module owns. Errors are `std::io::Error` (errno) wrapped by
-//! callers into [`crate::EmuError`] with what was being done.
+//! Most `unsafe` blocks of the crate live here, each a single libc call on
+//! memory this module owns. The others are next to the code they serve,
+//! each with its `SAFETY` note: the `pre_exec` hooks that set up children
+//! (shell.rs, netns.rs), the kernel-TCP sockets of a scenario run (apps.rs),
+//! and the raw sockets, `TCP_INFO` and `recvmsg` control messages of the
+//! probes (probe.rs, ecncheck.rs). Errors are `std::io::Error` (errno)
+//! wrapped by callers into [`crate::EmuError`] with what was being done.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -14,7 +18,8 @@ use std::path::Path;
 
 use l4slab_core::Time;
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+/// A libc return value as a `Result` (negative: `errno`).
+pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -57,12 +62,6 @@ impl Clock {
 pub fn is_root() -> bool {
     // SAFETY: no arguments, cannot fail.
     unsafe { libc::geteuid() == 0 }
-}
-
-/// Is process `pid` alive (it exists and is not a zombie we could reap)?
-pub fn pid_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence and permission.
-    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
 }
 
 pub fn kill(pid: i32, sig: libc::c_int) -> io::Result<()> {
@@ -155,6 +154,35 @@ pub fn tun_create(ns: &impl AsRawFd, name: &str, offloads: libc::c_ulong) -> io:
     // SAFETY: TUNSETOFFLOAD takes the flags by value.
     cvt(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD, offloads) })?;
     Ok(fd)
+}
+
+/// `setsockopt(fd, level, opt, &v)` for an `int` option.
+pub fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: a valid int and its size.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+/// A pipe, both ends close-on-exec: (read end, write end).
+pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: valid array of two ints.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: fresh fds owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// `read(2)`; `Ok(None)` when it would block.
@@ -357,14 +385,47 @@ pub fn realtime(priority: i32) -> io::Result<()> {
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
 }
 
-/// Process CPU time (user, system) in seconds.
+/// CPU time (user, system) of the *calling thread* in seconds
+/// (`RUSAGE_THREAD`: in `run` mode the applications thread's socket work
+/// must not be counted as the forwarder's).
 pub fn cpu_times() -> (f64, f64) {
     // SAFETY: rusage is plain data.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Scheduler statistics of the calling thread (`/proc/thread-self/schedstat`,
+/// `Documentation/scheduler/sched-stats.rst`): time on a CPU and time spent
+/// runnable but waiting on a run queue, in nanoseconds. The wait is what
+/// other load on the machine costs a thread; zeros if unavailable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedStat {
+    pub cpu_ns: u64,
+    pub wait_ns: u64,
+}
+
+impl SchedStat {
+    pub fn now() -> SchedStat {
+        let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        let mut f = text
+            .split_whitespace()
+            .map(|v| v.parse::<u64>().unwrap_or(0));
+        SchedStat {
+            cpu_ns: f.next().unwrap_or(0),
+            wait_ns: f.next().unwrap_or(0),
+        }
+    }
+
+    /// What happened since `start` (a reading of the same thread).
+    pub fn since(self, start: SchedStat) -> SchedStat {
+        SchedStat {
+            cpu_ns: self.cpu_ns.saturating_sub(start.cpu_ns),
+            wait_ns: self.wait_ns.saturating_sub(start.wait_ns),
+        }
+    }
 }
 
 /// `waitpid(pid, WNOHANG)`: `Some(wait status)` once the child has exited.

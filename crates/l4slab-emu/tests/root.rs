@@ -73,6 +73,26 @@ fn namespaces() -> String {
     .into_owned()
 }
 
+/// Pids of the processes in namespace `name`.
+fn ns_pids(name: &str) -> Vec<i32> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", name])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Does `pid` exist as a process that is not a zombie?
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_string()))
+        .is_some_and(|rest| !rest.starts_with('Z'))
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -264,8 +284,8 @@ fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
 }
 
 #[test]
-fn teardown_leaves_nothing_behind_on_exit_and_after_sigkill() {
-    if !root_or_skip("teardown_leaves_nothing_behind_on_exit_and_after_sigkill") {
+fn teardown_leaves_nothing_behind_on_exit_signals_and_sigkill() {
+    if !root_or_skip("teardown_leaves_nothing_behind_on_exit_signals_and_sigkill") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -276,9 +296,10 @@ fn teardown_leaves_nothing_behind_on_exit_and_after_sigkill() {
         .status()
         .unwrap();
     assert_eq!(st.code(), Some(7));
-    // SIGTERM and SIGKILL while COMMAND (and a process it left in the
-    // background) are running.
-    for sig in [libc::SIGTERM, libc::SIGKILL] {
+    // Ctrl-C, SIGTERM, SIGHUP and SIGKILL while COMMAND (and a process it
+    // left in the background) and the server command are running: no
+    // namespace, no state file and none of their processes may survive.
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGKILL] {
         let mut child = Command::new(EMU)
             .args([
                 "shell",
@@ -296,14 +317,23 @@ fn teardown_leaves_nothing_behind_on_exit_and_after_sigkill() {
         let pid = child.id();
         let prefix = format!("l4slab-{pid}-");
         let state = format!("/run/l4slab-emu/{pid}.json");
-        wait_until("the namespaces", Duration::from_secs(5), || {
-            namespaces().matches(&prefix).count() == 2
+        let mut procs = Vec::new();
+        wait_until("the commands", Duration::from_secs(5), || {
+            procs = ["c", "s"]
+                .iter()
+                .flat_map(|side| ns_pids(&format!("{prefix}{side}")))
+                .collect();
+            // sh + 2 sleeps in the client namespace, sleep in the server's.
+            procs.len() >= 3
         });
         // SAFETY: plain call on our child.
         unsafe { libc::kill(pid as i32, sig) };
         let _ = child.wait();
         wait_until("the teardown", Duration::from_secs(10), || {
             !namespaces().contains(&prefix) && !Path::new(&state).exists()
+        });
+        wait_until("the commands to be gone", Duration::from_secs(10), || {
+            procs.iter().all(|p| !alive(*p))
         });
     }
 }
@@ -347,6 +377,34 @@ fn stale_state_is_removed_but_foreign_namespaces_are_not() {
         "a namespace without the l4slab- prefix is never deleted"
     );
     assert!(!Path::new(&state).exists());
+}
+
+#[test]
+fn a_namespace_it_did_not_create_is_refused_and_left_alone() {
+    if !root_or_skip("a_namespace_it_did_not_create_is_refused_and_left_alone") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // `exec` keeps the shell's pid, so the emulator's namespace name
+    // (l4slab-<pid>-c) is known before it starts: create it first.
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            &format!("echo $$; ip netns add l4slab-$$-c && exec {EMU} shell --quiet -- true"),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let name = format!("l4slab-{pid}-c");
+    let still_there = namespaces().contains(&name);
+    let _ = Command::new("ip").args(["netns", "del", &name]).status();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("already exists"), "{err}");
+    assert!(still_there, "the foreign namespace {name} was left alone");
+    assert!(!namespaces().contains(&format!("l4slab-{pid}-s")));
+    assert!(!Path::new(&format!("/run/l4slab-emu/{pid}.json")).exists());
 }
 
 #[test]
@@ -396,6 +454,19 @@ app = { kind = "file", size = "200kB" }
     assert_eq!(s["backend"], "emu");
     let dl = &s["flows"]["dl"];
     assert_eq!(dl["ecn"], "classic", "{dl}");
+    // The congestion control reached the sending sockets: the download's
+    // sender is the accepted socket, which inherits it from the listener.
+    assert_eq!(dl["kernel_cc"], "cubic", "{dl}");
+    assert_eq!(s["flows"]["file"]["kernel_cc"], "reno");
+    let threads = &s["emulator"]["threads"];
+    assert!(
+        threads["applications"]["cpu_s"].as_f64().unwrap() > 0.0,
+        "{threads}"
+    );
+    assert!(!s["emulator"]["kernel_tcp_counters"]["server"]
+        .as_object()
+        .unwrap()
+        .is_empty());
     let goodput = dl["goodput_bps"].as_f64().unwrap();
     assert!(goodput > 12e6 && goodput < 19.4e6, "{dl}");
     assert!(dl["rtt_ms"]["min"].as_f64().unwrap() >= 20.0, "{dl}");

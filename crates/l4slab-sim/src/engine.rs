@@ -11,6 +11,7 @@
 //! grow with the window or the queue depth.
 
 use l4slab_app::{Datagram, FlowApp, FlowIo};
+use l4slab_core::pkttrace::{drop_event, tcp_flag_letters};
 use l4slab_core::{DropReason, Dur, Ecn, Packet, SimRng, Time};
 use l4slab_link::Link;
 use l4slab_qdisc::QdiscCtx;
@@ -323,7 +324,7 @@ impl Sim<'_> {
             let sent_by = if dir == DOWN { SERVER } else { CLIENT };
             fl.lost_pkts[sent_by] += 1;
             if let Some(tr) = &mut self.trace {
-                let ev = drop_event_name(reason);
+                let ev = drop_event(reason);
                 Self::trace_row(tr, now, ev, &pkt, &carried, sent_by == fl.sender);
             }
         }
@@ -713,34 +714,11 @@ impl FlowIo for SimIo<'_, '_> {
     }
 }
 
-/// tcpdump-style flag letters: `S` SYN, `F` FIN, `.` ACK, `E` ECE, `W` CWR, `A` AE.
+/// tcpdump-style flag letters ([`tcp_flag_letters`]; `Flags` has the header's bit layout).
 fn flag_letters(f: Flags) -> String {
-    [
-        (Flags::SYN, 'S'),
-        (Flags::FIN, 'F'),
-        (Flags::ACK, '.'),
-        (Flags::ECE, 'E'),
-        (Flags::CWR, 'W'),
-        (Flags::AE, 'A'),
-    ]
-    .iter()
-    .filter(|(bit, _)| f.contains(*bit))
-    .map(|(_, c)| *c)
-    .collect()
+    tcp_flag_letters(f.bits())
 }
 
 fn ecn_name(e: Ecn) -> &'static str {
     e.name()
-}
-
-fn drop_event_name(r: DropReason) -> &'static str {
-    match r {
-        DropReason::Overlimit => "drop:overlimit",
-        DropReason::HeadDrop => "drop:head_drop",
-        DropReason::AqmDrop => "drop:aqm",
-        DropReason::Overload => "drop:overload",
-        DropReason::StepNonEct => "drop:step_non_ect",
-        DropReason::LinkLoss => "drop:link_loss",
-        DropReason::EcnBlackhole => "drop:ecn_blackhole",
-    }
 }

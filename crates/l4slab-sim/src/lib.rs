@@ -19,6 +19,8 @@ use l4slab_core::Time;
 use l4slab_scenario::Scenario;
 
 pub use event::EventQueue;
+/// Per-packet trace columns (`packets.parquet`), shared with the emulator.
+pub use l4slab_core::pkttrace::PacketTrace;
 pub use recorder::DurStats;
 pub use series::SeriesStore;
 
@@ -49,28 +51,6 @@ pub struct RunStats {
     pub packets: u64,
     /// Simulated time reached.
     pub sim_time: Time,
-}
-
-/// Per-packet trace columns (`packets.parquet`), one row per packet event.
-#[derive(Debug, Default)]
-pub struct PacketTrace {
-    pub t_s: Vec<f64>,
-    /// "send", "deliver" or "drop:<reason>".
-    pub event: Vec<&'static str>,
-    pub flow: Vec<u32>,
-    /// "data" (from the flow's sender) or "ack" (from its receiver).
-    pub side: Vec<&'static str>,
-    pub seq: Vec<u64>,
-    pub len: Vec<u32>,
-    pub ack: Vec<u64>,
-    pub ecn: Vec<&'static str>,
-    pub retransmission: Vec<bool>,
-    /// Receive window advertised in the segment.
-    pub wnd: Vec<u64>,
-    /// SACK blocks as "l-r;l-r", empty when none.
-    pub sack: Vec<String>,
-    /// TCP flags as letters, tcpdump style: S(YN) F(IN) .(ACK) E(CE) W (CWR) A(E).
-    pub flags: Vec<String>,
 }
 
 pub struct RunOutput {

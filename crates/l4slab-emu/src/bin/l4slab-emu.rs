@@ -75,7 +75,7 @@ impl<'a> Args<'a> {
 fn dispatch(args: &[String]) -> Result<i32, EmuError> {
     let Some((cmd, rest)) = args.split_first() else {
         return Err(usage(
-            "expected a command: shell, cleanup, probe, reap (see the module docs)",
+            "expected a command: shell, run, validate, cleanup, probe (see the module docs)",
         ));
     };
     match cmd.as_str() {
@@ -113,7 +113,7 @@ fn dispatch(args: &[String]) -> Result<i32, EmuError> {
             print_json(&v)
         }
         other => Err(usage(format!(
-            "unknown command '{other}'; expected shell, cleanup or probe"
+            "unknown command '{other}'; expected shell, run, validate, cleanup or probe"
         ))),
     }
 }
@@ -204,6 +204,16 @@ fn run_cmd(args: &[String]) -> Result<i32, EmuError> {
     Ok(0)
 }
 
+/// The ECN check uses UDP `port` and TCP `port + 1`.
+fn ecn_port_ok(port: u16) -> Result<(), EmuError> {
+    if port == u16::MAX {
+        return Err(usage(
+            "--port: the ECN check also uses port + 1; use at most 65534",
+        ));
+    }
+    Ok(())
+}
+
 fn print_json<T: serde::Serialize>(v: &T) -> Result<i32, EmuError> {
     println!("{}", serde_json::to_string(v).expect("json"));
     Ok(0)
@@ -225,6 +235,10 @@ fn probe_cmd(args: &[String]) -> Result<i32, EmuError> {
                     "--size" | "-s" => size = a.parse(opt)?,
                     other => return Err(usage(format!("ping: unknown option '{other}'"))),
                 }
+            }
+            if count > u32::from(u16::MAX) + 1 {
+                // The echo sequence number is 16 bits.
+                return Err(usage("ping: --count is at most 65536"));
             }
             let r = probe::ping(
                 dst,
@@ -259,6 +273,7 @@ fn probe_cmd(args: &[String]) -> Result<i32, EmuError> {
                     other => return Err(usage(format!("ecn-reflect: unknown option '{other}'"))),
                 }
             }
+            ecn_port_ok(port)?;
             ecncheck::reflect(port).map_err(|e| EmuError::io("ecn-reflect", e))?;
             Ok(0)
         }
@@ -273,6 +288,7 @@ fn probe_cmd(args: &[String]) -> Result<i32, EmuError> {
                     other => return Err(usage(format!("ecn-check: unknown option '{other}'"))),
                 }
             }
+            ecn_port_ok(port)?;
             let r = ecncheck::check(server, tcp, port, count)
                 .map_err(|e| EmuError::io("ecn-check", e))?;
             print_json(&r)?;
