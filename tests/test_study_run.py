@@ -295,3 +295,34 @@ def test_flow_and_series_statistics(small_runs):
     assert peak == backlog.max()
     with pytest.raises(ValueError, match="no flow matches 'x\\*'"):
         stat(results, stat.check_args({"flows": "x*", "key": "goodput_bps"}))
+
+
+def test_series_fraction_and_path_equals(small_runs):
+    results = load(small_runs["dualpi2"])
+    frac = METRICS["series_fraction"]
+    _, backlog = results.series("queue/bottleneck.down", "backlog_pkts")
+    middle = float(np.median(backlog))
+    got = frac(
+        results,
+        frac.check_args(
+            {"series": "queue/bottleneck.down", "key": "backlog_pkts", "op": ">=", "value": middle}
+        ),
+    )
+    assert got == pytest.approx(np.count_nonzero(backlog >= middle) / len(backlog))
+    assert 0.0 < got <= 1.0
+    none = frac(
+        results,
+        frac.check_args(
+            {"series": "queue/bottleneck.down", "key": "backlog_pkts", "op": ">", "value": 1e9}
+        ),
+    )
+    assert none == 0.0
+
+    equals = METRICS["path_equals"]
+    name, flow = next(iter(results.flows().items()))
+    same = {"path": f"flows.{name}.app", "value": flow["app"]}
+    other = {"path": f"flows.{name}.app", "value": "no-such-app"}
+    assert equals(results, equals.check_args(same)) == 1.0
+    assert equals(results, equals.check_args(other)) == 0.0
+    with pytest.raises(ValueError, match="no 'nope'"):
+        equals(results, equals.check_args({"path": "flows.nope.app", "value": "x"}))

@@ -203,11 +203,18 @@ def flow_stat(results: Results, flows: str, key: str, stat: str) -> float | None
 def path_equals(results: Results, path: str, value: str) -> float:
     node: Any = results.summary
     parts = path.split(".")
-    for depth, part in enumerate(parts):
-        if not isinstance(node, Mapping) or part not in node:
-            where = ".".join(parts[:depth]) or "summary.json"
-            raise MetricError(f"{path}: no {part!r} in {where}")
-        node = node[part]
+    i = 0
+    while i < len(parts):
+        # Names may hold dots (flow "bulk.0", queue "bottleneck.down"): take
+        # the longest run of parts that is a key here.
+        for j in range(len(parts), i, -1):
+            key = ".".join(parts[i:j])
+            if isinstance(node, Mapping) and key in node:
+                node, i = node[key], j
+                break
+        else:
+            where = ".".join(parts[:i]) or "summary.json"
+            raise MetricError(f"{path}: no {parts[i]!r} in {where}")
     return 1.0 if isinstance(node, str) and node == value else 0.0
 
 
