@@ -72,3 +72,48 @@ def test_no_apps_table_without_app_metrics(make_native_result):
 
     summary = json.loads(make_native_result()["summary_json"])
     assert apps_data(summary) is None
+
+
+CALL_AND_PAGE = """
+format = 1
+duration = "4s"
+[bottleneck]
+rate = "10Mbit"
+delay = "10ms"
+buffer = "50ms"
+[[flows]]
+name = "call"
+cc = "cubic"
+app = { kind = "video_call" }
+[[flows]]
+name = "page"
+cc = "cubic"
+[flows.app]
+kind = "web"
+objects = [{ size = "30KB", at = "0s" }, { size = "5KB", at = "1s", connection = "new" }]
+"""
+
+
+def test_two_way_call_and_web_page_in_the_applications_table(native, tmp_path: Path):
+    results = l4slab.run(CALL_AND_PAGE, out=tmp_path / "run")
+    call = results.summary["flows"]["call"]["app_metrics"]
+    assert {"up", "down"} <= set(call)
+    assert call["down"]["frames_displayed"] > 0 and call["up"]["frames_displayed"] > 0
+    page = results.summary["flows"]["page"]["app_metrics"]
+    # The object on a new connection is listed with its page.
+    assert len(page["objects"]) == 2
+    assert all(o["completion_s"] is not None for o in page["objects"])
+
+    rows = apps_data(results.summary).rows
+    names = [(r.cells[0], r.sub) for r in rows]
+    # One row per direction of the call under its flow row.
+    i = names.index(("call", False))
+    assert {names[i + 1], names[i + 2]} == {("down", True), ("up", True)}
+    down = next(r for r in rows if r.sub and r.cells[0] == "down")
+    assert float(down.cells[4]) > 20.0  # frames per second received
+    # The page's latency column is its objects' completion time.
+    page_row = next(r for r in rows if r.cells[0] == "page")
+    assert page_row.cells[2] != "—"
+    assert {"frame-rate-fps-down", "frame-rate-fps-up"} <= {
+        spec.slug for spec in report_figures(results)
+    }
