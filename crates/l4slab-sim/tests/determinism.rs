@@ -48,6 +48,19 @@ app = { kind = "ping", interval = "20ms" }
 name = "share"
 direction = "up"
 app = { kind = "screen_share", frame_size = "15KB" }
+[[flows]]
+name = "call"
+cc = "prague"
+app = { kind = "video_call" }
+[[flows]]
+name = "game"
+cc = "bbr"
+app = { kind = "cloud_gaming", max_bitrate = "5Mbit" }
+[[flows]]
+name = "page"
+[flows.app]
+kind = "web"
+objects = [{ size = "40KB", at = "0.5s" }, { size = "8KB", at = "1s", connection = "new" }]
 "#;
 
 #[test]
