@@ -4,7 +4,11 @@
 use serde::Deserialize;
 use toml::Value;
 
-use l4slab_core::{Dur, Ecn, Rate};
+use l4slab_app::cloud_gaming::CloudGamingConfig;
+use l4slab_app::ping::PingConfig;
+use l4slab_app::screen_share::ScreenShareConfig;
+use l4slab_app::video_call::VideoCallConfig;
+use l4slab_core::Dur;
 
 use crate::error::ScenarioError;
 use crate::model::{
@@ -302,27 +306,32 @@ fn web_connection(v: &Value, path: &str) -> Result<WebConnection, ScenarioError>
     }
 }
 
-/// Defaults of the frame apps, by kind (docs/apps.md).
+/// Defaults of the frame apps, by kind: the apps' own (docs/apps.md), so
+/// they are written once, in l4slab-app.
 fn frame_defaults(kind: &str) -> FrameAppSpec {
     match kind {
-        // Excentis' cloud-gaming flow: adaptive up to 40 Mbit/s; 60 fps.
-        "cloud_gaming" => FrameAppSpec {
-            fps: 60,
-            start_bitrate: Rate::from_mbps(40),
-            min_bitrate: Rate::from_mbps(1),
-            max_bitrate: Rate::from_mbps(40),
-            late_threshold: Dur::from_millis(50),
-            stall_threshold: Dur::from_millis(200),
-        },
-        // An HD call: WebRTC's 720p layer tops out at 2.5 Mbit/s, its 180p one targets 150 kbit/s.
-        "video_call" => FrameAppSpec {
-            fps: 30,
-            start_bitrate: Rate::from_kbps(1_500),
-            min_bitrate: Rate::from_kbps(150),
-            max_bitrate: Rate::from_kbps(2_500),
-            late_threshold: Dur::from_millis(150),
-            stall_threshold: Dur::from_millis(200),
-        },
+        "cloud_gaming" => {
+            let c = CloudGamingConfig::default();
+            FrameAppSpec {
+                fps: c.fps,
+                start_bitrate: c.start_bitrate,
+                min_bitrate: c.min_bitrate,
+                max_bitrate: c.max_bitrate,
+                late_threshold: c.late_threshold,
+                stall_threshold: c.stall_threshold,
+            }
+        }
+        "video_call" => {
+            let c = VideoCallConfig::default();
+            FrameAppSpec {
+                fps: c.fps,
+                start_bitrate: c.start_bitrate,
+                min_bitrate: c.min_bitrate,
+                max_bitrate: c.max_bitrate,
+                late_threshold: c.late_threshold,
+                stall_threshold: c.stall_threshold,
+            }
+        }
         k => unreachable!("no frame-app defaults for {k}"),
     }
 }
@@ -388,21 +397,23 @@ fn frame_app(
 
 impl Default for PingSpec {
     fn default() -> Self {
+        let c = PingConfig::default();
         PingSpec {
-            interval: Dur::from_millis(100),
-            size: 64,
-            ecn: Ecn::NotEct,
-            timeout: Dur::from_secs(1),
+            interval: c.interval,
+            size: c.size,
+            ecn: c.ecn,
+            timeout: c.timeout,
         }
     }
 }
 
 impl Default for ScreenShareSpec {
     fn default() -> Self {
+        let c = ScreenShareConfig::default();
         ScreenShareSpec {
-            frame_size: 10_000,
-            max_fps: 30,
-            stall_threshold: Dur::from_millis(200),
+            frame_size: c.frame_size,
+            max_fps: c.max_fps,
+            stall_threshold: c.stall_threshold,
         }
     }
 }
