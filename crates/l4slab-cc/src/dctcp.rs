@@ -69,6 +69,7 @@ use serde::{Deserialize, Serialize};
 
 use l4slab_core::{FlowId, Time, TraceEvent, Tracer};
 
+use crate::reno::{abc_congestion_avoidance, abc_slow_start, halved_ssthresh};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
 
 /// Rounds ("observation windows", "RTTs") counted in delivered bytes.
@@ -404,10 +405,8 @@ impl Dctcp {
     /// Slow start as Reno: RFC 5681 §3.1 with RFC 3465 §2.3 ABC (`L = 2*SMSS`),
     /// capped at `ssthresh` (Linux `tcp_slow_start`); returns the remainder.
     fn slow_start(&mut self, acked: u64) -> u64 {
-        let inc = acked.min(2 * self.smss());
-        let used = inc.min(self.ssthresh - self.cwnd);
-        self.cwnd += used;
-        acked - used
+        let smss = self.smss();
+        abc_slow_start(&mut self.cwnd, self.ssthresh, acked, smss)
     }
 }
 
@@ -482,12 +481,7 @@ impl CongestionControl for Dctcp {
         }
         let mss = self.smss();
         if let State::CongestionAvoidance { acked: counter } = &mut self.state {
-            // RFC 3465 §2.1 byte counting: +1 SMSS per cwnd of acked bytes.
-            *counter = counter.saturating_add(acked);
-            while *counter >= self.cwnd {
-                *counter -= self.cwnd;
-                self.cwnd = self.cwnd.saturating_add(mss);
-            }
+            abc_congestion_avoidance(&mut self.cwnd, counter, acked, mss);
         }
     }
 
@@ -506,7 +500,7 @@ impl CongestionControl for Dctcp {
                 // RFC 8257 §3.5 "in the same way as conventional TCP":
                 // RFC 5681 eq. (4) ssthresh = max(FlightSize/2, 2*SMSS);
                 // RFC 6675 §5 (4.2) cwnd = ssthresh.
-                self.ssthresh = (in_flight / 2).max(2 * self.smss());
+                self.ssthresh = halved_ssthresh(in_flight, self.smss());
                 self.cwnd = self.ssthresh;
                 self.stats.loss_reductions += 1;
                 self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
@@ -517,7 +511,7 @@ impl CongestionControl for Dctcp {
                 // inside a fast-recovery episode (as Reno; Linux tcp_enter_loss
                 // calls dctcp_react_to_loss only on the first timeout).
                 if !self.rto_backoff && self.state != State::Recovery {
-                    self.ssthresh = (in_flight / 2).max(2 * self.smss());
+                    self.ssthresh = halved_ssthresh(in_flight, self.smss());
                 }
                 self.rto_backoff = true;
                 // RFC 8257 §3.5: "cwnd MUST be set to no more than the loss

@@ -203,9 +203,8 @@ impl Reno {
         self.cfg.mss
     }
 
-    /// RFC 5681 §3.1 eq. (4): `ssthresh = max(FlightSize / 2, 2*SMSS)`.
     fn halved(&self, in_flight: u64) -> u64 {
-        (in_flight / 2).max(2 * self.smss())
+        halved_ssthresh(in_flight, self.smss())
     }
 
     /// The one place the state changes. Every edge between distinct states
@@ -259,13 +258,39 @@ impl Reno {
     /// Returns the acked bytes left over after reaching `ssthresh`
     /// (Linux `tcp_slow_start` returns them to congestion avoidance).
     fn slow_start(&mut self, acked: u64) -> u64 {
-        // RFC 3465 §2.3: cwnd += min(N, L*SMSS), L = 2.
-        let inc = acked.min(2 * self.smss());
-        let room = self.ssthresh - self.cwnd; // > 0 in slow start
-        let used = inc.min(room);
-        self.cwnd += used;
-        // Linux tcp_slow_start: `cwnd = min(cwnd + acked, ssthresh); acked -= cwnd - old`.
-        acked - used
+        let smss = self.smss();
+        abc_slow_start(&mut self.cwnd, self.ssthresh, acked, smss)
+    }
+}
+
+/// RFC 5681 §3.1 eq. (4): `ssthresh = max(FlightSize / 2, 2*SMSS)`.
+pub(crate) fn halved_ssthresh(in_flight: u64, smss: u64) -> u64 {
+    (in_flight / 2).max(2 * smss)
+}
+
+/// Slow start, RFC 5681 §3.1 with RFC 3465 §2.3 ABC: `cwnd += min(N,
+/// L*SMSS)`, `L = 2`, capped at `ssthresh` (Linux `tcp_slow_start`: `cwnd =
+/// min(cwnd + acked, ssthresh); acked -= cwnd - old`). Returns the acked bytes
+/// left over for congestion avoidance. Requires `cwnd < ssthresh`.
+pub(crate) fn abc_slow_start(cwnd: &mut u64, ssthresh: u64, acked: u64, smss: u64) -> u64 {
+    let used = acked.min(2 * smss).min(ssthresh - *cwnd);
+    *cwnd += used;
+    acked - used
+}
+
+/// Congestion avoidance by RFC 3465 §2.1 byte counting: `bytes_acked += N`;
+/// whenever `bytes_acked >= cwnd`, `bytes_acked -= cwnd` and `cwnd += SMSS`
+/// (≈ +1 SMSS per RTT, RFC 5681 eq. 3).
+pub(crate) fn abc_congestion_avoidance(
+    cwnd: &mut u64,
+    bytes_acked: &mut u64,
+    acked: u64,
+    smss: u64,
+) {
+    *bytes_acked = bytes_acked.saturating_add(acked);
+    while *bytes_acked >= *cwnd {
+        *bytes_acked -= *cwnd;
+        *cwnd = cwnd.saturating_add(smss);
     }
 }
 
@@ -304,13 +329,7 @@ impl CongestionControl for Reno {
         }
         let mss = self.smss();
         if let State::CongestionAvoidance { acked: counter } = &mut self.state {
-            // RFC 3465 §2.1: bytes_acked += N; when bytes_acked >= cwnd,
-            // bytes_acked -= cwnd and cwnd += SMSS (≈ +1 SMSS per RTT, RFC 5681 eq. 3).
-            *counter = counter.saturating_add(acked);
-            while *counter >= self.cwnd {
-                *counter -= self.cwnd;
-                self.cwnd = self.cwnd.saturating_add(mss);
-            }
+            abc_congestion_avoidance(&mut self.cwnd, counter, acked, mss);
         }
     }
 
