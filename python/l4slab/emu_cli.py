@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -49,8 +48,10 @@ class _EmuGroup(TyperGroup):
     """A group whose unknown first word is COMMAND for the hidden ``shell``."""
 
     def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
+        self, ctx: Any, args: list[str]
+    ) -> tuple[str | None, Any, list[str]]:
+        # Typed loosely: typer up to 0.25 builds on click, later versions on their own
+        # copy of it (typer._click); this works with either.
         if args and args[0] in self.commands and args[0] != "shell":
             return super().resolve_command(ctx, args)
         return "shell", self.commands["shell"], ["--", *args]
