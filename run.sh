@@ -13,8 +13,16 @@ for tool in python3 cargo; do
     command -v "$tool" >/dev/null || { echo "error: $tool is required but not installed" >&2; exit 1; }
 done
 
-echo "==> installing l4slab (builds the Rust simulator in release mode; the first build takes a few minutes)"
-python3 -m pip install --quiet -e '.[test,dev]'
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+    { echo "error: l4slab needs Python >= 3.11 (python3 is $(python3 -V 2>&1))" >&2; exit 1; }
+
+# l4slab lives in a virtual environment of its own (.venv), never in the system's.
+if [ ! -x .venv/bin/python ]; then
+    echo "==> creating the virtual environment .venv"
+    python3 -m venv .venv
+fi
+echo "==> installing l4slab into .venv (builds the Rust simulator in release mode; the first build takes a few minutes)"
+.venv/bin/python -m pip install --quiet -e .
 
 # With no arguments: the default scenario, then every published study
 # reproduced (l4slab reproduce all), each with its HTML report.
@@ -28,9 +36,9 @@ fi
 # The main job ends in a report a person can look at (report.html + figures/).
 case " $* " in *" --report "*) ;; *) set -- "$@" --report ;; esac
 echo "==> l4slab run $*"
-python3 -m l4slab run "$@"
+.venv/bin/python -m l4slab run "$@"
 if [ "$reproduce" -eq 1 ]; then
     echo
     echo "==> l4slab reproduce all (the published studies: published vs measured, PASS/FAIL per claim)"
-    exec python3 -m l4slab reproduce all
+    exec .venv/bin/python -m l4slab reproduce all
 fi

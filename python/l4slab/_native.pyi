@@ -7,6 +7,16 @@ from collections.abc import Callable
 
 from l4slab._types import NativeResult
 
+__all__ = [
+    "ScenarioError",
+    "SimulationError",
+    "__version__",
+    "cc_names",
+    "qdisc_names",
+    "run",
+    "validate",
+]
+
 __version__: str
 
 class ScenarioError(ValueError):
@@ -19,27 +29,31 @@ class ScenarioError(ValueError):
 class SimulationError(RuntimeError):
     """The simulation could not complete."""
 
-def validate(text: str, source: str, overrides: list[str]) -> str:
+def validate(text: str, source: str, overrides: list[str], trace_dirs: list[str] = ...) -> str:
     """Parse, validate and resolve a scenario.
 
     ``text`` is the TOML text, ``source`` names it in error messages (a path or
     ``"<string>"``), ``overrides`` are ``"key.path=value"`` strings applied on
-    top. Returns the resolved scenario as JSON text. Raises ``ScenarioError``.
+    top; ``trace_dirs`` are where a trace given by name is looked up (after
+    ``$L4SLAB_TRACES``; empty: the source tree's). Returns the resolved scenario as
+    JSON text. Raises ``ScenarioError``.
     """
 
 def run(
     text: str,
     source: str,
     overrides: list[str],
-    seed: int | None,
-    progress: Callable[[float, float], None] | None,
+    seed: int | None = None,
+    progress: Callable[[float, float], None] | None = None,
+    trace_dirs: list[str] = ...,
 ) -> NativeResult:
     """Validate and simulate a scenario.
 
     ``seed`` replaces the scenario's seed when given. ``progress(sim_time_s,
     duration_s)`` is called about every 0.1 s of wall time with the GIL held;
     an exception it raises (e.g. ``KeyboardInterrupt``) stops the run and
-    propagates. Raises ``ScenarioError`` or ``SimulationError``.
+    propagates. ``trace_dirs`` as for :func:`validate`. Raises ``ScenarioError`` or
+    ``SimulationError``.
     """
 
 def cc_names() -> list[str]:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from l4slab import shipped
 from l4slab.results import Results, check_output_dir
 
 try:
@@ -19,7 +20,15 @@ except ImportError as exc:  # pragma: no cover - depends on how l4slab was insta
         f"({exc}). Build it from the repository root with: python3 -m pip install -e ."
     ) from exc
 
-__all__ = ["ProgressCallback", "Scenario", "read_scenario", "run", "validate"]
+__all__ = [
+    "ProgressCallback",
+    "Scenario",
+    "read_scenario",
+    "run",
+    "trace_dirs",
+    "validate",
+    "validate_text",
+]
 
 #: A scenario: a path to a TOML file, or the TOML text itself.
 Scenario: TypeAlias = str | os.PathLike[str]
@@ -49,8 +58,20 @@ def validate(scenario: Scenario, *, overrides: Iterable[str] = ()) -> dict[str, 
     (what ``l4slab run --set`` passes). Raises :class:`l4slab.ScenarioError`.
     """
     text, source = read_scenario(scenario)
-    resolved: dict[str, Any] = json.loads(_native.validate(text, source, list(overrides)))
+    return validate_text(text, source, overrides)
+
+
+def validate_text(text: str, source: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """Like :func:`validate` for TOML ``text``; ``source`` names it in error messages."""
+    resolved: dict[str, Any] = json.loads(
+        _native.validate(text, source, list(overrides), trace_dirs())
+    )
     return resolved
+
+
+def trace_dirs() -> list[str]:
+    """Where the native parser finds a trace given by name: the shipped traces."""
+    return [os.fspath(shipped.traces_dir())]
 
 
 def run(
@@ -86,7 +107,7 @@ def run(
 
         result = emu.run_scenario(text, source, list(overrides), seed)
     elif backend == "sim":
-        result = _native.run(text, source, list(overrides), seed, progress)
+        result = _native.run(text, source, list(overrides), seed, progress, trace_dirs())
     else:
         raise ValueError(f"unknown backend {backend!r}; choose 'sim' or 'emu'")
     wall_s = time.perf_counter() - started

@@ -323,7 +323,7 @@ def run_command(
         if backend == "emu":
             resolved = emu.validate(text, source, sets)
         else:
-            resolved = json.loads(native.validate(text, source, sets))
+            resolved = api.validate_text(text, source, sets)
     except (native.ScenarioError, emu.EmuInputError) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except emu.EmuError as exc:
@@ -400,12 +400,14 @@ def _dir_name(name: Any) -> str:
 def validate_command(scenario: ScenarioArg, overrides: SetOpt = None) -> None:
     text, source = _read(scenario)
     native = _native()
+    from l4slab import api
+
     try:
-        resolved = native.validate(text, source, list(overrides or []))
+        resolved = api.validate_text(text, source, list(overrides or []))
     except native.ScenarioError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     # Keep the native key order (it follows the schema), just indent it.
-    typer.echo(json.dumps(json.loads(resolved), indent=2))
+    typer.echo(json.dumps(resolved, indent=2))
 
 
 # --------------------------------------------------------------------------- show
@@ -555,7 +557,7 @@ def compare_command(
 
 REPRODUCE_SHORT = "Reproduce a published study: run it and check its claims."
 REPRODUCE_HELP = _help(
-    "Run the study STUDY (a directory of scenarios/studies/ with a study.toml: runs, "
+    "Run the study STUDY (a directory with a study.toml: runs, "
     "measures, published values and claims), then print the published and measured values "
     "side by side and a PASS or FAIL for every claim. STUDY is a study id, a path to a "
     "study directory, or [bold]all[/bold] for every study (ending with one summary table). "
@@ -573,13 +575,17 @@ DEFAULT_STUDIES_OUT = DEFAULT_RESULTS_ROOT / "studies"
 
 
 def _studies_root(option: Path | None) -> Path:
-    """Where studies live: --studies, else scenarios/studies here, else the repository's."""
+    """Where studies live: --studies DIR, else the studies l4slab ships (package data)."""
+    from l4slab import shipped
+
     if option is not None:
+        if not option.is_dir():
+            raise _fail(f"--studies {option}: no such directory", EXIT_BAD_INPUT)
         return option
-    here = Path("scenarios") / "studies"
-    if here.is_dir():
-        return here
-    return Path(__file__).resolve().parents[2] / "scenarios" / "studies"
+    try:
+        return shipped.studies_dir()
+    except shipped.ShippedDataError as exc:
+        raise _fail(str(exc), EXIT_FAILED) from None
 
 
 @app.command("reproduce", help=REPRODUCE_HELP, short_help=REPRODUCE_SHORT)
@@ -620,7 +626,8 @@ def reproduce_command(
         typer.Option(
             "--studies",
             metavar="DIR",
-            help="Where to look for study ids. Default: scenarios/studies.",
+            help="Where to look for study ids. Default: the studies l4slab ships "
+            "(in the source tree: scenarios/studies).",
             show_default=False,
         ),
     ] = None,
@@ -725,10 +732,16 @@ def _list_studies(root: Path) -> None:
 
     from l4slab import studies
 
+    found = studies.find_studies(root)
+    if not found:
+        raise _fail(
+            f"no studies in {root} (a study is a directory with a study.toml); give --studies DIR",
+            EXIT_BAD_INPUT,
+        )
     table = Table(title=f"studies in {root}", title_justify="left", box=box.SIMPLE_HEAD)
     for header in ("study", "title", "simulations", "claims", "source"):
         table.add_column(header, justify="right" if header in ("simulations", "claims") else "left")
-    for path in studies.find_studies(root):
+    for path in found:
         try:
             spec = studies.load_study(path)
         except studies.StudyError as exc:
@@ -792,13 +805,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Standalone mode formats usage errors and turns every outcome into SystemExit.
         command.main(
-            args=args,
+            # No command: the help, then exit 2 as for any usage error (click before
+            # 8.2 exits 0 here, later versions 2; say the same with every version).
+            args=args or ["--help"],
             prog_name="l4slab",
             standalone_mode=True,
             obj={"command": ["l4slab", *args]},
         )
     except SystemExit as exc:
-        return _exit_code(exc.code)
+        return EXIT_BAD_INPUT if not args else _exit_code(exc.code)
     return EXIT_OK
 
 

@@ -47,9 +47,7 @@ EMU_HELP = "\n\n".join(
 class _EmuGroup(TyperGroup):
     """A group whose unknown first word is COMMAND for the hidden ``shell``."""
 
-    def resolve_command(
-        self, ctx: Any, args: list[str]
-    ) -> tuple[str | None, Any, list[str]]:
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         # Typed loosely: typer up to 0.25 builds on click, later versions on their own
         # copy of it (typer._click); this works with either.
         if args and args[0] in self.commands and args[0] != "shell":

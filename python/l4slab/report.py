@@ -18,6 +18,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -299,12 +300,14 @@ def _app_figures(results: Results, interval: str) -> list[FigureSpec]:
                     _anchor(k),
                     title + (f" ({k[len(key) + 1 :]})" if k != key else ""),
                     caption.format(interval=interval),
-                    lambda ax, k=k, with_key=with_key: plots.timeseries(
-                        results, k, ax=ax, series=with_key
-                    ),
+                    partial(_draw_series, results, k, with_key),
                 )
             )
     return specs
+
+
+def _draw_series(results: Results, key: str, series: list[str], ax: Axes) -> object:
+    return plots.timeseries(results, key, ax=ax, series=series)
 
 
 def render_figure(spec: FigureSpec) -> RenderedFigure:

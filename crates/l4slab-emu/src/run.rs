@@ -82,7 +82,10 @@ pub fn parse(path: &std::path::Path, sets: &[String]) -> Result<Scenario, EmuErr
     Ok(l4slab_scenario::parse_file(
         path,
         sets,
-        &ParseOptions { known_cc: known },
+        &ParseOptions {
+            known_cc: known,
+            trace_dirs: vec![],
+        },
     )?)
 }
 
@@ -508,8 +511,16 @@ mod tests {
         );
         let mut known: Vec<&str> = shell::KERNEL_CC.to_vec();
         known.extend_from_slice(L4S_ONLY_CC);
-        l4slab_scenario::parse_with(&text, "t.toml", &[], &ParseOptions { known_cc: known })
-            .unwrap_or_else(|e| panic!("{e}"))
+        l4slab_scenario::parse_with(
+            &text,
+            "t.toml",
+            &[],
+            &ParseOptions {
+                known_cc: known,
+                trace_dirs: vec![],
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]

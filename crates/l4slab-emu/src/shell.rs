@@ -113,6 +113,7 @@ pub fn resolve_links(sets: &[String]) -> Result<Scenario, EmuError> {
         sets,
         &ParseOptions {
             known_cc: KERNEL_CC.to_vec(),
+            trace_dirs: vec![],
         },
     )?)
 }

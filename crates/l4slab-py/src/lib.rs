@@ -1,6 +1,8 @@
 //! `l4slab._native`: the Python face of the Rust core. Conversion and error
 //! mapping only — no logic lives here.
 
+use std::path::PathBuf;
+
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -23,24 +25,35 @@ create_exception!(
     "The simulation could not run to completion."
 );
 
-fn parse(text: &str, source: &str, overrides: Vec<String>) -> PyResult<Scenario> {
+fn parse(
+    text: &str,
+    source: &str,
+    overrides: Vec<String>,
+    trace_dirs: Vec<PathBuf>,
+) -> PyResult<Scenario> {
     let opts = ParseOptions {
         known_cc: l4slab_sim::cc_names().to_vec(),
+        trace_dirs,
     };
     parse_with(text, source, &overrides, &opts).map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
 /// Parse and validate a scenario; returns the resolved scenario as JSON text.
 #[pyfunction]
-#[pyo3(signature = (text, source, overrides))]
-fn validate(text: &str, source: &str, overrides: Vec<String>) -> PyResult<String> {
-    let scn = parse(text, source, overrides)?;
+#[pyo3(signature = (text, source, overrides, trace_dirs=Vec::new()))]
+fn validate(
+    text: &str,
+    source: &str,
+    overrides: Vec<String>,
+    trace_dirs: Vec<PathBuf>,
+) -> PyResult<String> {
+    let scn = parse(text, source, overrides, trace_dirs)?;
     serde_json::to_string_pretty(&scn).map_err(|e| SimulationError::new_err(e.to_string()))
 }
 
 /// Run a scenario in the simulator. See `_native.pyi` for the returned dict.
 #[pyfunction]
-#[pyo3(signature = (text, source, overrides, seed=None, progress=None))]
+#[pyo3(signature = (text, source, overrides, seed=None, progress=None, trace_dirs=Vec::new()))]
 fn run<'py>(
     py: Python<'py>,
     text: &str,
@@ -48,8 +61,9 @@ fn run<'py>(
     overrides: Vec<String>,
     seed: Option<u64>,
     progress: Option<PyObject>,
+    trace_dirs: Vec<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let scn = parse(text, source, overrides)?;
+    let scn = parse(text, source, overrides, trace_dirs)?;
     let duration_s = scn.duration.as_secs_f64();
     let mut py_err: Option<PyErr> = None;
     let mut cb = |now: Time| -> bool {

@@ -34,4 +34,4 @@ pub use app::APPS;
 pub use error::{Problem, ScenarioError};
 pub use model::*;
 pub use parse::{parse_file, parse_with, ParseOptions};
-pub use trace::BUILTIN_TRACE_DIR;
+pub use trace::{MAX_TRACE_BYTES, SOURCE_TRACE_DIR};

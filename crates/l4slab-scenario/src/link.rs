@@ -23,13 +23,16 @@ pub const LOSS_MODELS: &[&str] = &["none", "bernoulli", "gilbert_elliott"];
 pub const MIN_BUFFER_BYTES: u64 = 1500;
 
 /// Resolve both directions of `[bottleneck]` (`None` if the table is absent).
-pub(crate) fn resolve_bottleneck(raw: Option<&RawBottleneck>) -> Result<Bottleneck, ScenarioError> {
+pub(crate) fn resolve_bottleneck(
+    raw: Option<&RawBottleneck>,
+    trace_dirs: &[std::path::PathBuf],
+) -> Result<Bottleneck, ScenarioError> {
     let Some(b) = raw else {
         return Err(ScenarioError::missing("bottleneck"));
     };
     Ok(Bottleneck {
-        down: resolve_direction(b, b.down.as_ref(), "down")?,
-        up: resolve_direction(b, b.up.as_ref(), "up")?,
+        down: resolve_direction(b, b.down.as_ref(), "down", trace_dirs)?,
+        up: resolve_direction(b, b.up.as_ref(), "up", trace_dirs)?,
     })
 }
 
@@ -69,6 +72,7 @@ fn resolve_direction(
     shared: &RawBottleneck,
     dir: Option<&RawLink>,
     dir_name: &'static str,
+    trace_dirs: &[std::path::PathBuf],
 ) -> Result<LinkSpec, ScenarioError> {
     let m = Merged {
         shared,
@@ -77,7 +81,7 @@ fn resolve_direction(
     };
     let (v, p) = m.require("rate", r#""20Mbit""#)?;
     let (rate, rate_trace) = match v {
-        Value::Table(_) => crate::trace::resolve(v, &p)?,
+        Value::Table(_) => crate::trace::resolve(v, &p, trace_dirs)?,
         _ => (values::positive_rate(v, &p)?, None),
     };
     let (v, p) = m.require("delay", r#""10ms""#)?;

@@ -18,7 +18,7 @@ use crate::{overrides, resolve, values};
 ///
 /// ```
 /// # use l4slab_scenario::ParseOptions;
-/// let opts = ParseOptions { known_cc: vec!["reno"] };
+/// let opts = ParseOptions { known_cc: vec!["reno"], trace_dirs: vec![] };
 /// ```
 #[derive(Clone, Debug)]
 pub struct ParseOptions<'a> {
@@ -28,6 +28,11 @@ pub struct ParseOptions<'a> {
     /// options this crate resolves), is an error, so an empty list rejects
     /// every flow.
     pub known_cc: Vec<&'a str>,
+    /// Directories of the traces l4slab ships, where a bare trace name
+    /// (`rate = { trace = "TMobile-LTE-short.down" }`) is looked up after
+    /// `$L4SLAB_TRACES` (the Python package passes its own `data/traces`).
+    /// Empty: the source tree's [`crate::SOURCE_TRACE_DIR`], for cargo builds.
+    pub trace_dirs: Vec<std::path::PathBuf>,
 }
 
 /// Parse and resolve scenario `text`, after applying `overrides`
@@ -109,6 +114,7 @@ mod tests {
             &[],
             &ParseOptions {
                 known_cc: vec!["reno"],
+                trace_dirs: vec![],
             },
         )
         .unwrap_err();

@@ -71,7 +71,7 @@ pub(crate) fn resolve(
             ),
         ));
     }
-    let mut bottleneck = resolve_bottleneck(raw.bottleneck.as_ref())?;
+    let mut bottleneck = resolve_bottleneck(raw.bottleneck.as_ref(), &opts.trace_dirs)?;
     let hosts = resolve_hosts(raw.hosts.as_ref())?;
     let end = Time::ZERO + duration;
     let flows = resolve_flows(raw.flows.as_deref(), &hosts, end, opts)?;

@@ -1,14 +1,23 @@
 //! `rate = { trace = "TMobile-LTE-short.down" }`: a link that replays a
 //! mahimahi delivery trace (docs/models/trace.md).
 //!
-//! The value names a file. A name without a `/` is looked up in each
-//! directory of `$L4SLAB_TRACES` (colon-separated), then in the traces that
-//! come with l4slab's source tree (`../shared/traces` beside the
-//! repository); a path with a `/` is used as written (relative to the
-//! working directory). The file is read and checked here, so a bad trace is
-//! an error naming the key path before anything runs, and the resolved
-//! link's `rate` is the trace's mean rate (for buffers given as a time).
+//! The value is one of the traces l4slab ships, by name, or an explicit
+//! path. A name (no `/`) is looked up in each directory of `$L4SLAB_TRACES`
+//! (colon-separated), then in the shipped traces ([`ParseOptions::trace_dirs`],
+//! which the Python package points at its `data/traces`; a cargo build uses
+//! the source tree's copy, [`SOURCE_TRACE_DIR`]). A value with a `/` is a
+//! path, used as written (relative to the working directory). The file is
+//! read and checked here, so a bad trace is an error naming the key path
+//! before anything runs, and the resolved link's `rate` is the trace's mean
+//! rate (for buffers given as a time).
+//!
+//! Whatever a user points at, reading it is bounded: only a regular file of
+//! at most [`MAX_TRACE_BYTES`] is read (`/dev/zero` or a FIFO is refused
+//! without reading), and an error names the line, never quotes the file.
+//!
+//! [`ParseOptions::trace_dirs`]: crate::ParseOptions::trace_dirs
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,8 +31,16 @@ use crate::error::{Problem, ScenarioError};
 use crate::model::RateTrace;
 use crate::values::{deserialize_at, join};
 
-/// Traces that come with the source tree: `<repository>/../shared/traces`.
-pub const BUILTIN_TRACE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces");
+/// The shipped traces in the source tree (`python/l4slab/data/traces`).
+pub const SOURCE_TRACE_DIR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../python/l4slab/data/traces"
+);
+
+/// The largest trace file read, in bytes: 64 MiB, about 9 million delivery
+/// opportunities (the largest shipped trace, TMobile-LTE-driving.down, is
+/// 3.4 MB). A larger file, or anything that is not a regular file, is refused.
+pub const MAX_TRACE_BYTES: u64 = 64 << 20;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
@@ -31,22 +48,43 @@ struct TraceTable {
     trace: Option<String>,
 }
 
-/// The directories searched for a bare trace name, in order.
-pub fn search_dirs() -> Vec<PathBuf> {
+/// The directories searched for a bare trace name, in order: `$L4SLAB_TRACES`,
+/// then `shipped` (or the source tree's traces when `shipped` is empty).
+pub fn search_dirs(shipped: &[PathBuf]) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::env::var("L4SLAB_TRACES")
         .unwrap_or_default()
         .split(':')
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .collect();
-    dirs.push(PathBuf::from(BUILTIN_TRACE_DIR));
+    if shipped.is_empty() {
+        dirs.push(PathBuf::from(SOURCE_TRACE_DIR));
+    } else {
+        dirs.extend(shipped.iter().cloned());
+    }
     dirs
+}
+
+/// The trace names available in `dirs` (files ending in `.up` or `.down`), sorted.
+fn available(dirs: &[PathBuf]) -> Vec<String> {
+    let mut names: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".up") || n.ends_with(".down"))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// `rate = { trace = NAME }` at `path` -> (mean rate, the trace).
 pub(crate) fn resolve(
     value: &Value,
     path: &str,
+    shipped: &[PathBuf],
 ) -> Result<(Rate, Option<RateTrace>), ScenarioError> {
     let t: TraceTable = deserialize_at(value.clone(), path)?;
     let tpath = join(path, "trace");
@@ -61,24 +99,32 @@ pub(crate) fn resolve(
     let file = if name.contains('/') {
         PathBuf::from(&name)
     } else {
-        let dirs = search_dirs();
-        match dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()) {
+        let dirs = search_dirs(shipped);
+        let found = (name != "." && name != "..")
+            .then(|| dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()))
+            .flatten();
+        match found {
             Some(p) => p,
             None => {
-                let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+                let names = available(&dirs);
+                let shown = if names.is_empty() {
+                    "none found".to_string()
+                } else {
+                    names.join(", ")
+                };
                 return Err(ScenarioError::bad_value(
                     &tpath,
                     format!(
-                        "no trace file '{name}' in {} (set L4SLAB_TRACES to add directories, \
-                         or give a path)",
-                        shown.join(", ")
+                        "no trace named '{name}'; the traces are: {shown} (a path with a '/' \
+                         names any other file, e.g. trace = \"./my-link.down\"; \
+                         $L4SLAB_TRACES adds directories)"
                     ),
                 ));
             }
         }
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| {
-        ScenarioError::bad_value(&tpath, format!("cannot read {}: {e}", file.display()))
+    let text = read_bounded(&file).map_err(|why| {
+        ScenarioError::bad_value(&tpath, format!("cannot read {}: {why}", file.display()))
     })?;
     let trace = Trace::parse(&text).map_err(|e| {
         ScenarioError::bad_value(
@@ -95,6 +141,33 @@ pub(crate) fn resolve(
             trace: Arc::new(trace),
         }),
     ))
+}
+
+/// The text of a regular file of at most [`MAX_TRACE_BYTES`], or why not.
+fn read_bounded(file: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(file).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file (a trace is a text file of timestamps)".into());
+    }
+    if meta.len() > MAX_TRACE_BYTES {
+        return Err(format!(
+            "{} bytes is more than a trace may be ({} MiB)",
+            meta.len(),
+            MAX_TRACE_BYTES >> 20
+        ));
+    }
+    let mut bytes = Vec::new();
+    // The file may grow after the check: read one byte past the limit at most.
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_TRACE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_TRACE_BYTES {
+        return Err(format!(
+            "it grew past {} MiB while being read",
+            MAX_TRACE_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not a text file (it is not UTF-8)".into())
 }
 
 fn canonical(p: &Path) -> String {

@@ -17,6 +17,7 @@ use l4slab_scenario::{parse_with, CcSpec, ParseOptions, Problem, Scenario, Scena
 fn all() -> ParseOptions<'static> {
     ParseOptions {
         known_cc: l4slab_cc::CC_NAMES.to_vec(),
+        trace_dirs: vec![],
     }
 }
 
@@ -215,6 +216,7 @@ fn the_backend_decides_which_names_exist() {
     // The emulator's kernel has no Prague: the name is refused whatever the form.
     let opts = ParseOptions {
         known_cc: vec!["reno", "cubic", "bbr"],
+        trace_dirs: vec![],
     };
     for value in ["prague", r#"{ kind = "prague", rtt_scaling = "none" }"#] {
         let set = vec![format!("flows[0].cc={value}")];

@@ -29,6 +29,7 @@ fn toml_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn all_cc() -> l4slab_scenario::ParseOptions<'static> {
     l4slab_scenario::ParseOptions {
         known_cc: vec!["reno", "cubic", "dctcp", "prague", "bbr", "bbr3"],
+        trace_dirs: vec![],
     }
 }
 

@@ -58,9 +58,13 @@ fn bad_trace_values_name_the_key_path() {
     let err = |set: &str| parse_set(BASE, &[set]).unwrap_err().to_string();
     let e = err("bottleneck.rate={ trace = \"no-such-trace.down\" }");
     assert!(
-        e.starts_with("bottleneck.rate.trace: no trace file 'no-such-trace.down' in "),
+        e.starts_with(
+            "bottleneck.rate.trace: no trace named 'no-such-trace.down'; the traces are: "
+        ),
         "{e}"
     );
+    // The shipped names are listed, so a typo shows its fix.
+    assert!(e.contains("TMobile-LTE-short.down"), "{e}");
     let bad = trace_file("bad", "1\n0\n");
     let e = err(&format!("bottleneck.rate={{ trace = \"{bad}\" }}"));
     assert!(
@@ -74,11 +78,13 @@ fn bad_trace_values_name_the_key_path() {
 
 #[test]
 fn the_shared_traces_are_found_by_name() {
-    let dir = std::path::Path::new(l4slab_scenario::BUILTIN_TRACE_DIR);
-    if !dir.join("TMobile-LTE-short.down").is_file() {
-        eprintln!("skipping: {} has no TMobile-LTE-short.down", dir.display());
-        return;
-    }
+    // The traces are part of the source tree (and of the Python package).
+    let dir = std::path::Path::new(l4slab_scenario::SOURCE_TRACE_DIR);
+    assert!(
+        dir.join("TMobile-LTE-short.down").is_file(),
+        "{}",
+        dir.display()
+    );
     let s = parse_set(
         BASE,
         &["bottleneck.down.rate={ trace = \"TMobile-LTE-short.down\" }"],
@@ -87,4 +93,84 @@ fn the_shared_traces_are_found_by_name() {
     // 194,846 opportunities over 140 s (REFERENCES.md §5): about 16.7 Mbit/s.
     let mbps = s.bottleneck.down.rate.as_mbps_f64();
     assert!((16.0..17.5).contains(&mbps), "{mbps}");
+}
+
+#[test]
+fn a_trace_that_is_not_a_regular_file_is_refused_without_reading_it() {
+    // /dev/zero never ends: reading it would exhaust memory.
+    let e = parse_set(BASE, &["bottleneck.rate={ trace = \"/dev/zero\" }"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("bottleneck.rate.trace: cannot read /dev/zero: not a regular file"),
+        "{e}"
+    );
+    // A directory given as a path is refused the same way.
+    let e = parse_set(BASE, &["bottleneck.rate={ trace = \"/tmp/\" }"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a regular file"), "{e}");
+}
+
+#[test]
+fn a_trace_larger_than_the_limit_is_refused_before_it_is_read() {
+    let dir = std::env::temp_dir().join(format!("l4slab-trace-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.down");
+    // A sparse file: its size is over the limit, its content never read.
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(l4slab_scenario::MAX_TRACE_BYTES + 1).unwrap();
+    let e = parse_set(
+        BASE,
+        &[&format!(
+            "bottleneck.rate={{ trace = \"{}\" }}",
+            big.display()
+        )],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("is more than a trace may be (64 MiB)"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_file_that_is_not_a_trace_is_never_quoted() {
+    let secret = "hunter2:$6$saltsalt$notatimestamp";
+    let path = trace_file("secret", &format!("1\n{secret}\n"));
+    let e = parse_set(
+        BASE,
+        &[&format!("bottleneck.rate={{ trace = \"{path}\" }}")],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("line 2 is not a millisecond timestamp"), "{e}");
+    assert!(!e.contains("hunter2"), "the error quotes the file: {e}");
+    // Binary content: refused as not text, nothing quoted.
+    let bin = std::env::temp_dir().join(format!("l4slab-trace-bin-{}", std::process::id()));
+    std::fs::write(&bin, [0xff_u8, 0xfe, b'x']).unwrap();
+    let e = parse_set(
+        BASE,
+        &[&format!(
+            "bottleneck.rate={{ trace = \"{}\" }}",
+            bin.display()
+        )],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("not a text file"), "{e}");
+    std::fs::remove_file(&bin).unwrap();
+}
+
+#[test]
+fn a_bare_name_is_only_looked_up_among_the_traces() {
+    // Without a '/', a name never reaches outside the trace directories.
+    for name in ["..", ".", "Cargo.toml"] {
+        let e = parse_set(
+            BASE,
+            &[&format!("bottleneck.rate={{ trace = \"{name}\" }}")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(&format!("no trace named '{name}'")), "{e}");
+    }
 }

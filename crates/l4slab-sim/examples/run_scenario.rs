@@ -19,6 +19,7 @@ fn main() {
         .collect();
     let opts = ParseOptions {
         known_cc: l4slab_sim::cc_names().to_vec(),
+        trace_dirs: vec![],
     };
     let scn = match parse_file(Path::new(path), &overrides, &opts) {
         Ok(s) => s,

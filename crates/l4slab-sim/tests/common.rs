@@ -7,6 +7,7 @@ use l4slab_sim::{run, RunOptions, RunOutput};
 pub fn scenario(toml: &str, overrides: &[&str]) -> Scenario {
     let opts = ParseOptions {
         known_cc: l4slab_sim::cc_names().to_vec(),
+        trace_dirs: vec![],
     };
     let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     parse_with(toml, "test", &ov, &opts).unwrap_or_else(|e| panic!("bad test scenario: {e}"))

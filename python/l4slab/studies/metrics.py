@@ -251,7 +251,8 @@ def _series_values(results: Results, series: str, key: str, after_s: float) -> n
         t, values = results.series(series, key)
     except KeyError as exc:
         raise MetricError(str(exc.args[0]) if exc.args else str(exc)) from None
-    return values[(t >= after_s) & np.isfinite(values)]
+    finite: np.ndarray = values[(t >= after_s) & np.isfinite(values)]
+    return finite
 
 
 _COMPARE: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {

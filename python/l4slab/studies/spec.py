@@ -17,20 +17,16 @@ import fnmatch
 import itertools
 import math
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomllib
+
 from l4slab.studies import figures as figures_mod
 from l4slab.studies import metrics as metrics_mod
 from l4slab.studies.expr import Expr, ExprError, compile_expr
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found]
 
 __all__ = [
     "CLAIM_OPS",

@@ -9,6 +9,7 @@ pub const CC: &[&str] = &["reno", "cubic"];
 pub fn opts() -> ParseOptions<'static> {
     ParseOptions {
         known_cc: CC.to_vec(),
+        trace_dirs: vec![],
     }
 }
 
