@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import l4slab
 from l4slab import results as results_mod
 from l4slab.results import (
+    MANIFEST_FILE,
     PACKETS_FILE,
     RUN_FILE,
     SERIES_FILE,
@@ -45,8 +46,16 @@ def test_bundle_has_the_documented_files(tmp_path, make_native_result):
     out = write_bundle(tmp_path / "run", make_native_result(), command=["l4slab", "run", "x"])
 
     assert out == tmp_path / "run"
-    assert sorted(p.name for p in out.iterdir()) == [RUN_FILE, SERIES_FILE, SUMMARY_FILE]
+    assert sorted(p.name for p in out.iterdir()) == [
+        MANIFEST_FILE,
+        RUN_FILE,
+        SERIES_FILE,
+        SUMMARY_FILE,
+    ]
     assert siblings(out) == ["run"], "no temporary directory is left beside the bundle"
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    assert manifest["files"] == {RUN_FILE: "run", SERIES_FILE: "run", SUMMARY_FILE: "run"}
+    assert manifest["written_by"] == "l4slab"
 
 
 def test_summary_json_is_the_native_text_verbatim_plus_newline(tmp_path, make_native_result):

@@ -5,7 +5,7 @@ The native module only converts and maps errors; the public API is ``l4slab``.
 
 from collections.abc import Callable
 
-from l4slab._types import NativeResult
+from l4slab._types import NativeResult, PacketChunk
 
 __version__: str
 
@@ -31,8 +31,9 @@ def run(
     text: str,
     source: str,
     overrides: list[str],
-    seed: int | None,
-    progress: Callable[[float, float], None] | None,
+    seed: int | None = None,
+    progress: Callable[[float, float], None] | None = None,
+    packets_sink: Callable[[PacketChunk], object] | None = None,
 ) -> NativeResult:
     """Validate and simulate a scenario.
 
@@ -40,6 +41,13 @@ def run(
     duration_s)`` is called about every 0.1 s of wall time with the GIL held;
     an exception it raises (e.g. ``KeyboardInterrupt``) stops the run and
     propagates. Raises ``ScenarioError`` or ``SimulationError``.
+
+    When the scenario traces packets, the trace is handed over while the run
+    goes on, in ``PacketChunk``s of 65,536 rows (the last one shorter, possibly
+    empty): to ``packets_sink(chunk)`` if given (an exception it raises stops the
+    run and propagates; the result's ``packets`` is then ``None``), else they are
+    returned as the result's ``packets`` list. Without a trace ``packets`` is
+    ``None`` and the sink is never called.
     """
 
 def cc_names() -> list[str]:
