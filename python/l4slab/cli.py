@@ -88,7 +88,11 @@ RUN_HELP = _help(
     "--set bottleneck.rate=50Mbit[/bold]",
     _UNITS,
     _RESULTS + " An existing results directory there is replaced only once the new one is "
-    "complete; a directory that is not a results bundle is never replaced.",
+    "complete, and only if its manifest (.l4slab-manifest.json) lists every file in it: "
+    "l4slab never removes a file it did not write. A symlinked -o is followed. Without -o, "
+    "another scenario's results in results/<name> are refused (use -o).",
+    "Exit codes: 0 done, 1 the simulation failed, 2 bad input or output directory (checked "
+    "before simulating), 130 Ctrl-C, 143 SIGTERM; on 130 and 143 nothing is written.",
 )
 
 VALIDATE_SHORT = "Check a scenario and print it resolved, as JSON."
@@ -527,6 +531,8 @@ def _write_report(directory: Path, *, flow: str | None) -> Path:
         return write_report(results, flow=flow)
     except KeyError as exc:
         raise _fail(str(exc.args[0]) if exc.args else str(exc), EXIT_BAD_INPUT) from None
+    except (FileExistsError, results_mod.OutputDirError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except OSError as exc:
         raise _fail(f"could not write the report in {directory}: {exc}", EXIT_FAILED) from None
 
@@ -591,7 +597,7 @@ def compare_command(
     names = list(labels) if labels else run_labels(runs)
     try:
         page = compare(runs, target, labels=names)
-    except ValueError as exc:
+    except (ValueError, FileExistsError, results_mod.OutputDirError) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except OSError as exc:
         raise _fail(f"could not write the comparison to {target}: {exc}", EXIT_FAILED) from None
