@@ -7,7 +7,8 @@
 //! two coincide), `deliver` when the forwarder releases it to the receiving
 //! namespace, `drop:<reason>` when the queue, the ECN path or the wire drops
 //! it. Sequence and ACK numbers are relative to the sender's initial
-//! sequence number (first data byte = 0), as in the simulator. `wnd` is the
+//! sequence number, as in the simulator: the SYN is 0, the first data byte 1
+//! (the ACK of the SYN is 1). `wnd` is the
 //! raw TCP window field (the window scale is not tracked); `retransmission`
 //! marks a data segment that does not go beyond the highest sequence number
 //! already seen for its flow. Only TCP packets of scenario flows are logged.
@@ -97,9 +98,7 @@ impl PacketLog {
             self.isn[me] = Some(raw_seq);
         }
         let rel = |isn: Option<u32>, v: u32| -> u64 {
-            isn.map_or(u64::from(v), |i| {
-                u64::from(v.wrapping_sub(i.wrapping_add(1)))
-            })
+            isn.map_or(u64::from(v), |i| u64::from(v.wrapping_sub(i)))
         };
         let payload = (end - hlen) as u32;
         let seq = if syn { 0 } else { rel(self.isn[me], raw_seq) };
@@ -141,11 +140,7 @@ impl PacketLog {
 /// The SACK blocks of a TCP option list, relative to `isn`, added to the
 /// trace's last row.
 fn sack_blocks(opts: &[u8], isn: Option<u32>, trace: &mut PacketTrace) {
-    let rel = |v: u32| {
-        isn.map_or(u64::from(v), |i| {
-            u64::from(v.wrapping_sub(i.wrapping_add(1)))
-        })
-    };
+    let rel = |v: u32| isn.map_or(u64::from(v), |i| u64::from(v.wrapping_sub(i)));
     let mut i = 0;
     while i < opts.len() {
         match opts[i] {
@@ -195,6 +190,7 @@ mod tests {
 
     #[test]
     fn sequence_numbers_are_relative_and_retransmissions_flagged() {
+        // Relative numbers as in the simulator's trace: SYN = 0, first data byte = 1.
         // One download: data goes down (dir 0) from the server.
         let mut log = PacketLog::new(vec![true]);
         log.record(0.0, "send", 0, 1, &tcp(1000, 0, 0x02, 0, None), Ecn::NotEct); // client SYN
@@ -241,14 +237,14 @@ mod tests {
         assert_eq!(log.rows(), 6);
         let sides: Vec<&str> = (0..6).map(|i| log.trace.side_name(i)).collect();
         assert_eq!(sides, ["ack", "data", "data", "data", "data", "ack"]);
-        assert_eq!(log.trace.seq, [0, 0, 0, 100, 0, 0]);
+        assert_eq!(log.trace.seq, [0, 0, 1, 101, 1, 1]);
         assert_eq!(log.trace.len, [0, 0, 100, 100, 100, 0]);
-        assert_eq!(log.trace.ack[5], 100);
+        assert_eq!(log.trace.ack[5], 101);
         assert_eq!(
             log.trace.retransmission,
             [false, false, false, false, true, false]
         );
-        assert_eq!(log.trace.sack_text(5), "100-200");
+        assert_eq!(log.trace.sack_text(5), "101-201");
         assert_eq!(log.trace.flags_text(0), "S");
         assert_eq!(log.trace.flags_text(1), "S.");
         assert_eq!(log.trace.flags_text(5), ".E");
@@ -273,10 +269,10 @@ mod tests {
         assert_eq!(j["event"][6], "drop:aqm");
         assert_eq!(j["side"][0], "ack");
         assert_eq!(j["ecn"][2], "ect0");
-        assert_eq!(j["sack"][5], "100-200");
+        assert_eq!(j["sack"][5], "101-201");
         assert_eq!(j["sack"][4], "");
         assert_eq!(j["flags"][1], "S.");
-        assert_eq!(j["seq"][3], 100);
+        assert_eq!(j["seq"][3], 101);
         assert_eq!(j["retransmission"][4], true);
     }
 }
