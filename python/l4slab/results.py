@@ -405,10 +405,10 @@ class Results:
         target = output_path(out_dir)
         check_output_dir(target)
         with RunStaging(target) as staging:
-            if self._packets is not None:
-                _write_packets(self._packets, staging.packets_path)
-            elif self._packets_file is not None:
+            if self._packets_file is not None:  # streamed or loaded: copied, never read whole
                 shutil.copyfile(self._packets_file, staging.packets_path)
+            elif self._packets is not None:
+                _write_packets(self._packets, staging.packets_path)
             staging.finish(self)
         self._path = target
         return target
