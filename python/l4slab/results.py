@@ -911,6 +911,9 @@ def clean_stale_staging(path: str | os.PathLike[str]) -> list[str]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0 probes without signalling)."""
+    if sys.platform == "win32":
+        return True  # os.kill would end the process there: never judge a leftover dead
     if pid <= 0:
         return False
     try:
