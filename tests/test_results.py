@@ -560,6 +560,10 @@ def test_the_manifest_records_the_scenario(native, example_scenario, tmp_path):
     assert manifest is not None and manifest.scenario is not None
     assert manifest.scenario["source"] == str(example_scenario.resolve())
     assert manifest.scenario["name"] == load(tmp_path / "run").name
+    # A copy saved from the loaded bundle still knows where the scenario came from.
+    load(tmp_path / "run").save(tmp_path / "copy")
+    copied = results_mod.read_manifest(tmp_path / "copy")
+    assert copied is not None and copied.scenario == manifest.scenario
 
 
 def test_same_cleaned_name_of_another_scenario_is_refused(tmp_path, bundle):

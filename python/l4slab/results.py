@@ -385,12 +385,19 @@ class Results:
         run_file = root / RUN_FILE
         run_info = json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else {}
         packets_file = root / PACKETS_FILE
+        try:
+            manifest = read_manifest(root)
+        except ValueError:
+            manifest = None
+        scenario = manifest.scenario if manifest is not None else None
+        source = scenario.get("source") if scenario is not None else None
         return cls(
             summary_file.read_text(encoding="utf-8"),
             series,
             run_info=run_info,
             packets_file=packets_file if packets_file.is_file() else None,
             path=root,
+            source=str(source) if source is not None else None,
         )
 
     # ---- writing
