@@ -685,3 +685,19 @@ def test_an_old_bundle_left_aside_by_a_killed_run_is_put_back(tmp_path, make_nat
 
     assert "put back" in " ".join(notes)
     assert load(target).seed == 1 and not aside.exists()
+
+
+def test_a_report_never_deletes_through_a_symlinked_figures_dir(tmp_path, bundle):
+    target = bundle()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "rtt.png").write_bytes(b"someone else's")
+    manifest = json.loads((target / MANIFEST_FILE).read_text())
+    manifest["files"]["figures/rtt.png"] = "report"  # an earlier report drew rtt.png
+    (target / MANIFEST_FILE).write_text(json.dumps(manifest))
+    (target / "figures").symlink_to(elsewhere)
+
+    results_mod.write_files(target, "report", {"report.html": b"<html></html>"})
+
+    assert (elsewhere / "rtt.png").read_bytes() == b"someone else's"
+    assert "figures/rtt.png" not in json.loads((target / MANIFEST_FILE).read_text())["files"]

@@ -1087,14 +1087,23 @@ def _remove_own_files(folder: Path) -> list[str]:
         manifest = None
     if manifest is not None:
         for rel in manifest.files:
-            path = folder / rel
-            if path.is_file() and not path.is_symlink():
-                path.unlink()
+            if _own_file(folder, rel):
+                (folder / rel).unlink()
         (folder / MANIFEST_FILE).unlink(missing_ok=True)
     _remove_empty_dirs(folder)
     if not folder.exists():
         return []
     return _strangers(folder, Manifest())
+
+
+def _own_file(folder: Path, rel: str) -> bool:
+    """Whether ``folder/rel`` is a regular file reached through real directories only
+    (a symlinked ``figures/`` may point at someone else's files)."""
+    path = folder / rel
+    for parent in list(PurePosixPath(rel).parents)[:-1]:
+        if (folder / parent).is_symlink() or not (folder / parent).is_dir():
+            return False
+    return path.is_file() and not path.is_symlink()
 
 
 def _remove_empty_dirs(folder: Path) -> None:
@@ -1181,11 +1190,10 @@ def write_files(directory: str | os.PathLike[str], writer: str, files: Mapping[s
             (target / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).replace(target / rel)
         for rel in stale:
-            path = target / rel
-            if path.is_file() and not path.is_symlink():
-                path.unlink()
+            if _own_file(target, rel):
+                (target / rel).unlink()
+                _remove_empty_parents((target / rel).parent, target)
             del claimed[rel]
-            _remove_empty_parents(path.parent, target)
         _put_manifest(target, manifest, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
