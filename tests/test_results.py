@@ -701,3 +701,16 @@ def test_a_report_never_deletes_through_a_symlinked_figures_dir(tmp_path, bundle
 
     assert (elsewhere / "rtt.png").read_bytes() == b"someone else's"
     assert "figures/rtt.png" not in json.loads((target / MANIFEST_FILE).read_text())["files"]
+
+
+def test_a_symlinked_study_directory_is_followed(tmp_path):
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real)
+
+    for text in ("first", "second"):
+        with results_mod._staging_dir(link) as tmp:  # how a study's results are written
+            (tmp / "study.json").write_text(text)
+            results_mod.write_manifest(tmp, "reproduce")
+
+    assert link.is_symlink() and (real / "study.json").read_text() == "second"

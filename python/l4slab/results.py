@@ -1041,8 +1041,10 @@ def _staging_dir(target: Path) -> Iterator[Path]:
 
     On any exception, including ``KeyboardInterrupt``, the staging directory is
     removed and ``target`` is left as it was. An existing ``target`` is replaced as
-    :func:`_replace_dir` does: only the files its manifest lists are removed.
+    :func:`_replace_dir` does: only the files its manifest lists are removed. A
+    symlinked ``target`` is followed (:func:`output_path`).
     """
+    target = output_path(target)
     tmp = _make_staging(target)
     try:
         yield tmp
