@@ -544,3 +544,35 @@ def test_progress_names_the_trace_being_written():
     assert any(
         getattr(c, "text_format", "") == "simulating, writing packets.parquet" for c in columns
     )
+
+
+def test_sigterm_in_any_command_exits_143(tmp_path, capsys, monkeypatch, make_native_result):
+    bundle = write_bundle(tmp_path / "res", make_native_result())
+
+    def terminated(*args: object, **kwargs: object) -> None:
+        raise cli.Terminated  # what the SIGTERM handler raises
+
+    monkeypatch.setattr(cli, "_write_report", terminated)
+
+    code, _, err = run_cli(capsys, "report", bundle)
+
+    assert code == 143
+    assert "terminated (SIGTERM)" in err
+
+
+def test_main_handles_sigterm_only_while_it_runs(tmp_path, capsys, monkeypatch, make_native_result):
+    bundle = write_bundle(tmp_path / "res", make_native_result())
+    before = signal.getsignal(signal.SIGTERM)
+    during = []
+
+    def report(directory: Path, *, flow: str | None) -> Path:
+        during.append(signal.getsignal(signal.SIGTERM))
+        return directory / "report.html"
+
+    monkeypatch.setattr(cli, "_write_report", report)
+
+    code, _, err = run_cli(capsys, "report", bundle)
+
+    assert code == 0, err
+    assert during == [cli._on_sigterm]
+    assert signal.getsignal(signal.SIGTERM) is before

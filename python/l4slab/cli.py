@@ -168,8 +168,14 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+#: Whether a command printed an ``error:`` line in this ``main`` call.
+_failed = False
+
+
 def _fail(message: str, code: int) -> typer.Exit:
     """Print ``error: message`` on stderr and return the Exit to raise."""
+    global _failed
+    _failed = True
     _stderr().print(f"error: {message}", style="red", markup=False)
     return typer.Exit(code)
 
@@ -737,7 +743,7 @@ def reproduce_command(
             raise _fail("interrupted; nothing was written", EXIT_INTERRUPTED) from None
         except studies.StudyError as exc:
             raise _fail(str(exc), EXIT_BAD_INPUT) from None
-        except FileExistsError as exc:
+        except (FileExistsError, results_mod.OutputDirError) as exc:
             raise _fail(str(exc), EXIT_BAD_INPUT) from None
         except JobError as exc:
             raise _fail(f"simulation failed: {exc}", EXIT_FAILED) from None
@@ -857,6 +863,8 @@ def main(argv: list[str] | None = None) -> int:
     SIGTERM is handled like Ctrl-C: the command stops where it is, removes what it
     was writing, and the exit code is 143 (130 for Ctrl-C).
     """
+    global _failed
+    _failed = False
     args = list(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
     previous = _install_sigterm()
@@ -870,9 +878,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     except SystemExit as exc:
         code = _exit_code(exc.code)
-        # A command that does not catch it itself ends as click's "Aborted!" (exit 1).
-        if _terminated(exc) and code not in (EXIT_OK, EXIT_TERMINATED):
-            _stderr().print("error: terminated (SIGTERM)", style="red", markup=False)
+        if _terminated(exc) and code != EXIT_OK:
+            # A command that handles Ctrl-C has said what it stopped (with exit code 130
+            # or 143); for one that does not, typer ends with 130 and says nothing.
+            if not _failed:
+                _stderr().print("error: terminated (SIGTERM)", style="red", markup=False)
             return EXIT_TERMINATED
         return code
     except Terminated:
