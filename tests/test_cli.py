@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +17,7 @@ from rich.console import Console
 
 from l4slab import cli
 from l4slab.cli import main
-from l4slab.results import RUN_FILE, SERIES_FILE, SUMMARY_FILE, load, write_bundle
+from l4slab.results import MANIFEST_FILE, RUN_FILE, SERIES_FILE, SUMMARY_FILE, load, write_bundle
 
 # A short run keeps the suite fast; the scenario files define the rest.
 SHORT = ["--set", "duration=3s"]
@@ -312,3 +317,262 @@ def test_validate_of_a_bad_scenario_exits_2(native, example_scenario, tmp_path, 
     assert code == 2
     assert "bottleneck.delay" in err
     assert out == ""
+
+
+# --------------------------------------------------------------------------- never destroy
+#
+# Issue 10: l4slab replaces only what its manifest says it wrote. On the code before the
+# fix, each of these directories was swapped out whole (user files deleted), a symlink
+# was replaced by a directory, and an unwritable -o failed only after the simulation.
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_a_user_figure_survives_report_and_a_re_run(native, example_scenario, tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    assert run_cli(capsys, "run", example_scenario, "-o", out_dir, "-q", *SHORT)[0] == 0
+    (out_dir / "figures").mkdir()
+    mine = out_dir / "figures" / "mine.png"
+    mine.write_bytes(b"my figure")
+
+    code, _, err = run_cli(capsys, "report", out_dir)
+
+    assert code == 0, err
+    assert mine.read_bytes() == b"my figure"
+    manifest = json.loads((out_dir / MANIFEST_FILE).read_text())
+    figures = [f for f, writer in manifest["files"].items() if writer == "report"]
+    assert "report.html" in figures and any(f.startswith("figures/") for f in figures)
+    assert "figures/mine.png" not in manifest["files"]
+
+    code, _, err = run_cli(capsys, "run", example_scenario, "-o", out_dir, "-q", *SHORT)
+
+    assert code == 2
+    assert "figures/mine.png is not l4slab's" in flat(err)
+    assert mine.read_bytes() == b"my figure"
+    assert (out_dir / "report.html").is_file(), "the refused run changed nothing"
+
+
+def test_report_replaces_only_its_own_earlier_figures(native, example_scenario, tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    run_cli(capsys, "run", example_scenario, "-o", out_dir, "-q", *SHORT)
+    assert run_cli(capsys, "report", out_dir)[0] == 0
+    # An earlier report drew a figure this one does not.
+    manifest = json.loads((out_dir / MANIFEST_FILE).read_text())
+    manifest["files"]["figures/gone.svg"] = "report"
+    (out_dir / MANIFEST_FILE).write_text(json.dumps(manifest))
+    (out_dir / "figures" / "gone.svg").write_text("<svg/>")
+    (out_dir / "notes.txt").write_text("mine")
+
+    code, _, err = run_cli(capsys, "report", out_dir)
+
+    assert code == 0, err
+    assert not (out_dir / "figures" / "gone.svg").exists()
+    assert "figures/gone.svg" not in json.loads((out_dir / MANIFEST_FILE).read_text())["files"]
+    assert (out_dir / "notes.txt").read_text() == "mine"
+
+
+def test_report_refuses_to_overwrite_a_file_it_did_not_write(
+    native, example_scenario, tmp_path, capsys
+):
+    out_dir = tmp_path / "out"
+    run_cli(capsys, "run", example_scenario, "-o", out_dir, "-q", *SHORT)
+    (out_dir / "report.html").write_text("my own page")
+
+    code, _, err = run_cli(capsys, "report", out_dir)
+
+    assert code == 2
+    assert "report.html" in flat(err) and "did not write it" in flat(err)
+    assert (out_dir / "report.html").read_text() == "my own page"
+    assert not (out_dir / "figures").exists()
+
+
+def test_compare_keeps_a_user_figure(native, example_scenario, tmp_path, capsys):
+    a, b, out_dir = tmp_path / "a", tmp_path / "b", tmp_path / "cmp"
+    run_cli(capsys, "run", example_scenario, "-o", a, "-q", *SHORT)
+    run_cli(capsys, "run", example_scenario, "-o", b, "-q", "--seed", "2", *SHORT)
+    (out_dir / "figures").mkdir(parents=True)
+    (out_dir / "figures" / "mine.png").write_bytes(b"my figure")
+
+    for _ in range(2):  # a first comparison, then a second one over it
+        code, _, err = run_cli(
+            capsys, "compare", a, b, "-o", out_dir, "--label", "x", "--label", "y"
+        )
+        assert code == 0, err
+
+    assert (out_dir / "figures" / "mine.png").read_bytes() == b"my figure"
+    assert (out_dir / "compare.html").is_file()
+
+
+def test_a_summary_json_and_a_user_file_are_not_a_bundle(
+    native, example_scenario, tmp_path, capsys
+):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / SUMMARY_FILE).write_text("{}")
+    (out_dir / "run.json").write_text("my notes")
+
+    code, _, err = run_cli(capsys, "run", example_scenario, "-o", out_dir, *SHORT)
+
+    assert code == 2
+    assert "no .l4slab-manifest.json" in flat(err)
+    assert (out_dir / "run.json").read_text() == "my notes"
+    assert sorted(p.name for p in out_dir.iterdir()) == ["run.json", SUMMARY_FILE]
+
+
+def test_an_unwritable_output_exits_2_before_simulating(
+    native, example_scenario, tmp_path, capsys, monkeypatch
+):
+    calls = []
+    monkeypatch.setattr(native, "run", lambda *args, **kwargs: calls.append(args))
+    (tmp_path / "file").write_text("not a directory")
+
+    code, out, err = run_cli(capsys, "run", example_scenario, "-o", tmp_path / "file" / "out")
+
+    assert code == 2
+    assert "cannot write results" in flat(err) and "-o" in err
+    assert calls == [], "nothing was simulated"
+    assert out == ""
+
+
+def test_a_symlinked_output_is_followed(native, example_scenario, tmp_path, capsys):
+    real, link = tmp_path / "real", tmp_path / "link"
+    link.symlink_to(real)  # dangling at first
+
+    for seed in ("1", "2"):
+        code, out, err = run_cli(
+            capsys, "run", example_scenario, "-o", link, "-q", "--seed", seed, *SHORT
+        )
+        assert code == 0, err
+
+    assert link.is_symlink() and link.resolve() == real
+    assert load(real).seed == 2
+    assert f"{link} -> {real}" in flat(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+
+
+def test_two_names_that_clean_up_alike_never_overwrite_each_other(
+    native, example_scenario, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    text = example_scenario.read_text()
+    first, second = tmp_path / "first.toml", tmp_path / "second.toml"
+    first.write_text(f'name = "a b"\n{text}')
+    second.write_text(f'name = "a-b"\n{text}')
+    target = tmp_path / "results" / "a-b"
+
+    assert run_cli(capsys, "run", first, "-q", *SHORT)[0] == 0
+    code, _, err = run_cli(capsys, "run", second, "-q", *SHORT)
+
+    assert code == 2
+    assert "'a b'" in err and "'a-b'" in err and "-o" in err
+    assert load(target).name == "a b"
+    # The same scenario again replaces its own results; -o gives the other its own place.
+    assert run_cli(capsys, "run", first, "-q", "--seed", "3", *SHORT)[0] == 0
+    assert load(target).seed == 3
+    assert run_cli(capsys, "run", second, "-q", "-o", "results/a-b-2", *SHORT)[0] == 0
+
+
+def test_same_name_from_another_file_is_refused(
+    native, example_scenario, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x").mkdir()
+    copy = tmp_path / "x" / example_scenario.name
+    copy.write_text(example_scenario.read_text())
+
+    assert run_cli(capsys, "run", example_scenario, "-q", *SHORT)[0] == 0
+    code, _, err = run_cli(capsys, "run", copy, "-q", *SHORT)
+
+    assert code == 2
+    assert str(copy) in flat(err) and str(example_scenario) in flat(err)
+
+
+def test_a_killed_runs_leftover_is_removed_by_the_next_run(
+    native, example_scenario, tmp_path, capsys
+):
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    leftover = tmp_path / f".out.tmp-{child.pid}-0123abcd"
+    leftover.mkdir()
+    (leftover / "packets.parquet").write_bytes(b"half written")
+    kept = tmp_path / f".out.tmp-{child.pid}-4567abcd"
+    kept.mkdir()
+    (kept / "diary.txt").write_text("mine")
+
+    code, _, err = run_cli(capsys, "run", example_scenario, "-o", tmp_path / "out", "-q", *SHORT)
+
+    assert code == 0, err
+    assert not leftover.exists()
+    assert (kept / "diary.txt").read_text() == "mine"
+    assert "note:" in err and "diary.txt" in flat(err)
+
+
+def test_sigterm_mid_run_exits_143_and_leaves_nothing(native, example_scenario, tmp_path):
+    out_dir = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    command = [sys.executable, "-m", "l4slab", "run", str(example_scenario), "-o", str(out_dir)]
+    command += ["-q", "--set", "duration=900s", "--set", "packet_trace=true"]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        # The run is under way once its trace streams into the staging directory.
+        deadline = time.monotonic() + 300
+        while not list(tmp_path.glob(".out.tmp-*/packets.parquet")):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"no trace in a staging directory: {proc.communicate()}")
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    assert proc.returncode == 143, err  # not -15: the CLI handled the signal
+    assert "terminated (SIGTERM); nothing was written" in flat(err)
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == [], "no bundle, no staging directory"
+
+
+def test_progress_names_the_trace_being_written():
+    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with cli._LazyProgress(
+        console, enabled=True, delay=0.0, label="simulating, writing packets.parquet"
+    ) as progress:
+        progress(1.0, 10.0)
+        assert progress._progress is not None
+        columns = progress._progress.columns
+    assert any(
+        getattr(c, "text_format", "") == "simulating, writing packets.parquet" for c in columns
+    )
+
+
+def test_sigterm_in_any_command_exits_143(tmp_path, capsys, monkeypatch, make_native_result):
+    bundle = write_bundle(tmp_path / "res", make_native_result())
+
+    def terminated(*args: object, **kwargs: object) -> None:
+        raise cli.Terminated  # what the SIGTERM handler raises
+
+    monkeypatch.setattr(cli, "_write_report", terminated)
+
+    code, _, err = run_cli(capsys, "report", bundle)
+
+    assert code == 143
+    assert "terminated (SIGTERM)" in err
+
+
+def test_main_handles_sigterm_only_while_it_runs(tmp_path, capsys, monkeypatch, make_native_result):
+    bundle = write_bundle(tmp_path / "res", make_native_result())
+    before = signal.getsignal(signal.SIGTERM)
+    during = []
+
+    def report(directory: Path, *, flow: str | None) -> Path:
+        during.append(signal.getsignal(signal.SIGTERM))
+        return directory / "report.html"
+
+    monkeypatch.setattr(cli, "_write_report", report)
+
+    code, _, err = run_cli(capsys, "report", bundle)
+
+    assert code == 0, err
+    assert during == [cli._on_sigterm]
+    assert signal.getsignal(signal.SIGTERM) is before

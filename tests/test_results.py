@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,7 @@ from hypothesis import strategies as st
 import l4slab
 from l4slab import results as results_mod
 from l4slab.results import (
+    MANIFEST_FILE,
     PACKETS_FILE,
     RUN_FILE,
     SERIES_FILE,
@@ -45,8 +51,16 @@ def test_bundle_has_the_documented_files(tmp_path, make_native_result):
     out = write_bundle(tmp_path / "run", make_native_result(), command=["l4slab", "run", "x"])
 
     assert out == tmp_path / "run"
-    assert sorted(p.name for p in out.iterdir()) == [RUN_FILE, SERIES_FILE, SUMMARY_FILE]
+    assert sorted(p.name for p in out.iterdir()) == [
+        MANIFEST_FILE,
+        RUN_FILE,
+        SERIES_FILE,
+        SUMMARY_FILE,
+    ]
     assert siblings(out) == ["run"], "no temporary directory is left beside the bundle"
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    assert manifest["files"] == {RUN_FILE: "run", SERIES_FILE: "run", SUMMARY_FILE: "run"}
+    assert manifest["written_by"] == "l4slab"
 
 
 def test_summary_json_is_the_native_text_verbatim_plus_newline(tmp_path, make_native_result):
@@ -354,3 +368,349 @@ def test_series_round_trip_through_parquet(tmp_path_factory, rows: list[tuple[An
         t, v = loaded.series(s, k)
         np.testing.assert_array_equal(t, [p[0] for p in pairs])
         np.testing.assert_array_equal(v, [p[1] for p in pairs])
+
+
+# --------------------------------------------------------------------------- streamed packet trace
+#
+# Issue 10: the packet trace streams into the bundle's staging directory in row groups,
+# so a long traced run holds one chunk in memory, not the whole trace.
+
+#: About 150,000 trace rows (three chunks) in a tenth of a second of simulation.
+TRACED = [
+    "duration=6s",
+    "packet_trace=true",
+    "bottleneck.rate=100Mbit",
+    "bottleneck.buffer=60pkt",
+]
+
+
+def test_the_trace_is_written_while_the_simulation_runs(native, golden_scenario, tmp_path):
+    seen: list[tuple[float, int]] = []
+
+    def progress(sim_s: float, duration_s: float) -> None:
+        staged = list(tmp_path.glob(f".run.tmp-*/{PACKETS_FILE}"))
+        seen.append((sim_s, staged[0].stat().st_size if staged else -1))
+
+    res = l4slab.run(golden_scenario, out=tmp_path / "run", overrides=TRACED, progress=progress)
+
+    # packets.parquet appears in the staging directory with the first chunk, then grows.
+    during = [size for sim_s, size in seen if sim_s < 6.0 and size > 0]
+    assert len(set(during)) >= 2, f"packets.parquet grows while the run goes on: {seen}"
+    meta = pq.ParquetFile(tmp_path / "run" / PACKETS_FILE).metadata
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert len(groups) >= 3 and set(groups[:-1]) == {results_mod.ROW_GROUP_SIZE}, groups
+    assert res.packet_rows == meta.num_rows == sum(groups)
+    assert res.packets_file == tmp_path / "run" / PACKETS_FILE
+
+
+def test_streamed_trace_is_byte_identical_run_to_run_and_to_a_saved_one(
+    native, golden_scenario, tmp_path
+):
+    l4slab.run(golden_scenario, out=tmp_path / "a", overrides=TRACED)
+    l4slab.run(golden_scenario, out=tmp_path / "b", overrides=TRACED)
+    in_memory = l4slab.run(golden_scenario, overrides=TRACED)
+    in_memory.save(tmp_path / "c")
+
+    assert digest(tmp_path / "a" / PACKETS_FILE) == digest(tmp_path / "b" / PACKETS_FILE)
+    assert digest(tmp_path / "a" / PACKETS_FILE) == digest(tmp_path / "c" / PACKETS_FILE)
+    table = pq.read_table(tmp_path / "a" / PACKETS_FILE)
+    assert table.schema.equals(results_mod.PACKETS_SCHEMA)
+    assert table.num_rows == in_memory.packets.num_rows > 2 * results_mod.ROW_GROUP_SIZE
+
+
+def test_native_chunks_are_buffers_not_per_row_objects(native, golden_scenario):
+    chunks: list[dict[str, Any]] = []
+    text = golden_scenario.read_text()
+
+    result = native.run(text, str(golden_scenario), TRACED, None, None, chunks.append)
+
+    assert result["packets"] is None, "the sink took the trace"
+    assert [c["rows"] for c in chunks[:-1]] == [results_mod.ROW_GROUP_SIZE] * (len(chunks) - 1)
+    first = chunks[0]
+    rows = first["rows"]
+    assert all(isinstance(first[k], bytes) for k in ("t_s", "event", "sack", "flags"))
+    assert len(first["t_s"]) == 8 * rows and len(first["event"]) == rows
+    assert len(first["sack_offsets"]) == 4 * (rows + 1)
+    assert first["names"]["event"][:2] == ["send", "deliver"]
+    table = results_mod.chunk_table(first)  # type: ignore[arg-type]
+    assert table.num_rows == rows
+    assert set(table.column("side").to_pylist()) <= {"data", "ack", "dgram"}
+    assert any("-" in s for s in table.column("sack").to_pylist()), "SACK blocks as l-r"
+
+
+def test_a_bundle_answers_without_reading_the_trace(native, golden_scenario, tmp_path, monkeypatch):
+    l4slab.run(golden_scenario, out=tmp_path / "run", overrides=TRACED)
+    real_read_table = pq.read_table
+
+    def no_packets(source: Any, *args: Any, **kwargs: Any) -> pa.Table:
+        assert Path(source).name != PACKETS_FILE, "the whole trace was read"
+        return real_read_table(source, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "read_table", no_packets)
+    res = load(tmp_path / "run")
+
+    assert res.summary and res.series_names() and res.flows()
+    assert res.has_packets and res.packets_file == tmp_path / "run" / PACKETS_FILE
+    total = 0
+    for batch in res.iter_packets(columns=["t_s", "event"]):
+        assert batch.schema.names == ["t_s", "event"]
+        assert batch.num_rows <= results_mod.ROW_GROUP_SIZE
+        total += batch.num_rows
+    assert total == res.packet_rows > 0
+
+
+def test_no_trace_no_packets(tmp_path, make_native_result):
+    res = load(write_bundle(tmp_path / "plain", make_native_result()))
+
+    assert not res.has_packets
+    assert res.packets_file is None and res.packet_rows is None
+    assert list(res.iter_packets()) == []
+
+
+def test_emulator_columns_get_the_simulators_schema(make_native_result):
+    native = make_native_result()
+    native["packets"] = {
+        "t_s": [0.5],
+        "event": ["send"],
+        "flow": [0],
+        "side": ["data"],
+        "seq": [0],
+        "len": [1448],
+        "ack": [1],
+        "ecn": ["ect1"],
+        "retransmission": [False],
+        "wnd": [512],
+        "sack": [""],
+        "flags": ["."],
+    }
+
+    table = Results.from_native(native).packets
+
+    assert table is not None and table.schema.equals(results_mod.PACKETS_SCHEMA)
+
+
+# --------------------------------------------------------------------------- never destroy
+#
+# Issue 10: "Never destroy what l4slab did not write". On the code before the fix each
+# of these directories counted as a bundle and was swapped out whole.
+
+
+@pytest.fixture
+def bundle(tmp_path, make_native_result) -> Callable[..., Path]:
+    """``bundle(**kwargs)``: a bundle at tmp_path/run of ``make_native_result(**kwargs)``."""
+    return lambda **kwargs: write_bundle(tmp_path / "run", make_native_result(**kwargs))
+
+
+def test_a_summary_json_alone_does_not_make_a_bundle(tmp_path, make_native_result):
+    old = tmp_path / "run"
+    old.mkdir()
+    (old / SUMMARY_FILE).write_text("{}")
+    (old / SERIES_FILE).write_bytes(b"mine")
+
+    with pytest.raises(FileExistsError, match=r"no \.l4slab-manifest\.json") as info:
+        write_bundle(old, make_native_result())
+
+    assert "summary.json" in str(info.value) and "-o" in str(info.value)
+    assert (old / SERIES_FILE).read_bytes() == b"mine"
+    assert siblings(old) == ["run"]
+
+
+def test_a_user_file_in_figures_is_never_replaced(tmp_path, make_native_result, bundle):
+    target = bundle()
+    (target / "figures").mkdir()
+    (target / "figures" / "mine.png").write_bytes(b"my figure")
+
+    with pytest.raises(FileExistsError, match=r"figures/mine\.png is not l4slab's"):
+        write_bundle(target, make_native_result(seed=2))
+
+    assert (target / "figures" / "mine.png").read_bytes() == b"my figure"
+    assert load(target).seed == 1
+    assert siblings(target) == ["run"]
+
+
+def test_a_symlink_inside_a_bundle_is_refused(tmp_path, make_native_result, bundle):
+    target = bundle()
+    (tmp_path / "elsewhere").mkdir()
+    (target / "link").symlink_to(tmp_path / "elsewhere")
+
+    with pytest.raises(FileExistsError, match=r"link \(a symbolic link\) is not l4slab's"):
+        write_bundle(target, make_native_result(seed=2))
+
+
+def test_a_bundle_whose_files_the_manifest_lists_is_replaced(tmp_path, make_native_result, bundle):
+    target = bundle(packets=True)
+    manifest = json.loads((target / MANIFEST_FILE).read_text())
+    manifest["files"]["figures/rtt.png"] = "report"
+    (target / MANIFEST_FILE).write_text(json.dumps(manifest))
+    (target / "figures").mkdir()
+    (target / "figures" / "rtt.png").write_bytes(b"l4slab's figure")
+
+    write_bundle(target, make_native_result(seed=2))
+
+    assert load(target).seed == 2
+    assert not (target / PACKETS_FILE).exists() and not (target / "figures").exists()
+    assert siblings(target) == ["run"]
+
+
+def test_the_manifest_records_the_scenario(native, example_scenario, tmp_path):
+    l4slab.run(example_scenario, out=tmp_path / "run", overrides=["duration=1s"])
+
+    manifest = results_mod.read_manifest(tmp_path / "run")
+
+    assert manifest is not None and manifest.scenario is not None
+    assert manifest.scenario["source"] == str(example_scenario.resolve())
+    assert manifest.scenario["name"] == load(tmp_path / "run").name
+    # A copy saved from the loaded bundle still knows where the scenario came from.
+    load(tmp_path / "run").save(tmp_path / "copy")
+    copied = results_mod.read_manifest(tmp_path / "copy")
+    assert copied is not None and copied.scenario == manifest.scenario
+
+
+def test_same_cleaned_name_of_another_scenario_is_refused(tmp_path, bundle):
+    target = bundle(name="a b")
+
+    results_mod.check_same_scenario(target, "a b", "<string>")  # the same scenario: fine
+    with pytest.raises(FileExistsError, match=r"scenario 'a b'.*scenario 'a-b'.*-o"):
+        results_mod.check_same_scenario(target, "a-b", "<string>")
+
+
+# --------------------------------------------------------------------------- output dir checks
+
+
+def test_an_unwritable_output_fails_before_simulating(native, example_scenario, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file, not a directory")
+    calls: list[float] = []
+
+    with pytest.raises(results_mod.OutputDirError, match="cannot write results"):
+        l4slab.run(
+            example_scenario,
+            out=blocker / "run",
+            overrides=["duration=600s"],
+            progress=lambda sim_s, _: calls.append(sim_s),
+        )
+
+    assert calls == [], "the simulation never started"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_parent_fails_before_simulating(native, example_scenario, tmp_path):
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o555)
+    calls: list[float] = []
+    try:
+        with pytest.raises(results_mod.OutputDirError, match="cannot write results"):
+            l4slab.run(
+                example_scenario,
+                out=parent / "run",
+                progress=lambda sim_s, _: calls.append(sim_s),
+            )
+    finally:
+        parent.chmod(0o755)
+    assert calls == []
+
+
+def test_a_symlinked_output_is_followed_and_stays_a_link(tmp_path, make_native_result):
+    real = tmp_path / "real"
+    link = tmp_path / "link"
+    write_bundle(real, make_native_result(seed=1))
+    link.symlink_to(real, target_is_directory=True)
+
+    out = write_bundle(link, make_native_result(seed=2))
+
+    assert out == real
+    assert link.is_symlink() and link.resolve() == real
+    assert load(real).seed == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+
+
+def test_a_symlink_to_an_empty_directory_receives_the_bundle(tmp_path, make_native_result):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+
+    write_bundle(tmp_path / "link", make_native_result())
+
+    assert (tmp_path / "link").is_symlink()
+    assert (tmp_path / "real" / SUMMARY_FILE).is_file()
+
+
+# --------------------------------------------------------------------------- leftovers
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_leftovers_of_killed_runs_are_cleaned_up_or_reported(tmp_path, make_native_result):
+    pid = dead_pid()
+    ours = tmp_path / f".run.tmp-{pid}-0123abcd"
+    (ours / "figures").mkdir(parents=True)
+    (ours / PACKETS_FILE).write_bytes(b"half")
+    (ours / "figures" / "x.png").write_bytes(b"png")
+    theirs = tmp_path / f".run.tmp-{pid}-4567abcd"
+    theirs.mkdir()
+    (theirs / "thesis.tex").write_text("years of work")
+    running = tmp_path / f".run.tmp-{os.getppid()}-89abcdef"
+    running.mkdir()
+    other = tmp_path / f".other.tmp-{pid}-0123abcd"
+    other.mkdir()
+
+    with pytest.warns(results_mod.OutputWarning) as caught:
+        l4slab_run_with(tmp_path / "run", make_native_result())
+
+    notes = " | ".join(str(w.message) for w in caught)
+    assert not ours.exists()
+    assert "thesis.tex" in notes and (theirs / "thesis.tex").read_text() == "years of work"
+    assert running.exists() and "still running" in notes
+    assert other.exists(), "another target's leftovers are not ours to judge"
+    assert (tmp_path / "run" / SUMMARY_FILE).is_file()
+
+
+def l4slab_run_with(target: Path, native_result: dict[str, Any]) -> None:
+    """What api.run does around the simulation, with a ready-made result."""
+    for note in results_mod.clean_stale_staging(target):
+        warnings.warn(note, results_mod.OutputWarning, stacklevel=2)
+    write_bundle(target, native_result)
+
+
+def test_an_old_bundle_left_aside_by_a_killed_run_is_put_back(tmp_path, make_native_result, bundle):
+    target = bundle()
+    aside = tmp_path / f".run.old-{dead_pid()}-0123abcd"
+    target.rename(aside)
+
+    notes = results_mod.clean_stale_staging(target)
+
+    assert "put back" in " ".join(notes)
+    assert load(target).seed == 1 and not aside.exists()
+
+
+def test_a_report_never_deletes_through_a_symlinked_figures_dir(tmp_path, bundle):
+    target = bundle()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "rtt.png").write_bytes(b"someone else's")
+    manifest = json.loads((target / MANIFEST_FILE).read_text())
+    manifest["files"]["figures/rtt.png"] = "report"  # an earlier report drew rtt.png
+    (target / MANIFEST_FILE).write_text(json.dumps(manifest))
+    (target / "figures").symlink_to(elsewhere)
+
+    results_mod.write_files(target, "report", {"report.html": b"<html></html>"})
+
+    assert (elsewhere / "rtt.png").read_bytes() == b"someone else's"
+    assert "figures/rtt.png" not in json.loads((target / MANIFEST_FILE).read_text())["files"]
+
+
+def test_a_symlinked_study_directory_is_followed(tmp_path):
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real)
+
+    for text in ("first", "second"):
+        with results_mod._staging_dir(link) as tmp:  # how a study's results are written
+            (tmp / "study.json").write_text(text)
+            results_mod.write_manifest(tmp, "reproduce")
+
+    assert link.is_symlink() and (real / "study.json").read_text() == "second"

@@ -123,6 +123,7 @@ def test_reproduce_writes_everything_and_fails_on_a_failing_claim(native, tmp_pa
     assert f"tiny: 1 of 2 claims hold — FAIL; results: {out / 'tiny'}/" in text
     target = out / "tiny"
     assert sorted(p.name for p in target.iterdir()) == [
+        ".l4slab-manifest.json",
         "clean", "figures", "rate_20Mbit", "rate_5Mbit", "report.html", "study.json", "table.md",
     ]  # fmt: skip
     assert (target / "rate_5Mbit" / "seed-2" / "summary.json").is_file()

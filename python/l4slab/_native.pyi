@@ -5,7 +5,7 @@ The native module only converts and maps errors; the public API is ``l4slab``.
 
 from collections.abc import Callable
 
-from l4slab._types import NativeResult
+from l4slab._types import NativeResult, PacketChunk
 
 __all__ = [
     "ScenarioError",
@@ -45,6 +45,7 @@ def run(
     overrides: list[str],
     seed: int | None = None,
     progress: Callable[[float, float], None] | None = None,
+    packets_sink: Callable[[PacketChunk], object] | None = None,
     trace_dirs: list[str] = ...,
 ) -> NativeResult:
     """Validate and simulate a scenario.
@@ -54,6 +55,13 @@ def run(
     an exception it raises (e.g. ``KeyboardInterrupt``) stops the run and
     propagates. ``trace_dirs`` as for :func:`validate`. Raises ``ScenarioError`` or
     ``SimulationError``.
+
+    When the scenario traces packets, the trace is handed over while the run
+    goes on, in ``PacketChunk``s of 65,536 rows (the last one shorter, possibly
+    empty): to ``packets_sink(chunk)`` if given (an exception it raises stops the
+    run and propagates; the result's ``packets`` is then ``None``), else they are
+    returned as the result's ``packets`` list. Without a trace ``packets`` is
+    ``None`` and the sink is never called.
     """
 
 def cc_names() -> list[str]:

@@ -27,10 +27,49 @@ class RunStats(TypedDict):
     sim_s: float
 
 
+class PacketNames(TypedDict):
+    """The names behind a packet chunk's codes, indexed by code."""
+
+    event: list[str]
+    side: list[str]
+    ecn: list[str]
+    flags: list[str]
+
+
+class PacketChunk(TypedDict):
+    """A run of rows of the simulator's packet trace, one ``bytes`` per column.
+
+    Numbers are in native byte order: ``t_s`` float64; ``flow``, ``seq``, ``len``,
+    ``ack``, ``wnd`` int64; ``retransmission`` one byte (0 or 1) per row; ``event``,
+    ``side``, ``ecn``, ``flags`` one ``uint8`` code per row into ``names``; ``sack`` is
+    UTF-8 text with ``rows + 1`` int32 ``sack_offsets`` (Arrow's string layout).
+    """
+
+    rows: int
+    t_s: bytes
+    event: bytes
+    flow: bytes
+    side: bytes
+    seq: bytes
+    len: bytes
+    ack: bytes
+    ecn: bytes
+    retransmission: bytes
+    wnd: bytes
+    sack_offsets: bytes
+    sack: bytes
+    flags: bytes
+    names: PacketNames
+
+
 class NativeResult(TypedDict):
-    """What ``l4slab._native.run`` returns."""
+    """What ``l4slab._native.run`` returns (and the emulator, in the same shape).
+
+    ``packets``: ``None`` without a trace or when a ``packets_sink`` took it; the
+    simulator's chunks otherwise; the emulator gives columns of Python values.
+    """
 
     summary_json: str
     series: SeriesColumns
-    packets: dict[str, list[Any]] | None
+    packets: dict[str, list[Any]] | list[PacketChunk] | None
     stats: RunStats

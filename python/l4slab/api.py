@@ -5,12 +5,22 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
 from l4slab import shipped
-from l4slab.results import Results, check_output_dir
+from l4slab.results import (
+    STRING_SOURCE,
+    OutputWarning,
+    Results,
+    RunStaging,
+    _write_packets,
+    check_output_dir,
+    clean_stale_staging,
+    output_path,
+)
 
 try:
     from l4slab import _native
@@ -36,7 +46,7 @@ Scenario: TypeAlias = str | os.PathLike[str]
 #: ``progress(sim_time_s, duration_s)``, called about every 0.1 s of wall time.
 ProgressCallback: TypeAlias = Callable[[float, float], None]
 
-_STRING_SOURCE = "<string>"
+_STRING_SOURCE = STRING_SOURCE
 
 
 def read_scenario(scenario: Scenario) -> tuple[str, str]:
@@ -88,8 +98,15 @@ def run(
 
     ``seed`` replaces the scenario's seed. With ``out``, the results bundle is
     also written there atomically (summary.json, series.parquet, run.json, and
-    packets.parquet when traced); the output directory is checked before the
-    run starts. ``command`` is recorded in run.json (default ``sys.argv``).
+    packets.parquet when traced; see docs/results.md). The output directory is
+    checked and its staging directory created before the run starts, so a
+    directory that is not l4slab's (``FileExistsError``) or not writable
+    (:class:`~l4slab.results.OutputDirError`) fails at once; the packet trace
+    streams into it while the simulation runs, so memory stays bounded
+    (read it back with :meth:`Results.iter_packets`). A symlinked ``out`` is
+    followed. Leftovers of killed runs beside ``out`` are cleaned up, or
+    reported as an :class:`~l4slab.results.OutputWarning`. ``command`` is
+    recorded in run.json (default ``sys.argv``).
     Raises :class:`l4slab.ScenarioError` or :class:`l4slab.SimulationError`;
     ``KeyboardInterrupt`` (e.g. from ``progress``) stops the run and writes nothing.
 
@@ -97,23 +114,40 @@ def run(
     kernel TCP flows (root; see docs/emulator.md and :func:`l4slab.emu.run_scenario`);
     ``progress`` is not called then, and it raises :class:`l4slab.emu.EmuError`.
     """
-    text, source = read_scenario(scenario)
-    if out is not None:
-        check_output_dir(out)
-    started = time.perf_counter()
-    result: Any
-    if backend == "emu":
-        from l4slab import emu
-
-        result = emu.run_scenario(text, source, list(overrides), seed)
-    elif backend == "sim":
-        result = _native.run(text, source, list(overrides), seed, progress, trace_dirs())
-    else:
+    if backend not in ("sim", "emu"):
         raise ValueError(f"unknown backend {backend!r}; choose 'sim' or 'emu'")
-    wall_s = time.perf_counter() - started
-    if "wall_s" not in result["stats"]:
-        result["stats"]["wall_s"] = wall_s
-    results = Results.from_native(result, command=command)
+    text, source = read_scenario(scenario)
+    source_id = source if source == _STRING_SOURCE else str(Path(source).resolve())
+    staging: RunStaging | None = None
     if out is not None:
-        results.save(out)
+        target = output_path(out)
+        check_output_dir(target)
+        for note in clean_stale_staging(target):
+            warnings.warn(note, OutputWarning, stacklevel=2)
+        staging = RunStaging(target)
+    try:
+        started = time.perf_counter()
+        result: Any
+        if backend == "emu":
+            from l4slab import emu
+
+            result = emu.run_scenario(text, source, list(overrides), seed)
+        else:
+            sink = staging.packets if staging is not None else None
+            result = _native.run(text, source, list(overrides), seed, progress, sink, trace_dirs())
+        wall_s = time.perf_counter() - started
+        if "wall_s" not in result["stats"]:
+            result["stats"]["wall_s"] = wall_s
+        results = Results.from_native(result, command=command, source=source_id)
+        if staging is not None:
+            if results.packets is not None:  # the emulator's trace comes whole
+                _write_packets(results.packets, staging.packets_path)
+            traced = staging.packets.opened or results.packets is not None
+            staging.finish(results)
+            staging.commit()
+            results._saved_at(staging.target, packets=traced)
+    except BaseException:
+        if staging is not None:
+            staging.abort()
+        raise
     return results

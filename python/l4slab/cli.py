@@ -1,15 +1,19 @@
 """The ``l4slab`` command line: thin sub-commands over the library.
 
 Exit codes: 0 success, 1 the simulation failed, 2 bad input (scenario, option,
-output directory), 130 interrupted (Ctrl-C).
+output directory), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import signal
 import sys
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Annotated, Any
@@ -34,6 +38,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+#: 128 + SIGTERM, what a shell reports for a process SIGTERM ended.
+EXIT_TERMINATED = 143
 
 #: Show the progress bar only for runs that last longer than this (wall seconds).
 PROGRESS_DELAY_S = 1.0
@@ -82,7 +88,11 @@ RUN_HELP = _help(
     "--set bottleneck.rate=50Mbit[/bold]",
     _UNITS,
     _RESULTS + " An existing results directory there is replaced only once the new one is "
-    "complete; a directory that is not a results bundle is never replaced.",
+    "complete, and only if its manifest (.l4slab-manifest.json) lists every file in it: "
+    "l4slab never removes a file it did not write. A symlinked -o is followed. Without -o, "
+    "another scenario's results in results/<name> are refused (use -o).",
+    "Exit codes: 0 done, 1 the simulation failed, 2 bad input or output directory (checked "
+    "before simulating), 130 Ctrl-C, 143 SIGTERM; on 130 and 143 nothing is written.",
 )
 
 VALIDATE_SHORT = "Check a scenario and print it resolved, as JSON."
@@ -158,8 +168,14 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+#: Whether a command printed an ``error:`` line in this ``main`` call.
+_failed = False
+
+
 def _fail(message: str, code: int) -> typer.Exit:
     """Print ``error: message`` on stderr and return the Exit to raise."""
+    global _failed
+    _failed = True
     _stderr().print(f"error: {message}", style="red", markup=False)
     return typer.Exit(code)
 
@@ -229,9 +245,17 @@ class _LazyProgress:
     Nothing is drawn for the first ``delay`` seconds, so short runs print no bar.
     """
 
-    def __init__(self, console: Console, *, enabled: bool, delay: float = PROGRESS_DELAY_S):
+    def __init__(
+        self,
+        console: Console,
+        *,
+        enabled: bool,
+        delay: float = PROGRESS_DELAY_S,
+        label: str = "simulating",
+    ):
         self._console = console
         self._enabled = enabled
+        self._label = label
         self._delay = delay
         self._start = time.monotonic()
         self._progress: Progress | None = None
@@ -244,7 +268,7 @@ class _LazyProgress:
             if time.monotonic() - self._start < self._delay:
                 return
             self._progress = Progress(
-                TextColumn("simulating"),
+                TextColumn(self._label, markup=False),
                 BarColumn(),
                 TextColumn("{task.completed:.1f} of {task.total:.1f} s"),
                 TimeElapsedColumn(),
@@ -328,16 +352,29 @@ def run_command(
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except emu.EmuError as exc:
         raise _fail(str(exc), EXIT_FAILED) from None
-    target = out if out is not None else DEFAULT_RESULTS_ROOT / _dir_name(resolved.get("name"))
+    named = out is None
+    target = results_mod.output_path(
+        out if out is not None else DEFAULT_RESULTS_ROOT / _dir_name(resolved.get("name"))
+    )
     try:
         results_mod.check_output_dir(target)
+        if named:
+            # Two scenario names can clean up to the same directory name.
+            results_mod.check_same_scenario(
+                target, str(resolved.get("name") or ""), str(scenario.resolve())
+            )
     except FileExistsError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
 
     err = _stderr()
     command = (ctx.obj or {}).get("command")
+    traced = bool(resolved.get("packet_trace"))
+    label = "simulating, writing packets.parquet" if traced else "simulating"
     try:
-        with _LazyProgress(err, enabled=not quiet and err.is_terminal) as progress:
+        with (
+            _notes(err),
+            _LazyProgress(err, enabled=not quiet and err.is_terminal, label=label) as progress,
+        ):
             results = api.run(
                 scenario,
                 out=target,
@@ -347,6 +384,8 @@ def run_command(
                 command=command,
                 backend=backend,
             )
+    except Terminated:
+        raise _fail("terminated (SIGTERM); nothing was written", EXIT_TERMINATED) from None
     except KeyboardInterrupt:
         raise _fail("interrupted; nothing was written", EXIT_INTERRUPTED) from None
     except (emu.NotRootError, emu.EmuInputError) as exc:
@@ -357,23 +396,46 @@ def run_command(
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except native.SimulationError as exc:
         raise _fail(f"simulation failed: {exc}", EXIT_FAILED) from None
+    except (results_mod.OutputDirError, FileExistsError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except OSError as exc:
         raise _fail(f"could not write results to {target}: {exc}", EXIT_FAILED) from None
 
     files = [
         name
         for name in results_mod.BUNDLE_FILES
-        if name != results_mod.PACKETS_FILE or results.packets is not None
+        if name != results_mod.PACKETS_FILE or results.has_packets
     ]
     console = _stdout()
     if not quiet:
         console.print(summary_view(results))
         if backend == "emu":
             console.print(emu.timing_line(results.summary), markup=False, soft_wrap=True)
-    console.print(f"results: {target}/ ({', '.join(files)})", markup=False, soft_wrap=True)
+    shown = target if out is None or not Path(out).is_symlink() else f"{out} -> {target}"
+    console.print(f"results: {shown}/ ({', '.join(files)})", markup=False, soft_wrap=True)
     if report:
         page = _write_report(target, flow=None)
         console.print(f"report: {page}", markup=False, soft_wrap=True)
+
+
+@contextmanager
+def _notes(console: Console) -> Iterator[None]:
+    """Print the library's :class:`~l4slab.results.OutputWarning`s as ``note:`` lines."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", results_mod.OutputWarning)
+        try:
+            yield
+        finally:
+            for warning in caught:
+                if issubclass(warning.category, results_mod.OutputWarning):
+                    console.print(f"note: {warning.message}", markup=False)
+                else:
+                    warnings.showwarning(
+                        warning.message,
+                        warning.category,
+                        warning.filename,
+                        warning.lineno,
+                    )
 
 
 def _read(scenario: Path) -> tuple[str, str]:
@@ -477,6 +539,8 @@ def _write_report(directory: Path, *, flow: str | None) -> Path:
         return write_report(results, flow=flow)
     except KeyError as exc:
         raise _fail(str(exc.args[0]) if exc.args else str(exc), EXIT_BAD_INPUT) from None
+    except (FileExistsError, results_mod.OutputDirError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except OSError as exc:
         raise _fail(f"could not write the report in {directory}: {exc}", EXIT_FAILED) from None
 
@@ -541,7 +605,7 @@ def compare_command(
     names = list(labels) if labels else run_labels(runs)
     try:
         page = compare(runs, target, labels=names)
-    except ValueError as exc:
+    except (ValueError, FileExistsError, results_mod.OutputDirError) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except OSError as exc:
         raise _fail(f"could not write the comparison to {target}: {exc}", EXIT_FAILED) from None
@@ -686,7 +750,7 @@ def reproduce_command(
             raise _fail("interrupted; nothing was written", EXIT_INTERRUPTED) from None
         except studies.StudyError as exc:
             raise _fail(str(exc), EXIT_BAD_INPUT) from None
-        except FileExistsError as exc:
+        except (FileExistsError, results_mod.OutputDirError) as exc:
             raise _fail(str(exc), EXIT_BAD_INPUT) from None
         except JobError as exc:
             raise _fail(f"simulation failed: {exc}", EXIT_FAILED) from None
@@ -798,10 +862,25 @@ app.add_typer(_emu_app, name="emu")
 # --------------------------------------------------------------------------- main
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: handled like Ctrl-C (nothing half-written), exit code 143."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
+
+    SIGTERM is handled like Ctrl-C: the command stops where it is, removes what it
+    was writing, and the exit code is 143 (130 for Ctrl-C).
+    """
+    global _failed
+    _failed = False
     args = list(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
+    previous = _install_sigterm()
     try:
         # Standalone mode formats usage errors and turns every outcome into SystemExit.
         command.main(
@@ -813,8 +892,45 @@ def main(argv: list[str] | None = None) -> int:
             obj={"command": ["l4slab", *args]},
         )
     except SystemExit as exc:
-        return EXIT_BAD_INPUT if not args else _exit_code(exc.code)
+        if not args:
+            return EXIT_BAD_INPUT
+        code = _exit_code(exc.code)
+        if _terminated(exc) and code != EXIT_OK:
+            # A command that handles Ctrl-C has said what it stopped (with exit code 130
+            # or 143); for one that does not, typer ends with 130 and says nothing.
+            if not _failed:
+                _stderr().print("error: terminated (SIGTERM)", style="red", markup=False)
+            return EXIT_TERMINATED
+        return code
+    except Terminated:
+        _stderr().print("error: terminated (SIGTERM)", style="red", markup=False)
+        return EXIT_TERMINATED
+    finally:
+        _restore_sigterm(previous)
     return EXIT_OK
+
+
+def _install_sigterm() -> Any:
+    """Make SIGTERM raise :class:`Terminated` in the main thread; return the old handler."""
+    try:
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (e.g. main() called from a worker thread)
+        return None
+
+
+def _restore_sigterm(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(exc: BaseException) -> bool:
+    """Whether ``exc`` came from SIGTERM (click wraps the interrupt in ``Abort``)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, Terminated):
+            return True
+        seen = seen.__context__ or seen.__cause__
+    return False
 
 
 def _exit_code(code: object) -> int:

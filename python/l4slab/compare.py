@@ -26,13 +26,13 @@ from l4slab.report import (
     FIGURES_DIR,
     FigureSpec,
     RenderedFigure,
+    figure_files,
     figures_html,
     html_page,
     html_table,
     render_figure,
-    write_text_atomic,
 )
-from l4slab.results import Results, _staging_dir, load
+from l4slab.results import MANIFEST_FILE, Results, load, read_manifest, write_files
 from l4slab.tables import (
     MISSING,
     Column,
@@ -74,7 +74,10 @@ def compare(
 
     ``labels`` name the runs (default: the scenario names, or the directory names
     when scenario names repeat). ``out`` may be missing, empty or a previous
-    comparison; anything else raises ``FileExistsError``. Returns the HTML's path.
+    comparison (:func:`check_compare_dir`); anything else raises ``FileExistsError``.
+    The comparison's files replace those of the previous one (per ``out``'s
+    manifest); other files in ``out/figures/`` are never touched. Returns the
+    HTML's path.
     """
     if len(dirs) < 2:
         raise ValueError("give at least two results directories to compare")
@@ -86,33 +89,40 @@ def compare(
         raise ValueError(f"run labels must differ: {', '.join(names)}")
     target = Path(out)
     check_compare_dir(target)
-    target.mkdir(parents=True, exist_ok=True)
     rendered = [render_figure(spec) for spec in _figures(runs, names)]
-    with _staging_dir(target / FIGURES_DIR) as tmp:
-        for figure in rendered:
-            for suffix, write in (("png", figure.png), ("svg", figure.svg)):
-                name = f"{figure.spec.slug}.{suffix}"
-                if isinstance(write, bytes):
-                    (tmp / name).write_bytes(write)
-                else:
-                    (tmp / name).write_text(write, encoding="utf-8")
-                figure.files.append(f"{FIGURES_DIR}/{name}")
-    return write_text_atomic(target / COMPARE_FILE, compare_html(runs, names, rendered))
+    files = figure_files(rendered)
+    files[COMPARE_FILE] = compare_html(runs, names, rendered).encode("utf-8")
+    write_files(target, "compare", files)
+    return target / COMPARE_FILE
 
 
 def check_compare_dir(path: str | os.PathLike[str]) -> None:
-    """Raise ``FileExistsError`` unless ``path`` is missing, empty or a previous comparison."""
+    """Raise ``FileExistsError`` unless ``path`` is missing, empty or a previous comparison.
+
+    A previous comparison is a directory whose files, apart from those in ``figures/``,
+    its manifest lists as l4slab's. Files of others in ``figures/`` may stay (they are
+    never touched); a ``compare.html`` no manifest lists (an earlier l4slab version's) is
+    refused, since nothing shows l4slab wrote it.
+    """
     target = Path(path)
     if not target.exists():
         return
     if not target.is_dir():
         raise FileExistsError(f"{target} exists and is not a directory")
+    try:
+        manifest = read_manifest(target)
+    except ValueError as exc:
+        raise FileExistsError(f"refusing to write into {target}: {exc}") from None
+    listed = set(manifest.files) if manifest is not None else set()
     entries = sorted(entry.name for entry in target.iterdir())
-    strangers = [name for name in entries if name not in (COMPARE_FILE, FIGURES_DIR)]
+    strangers = [
+        name for name in entries if name not in listed and name not in (FIGURES_DIR, MANIFEST_FILE)
+    ]
     if strangers:
         raise FileExistsError(
             f"refusing to write into {target}: it holds {', '.join(strangers[:3])}, which a "
-            "comparison did not write; choose another output directory (-o) or remove it"
+            f"comparison did not write (not in {MANIFEST_FILE}); choose another output "
+            "directory (-o) or remove it"
         )
 
 

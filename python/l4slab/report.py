@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 
 from l4slab import plots
 from l4slab.plots.timeseries import PROBABILITY_KEYS
-from l4slab.results import Results, _staging_dir, load
+from l4slab.results import Results, load, write_files
 from l4slab.tables import (
     MISSING,
     TableData,
@@ -49,6 +49,7 @@ __all__ = [
     "REPORT_FILE",
     "FigureSpec",
     "RenderedFigure",
+    "figure_files",
     "html_page",
     "html_table",
     "render_figure",
@@ -102,9 +103,12 @@ def write_report(
 
     ``out`` is the directory to write into (default: the results directory itself).
     ``flow`` picks the flow of the time-sequence graph (default: the first flow);
-    that graph needs the packet trace, the rest does not. An existing report and
-    its figures are replaced; the figures directory is swapped in whole, so it
-    never mixes two reports.
+    that graph needs the packet trace, the rest does not. The report's files
+    replace those of an earlier report (per the directory's manifest,
+    ``.l4slab-manifest.json``): figures it no longer draws are removed, and
+    nothing else in the directory or in ``figures/`` is touched. A file the
+    report would overwrite that l4slab did not write raises ``FileExistsError``
+    before anything is written.
     """
     results = results_dir if isinstance(results_dir, Results) else load(results_dir)
     if out is None:
@@ -116,14 +120,11 @@ def write_report(
     if flow is not None and flow not in results.flows():
         there = ", ".join(repr(name) for name in flow_order(results.summary)) or "none"
         raise KeyError(f"no flow {flow!r}; there are: {there}")
-    target.mkdir(parents=True, exist_ok=True)
     rendered = [render_figure(spec) for spec in report_figures(results, flow=flow)]
-    with _staging_dir(target / FIGURES_DIR) as tmp:
-        for figure in rendered:
-            for name in _write_figure_files(figure, tmp):
-                figure.files.append(f"{FIGURES_DIR}/{name}")
-    page = report_html(results, rendered)
-    return write_text_atomic(target / REPORT_FILE, page)
+    files = figure_files(rendered)
+    files[REPORT_FILE] = report_html(results, rendered).encode("utf-8")
+    write_files(target, "report", files)
+    return target / REPORT_FILE
 
 
 # --------------------------------------------------------------------------- figures
@@ -323,11 +324,16 @@ def render_figure(spec: FigureSpec) -> RenderedFigure:
     return RenderedFigure(spec, png.getvalue(), svg.getvalue())
 
 
-def _write_figure_files(figure: RenderedFigure, directory: Path) -> list[str]:
-    png_name, svg_name = f"{figure.spec.slug}.png", f"{figure.spec.slug}.svg"
-    (directory / png_name).write_bytes(figure.png)
-    (directory / svg_name).write_text(figure.svg, encoding="utf-8")
-    return [png_name, svg_name]
+def figure_files(figures: Sequence[RenderedFigure]) -> dict[str, bytes]:
+    """Each figure as ``figures/<slug>.png`` and ``.svg`` (path → content), for
+    :func:`~l4slab.results.write_files`; records the paths in ``figure.files``."""
+    files: dict[str, bytes] = {}
+    for figure in figures:
+        png, svg = f"{FIGURES_DIR}/{figure.spec.slug}.png", f"{FIGURES_DIR}/{figure.spec.slug}.svg"
+        files[png] = figure.png
+        files[svg] = figure.svg.encode("utf-8")
+        figure.files.extend([png, svg])
+    return files
 
 
 # --------------------------------------------------------------------------- page

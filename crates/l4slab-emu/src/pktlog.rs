@@ -7,14 +7,15 @@
 //! two coincide), `deliver` when the forwarder releases it to the receiving
 //! namespace, `drop:<reason>` when the queue, the ECN path or the wire drops
 //! it. Sequence and ACK numbers are relative to the sender's initial
-//! sequence number (first data byte = 0), as in the simulator. `wnd` is the
+//! sequence number, as in the simulator: the SYN is 0, the first data byte 1
+//! (the ACK of the SYN is 1). `wnd` is the
 //! raw TCP window field (the window scale is not tracked); `retransmission`
 //! marks a data segment that does not go beyond the highest sequence number
 //! already seen for its flow. Only TCP packets of scenario flows are logged.
 //!
 //! The columns are the simulator's: [`PacketTrace`] lives in l4slab-core.
 
-use l4slab_core::pkttrace::{tcp_flag_letters, PacketTrace};
+use l4slab_core::pkttrace::{PacketTrace, PktEvent, Row, Side};
 use l4slab_core::Ecn;
 
 /// Builds the [`PacketTrace`] of an emulated run from the packets' headers.
@@ -55,7 +56,8 @@ impl PacketLog {
 
     /// Log one packet (`ip`: the IP packet) of `flow` going in direction
     /// `dir` (0 = down, 1 = up); ignored unless it is TCP of a known flow.
-    /// `event` as in [`PacketTrace::event`].
+    /// `event` is an event name ([`PktEvent::name`]: "send", "deliver" or
+    /// a `drop_event`).
     pub fn record(
         &mut self,
         t_s: f64,
@@ -65,6 +67,8 @@ impl PacketLog {
         ip: &[u8],
         ecn: Ecn,
     ) {
+        let event = PktEvent::from_name(event)
+            .unwrap_or_else(|| panic!("{event:?} is not a packet trace event"));
         let f = flow as usize;
         if f >= self.data_down.len() {
             return;
@@ -94,9 +98,7 @@ impl PacketLog {
             self.isn[me] = Some(raw_seq);
         }
         let rel = |isn: Option<u32>, v: u32| -> u64 {
-            isn.map_or(u64::from(v), |i| {
-                u64::from(v.wrapping_sub(i.wrapping_add(1)))
-            })
+            isn.map_or(u64::from(v), |i| u64::from(v.wrapping_sub(i)))
         };
         let payload = (end - hlen) as u32;
         let seq = if syn { 0 } else { rel(self.isn[me], raw_seq) };
@@ -107,26 +109,26 @@ impl PacketLog {
         };
         let data = self.data_down[f] == (dir == 0);
         let seq_end = seq + u64::from(payload);
-        let retransmission = event == "send" && payload > 0 && seq_end <= self.high[me];
-        if event == "send" {
+        let sending = event == PktEvent::Send;
+        let retransmission = sending && payload > 0 && seq_end <= self.high[me];
+        if sending {
             self.high[me] = self.high[me].max(seq_end);
         }
-        let t = &mut self.trace;
-        t.t_s.push(t_s);
-        t.event.push(event);
-        t.flow.push(flow);
-        t.side.push(if data { "data" } else { "ack" });
-        t.seq.push(seq);
-        t.len.push(payload);
-        t.ack.push(ack);
-        t.ecn.push(ecn.name());
-        t.retransmission.push(retransmission);
-        t.wnd.push(u64::from(be16(ip, l4 + 14)));
-        t.sack.push(sack_blocks(&ip[l4 + 20..hlen], self.isn[peer]));
-        // The 9 flag bits: AE is the low bit of byte 12.
-        t.flags.push(tcp_flag_letters(
-            u16::from(ip[l4 + 12] & 0x01) << 8 | u16::from(tcp_flags),
-        ));
+        self.trace.push(Row {
+            t_s,
+            event,
+            flow,
+            side: if data { Side::Data } else { Side::Ack },
+            seq,
+            len: payload,
+            ack,
+            ecn,
+            retransmission,
+            wnd: u64::from(be16(ip, l4 + 14)),
+            // The 9 flag bits: AE is the low bit of byte 12.
+            flags: u16::from(ip[l4 + 12] & 0x01) << 8 | u16::from(tcp_flags),
+        });
+        sack_blocks(&ip[l4 + 20..hlen], self.isn[peer], &mut self.trace);
     }
 
     /// The columns as JSON (what `packets.parquet` is built from).
@@ -135,14 +137,10 @@ impl PacketLog {
     }
 }
 
-/// SACK blocks of a TCP option list as "l-r;l-r", relative to `isn`.
-fn sack_blocks(opts: &[u8], isn: Option<u32>) -> String {
-    let rel = |v: u32| {
-        isn.map_or(u64::from(v), |i| {
-            u64::from(v.wrapping_sub(i.wrapping_add(1)))
-        })
-    };
-    let mut out = String::new();
+/// The SACK blocks of a TCP option list, relative to `isn`, added to the
+/// trace's last row.
+fn sack_blocks(opts: &[u8], isn: Option<u32>, trace: &mut PacketTrace) {
+    let rel = |v: u32| isn.map_or(u64::from(v), |i| u64::from(v.wrapping_sub(i)));
     let mut i = 0;
     while i < opts.len() {
         match opts[i] {
@@ -156,17 +154,13 @@ fn sack_blocks(opts: &[u8], isn: Option<u32>) -> String {
                 }
                 if kind == 5 {
                     for b in opts[i + 2..i + len].chunks_exact(8) {
-                        if !out.is_empty() {
-                            out.push(';');
-                        }
-                        out.push_str(&format!("{}-{}", rel(be32(b, 0)), rel(be32(b, 4))));
+                        trace.sack_block(rel(be32(b, 0)), rel(be32(b, 4)));
                     }
                 }
                 i += len;
             }
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -196,6 +190,7 @@ mod tests {
 
     #[test]
     fn sequence_numbers_are_relative_and_retransmissions_flagged() {
+        // Relative numbers as in the simulator's trace: SYN = 0, first data byte = 1.
         // One download: data goes down (dir 0) from the server.
         let mut log = PacketLog::new(vec![true]);
         log.record(0.0, "send", 0, 1, &tcp(1000, 0, 0x02, 0, None), Ecn::NotEct); // client SYN
@@ -240,25 +235,44 @@ mod tests {
             Ecn::NotEct,
         );
         assert_eq!(log.rows(), 6);
-        assert_eq!(
-            log.trace.side,
-            ["ack", "data", "data", "data", "data", "ack"]
-        );
-        assert_eq!(log.trace.seq, [0, 0, 0, 100, 0, 0]);
+        let sides: Vec<&str> = (0..6).map(|i| log.trace.side_name(i)).collect();
+        assert_eq!(sides, ["ack", "data", "data", "data", "data", "ack"]);
+        assert_eq!(log.trace.seq, [0, 0, 1, 101, 1, 1]);
         assert_eq!(log.trace.len, [0, 0, 100, 100, 100, 0]);
-        assert_eq!(log.trace.ack[5], 100);
+        assert_eq!(log.trace.ack[5], 101);
         assert_eq!(
             log.trace.retransmission,
             [false, false, false, false, true, false]
         );
-        assert_eq!(log.trace.sack[5], "100-200");
-        assert_eq!(log.trace.flags[0], "S");
-        assert_eq!(log.trace.flags[1], "S.");
-        assert_eq!(log.trace.flags[5], ".E");
-        assert_eq!(log.trace.ecn[2], "ect0");
+        assert_eq!(log.trace.sack_text(5), "101-201");
+        assert_eq!(log.trace.flags_text(0), "S");
+        assert_eq!(log.trace.flags_text(1), "S.");
+        assert_eq!(log.trace.flags_text(5), ".E");
+        assert_eq!(log.trace.ecn_name(2), "ect0");
         // Not TCP or not a scenario flow: ignored.
         log.record(0.06, "send", 7, 0, &tcp(1, 1, 0x10, 0, None), Ecn::NotEct);
         log.record(0.06, "send", 0, 0, &[0x45, 0, 0], Ecn::NotEct);
         assert_eq!(log.rows(), 6);
+        // A drop, by the name `drop_event` gives it.
+        log.record(
+            0.07,
+            l4slab_core::pkttrace::drop_event(l4slab_core::DropReason::AqmDrop),
+            0,
+            0,
+            &tcp(5201, 1001, 0x10, 100, None),
+            Ecn::Ect0,
+        );
+        assert_eq!(log.trace.event_name(6), "drop:aqm");
+        // The result JSON keeps its shape: one array per column, names spelled out.
+        let j = log.to_json();
+        assert_eq!(j["event"][5], "deliver");
+        assert_eq!(j["event"][6], "drop:aqm");
+        assert_eq!(j["side"][0], "ack");
+        assert_eq!(j["ecn"][2], "ect0");
+        assert_eq!(j["sack"][5], "101-201");
+        assert_eq!(j["sack"][4], "");
+        assert_eq!(j["flags"][1], "S.");
+        assert_eq!(j["seq"][3], 101);
+        assert_eq!(j["retransmission"][4], true);
     }
 }

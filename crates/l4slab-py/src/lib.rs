@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
+use l4slab_core::pkttrace::{flag_names, PacketChunk, PktEvent, Side, ECN_NAMES};
 use l4slab_core::Time;
 use l4slab_scenario::{parse_with, ParseOptions, Scenario};
 use l4slab_sim::{RunOptions, SimError};
@@ -51,9 +52,12 @@ fn validate(
     serde_json::to_string_pretty(&scn).map_err(|e| SimulationError::new_err(e.to_string()))
 }
 
-/// Run a scenario in the simulator. See `_native.pyi` for the returned dict.
+/// Run a scenario in the simulator. See `_native.pyi` for the returned dict
+/// and the packet chunks `packets_sink` receives.
 #[pyfunction]
-#[pyo3(signature = (text, source, overrides, seed=None, progress=None, trace_dirs=Vec::new()))]
+// The Python keyword arguments, one Rust parameter each.
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (text, source, overrides, seed=None, progress=None, packets_sink=None, trace_dirs=Vec::new()))]
 fn run<'py>(
     py: Python<'py>,
     text: &str,
@@ -61,6 +65,7 @@ fn run<'py>(
     overrides: Vec<String>,
     seed: Option<u64>,
     progress: Option<PyObject>,
+    packets_sink: Option<PyObject>,
     trace_dirs: Vec<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scn = parse(text, source, overrides, trace_dirs)?;
@@ -80,9 +85,32 @@ fn run<'py>(
         }
         true
     };
-    let out = match l4slab_sim::run(&scn, &RunOptions { seed }, &mut cb) {
+    let names = packet_names(py)?;
+    // Without a sink the chunks are returned in `packets`.
+    let mut kept: Vec<Bound<'py, PyDict>> = Vec::new();
+    let mut sink_err: Option<PyErr> = None;
+    let mut on_chunk = |c: &PacketChunk<'_>| -> bool {
+        let handed = packet_chunk(py, c, &names).and_then(|chunk| match &packets_sink {
+            Some(sink) => sink.call1(py, (chunk,)).map(drop),
+            None => {
+                kept.push(chunk);
+                Ok(())
+            }
+        });
+        match handed {
+            Ok(()) => true,
+            Err(e) => {
+                sink_err = Some(e);
+                false
+            }
+        }
+    };
+    let out = l4slab_sim::run_streaming(&scn, &RunOptions { seed }, &mut cb, &mut on_chunk);
+    let out = match out {
         Ok(out) => out,
-        Err(SimError::Cancelled(_)) if py_err.is_some() => return Err(py_err.expect("checked")),
+        Err(SimError::Cancelled(_)) if py_err.is_some() || sink_err.is_some() => {
+            return Err(py_err.or(sink_err).expect("checked"))
+        }
         Err(e) => return Err(SimulationError::new_err(e.to_string())),
     };
     let d = PyDict::new(py);
@@ -99,30 +127,76 @@ fn run<'py>(
     series.set_item("key", PyList::new(py, s.key.iter().map(|&i| s.name(i)))?)?;
     series.set_item("value", PyList::new(py, &s.value)?)?;
     d.set_item("series", series)?;
-    match &out.packets {
-        None => d.set_item("packets", py.None())?,
-        Some(p) => {
-            let c = PyDict::new(py);
-            c.set_item("t_s", PyList::new(py, &p.t_s)?)?;
-            c.set_item("event", PyList::new(py, &p.event)?)?;
-            c.set_item("flow", PyList::new(py, &p.flow)?)?;
-            c.set_item("side", PyList::new(py, &p.side)?)?;
-            c.set_item("seq", PyList::new(py, &p.seq)?)?;
-            c.set_item("len", PyList::new(py, &p.len)?)?;
-            c.set_item("ack", PyList::new(py, &p.ack)?)?;
-            c.set_item("ecn", PyList::new(py, &p.ecn)?)?;
-            c.set_item("retransmission", PyList::new(py, &p.retransmission)?)?;
-            c.set_item("wnd", PyList::new(py, &p.wnd)?)?;
-            c.set_item("sack", PyList::new(py, &p.sack)?)?;
-            c.set_item("flags", PyList::new(py, &p.flags)?)?;
-            d.set_item("packets", c)?;
-        }
+    if scn.packet_trace && packets_sink.is_none() {
+        d.set_item("packets", PyList::new(py, kept)?)?;
+    } else {
+        d.set_item("packets", py.None())?;
     }
     let st = PyDict::new(py);
     st.set_item("events", out.stats.events)?;
     st.set_item("packets", out.stats.packets)?;
     st.set_item("sim_s", out.stats.sim_time.as_secs_f64())?;
     d.set_item("stats", st)?;
+    Ok(d)
+}
+
+/// The names behind the packet trace's codes, indexed by code.
+fn packet_names(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("event", PyList::new(py, PktEvent::NAMES)?)?;
+    d.set_item("side", PyList::new(py, Side::NAMES)?)?;
+    d.set_item("ecn", PyList::new(py, ECN_NAMES)?)?;
+    d.set_item("flags", PyList::new(py, flag_names())?)?;
+    Ok(d)
+}
+
+/// One chunk of the packet trace as `bytes` per column (native byte order;
+/// integers as int64, the columns' type in packets.parquet), for
+/// `numpy.frombuffer` / `pyarrow.Array.from_buffers`: one copy per column,
+/// no Python object per row.
+fn packet_chunk<'py>(
+    py: Python<'py>,
+    c: &PacketChunk<'_>,
+    names: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyDict>> {
+    fn words<'py, T: Copy, const N: usize>(
+        py: Python<'py>,
+        values: &[T],
+        to_bytes: impl Fn(T) -> [u8; N],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        PyBytes::new_with(py, values.len() * N, |buf| {
+            for (dst, &v) in buf.chunks_exact_mut(N).zip(values) {
+                dst.copy_from_slice(&to_bytes(v));
+            }
+            Ok(())
+        })
+    }
+    let d = PyDict::new(py);
+    d.set_item("rows", c.rows())?;
+    d.set_item("t_s", words(py, c.t_s, f64::to_ne_bytes)?)?;
+    d.set_item("event", PyBytes::new(py, c.event))?;
+    d.set_item("flow", words(py, c.flow, |v| i64::from(v).to_ne_bytes())?)?;
+    d.set_item("side", PyBytes::new(py, c.side))?;
+    d.set_item("seq", words(py, c.seq, |v| (v as i64).to_ne_bytes())?)?;
+    d.set_item("len", words(py, c.len, |v| i64::from(v).to_ne_bytes())?)?;
+    d.set_item("ack", words(py, c.ack, |v| (v as i64).to_ne_bytes())?)?;
+    d.set_item("ecn", PyBytes::new(py, c.ecn))?;
+    d.set_item(
+        "retransmission",
+        words(py, c.retransmission, |v| [u8::from(v)])?,
+    )?;
+    d.set_item("wnd", words(py, c.wnd, |v| (v as i64).to_ne_bytes())?)?;
+    let first = c.sack_offsets[0];
+    d.set_item(
+        "sack_offsets",
+        words(py, c.sack_offsets, |o| {
+            // A chunk's SACK text is far below 2 GiB (CHUNK_ROWS rows).
+            ((o - first) as i32).to_ne_bytes()
+        })?,
+    )?;
+    d.set_item("sack", PyBytes::new(py, c.sack))?;
+    d.set_item("flags", PyBytes::new(py, c.flags))?;
+    d.set_item("names", names)?;
     Ok(d)
 }
 

@@ -11,13 +11,13 @@
 //! grow with the window or the queue depth.
 
 use l4slab_app::{Datagram, FlowApp, FlowIo};
-use l4slab_core::pkttrace::{drop_event, tcp_flag_letters};
+use l4slab_core::pkttrace::{PacketChunk, PktEvent, Row, Side, CHUNK_ROWS};
 use l4slab_core::{DropReason, Dur, Ecn, Packet, SimRng, Time};
 use l4slab_link::Link;
 use l4slab_qdisc::QdiscCtx;
 use l4slab_scenario::Scenario;
 use l4slab_transport::app::{AppIo, EndpointIo};
-use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Flags, Role, SocketInfo, Transmit};
+use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Role, SocketInfo, Transmit};
 
 use crate::delay_line::{DelayLine, LineExit};
 use crate::event::EventQueue;
@@ -172,7 +172,15 @@ pub struct Sim<'s> {
 }
 
 impl Sim<'_> {
-    pub fn run(&mut self, progress: &mut dyn FnMut(Time) -> bool) -> Result<(), SimError> {
+    /// Advance to the scenario's end. `progress(now)` is called every
+    /// [`PROGRESS_EVERY`] events; with a packet trace, `packets` receives
+    /// every [`CHUNK_ROWS`] rows as they fill and the rest (possibly none) at
+    /// the end. Either returning `false` cancels the run.
+    pub fn run(
+        &mut self,
+        progress: &mut dyn FnMut(Time) -> bool,
+        packets: &mut dyn FnMut(&PacketChunk<'_>) -> bool,
+    ) -> Result<(), SimError> {
         let end = self.scn.duration;
         while let Some(t) = self.q.peek_time() {
             if t > end {
@@ -184,9 +192,41 @@ impl Sim<'_> {
                 return Err(SimError::Cancelled(now));
             }
             self.dispatch(now, ev);
+            if !self.hand_over_chunks(packets, false) {
+                return Err(SimError::Cancelled(now));
+            }
         }
         progress(end);
+        if !self.hand_over_chunks(packets, true) {
+            return Err(SimError::Cancelled(end));
+        }
         Ok(())
+    }
+
+    /// Give `packets` each full chunk of the trace (and with `last`, the
+    /// rest), then drop those rows; the buffers keep their capacity.
+    fn hand_over_chunks(
+        &mut self,
+        packets: &mut dyn FnMut(&PacketChunk<'_>) -> bool,
+        last: bool,
+    ) -> bool {
+        let Some(tr) = &mut self.trace else {
+            return true;
+        };
+        while tr.rows() >= CHUNK_ROWS {
+            if !packets(&tr.chunk(0..CHUNK_ROWS)) {
+                return false;
+            }
+            tr.drain_front(CHUNK_ROWS);
+        }
+        if last {
+            let rows = tr.rows();
+            if !packets(&tr.chunk(0..rows)) {
+                return false;
+            }
+            tr.drain_front(rows);
+        }
+        true
     }
 
     fn dispatch(&mut self, now: Time, ev: Ev) {
@@ -324,7 +364,7 @@ impl Sim<'_> {
             let sent_by = if dir == DOWN { SERVER } else { CLIENT };
             fl.lost_pkts[sent_by] += 1;
             if let Some(tr) = &mut self.trace {
-                let ev = drop_event(reason);
+                let ev = PktEvent::Drop(reason);
                 Self::trace_row(tr, now, ev, &pkt, &carried, sent_by == fl.sender);
             }
         }
@@ -337,7 +377,7 @@ impl Sim<'_> {
         let f = pkt.flow as usize;
         if let Some(tr) = &mut self.trace {
             let from_sender = side != self.flows[f].sender;
-            Self::trace_row(tr, now, "deliver", &pkt, &carried, from_sender);
+            Self::trace_row(tr, now, PktEvent::Deliver, &pkt, &carried, from_sender);
         }
         let ecn = pkt.ecn;
         match carried {
@@ -376,7 +416,7 @@ impl Sim<'_> {
         self.flows[f].sent_pkts[side] += 1;
         if let Some(tr) = &mut self.trace {
             let from_sender = side == self.flows[f].sender;
-            Self::trace_row(tr, now, "send", &pkt, &c, from_sender);
+            Self::trace_row(tr, now, PktEvent::Send, &pkt, &c, from_sender);
         }
         let host = self.hosts_of[f][side];
         self.enter_line(now, host, pkt);
@@ -409,49 +449,54 @@ impl Sim<'_> {
         }
     }
 
+    /// One row of the packet trace. Nothing here allocates: the trace's
+    /// vectors are reused chunk after chunk ([`Sim::hand_over_chunks`]).
     fn trace_row(
         tr: &mut PacketTrace,
         now: Time,
-        event: &'static str,
+        event: PktEvent,
         pkt: &Packet,
         carried: &Carried,
         from_sender: bool,
     ) {
-        tr.t_s.push(now.as_secs_f64());
-        tr.event.push(event);
-        tr.flow.push(pkt.flow);
-        let seg = match carried {
-            Carried::Seg(seg) => seg,
-            Carried::Dgram(dg) => {
-                // A datagram: `seq` is the app's tag, `len` its payload.
-                tr.side.push("dgram");
-                tr.seq.push(dg.tag);
-                tr.len.push(dg.payload);
-                tr.ack.push(0);
-                tr.ecn.push(ecn_name(pkt.ecn));
-                tr.retransmission.push(false);
-                tr.wnd.push(0);
-                tr.sack.push(String::new());
-                tr.flags.push(String::new());
-                return;
-            }
+        let row = Row {
+            t_s: now.as_secs_f64(),
+            event,
+            flow: pkt.flow,
+            side: Side::Data,
+            seq: 0,
+            len: 0,
+            ack: 0,
+            ecn: pkt.ecn,
+            retransmission: false,
+            wnd: 0,
+            flags: 0,
         };
-        tr.side.push(if from_sender { "data" } else { "ack" });
-        tr.seq.push(seg.seq);
-        tr.len.push(seg.len);
-        tr.ack.push(seg.ack);
-        tr.ecn.push(ecn_name(pkt.ecn));
-        tr.retransmission.push(seg.retransmission);
-        tr.wnd.push(seg.wnd);
-        let mut s = String::new();
-        for b in &seg.sack[..usize::from(seg.sack_count)] {
-            if !s.is_empty() {
-                s.push(';');
+        match carried {
+            // A datagram: `seq` is the app's tag, `len` its payload.
+            Carried::Dgram(dg) => tr.push(Row {
+                side: Side::Dgram,
+                seq: dg.tag,
+                len: dg.payload,
+                ..row
+            }),
+            Carried::Seg(seg) => {
+                tr.push(Row {
+                    side: if from_sender { Side::Data } else { Side::Ack },
+                    seq: seg.seq,
+                    len: seg.len,
+                    ack: seg.ack,
+                    retransmission: seg.retransmission,
+                    wnd: seg.wnd,
+                    // `Flags` has the header's bit layout.
+                    flags: seg.flags.bits(),
+                    ..row
+                });
+                for b in &seg.sack[..usize::from(seg.sack_count)] {
+                    tr.sack_block(b.start, b.end);
+                }
             }
-            s.push_str(&format!("{}-{}", b.start, b.end));
         }
-        tr.sack.push(s);
-        tr.flags.push(flag_letters(seg.flags));
     }
 
     // ---- endpoints and applications -----------------------------------
@@ -712,13 +757,4 @@ impl FlowIo for SimIo<'_, '_> {
     fn send_datagram(&mut self, dg: Datagram) {
         self.dgrams.push(dg);
     }
-}
-
-/// tcpdump-style flag letters ([`tcp_flag_letters`]; `Flags` has the header's bit layout).
-fn flag_letters(f: Flags) -> String {
-    tcp_flag_letters(f.bits())
-}
-
-fn ecn_name(e: Ecn) -> &'static str {
-    e.name()
 }

@@ -20,7 +20,7 @@ use l4slab_scenario::Scenario;
 
 pub use event::EventQueue;
 /// Per-packet trace columns (`packets.parquet`), shared with the emulator.
-pub use l4slab_core::pkttrace::PacketTrace;
+pub use l4slab_core::pkttrace::{PacketChunk, PacketTrace, CHUNK_ROWS};
 pub use recorder::DurStats;
 pub use series::SeriesStore;
 
@@ -57,20 +57,46 @@ pub struct RunOutput {
     /// summary.json content (keys sorted: serde_json's map is a BTreeMap).
     pub summary: serde_json::Value,
     pub series: SeriesStore,
+    /// The whole packet trace from [`run`]; `None` from [`run_streaming`]
+    /// (its sink got the rows) or when the scenario does not trace packets.
     pub packets: Option<PacketTrace>,
     pub stats: RunStats,
 }
 
-/// Run `scenario` to completion. `progress(now)` is called every few
-/// thousand events; returning `false` cancels the run.
+/// Run `scenario` to completion, keeping the whole packet trace (if the
+/// scenario asks for one) in [`RunOutput::packets`]. `progress(now)` is
+/// called every few thousand events; returning `false` cancels the run.
 pub fn run(
     scenario: &Scenario,
     opts: &RunOptions,
     progress: &mut dyn FnMut(Time) -> bool,
 ) -> Result<RunOutput, SimError> {
+    let mut all = scenario.packet_trace.then(PacketTrace::default);
+    let mut out = run_streaming(scenario, opts, progress, &mut |chunk| {
+        if let Some(all) = &mut all {
+            all.extend_from(chunk);
+        }
+        true
+    })?;
+    out.packets = all;
+    Ok(out)
+}
+
+/// Run `scenario` to completion, handing the packet trace to `packets` as
+/// it is recorded: every [`CHUNK_ROWS`] rows, then the rest at the end (a
+/// chunk of zero rows when nothing is left; `packets` is called at least
+/// once when the scenario traces packets, never when it does not). Memory
+/// stays bounded however long the run. `progress` as in [`run`]; either
+/// callback returning `false` cancels the run ([`SimError::Cancelled`]).
+pub fn run_streaming(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(Time) -> bool,
+    packets: &mut dyn FnMut(&PacketChunk<'_>) -> bool,
+) -> Result<RunOutput, SimError> {
     let seed = opts.seed.unwrap_or(scenario.seed);
     let mut sim = setup::build(scenario, seed)?;
-    sim.run(progress)?;
+    sim.run(progress, packets)?;
     Ok(sim.finish())
 }
 

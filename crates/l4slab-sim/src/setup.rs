@@ -23,6 +23,7 @@ use crate::recorder::Recorder;
 use crate::segstore::SegStore;
 use crate::series::SeriesStore;
 use crate::{PacketTrace, SimError};
+use l4slab_core::pkttrace::CHUNK_ROWS;
 
 /// Queue names, indexed by direction (DOWN = 0, UP = 1).
 pub const QUEUE_NAMES: [&str; 2] = ["bottleneck.down", "bottleneck.up"];
@@ -270,7 +271,10 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         segs: SegStore::default(),
         series,
         keys,
-        trace: scn.packet_trace.then(PacketTrace::default),
+        // Room for a chunk and the rows one event may add past it.
+        trace: scn
+            .packet_trace
+            .then(|| PacketTrace::with_capacity(CHUNK_ROWS + CHUNK_ROWS / 8)),
         counts: PacketCounts::default(),
         events: 0,
         out: Vec::with_capacity(64),

@@ -210,7 +210,8 @@ impl Sim<'_> {
         RunOutput {
             summary,
             series: self.series,
-            packets: self.trace,
+            // Handed to the sink during the run (`crate::run_streaming`).
+            packets: None,
             stats,
         }
     }

@@ -38,11 +38,14 @@ fn s<'a>(out: &'a RunOutput, key: &str) -> &'a str {
 /// classic ECN sends retransmissions Not-ECT), in order.
 fn data_ecn(out: &RunOutput) -> Vec<&'static str> {
     let tr = out.packets.as_ref().expect("packet trace");
-    (0..tr.t_s.len())
+    (0..tr.rows())
         .filter(|&i| {
-            tr.event[i] == "send" && tr.side[i] == "data" && tr.len[i] > 0 && !tr.retransmission[i]
+            tr.event_name(i) == "send"
+                && tr.side_name(i) == "data"
+                && tr.len[i] > 0
+                && !tr.retransmission[i]
         })
-        .map(|i| tr.ecn[i])
+        .map(|i| tr.ecn_name(i))
         .collect()
 }
 

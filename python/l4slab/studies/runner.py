@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from l4slab.results import Results, _staging_dir
+from l4slab.results import Results, _staging_dir, check_output_dir, write_manifest
 from l4slab.studies.expr import ExprError
 from l4slab.studies.metrics import METRICS, MetricError, summary_path
 from l4slab.studies.spec import ClaimSpec, MeasureSpec, Study, StudyError
@@ -408,17 +408,13 @@ def check_scenarios(study: Study) -> None:
 
 
 def check_study_dir(path: Path) -> None:
-    """Raise ``FileExistsError`` unless ``path`` is missing, empty or an earlier study run."""
-    if not path.exists():
-        return
-    if not path.is_dir():
-        raise FileExistsError(f"{path} exists and is not a directory")
-    entries = sorted(entry.name for entry in path.iterdir())
-    if entries and STUDY_JSON not in entries:
-        raise FileExistsError(
-            f"refusing to replace {path}: it holds {', '.join(entries[:3])} but no {STUDY_JSON}, "
-            "so it is not a study's results; choose another output directory (-o) or remove it"
-        )
+    """Raise ``FileExistsError`` unless ``path`` is missing, empty or an earlier study run.
+
+    An earlier study run is one whose manifest (``.l4slab-manifest.json``) lists every
+    file in it (see :func:`l4slab.results.check_output_dir`): a file l4slab did not
+    write, or a study written without a manifest, is refused and never replaced.
+    """
+    check_output_dir(path)
 
 
 def reproduce(
@@ -456,5 +452,6 @@ def reproduce(
         if report:
             outcome.path = tmp
             write_study_report(outcome, tmp)
+        write_manifest(tmp, "reproduce")
     outcome.path = target
     return outcome
