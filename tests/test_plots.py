@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from typing import Any
@@ -150,6 +151,84 @@ def test_time_sequence_of_a_file_transfer(small_runs):
     sent = len(collection(ax, "data sent").get_segments()) + len(retransmissions)
     assert sent == flow["data_segments_sent"]
     assert collection(ax, "SACK block").get_segments(), "losses are SACKed"
+
+
+def test_reading_in_small_batches_gives_the_same_trace(small_runs, traced, monkeypatch):
+    """The trace is read as a stream: where batches end changes nothing (the SYN before the
+    first batch with data, SACKs and retransmissions across batches, CE marks whose copy
+    was sent in an earlier batch)."""
+    from l4slab.plots import _trace
+
+    res = load(small_runs["file"])
+    whole = {
+        "file": (plots.flow_trace(res, "file"), plots.segment_rtts(res, "file")),
+        "traced": (plots.flow_trace(traced, 0), plots.segment_rtts(traced, 0)),
+    }
+    whole_dist = plots.segment_rtt_distributions(res)["file"]
+    assert len(whole["traced"][0].ce_t) == 1 and len(whole["file"][0].sack_t) > 100
+
+    # The hand-made trace (12 rows) in batches of 1, 2 or 5 rows; the file transfer (2,500
+    # rows; its first 2 are the SYN, before the data side sent anything).
+    for small, rows in ((1, 2), (2, 97), (5, 1000)):
+        for results, key, flow, size in ((res, "file", "file", rows), (traced, "traced", 0, small)):
+            monkeypatch.setattr(_trace, "BATCH_ROWS", size)
+            trace, (sent, rtt) = plots.flow_trace(results, flow), plots.segment_rtts(results, flow)
+            for field in dataclasses.fields(trace):
+                a, b = getattr(trace, field.name), getattr(whole[key][0], field.name)
+                assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, field.name
+            assert np.array_equal(sent, whole[key][1][0]) and np.array_equal(rtt, whole[key][1][1])
+        monkeypatch.setattr(_trace, "BATCH_ROWS", rows)
+        dist = plots.segment_rtt_distributions(res)["file"]
+        assert np.array_equal(dist.counts, whole_dist.counts) and dist.max == whole_dist.max
+
+
+def test_a_long_flow_is_drawn_decimated_with_its_rare_events_exact(small_runs):
+    res = load(small_runs["file"])
+    exact = plots.tsg_data(res, "file")
+    trace = plots.flow_trace(res, "file")
+    assert not exact.decimated
+
+    data = plots.tsg_data(res, "file", max_events=200, bins=50)
+
+    assert set(data.decimated) == {"data", "acks", "sacks"}
+    # Data: one tick per bin, from the lowest to the highest byte sent in that bin.
+    width = data.data.bin_s
+    assert width == pytest.approx(res.summary["duration_s"] / 50)
+    original = ~trace.data_retx
+    bins = np.floor(trace.data_t[original] / width).astype(int)
+    for t, lo, hi in zip(data.data.t, data.data.lo, data.data.hi, strict=True):
+        mine = bins == int(t // width)
+        assert lo == trace.data_seq[original][mine].min()
+        assert hi == (trace.data_seq + trace.data_len)[original][mine].max()
+    assert len(data.data.t) == len(set(bins)) <= 50
+    assert data.data.total == original.sum()
+    # The ACK line: each bin's first and last ACK, so it still starts and ends right.
+    line = list(zip(trace.ack_t, trace.acked, strict=True))
+    points = list(zip(data.acks.t, data.acks.acked, strict=True))
+    assert set(points) <= set(line) and points[0] == line[0] and points[-1] == line[-1]
+    # Rare events stay exact.
+    assert np.array_equal(data.retransmissions.t, exact.retransmissions.t)
+    assert np.array_equal(data.drops.t, trace.drop_t)
+
+    ax = plots.draw_time_sequence(data)
+    labels = [c.get_label() for c in ax.collections] + list(labelled_lines(ax))
+    assert "data sent (range per 60 ms bin, 691 in all)" in labels
+    assert "retransmission" in labels and "dropped in the network" in labels
+    assert ax.get_title().endswith("(decimated)")
+    note = " ".join(text.get_text() for text in ax.texts)
+    assert "decimated" in note and "--tsg-window" in note
+
+
+def test_distribution_quantiles_are_within_a_bin(small_runs):
+    values = np.random.default_rng(1).lognormal(3.0, 1.0, 100_000)
+
+    dist = plots.Distribution.of(values)
+
+    assert dist.n == len(values) and dist.max == values.max() and dist.min == values.min()
+    for q in (0.01, 0.5, 0.9, 0.99, 0.999):
+        exact = np.quantile(values, q, method="inverted_cdf")
+        assert exact <= dist.quantile(q) <= exact * 1.001
+    assert dist.counts.nbytes < 200_000
 
 
 def test_interesting_window_is_around_the_first_loss(small_runs):
