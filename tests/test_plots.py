@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from l4slab import load, plots
 from l4slab.results import Results
-from l4slab.tables import flow_order
+from l4slab.tables import flow_order, flows_data, format_number
 
 
 def labelled_lines(ax: Axes) -> dict[str, Any]:
@@ -247,20 +247,24 @@ def test_rtt_cdf_from_the_trace_has_one_line_per_flow(small_runs):
 
     ax = plots.rtt_cdf(res)
 
-    lines = labelled_lines(ax)
+    lines = {k: v for k, v in labelled_lines(ax).items() if not k.startswith("dots")}
     assert list(lines) == flow_order(res.summary) == ["reno.0", "reno.1"]
     for name, line in lines.items():
         x, y = line.get_xdata(), line.get_ydata()
         samples = plots.segment_rtts(res, name)[1]
+        assert len(samples) > 1000
         assert np.all(np.diff(x) >= 0), "sorted RTTs"
-        assert x[-1] == samples.max()
-        assert len(x) == len(samples) > 100
+        assert x[-1] == samples.max() and x[0] >= samples.min() >= base_rtt_ms
         assert y[-1] == 1.0 and np.all(np.diff(y) > 0)
-        assert x[0] >= base_rtt_ms, "no RTT below the propagation delay"
+        # A histogram of 0.1 % bins: a step at x with fraction y has the y·n smallest
+        # samples at or below x, and the largest of them within 0.1 % of x.
+        largest = np.sort(samples)[np.rint(y * len(samples)).astype(int) - 1]
+        assert np.all((largest <= x) & (x <= largest * 1.001))
         # The per-segment median is close to the simulator's own RTT median.
-        assert np.median(x) == pytest.approx(res.flow(name)["rtt_ms"]["p50"], rel=0.15)
-    assert ax.get_xlabel() == "RTT (ms)"
-    assert "packet trace" in ax.get_title()
+        assert np.median(samples) == pytest.approx(res.flow(name)["rtt_ms"]["p50"], rel=0.15)
+    assert ax.get_xlabel().startswith("per-segment RTT")
+    assert ax.get_ylabel() == "fraction of segments"
+    assert "per segment (packet trace)" in ax.get_title()
 
 
 def test_rtt_cdf_without_a_trace_uses_the_interval_means(small_runs):
@@ -268,13 +272,14 @@ def test_rtt_cdf_without_a_trace_uses_the_interval_means(small_runs):
 
     ax = plots.rtt_cdf(res)
 
-    lines = labelled_lines(ax)
+    lines = {k: v for k, v in labelled_lines(ax).items() if not k.startswith("dots")}
     assert list(lines) == flow_order(res.summary)
     for name, line in lines.items():
         _, means = res.series(f"flow/{name}", "rtt_ms")
         assert list(line.get_xdata()) == sorted(means)
         assert line.get_xdata()[-1] == means.max()
     assert "no packet trace" in ax.get_title()
+    assert ax.get_xlabel() == "per-ACK RTT, mean per 100 ms (ms)"
 
 
 def test_rtt_cdf_both_sources(small_runs):
@@ -282,8 +287,67 @@ def test_rtt_cdf_both_sources(small_runs):
 
     ax = plots.rtt_cdf(res, source="both", flows=["reno.1"])
 
-    assert list(labelled_lines(ax)) == ["reno.1", "reno.1 (interval means)"]
-    assert labelled_lines(ax)["reno.1 (interval means)"].get_linestyle() == "--"
+    assert list(labelled_lines(ax)) == [
+        "reno.1",
+        "reno.1 (per-ACK, 100 ms means)",
+        "dots: per-ACK p50, p90, p99, p99.9",
+    ]
+    assert labelled_lines(ax)["reno.1 (per-ACK, 100 ms means)"].get_linestyle() == "--"
+
+
+def test_rtt_cdf_names_the_two_rtts_apart_and_shows_the_tables_percentiles(small_runs):
+    """One metric, one name: the CDF's line is the per-segment RTT of the trace, its dots
+    the per-ACK percentiles the flow table shows (summary.json rtt_ms), each said so."""
+    res = load(small_runs["dualpi2"])
+    table = flows_data(res.summary)
+
+    ax = plots.rtt_cdf(res, source="both")
+
+    for name in flow_order(res.summary):
+        rtt = res.flow(name)["rtt_ms"]
+        (dots,) = [line for line in ax.get_lines() if line.get_label().endswith(f"of {name}")]
+        assert dots.get_label() == f"_per-ACK percentiles of {name}"
+        assert list(dots.get_xdata()) == [rtt["p50"], rtt["p90"], rtt["p99"], rtt["p999"]]
+        assert list(dots.get_ydata()) == [0.5, 0.9, 0.99, 0.999]
+        row = next(row for row in table.rows if row.cells[0] == name)
+        assert format_number(dots.get_xdata()[2], digits=1) in row.cells
+    assert "dots: per-ACK p50, p90, p99, p99.9" in labelled_lines(ax)
+    assert "per segment (solid) and per-ACK (dashed, dots)" in ax.get_title()
+    headers = [column.header for column in table.columns]
+    assert [h for h in headers if "RTT" in h] == [
+        "per-ACK\nRTT ms\nmin",
+        "per-ACK\nRTT ms\np50",
+        "per-ACK\nRTT ms\np99",
+    ]
+
+
+def test_the_per_ack_rtt_is_one_sample_per_ack_of_new_data(small_runs):
+    """What summary.json's rtt_ms measures, checked against the trace: for each ACK that
+    acknowledges new data, the time since the send of the segment it was waiting for
+    (the timestamp the receiver echoes). ACKs that only SACK give no sample — which is
+    why the per-segment tail of the trace can be longer."""
+    res = load(small_runs["dualpi2"])
+
+    for name in flow_order(res.summary):
+        trace = plots.flow_trace(res, name)
+        line = np.maximum.accumulate(trace.ack)
+        before = np.concatenate([[-1], line[:-1]])
+        new = line > before
+        waited_for = before[new].clip(0)
+        # The last send of that segment before the ACK came back.
+        sent = np.array(
+            [
+                trace.data_t[(trace.data_seq == seq) & (trace.data_t <= at)].max()
+                for seq, at in zip(waited_for, trace.ack_t[new], strict=True)
+            ]
+        )
+        per_ack = (trace.ack_t[new] - sent) * 1e3
+        rtt = res.flow(name)["rtt_ms"]
+        for key, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+            assert np.quantile(per_ack, q, method="inverted_cdf") == pytest.approx(
+                rtt[key], rel=0.01
+            )
+        assert per_ack.max() == pytest.approx(rtt["max"], rel=1e-3)
 
 
 def test_timeseries_converts_units(small_runs):
