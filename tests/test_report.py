@@ -307,6 +307,19 @@ def test_cli_report_errors_exit_2(bundle_copy, tmp_path, capsys):
     assert "nope" in err and "reno.0" in err
 
 
+def test_cli_report_tsg_window(bundle_copy, capsys):
+    bundle = bundle_copy("file")
+
+    assert main(["report", str(bundle), "--tsg-window", "0.5:0.75"]) == 0
+
+    page = (bundle / REPORT_FILE).read_text(encoding="utf-8")
+    assert "0.500 s to 0.750 s: the range asked for (--tsg-window)" in page
+    for bad in ("0.75", "1:0.5", "a:b", "-1:2"):
+        capsys.readouterr()
+        assert main(["report", str(bundle), "--tsg-window", bad]) == 2
+        assert "--tsg-window" in capsys.readouterr().err
+
+
 def test_cli_run_with_report_and_run_again(native, golden_scenario, tmp_path, capsys, one_figure):
     out = tmp_path / "res"
     args = ["run", str(golden_scenario), "-o", str(out), "--set", "duration=2s", "-q", "--report"]
