@@ -653,9 +653,10 @@ def _summary_html(results: Results) -> str:
         '<p class="note">Goodput in Mbit/s (10⁶ bit/s); RTT and sojourn in ms; sizes in '
         "decimal bytes (1 MB = 10⁶ B); utilization in % of the link rate. The same "
         "numbers as <code>l4slab show</code>. "
-        f"RTT: {_e(RTT_MEANING[per_ack])} — not the per-segment RTT of the packet trace "
-        "(see the RTT distribution figure). Sojourn: the time each packet spent in the "
-        "queue, over every packet; the figures' lines are means per interval.</p>"
+        f"The RTT columns are the {_e(RTT_MEANING[per_ack])} — not the per-segment RTT "
+        "of the packet trace (see the RTT distribution figure). Sojourn: the time each "
+        "packet spent in the queue, over every packet; the figures' lines are means per "
+        "interval.</p>"
     )
     return "\n".join(parts)
 
