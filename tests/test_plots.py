@@ -182,6 +182,33 @@ def test_reading_in_small_batches_gives_the_same_trace(small_runs, traced, monke
         assert np.array_equal(dist.counts, whole_dist.counts) and dist.max == whole_dist.max
 
 
+def test_a_flow_of_datagrams_is_not_held_in_memory(make_native_result, monkeypatch):
+    """Rows wait for the data side's SYN (to make sequence numbers relative), but a flow of
+    datagrams never sends one: past a few thousand rows they go on, numbers absolute."""
+    from l4slab.plots import _trace
+
+    native = make_native_result()
+    rows = 60
+    native["packets"] = {
+        "t_s": [0.001 * i for i in range(rows)],
+        "event": ["send", "deliver"] * (rows // 2),
+        "flow": [0] * rows,
+        "side": ["dgram"] * rows,
+        "seq": [i // 2 for i in range(rows)],
+        "len": [100] * rows,
+        "retransmission": [False] * rows,
+    }
+    res = Results.from_native(native)
+    monkeypatch.setattr(_trace, "BATCH_ROWS", 4)
+    monkeypatch.setattr(_trace, "_HOLD_ROWS", 8)
+
+    streamed = list(_trace._stream(res, [0], _trace._RTT_COLUMNS, need_ce=False))
+
+    assert len(streamed) == rows // 4 - 2, "events come out as the rows are read"
+    assert streamed[0][2].base == 0
+    assert plots.segment_rtts(res, 0)[0].size == 0 and plots.flow_trace(res, 0).base == 0
+
+
 def test_a_long_flow_is_drawn_decimated_with_its_rare_events_exact(small_runs):
     res = load(small_runs["file"])
     exact = plots.tsg_data(res, "file")

@@ -64,6 +64,9 @@ TSG_MAX_EVENTS = 50_000
 #: Time bins of a decimated time-sequence graph: about one per pixel column of the
 #: report's wide figure (13 in at 110 dpi).
 TSG_BINS = 1_500
+#: Rows of a flow held until its data side sends (to make sequence numbers relative);
+#: past this many, the flow's numbers stay absolute (a flow of datagrams sends no SYN).
+_HOLD_ROWS = 4_096
 #: Sent segments remembered to find when a CE-marked copy was sent (the newest are kept).
 _OUTSTANDING_CAP = 1 << 20
 
@@ -552,9 +555,12 @@ class _FlowScan:
         if self.base is None:
             sent = rows.data & rows.send
             if not sent.any():
-                # Nothing sent by the data side yet: wait for the SYN to set the base.
+                # Nothing sent by the data side yet: wait for the SYN to set the base, but
+                # not for ever (a flow of datagrams never sends one).
                 self._held.append(rows)
-                return None
+                if sum(len(held) for held in self._held) <= _HOLD_ROWS:
+                    return None
+                return self.close()
             rows = _concat_rows([*self._held, rows])
             self._held = []
             self.base = self._base(rows)
