@@ -565,7 +565,7 @@ def test_main_handles_sigterm_only_while_it_runs(tmp_path, capsys, monkeypatch, 
     before = signal.getsignal(signal.SIGTERM)
     during = []
 
-    def report(directory: Path, *, flow: str | None) -> Path:
+    def report(directory: Path, *, flow: str | None, tsg_window: object = None) -> Path:
         during.append(signal.getsignal(signal.SIGTERM))
         return directory / "report.html"
 

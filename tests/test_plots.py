@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from typing import Any
@@ -14,7 +15,7 @@ from matplotlib.figure import Figure
 
 from l4slab import load, plots
 from l4slab.results import Results
-from l4slab.tables import flow_order
+from l4slab.tables import flow_order, flows_data, format_number
 
 
 def labelled_lines(ax: Axes) -> dict[str, Any]:
@@ -152,6 +153,111 @@ def test_time_sequence_of_a_file_transfer(small_runs):
     assert collection(ax, "SACK block").get_segments(), "losses are SACKed"
 
 
+def test_reading_in_small_batches_gives_the_same_trace(small_runs, traced, monkeypatch):
+    """The trace is read as a stream: where batches end changes nothing (the SYN before the
+    first batch with data, SACKs and retransmissions across batches, CE marks whose copy
+    was sent in an earlier batch)."""
+    from l4slab.plots import _trace
+
+    res = load(small_runs["file"])
+    whole = {
+        "file": (plots.flow_trace(res, "file"), plots.segment_rtts(res, "file")),
+        "traced": (plots.flow_trace(traced, 0), plots.segment_rtts(traced, 0)),
+    }
+    whole_dist = plots.segment_rtt_distributions(res)["file"]
+    assert len(whole["traced"][0].ce_t) == 1 and len(whole["file"][0].sack_t) > 100
+
+    # The hand-made trace (12 rows) in batches of 1, 2 or 5 rows; the file transfer (2,500
+    # rows; its first 2 are the SYN, before the data side sent anything).
+    for small, rows in ((1, 2), (2, 97), (5, 1000)):
+        for results, key, flow, size in ((res, "file", "file", rows), (traced, "traced", 0, small)):
+            monkeypatch.setattr(_trace, "BATCH_ROWS", size)
+            trace, (sent, rtt) = plots.flow_trace(results, flow), plots.segment_rtts(results, flow)
+            for field in dataclasses.fields(trace):
+                a, b = getattr(trace, field.name), getattr(whole[key][0], field.name)
+                assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, field.name
+            assert np.array_equal(sent, whole[key][1][0]) and np.array_equal(rtt, whole[key][1][1])
+        monkeypatch.setattr(_trace, "BATCH_ROWS", rows)
+        dist = plots.segment_rtt_distributions(res)["file"]
+        assert np.array_equal(dist.counts, whole_dist.counts) and dist.max == whole_dist.max
+
+
+def test_a_flow_of_datagrams_is_not_held_in_memory(make_native_result, monkeypatch):
+    """Rows wait for the data side's SYN (to make sequence numbers relative), but a flow of
+    datagrams never sends one: past a few thousand rows they go on, numbers absolute."""
+    from l4slab.plots import _trace
+
+    native = make_native_result()
+    rows = 60
+    native["packets"] = {
+        "t_s": [0.001 * i for i in range(rows)],
+        "event": ["send", "deliver"] * (rows // 2),
+        "flow": [0] * rows,
+        "side": ["dgram"] * rows,
+        "seq": [i // 2 for i in range(rows)],
+        "len": [100] * rows,
+        "retransmission": [False] * rows,
+    }
+    res = Results.from_native(native)
+    monkeypatch.setattr(_trace, "BATCH_ROWS", 4)
+    monkeypatch.setattr(_trace, "_HOLD_ROWS", 8)
+
+    streamed = list(_trace._stream(res, [0], _trace._RTT_COLUMNS, need_ce=False))
+
+    assert len(streamed) == rows // 4 - 2, "events come out as the rows are read"
+    assert streamed[0][2].base == 0
+    assert plots.segment_rtts(res, 0)[0].size == 0 and plots.flow_trace(res, 0).base == 0
+
+
+def test_a_long_flow_is_drawn_decimated_with_its_rare_events_exact(small_runs):
+    res = load(small_runs["file"])
+    exact = plots.tsg_data(res, "file")
+    trace = plots.flow_trace(res, "file")
+    assert not exact.decimated
+
+    data = plots.tsg_data(res, "file", max_events=200, bins=50)
+
+    assert set(data.decimated) == {"data", "acks", "sacks"}
+    # Data: one tick per bin, from the lowest to the highest byte sent in that bin.
+    width = data.data.bin_s
+    assert width == pytest.approx(res.summary["duration_s"] / 50)
+    original = ~trace.data_retx
+    bins = np.floor(trace.data_t[original] / width).astype(int)
+    for t, lo, hi in zip(data.data.t, data.data.lo, data.data.hi, strict=True):
+        mine = bins == int(t // width)
+        assert lo == trace.data_seq[original][mine].min()
+        assert hi == (trace.data_seq + trace.data_len)[original][mine].max()
+    assert len(data.data.t) == len(set(bins)) <= 50
+    assert data.data.total == original.sum()
+    # The ACK line: each bin's first and last ACK, so it still starts and ends right.
+    line = list(zip(trace.ack_t, trace.acked, strict=True))
+    points = list(zip(data.acks.t, data.acks.acked, strict=True))
+    assert set(points) <= set(line) and points[0] == line[0] and points[-1] == line[-1]
+    # Rare events stay exact.
+    assert np.array_equal(data.retransmissions.t, exact.retransmissions.t)
+    assert np.array_equal(data.drops.t, trace.drop_t)
+
+    ax = plots.draw_time_sequence(data)
+    labels = [c.get_label() for c in ax.collections] + list(labelled_lines(ax))
+    assert "data sent (range per 60 ms bin, 691 in all)" in labels
+    assert "retransmission" in labels and "dropped in the network" in labels
+    assert ax.get_title().endswith("(decimated)")
+    note = " ".join(text.get_text() for text in ax.texts)
+    assert "decimated" in note and "--tsg-window" in note
+
+
+def test_distribution_quantiles_are_within_a_bin(small_runs):
+    values = np.random.default_rng(1).lognormal(3.0, 1.0, 100_000)
+
+    dist = plots.Distribution.of(values)
+
+    assert dist.n == len(values) and dist.max == values.max() and dist.min == values.min()
+    for q in (0.01, 0.5, 0.9, 0.99, 0.999):
+        exact = np.quantile(values, q, method="inverted_cdf")
+        assert exact <= dist.quantile(q) <= exact * 1.001
+    assert dist.counts.nbytes < 200_000
+
+
 def test_interesting_window_is_around_the_first_loss(small_runs):
     res = load(small_runs["file"])
     first_drop = plots.flow_trace(res, "file").drop_t.min()
@@ -168,20 +274,24 @@ def test_rtt_cdf_from_the_trace_has_one_line_per_flow(small_runs):
 
     ax = plots.rtt_cdf(res)
 
-    lines = labelled_lines(ax)
+    lines = {k: v for k, v in labelled_lines(ax).items() if not k.startswith("dots")}
     assert list(lines) == flow_order(res.summary) == ["reno.0", "reno.1"]
     for name, line in lines.items():
         x, y = line.get_xdata(), line.get_ydata()
         samples = plots.segment_rtts(res, name)[1]
+        assert len(samples) > 1000
         assert np.all(np.diff(x) >= 0), "sorted RTTs"
-        assert x[-1] == samples.max()
-        assert len(x) == len(samples) > 100
+        assert x[-1] == samples.max() and x[0] >= samples.min() >= base_rtt_ms
         assert y[-1] == 1.0 and np.all(np.diff(y) > 0)
-        assert x[0] >= base_rtt_ms, "no RTT below the propagation delay"
+        # A histogram of 0.1 % bins: a step at x with fraction y has the y·n smallest
+        # samples at or below x, and the largest of them within 0.1 % of x.
+        largest = np.sort(samples)[np.rint(y * len(samples)).astype(int) - 1]
+        assert np.all((largest <= x) & (x <= largest * 1.001))
         # The per-segment median is close to the simulator's own RTT median.
-        assert np.median(x) == pytest.approx(res.flow(name)["rtt_ms"]["p50"], rel=0.15)
-    assert ax.get_xlabel() == "RTT (ms)"
-    assert "packet trace" in ax.get_title()
+        assert np.median(samples) == pytest.approx(res.flow(name)["rtt_ms"]["p50"], rel=0.15)
+    assert ax.get_xlabel().startswith("per-segment RTT")
+    assert ax.get_ylabel() == "fraction of segments"
+    assert "per segment (packet trace)" in ax.get_title()
 
 
 def test_rtt_cdf_without_a_trace_uses_the_interval_means(small_runs):
@@ -189,13 +299,14 @@ def test_rtt_cdf_without_a_trace_uses_the_interval_means(small_runs):
 
     ax = plots.rtt_cdf(res)
 
-    lines = labelled_lines(ax)
+    lines = {k: v for k, v in labelled_lines(ax).items() if not k.startswith("dots")}
     assert list(lines) == flow_order(res.summary)
     for name, line in lines.items():
         _, means = res.series(f"flow/{name}", "rtt_ms")
         assert list(line.get_xdata()) == sorted(means)
         assert line.get_xdata()[-1] == means.max()
     assert "no packet trace" in ax.get_title()
+    assert ax.get_xlabel() == "per-ACK RTT, mean per 100 ms (ms)"
 
 
 def test_rtt_cdf_both_sources(small_runs):
@@ -203,8 +314,67 @@ def test_rtt_cdf_both_sources(small_runs):
 
     ax = plots.rtt_cdf(res, source="both", flows=["reno.1"])
 
-    assert list(labelled_lines(ax)) == ["reno.1", "reno.1 (interval means)"]
-    assert labelled_lines(ax)["reno.1 (interval means)"].get_linestyle() == "--"
+    assert list(labelled_lines(ax)) == [
+        "reno.1",
+        "reno.1 (per-ACK, 100 ms means)",
+        "dots: per-ACK p50, p90, p99, p99.9",
+    ]
+    assert labelled_lines(ax)["reno.1 (per-ACK, 100 ms means)"].get_linestyle() == "--"
+
+
+def test_rtt_cdf_names_the_two_rtts_apart_and_shows_the_tables_percentiles(small_runs):
+    """One metric, one name: the CDF's line is the per-segment RTT of the trace, its dots
+    the per-ACK percentiles the flow table shows (summary.json rtt_ms), each said so."""
+    res = load(small_runs["dualpi2"])
+    table = flows_data(res.summary)
+
+    ax = plots.rtt_cdf(res, source="both")
+
+    for name in flow_order(res.summary):
+        rtt = res.flow(name)["rtt_ms"]
+        (dots,) = [line for line in ax.get_lines() if line.get_label().endswith(f"of {name}")]
+        assert dots.get_label() == f"_per-ACK percentiles of {name}"
+        assert list(dots.get_xdata()) == [rtt["p50"], rtt["p90"], rtt["p99"], rtt["p999"]]
+        assert list(dots.get_ydata()) == [0.5, 0.9, 0.99, 0.999]
+        row = next(row for row in table.rows if row.cells[0] == name)
+        assert format_number(dots.get_xdata()[2], digits=1) in row.cells
+    assert "dots: per-ACK p50, p90, p99, p99.9" in labelled_lines(ax)
+    assert "per segment (solid) and per-ACK (dashed, dots)" in ax.get_title()
+    headers = [column.header for column in table.columns]
+    assert [h for h in headers if "RTT" in h] == [
+        "per-ACK\nRTT ms\nmin",
+        "per-ACK\nRTT ms\np50",
+        "per-ACK\nRTT ms\np99",
+    ]
+
+
+def test_the_per_ack_rtt_is_one_sample_per_ack_of_new_data(small_runs):
+    """What summary.json's rtt_ms measures, checked against the trace: for each ACK that
+    acknowledges new data, the time since the send of the segment it was waiting for
+    (the timestamp the receiver echoes). ACKs that only SACK give no sample — which is
+    why the per-segment tail of the trace can be longer."""
+    res = load(small_runs["dualpi2"])
+
+    for name in flow_order(res.summary):
+        trace = plots.flow_trace(res, name)
+        line = np.maximum.accumulate(trace.ack)
+        before = np.concatenate([[-1], line[:-1]])
+        new = line > before
+        waited_for = before[new].clip(0)
+        # The last send of that segment before the ACK came back.
+        sent = np.array(
+            [
+                trace.data_t[(trace.data_seq == seq) & (trace.data_t <= at)].max()
+                for seq, at in zip(waited_for, trace.ack_t[new], strict=True)
+            ]
+        )
+        per_ack = (trace.ack_t[new] - sent) * 1e3
+        rtt = res.flow(name)["rtt_ms"]
+        for key, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+            assert np.quantile(per_ack, q, method="inverted_cdf") == pytest.approx(
+                rtt[key], rel=0.01
+            )
+        assert per_ack.max() == pytest.approx(rtt["max"], rel=1e-3)
 
 
 def test_timeseries_converts_units(small_runs):

@@ -8,7 +8,15 @@ import json
 from rich.console import Console
 
 from l4slab.results import Results
-from l4slab.tables import flows_table, queues_table, run_line, summary_view
+from l4slab.tables import (
+    flows_data,
+    flows_table,
+    queues_data,
+    queues_table,
+    rtt_name,
+    run_line,
+    summary_view,
+)
 
 
 def render(renderable: object) -> str:
@@ -28,6 +36,37 @@ def test_flow_row_has_units_converted(make_native_result):
     assert "50.1" in text and "70.2" in text and "95.5" in text  # RTT min / p50 / p99
     assert "42" in text and "40" in text  # retransmits, lost packets
     assert "seed 1" in text
+
+
+def test_rtt_and_sojourn_columns_say_what_they_measure(make_native_result):
+    summary = json.loads(make_native_result()["summary_json"])
+
+    flows, queues = flows_data(summary), queues_data(summary)
+
+    rtt = [column for column in flows.columns if "RTT" in column.header]
+    assert [column.header for column in rtt] == [
+        "per-ACK\nRTT ms\nmin",
+        "per-ACK\nRTT ms\np50",
+        "per-ACK\nRTT ms\np99",
+    ]
+    assert all("one per ACK that acknowledges new data" in column.tip for column in rtt)
+    sojourn = [column for column in queues.columns if "sojourn" in column.header]
+    assert len(sojourn) == 2
+    assert all("every packet that left it" in column.tip for column in sojourn)
+    assert "per-ACK" in render(flows_table(summary))
+
+
+def test_the_emulators_rtt_is_named_srtt(make_native_result):
+    summary = json.loads(make_native_result()["summary_json"])
+    summary["flows"]["download"]["rtt_source"] = "tcp_info srtt every 10 ms"
+
+    headers = [column.header for column in flows_data(summary).columns]
+
+    assert rtt_name(summary) == "srtt"
+    assert "srtt\nRTT ms\np99" in headers
+    assert next(c for c in flows_data(summary).columns if "p99" in c.header).tip.startswith(
+        "srtt: the kernel's smoothed RTT"
+    )
 
 
 def test_queue_row_lists_drop_reasons_without_zeros_or_total(make_native_result):

@@ -122,12 +122,14 @@ REPORT_SHORT = "Write the HTML report and figures of a results directory."
 REPORT_HELP = _help(
     "Write DIR/report.html, one self-contained page (open it in any browser, or mail it): "
     "the scenario and its topology, the summary tables, figures (RTT CDF per flow; goodput, "
-    "congestion window, RTT, queue delay per queue and sub-queue, drops and marks, and the "
+    "congestion window, RTT, queue sojourn per queue and sub-queue, drops and marks, and the "
     "AQM's marking/drop probability over time; a tcptrace-style time-sequence graph when the "
     "run has a packet trace), every metric, and the facts of the run. Each figure is also "
     "written as PNG and SVG in DIR/figures/.",
     "Example: [bold]l4slab report results/dualpi2-reno --open[/bold]",
     "The time-sequence graph needs packets.parquet: run with --set packet_trace=true. "
+    "It is drawn for the whole run (decimated into time bins when the flow is long) and "
+    "zoomed around the first loss, or on the range --tsg-window gives. "
     "[bold]l4slab run SCENARIO --report[/bold] runs and reports in one go.",
 )
 
@@ -517,17 +519,49 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    tsg_window: Annotated[
+        str | None,
+        typer.Option(
+            "--tsg-window",
+            metavar="T0:T1",
+            help="Time range in seconds of the zoomed time-sequence graph, e.g. 12.5:13.0 "
+            "(every packet in it is drawn). Default: around the flow's first loss, "
+            "retransmission or CE mark.",
+            show_default=False,
+        ),
+    ] = None,
     open_page: Annotated[
         bool, typer.Option("--open", help="Open the report in the web browser.")
     ] = False,
 ) -> None:
-    page = _write_report(directory, flow=flow)
+    window = _time_range(tsg_window, "--tsg-window") if tsg_window is not None else None
+    page = _write_report(directory, flow=flow, tsg_window=window)
     _stdout().print(f"report: {page}", markup=False, soft_wrap=True)
     if open_page:
         _open(page)
 
 
-def _write_report(directory: Path, *, flow: str | None) -> Path:
+def _time_range(text: str, option: str) -> tuple[float, float]:
+    """``"12.5:13"`` -> ``(12.5, 13.0)``, or exit naming the option."""
+    start, sep, stop = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        t0, t1 = float(start), float(stop)
+    except ValueError:
+        raise _fail(
+            f"{option}: {text!r} is not a range; write e.g. 12.5:13", EXIT_BAD_INPUT
+        ) from None
+    if not (0 <= t0 < t1 and t1 < float("inf")):
+        raise _fail(
+            f"{option}: {text!r} is not a range; write T0:T1 with 0 <= T0 < T1", EXIT_BAD_INPUT
+        )
+    return t0, t1
+
+
+def _write_report(
+    directory: Path, *, flow: str | None, tsg_window: tuple[float, float] | None = None
+) -> Path:
     """Write the report of a bundle, or exit naming the problem."""
     from l4slab.report import write_report
 
@@ -536,7 +570,7 @@ def _write_report(directory: Path, *, flow: str | None) -> Path:
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     try:
-        return write_report(results, flow=flow)
+        return write_report(results, flow=flow, tsg_window=tsg_window)
     except KeyError as exc:
         raise _fail(str(exc.args[0]) if exc.args else str(exc), EXIT_BAD_INPUT) from None
     except (FileExistsError, results_mod.OutputDirError) as exc:

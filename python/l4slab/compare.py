@@ -19,7 +19,13 @@ from typing import Any, Literal
 
 from matplotlib.axes import Axes
 
-from l4slab.plots import cdf_line, queue_delay_samples, rtt_samples
+from l4slab.plots import (
+    cdf_line,
+    has_packet_trace,
+    queue_delay_samples,
+    rtt_samples,
+    segment_rtt_distributions,
+)
 from l4slab.plots._style import new_axes, styles
 from l4slab.plots.cdf import percentile_markers
 from l4slab.report import (
@@ -302,9 +308,9 @@ def _get(mapping: Mapping[str, Any], *keys: str) -> Any:
 
 
 def _figures(runs: Sequence[Results], labels: Sequence[str]) -> list[FigureSpec]:
-    traced = all(run.packets is not None for run in runs)
+    traced = all(has_packet_trace(run) for run in runs)
     what = (
-        "per data segment, from the packet traces"
+        "per-segment RTT (send to the first ACK or SACK covering it), from the packet traces"
         if traced
         else "per-interval means of the rtt_ms series (not every run has a packet trace)"
     )
@@ -349,10 +355,16 @@ def rtt_cdf_overlay(
     ax = new_axes(ax)
     names = list(labels) if labels is not None else run_labels(runs)
     if source == "auto":
-        source = "trace" if all(run.packets is not None for run in runs) else "series"
+        source = "trace" if all(has_packet_trace(run) for run in runs) else "series"
     for run, label, (color, linestyle) in zip(runs, names, styles(), strict=False):
         if flow in run.flows():
-            cdf_line(ax, rtt_samples(run, flow, source), label, color=color, linestyle=linestyle)
+            # A trace is read as a stream into a bounded histogram, whatever its length.
+            values = (
+                segment_rtt_distributions(run, [flow])[flow]
+                if source == "trace"
+                else rtt_samples(run, flow, source)
+            )
+            cdf_line(ax, values, label, color=color, linestyle=linestyle)
     ax.set_xlabel("RTT per segment (ms)" if source == "trace" else "RTT, mean per interval (ms)")
     ax.set_ylabel("fraction of samples")
     ax.set_title(f"RTT CDF — {flow}")

@@ -18,7 +18,6 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -33,6 +32,7 @@ from l4slab.plots.timeseries import PROBABILITY_KEYS
 from l4slab.results import Results, load, write_files
 from l4slab.tables import (
     MISSING,
+    RTT_MEANING,
     TableData,
     apps_data,
     flow_order,
@@ -41,6 +41,7 @@ from l4slab.tables import (
     format_count,
     format_number,
     queues_data,
+    rtt_name,
     run_line,
 )
 
@@ -98,12 +99,16 @@ def write_report(
     out: str | os.PathLike[str] | None = None,
     *,
     flow: str | None = None,
+    tsg_window: tuple[float, float] | None = None,
 ) -> Path:
     """Write ``report.html`` and ``figures/`` for a results bundle; return the HTML's path.
 
     ``out`` is the directory to write into (default: the results directory itself).
     ``flow`` picks the flow of the time-sequence graph (default: the first flow);
-    that graph needs the packet trace, the rest does not. The report's files
+    that graph needs the packet trace, the rest does not. ``tsg_window=(t0, t1)``
+    (seconds) is the time range of the zoomed time-sequence graph (default: around
+    the flow's first loss, retransmission or CE mark). The packet trace is read as
+    a stream, so memory stays bounded however long it is. The report's files
     replace those of an earlier report (per the directory's manifest,
     ``.l4slab-manifest.json``): figures it no longer draws are removed, and
     nothing else in the directory or in ``figures/`` is touched. A file the
@@ -120,7 +125,8 @@ def write_report(
     if flow is not None and flow not in results.flows():
         there = ", ".join(repr(name) for name in flow_order(results.summary)) or "none"
         raise KeyError(f"no flow {flow!r}; there are: {there}")
-    rendered = [render_figure(spec) for spec in report_figures(results, flow=flow)]
+    specs = report_figures(results, flow=flow, tsg_window=tsg_window)
+    rendered = [render_figure(spec) for spec in specs]
     files = figure_files(rendered)
     files[REPORT_FILE] = report_html(results, rendered).encode("utf-8")
     write_files(target, "report", files)
@@ -130,29 +136,34 @@ def write_report(
 # --------------------------------------------------------------------------- figures
 
 
-def report_figures(results: Results, *, flow: str | None = None) -> list[FigureSpec]:
-    """The figures of a report, in order; those that need absent data are left out."""
-    traced = results.packets is not None
+def report_figures(
+    results: Results,
+    *,
+    flow: str | None = None,
+    tsg_window: tuple[float, float] | None = None,
+) -> list[FigureSpec]:
+    """The figures of a report, in order; those that need absent data are left out.
+
+    ``tsg_window`` sets the range of the zoomed time-sequence graph (see write_report).
+    """
+    if tsg_window is not None and not tsg_window[0] < tsg_window[1]:
+        raise ValueError(f"tsg_window: {tsg_window[0]:g} to {tsg_window[1]:g} is not a range")
+    traced = plots.has_packet_trace(results)
     interval = _interval_text(results)
+    per_ack = rtt_name(results.summary)
     specs = [
         FigureSpec(
             "rtt-cdf",
             "RTT distribution",
-            (
-                "Cumulative distribution of each flow's round-trip time. Solid: one sample "
-                "per data segment from the packet trace (send → first ACK covering it, "
-                f"delayed ACKs included); dashed: the {interval} means of the rtt_ms series."
-                if traced
-                else f"Cumulative distribution of the {interval} means of each flow's "
-                "rtt_ms series (set packet_trace = true for one sample per segment). "
-                "Means hide the tail: see the RTT p99 in the flow table."
-            ),
+            _rtt_cdf_caption(results, traced, interval, per_ack),
             lambda ax: plots.rtt_cdf(results, ax=ax, source="both"),
         ),
         FigureSpec(
             "goodput",
             "Goodput over time",
-            f"Application bytes delivered in order per {interval} interval, in Mbit/s.",
+            f"Application bytes delivered in order per {interval} interval, in Mbit/s. The "
+            "flow table's goodput is the average from the flow's start to its completion "
+            "(or the end of the run).",
             lambda ax: plots.timeseries(results, "goodput_bps", ax=ax),
         ),
         FigureSpec(
@@ -164,7 +175,8 @@ def report_figures(results: Results, *, flow: str | None = None) -> list[FigureS
         FigureSpec(
             "rtt",
             "RTT over time",
-            f"Mean of the RTT samples taken in each {interval} interval, in ms.",
+            f"Mean of the {per_ack} RTT samples taken in each {interval} interval, in ms "
+            "(the samples the flow table's RTT percentiles summarize).",
             lambda ax: plots.timeseries(results, "rtt_ms", ax=ax),
         ),
     ]
@@ -173,16 +185,18 @@ def report_figures(results: Results, *, flow: str | None = None) -> list[FigureS
         specs += [
             FigureSpec(
                 "queue-delay",
-                "Queue delay over time",
+                "Queue sojourn over time",
                 f"Mean sojourn time of the packets that left each queue per {interval} "
-                "interval, in ms; DualPI2's L (L4S) and C (classic) queues apart.",
+                "interval, in ms; DualPI2's L (L4S) and C (classic) queues apart. The "
+                "queue table's percentiles are over every packet, not over these means.",
                 lambda ax: plots.queue_delay(results, ax=ax),
             ),
             FigureSpec(
                 "queue-delay-cdf",
-                "Queue delay distribution",
-                f"CDF of the {interval} means of each queue's delay; dots mark the exact "
-                "per-packet percentiles (p50, p90, p99, p99.9) from summary.json.",
+                "Queue sojourn distribution",
+                f"CDF of the {interval} means of each queue's sojourn; dots mark the "
+                "per-packet percentiles (p50, p90, p99, p99.9) of summary.json, the queue "
+                "table's numbers. Means hide the tail: the dots show it.",
                 lambda ax: plots.queue_delay_cdf(results, ax=ax),
             ),
             FigureSpec(
@@ -231,24 +245,61 @@ def report_figures(results: Results, *, flow: str | None = None) -> list[FigureS
                 f"Time-sequence graph of {chosen}",
                 "tcptrace-style, at the sender: ticks are data segments (retransmissions "
                 "and CE-marked copies highlighted), the step line the cumulative ACK, the "
-                "dashed line the receive window, bars SACK blocks, X drops.",
+                "dashed line the receive window, bars SACK blocks, X drops. Whole run: an "
+                f"element with more than {plots.TSG_MAX_EVENTS:,} events is drawn per time "
+                "bin (lowest to highest sequence number of each bin; the legend says "
+                "which); the zoomed graph below shows every packet.",
                 lambda ax: plots.time_sequence(results, chosen, ax=ax),
                 wide=True,
             )
         )
-        window = plots.interesting_window(results, chosen)
+        window = tsg_window if tsg_window is not None else plots.interesting_window(results, chosen)
         if window is not None:
+            where = (
+                "the range asked for (--tsg-window)"
+                if tsg_window is not None
+                else "around the first loss, retransmission or CE mark of the flow "
+                "(another range: l4slab report --tsg-window T0:T1)"
+            )
             specs.append(
                 FigureSpec(
                     "tsg-zoom",
                     f"Time-sequence graph of {chosen}, zoomed",
-                    f"{window[0]:.3f} s to {window[1]:.3f} s: around the first loss, "
-                    "retransmission or CE mark of the flow.",
+                    f"{window[0]:.3f} s to {window[1]:.3f} s: {where}.",
                     lambda ax: plots.time_sequence(results, chosen, ax=ax, t_range=window),
                     wide=True,
                 )
             )
     return specs
+
+
+def _rtt_cdf_caption(results: Results, traced: bool, interval: str, per_ack: str) -> str:
+    """What the RTT CDF shows, and why its line and the flow table's RTT differ."""
+    meaning = RTT_MEANING[per_ack]
+    if not traced:
+        return (
+            f"Cumulative distribution of the {interval} means of each flow's {per_ack} "
+            f"RTT samples (dashed; {meaning}); dots: their p50, p90, p99 and p99.9 from "
+            "summary.json, the flow table's numbers. Means hide the tail, the dots do not. "
+            "Set packet_trace = true for the per-segment RTT."
+        )
+    return (
+        "Two different RTTs. Solid: the per-segment RTT from the packet trace — one "
+        "sample per data segment sent once, from its send to the arrival at the sender "
+        "of the first ACK covering it, cumulatively or by SACK (0.1 % resolution). Dots "
+        f"and dashed: the {meaning.split(':', 1)[0]} samples the flow table summarizes — "
+        "dots their p50, p90, p99 and p99.9, dashed their "
+        f"{interval} means. "
+        + (
+            "The sender takes an RTT sample only from an ACK that acknowledges new data, "
+            "one per ACK (about one per two segments): none while loss recovery "
+            "acknowledges segments by SACK alone, which is when the queue is often "
+            "longest. So the per-segment tail can lie well above the table's p99."
+            if per_ack == "per-ACK"
+            else f"The {per_ack} is smoothed and sampled at intervals, so it shows less "
+            "of the tail than the per-segment RTT."
+        )
+    )
 
 
 #: Application series a report plots when some flow has them: (key, title, caption).
@@ -301,14 +352,17 @@ def _app_figures(results: Results, interval: str) -> list[FigureSpec]:
                     _anchor(k),
                     title + (f" ({k[len(key) + 1 :]})" if k != key else ""),
                     caption.format(interval=interval),
-                    partial(_draw_series, results, k, with_key),
+                    _timeseries_drawer(results, k, with_key),
                 )
             )
     return specs
 
 
-def _draw_series(results: Results, key: str, series: list[str], ax: Axes) -> object:
-    return plots.timeseries(results, key, ax=ax, series=series)
+def _timeseries_drawer(results: Results, key: str, series: list[str]) -> Callable[[Axes], object]:
+    def draw(ax: Axes) -> object:
+        return plots.timeseries(results, key, ax=ax, series=series)
+
+    return draw
 
 
 def render_figure(spec: FigureSpec) -> RenderedFigure:
@@ -367,8 +421,9 @@ def html_page(title: str, body: str, version: str) -> str:
 def html_table(data: TableData, *, caption: bool = True) -> str:
     """A :class:`~l4slab.tables.TableData` as an HTML table (same cells as the CLI)."""
     head = "".join(
-        f'<th class="{"num" if column.numeric else "text"}">'
-        f"{'<br>'.join(_e(part) for part in column.header.split(chr(10)))}</th>"
+        f'<th class="{"num" if column.numeric else "text"}"'
+        + (f' title="{_e(column.tip)}"' if column.tip else "")
+        + f">{'<br>'.join(_e(part) for part in column.header.split(chr(10)))}</th>"
         for column in data.columns
     )
     rows = []
@@ -431,8 +486,9 @@ def _nav(titles: Iterable[str]) -> str:
 
 
 def _glance(results: Results) -> str:
-    """One card per flow (goodput, RTT p50/p99) and per queue (delay p99, drops, marks)."""
+    """One card per flow (goodput, RTT p50/p99) and per queue (sojourn p99, drops, marks)."""
     cards = []
+    per_ack = rtt_name(results.summary)
     for name in flow_order(results.summary):
         flow = results.flows()[name]
         rtt = flow.get("rtt_ms") or {}
@@ -442,7 +498,7 @@ def _glance(results: Results) -> str:
             "</div>"
             f'<div class="big">{format_number(flow.get("goodput_bps"), scale=1e-6, digits=2)}'
             ' <span class="small">Mbit/s</span></div>'
-            f'<div class="small">RTT p50 {format_number(rtt.get("p50"))} ms · '
+            f'<div class="small">{_e(per_ack)} RTT p50 {format_number(rtt.get("p50"))} ms · '
             f"p99 {format_number(rtt.get('p99'))} ms</div></div>"
         )
     for name, queue in results.queues().items():
@@ -454,7 +510,7 @@ def _glance(results: Results) -> str:
             f'<div class="name">{_e(name)} <span class="small">{_e(queue.get("kind") or "")}'
             "</span></div>"
             f'<div class="big">{format_number(sojourn.get("p99"), digits=2)}'
-            ' <span class="small">ms delay p99</span></div>'
+            ' <span class="small">ms sojourn p99</span></div>'
             f'<div class="small">{format_count(drops)} drops · {format_count(marks)} CE marks'
             f" · {format_number(queue.get('utilization'), scale=100)} % busy</div></div>"
         )
@@ -598,10 +654,15 @@ def _summary_html(results: Results) -> str:
         parts.append(html_table(apps))
     if results.queues():
         parts.append(html_table(queues_data(results.summary)))
+    per_ack = rtt_name(results.summary)
     parts.append(
         '<p class="note">Goodput in Mbit/s (10⁶ bit/s); RTT and sojourn in ms; sizes in '
         "decimal bytes (1 MB = 10⁶ B); utilization in % of the link rate. The same "
-        "numbers as <code>l4slab show</code>.</p>"
+        "numbers as <code>l4slab show</code>. "
+        f"The RTT columns are the {_e(RTT_MEANING[per_ack])} — not the per-segment RTT "
+        "of the packet trace (see the RTT distribution figure). Sojourn: the time each "
+        "packet spent in the queue, over every packet; the figures' lines are means per "
+        "interval.</p>"
     )
     return "\n".join(parts)
 

@@ -23,6 +23,8 @@ from l4slab.results import Results
 
 __all__ = [
     "MISSING",
+    "RTT_MEANING",
+    "SOJOURN_MEANING",
     "Column",
     "Row",
     "TableData",
@@ -36,6 +38,7 @@ __all__ = [
     "queues_data",
     "queues_table",
     "rich_table",
+    "rtt_name",
     "run_line",
     "summary_view",
 ]
@@ -46,11 +49,13 @@ MISSING = "—"
 
 @dataclass(frozen=True)
 class Column:
-    """A column: its header (name, then the unit on a second line) and alignment."""
+    """A column: its header (name, then the unit on a second line), alignment, and what
+    exactly it shows (``tip``: the HTML report's header tooltip)."""
 
     header: str
     numeric: bool = True
     no_wrap: bool = False
+    tip: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,21 +99,61 @@ def queues_table(summary: Mapping[str, Any]) -> Table:
     return rich_table(queues_data(summary))
 
 
+def rtt_name(summary: Mapping[str, Any]) -> str:
+    """What summary.json's ``rtt_ms`` measures, in a word: ``"per-ACK"`` RTT samples of
+    the sender (the simulator), or ``"srtt"`` when every flow says its ``rtt_source`` is
+    the kernel's smoothed RTT (the emulator; docs/results.md)."""
+    flows: Mapping[str, Mapping[str, Any]] = summary.get("flows") or {}
+    sources = [str(flow.get("rtt_source") or "") for flow in flows.values()]
+    if sources and all("srtt" in source for source in sources):
+        return "srtt"
+    return "per-ACK"
+
+
+#: What each kind of ``rtt_ms`` is, for tooltips and notes (keys: :func:`rtt_name`).
+RTT_MEANING = {
+    "per-ACK": (
+        "per-ACK RTT: the sender's RTT samples, one per ACK that acknowledges new data, "
+        "from the timestamp it echoes (what SRTT and the RTO use); summary.json rtt_ms"
+    ),
+    "srtt": (
+        "srtt: the kernel's smoothed RTT (TCP_INFO) read at regular intervals; "
+        "summary.json rtt_ms, see rtt_source"
+    ),
+}
+
+#: What the sojourn columns are.
+SOJOURN_MEANING = (
+    "queue sojourn: time each packet spent in the queue, over every packet that left it; "
+    "summary.json sojourn_ms"
+)
+
+
 def flows_data(summary: Mapping[str, Any]) -> TableData:
-    """The cells of the flow table (one row per flow, in scenario order)."""
+    """The cells of the flow table (one row per flow, in scenario order).
+
+    The RTT columns say what they measure (:func:`rtt_name`): per-ACK samples of the
+    sender in a simulation, not the per-segment times of the packet trace.
+    """
     scenario = summary.get("scenario") or {}
     title = f"flows — {scenario.get('name', '?')} (seed {summary.get('seed', '?')})"
+    rtt_kind = rtt_name(summary)
+    rtt_tip = RTT_MEANING[rtt_kind]
     columns = (
         Column("flow", numeric=False, no_wrap=True),
         Column("cc", numeric=False, no_wrap=True),
-        Column("goodput\nMbit/s"),
-        Column("delivered"),
-        Column("completion\ns"),
-        Column("RTT ms\nmin"),
-        Column("RTT ms\np50"),
-        Column("RTT ms\np99"),
-        Column("retrans-\nmits"),
-        Column("lost\npkts"),
+        Column(
+            "goodput\nMbit/s",
+            tip="application bytes delivered in order * 8 / time from the flow's start to "
+            "its completion (or the end of the run); summary.json goodput_bps",
+        ),
+        Column("delivered", tip="application bytes delivered in order"),
+        Column("completion\ns", tip="time from the flow's start to its last byte delivered"),
+        Column(f"{rtt_kind}\nRTT ms\nmin", tip=rtt_tip),
+        Column(f"{rtt_kind}\nRTT ms\np50", tip=rtt_tip),
+        Column(f"{rtt_kind}\nRTT ms\np99", tip=rtt_tip),
+        Column("retrans-\nmits", tip="segments sent again"),
+        Column("lost\npkts", tip="data packets of this flow dropped in the network"),
     )
     flows: Mapping[str, Mapping[str, Any]] = summary.get("flows") or {}
     rows = []
@@ -188,8 +233,8 @@ def queues_data(summary: Mapping[str, Any]) -> TableData:
     """The cells of the queue table; DualPI2's L and C sub-queues get a sub-row each."""
     columns = (
         Column("queue", numeric=False, no_wrap=True),
-        Column("sojourn ms\np50"),
-        Column("sojourn ms\np99"),
+        Column("sojourn ms\np50", tip=SOJOURN_MEANING),
+        Column("sojourn ms\np99", tip=SOJOURN_MEANING),
         Column("drops", numeric=False),
         Column("marks", numeric=False),
         Column("utilization\n%"),

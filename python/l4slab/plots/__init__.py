@@ -15,39 +15,70 @@ with Agg; save it with ``ax.figure.savefig(...)``). Nothing here calls
     plots.queue_delay(res, ax=b)
     fig.savefig("dualpi2.png")
 
-The time-sequence graph needs the packet trace (``packet_trace = true``).
+The time-sequence graph needs the packet trace (``packet_trace = true``). The trace
+is read as a stream (row group by row group, one flow at a time, reduced as it is
+read), so plots of a trace of tens of millions of packets stay within a bounded
+amount of memory.
 """
 
 from __future__ import annotations
 
+from l4slab.plots._distribution import Distribution
 from l4slab.plots._style import COLORS, key_info
-from l4slab.plots._trace import FlowTrace, NoPacketTraceError, flow_trace, segment_rtts
+from l4slab.plots._trace import (
+    TSG_BINS,
+    TSG_MAX_EVENTS,
+    AckLine,
+    FlowTrace,
+    NoPacketTraceError,
+    Ticks,
+    TsgData,
+    first_event_time,
+    flow_trace,
+    has_packet_trace,
+    segment_rtt_distributions,
+    segment_rtts,
+    tsg_data,
+)
 from l4slab.plots.cdf import (
     cdf_line,
+    percentile_markers,
     queue_delay_cdf,
     queue_delay_samples,
     rtt_cdf,
     rtt_samples,
 )
 from l4slab.plots.timeseries import aqm_probability, drops_marks, queue_delay, timeseries
-from l4slab.plots.tsg import interesting_window, time_sequence
+from l4slab.plots.tsg import draw_time_sequence, interesting_window, time_sequence
 
 __all__ = [
     "COLORS",
+    "TSG_BINS",
+    "TSG_MAX_EVENTS",
+    "AckLine",
+    "Distribution",
     "FlowTrace",
     "NoPacketTraceError",
+    "Ticks",
+    "TsgData",
     "aqm_probability",
     "cdf_line",
+    "draw_time_sequence",
     "drops_marks",
+    "first_event_time",
     "flow_trace",
+    "has_packet_trace",
     "interesting_window",
     "key_info",
+    "percentile_markers",
     "queue_delay",
     "queue_delay_cdf",
     "queue_delay_samples",
     "rtt_cdf",
     "rtt_samples",
+    "segment_rtt_distributions",
     "segment_rtts",
     "time_sequence",
     "timeseries",
+    "tsg_data",
 ]

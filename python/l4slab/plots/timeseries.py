@@ -56,7 +56,7 @@ def queue_delay(
     ax: Axes | None = None,
     queues: Sequence[str] | None = None,
 ) -> Axes:
-    """Queue delay (mean sojourn per interval) of each queue; DualPI2's L and C apart."""
+    """Queue sojourn (mean per interval) of each queue; DualPI2's L and C apart."""
     ax = new_axes(ax)
     names = list(queues) if queues is not None else list(results.queues())
     pairs = styles()
@@ -78,9 +78,9 @@ def queue_delay(
             t, v = results.series(series, "sojourn_ms")
             ax.plot(t, v, color=color, linestyle=linestyle, label=name)
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("queue delay, mean per interval (ms)")
+    ax.set_ylabel("queue sojourn, mean per interval (ms)")
     ax.set_title(
-        "Queue delay" + (" (DualPI2: L and C queues)" if notes or _any_dual(results) else "")
+        "Queue sojourn" + (" (DualPI2: L and C queues)" if notes or _any_dual(results) else "")
     )
     _finish(ax, results, note="; ".join(notes))
     return ax

@@ -10,6 +10,14 @@ Time on x, relative sequence number on y (0 = the first payload byte):
   line (ACK + advertised window) above it;
 * SACK blocks: short bars from the block's left to its right edge, at the ACK time;
 * TCP flags: CWR on data segments, ECE on ACKs.
+
+A long flow is not drawn packet by packet: each element with more than
+``max_events`` events in view (default :data:`~l4slab.plots.TSG_MAX_EVENTS`) is
+decimated into ``bins`` time bins (one tick per bin from the lowest to the highest
+sequence number of the bin; the ACK line through the first and last ACK of each
+bin), the legend says which, and a note on the graph says how to zoom
+(``t_range``). The trace is read as a stream: memory stays bounded whatever the
+flow's length (see :func:`l4slab.plots.tsg_data`).
 """
 
 from __future__ import annotations
@@ -20,10 +28,18 @@ from matplotlib.collections import LineCollection
 from matplotlib.ticker import EngFormatter
 
 from l4slab.plots._style import new_axes
-from l4slab.plots._trace import FlowTrace, flow_trace
+from l4slab.plots._trace import (
+    TSG_BINS,
+    TSG_MAX_EVENTS,
+    Ticks,
+    TsgData,
+    first_event_time,
+    tsg_data,
+)
 from l4slab.results import Results
+from l4slab.tables import flow_order
 
-__all__ = ["TSG_COLORS", "interesting_window", "time_sequence"]
+__all__ = ["TSG_COLORS", "draw_time_sequence", "interesting_window", "time_sequence"]
 
 #: Colours of the graph's elements (Okabe & Ito palette; grey for the window).
 TSG_COLORS = {
@@ -47,147 +63,127 @@ def time_sequence(
     flow: str | int,
     ax: Axes | None = None,
     t_range: tuple[float, float] | None = None,
+    *,
+    max_events: int = TSG_MAX_EVENTS,
+    bins: int = TSG_BINS,
 ) -> Axes:
     """Draw the time-sequence graph of ``flow`` (name or scenario index) into ``ax``.
 
     ``t_range=(t0, t1)`` in seconds zooms in. Needs the packet trace; raises
     :class:`~l4slab.plots.NoPacketTraceError` (a ``ValueError``) telling how to get one.
     The ACK line is labelled ``"cumulative ACK"``; its y data are the bytes
-    acknowledged (non-decreasing; the FIN is not counted).
+    acknowledged (non-decreasing; the FIN is not counted). Elements with more than
+    ``max_events`` events in view are decimated into ``bins`` time bins (see the
+    module header); their legend labels say "per … bin".
     """
-    trace = flow_trace(results, flow)
-    ax = new_axes(ax, figsize=(10.0, 5.0))
-    t0, t1 = t_range if t_range is not None else (-np.inf, np.inf)
-
-    def within(t: np.ndarray) -> np.ndarray:
-        return (t >= t0) & (t <= t1)
-
-    shown = within(trace.data_t)
-    original = shown & ~trace.data_retx
-    retx = shown & trace.data_retx
-    _ticks(
-        ax,
-        trace.data_t[original],
-        trace.data_seq[original],
-        trace.data_len[original],
-        color=TSG_COLORS["data"],
-        width=1.0,
-        label="data sent",
+    return draw_time_sequence(
+        tsg_data(results, flow, t_range, max_events=max_events, bins=bins), ax
     )
+
+
+def draw_time_sequence(data: TsgData, ax: Axes | None = None) -> Axes:
+    """Draw what :func:`~l4slab.plots.tsg_data` collected (see :func:`time_sequence`)."""
+    ax = new_axes(ax, figsize=(10.0, 5.0))
+    _ticks(ax, data.data, color=TSG_COLORS["data"], width=1.0, label="data sent")
+    retx = data.retransmissions
     _ticks(
         ax,
-        trace.data_t[retx],
-        trace.data_seq[retx],
-        trace.data_len[retx],
+        retx,
         color=TSG_COLORS["retransmission"],
         width=2.2,
         label="_retransmission ticks",
         zorder=3.0,
     )
-    if retx.any():
+    if len(retx.t):
         # A tick is a few pixels tall once the view spans many windows: mark it too.
         ax.plot(
-            trace.data_t[retx],
-            trace.data_seq[retx] + trace.data_len[retx],
+            retx.t,
+            retx.hi,
             linestyle="none",
             marker="D",
             markersize=4,
             color=TSG_COLORS["retransmission"],
-            label="retransmission",
-            zorder=3.5,
+            label=_label("retransmission", retx),
+            zorder=4.0,
         )
-    ce = within(trace.ce_t)
     _ticks(
         ax,
-        trace.ce_t[ce],
-        trace.ce_seq[ce],
-        trace.ce_len[ce],
+        data.ce,
         color=TSG_COLORS["ce"],
         width=2.2,
         label="CE-marked (tick of the marked copy)",
         zorder=3.0,
     )
 
-    acked = trace.acked
-    ack_rows = within(trace.ack_t)
-    if t_range is not None and len(trace.ack_t):
-        # Start the line at the ACK in force when the range begins.
-        before = np.flatnonzero(trace.ack_t < t0)
-        if len(before):
-            ack_rows[before[-1]] = True
-    ack_t, ack_y = trace.ack_t[ack_rows], acked[ack_rows]
-    if len(ack_t):
+    acks = data.acks
+    if len(acks.t):
         ax.plot(
-            ack_t,
-            ack_y,
+            acks.t,
+            acks.acked,
             drawstyle="steps-post",
             color=TSG_COLORS["ack"],
             linewidth=1.4,
-            label="cumulative ACK",
+            label="cumulative ACK"
+            + (f" (first and last per {_seconds(acks.bin_s)} bin)" if acks.bin_s else ""),
             zorder=2.5,
         )
-    sack = within(trace.sack_t)
-    if sack.any():
+    if len(data.sacks.t):
         bars = _bars(
-            trace.sack_t[sack],
-            trace.sack_lo[sack],
-            trace.sack_hi[sack],
+            data.sacks.t,
+            data.sacks.lo,
+            data.sacks.hi,
             color=TSG_COLORS["sack"],
             width=1.0,
-            label="SACK block",
+            label=_label("SACK block", data.sacks),
         )
         bars.set_alpha(0.55)
         bars.set_zorder(1.5)
         ax.add_collection(bars)
-    drops = within(trace.drop_t)
-    if drops.any():
-        middle = trace.drop_seq[drops] + trace.drop_len[drops] / 2
+    drops = data.drops
+    if len(drops.t):
         ax.plot(
-            trace.drop_t[drops],
-            middle,
+            drops.t,
+            (drops.lo + drops.hi) / 2,
             linestyle="none",
             marker="x",
             markersize=7,
             markeredgewidth=1.6,
             color=TSG_COLORS["drop"],
-            label="dropped in the network",
+            label=_label("dropped in the network", drops),
             zorder=4.0,
         )
-    cwr = shown & trace.data_cwr
-    if cwr.any():
+    if len(data.cwr.t):
         ax.plot(
-            trace.data_t[cwr],
-            trace.data_seq[cwr],
+            data.cwr.t,
+            data.cwr.lo,
             linestyle="none",
             marker="^",
             markersize=6,
             color=TSG_COLORS["cwr"],
-            label="CWR flag (sender reduced)",
+            label=_label("CWR flag (sender reduced)", data.cwr),
             zorder=4.0,
         )
-    ece = ack_rows & trace.ack_ece
-    if ece.any():
+    if len(data.ece.t):
         ax.plot(
-            trace.ack_t[ece],
-            acked[ece],
+            data.ece.t,
+            data.ece.lo,
             linestyle="none",
             marker="v",
             markersize=4,
             markerfacecolor="none",
             color=TSG_COLORS["ece"],
-            label="ECE flag on ACK",
+            label=_label("ECE flag on ACK", data.ece),
             zorder=4.0,
         )
 
-    _limits(ax, trace, shown, ack_y, t_range)
-    window_t, window_y = ack_t, ack_y + trace.ack_wnd[ack_rows]
-    if len(window_t):
+    _limits(ax, data)
+    if len(acks.t):
         label = "receive window (ACK + wnd)"
-        if np.min(window_y) > ax.get_ylim()[1]:
+        if np.min(acks.window) > ax.get_ylim()[1]:
             label += " — above the view"
         ax.plot(
-            window_t,
-            window_y,
+            acks.t,
+            acks.window,
             drawstyle="steps-post",
             color=TSG_COLORS["window"],
             linestyle="--",
@@ -198,38 +194,55 @@ def time_sequence(
     ax.set_xlabel("time at the sender (s)")
     ax.set_ylabel("sequence offset (bytes)")
     ax.yaxis.set_major_formatter(EngFormatter(unit="B"))
-    zoom = f", {t_range[0]:.3f} to {t_range[1]:.3f} s" if t_range is not None else ""
-    ax.set_title(f"Time-sequence graph — {trace.name}{zoom}")
+    zoom = f", {data.t_range[0]:.3f} to {data.t_range[1]:.3f} s" if data.t_range else ""
+    ax.set_title(
+        f"Time-sequence graph — {data.name}{zoom}" + (" (decimated)" if data.decimated else "")
+    )
     ax.grid(True, alpha=0.3)
-    if not trace.has_flags:
+    notes = []
+    if data.decimated:
+        notes.append(decimation_note(data))
+    if not data.has_flags:
+        notes.append("trace without TCP flags: no CWR/ECE marks")
+    if notes:
         ax.text(
             0.99,
             0.01,
-            "trace without TCP flags: no CWR/ECE marks",
+            "\n".join(notes),
             transform=ax.transAxes,
             ha="right",
             va="bottom",
             fontsize="x-small",
+            bbox={"facecolor": "white", "edgecolor": "#cccccc", "alpha": 0.9},
         )
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", fontsize="small", framealpha=0.9)
     return ax
 
 
+def decimation_note(data: TsgData) -> str:
+    """What a decimated graph leaves out, and how to see every packet."""
+    width = next(
+        e.bin_s
+        for e in (data.data, data.acks, data.sacks, data.retransmissions, data.drops, data.ce)
+        if e.bin_s
+    )
+    return (
+        f"decimated: elements with more than {data.max_events:,} events in view are drawn "
+        f"per {_seconds(width)} time bin ({data.data.total:,} data segments, "
+        f"{data.acks.total:,} ACKs); zoom in (t_range, l4slab report --tsg-window) "
+        "to see every packet"
+    )
+
+
 def interesting_window(results: Results, flow: str | int) -> tuple[float, float] | None:
     """A time range worth zooming into: around the flow's first retransmission (or
     drop, or CE mark), about 15 RTTs wide; ``None`` when there is none of those."""
-    trace = flow_trace(results, flow)
-    events = [
-        trace.data_t[trace.data_retx],
-        trace.drop_t,
-        trace.ce_t,
-    ]
-    firsts = [float(e.min()) for e in events if len(e)]
-    if not firsts:
+    at = first_event_time(results, flow)
+    if at is None:
         return None
-    at = min(firsts)
-    rtt_ms = ((results.flows().get(trace.name) or {}).get("rtt_ms") or {}).get("p50")
+    name = flow if isinstance(flow, str) else flow_order(results.summary)[flow]
+    rtt_ms = ((results.flows().get(name) or {}).get("rtt_ms") or {}).get("p50")
     rtt = float(rtt_ms) / 1e3 if isinstance(rtt_ms, int | float) and rtt_ms > 0 else 0.1
     start = max(0.0, at - 5 * rtt)
     return (start, start + 15 * rtt)
@@ -238,19 +251,31 @@ def interesting_window(results: Results, flow: str | int) -> tuple[float, float]
 # --------------------------------------------------------------------------- drawing
 
 
+def _label(text: str, ticks: Ticks) -> str:
+    if ticks.bin_s is None:
+        return text
+    return f"{text} (range per {_seconds(ticks.bin_s)} bin, {ticks.total:,} in all)"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value * 1e3:.3g} ms" if value < 1 else f"{value:.3g} s"
+
+
 def _ticks(
     ax: Axes,
-    t: np.ndarray,
-    seq: np.ndarray,
-    length: np.ndarray,
+    ticks: Ticks,
     *,
     color: str,
     width: float,
     label: str,
     zorder: float = 2.0,
 ) -> None:
-    if len(t):
-        bars = _bars(t, seq, seq + length, color=color, width=width, label=label)
+    if len(ticks.t):
+        if not label.startswith("_"):
+            label = _label(label, ticks)
+        bars = _bars(ticks.t, ticks.lo, ticks.hi, color=color, width=width, label=label)
         bars.set_zorder(zorder)
         ax.add_collection(bars)
 
@@ -267,24 +292,19 @@ def _bars(
     return collection
 
 
-def _limits(
-    ax: Axes,
-    trace: FlowTrace,
-    shown: np.ndarray,
-    ack_y: np.ndarray,
-    t_range: tuple[float, float] | None,
-) -> None:
+def _limits(ax: Axes, data: TsgData) -> None:
     """Fit the view to the data and the ACK line (not to the receive window)."""
-    lows = [trace.data_seq[shown], ack_y]
-    highs = [trace.data_seq[shown] + trace.data_len[shown], ack_y]
+    sent = (data.data, data.retransmissions)
+    lows = [*(e.lo for e in sent), data.acks.acked]
+    highs = [*(e.hi for e in sent), data.acks.acked]
     low = min((float(a.min()) for a in lows if len(a)), default=0.0)
     high = max((float(a.max()) for a in highs if len(a)), default=1.0)
     pad = max((high - low) * 0.04, 1.0)
     ax.set_ylim(low - pad, high + pad)
-    if t_range is not None:
-        ax.set_xlim(*t_range)
+    if data.t_range is not None:
+        ax.set_xlim(*data.t_range)
     else:
-        times = [trace.data_t[shown], trace.ack_t]
+        times = [data.data.t, data.retransmissions.t, data.acks.t]
         first = min((float(a.min()) for a in times if len(a)), default=0.0)
         last = max((float(a.max()) for a in times if len(a)), default=1.0)
         margin = max((last - first) * 0.02, 1e-3)
