@@ -1,14 +1,16 @@
-"""``l4slab emu``: option mapping, refusal without root, and (as root, with the
-``l4slab-emu`` binary built) a real run through network namespaces.
+"""``l4slab emu``: option mapping, refusal without root, and (as root) real runs
+through network namespaces with the emulator compiled into the native module.
 
-Root-only tests skip with the reason when not root or when the binary is not
-built; CI runs as root after ``cargo test`` has built it.
+Root-only tests skip with the reason when not root, or when this build has no
+emulator (not Linux); CI runs as root.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,19 +90,26 @@ def test_refuses_clearly_without_root(
     assert "needs root" in err and "network namespaces" in err
 
 
-def test_a_missing_binary_says_how_to_build_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_emulator_override_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("L4SLAB_EMU_BIN", "/nonexistent/l4slab-emu")
     with pytest.raises(emu.EmuError, match="not an executable"):
-        emu.find_binary()
+        emu.emulator_command()
 
 
-def _binary_or_skip() -> Path:
+def test_the_emulator_comes_from_the_native_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("L4SLAB_EMU_BIN", raising=False)
+    command = _emulator_or_skip_build()
+    assert command == [sys.executable, "-m", "l4slab._emu"]
+    # Usage errors come back as exit code 2 from the emulator's own parser.
+    proc = subprocess.run([*command, "nonsense"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert "unknown command 'nonsense'" in proc.stderr
+
+
+def _emulator_or_skip() -> list[str]:
     if not emu.is_root():
         pytest.skip("needs root to create network namespaces and TUN devices")
-    try:
-        return emu.find_binary()
-    except emu.EmuError as exc:
-        pytest.skip(str(exc))
+    return _emulator_or_skip_build()
 
 
 def _our_namespaces() -> list[str]:
@@ -109,10 +118,10 @@ def _our_namespaces() -> list[str]:
 
 
 def test_emu_runs_a_command_behind_the_link_and_removes_everything(tmp_path: Path) -> None:
-    binary = _binary_or_skip()
+    emulator = shlex.join(_emulator_or_skip())
     before = _our_namespaces()
     report = tmp_path / "report.json"
-    script = f'{binary} probe ping "$L4SLAB_SERVER" --count 5 --interval-ms 20 >/dev/null; exit 5'
+    script = f'{emulator} probe ping "$L4SLAB_SERVER" --count 5 --interval-ms 20 >/dev/null; exit 5'
     options = ["--delay", "5ms", "--rate", "50Mbit", "--quiet", "--report", str(report)]
     code = main(["emu", *options, "--", "sh", "-c", script])
     assert code == 5
@@ -140,9 +149,9 @@ def test_the_ecn_report_reads_as_lines() -> None:
     assert text.endswith("verdict: NOT fit for L4S: see the lines in capitals")
 
 
-def _binary_or_skip_build() -> Path:
+def _emulator_or_skip_build() -> list[str]:
     try:
-        return emu.find_binary()
+        return emu.emulator_command()
     except emu.EmuError as exc:
         pytest.skip(str(exc))
 
@@ -150,7 +159,7 @@ def _binary_or_skip_build() -> Path:
 def test_backend_emu_refuses_what_kernel_tcp_cannot_do(
     example_scenario: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _binary_or_skip_build()
+    _emulator_or_skip_build()
     # Validation needs no root: the refusal comes before anything is created.
     code = main(["run", str(example_scenario), "--backend", "emu", "--set", "flows[0].cc=prague"])
     assert code == 2
@@ -160,7 +169,7 @@ def test_backend_emu_refuses_what_kernel_tcp_cannot_do(
 
 
 def test_ecn_check_reports_a_bleaching_path(capsys: pytest.CaptureFixture[str]) -> None:
-    _binary_or_skip()
+    _emulator_or_skip()
     assert main(["emu", "--ecn-path", "bleach", "ecn-check", "--count", "3"]) == 3
     out = capsys.readouterr().out
     assert "server -> client  ect1     BLEACHED to Not-ECT" in out

@@ -2,12 +2,13 @@
 
 ``l4slab emu [LINK OPTIONS] -- COMMAND...`` is a mahimahi-style shell; the
 sub-commands (``ecn-check``, ``cleanup``) share the link options. Everything is done by the
-``l4slab-emu`` binary (see :mod:`l4slab.emu`); this module only maps options.
+emulator process (see :mod:`l4slab.emu`); this module only maps options.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -47,9 +48,7 @@ EMU_HELP = "\n\n".join(
 class _EmuGroup(TyperGroup):
     """A group whose unknown first word is COMMAND for the hidden ``shell``."""
 
-    def resolve_command(
-        self, ctx: Any, args: list[str]
-    ) -> tuple[str | None, Any, list[str]]:
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         # Typed loosely: typer up to 0.25 builds on click, later versions on their own
         # copy of it (typer._click); this works with either.
         if args and args[0] in self.commands and args[0] != "shell":
@@ -193,7 +192,7 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 def _run(args: list[str]) -> int:
     try:
-        return emu.run_binary(args).returncode
+        return emu.run_emulator(args).returncode
     except emu.NotRootError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except emu.EmuError as exc:
@@ -252,16 +251,16 @@ def _ecn_check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON report.")] = False,
 ) -> None:
     try:
-        binary = str(emu.find_binary())
+        emulator = emu.emulator_command()
     except emu.EmuError as exc:
         raise _fail(str(exc), EXIT_FAILED) from None
     opts = dict(ctx.meta["l4slab.emu"])
     opts["quiet"] = True
-    checker = [binary, "probe", "ecn-check", "10.77.0.2", "--tcp-addr", "10.77.0.3"]
+    checker = [*emulator, "probe", "ecn-check", "10.77.0.2", "--tcp-addr", "10.77.0.3"]
     checker += ["--count", str(count)]
-    opts["server_command"] = f"{binary} probe ecn-reflect"
+    opts["server_command"] = shlex.join([*emulator, "probe", "ecn-reflect"])
     try:
-        proc = emu.run_binary(emu.shell_args(checker, **opts), capture=True)
+        proc = emu.run_emulator(emu.shell_args(checker, **opts), capture=True)
     except emu.NotRootError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except emu.EmuError as exc:

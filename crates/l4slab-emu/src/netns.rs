@@ -238,9 +238,11 @@ impl Topology {
     /// # Errors
     /// [`EmuError`] naming the step that failed; whatever was created before
     /// it is removed again.
-    /// `reaper` is the `l4slab-emu` executable to run as the reaper (`None`:
-    /// no reaper; leftovers are then removed by the next start only).
-    pub fn create(mtu: u32, reaper: Option<&Path>) -> Result<Topology, EmuError> {
+    /// `reaper` is the command that runs this emulator (`[l4slab-emu]` or
+    /// `[python, -m, l4slab._emu]`), started with `reap STATE_FILE` as the
+    /// reaper (`None`: no reaper; leftovers are then removed by the next
+    /// start only).
+    pub fn create(mtu: u32, reaper: Option<&[String]>) -> Result<Topology, EmuError> {
         if !sys::is_root() {
             return Err(EmuError::NotRoot);
         }
@@ -276,7 +278,7 @@ impl Topology {
         };
         let text = serde_json::to_string(&state).expect("state serializes");
         fs::write(&state_file, text).map_err(|e| EmuError::io("writing the state file", e))?;
-        let reaper = reaper.and_then(|exe| spawn_reaper(exe, &state_file));
+        let reaper = reaper.and_then(|cmd| spawn_reaper(cmd, &state_file));
         let mut topo = Topology {
             client: Netns {
                 name: names[0].clone(),
@@ -469,12 +471,15 @@ fn parse_tcpext(text: &str) -> std::collections::BTreeMap<String, u64> {
         .collect()
 }
 
-/// Start `l4slab-emu reap STATE_FILE` in its own session, reading a pipe
-/// whose only write end we keep (close-on-exec, so children never hold it).
-fn spawn_reaper(exe: &Path, state_file: &Path) -> Option<OwnedFd> {
+/// Start `CMD... reap STATE_FILE` (`cmd` runs this emulator) in its own
+/// session, reading a pipe whose only write end we keep (close-on-exec, so
+/// children never hold it).
+fn spawn_reaper(emulator: &[String], state_file: &Path) -> Option<OwnedFd> {
+    let (program, args) = emulator.split_first()?;
     let (r, w) = sys::pipe_cloexec().ok()?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("reap")
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .arg("reap")
         .arg(state_file)
         .stdin(std::process::Stdio::from(r))
         .stdout(std::process::Stdio::null())

@@ -69,8 +69,9 @@ pub struct RunTuning {
     pub coalesce: bool,
     /// Shortest sleep of the forwarder ([`forwarder::Config::min_sleep`]).
     pub min_sleep: Dur,
-    /// The `l4slab-emu` executable for the reaper (`None`: no reaper).
-    pub reaper: Option<PathBuf>,
+    /// The command that runs this emulator again (`[l4slab-emu]` or
+    /// `[python, -m, l4slab._emu]`), for the reaper (`None`: no reaper).
+    pub reaper: Option<Vec<String>>,
 }
 
 impl Default for RunTuning {

@@ -317,15 +317,22 @@ pub fn read_signals(fd: RawFd) -> Vec<libc::c_int> {
     out
 }
 
-/// For `pre_exec` in children: empty signal mask, default handlers, normal
-/// scheduling, all CPUs, and optionally the network namespace `netns`.
+/// Signals an embedding runtime may leave ignored (Rust and Python ignore
+/// SIGPIPE, Python also SIGXFSZ); an ignored signal stays ignored across
+/// exec (signal(7)), so children get them back at their defaults, as
+/// Python's `subprocess` does with `restore_signals`.
+const RUNTIME_IGNORED: [libc::c_int; 2] = [libc::SIGPIPE, libc::SIGXFSZ];
+
+/// For `pre_exec` in children: empty signal mask, default handlers (the
+/// handled and the runtime-ignored signals), normal scheduling, all CPUs,
+/// and optionally the network namespace `netns`.
 ///
 /// # Safety
 /// Only async-signal-safe calls; meant to run between fork and exec.
 pub unsafe fn child_setup(netns: Option<RawFd>, cpus: Option<&libc::cpu_set_t>) -> io::Result<()> {
     let empty = sigset(&[]);
     libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-    for &s in &HANDLED_SIGNALS {
+    for &s in HANDLED_SIGNALS.iter().chain(&RUNTIME_IGNORED) {
         libc::signal(s, libc::SIG_DFL);
     }
     let p = libc::sched_param { sched_priority: 0 };
