@@ -7,10 +7,14 @@ emulator (not Linux); CI runs as root.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -174,3 +178,85 @@ def test_ecn_check_reports_a_bleaching_path(capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr().out
     assert "server -> client  ect1     BLEACHED to Not-ECT" in out
     assert "NOT fit for L4S" in out
+
+
+def _children(pid: int) -> list[int]:
+    """Pids of the children of ``pid`` (every thread's)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            out += [int(p) for p in task.read_text().split()]
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _ns_pids(name: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def _wait_for(what: str, timeout_s: float, cond: Callable[[], bool]) -> None:
+    """Wait until ``cond()`` holds, failing after ``timeout_s`` (a bound, not a measurement)."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_sigkill_of_l4slab_takes_the_emulator_its_commands_and_namespaces_down() -> None:
+    _emulator_or_skip()
+    # The subprocess imports l4slab from where this test did.
+    source = str(Path(emu.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    env.pop("L4SLAB_EMU_BIN", None)
+    command = [sys.executable, "-m", "l4slab", "emu", "--quiet", "--server", "sleep 1000"]
+    cli = subprocess.Popen([*command, "--", "sleep", "1000"], stdin=subprocess.DEVNULL, env=env)
+    emulator: list[int] = []
+    sleeps: list[int] = []
+    try:
+
+        def started() -> bool:
+            # The emulator is l4slab's only child; a sleep runs in each namespace.
+            emulator[:] = _children(cli.pid)
+            if len(emulator) != 1:
+                return False
+            sides = [_ns_pids(f"l4slab-{emulator[0]}-{side}") for side in ("c", "s")]
+            sleeping = [[p for p in pids if b"sleep" in _cmdline(p)] for pids in sides]
+            sleeps[:] = [p for pids in sides for p in pids]
+            return all(sleeping)
+
+        _wait_for("the emulator, COMMAND and the server command", 30, started)
+        cli.kill()
+        cli.wait()
+        (pid,) = emulator
+        _wait_for("the emulator to exit", 15, lambda: not _alive(pid))
+        _wait_for("COMMAND and the server command to end", 15, lambda: not any(map(_alive, sleeps)))
+        prefix = f"l4slab-{pid}-"
+        _wait_for(
+            "its namespaces to be removed",
+            15,
+            lambda: not any(n.startswith(prefix) for n in _our_namespaces()),
+        )
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        for p in emulator:
+            if _alive(p):
+                os.kill(p, signal.SIGTERM)

@@ -8,6 +8,10 @@ everything again. This module runs it as a process of its own
 (:func:`emulator_command`: ``python -m l4slab._emu``, or ``$L4SLAB_EMU_BIN``),
 turns keyword arguments into its options and reads its results.
 
+The emulator is tied to the process that starts it: when that process dies,
+even by SIGKILL, the kernel sends the emulator SIGTERM (``PR_SET_PDEATHSIG``,
+asked for through ``$L4SLAB_EMU_PARENT_PID``) and it tears down as on Ctrl-C.
+
 Link options are scenario overrides on the ``[bottleneck]`` table (see
 docs/scenarios.md), so ``rate="20Mbit"`` means exactly what
 ``--set bottleneck.rate=20Mbit`` means for ``l4slab run``.
@@ -46,6 +50,10 @@ __all__ = [
 #: (crates/l4slab-link/src/ecn.rs).
 ECN_PATHS = ("none", "bleach", "remark", "drop_ect", "ce_all")
 
+#: Names the process that starts the emulator, which then dies with it
+#: (crates/l4slab-emu/src/cli.rs, ``PARENT_PID_ENV``).
+PARENT_PID_ENV = "L4SLAB_EMU_PARENT_PID"
+
 
 class EmuError(RuntimeError):
     """The emulator could not run (not available, bad option, setup failed)."""
@@ -83,6 +91,11 @@ def emulator_command() -> list[str]:
     from l4slab._emu import SELF_COMMAND
 
     return list(SELF_COMMAND)
+
+
+def _child_env() -> dict[str, str]:
+    """Our environment, plus the pid the emulator ties its life to."""
+    return {**os.environ, PARENT_PID_ENV: str(os.getpid())}
 
 
 def link_sets(
@@ -184,8 +197,10 @@ def run_emulator(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``l4slab-emu ARGS`` to completion, forwarding SIGTERM/SIGHUP/SIGINT to it.
 
-    Raises :class:`NotRootError` when not root and :class:`EmuError` when there
-    is no emulator.
+    The emulator dies with the calling thread's process (module docs); this
+    thread waits for it, so it outlives the emulator. Raises
+    :class:`NotRootError` when not root and :class:`EmuError` when there is no
+    emulator.
     """
     if not is_root():
         raise NotRootError(
@@ -197,6 +212,7 @@ def run_emulator(
         stdout=subprocess.PIPE if capture else None,
         stderr=subprocess.PIPE if capture or capture_stderr else None,
         text=True,
+        env=_child_env(),
     )
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -278,6 +294,7 @@ def validate(text: str, source: str, overrides: Iterable[str] = ()) -> dict[str,
             capture_output=True,
             text=True,
             check=False,
+            env=_child_env(),
         )
     if proc.returncode != 0:
         raise EmuInputError(_error_text(proc.stderr))

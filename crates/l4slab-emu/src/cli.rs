@@ -32,6 +32,13 @@
 //! with it. [`main`] expects to own the process it runs in (it blocks
 //! signals, changes scheduling, forks), so callers run it in a process of
 //! its own, never inside a program that does other work.
+//!
+//! **Tied to its parent.** When the environment names the process that
+//! started the emulator ([`PARENT_PID_ENV`], set by `l4slab`'s Python side),
+//! the emulator asks the kernel for SIGTERM when that parent dies
+//! (`PR_SET_PDEATHSIG`), so a SIGKILLed `l4slab` does not leave the
+//! emulator, COMMAND, the server command and the namespaces running: SIGTERM
+//! is the emulator's ordinary clean teardown.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -70,10 +77,17 @@ impl<'a> Args<'a> {
     }
 }
 
+/// Names the pid of the process that started the emulator: the emulator
+/// then exits (cleanly, through SIGTERM) when that process dies. Removed
+/// from the environment at start, so nothing the emulator runs inherits it.
+pub const PARENT_PID_ENV: &str = "L4SLAB_EMU_PARENT_PID";
+
 /// Run the emulator command line `args` (without the program name); returns
 /// the process exit code. `self_cmd` re-executes this emulator (module docs).
 pub fn main(args: &[String], self_cmd: &[String]) -> i32 {
-    match dispatch(args, self_cmd) {
+    let result =
+        tie_to_parent(args.first().map(String::as_str)).and_then(|()| dispatch(args, self_cmd));
+    match result {
         Ok(code) => code.clamp(0, 255),
         Err(e) => {
             eprintln!("error: {e}");
@@ -84,6 +98,35 @@ pub fn main(args: &[String], self_cmd: &[String]) -> i32 {
             }
         }
     }
+}
+
+/// `PR_SET_PDEATHSIG(SIGTERM)` when [`PARENT_PID_ENV`] names our parent.
+///
+/// prctl(2): the signal is sent when the *thread* that forked us exits; the
+/// Python side starts the emulator from the thread that then waits for it,
+/// so that thread outlives the emulator unless the whole process dies. The
+/// reaper (`reap`) must outlive its parent by design and never asks.
+fn tie_to_parent(command: Option<&str>) -> Result<(), EmuError> {
+    let Some(value) = std::env::var_os(PARENT_PID_ENV) else {
+        return Ok(());
+    };
+    // Our children (COMMAND may run this emulator again) must not see it.
+    std::env::remove_var(PARENT_PID_ENV);
+    if command == Some("reap") {
+        return Ok(());
+    }
+    let parent: i32 = value
+        .to_str()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| usage(format!("{PARENT_PID_ENV}={value:?} is not a process id")))?;
+    crate::sys::set_parent_death_signal(libc::SIGTERM)
+        .map_err(|e| EmuError::io("prctl(PR_SET_PDEATHSIG)", e))?;
+    // prctl(2): the parent may have died before the call; then we have been
+    // re-parented and no signal will come. Check after setting it.
+    if crate::sys::getppid() != parent {
+        return Err(EmuError::Interrupted(libc::SIGTERM));
+    }
+    Ok(())
 }
 
 fn dispatch(args: &[String], self_cmd: &[String]) -> Result<i32, EmuError> {

@@ -156,7 +156,9 @@ pub fn cpu_split(pin: bool) -> (Option<usize>, Option<Vec<usize>>) {
 }
 
 /// Spawn `cmd` inside `netns` with normal scheduling on `cpus`, optionally
-/// in its own (foreground) process group.
+/// in its own (foreground) process group. The child is killed if the
+/// emulator dies without tearing down (SIGKILL, a crash): `PR_SET_PDEATHSIG`
+/// (prctl(2); the parent is this thread, the one that runs the whole shell).
 pub fn spawn_in(
     mut cmd: Command,
     netns: RawFd,
@@ -164,9 +166,17 @@ pub fn spawn_in(
     own_group: bool,
 ) -> std::io::Result<Child> {
     let set = cpus.map(sys::cpu_set);
-    // SAFETY: `child_setup` and `setpgid` are async-signal-safe.
+    let parent = std::process::id() as i32;
+    // SAFETY: `set_parent_death_signal`, `getppid`, `child_setup` and
+    // `setpgid` are async-signal-safe; the error is built without allocating.
     unsafe {
         cmd.pre_exec(move || {
+            sys::set_parent_death_signal(libc::SIGKILL)?;
+            // prctl(2): if the emulator died before the call, no signal
+            // comes (we were re-parented): do not start at all.
+            if sys::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
             if own_group {
                 libc::setpgid(0, 0);
             }

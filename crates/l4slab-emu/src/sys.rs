@@ -64,6 +64,19 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+pub fn getppid() -> i32 {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// `prctl(PR_SET_PDEATHSIG, sig)`: the kernel sends `sig` to this process
+/// when the thread that forked it exits (prctl(2); cleared in children by
+/// fork). Async-signal-safe, so usable between fork and exec.
+pub fn set_parent_death_signal(sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain prctl with integer arguments.
+    cvt(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) }).map(|_| ())
+}
+
 pub fn kill(pid: i32, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: plain syscall.
     cvt(unsafe { libc::kill(pid, sig) }).map(|_| ())

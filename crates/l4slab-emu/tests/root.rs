@@ -580,3 +580,25 @@ fn the_ecn_check_tells_passing_bleaching_and_dropping_paths_apart() {
     assert_eq!(r["reverse"]["ect1"]["outcome"], "dropped");
     assert_eq!(r["forward"]["not_ect"]["outcome"], "pass");
 }
+
+#[test]
+fn an_emulator_whose_parent_is_already_gone_does_not_start() {
+    // No root needed: it stops before anything is created. The environment
+    // names a parent that is not ours (pid 1), as after the parent died
+    // between fork and `PR_SET_PDEATHSIG` (cli.rs, `tie_to_parent`).
+    let out = Command::new(EMU)
+        .args(["shell", "--quiet", "--", "true"])
+        .env("L4SLAB_EMU_PARENT_PID", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM));
+    let out = Command::new(EMU)
+        .args(["validate", "x.toml"])
+        .env("L4SLAB_EMU_PARENT_PID", "me")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("L4SLAB_EMU_PARENT_PID"), "{err}");
+}
