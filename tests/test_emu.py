@@ -51,6 +51,7 @@ def test_shell_args_put_the_command_after_a_double_dash() -> None:
         ["ping", "-c", "1", "10.77.0.2"],
         sets=["bottleneck.rate=1Mbit"],
         server_command="sleep 1",
+        cc="reno",
         ecn_path="bleach",
         spin_us=50,
         pin=False,
@@ -62,6 +63,8 @@ def test_shell_args_put_the_command_after_a_double_dash() -> None:
         "bottleneck.rate=1Mbit",
         "--server-command",
         "sleep 1",
+        "--cc",
+        "reno",
         "--ecn-path",
         "bleach",
         "--spin-us",
@@ -126,13 +129,24 @@ def test_emu_runs_a_command_behind_the_link_and_removes_everything(tmp_path: Pat
     before = _our_namespaces()
     report = tmp_path / "report.json"
     script = f'{emulator} probe ping "$L4SLAB_SERVER" --count 5 --interval-ms 20 >/dev/null; exit 5'
-    options = ["--delay", "5ms", "--rate", "50Mbit", "--quiet", "--report", str(report)]
+    options = [
+        "--delay",
+        "5ms",
+        "--rate",
+        "50Mbit",
+        "--cc",
+        "reno",
+        "--quiet",
+        "--report",
+        str(report),
+    ]
     code = main(["emu", *options, "--", "sh", "-c", script])
     assert code == 5
     rep = emu.read_report(report)
     assert rep["scenario"]["bottleneck"]["down"]["delay"] == 5_000_000
     assert rep["forwarder"]["timing_error_us"]["samples"] >= 10
     assert rep["queues"]["bottleneck.up"]["kind"] == "fifo"
+    assert rep["tcp_congestion_control"] == {"client": "reno", "server": "reno"}
     assert _our_namespaces() == before
 
 

@@ -149,6 +149,7 @@ def shell_args(
     sets: Iterable[str] = (),
     server_command: str | None = None,
     report: str | os.PathLike[str] | None = None,
+    cc: str | None = None,
     ecn_path: str | None = None,
     ecn_path_down: str | None = None,
     ecn_path_up: str | None = None,
@@ -159,7 +160,11 @@ def shell_args(
     realtime: bool = True,
     quiet: bool = False,
 ) -> list[str]:
-    """The ``l4slab-emu shell`` arguments (after :func:`emulator_command`) for these options."""
+    """The ``l4slab-emu shell`` arguments (after :func:`emulator_command`) for these options.
+
+    ``cc`` is the namespaces' default TCP congestion control (the emulator's
+    default: cubic, Linux's own, whatever the host uses).
+    """
     args = ["shell"]
     for s in sets:
         args += ["--set", s]
@@ -167,6 +172,8 @@ def shell_args(
         args += ["--server-command", server_command]
     if report is not None:
         args += ["--report", os.fspath(report)]
+    if cc is not None:
+        args += ["--cc", cc]
     for opt, value in (
         ("--ecn-path", ecn_path),
         ("--ecn-path-down", ecn_path_down),

@@ -127,6 +127,16 @@ def _emu(
         Path | None,
         _opt("--report", help="Write the run's JSON report here.", panel=_RUN, metavar="FILE"),
     ] = None,
+    cc: Annotated[
+        str | None,
+        _opt(
+            "--cc",
+            help="Default TCP congestion control in both namespaces (default cubic, Linux's "
+            "default, whatever the host uses); programs can still choose per socket.",
+            panel=_RUN,
+            metavar="NAME",
+        ),
+    ] = None,
     spin_us: Annotated[
         int | None,
         _opt(
@@ -174,6 +184,7 @@ def _emu(
         "sets": link,
         "server_command": server,
         "report": report,
+        "cc": cc,
         "ecn_path": ecn_path,
         "ecn_path_down": ecn_path_down,
         "ecn_path_up": ecn_path_up,

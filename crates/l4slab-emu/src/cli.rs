@@ -19,6 +19,7 @@
 //!
 //! Shell options: `--set KEY=VALUE` (scenario overrides on the bottleneck,
 //! e.g. `bottleneck.rate=20Mbit`), `--server-command CMD`, `--report FILE`,
+//! `--cc NAME` (the namespaces' default TCP congestion control; cubic),
 //! `--ecn-path NAME` / `--ecn-path-down NAME` / `--ecn-path-up NAME` (the
 //! scenario's `ecn_rewrite`),
 //! `--mtu N`, `--spin-us N`, `--no-pin`, `--no-realtime`, `--no-coalesce`,
@@ -194,6 +195,7 @@ fn shell_cmd(args: &[String], self_cmd: &[String]) -> Result<i32, EmuError> {
             "--set" => o.sets.push(a.value(opt)?.to_string()),
             "--server-command" => o.server_command = Some(a.value(opt)?.to_string()),
             "--report" => o.report = Some(PathBuf::from(a.value(opt)?)),
+            "--cc" => o.cc = Some(a.value(opt)?.to_string()),
             // Shorthands for the scenario key `ecn_rewrite` (validated there).
             "--ecn-path" => o
                 .sets

@@ -11,6 +11,10 @@
 //! are validated, defaulted and built exactly like a scenario file's
 //! `[bottleneck]` (same errors, same objects).
 //!
+//! Both namespaces get one default TCP congestion control (`--cc`, else
+//! Linux's default cubic; [`Topology::set_congestion_control`]) instead of
+//! inheriting the host's, and the banner and the report say which.
+//!
 //! When stdin is a terminal COMMAND gets its own process group in the
 //! foreground, so Ctrl-C reaches COMMAND (an interactive shell ignores it)
 //! and the emulator tears down when COMMAND ends.
@@ -48,6 +52,11 @@ cc = "cubic"
 
 /// Congestion controls the kernel offers here (for scenario validation).
 pub const KERNEL_CC: &[&str] = &["reno", "cubic", "bbr"];
+
+/// The namespaces' default TCP congestion control unless `--cc` says
+/// otherwise: Linux's own default (net/ipv4/Kconfig, `DEFAULT_TCP_CONG`
+/// "cubic"), not whatever the host was set to.
+pub const DEFAULT_CC: &str = "cubic";
 
 /// Default shortest sleep of the forwarder: releasing what is due within
 /// 25 µs together halves its CPU use at 500 Mbit/s (docs/PERFORMANCE.md)
@@ -99,6 +108,8 @@ pub struct ShellOptions {
     pub server_command: Option<String>,
     /// Write the run's report (queues, forwarder, timing) here as JSON.
     pub report: Option<PathBuf>,
+    /// The namespaces' default TCP congestion control (`None`: [`DEFAULT_CC`]).
+    pub cc: Option<String>,
     pub quiet: bool,
     pub tuning: RunTuning,
 }
@@ -285,6 +296,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     let t = &opts.tuning;
     let sigfd = sys::signalfd().map_err(|e| EmuError::io("signalfd", e))?;
     let mut topo = Topology::create(t.mtu, t.reaper.as_deref())?;
+    let cc = topo.set_congestion_control(opts.cc.as_deref().unwrap_or(DEFAULT_CC))?;
     let clock = sys::Clock::start();
     let cpu0 = sys::cpu_times();
     let mut fwd = Forwarder::new(
@@ -308,7 +320,8 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     let (fwd_cpu, app_cpus) = cpu_split(t.pin);
     if !opts.quiet {
         eprintln!(
-            "l4slab emu: client {} (netns {}), server {} (netns {}); down {} / {} one-way, up {} / {} one-way",
+            "l4slab emu: client {} (netns {}), server {} (netns {}); down {} / {} one-way, up {} / {} one-way; \
+             TCP congestion control {} (both namespaces' default)",
             netns::CLIENT_ADDR,
             topo.client.name,
             netns::SERVER_ADDR,
@@ -317,6 +330,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
             scn.bottleneck.down.delay,
             scn.bottleneck.up.rate,
             scn.bottleneck.up.delay,
+            cc["client"],
         );
     }
     let server = match &opts.server_command {
@@ -361,6 +375,8 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         "queues": fwd.queues_json(),
         "forwarder": fwd.forwarder_json(cpu0),
         "scenario": serde_json::to_value(&scn).expect("scenario serializes"),
+        // Each namespace's default, read back after setting it.
+        "tcp_congestion_control": cc,
         "kernel_tcp_counters": {
             "client": Topology::tcp_counters(&topo.client),
             "server": Topology::tcp_counters(&topo.server),

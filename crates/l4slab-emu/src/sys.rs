@@ -488,6 +488,35 @@ pub fn getpgrp() -> i32 {
     unsafe { libc::getpgrp() }
 }
 
+/// An exclusive `flock(2)` on a lock file (created if missing), released
+/// when dropped (or when the process dies).
+pub struct Flock(File);
+
+impl Flock {
+    pub fn exclusive(path: &Path) -> io::Result<Flock> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        loop {
+            // SAFETY: plain call on an fd we own.
+            match cvt(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }) {
+                Ok(_) => return Ok(Flock(f)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for Flock {
+    fn drop(&mut self) {
+        // SAFETY: plain call on an fd we own.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
 /// Open a file by path as a read-only fd for `setns` (e.g. `/run/netns/NAME`).
 pub fn open_ro(path: &Path) -> io::Result<File> {
     File::open(path)

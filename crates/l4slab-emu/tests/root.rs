@@ -476,6 +476,11 @@ app = { kind = "file", size = "200kB" }
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let s: Value = serde_json::from_str(r["summary_json"].as_str().unwrap()).unwrap();
     assert_eq!(s["backend"], "emu");
+    // Flows with different congestion controls: the namespaces' default is
+    // Linux's (cubic), not the host's; each sender sets its own per socket.
+    let ns_cc = &s["emulator"]["tcp_congestion_control"];
+    assert_eq!(ns_cc["client"], "cubic", "{ns_cc}");
+    assert_eq!(ns_cc["server"], "cubic", "{ns_cc}");
     let dl = &s["flows"]["dl"];
     assert_eq!(dl["ecn"], "classic", "{dl}");
     // The congestion control reached the sending sockets: the download's
@@ -601,4 +606,71 @@ fn an_emulator_whose_parent_is_already_gone_does_not_start() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("L4SLAB_EMU_PARENT_PID"), "{err}");
+}
+
+fn host_sysctl(key: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/net/ipv4/{key}"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn the_namespaces_run_the_congestion_control_asked_for_not_the_hosts() {
+    if !root_or_skip("the_namespaces_run_the_congestion_control_asked_for_not_the_hosts") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let host = [
+        host_sysctl("tcp_congestion_control"),
+        host_sysctl("tcp_allowed_congestion_control"),
+    ];
+    let dir = tempdir();
+    let server_saw = dir.join("server-cc");
+    // Without --cc: Linux's default, cubic, whatever the host's (bbr on the
+    // project VMs, where cubic is not in tcp_allowed_congestion_control).
+    for (cc, want) in [
+        (None, "cubic"),
+        (Some("reno"), "reno"),
+        (Some("bbr"), "bbr"),
+    ] {
+        let server = format!(
+            "cat /proc/sys/net/ipv4/tcp_congestion_control > {}",
+            server_saw.display()
+        );
+        let mut args = vec!["--server-command", &server];
+        if let Some(cc) = cc {
+            args.extend(["--cc", cc]);
+        }
+        let (code, out, rep) = shell(&args, &["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]);
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(out.trim(), want, "client namespace with --cc {cc:?}");
+        let srv = std::fs::read_to_string(&server_saw).unwrap();
+        assert_eq!(srv.trim(), want, "server namespace with --cc {cc:?}");
+        assert_eq!(rep["tcp_congestion_control"]["client"], want, "{rep}");
+        assert_eq!(rep["tcp_congestion_control"]["server"], want, "{rep}");
+    }
+    // The host is as it was: its default, and its allowed list restored.
+    assert_eq!(
+        host,
+        [
+            host_sysctl("tcp_congestion_control"),
+            host_sysctl("tcp_allowed_congestion_control"),
+        ]
+    );
+    // A name the kernel lacks is refused (exit 2), and nothing is left behind.
+    let child = Command::new(EMU)
+        .args(["shell", "--quiet", "--cc", "nonesuch", "--", "true"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("\"nonesuch\": this kernel has none"), "{err}");
+    assert!(!namespaces().contains(&format!("l4slab-{pid}-")));
+    assert!(!Path::new(&format!("/run/l4slab-emu/{pid}.json")).exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
