@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,21 +151,44 @@ def test_emu_runs_a_command_behind_the_link_and_removes_everything(tmp_path: Pat
     assert _our_namespaces() == before
 
 
-def test_the_ecn_report_reads_as_lines() -> None:
+def _ecn_report(tcp_forward: dict[str, Any], *, works: bool, l4s_ok: bool) -> dict[str, Any]:
     arrived = {"sent": 5, "not_ect": 0, "ect0": 5, "ect1": 0, "ce": 0}
     passed = {"outcome": "pass", "arrived": {**arrived, "ect0": 0, "not_ect": 5}}
     remarked = {"outcome": "remarked", "arrived": arrived}
     direction = {"not_ect": passed, "ect0": passed, "ect1": remarked, "ce": passed}
-    report = {
+    clean = {"complete": True, "ect_seen": True, "delivered": 25, "delivered_ce": 0}
+    return {
         "forward": direction,
         "reverse": direction,
+        "tcp": {"forward": tcp_forward, "reverse": {**clean, "retransmits": 0, "outcome": "pass"}},
         "tcp_ecn_negotiated": True,
-        "l4s_ok": False,
+        "tcp_ecn_works": works,
+        "classic_ecn_ok": works,
+        "l4s_ok": l4s_ok,
     }
-    text = emu_cli.format_ecn_report(report)
+
+
+def test_the_ecn_report_reads_as_lines() -> None:
+    tcp = {"complete": True, "ect_seen": True, "delivered": 25, "delivered_ce": 1}
+    text = emu_cli.format_ecn_report(
+        _ecn_report({**tcp, "retransmits": 0, "outcome": "pass"}, works=True, l4s_ok=False)
+    )
     assert "client -> server  ect1     RE-MARKED to ect0 (5/5 arrived)" in text
-    assert "kernel TCP ECN negotiation: yes" in text
+    assert "kernel TCP ECN negotiation: yes (the SYN-ACK echoed ECE)" in text
+    assert "kernel TCP data client -> server: ECT(0) arrives (1/25 segments echoed CE)" in text
+    assert "kernel TCP ECN: works" in text
     assert text.endswith("verdict: NOT fit for L4S: see the lines in capitals")
+
+
+def test_the_ecn_report_says_negotiation_is_not_ecn_working() -> None:
+    # Negotiated over the handshake, but the path dropped the data's ECT(0).
+    dropped = {"complete": True, "ect_seen": False, "delivered": 25, "delivered_ce": 0}
+    dropped |= {"retransmits": 24, "outcome": "dropped"}
+    text = emu_cli.format_ecn_report(_ecn_report(dropped, works=False, l4s_ok=False))
+    assert "kernel TCP ECN negotiation: yes" in text
+    assert "client -> server: ECT DROPPED: only the 24 Not-ECT retransmissions" in text
+    assert "kernel TCP ECN: NOT WORKING" in text
+    assert "classic ECN: NOT working" in text
 
 
 def _emulator_or_skip_build() -> list[str]:
@@ -191,6 +215,18 @@ def test_ecn_check_reports_a_bleaching_path(capsys: pytest.CaptureFixture[str]) 
     assert main(["emu", "--ecn-path", "bleach", "ecn-check", "--count", "3"]) == 3
     out = capsys.readouterr().out
     assert "server -> client  ect1     BLEACHED to Not-ECT" in out
+    # TCP negotiates ECN over the handshake, but its ECT(0) never arrives.
+    assert "kernel TCP ECN negotiation: yes" in out
+    assert "kernel TCP data client -> server: BLEACHED" in out
+    assert "kernel TCP ECN: NOT WORKING" in out
+    assert "NOT fit for L4S" in out
+
+
+def test_ecn_check_fails_a_path_that_marks_everything(capsys: pytest.CaptureFixture[str]) -> None:
+    _emulator_or_skip()
+    assert main(["emu", "--ecn-path", "ce_all", "ecn-check", "--count", "3"]) == 3
+    out = capsys.readouterr().out
+    assert "client -> server  ect1     CE-MARKED (on an idle path" in out
     assert "NOT fit for L4S" in out
 
 

@@ -239,7 +239,8 @@ def _cleanup() -> None:
 
 _OUTCOME_TEXT = {
     "pass": "passes",
-    "ce": "arrives CE (marked on the way)",
+    # For ECT probes of an idle path; a CE probe arriving CE is a "pass".
+    "ce": "CE-MARKED (on an idle path: it marks everything)",
     "bleached": "BLEACHED to Not-ECT",
     "remarked": "RE-MARKED",
     "dropped": "DROPPED (Not-ECT gets through)",
@@ -251,9 +252,11 @@ _OUTCOME_TEXT = {
     "ecn-check",
     help="Validate the emulated path for ECN as an application would before trusting L4S: "
     "send UDP probes with each codepoint both ways and see what arrives (passes, bleached, "
-    "re-marked, dropped), and check that kernel TCP negotiates classic ECN. Exit code 0 when "
-    "ECT(0) and ECT(1) get through both ways, 3 when they do not. Example: [bold]sudo l4slab "
-    "emu --ecn-path bleach ecn-check[/bold]",
+    "re-marked, dropped, CE-marked), and check that kernel TCP's classic ECN works: negotiated, "
+    "and its ECT(0) data arriving as sent both ways (negotiation alone is not ECN working). "
+    "Exit code 0 when the path is fit for L4S (ECT(1) and CE arrive unchanged both ways), 3 "
+    "when it is not. Run it on an otherwise idle path. Example: [bold]sudo l4slab emu "
+    "--ecn-path bleach ecn-check[/bold]",
     short_help="Check what the path does to ECN (passes, bleaches, re-marks, drops ECT).",
 )
 def _ecn_check(
@@ -286,11 +289,28 @@ def _ecn_check(
     raise typer.Exit(proc.returncode)
 
 
+def _tcp_line(label: str, t: dict[str, Any]) -> str:
+    """One direction of the kernel TCP data check."""
+    ce, delivered, retrans = t["delivered_ce"], t["delivered"], t["retransmits"]
+    outcome = t["outcome"]
+    if outcome == "pass":
+        text = f"ECT(0) arrives ({ce}/{delivered} segments echoed CE)"
+    elif outcome == "ce":
+        text = f"CE-MARKED: {ce}/{delivered} segments echoed CE on an idle path"
+    elif outcome == "bleached":
+        text = "BLEACHED: delivered, but no ECT arrived"
+    elif t["complete"]:
+        text = f"ECT DROPPED: only the {retrans} Not-ECT retransmissions got through"
+    else:
+        text = "ECT DROPPED: the data did not get through in time"
+    return f"kernel TCP data {label}: {text}"
+
+
 def format_ecn_report(report: dict[str, Any]) -> str:
     """The ECN check as a few lines of text."""
     lines = []
-    for direction in ("forward", "reverse"):
-        label = "client -> server" if direction == "forward" else "server -> client"
+    labels = {"forward": "client -> server", "reverse": "server -> client"}
+    for direction, label in labels.items():
         for cp in ("not_ect", "ect0", "ect1", "ce"):
             r = report[direction][cp]
             a = r["arrived"]
@@ -300,15 +320,36 @@ def format_ecn_report(report: dict[str, Any]) -> str:
                 top = max(("not_ect", "ect0", "ect1", "ce"), key=lambda k: a[k])
                 text += f" to {top}"
             lines.append(f"{label}  {cp:<8} {text} ({got}/{a['sent']} arrived)")
-    tcp = report.get("tcp_ecn_negotiated")
+    negotiated = report.get("tcp_ecn_negotiated")
+    if negotiated is None:
+        lines.append(f"kernel TCP ECN: check failed ({report.get('tcp_error')})")
+    else:
+        lines.append(
+            "kernel TCP ECN negotiation: "
+            + ("yes (the SYN-ACK echoed ECE)" if negotiated else "NO (the SYN-ACK had no ECE)")
+        )
+        if negotiated:
+            lines += [_tcp_line(label, report["tcp"][d]) for d, label in labels.items()]
+        lines.append(
+            "kernel TCP ECN: "
+            + (
+                "works (ECT(0) data arrives as sent both ways)"
+                if report["tcp_ecn_works"]
+                else "NOT WORKING"
+            )
+        )
     lines.append(
-        "kernel TCP ECN negotiation: "
-        + ("yes" if tcp else "no" if tcp is False else f"failed ({report.get('tcp_error')})")
+        "classic ECN: "
+        + (
+            "works (ECT(0) and CE pass both ways, kernel TCP ECN works)"
+            if report["classic_ecn_ok"]
+            else "NOT working"
+        )
     )
     lines.append(
         "verdict: "
         + (
-            "fit for L4S (ECT(0) and ECT(1) get through both ways)"
+            "fit for L4S (ECT(1) and CE arrive unchanged both ways)"
             if report["l4s_ok"]
             else "NOT fit for L4S: see the lines in capitals"
         )

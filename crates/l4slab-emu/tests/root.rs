@@ -547,43 +547,170 @@ app = { kind = "file", size = "200kB" }
     assert!(err.contains("this kernel has no prague"), "{err}");
 }
 
+/// `probe ecn-check` through a path with `--ecn-path PATH` against a
+/// reflector started by `reflector_cmd`; returns (exit code, JSON report).
+fn ecn_check_with(path: &str, reflector_cmd: &str, count: &str) -> (i32, Value) {
+    let (code, out, _) = shell(
+        &["--ecn-path", path, "--server-command", reflector_cmd],
+        &[
+            EMU,
+            "probe",
+            "ecn-check",
+            "10.77.0.2",
+            "--tcp-addr",
+            "10.77.0.3",
+            "--count",
+            count,
+        ],
+    );
+    let report = serde_json::from_str::<Value>(out.trim())
+        .unwrap_or_else(|e| panic!("ecn-check on {path}: exit {code}, {e}: {out}"));
+    (code, report)
+}
+
+fn ecn_check(path: &str) -> (i32, Value) {
+    ecn_check_with(path, &format!("{EMU} probe ecn-reflect"), "3")
+}
+
+const CODEPOINTS: [&str; 4] = ["not_ect", "ect0", "ect1", "ce"];
+
+/// The UDP outcome of each codepoint in `direction`.
+fn udp_outcomes(r: &Value, direction: &str) -> Vec<String> {
+    CODEPOINTS
+        .iter()
+        .map(|cp| r[direction][cp]["outcome"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
-fn the_ecn_check_tells_passing_bleaching_and_dropping_paths_apart() {
-    if !root_or_skip("the_ecn_check_tells_passing_bleaching_and_dropping_paths_apart") {
+fn the_ecn_check_passes_a_clean_path() {
+    if !root_or_skip("the_ecn_check_passes_a_clean_path") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let reflector = format!("{EMU} probe ecn-reflect");
-    let check = |path: &str| {
-        let (code, out, _) = shell(
-            &["--ecn-path", path, "--server-command", &reflector],
-            &[
-                EMU,
-                "probe",
-                "ecn-check",
-                "10.77.0.2",
-                "--tcp-addr",
-                "10.77.0.3",
-                "--count",
-                "4",
-            ],
-        );
-        (code, serde_json::from_str::<Value>(out.trim()).unwrap())
-    };
-    let (code, r) = check("none");
+    let (code, r) = ecn_check("none");
     assert_eq!(code, 0, "{r}");
-    assert_eq!(r["forward"]["ect1"]["outcome"], "pass");
-    assert_eq!(r["reverse"]["ect0"]["outcome"], "pass");
-    assert_eq!(r["tcp_ecn_negotiated"], true);
-    let (code, r) = check("bleach");
+    for d in ["forward", "reverse"] {
+        assert_eq!(udp_outcomes(&r, d), ["pass"; 4], "{r}");
+        assert_eq!(r["tcp"][d]["outcome"], "pass", "{r}");
+        assert_eq!(r["tcp"][d]["ect_seen"], true, "{r}");
+    }
+    assert_eq!(r["tcp_ecn_negotiated"], true, "{r}");
+    assert_eq!(r["tcp_ecn_works"], true, "{r}");
+    assert_eq!(r["l4s_ok"], true, "{r}");
+    assert_eq!(r["classic_ecn_ok"], true, "{r}");
+}
+
+#[test]
+fn the_ecn_check_waits_for_a_late_reflector() {
+    if !root_or_skip("the_ecn_check_waits_for_a_late_reflector") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The reflector starts a second after the checker (a slow start-up, e.g.
+    // a Python interpreter): no probe may be lost to it.
+    let late = format!("sleep 1; exec {EMU} probe ecn-reflect");
+    let (code, r) = ecn_check_with("none", &late, "2");
+    assert_eq!(code, 0, "{r}");
+    for d in ["forward", "reverse"] {
+        for cp in CODEPOINTS {
+            let a = &r[d][cp]["arrived"];
+            assert_eq!(a["sent"], 2, "{d} {cp}: {r}");
+            assert_eq!(a[cp], 2, "{d} {cp}: every probe arrived as sent: {r}");
+        }
+    }
+}
+
+#[test]
+fn the_ecn_check_fails_a_bleaching_path_though_tcp_negotiates_ecn() {
+    if !root_or_skip("the_ecn_check_fails_a_bleaching_path_though_tcp_negotiates_ecn") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, r) = ecn_check("bleach");
     assert_eq!(code, 3, "{r}");
-    assert_eq!(r["forward"]["ect1"]["outcome"], "bleached");
-    let (_, r) = check("remark");
-    assert_eq!(r["forward"]["ect1"]["outcome"], "remarked");
-    assert_eq!(r["forward"]["ect0"]["outcome"], "pass");
-    let (_, r) = check("drop_ect");
-    assert_eq!(r["reverse"]["ect1"]["outcome"], "dropped");
-    assert_eq!(r["forward"]["not_ect"]["outcome"], "pass");
+    for d in ["forward", "reverse"] {
+        // Not-ECT passes; every ECN codepoint arrives Not-ECT.
+        assert_eq!(
+            udp_outcomes(&r, d),
+            ["pass", "bleached", "bleached", "bleached"],
+            "{r}"
+        );
+        // The handshake's TCP flags are not in the IP-ECN field, so ECN is
+        // negotiated, but the data's ECT(0) never arrives.
+        assert_eq!(r["tcp"][d]["outcome"], "bleached", "{r}");
+        assert_eq!(r["tcp"][d]["ect_seen"], false, "{r}");
+    }
+    assert_eq!(r["tcp_ecn_negotiated"], true, "{r}");
+    assert_eq!(r["tcp_ecn_works"], false, "{r}");
+    assert_eq!(r["l4s_ok"], false, "{r}");
+    assert_eq!(r["classic_ecn_ok"], false, "{r}");
+}
+
+#[test]
+fn the_ecn_check_fails_a_remarking_path_for_l4s_only() {
+    if !root_or_skip("the_ecn_check_fails_a_remarking_path_for_l4s_only") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, r) = ecn_check("remark");
+    assert_eq!(code, 3, "{r}");
+    for d in ["forward", "reverse"] {
+        assert_eq!(
+            udp_outcomes(&r, d),
+            ["pass", "pass", "remarked", "pass"],
+            "{r}"
+        );
+        // Kernel TCP sends ECT(0), which this path leaves alone.
+        assert_eq!(r["tcp"][d]["outcome"], "pass", "{r}");
+    }
+    assert_eq!(r["tcp_ecn_works"], true, "{r}");
+    assert_eq!(r["l4s_ok"], false, "{r}");
+    assert_eq!(r["classic_ecn_ok"], true, "{r}");
+}
+
+#[test]
+fn the_ecn_check_fails_a_path_that_drops_ect() {
+    if !root_or_skip("the_ecn_check_fails_a_path_that_drops_ect") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, r) = ecn_check("drop_ect");
+    assert_eq!(code, 3, "{r}");
+    for d in ["forward", "reverse"] {
+        assert_eq!(
+            udp_outcomes(&r, d),
+            ["pass", "dropped", "dropped", "dropped"],
+            "{r}"
+        );
+        // Negotiated over the Not-ECT handshake; the ECT(0) data is lost and
+        // only retransmissions (Not-ECT, RFC 3168 §6.1.5) get through.
+        assert_eq!(r["tcp"][d]["outcome"], "dropped", "{r}");
+        assert_eq!(r["tcp"][d]["ect_seen"], false, "{r}");
+    }
+    assert_eq!(r["tcp_ecn_negotiated"], true, "{r}");
+    assert_eq!(r["tcp_ecn_works"], false, "{r}");
+    assert_eq!(r["l4s_ok"], false, "{r}");
+    assert_eq!(r["classic_ecn_ok"], false, "{r}");
+}
+
+#[test]
+fn the_ecn_check_fails_a_path_that_marks_everything_ce() {
+    if !root_or_skip("the_ecn_check_fails_a_path_that_marks_everything_ce") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, r) = ecn_check("ce_all");
+    assert_eq!(code, 3, "{r}");
+    for d in ["forward", "reverse"] {
+        assert_eq!(udp_outcomes(&r, d), ["pass", "ce", "ce", "pass"], "{r}");
+        // CE reaches the sender (ECE), on (nearly) every segment.
+        assert_eq!(r["tcp"][d]["outcome"], "ce", "{r}");
+    }
+    assert_eq!(r["tcp_ecn_negotiated"], true, "{r}");
+    assert_eq!(r["tcp_ecn_works"], false, "{r}");
+    assert_eq!(r["l4s_ok"], false, "{r}");
+    assert_eq!(r["classic_ecn_ok"], false, "{r}");
 }
 
 #[test]
