@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -310,3 +311,55 @@ def test_sigkill_of_l4slab_takes_the_emulator_its_commands_and_namespaces_down()
         for p in emulator:
             if _alive(p):
                 os.kill(p, signal.SIGTERM)
+
+
+_DOCS = Path(__file__).resolve().parents[1] / "docs" / "emulator.md"
+
+
+def _documented_recipe() -> list[str]:
+    """The ``l4slab emu`` arguments of the measurement recipe in docs/emulator.md."""
+    lines = _DOCS.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if "measurement-recipe:" in line)
+    command = next(line for line in lines[start:] if line.startswith("$ sudo l4slab emu "))
+    return shlex.split(command.removeprefix("$ sudo l4slab "))
+
+
+def test_the_documented_measurement_recipe_runs_to_the_end() -> None:
+    # The recipe once hung forever: both iperf3 ends at the same SCHED_FIFO
+    # priority on the one CPU the forwarder leaves, the client busy-waiting for
+    # a server that never got to run.
+    _emulator_or_skip()
+    if shutil.which("iperf3") is None:
+        pytest.fail("the documented recipe needs iperf3 (Debian: apt-get install -y iperf3)")
+    args = _documented_recipe()
+    assert args[0] == "emu" and "iperf3" in " ".join(args)
+    source = str(Path(emu.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    env.pop("L4SLAB_EMU_BIN", None)
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "l4slab", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        # A bound, not a measurement: the recipe's iperf3 runs 10 s.
+        out, _ = cli.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        # SIGKILL of l4slab tears the emulator and both iperf3 down (PR_SET_PDEATHSIG).
+        cli.kill()
+        out, _ = cli.communicate()
+        pytest.fail(f"the documented recipe did not finish within 60 s:\n{out[-2000:]}")
+    assert cli.returncode == 0, out[-2000:]
+    # iperf3's summary: "... 19.1 Mbits/sec ... receiver" (client and server both print one).
+    rates = [
+        float(line.split("bits/sec")[0].split()[-2])
+        * {"K": 1e-3, "M": 1.0, "G": 1e3}[line.split("bits/sec")[0].split()[-1]]
+        for line in out.splitlines()
+        if line.rstrip().endswith("receiver")
+    ]
+    assert rates, out[-2000:]
+    # The link is 20 Mbit/s: an end starved of CPU shows as far less.
+    assert max(rates) > 10.0, out[-2000:]
