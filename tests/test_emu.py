@@ -83,6 +83,15 @@ def test_shell_args_put_the_command_after_a_double_dash() -> None:
         emu.shell_args(["true"], ecn_path="x")
 
 
+def test_choices_come_from_the_native_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    native = pytest.importorskip("l4slab._native")
+    monkeypatch.setattr(native, "qdisc_names", lambda: ["fifo", "newqdisc"])
+    monkeypatch.setattr(native, "ecn_rewrite_names", lambda: ["none", "newpath"])
+    assert emu_cli._names("qdisc_names", "Queue discipline") == "Queue discipline: fifo, newqdisc"
+    assert emu.ecn_paths() == ["none", "newpath"]
+    assert emu.shell_args(["true"], ecn_path="newpath")[1:3] == ["--ecn-path", "newpath"]
+
+
 def test_bad_options_exit_2_naming_the_problem(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["emu", "--qdisc-param", "target=5ms", "--", "true"]) == 2
     assert "--qdisc-param needs --qdisc" in capsys.readouterr().err

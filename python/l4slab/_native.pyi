@@ -49,6 +49,9 @@ def cc_names() -> list[str]:
 def qdisc_names() -> list[str]:
     """Queue disciplines the simulator implements (Linux names)."""
 
+def ecn_rewrite_names() -> list[str]:
+    """What a path can do to ECN before the queue: the scenario key ``ecn_rewrite``."""
+
 if sys.platform == "linux":
     def emu_main(argv: list[str], self_cmd: list[str]) -> int:
         """Run the emulator's command line (``l4slab-emu ARGV``) in this process.

@@ -30,10 +30,10 @@ from types import FrameType
 from typing import Any
 
 __all__ = [
-    "ECN_PATHS",
     "EmuError",
     "EmuInputError",
     "NotRootError",
+    "ecn_paths",
     "emulator_command",
     "is_root",
     "link_sets",
@@ -46,9 +46,14 @@ __all__ = [
     "validate",
 ]
 
-#: ECN path behaviours before the bottleneck queue: the scenario key ``ecn_rewrite``
-#: (crates/l4slab-link/src/ecn.rs).
-ECN_PATHS = ("none", "bleach", "remark", "drop_ect", "ce_all")
+
+def ecn_paths() -> list[str]:
+    """ECN path behaviours before the bottleneck queue: the scenario key
+    ``ecn_rewrite`` (crates/l4slab-link/src/ecn.rs), from the native module."""
+    from l4slab import _native
+
+    return _native.ecn_rewrite_names()
+
 
 #: Names the process that starts the emulator, which then dies with it
 #: (crates/l4slab-emu/src/cli.rs, ``PARENT_PID_ENV``).
@@ -180,8 +185,9 @@ def shell_args(
         ("--ecn-path-up", ecn_path_up),
     ):
         if value is not None:
-            if value not in ECN_PATHS:
-                names = ", ".join(ECN_PATHS)
+            known = ecn_paths()
+            if value not in known:
+                names = ", ".join(known)
                 raise EmuError(f"{opt}: unknown ECN path {value!r}; choose one of: {names}")
             args += [opt, value]
     if spin_us is not None:

@@ -69,6 +69,21 @@ _LINK = "Link options (both directions unless a down/up option is given)"
 _RUN = "Run options"
 
 
+def _names(function: str, what: str) -> str:
+    """``what``, with the choices the native module lists (``_native.FUNCTION()``).
+
+    Asked of the Rust side rather than copied; without a built native module
+    (``l4slab --help`` in a source tree) the help only points to the docs.
+    """
+    try:
+        from l4slab import _native
+
+        names: list[str] = getattr(_native, function)()
+    except (ImportError, AttributeError):
+        return f"{what} (see docs/scenarios.md)"
+    return f"{what}: {', '.join(names)}"
+
+
 def _opt(*names: str, help: str, panel: str = _LINK, metavar: str | None = None) -> Any:
     return typer.Option(
         *names, help=help, rich_help_panel=panel, show_default=False, metavar=metavar
@@ -88,7 +103,7 @@ def _emu(
         str | None, _opt("--buffer", help="Buffer: 100pkt, a size (150kB) or a time (50ms).")
     ] = None,
     qdisc: Annotated[
-        str | None, _opt("--qdisc", help="fifo, codel, fq_codel, pie or dualpi2.")
+        str | None, _opt("--qdisc", help=_names("qdisc_names", "Queue discipline") + ".")
     ] = None,
     qdisc_param: Annotated[
         list[str] | None,
@@ -106,7 +121,7 @@ def _emu(
         str | None,
         _opt(
             "--ecn-path",
-            help="What the path does to ECN before the queue: " + ", ".join(emu.ECN_PATHS) + ".",
+            help=_names("ecn_rewrite_names", "What the path does to ECN before the queue") + ".",
         ),
     ] = None,
     ecn_path_down: Annotated[str | None, _opt("--ecn-path-down", help="Same, down only.")] = None,

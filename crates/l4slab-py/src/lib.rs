@@ -122,6 +122,13 @@ fn qdisc_names() -> Vec<&'static str> {
     l4slab_sim::QDISC_NAMES.to_vec()
 }
 
+/// The scenario's `ecn_rewrite` values (`l4slab emu --ecn-path`), in the
+/// order the documentation lists them.
+#[pyfunction]
+fn ecn_rewrite_names() -> Vec<&'static str> {
+    l4slab_link::EcnRewrite::ALL.map(|r| r.name()).to_vec()
+}
+
 /// Run the emulator's command line (`l4slab-emu ARGS`) in this process;
 /// returns its exit code. `self_cmd` runs the emulator again (for its crash
 /// reaper). The GIL is released for the whole call, which lasts as long as
@@ -142,6 +149,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(qdisc_names, m)?)?;
+    m.add_function(wrap_pyfunction!(ecn_rewrite_names, m)?)?;
     #[cfg(target_os = "linux")]
     m.add_function(wrap_pyfunction!(emu_main, m)?)?;
     Ok(())
