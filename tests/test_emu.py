@@ -1,15 +1,23 @@
-"""``l4slab emu``: option mapping, refusal without root, and (as root, with the
-``l4slab-emu`` binary built) a real run through network namespaces.
+"""``l4slab emu``: option mapping, refusal without root, and (as root) real runs
+through network namespaces with the emulator compiled into the native module.
 
-Root-only tests skip with the reason when not root or when the binary is not
-built; CI runs as root after ``cargo test`` has built it.
+Root-only tests skip with the reason when not root, or when this build has no
+emulator (not Linux); CI runs as root.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
+import shutil
+import signal
 import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,6 +53,7 @@ def test_shell_args_put_the_command_after_a_double_dash() -> None:
         ["ping", "-c", "1", "10.77.0.2"],
         sets=["bottleneck.rate=1Mbit"],
         server_command="sleep 1",
+        cc="reno",
         ecn_path="bleach",
         spin_us=50,
         pin=False,
@@ -56,6 +65,8 @@ def test_shell_args_put_the_command_after_a_double_dash() -> None:
         "bottleneck.rate=1Mbit",
         "--server-command",
         "sleep 1",
+        "--cc",
+        "reno",
         "--ecn-path",
         "bleach",
         "--spin-us",
@@ -70,6 +81,15 @@ def test_shell_args_put_the_command_after_a_double_dash() -> None:
     ]
     with pytest.raises(emu.EmuError, match="unknown ECN path 'x'"):
         emu.shell_args(["true"], ecn_path="x")
+
+
+def test_choices_come_from_the_native_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    native = pytest.importorskip("l4slab._native")
+    monkeypatch.setattr(native, "qdisc_names", lambda: ["fifo", "newqdisc"])
+    monkeypatch.setattr(native, "ecn_rewrite_names", lambda: ["none", "newpath"])
+    assert emu_cli._names("qdisc_names", "Queue discipline") == "Queue discipline: fifo, newqdisc"
+    assert emu.ecn_paths() == ["none", "newpath"]
+    assert emu.shell_args(["true"], ecn_path="newpath")[1:3] == ["--ecn-path", "newpath"]
 
 
 def test_bad_options_exit_2_naming_the_problem(capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,19 +108,26 @@ def test_refuses_clearly_without_root(
     assert "needs root" in err and "network namespaces" in err
 
 
-def test_a_missing_binary_says_how_to_build_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_emulator_override_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("L4SLAB_EMU_BIN", "/nonexistent/l4slab-emu")
     with pytest.raises(emu.EmuError, match="not an executable"):
-        emu.find_binary()
+        emu.emulator_command()
 
 
-def _binary_or_skip() -> Path:
+def test_the_emulator_comes_from_the_native_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("L4SLAB_EMU_BIN", raising=False)
+    command = _emulator_or_skip_build()
+    assert command == [sys.executable, "-m", "l4slab._emu"]
+    # Usage errors come back as exit code 2 from the emulator's own parser.
+    proc = subprocess.run([*command, "nonsense"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert "unknown command 'nonsense'" in proc.stderr
+
+
+def _emulator_or_skip() -> list[str]:
     if not emu.is_root():
         pytest.skip("needs root to create network namespaces and TUN devices")
-    try:
-        return emu.find_binary()
-    except emu.EmuError as exc:
-        pytest.skip(str(exc))
+    return _emulator_or_skip_build()
 
 
 def _our_namespaces() -> list[str]:
@@ -109,40 +136,74 @@ def _our_namespaces() -> list[str]:
 
 
 def test_emu_runs_a_command_behind_the_link_and_removes_everything(tmp_path: Path) -> None:
-    binary = _binary_or_skip()
+    emulator = shlex.join(_emulator_or_skip())
     before = _our_namespaces()
     report = tmp_path / "report.json"
-    script = f'{binary} probe ping "$L4SLAB_SERVER" --count 5 --interval-ms 20 >/dev/null; exit 5'
-    options = ["--delay", "5ms", "--rate", "50Mbit", "--quiet", "--report", str(report)]
+    script = f'{emulator} probe ping "$L4SLAB_SERVER" --count 5 --interval-ms 20 >/dev/null; exit 5'
+    options = [
+        "--delay",
+        "5ms",
+        "--rate",
+        "50Mbit",
+        "--cc",
+        "reno",
+        "--quiet",
+        "--report",
+        str(report),
+    ]
     code = main(["emu", *options, "--", "sh", "-c", script])
     assert code == 5
     rep = emu.read_report(report)
     assert rep["scenario"]["bottleneck"]["down"]["delay"] == 5_000_000
     assert rep["forwarder"]["timing_error_us"]["samples"] >= 10
     assert rep["queues"]["bottleneck.up"]["kind"] == "fifo"
+    assert rep["tcp_congestion_control"] == {"client": "reno", "server": "reno"}
     assert _our_namespaces() == before
 
 
-def test_the_ecn_report_reads_as_lines() -> None:
+def _ecn_report(tcp_forward: dict[str, Any], *, works: bool, l4s_ok: bool) -> dict[str, Any]:
     arrived = {"sent": 5, "not_ect": 0, "ect0": 5, "ect1": 0, "ce": 0}
     passed = {"outcome": "pass", "arrived": {**arrived, "ect0": 0, "not_ect": 5}}
     remarked = {"outcome": "remarked", "arrived": arrived}
     direction = {"not_ect": passed, "ect0": passed, "ect1": remarked, "ce": passed}
-    report = {
+    clean = {"complete": True, "ect_seen": True, "delivered": 25, "delivered_ce": 0}
+    return {
         "forward": direction,
         "reverse": direction,
+        "tcp": {"forward": tcp_forward, "reverse": {**clean, "retransmits": 0, "outcome": "pass"}},
         "tcp_ecn_negotiated": True,
-        "l4s_ok": False,
+        "tcp_ecn_works": works,
+        "classic_ecn_ok": works,
+        "l4s_ok": l4s_ok,
     }
-    text = emu_cli.format_ecn_report(report)
+
+
+def test_the_ecn_report_reads_as_lines() -> None:
+    tcp = {"complete": True, "ect_seen": True, "delivered": 25, "delivered_ce": 1}
+    text = emu_cli.format_ecn_report(
+        _ecn_report({**tcp, "retransmits": 0, "outcome": "pass"}, works=True, l4s_ok=False)
+    )
     assert "client -> server  ect1     RE-MARKED to ect0 (5/5 arrived)" in text
-    assert "kernel TCP ECN negotiation: yes" in text
+    assert "kernel TCP ECN negotiation: yes (the SYN-ACK echoed ECE)" in text
+    assert "kernel TCP data client -> server: ECT(0) arrives (1/25 segments echoed CE)" in text
+    assert "kernel TCP ECN: works" in text
     assert text.endswith("verdict: NOT fit for L4S: see the lines in capitals")
 
 
-def _binary_or_skip_build() -> Path:
+def test_the_ecn_report_says_negotiation_is_not_ecn_working() -> None:
+    # Negotiated over the handshake, but the path dropped the data's ECT(0).
+    dropped = {"complete": True, "ect_seen": False, "delivered": 25, "delivered_ce": 0}
+    dropped |= {"retransmits": 24, "outcome": "dropped"}
+    text = emu_cli.format_ecn_report(_ecn_report(dropped, works=False, l4s_ok=False))
+    assert "kernel TCP ECN negotiation: yes" in text
+    assert "client -> server: ECT DROPPED: only the 24 Not-ECT retransmissions" in text
+    assert "kernel TCP ECN: NOT WORKING" in text
+    assert "classic ECN: NOT working" in text
+
+
+def _emulator_or_skip_build() -> list[str]:
     try:
-        return emu.find_binary()
+        return emu.emulator_command()
     except emu.EmuError as exc:
         pytest.skip(str(exc))
 
@@ -150,7 +211,7 @@ def _binary_or_skip_build() -> Path:
 def test_backend_emu_refuses_what_kernel_tcp_cannot_do(
     example_scenario: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _binary_or_skip_build()
+    _emulator_or_skip_build()
     # Validation needs no root: the refusal comes before anything is created.
     code = main(["run", str(example_scenario), "--backend", "emu", "--set", "flows[0].cc=prague"])
     assert code == 2
@@ -160,8 +221,154 @@ def test_backend_emu_refuses_what_kernel_tcp_cannot_do(
 
 
 def test_ecn_check_reports_a_bleaching_path(capsys: pytest.CaptureFixture[str]) -> None:
-    _binary_or_skip()
+    _emulator_or_skip()
     assert main(["emu", "--ecn-path", "bleach", "ecn-check", "--count", "3"]) == 3
     out = capsys.readouterr().out
     assert "server -> client  ect1     BLEACHED to Not-ECT" in out
+    # TCP negotiates ECN over the handshake, but its ECT(0) never arrives.
+    assert "kernel TCP ECN negotiation: yes" in out
+    assert "kernel TCP data client -> server: BLEACHED" in out
+    assert "kernel TCP ECN: NOT WORKING" in out
     assert "NOT fit for L4S" in out
+
+
+def test_ecn_check_fails_a_path_that_marks_everything(capsys: pytest.CaptureFixture[str]) -> None:
+    _emulator_or_skip()
+    assert main(["emu", "--ecn-path", "ce_all", "ecn-check", "--count", "3"]) == 3
+    out = capsys.readouterr().out
+    assert "client -> server  ect1     CE-MARKED (on an idle path" in out
+    assert "NOT fit for L4S" in out
+
+
+def _children(pid: int) -> list[int]:
+    """Pids of the children of ``pid`` (every thread's)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            out += [int(p) for p in task.read_text().split()]
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _ns_pids(name: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def _wait_for(what: str, timeout_s: float, cond: Callable[[], bool]) -> None:
+    """Wait until ``cond()`` holds, failing after ``timeout_s`` (a bound, not a measurement)."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_sigkill_of_l4slab_takes_the_emulator_its_commands_and_namespaces_down() -> None:
+    _emulator_or_skip()
+    # The subprocess imports l4slab from where this test did.
+    source = str(Path(emu.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    env.pop("L4SLAB_EMU_BIN", None)
+    command = [sys.executable, "-m", "l4slab", "emu", "--quiet", "--server", "sleep 1000"]
+    cli = subprocess.Popen([*command, "--", "sleep", "1000"], stdin=subprocess.DEVNULL, env=env)
+    emulator: list[int] = []
+    sleeps: list[int] = []
+    try:
+
+        def started() -> bool:
+            # The emulator is l4slab's only child; a sleep runs in each namespace.
+            emulator[:] = _children(cli.pid)
+            if len(emulator) != 1:
+                return False
+            sides = [_ns_pids(f"l4slab-{emulator[0]}-{side}") for side in ("c", "s")]
+            sleeping = [[p for p in pids if b"sleep" in _cmdline(p)] for pids in sides]
+            sleeps[:] = [p for pids in sides for p in pids]
+            return all(sleeping)
+
+        _wait_for("the emulator, COMMAND and the server command", 30, started)
+        cli.kill()
+        cli.wait()
+        (pid,) = emulator
+        _wait_for("the emulator to exit", 15, lambda: not _alive(pid))
+        _wait_for("COMMAND and the server command to end", 15, lambda: not any(map(_alive, sleeps)))
+        prefix = f"l4slab-{pid}-"
+        _wait_for(
+            "its namespaces to be removed",
+            15,
+            lambda: not any(n.startswith(prefix) for n in _our_namespaces()),
+        )
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        for p in emulator:
+            if _alive(p):
+                os.kill(p, signal.SIGTERM)
+
+
+_DOCS = Path(__file__).resolve().parents[1] / "docs" / "emulator.md"
+
+
+def _documented_recipe() -> list[str]:
+    """The ``l4slab emu`` arguments of the measurement recipe in docs/emulator.md."""
+    lines = _DOCS.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if "measurement-recipe:" in line)
+    command = next(line for line in lines[start:] if line.startswith("$ sudo l4slab emu "))
+    return shlex.split(command.removeprefix("$ sudo l4slab "))
+
+
+def test_the_documented_measurement_recipe_runs_to_the_end() -> None:
+    # The recipe once hung forever: both iperf3 ends at the same SCHED_FIFO
+    # priority on the one CPU the forwarder leaves, the client busy-waiting for
+    # a server that never got to run.
+    _emulator_or_skip()
+    if shutil.which("iperf3") is None:
+        pytest.fail("the documented recipe needs iperf3 (Debian: apt-get install -y iperf3)")
+    args = _documented_recipe()
+    assert args[0] == "emu" and "iperf3" in " ".join(args)
+    source = str(Path(emu.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    env.pop("L4SLAB_EMU_BIN", None)
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "l4slab", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        # A bound, not a measurement: the recipe's iperf3 runs 10 s.
+        out, _ = cli.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        # SIGKILL of l4slab tears the emulator and both iperf3 down (PR_SET_PDEATHSIG).
+        cli.kill()
+        out, _ = cli.communicate()
+        pytest.fail(f"the documented recipe did not finish within 60 s:\n{out[-2000:]}")
+    assert cli.returncode == 0, out[-2000:]
+    # iperf3's summary: "... 19.1 Mbits/sec ... receiver" (client and server both print one).
+    rates = [
+        float(line.split("bits/sec")[0].split()[-2])
+        * {"K": 1e-3, "M": 1.0, "G": 1e3}[line.split("bits/sec")[0].split()[-1]]
+        for line in out.splitlines()
+        if line.rstrip().endswith("receiver")
+    ]
+    assert rates, out[-2000:]
+    # The link is 20 Mbit/s: an end starved of CPU shows as far less.
+    assert max(rates) > 10.0, out[-2000:]

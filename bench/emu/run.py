@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark the emulator's forwarder (needs root and the release binary).
+"""Benchmark the emulator's forwarder (needs root; the emulator of the installed
+native module, or $L4SLAB_EMU_BIN, e.g. a `cargo build --release -p l4slab-emu`).
 
-    cargo build --release -p l4slab-emu
     sudo python3 bench/emu/run.py                  # ceiling + 10/100/500 Mbit/s
     sudo python3 bench/emu/run.py --seconds 10 --repeat 3
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ def acked_rate(send: dict[str, Any], from_s: float) -> float:
 
 
 def run_case(
-    binary: str,
+    emulator: list[str],
     case: dict[str, Any],
     seconds: float,
     spin_us: int | None,
@@ -61,13 +62,13 @@ def run_case(
         sets = emu.link_sets(
             rate=f"{case['rate_mbit']}Mbit", delay=case["delay"], buffer=case["buffer"]
         )
-        command = [binary, "probe", "tcp-send", "10.77.0.2:5001", "--cc", "cubic"]
+        command = [*emulator, "probe", "tcp-send", "10.77.0.2:5001", "--cc", "cubic"]
         command += ["--seconds", str(seconds), "--sample-ms", "100"]
-        proc = emu.run_binary(
+        proc = emu.run_emulator(
             emu.shell_args(
                 command,
                 sets=sets,
-                server_command=f"{binary} probe tcp-sink --port 5001 > /dev/null",
+                server_command=f"{shlex.join(emulator)} probe tcp-sink --port 5001 > /dev/null",
                 report=report,
                 spin_us=spin_us,
                 min_sleep_us=min_sleep_us,
@@ -105,11 +106,11 @@ def main() -> None:
     )
     ap.add_argument("--json", action="store_true", help="print the raw rows as JSON")
     args = ap.parse_args()
-    binary = str(emu.find_binary())
+    emulator = emu.emulator_command()
     rows = []
     for case in CASES:
         runs = [
-            run_case(binary, case, args.seconds, args.spin_us, args.min_sleep_us)
+            run_case(emulator, case, args.seconds, args.spin_us, args.min_sleep_us)
             for _ in range(args.repeat)
         ]
         runs.sort(key=lambda r: r["goodput_mbit"])
@@ -117,7 +118,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title=f"l4slab-emu forwarder ({binary}, {platform.node()})")
+    table = Table(title=f"l4slab-emu forwarder ({shlex.join(emulator)}, {platform.node()})")
     for col in (
         "case",
         "goodput Mbit/s",

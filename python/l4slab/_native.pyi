@@ -3,6 +3,7 @@
 The native module only converts and maps errors; the public API is ``l4slab``.
 """
 
+import sys
 from collections.abc import Callable
 
 from l4slab._types import NativeResult, PacketChunk
@@ -69,3 +70,17 @@ def cc_names() -> list[str]:
 
 def qdisc_names() -> list[str]:
     """Queue disciplines the simulator implements (Linux names)."""
+
+def ecn_rewrite_names() -> list[str]:
+    """What a path can do to ECN before the queue: the scenario key ``ecn_rewrite``."""
+
+if sys.platform == "linux":
+    def emu_main(argv: list[str], self_cmd: list[str]) -> int:
+        """Run the emulator's command line (``l4slab-emu ARGV``) in this process.
+
+        Returns the exit code. ``self_cmd`` is the argument vector that runs the
+        emulator again (its crash reaper uses it), e.g. ``[sys.executable, "-m",
+        "l4slab._emu"]``. It blocks signals, changes scheduling and forks, and the
+        GIL is released for the whole run: call it from a process of its own, as
+        ``python -m l4slab._emu`` does. Linux only.
+        """

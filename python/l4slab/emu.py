@@ -1,10 +1,16 @@
-"""The real-time emulator from Python: a thin layer over the ``l4slab-emu`` binary.
+"""The real-time emulator from Python: a thin layer over the emulator process.
 
-The binary (crates/l4slab-emu) does everything: it creates a client and a
-server network namespace joined through TUN devices and its user-space
-forwarder, runs the bottleneck with the simulator's own queue, rate and loss
-code against the wall clock, and removes everything again. This module finds
-the binary, turns keyword arguments into its options and runs it.
+The emulator (crates/l4slab-emu, compiled into the native module) does
+everything: it creates a client and a server network namespace joined through
+TUN devices and its user-space forwarder, runs the bottleneck with the
+simulator's own queue, rate and loss code against the wall clock, and removes
+everything again. This module runs it as a process of its own
+(:func:`emulator_command`: ``python -m l4slab._emu``, or ``$L4SLAB_EMU_BIN``),
+turns keyword arguments into its options and reads its results.
+
+The emulator is tied to the process that starts it: when that process dies,
+even by SIGKILL, the kernel sends the emulator SIGTERM (``PR_SET_PDEATHSIG``,
+asked for through ``$L4SLAB_EMU_PARENT_PID``) and it tears down as on Ctrl-C.
 
 Link options are scenario overrides on the ``[bottleneck]`` table (see
 docs/scenarios.md), so ``rate="20Mbit"`` means exactly what
@@ -15,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -25,15 +30,15 @@ from types import FrameType
 from typing import Any
 
 __all__ = [
-    "ECN_PATHS",
     "EmuError",
     "EmuInputError",
     "NotRootError",
-    "find_binary",
+    "ecn_paths",
+    "emulator_command",
     "is_root",
     "link_sets",
     "read_report",
-    "run_binary",
+    "run_emulator",
     "run_scenario",
     "shell",
     "shell_args",
@@ -41,16 +46,22 @@ __all__ = [
     "validate",
 ]
 
-#: ECN path behaviours before the bottleneck queue: the scenario key ``ecn_rewrite``
-#: (crates/l4slab-link/src/ecn.rs).
-ECN_PATHS = ("none", "bleach", "remark", "drop_ect", "ce_all")
 
-_BINARY = "l4slab-emu"
-_REPO = Path(__file__).resolve().parents[2]
+def ecn_paths() -> list[str]:
+    """ECN path behaviours before the bottleneck queue: the scenario key
+    ``ecn_rewrite`` (crates/l4slab-link/src/ecn.rs), from the native module."""
+    from l4slab import _native
+
+    return _native.ecn_rewrite_names()
+
+
+#: Names the process that starts the emulator, which then dies with it
+#: (crates/l4slab-emu/src/cli.rs, ``PARENT_PID_ENV``).
+PARENT_PID_ENV = "L4SLAB_EMU_PARENT_PID"
 
 
 class EmuError(RuntimeError):
-    """The emulator could not run (binary missing, bad option, setup failed)."""
+    """The emulator could not run (not available, bad option, setup failed)."""
 
 
 class NotRootError(EmuError):
@@ -62,33 +73,34 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
-def find_binary() -> Path:
-    """The ``l4slab-emu`` executable.
+def emulator_command() -> list[str]:
+    """The argument vector that runs the emulator (its arguments follow).
 
-    Looked up in ``$L4SLAB_EMU_BIN``, then on ``PATH``, then in the cargo target
-    directories of this source tree (``$CARGO_TARGET_DIR``, ``target/``; release
-    before debug). Raises :class:`EmuError` saying how to build it.
+    ``$L4SLAB_EMU_BIN`` when set (e.g. a cargo-built ``l4slab-emu``), else the
+    emulator compiled into this installation's native module
+    (``python -m l4slab._emu``), which always matches the installed package.
+    Raises :class:`EmuError` when neither is available.
     """
     env = os.environ.get("L4SLAB_EMU_BIN")
     if env:
         path = Path(env)
         if path.is_file() and os.access(path, os.X_OK):
-            return path
+            return [os.fspath(path)]
         raise EmuError(f"L4SLAB_EMU_BIN={env} is not an executable file")
-    found = shutil.which(_BINARY)
-    if found:
-        return Path(found)
-    roots = [Path(d) for d in (os.environ.get("CARGO_TARGET_DIR"),) if d]
-    roots.append(_REPO / "target")
-    for root in roots:
-        for profile in ("release", "debug"):
-            candidate = root / profile / _BINARY
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return candidate
-    raise EmuError(
-        "the emulator binary l4slab-emu is not built; build it from the repository root with: "
-        "cargo build --release -p l4slab-emu (or set L4SLAB_EMU_BIN)"
-    )
+    try:
+        from l4slab import _native
+    except ImportError as exc:
+        raise EmuError(f"the native module l4slab._native is not built: {exc}") from None
+    if not hasattr(_native, "emu_main"):
+        raise EmuError("this build of l4slab has no emulator: it needs Linux")
+    from l4slab._emu import SELF_COMMAND
+
+    return list(SELF_COMMAND)
+
+
+def _child_env() -> dict[str, str]:
+    """Our environment, plus the pid the emulator ties its life to."""
+    return {**os.environ, PARENT_PID_ENV: str(os.getpid())}
 
 
 def link_sets(
@@ -142,6 +154,7 @@ def shell_args(
     sets: Iterable[str] = (),
     server_command: str | None = None,
     report: str | os.PathLike[str] | None = None,
+    cc: str | None = None,
     ecn_path: str | None = None,
     ecn_path_down: str | None = None,
     ecn_path_up: str | None = None,
@@ -152,7 +165,11 @@ def shell_args(
     realtime: bool = True,
     quiet: bool = False,
 ) -> list[str]:
-    """The ``l4slab-emu shell`` arguments (after the binary) for these options."""
+    """The ``l4slab-emu shell`` arguments (after :func:`emulator_command`) for these options.
+
+    ``cc`` is the namespaces' default TCP congestion control (the emulator's
+    default: cubic, Linux's own, whatever the host uses).
+    """
     args = ["shell"]
     for s in sets:
         args += ["--set", s]
@@ -160,14 +177,17 @@ def shell_args(
         args += ["--server-command", server_command]
     if report is not None:
         args += ["--report", os.fspath(report)]
+    if cc is not None:
+        args += ["--cc", cc]
     for opt, value in (
         ("--ecn-path", ecn_path),
         ("--ecn-path-down", ecn_path_down),
         ("--ecn-path-up", ecn_path_up),
     ):
         if value is not None:
-            if value not in ECN_PATHS:
-                names = ", ".join(ECN_PATHS)
+            known = ecn_paths()
+            if value not in known:
+                names = ", ".join(known)
                 raise EmuError(f"{opt}: unknown ECN path {value!r}; choose one of: {names}")
             args += [opt, value]
     if spin_us is not None:
@@ -185,25 +205,27 @@ def shell_args(
     return [*args, "--", *command]
 
 
-def run_binary(
+def run_emulator(
     args: Sequence[str], *, capture: bool = False, capture_stderr: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """Run ``l4slab-emu ARGS`` to completion, forwarding SIGTERM/SIGHUP/SIGINT to it.
 
-    Raises :class:`NotRootError` when not root and :class:`EmuError` when the
-    binary is missing.
+    The emulator dies with the calling thread's process (module docs); this
+    thread waits for it, so it outlives the emulator. Raises
+    :class:`NotRootError` when not root and :class:`EmuError` when there is no
+    emulator.
     """
     if not is_root():
         raise NotRootError(
             "l4slab emu needs root: it creates network namespaces and TUN devices. "
             "Run it as root (e.g. with sudo)."
         )
-    binary = find_binary()
     proc = subprocess.Popen(
-        [os.fspath(binary), *args],
+        [*emulator_command(), *args],
         stdout=subprocess.PIPE if capture else None,
         stderr=subprocess.PIPE if capture or capture_stderr else None,
         text=True,
+        env=_child_env(),
     )
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -233,7 +255,7 @@ def shell(command: Sequence[str], **options: Any) -> int:
     Keyword arguments are those of :func:`shell_args`; returns the command's
     exit code (128 + signal when it was killed or interrupted).
     """
-    return run_binary(shell_args(command, **options)).returncode
+    return run_emulator(shell_args(command, **options)).returncode
 
 
 def timing_line(summary: dict[str, Any]) -> str:
@@ -277,14 +299,15 @@ def _sets_args(overrides: Iterable[str]) -> list[str]:
 def validate(text: str, source: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
     """Resolve a scenario as the emulator will run it and check its flows
     against kernel TCP (no root needed). Raises :class:`EmuInputError`."""
-    binary = find_binary()
+    command = emulator_command()
     with tempfile.TemporaryDirectory(prefix="l4slab-emu-") as tmp:
         path = _scenario_file(text, source, Path(tmp))
         proc = subprocess.run(
-            [os.fspath(binary), "validate", os.fspath(path), *_sets_args(overrides)],
+            [*command, "validate", os.fspath(path), *_sets_args(overrides)],
             capture_output=True,
             text=True,
             check=False,
+            env=_child_env(),
         )
     if proc.returncode != 0:
         raise EmuInputError(_error_text(proc.stderr))
@@ -320,7 +343,7 @@ def run_scenario(
             args += ["--seed", str(seed)]
         if spin_us is not None:
             args += ["--spin-us", str(spin_us)]
-        proc = run_binary(args, capture_stderr=True)
+        proc = run_emulator(args, capture_stderr=True)
         if proc.returncode in (128 + signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGHUP):
             raise KeyboardInterrupt
         if proc.returncode == 2:

@@ -2,12 +2,13 @@
 
 ``l4slab emu [LINK OPTIONS] -- COMMAND...`` is a mahimahi-style shell; the
 sub-commands (``ecn-check``, ``cleanup``) share the link options. Everything is done by the
-``l4slab-emu`` binary (see :mod:`l4slab.emu`); this module only maps options.
+emulator process (see :mod:`l4slab.emu`); this module only maps options.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -68,6 +69,21 @@ _LINK = "Link options (both directions unless a down/up option is given)"
 _RUN = "Run options"
 
 
+def _names(function: str, what: str) -> str:
+    """``what``, with the choices the native module lists (``_native.FUNCTION()``).
+
+    Asked of the Rust side rather than copied; without a built native module
+    (``l4slab --help`` in a source tree) the help only points to the docs.
+    """
+    try:
+        from l4slab import _native
+
+        names: list[str] = getattr(_native, function)()
+    except (ImportError, AttributeError):
+        return f"{what} (see docs/scenarios.md)"
+    return f"{what}: {', '.join(names)}"
+
+
 def _opt(*names: str, help: str, panel: str = _LINK, metavar: str | None = None) -> Any:
     return typer.Option(
         *names, help=help, rich_help_panel=panel, show_default=False, metavar=metavar
@@ -87,7 +103,7 @@ def _emu(
         str | None, _opt("--buffer", help="Buffer: 100pkt, a size (150kB) or a time (50ms).")
     ] = None,
     qdisc: Annotated[
-        str | None, _opt("--qdisc", help="fifo, codel, fq_codel, pie or dualpi2.")
+        str | None, _opt("--qdisc", help=_names("qdisc_names", "Queue discipline") + ".")
     ] = None,
     qdisc_param: Annotated[
         list[str] | None,
@@ -105,7 +121,7 @@ def _emu(
         str | None,
         _opt(
             "--ecn-path",
-            help="What the path does to ECN before the queue: " + ", ".join(emu.ECN_PATHS) + ".",
+            help=_names("ecn_rewrite_names", "What the path does to ECN before the queue") + ".",
         ),
     ] = None,
     ecn_path_down: Annotated[str | None, _opt("--ecn-path-down", help="Same, down only.")] = None,
@@ -125,6 +141,16 @@ def _emu(
     report: Annotated[
         Path | None,
         _opt("--report", help="Write the run's JSON report here.", panel=_RUN, metavar="FILE"),
+    ] = None,
+    cc: Annotated[
+        str | None,
+        _opt(
+            "--cc",
+            help="Default TCP congestion control in both namespaces (default cubic, Linux's "
+            "default, whatever the host uses); programs can still choose per socket.",
+            panel=_RUN,
+            metavar="NAME",
+        ),
     ] = None,
     spin_us: Annotated[
         int | None,
@@ -173,6 +199,7 @@ def _emu(
         "sets": link,
         "server_command": server,
         "report": report,
+        "cc": cc,
         "ecn_path": ecn_path,
         "ecn_path_down": ecn_path_down,
         "ecn_path_up": ecn_path_up,
@@ -191,7 +218,7 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 def _run(args: list[str]) -> int:
     try:
-        return emu.run_binary(args).returncode
+        return emu.run_emulator(args).returncode
     except emu.NotRootError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except emu.EmuError as exc:
@@ -227,7 +254,8 @@ def _cleanup() -> None:
 
 _OUTCOME_TEXT = {
     "pass": "passes",
-    "ce": "arrives CE (marked on the way)",
+    # For ECT probes of an idle path; a CE probe arriving CE is a "pass".
+    "ce": "CE-MARKED (on an idle path: it marks everything)",
     "bleached": "BLEACHED to Not-ECT",
     "remarked": "RE-MARKED",
     "dropped": "DROPPED (Not-ECT gets through)",
@@ -239,9 +267,11 @@ _OUTCOME_TEXT = {
     "ecn-check",
     help="Validate the emulated path for ECN as an application would before trusting L4S: "
     "send UDP probes with each codepoint both ways and see what arrives (passes, bleached, "
-    "re-marked, dropped), and check that kernel TCP negotiates classic ECN. Exit code 0 when "
-    "ECT(0) and ECT(1) get through both ways, 3 when they do not. Example: [bold]sudo l4slab "
-    "emu --ecn-path bleach ecn-check[/bold]",
+    "re-marked, dropped, CE-marked), and check that kernel TCP's classic ECN works: negotiated, "
+    "and its ECT(0) data arriving as sent both ways (negotiation alone is not ECN working). "
+    "Exit code 0 when the path is fit for L4S (ECT(1) and CE arrive unchanged both ways), 3 "
+    "when it is not. Run it on an otherwise idle path. Example: [bold]sudo l4slab emu "
+    "--ecn-path bleach ecn-check[/bold]",
     short_help="Check what the path does to ECN (passes, bleaches, re-marks, drops ECT).",
 )
 def _ecn_check(
@@ -250,16 +280,16 @@ def _ecn_check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON report.")] = False,
 ) -> None:
     try:
-        binary = str(emu.find_binary())
+        emulator = emu.emulator_command()
     except emu.EmuError as exc:
         raise _fail(str(exc), EXIT_FAILED) from None
     opts = dict(ctx.meta["l4slab.emu"])
     opts["quiet"] = True
-    checker = [binary, "probe", "ecn-check", "10.77.0.2", "--tcp-addr", "10.77.0.3"]
+    checker = [*emulator, "probe", "ecn-check", "10.77.0.2", "--tcp-addr", "10.77.0.3"]
     checker += ["--count", str(count)]
-    opts["server_command"] = f"{binary} probe ecn-reflect"
+    opts["server_command"] = shlex.join([*emulator, "probe", "ecn-reflect"])
     try:
-        proc = emu.run_binary(emu.shell_args(checker, **opts), capture=True)
+        proc = emu.run_emulator(emu.shell_args(checker, **opts), capture=True)
     except emu.NotRootError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except emu.EmuError as exc:
@@ -274,11 +304,28 @@ def _ecn_check(
     raise typer.Exit(proc.returncode)
 
 
+def _tcp_line(label: str, t: dict[str, Any]) -> str:
+    """One direction of the kernel TCP data check."""
+    ce, delivered, retrans = t["delivered_ce"], t["delivered"], t["retransmits"]
+    outcome = t["outcome"]
+    if outcome == "pass":
+        text = f"ECT(0) arrives ({ce}/{delivered} segments echoed CE)"
+    elif outcome == "ce":
+        text = f"CE-MARKED: {ce}/{delivered} segments echoed CE on an idle path"
+    elif outcome == "bleached":
+        text = "BLEACHED: delivered, but no ECT arrived"
+    elif t["complete"]:
+        text = f"ECT DROPPED: only the {retrans} Not-ECT retransmissions got through"
+    else:
+        text = "ECT DROPPED: the data did not get through in time"
+    return f"kernel TCP data {label}: {text}"
+
+
 def format_ecn_report(report: dict[str, Any]) -> str:
     """The ECN check as a few lines of text."""
     lines = []
-    for direction in ("forward", "reverse"):
-        label = "client -> server" if direction == "forward" else "server -> client"
+    labels = {"forward": "client -> server", "reverse": "server -> client"}
+    for direction, label in labels.items():
         for cp in ("not_ect", "ect0", "ect1", "ce"):
             r = report[direction][cp]
             a = r["arrived"]
@@ -288,15 +335,36 @@ def format_ecn_report(report: dict[str, Any]) -> str:
                 top = max(("not_ect", "ect0", "ect1", "ce"), key=lambda k: a[k])
                 text += f" to {top}"
             lines.append(f"{label}  {cp:<8} {text} ({got}/{a['sent']} arrived)")
-    tcp = report.get("tcp_ecn_negotiated")
+    negotiated = report.get("tcp_ecn_negotiated")
+    if negotiated is None:
+        lines.append(f"kernel TCP ECN: check failed ({report.get('tcp_error')})")
+    else:
+        lines.append(
+            "kernel TCP ECN negotiation: "
+            + ("yes (the SYN-ACK echoed ECE)" if negotiated else "NO (the SYN-ACK had no ECE)")
+        )
+        if negotiated:
+            lines += [_tcp_line(label, report["tcp"][d]) for d, label in labels.items()]
+        lines.append(
+            "kernel TCP ECN: "
+            + (
+                "works (ECT(0) data arrives as sent both ways)"
+                if report["tcp_ecn_works"]
+                else "NOT WORKING"
+            )
+        )
     lines.append(
-        "kernel TCP ECN negotiation: "
-        + ("yes" if tcp else "no" if tcp is False else f"failed ({report.get('tcp_error')})")
+        "classic ECN: "
+        + (
+            "works (ECT(0) and CE pass both ways, kernel TCP ECN works)"
+            if report["classic_ecn_ok"]
+            else "NOT working"
+        )
     )
     lines.append(
         "verdict: "
         + (
-            "fit for L4S (ECT(0) and ECT(1) get through both ways)"
+            "fit for L4S (ECT(1) and CE arrive unchanged both ways)"
             if report["l4s_ok"]
             else "NOT fit for L4S: see the lines in capitals"
         )

@@ -17,6 +17,7 @@
 //! * [`apps`]: the kernel TCP endpoints of a `run` and their thread.
 //! * [`probe`]: small measurement tools (ping, TCP sender with TCP_INFO).
 //! * [`ecncheck`]: ECN path validation (passes, bleaches, re-marks, drops ECT).
+//! * [`cli`]: the command line (`l4slab-emu`, `python -m l4slab._emu`).
 //!
 //! This is the only l4slab crate that reads the wall clock or does OS I/O
 //! (DESIGN.md §4.4), hence the crate-wide allowance below for clippy's
@@ -24,6 +25,7 @@
 #![allow(clippy::disallowed_methods)]
 
 pub mod apps;
+pub mod cli;
 pub mod coalesce;
 pub mod ecncheck;
 pub mod forwarder;

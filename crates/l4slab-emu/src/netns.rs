@@ -55,6 +55,33 @@ pub const SERVER_ADDR6: Ipv6Addr = Ipv6Addr::new(0xfd4c, 0x5301, 0, 0, 0, 0, 0, 
 pub const CLIENT_TUN: &str = "tcli";
 pub const SERVER_TUN: &str = "tsrv";
 
+/// Serializes the runs' brief widening of the host's allowed congestion
+/// controls ([`Topology::set_congestion_control`]).
+pub const CC_LOCK: &str = "/run/l4slab-emu/congestion-control.lock";
+const PER_NS_CC: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
+const AVAILABLE_CC: &str = "tcp_available_congestion_control";
+const ALLOWED_CC: &str = "tcp_allowed_congestion_control";
+
+fn host_sysctl(key: &str) -> PathBuf {
+    Path::new("/proc/sys/net/ipv4").join(key)
+}
+
+/// A host-wide `net.ipv4` sysctl, read from this (the initial) namespace.
+fn read_host_sysctl(key: &str) -> io::Result<String> {
+    fs::read_to_string(host_sysctl(key))
+}
+
+fn cc_error(name: &str, step: &str, e: io::Error) -> EmuError {
+    EmuError::io(
+        &format!(
+            "making {name} the namespaces' default congestion control ({step}; a namespace's \
+             default must be in net.ipv4.tcp_allowed_congestion_control, which only the \
+             initial namespace can change: choose another with --cc)"
+        ),
+        e,
+    )
+}
+
 /// The content of a state file.
 #[derive(Debug, Serialize, Deserialize)]
 struct State {
@@ -238,9 +265,11 @@ impl Topology {
     /// # Errors
     /// [`EmuError`] naming the step that failed; whatever was created before
     /// it is removed again.
-    /// `reaper` is the `l4slab-emu` executable to run as the reaper (`None`:
-    /// no reaper; leftovers are then removed by the next start only).
-    pub fn create(mtu: u32, reaper: Option<&Path>) -> Result<Topology, EmuError> {
+    /// `reaper` is the command that runs this emulator (`[l4slab-emu]` or
+    /// `[python, -m, l4slab._emu]`), started with `reap STATE_FILE` as the
+    /// reaper (`None`: no reaper; leftovers are then removed by the next
+    /// start only).
+    pub fn create(mtu: u32, reaper: Option<&[String]>) -> Result<Topology, EmuError> {
         if !sys::is_root() {
             return Err(EmuError::NotRoot);
         }
@@ -276,7 +305,7 @@ impl Topology {
         };
         let text = serde_json::to_string(&state).expect("state serializes");
         fs::write(&state_file, text).map_err(|e| EmuError::io("writing the state file", e))?;
-        let reaper = reaper.and_then(|exe| spawn_reaper(exe, &state_file));
+        let reaper = reaper.and_then(|cmd| spawn_reaper(cmd, &state_file));
         let mut topo = Topology {
             client: Netns {
                 name: names[0].clone(),
@@ -418,6 +447,74 @@ impl Topology {
             .map_err(|e| EmuError::io(&format!("setting {key} in {}", ns.name), e))
     }
 
+    /// Make `name` the default TCP congestion control of both namespaces
+    /// (`net.ipv4.tcp_congestion_control`, per namespace; a new namespace
+    /// inherits the host's, e.g. bbr). Returns what each namespace then
+    /// reports: `{"client": .., "server": ..}`.
+    ///
+    /// Linux `tcp_set_default_congestion_control()` (net/ipv4/tcp_cong.c)
+    /// lets a namespace other than the initial one pick only a controller
+    /// listed in the host-wide `net.ipv4.tcp_allowed_congestion_control`
+    /// (EPERM otherwise; emulator-probe.md §5: `reno bbr` on some hosts, so
+    /// not cubic). Then the list is widened by `name` for the two writes and
+    /// put back exactly as it was, under a lock shared by all runs
+    /// ([`CC_LOCK`]), so concurrent runs never restore each other's widened
+    /// list. Nothing else outside the namespaces is touched.
+    ///
+    /// # Errors
+    /// [`EmuError::Unsupported`] if the kernel has no `name`;
+    /// [`EmuError::Io`] if the namespaces' default cannot be set.
+    pub fn set_congestion_control(
+        &self,
+        name: &str,
+    ) -> Result<std::collections::BTreeMap<&'static str, String>, EmuError> {
+        let available = read_host_sysctl(AVAILABLE_CC).unwrap_or_default();
+        if !available.split_whitespace().any(|c| c == name) {
+            return Err(EmuError::Unsupported(format!(
+                "congestion control \"{name}\": this kernel has none by that name \
+                 (net.ipv4.tcp_available_congestion_control: {})",
+                available.trim()
+            )));
+        }
+        let sides = [("client", &self.client), ("server", &self.server)];
+        let set_all = || -> io::Result<()> {
+            for (_, ns) in sides {
+                sys::in_netns(&ns.fd, || fs::write(PER_NS_CC, name))?;
+            }
+            Ok(())
+        };
+        match set_all() {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                let _lock = sys::Flock::exclusive(Path::new(CC_LOCK))
+                    .map_err(|e| EmuError::io(CC_LOCK, e))?;
+                let allowed = read_host_sysctl(ALLOWED_CC)
+                    .map_err(|e| EmuError::io("reading tcp_allowed_congestion_control", e))?;
+                let allowed = allowed.trim().to_string();
+                let widened = format!("{allowed} {name}");
+                fs::write(host_sysctl(ALLOWED_CC), &widened)
+                    .map_err(|e| cc_error(name, "widening tcp_allowed_congestion_control", e))?;
+                let r = set_all();
+                // Put the host's list back whatever happened.
+                let restored = fs::write(host_sysctl(ALLOWED_CC), &allowed);
+                r.map_err(|e| cc_error(name, "setting it in the namespaces", e))?;
+                restored
+                    .map_err(|e| cc_error(name, "restoring tcp_allowed_congestion_control", e))?;
+            }
+            r => r.map_err(|e| cc_error(name, "setting it in the namespaces", e))?,
+        }
+        Ok(sides
+            .into_iter()
+            .map(|(side, ns)| (side, Self::congestion_control(ns)))
+            .collect())
+    }
+
+    /// The default TCP congestion control of `ns` (empty if unreadable).
+    pub fn congestion_control(ns: &Netns) -> String {
+        sys::in_netns(&ns.fd, || fs::read_to_string(PER_NS_CC))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    }
+
     /// The namespace's non-zero `TcpExt` counters (`/proc/net/netstat`,
     /// the `nstat` names: `DelayedACKs`, `TCPBacklogCoalesce`, ...): what
     /// kernel TCP did in there, for the run's report. Empty if unreadable.
@@ -469,12 +566,15 @@ fn parse_tcpext(text: &str) -> std::collections::BTreeMap<String, u64> {
         .collect()
 }
 
-/// Start `l4slab-emu reap STATE_FILE` in its own session, reading a pipe
-/// whose only write end we keep (close-on-exec, so children never hold it).
-fn spawn_reaper(exe: &Path, state_file: &Path) -> Option<OwnedFd> {
+/// Start `CMD... reap STATE_FILE` (`cmd` runs this emulator) in its own
+/// session, reading a pipe whose only write end we keep (close-on-exec, so
+/// children never hold it).
+fn spawn_reaper(emulator: &[String], state_file: &Path) -> Option<OwnedFd> {
+    let (program, args) = emulator.split_first()?;
     let (r, w) = sys::pipe_cloexec().ok()?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("reap")
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .arg("reap")
         .arg(state_file)
         .stdin(std::process::Stdio::from(r))
         .stdout(std::process::Stdio::null())

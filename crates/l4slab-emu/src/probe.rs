@@ -380,7 +380,9 @@ pub fn tcp_send(
     })
 }
 
-fn connect_retry(dst: SocketAddr, for_: Duration) -> io::Result<TcpStream> {
+/// Connect to `dst`, retrying while it refuses (a server still starting)
+/// for up to `for_`.
+pub(crate) fn connect_retry(dst: SocketAddr, for_: Duration) -> io::Result<TcpStream> {
     let until = monotonic_ns() + for_.as_nanos() as u64;
     loop {
         match TcpStream::connect_timeout(&dst, Duration::from_secs(1)) {

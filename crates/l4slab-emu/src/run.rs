@@ -26,6 +26,9 @@
 //!   as in the simulator. Knobs the kernel does not take per socket
 //!   (initial window, delayed ACKs, minimum RTO, pacing) are listed in
 //!   `summary.emulator.notes` when a scenario changes them.
+//! * **Congestion control.** Both namespaces' default is set (the flows'
+//!   common one, else cubic) rather than inherited from the host, and
+//!   reported in `summary.emulator.tcp_congestion_control`.
 //! * **Per-packet trace** (`packet_trace = true`): [`crate::pktlog`].
 //! * **Timing.** The forwarder's timing report (actual minus intended
 //!   release time of every packet) is in `summary.emulator`.
@@ -69,6 +72,10 @@ pub struct Plan {
     pub extra_delay: Dur,
     /// Scenario settings kernel TCP does not honour per socket.
     pub notes: Vec<String>,
+    /// The namespaces' default congestion control: the flows' one when they
+    /// all use the same, else Linux's default ([`shell::DEFAULT_CC`]). The
+    /// senders set theirs per socket anyway; this covers every other socket.
+    pub namespace_cc: String,
 }
 
 /// Parse a scenario file with the names the emulator knows (kernel CCs plus
@@ -199,10 +206,15 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
             port: BASE_PORT + i as u16,
         });
     }
+    let namespace_cc = match flows.split_first() {
+        Some((first, rest)) if rest.iter().all(|f| f.cc == first.cc) => first.cc.clone(),
+        _ => shell::DEFAULT_CC.to_string(),
+    };
     Ok(Plan {
         flows,
         extra_delay: extra.unwrap_or(Dur::ZERO),
         notes,
+        namespace_cc,
     })
 }
 
@@ -265,6 +277,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
     }
     let sigfd = sys::signalfd().map_err(|e| EmuError::io("signalfd", e))?;
     let mut topo = Topology::create(tuning.mtu, tuning.reaper.as_deref())?;
+    let namespace_cc = topo.set_congestion_control(&plan.namespace_cc)?;
     // Access delays ride on the bottleneck delay (same total for every flow).
     let mut links_scn = scn.clone();
     links_scn.bottleneck.down.delay += plan.extra_delay;
@@ -466,6 +479,9 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
                 "applications": sched_json(apps_out.sched),
             },
             "kernel_tcp_counters": counters,
+            // Each namespace's default (read back); every flow's sender
+            // sets its own per socket (`kernel_cc` per flow).
+            "tcp_congestion_control": namespace_cc,
         },
     });
     series.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));

@@ -11,6 +11,10 @@
 //! are validated, defaulted and built exactly like a scenario file's
 //! `[bottleneck]` (same errors, same objects).
 //!
+//! Both namespaces get one default TCP congestion control (`--cc`, else
+//! Linux's default cubic; [`Topology::set_congestion_control`]) instead of
+//! inheriting the host's, and the banner and the report say which.
+//!
 //! When stdin is a terminal COMMAND gets its own process group in the
 //! foreground, so Ctrl-C reaches COMMAND (an interactive shell ignores it)
 //! and the emulator tears down when COMMAND ends.
@@ -49,6 +53,11 @@ cc = "cubic"
 /// Congestion controls the kernel offers here (for scenario validation).
 pub const KERNEL_CC: &[&str] = &["reno", "cubic", "bbr"];
 
+/// The namespaces' default TCP congestion control unless `--cc` says
+/// otherwise: Linux's own default (net/ipv4/Kconfig, `DEFAULT_TCP_CONG`
+/// "cubic"), not whatever the host was set to.
+pub const DEFAULT_CC: &str = "cubic";
+
 /// Default shortest sleep of the forwarder: releasing what is due within
 /// 25 µs together halves its CPU use at 500 Mbit/s (docs/PERFORMANCE.md)
 /// and adds at most 25 µs to the timing error.
@@ -69,8 +78,9 @@ pub struct RunTuning {
     pub coalesce: bool,
     /// Shortest sleep of the forwarder ([`forwarder::Config::min_sleep`]).
     pub min_sleep: Dur,
-    /// The `l4slab-emu` executable for the reaper (`None`: no reaper).
-    pub reaper: Option<PathBuf>,
+    /// The command that runs this emulator again (`[l4slab-emu]` or
+    /// `[python, -m, l4slab._emu]`), for the reaper (`None`: no reaper).
+    pub reaper: Option<Vec<String>>,
 }
 
 impl Default for RunTuning {
@@ -98,6 +108,8 @@ pub struct ShellOptions {
     pub server_command: Option<String>,
     /// Write the run's report (queues, forwarder, timing) here as JSON.
     pub report: Option<PathBuf>,
+    /// The namespaces' default TCP congestion control (`None`: [`DEFAULT_CC`]).
+    pub cc: Option<String>,
     pub quiet: bool,
     pub tuning: RunTuning,
 }
@@ -156,7 +168,9 @@ pub fn cpu_split(pin: bool) -> (Option<usize>, Option<Vec<usize>>) {
 }
 
 /// Spawn `cmd` inside `netns` with normal scheduling on `cpus`, optionally
-/// in its own (foreground) process group.
+/// in its own (foreground) process group. The child is killed if the
+/// emulator dies without tearing down (SIGKILL, a crash): `PR_SET_PDEATHSIG`
+/// (prctl(2); the parent is this thread, the one that runs the whole shell).
 pub fn spawn_in(
     mut cmd: Command,
     netns: RawFd,
@@ -164,9 +178,17 @@ pub fn spawn_in(
     own_group: bool,
 ) -> std::io::Result<Child> {
     let set = cpus.map(sys::cpu_set);
-    // SAFETY: `child_setup` and `setpgid` are async-signal-safe.
+    let parent = std::process::id() as i32;
+    // SAFETY: `set_parent_death_signal`, `getppid`, `child_setup` and
+    // `setpgid` are async-signal-safe; the error is built without allocating.
     unsafe {
         cmd.pre_exec(move || {
+            sys::set_parent_death_signal(libc::SIGKILL)?;
+            // prctl(2): if the emulator died before the call, no signal
+            // comes (we were re-parented): do not start at all.
+            if sys::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
             if own_group {
                 libc::setpgid(0, 0);
             }
@@ -275,6 +297,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     let t = &opts.tuning;
     let sigfd = sys::signalfd().map_err(|e| EmuError::io("signalfd", e))?;
     let mut topo = Topology::create(t.mtu, t.reaper.as_deref())?;
+    let cc = topo.set_congestion_control(opts.cc.as_deref().unwrap_or(DEFAULT_CC))?;
     let clock = sys::Clock::start();
     let cpu0 = sys::cpu_times();
     let mut fwd = Forwarder::new(
@@ -298,7 +321,8 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     let (fwd_cpu, app_cpus) = cpu_split(t.pin);
     if !opts.quiet {
         eprintln!(
-            "l4slab emu: client {} (netns {}), server {} (netns {}); down {} / {} one-way, up {} / {} one-way",
+            "l4slab emu: client {} (netns {}), server {} (netns {}); down {} / {} one-way, up {} / {} one-way; \
+             TCP congestion control {} (both namespaces' default)",
             netns::CLIENT_ADDR,
             topo.client.name,
             netns::SERVER_ADDR,
@@ -307,6 +331,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
             scn.bottleneck.down.delay,
             scn.bottleneck.up.rate,
             scn.bottleneck.up.delay,
+            cc["client"],
         );
     }
     let server = match &opts.server_command {
@@ -351,6 +376,8 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         "queues": fwd.queues_json(),
         "forwarder": fwd.forwarder_json(cpu0),
         "scenario": serde_json::to_value(&scn).expect("scenario serializes"),
+        // Each namespace's default, read back after setting it.
+        "tcp_congestion_control": cc,
         "kernel_tcp_counters": {
             "client": Topology::tcp_counters(&topo.client),
             "server": Topology::tcp_counters(&topo.server),

@@ -64,6 +64,19 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+pub fn getppid() -> i32 {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// `prctl(PR_SET_PDEATHSIG, sig)`: the kernel sends `sig` to this process
+/// when the thread that forked it exits (prctl(2); cleared in children by
+/// fork). Async-signal-safe, so usable between fork and exec.
+pub fn set_parent_death_signal(sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain prctl with integer arguments.
+    cvt(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) }).map(|_| ())
+}
+
 pub fn kill(pid: i32, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: plain syscall.
     cvt(unsafe { libc::kill(pid, sig) }).map(|_| ())
@@ -317,15 +330,22 @@ pub fn read_signals(fd: RawFd) -> Vec<libc::c_int> {
     out
 }
 
-/// For `pre_exec` in children: empty signal mask, default handlers, normal
-/// scheduling, all CPUs, and optionally the network namespace `netns`.
+/// Signals an embedding runtime may leave ignored (Rust and Python ignore
+/// SIGPIPE, Python also SIGXFSZ); an ignored signal stays ignored across
+/// exec (signal(7)), so children get them back at their defaults, as
+/// Python's `subprocess` does with `restore_signals`.
+const RUNTIME_IGNORED: [libc::c_int; 2] = [libc::SIGPIPE, libc::SIGXFSZ];
+
+/// For `pre_exec` in children: empty signal mask, default handlers (the
+/// handled and the runtime-ignored signals), normal scheduling, all CPUs,
+/// and optionally the network namespace `netns`.
 ///
 /// # Safety
 /// Only async-signal-safe calls; meant to run between fork and exec.
 pub unsafe fn child_setup(netns: Option<RawFd>, cpus: Option<&libc::cpu_set_t>) -> io::Result<()> {
     let empty = sigset(&[]);
     libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-    for &s in &HANDLED_SIGNALS {
+    for &s in HANDLED_SIGNALS.iter().chain(&RUNTIME_IGNORED) {
         libc::signal(s, libc::SIG_DFL);
     }
     let p = libc::sched_param { sched_priority: 0 };
@@ -466,6 +486,35 @@ pub fn set_foreground(pgid: i32) -> io::Result<()> {
 pub fn getpgrp() -> i32 {
     // SAFETY: plain call.
     unsafe { libc::getpgrp() }
+}
+
+/// An exclusive `flock(2)` on a lock file (created if missing), released
+/// when dropped (or when the process dies).
+pub struct Flock(File);
+
+impl Flock {
+    pub fn exclusive(path: &Path) -> io::Result<Flock> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        loop {
+            // SAFETY: plain call on an fd we own.
+            match cvt(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }) {
+                Ok(_) => return Ok(Flock(f)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for Flock {
+    fn drop(&mut self) {
+        // SAFETY: plain call on an fd we own.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
 }
 
 /// Open a file by path as a read-only fd for `setns` (e.g. `/run/netns/NAME`).

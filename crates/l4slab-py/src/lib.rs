@@ -210,6 +210,24 @@ fn qdisc_names() -> Vec<&'static str> {
     l4slab_sim::QDISC_NAMES.to_vec()
 }
 
+/// The scenario's `ecn_rewrite` values (`l4slab emu --ecn-path`), in the
+/// order the documentation lists them.
+#[pyfunction]
+fn ecn_rewrite_names() -> Vec<&'static str> {
+    l4slab_link::EcnRewrite::ALL.map(|r| r.name()).to_vec()
+}
+
+/// Run the emulator's command line (`l4slab-emu ARGS`) in this process;
+/// returns its exit code. `self_cmd` runs the emulator again (for its crash
+/// reaper). The GIL is released for the whole call, which lasts as long as
+/// the emulated run: call it from a process of its own (`l4slab._emu`).
+#[cfg(target_os = "linux")]
+#[pyfunction]
+#[pyo3(signature = (argv, self_cmd))]
+fn emu_main(py: Python<'_>, argv: Vec<String>, self_cmd: Vec<String>) -> i32 {
+    py.allow_threads(|| l4slab_emu::cli::main(&argv, &self_cmd))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", l4slab_sim::TOOL_VERSION)?;
@@ -219,5 +237,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(qdisc_names, m)?)?;
+    m.add_function(wrap_pyfunction!(ecn_rewrite_names, m)?)?;
+    #[cfg(target_os = "linux")]
+    m.add_function(wrap_pyfunction!(emu_main, m)?)?;
     Ok(())
 }
