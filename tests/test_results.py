@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import l4slab
+from l4slab import output as output_mod
 from l4slab import results as results_mod
 from l4slab.results import (
     MANIFEST_FILE,
@@ -155,7 +156,7 @@ def test_failure_mid_write_leaves_no_target(tmp_path, make_native_result, monkey
         path.write_bytes(b"half a parquet file")
         raise OSError("disk full")
 
-    monkeypatch.setattr(results_mod, "_write_parquet", fail)
+    monkeypatch.setattr(output_mod, "write_parquet", fail)  # where the bundle is written
     target = tmp_path / "run"
 
     with pytest.raises(OSError, match="disk full"):
@@ -169,7 +170,7 @@ def test_ctrl_c_mid_write_leaves_no_target(tmp_path, make_native_result, monkeyp
     def interrupt(table: pa.Table, path: Path) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(results_mod, "_write_parquet", interrupt)
+    monkeypatch.setattr(output_mod, "write_parquet", interrupt)
 
     with pytest.raises(KeyboardInterrupt):
         write_bundle(tmp_path / "run", make_native_result())
@@ -184,7 +185,7 @@ def test_failure_keeps_the_previous_bundle(tmp_path, make_native_result, monkeyp
     def fail(table: pa.Table, path: Path) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(results_mod, "_write_parquet", fail)
+    monkeypatch.setattr(output_mod, "write_parquet", fail)  # where the bundle is written
     with pytest.raises(OSError, match="disk full"):
         write_bundle(target, make_native_result(seed=2))
 
@@ -356,7 +357,7 @@ def test_series_round_trip_through_parquet(tmp_path_factory, rows: list[tuple[An
         "value": [r[3] for r in rows],
     }
     path = tmp_path_factory.mktemp("prop") / SERIES_FILE
-    results_mod._write_parquet(series_table(columns), path)
+    results_mod.write_parquet(series_table(columns), path)
     loaded = Results(json.dumps({"seed": 0}), pq.read_table(path))
 
     expected: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -709,7 +710,7 @@ def test_a_symlinked_study_directory_is_followed(tmp_path):
     link.symlink_to(real)
 
     for text in ("first", "second"):
-        with results_mod._staging_dir(link) as tmp:  # how a study's results are written
+        with output_mod.staging_dir(link) as tmp:  # how a study's results are written
             (tmp / "study.json").write_text(text)
             results_mod.write_manifest(tmp, "reproduce")
 

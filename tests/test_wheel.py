@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import venv
 import zipfile
 from pathlib import Path
@@ -156,3 +157,10 @@ def test_reproduce_list_without_studies_is_an_error(installed: tuple[Path, Path]
     done = _l4slab(installed, "reproduce", "--list", "--studies", "empty")
     assert done.returncode == 2
     assert "no studies in empty" in done.stderr
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the emulator runs on Linux only")
+@pytest.mark.skipif(os.geteuid() != 0, reason="the emulator needs root (namespaces, TUN)")
+def test_the_emulator_comes_with_the_wheel(installed: tuple[Path, Path]) -> None:
+    done = _l4slab(installed, "emu", "--", "true", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr

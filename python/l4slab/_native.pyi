@@ -13,6 +13,8 @@ __all__ = [
     "SimulationError",
     "__version__",
     "cc_names",
+    "ecn_rewrite_names",
+    "emu_main",
     "qdisc_names",
     "run",
     "validate",

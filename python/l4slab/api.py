@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from l4slab import shipped
-from l4slab.results import (
+from l4slab._parquet import write_packets
+from l4slab.output import (
     STRING_SOURCE,
     OutputWarning,
-    Results,
     RunStaging,
-    _write_packets,
     check_output_dir,
     clean_stale_staging,
     output_path,
 )
+from l4slab.results import Results
 
 try:
     from l4slab import _native
@@ -141,7 +141,7 @@ def run(
         results = Results.from_native(result, command=command, source=source_id)
         if staging is not None:
             if results.packets is not None:  # the emulator's trace comes whole
-                _write_packets(results.packets, staging.packets_path)
+                write_packets(results.packets, staging.packets_path)
             traced = staging.packets.opened or results.packets is not None
             staging.finish(results)
             staging.commit()

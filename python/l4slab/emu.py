@@ -29,6 +29,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from l4slab import shipped
+
 __all__ = [
     "EmuError",
     "EmuInputError",
@@ -99,8 +101,16 @@ def emulator_command() -> list[str]:
 
 
 def _child_env() -> dict[str, str]:
-    """Our environment, plus the pid the emulator ties its life to."""
-    return {**os.environ, PARENT_PID_ENV: str(os.getpid())}
+    """Our environment, plus the pid the emulator ties its life to and, after the
+    user's own ``$L4SLAB_TRACES``, the traces l4slab ships (so a trace given by name
+    resolves as it does in the simulator, wherever l4slab is installed)."""
+    traces = [d for d in os.environ.get("L4SLAB_TRACES", "").split(os.pathsep) if d]
+    traces.append(os.fspath(shipped.traces_dir()))
+    return {
+        **os.environ,
+        PARENT_PID_ENV: str(os.getpid()),
+        "L4SLAB_TRACES": os.pathsep.join(traces),
+    }
 
 
 def link_sets(

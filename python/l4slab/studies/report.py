@@ -16,6 +16,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from l4slab.output import staging_dir
 from l4slab.report import (
     FIGURES_DIR,
     FigureSpec,
@@ -25,7 +26,7 @@ from l4slab.report import (
     render_figure,
     write_text_atomic,
 )
-from l4slab.results import Results, _staging_dir, load
+from l4slab.results import Results, load
 from l4slab.studies.figures import FIGURES
 from l4slab.studies.runner import Outcome
 from l4slab.tables import MISSING, Column, Row, TableData
@@ -329,7 +330,7 @@ def study_figures(outcome: Outcome, root: Path) -> list[FigureSpec]:
 def write_study_report(outcome: Outcome, directory: Path) -> Path:
     """Write ``report.html`` and ``figures/`` of a study into ``directory``."""
     rendered = [render_figure(spec) for spec in study_figures(outcome, directory)]
-    with _staging_dir(directory / FIGURES_DIR) as tmp:
+    with staging_dir(directory / FIGURES_DIR) as tmp:
         for figure in rendered:
             (tmp / f"{figure.spec.slug}.png").write_bytes(figure.png)
             (tmp / f"{figure.spec.slug}.svg").write_text(figure.svg, encoding="utf-8")

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from l4slab.results import Results, _staging_dir, check_output_dir, write_manifest
+from l4slab.output import check_output_dir, staging_dir, write_manifest
+from l4slab.results import Results
 from l4slab.studies.expr import ExprError
 from l4slab.studies.metrics import METRICS, MetricError, summary_path
 from l4slab.studies.spec import ClaimSpec, MeasureSpec, Study, StudyError
@@ -438,7 +439,7 @@ def reproduce(
     target = Path(out_root) / study.id
     check_study_dir(target)
     jobs = _jobs(study)
-    with _staging_dir(target) as tmp:
+    with staging_dir(target) as tmp:
         try:
             done = run_jobs(jobs, tmp, workers=workers or default_jobs(), on_done=on_done)
         except JobError as exc:
