@@ -135,6 +135,37 @@ def _our_namespaces() -> list[str]:
     return [line.split()[0] for line in out.stdout.splitlines() if line.startswith("l4slab-")]
 
 
+def test_the_emulator_process_starts_with_one_thread() -> None:
+    # The emulator blocks its signals in its one thread and reads them from a
+    # signalfd; a thread started earlier (pyarrow starts jemalloc and AWS threads when
+    # it is imported) would take SIGCHLD or SIGTERM away from it: the emulator then
+    # never saw COMMAND exit (a test hung on that), or died without tearing down.
+    code = (
+        "import os, sys, l4slab._emu, l4slab._native; "
+        "heavy = [m for m in ('numpy', 'pyarrow', 'matplotlib') if m in sys.modules]; "
+        "print(len(os.listdir('/proc/self/task')), heavy)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split(maxsplit=1) == ["1", "[]\n"], done.stdout
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the emulator runs on Linux only")
+def test_the_emulator_refuses_to_run_beside_other_threads() -> None:
+    code = (
+        "import sys, threading, time; "
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); "
+        "from l4slab import _emu; "
+        "sys.exit(_emu.main(['probe', 'ping', '127.0.0.1', '--count', '1']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 1, done
+    assert "must be the only thread of its process, but 2 threads" in done.stderr
+
+
 def test_emu_runs_a_command_behind_the_link_and_removes_everything(tmp_path: Path) -> None:
     emulator = shlex.join(_emulator_or_skip())
     before = _our_namespaces()

@@ -11,8 +11,10 @@ The public API::
     same = l4slab.load("results/reno")
 
 :func:`run`, :func:`validate`, :class:`ScenarioError`, :class:`SimulationError`
-and ``__version__`` come from the compiled simulator (``l4slab._native``) and are
-loaded on first use, so :func:`load` and :class:`Results` work without it.
+and ``__version__`` come from the compiled simulator (``l4slab._native``);
+:func:`load` and :class:`Results` work without it. Every name is loaded on first
+use, so ``import l4slab`` (and ``python -m l4slab._emu``, the emulator, which must
+start before any library starts threads of its own) imports nothing else.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from l4slab.results import Results, load
-
 if TYPE_CHECKING:
     from l4slab._native import ScenarioError, SimulationError, __version__
     from l4slab.api import run, validate
+    from l4slab.results import Results, load
 
 __all__ = [
     "Results",
@@ -38,6 +39,8 @@ __all__ = [
 
 # name -> module that defines it; imported on first access (PEP 562).
 _LAZY = {
+    "Results": "l4slab.results",
+    "load": "l4slab.results",
     "run": "l4slab.api",
     "validate": "l4slab.api",
     "ScenarioError": "l4slab._native",

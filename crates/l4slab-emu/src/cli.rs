@@ -86,8 +86,9 @@ pub const PARENT_PID_ENV: &str = "L4SLAB_EMU_PARENT_PID";
 /// Run the emulator command line `args` (without the program name); returns
 /// the process exit code. `self_cmd` re-executes this emulator (module docs).
 pub fn main(args: &[String], self_cmd: &[String]) -> i32 {
-    let result =
-        tie_to_parent(args.first().map(String::as_str)).and_then(|()| dispatch(args, self_cmd));
+    let result = sole_thread()
+        .and_then(|()| tie_to_parent(args.first().map(String::as_str)))
+        .and_then(|()| dispatch(args, self_cmd));
     match result {
         Ok(code) => code.clamp(0, 255),
         Err(e) => {
@@ -98,6 +99,18 @@ pub fn main(args: &[String], self_cmd: &[String]) -> i32 {
                 _ => 1,
             }
         }
+    }
+}
+
+/// The emulator's signal handling (a signalfd, signals blocked in the thread
+/// that starts every other) needs a process with no thread of its own yet:
+/// see [`EmuError::NotAlone`]. A standalone binary always is; inside Python
+/// this holds as long as nothing started threads before (`l4slab._emu` imports
+/// only the native module).
+fn sole_thread() -> Result<(), EmuError> {
+    match crate::sys::thread_count() {
+        Ok(1) | Err(_) => Ok(()),
+        Ok(n) => Err(EmuError::NotAlone(n)),
     }
 }
 

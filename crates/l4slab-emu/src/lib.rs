@@ -69,6 +69,16 @@ pub enum EmuError {
     NamespaceExists(String),
     #[error("interrupted by signal {0}; nothing was written")]
     Interrupted(i32),
+    /// Threads that existed before the emulator blocked its signals would
+    /// take SIGCHLD, SIGTERM or SIGINT away from its signalfd (a signal goes
+    /// to any thread that does not block it): it would never see COMMAND exit
+    /// and could die without tearing down.
+    #[error(
+        "the emulator must be the only thread of its process, but {0} threads \
+         were already running (something imported before it started threads, \
+         e.g. pyarrow); run it as `python -m l4slab._emu` or `l4slab-emu`"
+    )]
+    NotAlone(usize),
 }
 
 impl EmuError {

@@ -302,6 +302,11 @@ fn sigset(signals: &[libc::c_int]) -> libc::sigset_t {
     set
 }
 
+/// The number of threads of this process (the entries of `/proc/self/task`).
+pub fn thread_count() -> io::Result<usize> {
+    Ok(std::fs::read_dir("/proc/self/task")?.count())
+}
+
 /// Block [`HANDLED_SIGNALS`] in this thread and return a signalfd for them.
 /// Call before spawning threads so they inherit the mask.
 pub fn signalfd() -> io::Result<OwnedFd> {
