@@ -157,7 +157,7 @@ def test_reading_in_small_batches_gives_the_same_trace(small_runs, traced, monke
     """The trace is read as a stream: where batches end changes nothing (the SYN before the
     first batch with data, SACKs and retransmissions across batches, CE marks whose copy
     was sent in an earlier batch)."""
-    from l4slab.plots import _trace
+    from l4slab.plots import _trace_read
 
     res = load(small_runs["file"])
     whole = {
@@ -171,13 +171,13 @@ def test_reading_in_small_batches_gives_the_same_trace(small_runs, traced, monke
     # rows; its first 2 are the SYN, before the data side sent anything).
     for small, rows in ((1, 2), (2, 97), (5, 1000)):
         for results, key, flow, size in ((res, "file", "file", rows), (traced, "traced", 0, small)):
-            monkeypatch.setattr(_trace, "BATCH_ROWS", size)
+            monkeypatch.setattr(_trace_read, "BATCH_ROWS", size)
             trace, (sent, rtt) = plots.flow_trace(results, flow), plots.segment_rtts(results, flow)
             for field in dataclasses.fields(trace):
                 a, b = getattr(trace, field.name), getattr(whole[key][0], field.name)
                 assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, field.name
             assert np.array_equal(sent, whole[key][1][0]) and np.array_equal(rtt, whole[key][1][1])
-        monkeypatch.setattr(_trace, "BATCH_ROWS", rows)
+        monkeypatch.setattr(_trace_read, "BATCH_ROWS", rows)
         dist = plots.segment_rtt_distributions(res)["file"]
         assert np.array_equal(dist.counts, whole_dist.counts) and dist.max == whole_dist.max
 
@@ -185,7 +185,7 @@ def test_reading_in_small_batches_gives_the_same_trace(small_runs, traced, monke
 def test_a_flow_of_datagrams_is_not_held_in_memory(make_native_result, monkeypatch):
     """Rows wait for the data side's SYN (to make sequence numbers relative), but a flow of
     datagrams never sends one: past a few thousand rows they go on, numbers absolute."""
-    from l4slab.plots import _trace
+    from l4slab.plots import _trace, _trace_read
 
     native = make_native_result()
     rows = 60
@@ -199,8 +199,8 @@ def test_a_flow_of_datagrams_is_not_held_in_memory(make_native_result, monkeypat
         "retransmission": [False] * rows,
     }
     res = Results.from_native(native)
-    monkeypatch.setattr(_trace, "BATCH_ROWS", 4)
-    monkeypatch.setattr(_trace, "_HOLD_ROWS", 8)
+    monkeypatch.setattr(_trace_read, "BATCH_ROWS", 4)
+    monkeypatch.setattr(_trace_read, "_HOLD_ROWS", 8)
 
     streamed = list(_trace._stream(res, [0], _trace._RTT_COLUMNS, need_ce=False))
 
