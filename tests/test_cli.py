@@ -205,6 +205,21 @@ def test_run_writes_the_bundle_and_prints_the_table(native, example_scenario, tm
     assert run_info["command"][:2] == ["l4slab", "run"]
 
 
+def test_names_are_printed_as_written_never_as_rich_markup(
+    native, example_scenario, tmp_path, capsys
+):
+    name = ":x: [red]hi[/red] [bold]b"
+
+    code, out, err = run_cli(
+        capsys, "run", example_scenario, "-o", tmp_path / "o", "--set", f"name={name!r}", *SHORT
+    )
+    assert code == 0, err
+    assert f"flows — {name} (seed" in out
+
+    code, out, _ = run_cli(capsys, "show", tmp_path / "o")
+    assert code == 0 and f"flows — {name} (seed" in out
+
+
 def test_run_quiet_prints_only_where_results_went(native, example_scenario, tmp_path, capsys):
     code, out, err = run_cli(
         capsys, "run", example_scenario, "-o", tmp_path / "q", "--quiet", *SHORT

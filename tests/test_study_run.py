@@ -213,6 +213,16 @@ def test_list_and_bad_input(native, tmp_path, capsys):
     assert code == 2 and "claims[0].op" in err
 
 
+def test_list_shows_titles_as_written_never_as_rich_markup(native, tmp_path, capsys):
+    root = tmp_path / "studies"
+    make_study(root, "odd", STUDY.replace('"Rate and loss"', '":x: [red]Rate[/red] and [bold]loss"'))
+
+    code, out, _ = reproduce(capsys, "--list", "--studies", root)
+
+    assert code == 0
+    assert ":x: [red]Rate[/red] and [bold]loss" in out
+
+
 def test_a_bad_override_or_measure_is_bad_input_and_nothing_is_written(native, tmp_path, capsys):
     root = tmp_path / "studies"
     make_study(root, "override", STUDY.replace("bottleneck.rate={rate}", "bottleneck.rat={rate}"))

@@ -28,6 +28,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from l4slab import results as results_mod
 from l4slab.tables import summary_view
@@ -836,16 +837,18 @@ def _list_studies(root: Path) -> None:
             f"no studies in {root} (a study is a directory with a study.toml); give --studies DIR",
             EXIT_BAD_INPUT,
         )
-    table = Table(title=f"studies in {root}", title_justify="left", box=box.SIMPLE_HEAD)
+    # Every cell is plain Text: a title such as ":x: [red]" is shown as written.
+    table = Table(title=Text(f"studies in {root}"), title_justify="left", box=box.SIMPLE_HEAD)
     for header in ("study", "title", "simulations", "claims", "source"):
         table.add_column(header, justify="right" if header in ("simulations", "claims") else "left")
     for path in found:
         try:
             spec = studies.load_study(path)
         except studies.StudyError as exc:
-            table.add_row(path.name, f"[red]invalid: {exc}[/red]", "", "", "")
+            table.add_row(Text(path.name), Text(f"invalid: {exc}", style="red"), "", "", "")
             continue
-        table.add_row(spec.id, spec.title, str(spec.jobs), str(len(spec.claims)), spec.source)
+        cells = (spec.id, spec.title, str(spec.jobs), str(len(spec.claims)), spec.source)
+        table.add_row(*(Text(cell) for cell in cells))
     _stdout().print(table)
 
 
@@ -857,7 +860,7 @@ class _StudyProgress:
         self._task: TaskID | None = None
         if enabled:
             self._progress = Progress(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),
                 BarColumn(),
                 TextColumn("{task.completed} of {task.total} runs"),
                 TimeElapsedColumn(),

@@ -294,13 +294,14 @@ def rich_table(data: TableData) -> Table:
     table = _table(data.title)
     for column in data.columns:
         table.add_column(
-            column.header,
+            Text(column.header),
             justify="right" if column.numeric else "left",
             no_wrap=column.no_wrap,
         )
     for row in data.rows:
         first, *rest = row.cells
-        table.add_row(f"  {first}" if row.sub else first, *rest)
+        # Plain text: a scenario or flow name such as ":x: [red]" is shown as written.
+        table.add_row(Text(f"  {first}" if row.sub else first), *(Text(cell) for cell in rest))
     return table
 
 
@@ -334,7 +335,7 @@ def _table(title: str) -> Table:
     # Blank column rules and no padding: one space between columns, so the flow table fits
     # in 80 characters.
     return Table(
-        title=title,
+        title=Text(title, style="bold"),  # plain: no rich markup or emoji codes from names
         title_justify="left",
         title_style="bold",
         header_style="bold",

@@ -180,7 +180,7 @@ def claims_data(outcome: Outcome) -> TableData:
 
 def _table(title: str) -> Table:
     return Table(
-        title=title,
+        title=Text(title, style="bold"),  # plain: no rich markup or emoji codes from names
         title_justify="left",
         title_style="bold",
         header_style="bold",
@@ -194,7 +194,7 @@ def _rich(data: TableData, *, verdict_column: int | None = None) -> Table:
     table = _table(data.title)
     for column in data.columns:
         table.add_column(
-            column.header,
+            Text(column.header),
             justify="right" if column.numeric else "left",
             no_wrap=column.no_wrap,
             overflow="fold",
