@@ -215,7 +215,9 @@ def test_list_and_bad_input(native, tmp_path, capsys):
 
 def test_list_shows_titles_as_written_never_as_rich_markup(native, tmp_path, capsys):
     root = tmp_path / "studies"
-    make_study(root, "odd", STUDY.replace('"Rate and loss"', '":x: [red]Rate[/red] and [bold]loss"'))
+    make_study(
+        root, "odd", STUDY.replace('"Rate and loss"', '":x: [red]Rate[/red] and [bold]loss"')
+    )
 
     code, out, _ = reproduce(capsys, "--list", "--studies", root)
 
