@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 from l4slab import load
 from l4slab.cli import main
 from l4slab.studies.metrics import METRICS, delivery_advances
+from l4slab.studies.runner import Job, run_jobs
 
 SCENARIO = """\
 format = 1
@@ -186,6 +189,46 @@ def test_a_passing_study_exits_0_and_all_prints_a_summary(native, tmp_path, caps
     assert "studies" in text
     assert re.search(r"bad Rate and loss 5 1 of 2 FAIL", text)
     assert re.search(r"good Rate and loss 5 2 of 2 PASS", text)
+
+
+def test_progress_advances_as_each_run_finishes(native, tmp_path):
+    # The "late" run's scenario is a FIFO: its worker blocks reading it until the test
+    # writes it. The progress callback must hear of the "fast" run while "late" still
+    # waits (a runner that reports only once all runs are done hears of nothing until
+    # the fallback timer releases "late").
+    late = tmp_path / "late.toml"
+    os.mkfifo(late)
+    fast = tmp_path / "fast.toml"
+    fast.write_text(SCENARIO)
+    released = threading.Event()
+    lock = threading.Lock()
+
+    def release() -> None:
+        with lock:
+            if not released.is_set():
+                released.set()
+                late.write_text(SCENARIO)
+
+    fallback = threading.Timer(30, release)
+    fallback.start()
+    seen: list[tuple[str, bool]] = []
+
+    def on_done(result) -> None:
+        seen.append((result.run, released.is_set()))
+        release()
+
+    jobs = [
+        Job("late", 1, "late", str(late), (), ()),
+        Job("fast", 1, "fast", str(fast), (), ()),
+    ]
+    try:
+        done = run_jobs(jobs, tmp_path / "out", workers=2, on_done=on_done)
+    finally:
+        fallback.cancel()
+        release()  # never leave a worker blocked on the FIFO
+
+    assert [r.run for r in done] == ["late", "fast"], "results come back in job order"
+    assert seen == [("fast", False), ("late", True)]
 
 
 def test_list_and_bad_input(native, tmp_path, capsys):

@@ -23,7 +23,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,7 +188,7 @@ def run_jobs(
         try:
             pending = set(futures)
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     result = future.result()  # re-raises a JobError
                     results[futures[future]] = result
