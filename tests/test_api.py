@@ -30,6 +30,32 @@ def test_names_of_the_implemented_models(native):
     assert "fifo" in native.qdisc_names()
 
 
+@pytest.mark.parametrize(
+    ("seed", "problem"),
+    [
+        (-1, "out of range"),
+        (2**63, "out of range"),
+        (2**70, "out of range"),
+        (True, "expected an integer"),
+        ("7", "expected an integer"),
+    ],
+)
+def test_a_bad_seed_is_a_scenario_error_naming_it(
+    native, example_scenario, tmp_path, seed, problem
+):
+    with pytest.raises(l4slab.ScenarioError) as caught:
+        l4slab.run(example_scenario, out=tmp_path / "o", seed=seed, overrides=SHORT)
+
+    assert str(caught.value).startswith("seed: ")
+    assert problem in str(caught.value)
+    assert "seed=7" in str(caught.value), "the message shows a valid example"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_largest_seed_runs(native, example_scenario):
+    assert l4slab.run(example_scenario, seed=2**63 - 1, overrides=["duration=1s"]).seed == 2**63 - 1
+
+
 def test_run_in_memory_writes_nothing(native, example_scenario, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 

@@ -149,6 +149,18 @@ def test_run_of_a_missing_file_exits_2_and_writes_nothing(tmp_path, capsys):
     assert not out_dir.exists()
 
 
+@pytest.mark.parametrize("seed", ["-1", str(2**63), str(2**70), "seven"])
+def test_a_bad_seed_exits_2_and_writes_nothing(native, example_scenario, tmp_path, capsys, seed):
+    out_dir = tmp_path / "out"
+
+    code, out, err = run_cli(capsys, "run", example_scenario, "-o", out_dir, "--seed", seed)
+
+    assert code == 2
+    assert "--seed" in flat(err)
+    assert "Traceback" not in err and out == ""
+    assert not out_dir.exists()
+
+
 def test_progress_bar_starts_only_after_a_second(monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])

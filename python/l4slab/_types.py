@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+#: The largest seed the native module takes: the scenario file's ``seed`` is a TOML
+#: integer (signed 64-bit), and ``--seed`` / ``seed=`` take the same range.
+SEED_MAX = 2**63 - 1
+
 
 class SeriesColumns(TypedDict):
     """Long-format time series: four equal-length columns, one row per sample."""

@@ -12,6 +12,7 @@ from typing import Any, TypeAlias
 
 from l4slab import shipped
 from l4slab._parquet import write_packets
+from l4slab._types import SEED_MAX
 from l4slab.output import (
     STRING_SOURCE,
     OutputWarning,
@@ -31,6 +32,7 @@ except ImportError as exc:  # pragma: no cover - depends on how l4slab was insta
     ) from exc
 
 __all__ = [
+    "SEED_MAX",
     "ProgressCallback",
     "Scenario",
     "read_scenario",
@@ -47,6 +49,24 @@ Scenario: TypeAlias = str | os.PathLike[str]
 ProgressCallback: TypeAlias = Callable[[float, float], None]
 
 _STRING_SOURCE = STRING_SOURCE
+
+
+def check_seed(seed: object) -> None:
+    """Raise :class:`l4slab.ScenarioError` unless ``seed`` is ``None`` or a valid seed.
+
+    The same range as the scenario's ``seed`` key: an integer from 0 to :data:`SEED_MAX`.
+    """
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise _native.ScenarioError(
+            f"seed: expected an integer, found {type(seed).__name__} ({seed!r}); write e.g. seed=7"
+        )
+    if not 0 <= seed <= SEED_MAX:
+        raise _native.ScenarioError(
+            f"seed: {seed} is out of range; must be an integer from 0 to {SEED_MAX}; "
+            "write e.g. seed=7"
+        )
 
 
 def read_scenario(scenario: Scenario) -> tuple[str, str]:
@@ -116,6 +136,7 @@ def run(
     """
     if backend not in ("sim", "emu"):
         raise ValueError(f"unknown backend {backend!r}; choose 'sim' or 'emu'")
+    check_seed(seed)
     text, source = read_scenario(scenario)
     source_id = source if source == _STRING_SOURCE else str(Path(source).resolve())
     staging: RunStaging | None = None

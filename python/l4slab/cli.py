@@ -31,6 +31,7 @@ from rich.progress import (
 from rich.text import Text
 
 from l4slab import results as results_mod
+from l4slab._types import SEED_MAX
 from l4slab.tables import summary_view
 
 __all__ = ["app", "main"]
@@ -313,7 +314,12 @@ def run_command(
     ] = None,
     seed: Annotated[
         int | None,
-        typer.Option(min=0, help="Root seed; replaces the scenario's seed.", show_default=False),
+        typer.Option(
+            min=0,
+            max=SEED_MAX,
+            help="Root seed, an integer from 0 to 2^63-1; replaces the scenario's seed.",
+            show_default=False,
+        ),
     ] = None,
     overrides: SetOpt = None,
     quiet: Annotated[
