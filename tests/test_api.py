@@ -56,6 +56,28 @@ def test_the_largest_seed_runs(native, example_scenario):
     assert l4slab.run(example_scenario, seed=2**63 - 1, overrides=["duration=1s"]).seed == 2**63 - 1
 
 
+def test_a_run_past_the_limits_is_a_scenario_error_before_it_starts(
+    native, example_scenario, tmp_path
+):
+    with pytest.raises(l4slab.ScenarioError, match=r"^sample_interval: .*--allow-large"):
+        l4slab.run(example_scenario, out=tmp_path / "o", overrides=["sample_interval=1us"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_estimate_counts_flows_samples_and_trace_rows(native, example_scenario):
+    cost = l4slab.estimate(example_scenario, overrides=["flows[0].count=3", "duration=2s"])
+
+    assert cost["flows"] == 3
+    assert cost["samples"] == 20
+    assert cost["series_rows"] == 20 * cost["rows_per_sample"]
+    assert cost["trace_rows"] == 0
+    assert cost["limits"] == {"flows": 5_000, "series_rows": 20_000_000, "trace_rows": 250_000_000}
+    traced = l4slab.estimate(example_scenario, overrides=["packet_trace=true"])
+    # 20 Mbit/s for 30 s of 1500-byte packets, three rows each.
+    assert traced["trace_rows"] == 20_000_000 * 30 // 12_000 * 3
+    assert l4slab.estimate(example_scenario, backend="emu")["limits"]["trace_rows"] == 4_000_000
+
+
 def test_run_in_memory_writes_nothing(native, example_scenario, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 

@@ -161,6 +161,69 @@ def test_a_bad_seed_exits_2_and_writes_nothing(native, example_scenario, tmp_pat
     assert not out_dir.exists()
 
 
+@pytest.mark.parametrize(
+    ("sets", "key", "estimate"),
+    [
+        (["sample_interval=1us"], "sample_interval", "30,000,000 samples"),
+        (["flows[0].count=100000"], "flows[0].count", "100,000 flows"),
+        (
+            ["duration=100h", "sample_interval=10s", "packet_trace=true"],
+            "packet_trace",
+            "packet-trace rows",
+        ),
+    ],
+)
+def test_a_run_past_the_limits_exits_2_before_anything_runs(
+    native, example_scenario, tmp_path, capsys, sets, key, estimate
+):
+    out_dir = tmp_path / "out"
+    overrides = [arg for s in sets for arg in ("--set", s)]
+
+    code, out, err = run_cli(capsys, "run", example_scenario, "-o", out_dir, *overrides)
+
+    assert code == 2
+    assert flat(err).startswith(f"error: {key}: "), err
+    assert estimate in flat(err)
+    assert "--allow-large" in flat(err)
+    assert out == ""
+    assert list(tmp_path.iterdir()) == [], "nothing written, not even a staging directory"
+
+    code, out, err = run_cli(capsys, "validate", example_scenario, *overrides)
+    assert code == 2 and flat(err).startswith(f"error: {key}: ")
+
+
+# A call is app-limited: the trace estimate counts it at the link's rate (both ways), an
+# upper bound past the limit at 10 Gbit/s for 60 s, while the run itself is small.
+APP_LIMITED = ["bottleneck.rate=10Gbit", "duration=60s", "packet_trace=true"]
+
+
+def test_allow_large_lifts_the_limits(native, tmp_path, capsys):
+    call = Path(__file__).parents[1] / "scenarios" / "examples" / "video-call.toml"
+    sets = [*APP_LIMITED, 'flows=[{name="call", app="video_call"}]']
+    overrides = [arg for s in sets for arg in ("--set", s)]
+
+    code, _, err = run_cli(capsys, "run", call, "-o", tmp_path / "refused", *overrides)
+    assert code == 2 and "error: packet_trace: about 300,000,000 packet-trace rows" in flat(err)
+
+    code, _, err = run_cli(
+        capsys, "run", call, "-o", tmp_path / "o", "--allow-large", "-q", *overrides
+    )
+    assert code == 0, err
+    assert (tmp_path / "o" / "packets.parquet").is_file()
+
+
+def test_validate_prints_the_estimated_cost(native, example_scenario, capsys):
+    code, out, err = run_cli(capsys, "validate", example_scenario, "--set", "duration=10s")
+
+    assert code == 0
+    assert json.loads(out)["duration"] == 10_000_000_000
+    assert re.match(
+        r"estimated cost: 1 flow; 100 samples x \d+ = [\d,]+ series rows; no packet trace "
+        r"\(limits: 5,000 flows, 20,000,000 series rows, 250,000,000 trace rows\)",
+        flat(err),
+    ), err
+
+
 def test_progress_bar_starts_only_after_a_second(monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])

@@ -10,7 +10,7 @@ The public API::
     t, cwnd = res.series("flow/download", "cwnd_bytes")
     same = l4slab.load("results/reno")
 
-:func:`run`, :func:`validate`, :class:`ScenarioError`, :class:`SimulationError`
+:func:`run`, :func:`validate`, :func:`estimate`, :class:`ScenarioError`, :class:`SimulationError`
 and ``__version__`` come from the compiled simulator (``l4slab._native``);
 :func:`load` and :class:`Results` work without it. Every name is loaded on first
 use, so ``import l4slab`` (and ``python -m l4slab._emu``, the emulator, which must
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from l4slab._native import ScenarioError, SimulationError, __version__
-    from l4slab.api import run, validate
+    from l4slab.api import estimate, run, validate
     from l4slab.results import Results, load
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "ScenarioError",
     "SimulationError",
     "__version__",
+    "estimate",
     "load",
     "run",
     "validate",
@@ -42,6 +43,7 @@ _LAZY = {
     "Results": "l4slab.results",
     "load": "l4slab.results",
     "run": "l4slab.api",
+    "estimate": "l4slab.api",
     "validate": "l4slab.api",
     "ScenarioError": "l4slab._native",
     "SimulationError": "l4slab._native",

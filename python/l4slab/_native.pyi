@@ -6,7 +6,7 @@ The native module only converts and maps errors; the public API is ``l4slab``.
 import sys
 from collections.abc import Callable
 
-from l4slab._types import NativeResult, PacketChunk
+from l4slab._types import NativeResult, PacketChunk, RunCost
 
 __all__ = [
     "ScenarioError",
@@ -15,6 +15,7 @@ __all__ = [
     "cc_names",
     "ecn_rewrite_names",
     "emu_main",
+    "estimate",
     "qdisc_names",
     "run",
     "validate",
@@ -32,14 +33,33 @@ class ScenarioError(ValueError):
 class SimulationError(RuntimeError):
     """The simulation could not complete."""
 
-def validate(text: str, source: str, overrides: list[str], trace_dirs: list[str] = ...) -> str:
+def validate(
+    text: str,
+    source: str,
+    overrides: list[str],
+    trace_dirs: list[str] = ...,
+    limits: str | None = None,
+) -> str:
     """Parse, validate and resolve a scenario.
 
     ``text`` is the TOML text, ``source`` names it in error messages (a path or
     ``"<string>"``), ``overrides`` are ``"key.path=value"`` strings applied on
     top; ``trace_dirs`` are where a trace given by name is looked up (after
-    ``$L4SLAB_TRACES``; empty: the source tree's). Returns the resolved scenario as
-    JSON text. Raises ``ScenarioError``.
+    ``$L4SLAB_TRACES``; empty: the source tree's). With ``limits`` (``"sim"`` or
+    ``"emu"``) a scenario past that backend's limits (docs/scenarios.md, "Limits") is
+    an error too. Returns the resolved scenario as JSON text. Raises ``ScenarioError``.
+    """
+
+def estimate(
+    text: str,
+    source: str,
+    overrides: list[str],
+    trace_dirs: list[str] = ...,
+    backend: str = "sim",
+) -> RunCost:
+    """The estimated cost of running a scenario, and ``backend``'s limits.
+
+    Arguments as for :func:`validate`; nothing is simulated. Raises ``ScenarioError``.
     """
 
 def run(
@@ -50,6 +70,7 @@ def run(
     progress: Callable[[float, float], None] | None = None,
     packets_sink: Callable[[PacketChunk], object] | None = None,
     trace_dirs: list[str] = ...,
+    allow_large: bool = False,
 ) -> NativeResult:
     """Validate and simulate a scenario.
 
@@ -57,7 +78,10 @@ def run(
     duration_s)`` is called about every 0.1 s of wall time with the GIL held;
     an exception it raises (e.g. ``KeyboardInterrupt``) stops the run and
     propagates. ``trace_dirs`` as for :func:`validate`. Raises ``ScenarioError`` or
-    ``SimulationError``.
+    ``SimulationError``. A scenario past the simulator's limits (docs/scenarios.md,
+    "Limits") is a ``ScenarioError`` unless ``allow_large``.
+
+    The time series come as ``SeriesBuffers`` (``_types``), one ``bytes`` per column.
 
     When the scenario traces packets, the trace is handed over while the run
     goes on, in ``PacketChunk``s of 65,536 rows (the last one shorter, possibly

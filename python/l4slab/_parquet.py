@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from l4slab._types import PacketChunk, SeriesColumns
+from l4slab._types import PacketChunk, SeriesBuffers, SeriesColumns
 
 __all__ = [
     "PACKETS_SCHEMA",
@@ -81,8 +81,14 @@ _PARQUET_OPTIONS: dict[str, Any] = {**_WRITER_OPTIONS, "row_group_size": ROW_GRO
 # --------------------------------------------------------------------------- tables
 
 
-def series_table(columns: SeriesColumns | Mapping[str, Any]) -> pa.Table:
-    """Build the series table (``SERIES_SCHEMA``) from the native long-format columns."""
+def series_table(columns: SeriesColumns | SeriesBuffers | Mapping[str, Any]) -> pa.Table:
+    """Build the series table (``SERIES_SCHEMA``) from the native long-format columns.
+
+    ``columns`` are the simulator's buffers (:class:`~l4slab._types.SeriesBuffers`) or
+    columns of Python values (the emulator's); both give the same table for the same rows.
+    """
+    if "names" in columns:
+        return _series_from_buffers(columns)
     names = [field.name for field in SERIES_SCHEMA]
     missing = [name for name in names if name not in columns]
     if missing:
@@ -96,6 +102,45 @@ def series_table(columns: SeriesColumns | Mapping[str, Any]) -> pa.Table:
         pa.array(cols["value"], type=pa.float64()),
     ]
     return pa.Table.from_arrays(arrays, schema=SERIES_SCHEMA)
+
+
+def _series_from_buffers(columns: SeriesBuffers | Mapping[str, Any]) -> pa.Table:
+    rows = int(columns["rows"])
+    t_s = np.frombuffer(columns["t_s"], dtype=np.float64)
+    value = np.frombuffer(columns["value"], dtype=np.float64)
+    series = np.frombuffer(columns["series"], dtype=np.uint32)
+    key = np.frombuffer(columns["key"], dtype=np.uint32)
+    lengths = {"t_s": len(t_s), "series": len(series), "key": len(key), "value": len(value)}
+    if set(lengths.values()) != {rows}:
+        detail = ", ".join(f"{name}={n}" for name, n in lengths.items())
+        raise ValueError(f"series columns have different lengths: rows={rows}, {detail}")
+    names: Sequence[str] = columns["names"]
+    arrays = [
+        pa.array(t_s, type=pa.float64()),
+        _dictionary(series, names),
+        _dictionary(key, names),
+        pa.array(value, type=pa.float64()),
+    ]
+    return pa.Table.from_arrays(arrays, schema=SERIES_SCHEMA)
+
+
+def _dictionary(codes: np.ndarray, names: Sequence[str]) -> pa.DictionaryArray:
+    """Codes into ``names`` as the dictionary array ``dictionary_encode()`` would give.
+
+    Only the names used, in the order of their first appearance, so the column (and the
+    file) is the same as when encoded from the strings.
+    """
+    if len(codes) == 0:
+        return pa.DictionaryArray.from_arrays(
+            pa.array([], type=pa.int32()), pa.array([], type=pa.string())
+        )
+    used, first = np.unique(codes, return_index=True)
+    used = used[np.argsort(first, kind="stable")]
+    position = np.zeros(len(names), dtype=np.int32)
+    position[used] = np.arange(len(used), dtype=np.int32)
+    indices = position[codes]
+    dictionary = pa.array([names[code] for code in used.tolist()], type=pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(indices, type=pa.int32()), dictionary)
 
 
 def packets_table(columns: Mapping[str, Sequence[Any]]) -> pa.Table:

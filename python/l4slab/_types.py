@@ -14,12 +14,48 @@ SEED_MAX = 2**63 - 1
 
 
 class SeriesColumns(TypedDict):
-    """Long-format time series: four equal-length columns, one row per sample."""
+    """Long-format time series: four equal-length columns, one row per sample.
+
+    The emulator's shape (columns of Python values); the simulator gives
+    :class:`SeriesBuffers`.
+    """
 
     t_s: list[float]
     series: list[str]
     key: list[str]
     value: list[float]
+
+
+class SeriesBuffers(TypedDict):
+    """The simulator's time series, one ``bytes`` per column, no Python object per row.
+
+    Native byte order: ``t_s`` and ``value`` float64; ``series`` and ``key`` uint32
+    codes into ``names``; ``rows`` rows.
+    """
+
+    rows: int
+    t_s: bytes
+    series: bytes
+    key: bytes
+    value: bytes
+    names: list[str]
+
+
+class RunCost(TypedDict):
+    """What ``l4slab._native.estimate`` returns: a run's estimated cost and the limits.
+
+    ``flows`` after ``count`` expansion; ``samples`` sample instants of
+    ``rows_per_sample`` series rows each (an upper bound), ``series_rows`` their
+    product; ``trace_rows`` packet-trace rows (0 without a trace). ``limits`` holds
+    the backend's limits of ``flows``, ``series_rows`` and ``trace_rows``.
+    """
+
+    flows: int
+    samples: int
+    rows_per_sample: int
+    series_rows: int
+    trace_rows: int
+    limits: dict[str, int]
 
 
 class RunStats(TypedDict):
@@ -74,6 +110,6 @@ class NativeResult(TypedDict):
     """
 
     summary_json: str
-    series: SeriesColumns
+    series: SeriesColumns | SeriesBuffers
     packets: dict[str, list[Any]] | list[PacketChunk] | None
     stats: RunStats

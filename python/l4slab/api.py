@@ -12,7 +12,7 @@ from typing import Any, TypeAlias
 
 from l4slab import shipped
 from l4slab._parquet import write_packets
-from l4slab._types import SEED_MAX
+from l4slab._types import SEED_MAX, RunCost
 from l4slab.output import (
     STRING_SOURCE,
     OutputWarning,
@@ -34,7 +34,10 @@ except ImportError as exc:  # pragma: no cover - depends on how l4slab was insta
 __all__ = [
     "SEED_MAX",
     "ProgressCallback",
+    "RunCost",
     "Scenario",
+    "check_seed",
+    "estimate",
     "read_scenario",
     "run",
     "trace_dirs",
@@ -91,12 +94,29 @@ def validate(scenario: Scenario, *, overrides: Iterable[str] = ()) -> dict[str, 
     return validate_text(text, source, overrides)
 
 
-def validate_text(text: str, source: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
-    """Like :func:`validate` for TOML ``text``; ``source`` names it in error messages."""
+def validate_text(
+    text: str, source: str, overrides: Iterable[str] = (), *, limits: str | None = None
+) -> dict[str, Any]:
+    """Like :func:`validate` for TOML ``text``; ``source`` names it in error messages.
+
+    With ``limits`` (``"sim"`` or ``"emu"``), a scenario past that backend's limits is a
+    :class:`l4slab.ScenarioError` too (as :func:`run` would raise).
+    """
     resolved: dict[str, Any] = json.loads(
-        _native.validate(text, source, list(overrides), trace_dirs())
+        _native.validate(text, source, list(overrides), trace_dirs(), limits=limits)
     )
     return resolved
+
+
+def estimate(scenario: Scenario, *, overrides: Iterable[str] = (), backend: str = "sim") -> RunCost:
+    """The estimated cost of running a scenario, and the backend's limits; nothing runs.
+
+    Returns a dict: ``flows``, ``samples``, ``rows_per_sample``, ``series_rows``,
+    ``trace_rows`` and ``limits`` (the same three keys' limits; docs/scenarios.md,
+    "Limits"). Raises :class:`l4slab.ScenarioError` for an invalid scenario.
+    """
+    text, source = read_scenario(scenario)
+    return _native.estimate(text, source, list(overrides), trace_dirs(), backend)
 
 
 def trace_dirs() -> list[str]:
@@ -113,6 +133,7 @@ def run(
     progress: ProgressCallback | None = None,
     command: Sequence[str] | None = None,
     backend: str = "sim",
+    allow_large: bool = False,
 ) -> Results:
     """Simulate a scenario and return its :class:`~l4slab.results.Results`.
 
@@ -130,6 +151,11 @@ def run(
     Raises :class:`l4slab.ScenarioError` or :class:`l4slab.SimulationError`;
     ``KeyboardInterrupt`` (e.g. from ``progress``) stops the run and writes nothing.
 
+    A scenario whose estimated cost (:func:`estimate`: flows, series rows, packet-trace
+    rows) is past the backend's limits (docs/scenarios.md, "Limits") raises
+    :class:`l4slab.ScenarioError` naming the key and the estimate, before anything
+    runs; ``allow_large=True`` lifts the limits.
+
     ``backend="emu"`` runs the scenario in real time through the emulator, with
     kernel TCP flows (root; see docs/emulator.md and :func:`l4slab.emu.run_scenario`);
     ``progress`` is not called then, and it raises :class:`l4slab.emu.EmuError`.
@@ -138,6 +164,9 @@ def run(
         raise ValueError(f"unknown backend {backend!r}; choose 'sim' or 'emu'")
     check_seed(seed)
     text, source = read_scenario(scenario)
+    if backend == "emu" and not allow_large:
+        # The simulator checks its own limits as it starts; the emulator's are checked here.
+        validate_text(text, source, overrides, limits="emu")
     source_id = source if source == _STRING_SOURCE else str(Path(source).resolve())
     staging: RunStaging | None = None
     if out is not None:
@@ -155,7 +184,16 @@ def run(
             result = emu.run_scenario(text, source, list(overrides), seed)
         else:
             sink = staging.packets if staging is not None else None
-            result = _native.run(text, source, list(overrides), seed, progress, sink, trace_dirs())
+            result = _native.run(
+                text,
+                source,
+                list(overrides),
+                seed,
+                progress,
+                sink,
+                trace_dirs(),
+                allow_large=allow_large,
+            )
         wall_s = time.perf_counter() - started
         if "wall_s" not in result["stats"]:
             result["stats"]["wall_s"] = wall_s

@@ -228,6 +228,15 @@ ScenarioArg = Annotated[
         show_default=False,
     ),
 ]
+AllowLargeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-large",
+        help="Run even when the estimated cost is past the limits (more than 5,000 flows, "
+        "20 million series rows, 250 million packet-trace rows; see docs/scenarios.md, "
+        "Limits). Without it such a scenario exits with code 2 before anything runs.",
+    ),
+]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -344,6 +353,7 @@ def run_command(
             "flows (needs root; see docs/emulator.md).",
         ),
     ] = "sim",
+    allow_large: AllowLargeOpt = False,
 ) -> None:
     text, source = _read(scenario)
     native = _native()
@@ -352,11 +362,14 @@ def run_command(
     sets = list(overrides or [])
     if backend not in ("sim", "emu"):
         raise _fail(f"--backend {backend!r}: choose sim or emu", EXIT_BAD_INPUT)
+    limits = None if allow_large else backend
     try:
         if backend == "emu":
             resolved = emu.validate(text, source, sets)
+            if limits is not None:
+                api.validate_text(text, source, sets, limits=limits)
         else:
-            resolved = api.validate_text(text, source, sets)
+            resolved = api.validate_text(text, source, sets, limits=limits)
     except (native.ScenarioError, emu.EmuInputError) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except emu.EmuError as exc:
@@ -392,6 +405,7 @@ def run_command(
                 progress=progress,
                 command=command,
                 backend=backend,
+                allow_large=allow_large,
             )
     except Terminated:
         raise _fail("terminated (SIGTERM); nothing was written", EXIT_TERMINATED) from None
@@ -468,17 +482,40 @@ def _dir_name(name: Any) -> str:
 
 
 @app.command("validate", help=VALIDATE_HELP, short_help=VALIDATE_SHORT)
-def validate_command(scenario: ScenarioArg, overrides: SetOpt = None) -> None:
+def validate_command(
+    scenario: ScenarioArg, overrides: SetOpt = None, allow_large: AllowLargeOpt = False
+) -> None:
     text, source = _read(scenario)
     native = _native()
     from l4slab import api
 
+    sets = list(overrides or [])
     try:
-        resolved = api.validate_text(text, source, list(overrides or []))
+        resolved = api.validate_text(text, source, sets, limits=None if allow_large else "sim")
+        cost = native.estimate(text, source, sets, api.trace_dirs())
     except native.ScenarioError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     # Keep the native key order (it follows the schema), just indent it.
     typer.echo(json.dumps(resolved, indent=2))
+    _stderr().print(cost_line(cost), markup=False)
+
+
+def cost_line(cost: Any) -> str:
+    """E.g. ``estimated cost: 1 flow; 300 samples x 21 = 6,300 series rows; no packet trace``."""
+    flows = cost["flows"]
+    parts = [
+        f"{flows:,} flow{'' if flows == 1 else 's'}",
+        f"{cost['samples']:,} samples x {cost['rows_per_sample']:,} = "
+        f"{cost['series_rows']:,} series rows",
+        f"about {cost['trace_rows']:,} packet-trace rows"
+        if cost["trace_rows"]
+        else "no packet trace",
+    ]
+    limits = cost["limits"]
+    return (
+        f"estimated cost: {'; '.join(parts)} (limits: {limits['flows']:,} flows, "
+        f"{limits['series_rows']:,} series rows, {limits['trace_rows']:,} trace rows)"
+    )
 
 
 # --------------------------------------------------------------------------- show

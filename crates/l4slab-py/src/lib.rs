@@ -10,8 +10,9 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use l4slab_core::pkttrace::{flag_names, PacketChunk, PktEvent, Side, ECN_NAMES};
 use l4slab_core::Time;
+use l4slab_scenario::cost::{self, Backend, Cost, Limits};
 use l4slab_scenario::{parse_with, ParseOptions, Scenario};
-use l4slab_sim::{RunOptions, SimError};
+use l4slab_sim::{RunOptions, SeriesStore, SimError};
 
 create_exception!(
     _native,
@@ -39,17 +40,68 @@ fn parse(
     parse_with(text, source, &overrides, &opts).map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
+/// `"sim"` or `"emu"`: whose limits (`l4slab_scenario::cost`) apply.
+fn backend(name: &str) -> PyResult<Backend> {
+    match name {
+        "sim" => Ok(Backend::Sim),
+        "emu" => Ok(Backend::Emu),
+        other => Err(PyValueError::new_err(format!(
+            "unknown backend {other:?}; choose 'sim' or 'emu'"
+        ))),
+    }
+}
+
+/// The run's estimated cost, or a `ScenarioError` past the limits.
+fn check_limits(scn: &Scenario, backend: Backend) -> PyResult<Cost> {
+    cost::check(scn, backend).map_err(|e| ScenarioError::new_err(e.to_string()))
+}
+
 /// Parse and validate a scenario; returns the resolved scenario as JSON text.
+/// With `limits` (`"sim"` or `"emu"`), a scenario past that backend's limits
+/// is a `ScenarioError` too.
 #[pyfunction]
-#[pyo3(signature = (text, source, overrides, trace_dirs=Vec::new()))]
+#[pyo3(signature = (text, source, overrides, trace_dirs=Vec::new(), limits=None))]
 fn validate(
     text: &str,
     source: &str,
     overrides: Vec<String>,
     trace_dirs: Vec<PathBuf>,
+    limits: Option<&str>,
 ) -> PyResult<String> {
     let scn = parse(text, source, overrides, trace_dirs)?;
+    if let Some(name) = limits {
+        check_limits(&scn, backend(name)?)?;
+    }
     serde_json::to_string_pretty(&scn).map_err(|e| SimulationError::new_err(e.to_string()))
+}
+
+/// The estimated cost of a run (`l4slab_scenario::cost`) and the limits of
+/// `backend`, as a dict (`_native.pyi`: `RunCost`).
+#[pyfunction]
+#[pyo3(signature = (text, source, overrides, trace_dirs=Vec::new(), backend="sim"))]
+fn estimate<'py>(
+    py: Python<'py>,
+    text: &str,
+    source: &str,
+    overrides: Vec<String>,
+    trace_dirs: Vec<PathBuf>,
+    backend: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let limits = Limits::for_backend(self::backend(backend)?);
+    let scn = parse(text, source, overrides, trace_dirs)?;
+    let c = Cost::estimate(&scn);
+    let d = PyDict::new(py);
+    d.set_item("flows", c.flows)?;
+    d.set_item("samples", c.samples)?;
+    d.set_item("rows_per_sample", c.rows_per_sample)?;
+    d.set_item("series_rows", c.series_rows)?;
+    d.set_item("trace_rows", c.trace_rows)?;
+    let l = PyDict::new(py);
+    l.set_item("flows", limits.flows)?;
+    l.set_item("series_rows", limits.series_rows)?;
+    l.set_item("trace_rows", limits.trace_rows)?;
+    d.set_item("limits", l)?;
+    Ok(d)
 }
 
 /// Run a scenario in the simulator. See `_native.pyi` for the returned dict
@@ -57,7 +109,7 @@ fn validate(
 #[pyfunction]
 // The Python keyword arguments, one Rust parameter each.
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (text, source, overrides, seed=None, progress=None, packets_sink=None, trace_dirs=Vec::new()))]
+#[pyo3(signature = (text, source, overrides, seed=None, progress=None, packets_sink=None, trace_dirs=Vec::new(), allow_large=false))]
 fn run<'py>(
     py: Python<'py>,
     text: &str,
@@ -67,8 +119,12 @@ fn run<'py>(
     progress: Option<PyObject>,
     packets_sink: Option<PyObject>,
     trace_dirs: Vec<PathBuf>,
+    allow_large: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scn = parse(text, source, overrides, trace_dirs)?;
+    if !allow_large {
+        check_limits(&scn, Backend::Sim)?;
+    }
     let duration_s = scn.duration.as_secs_f64();
     let mut py_err: Option<PyErr> = None;
     let mut cb = |now: Time| -> bool {
@@ -117,16 +173,8 @@ fn run<'py>(
     let summary = serde_json::to_string_pretty(&out.summary)
         .map_err(|e| SimulationError::new_err(e.to_string()))?;
     d.set_item("summary_json", summary)?;
-    let s = &out.series;
-    let series = PyDict::new(py);
-    series.set_item("t_s", PyList::new(py, &s.t_s)?)?;
-    series.set_item(
-        "series",
-        PyList::new(py, s.series.iter().map(|&i| s.name(i)))?,
-    )?;
-    series.set_item("key", PyList::new(py, s.key.iter().map(|&i| s.name(i)))?)?;
-    series.set_item("value", PyList::new(py, &s.value)?)?;
-    d.set_item("series", series)?;
+    d.set_item("series", series_buffers(py, &out.series)?)?;
+    drop(out.series);
     if scn.packet_trace && packets_sink.is_none() {
         d.set_item("packets", PyList::new(py, kept)?)?;
     } else {
@@ -138,6 +186,34 @@ fn run<'py>(
     st.set_item("sim_s", out.stats.sim_time.as_secs_f64())?;
     d.set_item("stats", st)?;
     Ok(d)
+}
+
+/// The time series as one `bytes` per column (native byte order: `t_s` and
+/// `value` float64, `series` and `key` uint32 codes into `names`), for
+/// `numpy.frombuffer`: no Python object per row (`_types.SeriesBuffers`).
+fn series_buffers<'py>(py: Python<'py>, s: &SeriesStore) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("rows", s.len())?;
+    d.set_item("t_s", words(py, &s.t_s, f64::to_ne_bytes)?)?;
+    d.set_item("series", words(py, &s.series, u32::to_ne_bytes)?)?;
+    d.set_item("key", words(py, &s.key, u32::to_ne_bytes)?)?;
+    d.set_item("value", words(py, &s.value, f64::to_ne_bytes)?)?;
+    d.set_item("names", PyList::new(py, s.names())?)?;
+    Ok(d)
+}
+
+/// `values` as `bytes`, `N` bytes each (`to_bytes`).
+fn words<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
+    values: &[T],
+    to_bytes: impl Fn(T) -> [u8; N],
+) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, values.len() * N, |buf| {
+        for (dst, &v) in buf.chunks_exact_mut(N).zip(values) {
+            dst.copy_from_slice(&to_bytes(v));
+        }
+        Ok(())
+    })
 }
 
 /// The names behind the packet trace's codes, indexed by code.
@@ -159,18 +235,6 @@ fn packet_chunk<'py>(
     c: &PacketChunk<'_>,
     names: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    fn words<'py, T: Copy, const N: usize>(
-        py: Python<'py>,
-        values: &[T],
-        to_bytes: impl Fn(T) -> [u8; N],
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        PyBytes::new_with(py, values.len() * N, |buf| {
-            for (dst, &v) in buf.chunks_exact_mut(N).zip(values) {
-                dst.copy_from_slice(&to_bytes(v));
-            }
-            Ok(())
-        })
-    }
     let d = PyDict::new(py);
     d.set_item("rows", c.rows())?;
     d.set_item("t_s", words(py, c.t_s, f64::to_ne_bytes)?)?;
@@ -235,6 +299,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(qdisc_names, m)?)?;
     m.add_function(wrap_pyfunction!(ecn_rewrite_names, m)?)?;

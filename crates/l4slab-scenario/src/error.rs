@@ -35,6 +35,9 @@ pub enum Problem {
     /// Values that are fine alone but not together (duplicate names, a start
     /// after the end, a host on the wrong side, an ambiguous default).
     Conflict,
+    /// A valid scenario whose run would cost more than the limits allow
+    /// (too many flows, samples or trace rows; [`crate::cost`]).
+    TooLarge,
 }
 
 /// A scenario that cannot be read, parsed, or validated.

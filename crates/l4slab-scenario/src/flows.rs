@@ -133,6 +133,7 @@ fn resolve_flow(
     };
     Ok(Flow {
         name,
+        entry: i,
         client,
         server,
         direction,

@@ -8,6 +8,7 @@
 //! * [`model`]: the resolved scenario the backends consume (the contract).
 //! * [`units`]: pure parsers for `"20Mbit"`, `"25ms"`, `"10MB"`, `"100pkt"`, `"1%"`.
 //! * [`build`]: resolved parts -> the qdisc, loss model and link both backends run.
+//! * [`cost`]: what a run will cost (flows, series rows, trace rows), and the limits.
 //! * [`cc`]: `cc = "prague"` or `cc = { kind = "prague", ... }` -> [`CcSpec`].
 //! * [`ScenarioError`]: every error names its key path and, where it helps,
 //!   a valid example.
@@ -16,6 +17,7 @@
 mod app;
 pub mod build;
 pub mod cc;
+pub mod cost;
 pub mod ecn;
 pub mod error;
 mod flows;

@@ -159,6 +159,10 @@ pub enum Direction {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Flow {
     pub name: String,
+    /// Index of the `[[flows]]` entry this flow comes from (`count` and a web
+    /// page's extra connections make several flows of one entry).
+    #[serde(skip)]
+    pub entry: usize,
     /// Index into `Scenario::hosts`.
     pub client: usize,
     pub server: usize,

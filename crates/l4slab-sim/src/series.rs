@@ -40,6 +40,11 @@ impl SeriesStore {
         &self.names[i as usize]
     }
 
+    /// Every interned name, indexed by its code (the `series` and `key` columns).
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
     pub fn len(&self) -> usize {
         self.t_s.len()
     }

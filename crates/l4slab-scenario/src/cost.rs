@@ -1,0 +1,307 @@
+//! What a run will cost, estimated from the resolved scenario before it
+//! starts, and the limits past which l4slab refuses to start it
+//! (docs/scenarios.md, "Limits"). A scenario is text anyone can write:
+//! `sample_interval = "1ns"`, `count = 100000` or a ten-hour traced run are
+//! valid TOML, and without a check they would fill the machine's memory or
+//! disk long before the run ends. An explicit option (`--allow-large`,
+//! `l4slab.run(..., allow_large=True)`) lifts the limits.
+//!
+//! The three quantities and why each is bounded:
+//!
+//! * **flows** (after `count` expansion): each holds a transport, an app and
+//!   its recorders in memory for the whole run (about 0.3 MB measured per
+//!   bulk flow, docs/PERFORMANCE.md).
+//! * **series rows**: `series.parquet` is recorded in memory during the run,
+//!   one row per (sample, series, key): `samples × rows per sample`, the
+//!   rows per sample counted from the queues the scenario builds and an
+//!   upper bound per flow.
+//! * **trace rows** (`packet_trace = true`): about two rows (send, then
+//!   deliver or drop) per packet. The simulator streams them to disk (about
+//!   6 bytes a row in `packets.parquet`); the emulator holds its trace in
+//!   memory until the run ends, so its limit is lower.
+
+use l4slab_core::{Dur, Time};
+
+use crate::build;
+use crate::error::{Problem, ScenarioError};
+use crate::model::{AppSpec, Direction, Scenario};
+
+/// Series rows a flow adds per sample, at most: goodput, cwnd, ssthresh,
+/// pacing, inflight, unsent, srtt, rtt and loss (`l4slab-sim` `sample`), plus
+/// up to 7 of its application's (docs/results.md lists them).
+pub const FLOW_ROWS_PER_SAMPLE: u64 = 16;
+/// Series rows a queue adds per sample besides its qdisc's own statistics:
+/// backlog (packets, bytes), sojourn (mean, max), drops, marks, utilization.
+pub const QUEUE_BASE_ROWS_PER_SAMPLE: u64 = 7;
+/// Wire bytes of the full-sized data packet the trace estimate assumes.
+pub const ESTIMATE_PACKET_BYTES: u64 = 1500;
+/// Trace rows per data packet: its send and its delivery (or drop), plus
+/// one ACK (with its two rows) for every two data packets.
+pub const TRACE_ROWS_PER_DATA_PACKET: u64 = 3;
+
+/// Trace rows per segment of a `file` flow: its send and delivery, and an
+/// ACK per segment (Linux quick-ACKs a short transfer's segments).
+pub const FILE_ROWS_PER_SEGMENT: u64 = 4;
+
+/// Which backend will run the scenario: the limits differ where the two
+/// hold different things in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sim,
+    Emu,
+}
+
+/// The limits past which a run is refused (without `--allow-large`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub flows: u64,
+    pub series_rows: u64,
+    pub trace_rows: u64,
+}
+
+impl Limits {
+    /// The documented defaults (docs/scenarios.md, "Limits").
+    pub const fn for_backend(backend: Backend) -> Limits {
+        Limits {
+            // About 1.5 GB of flow state.
+            flows: 5_000,
+            // 24 bytes a row in the simulator, about 100 at the peak of
+            // writing series.parquet: about 2 GB.
+            series_rows: 20_000_000,
+            trace_rows: match backend {
+                // Streamed to disk: about 1.5 GB of packets.parquet.
+                Backend::Sim => 250_000_000,
+                // Held in memory (as JSON, then Python objects) until the end.
+                Backend::Emu => 4_000_000,
+            },
+        }
+    }
+}
+
+/// The estimated cost of running a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cost {
+    /// Flows after `count` expansion.
+    pub flows: u64,
+    /// Sample instants: `floor(duration / sample_interval)`.
+    pub samples: u64,
+    /// Series rows per sample (an upper bound).
+    pub rows_per_sample: u64,
+    /// `samples × rows_per_sample`.
+    pub series_rows: u64,
+    /// Packet-trace rows (0 without `packet_trace`).
+    pub trace_rows: u64,
+}
+
+impl Cost {
+    /// Estimate the cost of `scn` (cheap: no event is simulated).
+    pub fn estimate(scn: &Scenario) -> Cost {
+        let duration = scn.duration.saturating_since(Time::ZERO);
+        let samples = duration.as_nanos() / scn.sample_interval.as_nanos().max(1);
+        let links = [&scn.bottleneck.down, &scn.bottleneck.up];
+        let queue_rows: u64 = links
+            .iter()
+            .map(|spec| {
+                let q = build::qdisc(&spec.qdisc);
+                QUEUE_BASE_ROWS_PER_SAMPLE
+                    + q.subqueue_names().len() as u64
+                    + q.xstats().len() as u64
+            })
+            .sum();
+        let flows = scn.flows.len() as u64;
+        let rows_per_sample = queue_rows.saturating_add(flows.saturating_mul(FLOW_ROWS_PER_SAMPLE));
+        Cost {
+            flows,
+            samples,
+            rows_per_sample,
+            series_rows: samples.saturating_mul(rows_per_sample),
+            trace_rows: if scn.packet_trace { trace_rows(scn) } else { 0 },
+        }
+    }
+
+    /// `Ok` when every quantity is within `limits`; otherwise an error naming
+    /// the key that drives the largest excess, the estimate and the limit.
+    pub fn check(&self, scn: &Scenario, limits: &Limits) -> Result<(), ScenarioError> {
+        if self.flows > limits.flows {
+            let (path, example) = biggest_count(scn);
+            return Err(too_large(
+                &path,
+                format!(
+                    "{} flows in all is past the limit of {} (each holds a transport and its \
+                     recorders in memory for the whole run)",
+                    group(self.flows),
+                    group(limits.flows)
+                ),
+                example,
+            ));
+        }
+        if self.series_rows > limits.series_rows {
+            return Err(too_large(
+                "sample_interval",
+                format!(
+                    "{} samples (duration = {} / sample_interval = {}) × {} series rows each \
+                     = {} rows, past the limit of {} rows held in memory",
+                    group(self.samples),
+                    crate::values::show_dur(scn.duration.saturating_since(Time::ZERO)),
+                    crate::values::show_dur(scn.sample_interval),
+                    self.rows_per_sample,
+                    group(self.series_rows),
+                    group(limits.series_rows)
+                ),
+                format!(
+                    "sample_interval = \"{}\"",
+                    crate::values::show_dur(fitting_interval(scn, self, limits))
+                ),
+            ));
+        }
+        if self.trace_rows > limits.trace_rows {
+            return Err(too_large(
+                "packet_trace",
+                format!(
+                    "about {} packet-trace rows (about {} per data packet at the links' rates \
+                     for duration = {}), past the limit of {} rows",
+                    group(self.trace_rows),
+                    TRACE_ROWS_PER_DATA_PACKET,
+                    crate::values::show_dur(scn.duration.saturating_since(Time::ZERO)),
+                    group(limits.trace_rows)
+                ),
+                "packet_trace = false, or a shorter duration".to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Estimate, check against the defaults for `backend`, and return the cost.
+pub fn check(scn: &Scenario, backend: Backend) -> Result<Cost, ScenarioError> {
+    let cost = Cost::estimate(scn);
+    cost.check(scn, &Limits::for_backend(backend))?;
+    Ok(cost)
+}
+
+fn too_large(path: &str, message: String, example: String) -> ScenarioError {
+    ScenarioError::invalid(
+        path,
+        Problem::TooLarge,
+        format!(
+            "{message}; lift the limits with --allow-large (l4slab.run(..., allow_large=True))"
+        ),
+        Some(example),
+    )
+}
+
+/// Data packets a link of `rate` carries in `duration`, full-sized.
+fn capacity_packets(rate_bps: u64, duration: Dur) -> u64 {
+    let bits = u128::from(rate_bps) * u128::from(duration.as_nanos()) / 1_000_000_000;
+    u64::try_from(bits / u128::from(ESTIMATE_PACKET_BYTES * 8)).unwrap_or(u64::MAX)
+}
+
+/// Trace rows: per direction, the data packets its flows send, at most what
+/// the link carries from the first sender's start to the end (a file flow
+/// sends at most its size; an app-limited flow is counted at the link's
+/// rate, so its estimate is an upper bound), times
+/// [`TRACE_ROWS_PER_DATA_PACKET`]; ping probes four rows each.
+fn trace_rows(scn: &Scenario) -> u64 {
+    let duration = scn.duration.saturating_since(Time::ZERO);
+    // Per direction (down, up): the bounded senders' packets, and the
+    // earliest start of a sender only the link bounds.
+    let mut demand = [0u64; 2];
+    let mut unbounded: [Option<Time>; 2] = [None; 2];
+    let mut rows = 0u64;
+    for flow in &scn.flows {
+        let mut open = |dir: usize| {
+            unbounded[dir] = Some(unbounded[dir].map_or(flow.start, |t| t.min(flow.start)));
+        };
+        let dir = match flow.direction {
+            Direction::Down => 0,
+            Direction::Up => 1,
+        };
+        match &flow.app {
+            AppSpec::File { size } => {
+                // A file's segments, each with its ACK (a short transfer is
+                // ACKed segment by segment: four rows a segment), counted in
+                // packets of the direction's rows per data packet.
+                let mss = u64::from(flow.transport.mss.max(1));
+                let rows = size.div_ceil(mss).saturating_mul(FILE_ROWS_PER_SEGMENT);
+                demand[dir] = demand[dir].saturating_add(rows / TRACE_ROWS_PER_DATA_PACKET);
+            }
+            AppSpec::Ping(p) => {
+                let probes = duration.as_nanos() / p.interval.as_nanos().max(1);
+                rows = rows.saturating_add(probes.saturating_mul(4));
+            }
+            AppSpec::VideoCall(_) | AppSpec::Web(_) => {
+                open(0);
+                open(1);
+            }
+            _ => open(dir),
+        }
+    }
+    let links = [&scn.bottleneck.down, &scn.bottleneck.up];
+    for (dir, spec) in links.iter().enumerate() {
+        let cap =
+            |from: Time| capacity_packets(spec.rate.as_bps(), scn.duration.saturating_since(from));
+        let packets = match unbounded[dir] {
+            Some(start) => cap(start),
+            None => demand[dir].min(cap(Time::ZERO)),
+        };
+        rows = rows.saturating_add(packets.saturating_mul(TRACE_ROWS_PER_DATA_PACKET));
+    }
+    rows
+}
+
+/// The `[[flows]]` entry that makes the most flows: its `count` key path
+/// and a smaller count to suggest.
+fn biggest_count(scn: &Scenario) -> (String, String) {
+    let mut per_entry: Vec<u64> = Vec::new();
+    for flow in &scn.flows {
+        if per_entry.len() <= flow.entry {
+            per_entry.resize(flow.entry + 1, 0);
+        }
+        per_entry[flow.entry] += 1;
+    }
+    // The first of the largest entries.
+    let mut best = 0;
+    for (i, &n) in per_entry.iter().enumerate() {
+        if n > per_entry[best] {
+            best = i;
+        }
+    }
+    (format!("flows[{best}].count"), "count = 100".to_string())
+}
+
+/// The shortest sample interval (a whole number of milliseconds, at least
+/// the current one) that keeps the series within `limits`.
+fn fitting_interval(scn: &Scenario, cost: &Cost, limits: &Limits) -> Dur {
+    let duration = scn.duration.saturating_since(Time::ZERO).as_nanos();
+    let max_samples = (limits.series_rows / cost.rows_per_sample.max(1)).max(1);
+    let ns = duration
+        .div_ceil(max_samples)
+        .max(scn.sample_interval.as_nanos());
+    Dur::from_millis(ns.div_ceil(1_000_000).max(1))
+}
+
+/// `1234567` -> `1,234,567`.
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group;
+
+    #[test]
+    fn group_puts_commas_every_three_digits() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1_000), "1,000");
+        assert_eq!(group(1_234_567), "1,234,567");
+    }
+}

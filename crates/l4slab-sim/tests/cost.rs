@@ -1,0 +1,171 @@
+//! The cost estimate (`l4slab_scenario::cost`) against what runs really
+//! record, and the limits: a scenario past one is refused with an error
+//! naming the key and the estimate; every shipped scenario is within them.
+
+mod common;
+
+use l4slab_scenario::cost::{check, Backend, Cost, Limits};
+use l4slab_scenario::Problem;
+
+const BULK: &str = r#"
+format = 1
+duration = "4s"
+packet_trace = true
+[bottleneck]
+rate = "50Mbit"
+delay = "5ms"
+buffer = "100pkt"
+[[flows]]
+name = "bulk"
+cc = "reno"
+app = "bulk"
+"#;
+
+fn trace_rows(out: &l4slab_sim::RunOutput) -> u64 {
+    out.packets.as_ref().expect("traced").rows() as u64
+}
+
+#[test]
+fn series_estimate_bounds_the_rows_a_run_records() {
+    for (qdisc, extra) in [
+        ("fifo", vec![]),
+        ("dualpi2", vec!["flows[0].cc=prague"]),
+        ("fq_codel", vec![]),
+        ("pie", vec![]),
+    ] {
+        let mut sets = vec![
+            format!("bottleneck.qdisc={qdisc}"),
+            "packet_trace=false".to_string(),
+        ];
+        sets.extend(extra.iter().map(|s| s.to_string()));
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let scn = common::scenario(BULK, &sets);
+        let cost = Cost::estimate(&scn);
+        let out = common::run_toml(BULK, &sets);
+        let rows = out.series.len() as u64;
+        assert_eq!(cost.samples, 40, "4 s at the default 100 ms");
+        assert!(
+            rows <= cost.series_rows,
+            "{qdisc}: {rows} rows recorded, estimate {} is not an upper bound",
+            cost.series_rows
+        );
+        assert!(
+            rows * 2 >= cost.series_rows,
+            "{qdisc}: {rows} rows recorded, estimate {} is more than twice that",
+            cost.series_rows
+        );
+        assert_eq!(cost.trace_rows, 0, "no trace asked");
+    }
+}
+
+#[test]
+fn trace_estimate_is_within_a_quarter_of_a_saturating_flow() {
+    let scn = common::scenario(BULK, &[]);
+    let cost = Cost::estimate(&scn);
+    let actual = trace_rows(&common::run_toml(BULK, &[]));
+    let ratio = cost.trace_rows as f64 / actual as f64;
+    assert!(
+        (0.75..=1.25).contains(&ratio),
+        "estimate {} vs {actual} rows",
+        cost.trace_rows
+    );
+}
+
+#[test]
+fn a_file_flow_is_estimated_by_its_size_not_the_link() {
+    let sets = ["flows[0].app={kind=\"file\", size=\"1MB\"}"];
+    let scn = common::scenario(BULK, &sets);
+    let cost = Cost::estimate(&scn);
+    let actual = trace_rows(&common::run_toml(BULK, &sets));
+    // 1 MB is 691 segments: about 2,100 rows, far below the link's 50,000.
+    assert!(cost.trace_rows < 3_000, "estimate {}", cost.trace_rows);
+    let ratio = cost.trace_rows as f64 / actual as f64;
+    assert!(
+        (0.75..=1.25).contains(&ratio),
+        "estimate {} vs {actual}",
+        cost.trace_rows
+    );
+}
+
+#[test]
+fn a_tiny_sample_interval_is_refused_naming_the_key_and_the_estimate() {
+    let scn = common::scenario(BULK, &["sample_interval=1us", "duration=600s"]);
+    let err = check(&scn, Backend::Sim).unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.path(), Some("sample_interval"), "{text}");
+    assert_eq!(err.problem(), Some(Problem::TooLarge));
+    assert!(text.contains("600,000,000 samples"), "{text}");
+    assert!(text.contains("past the limit of 20,000,000 rows"), "{text}");
+    assert!(text.contains("--allow-large"), "{text}");
+    // The suggested interval fits.
+    let example = text.rsplit("write e.g. ").next().unwrap();
+    let value = example.trim_start_matches("sample_interval = ");
+    let fixed = common::scenario(
+        BULK,
+        &["duration=600s", &format!("sample_interval={value}")],
+    );
+    assert!(
+        Cost::estimate(&fixed).series_rows <= Limits::for_backend(Backend::Sim).series_rows,
+        "{example}"
+    );
+}
+
+#[test]
+fn a_huge_count_is_refused_naming_its_entry() {
+    let two = format!(
+        "{BULK}\n[[flows]]\nname = \"many\"\ncc = \"cubic\"\napp = \"bulk\"\ncount = 100000\n"
+    );
+    let scn = common::scenario(&two, &["packet_trace=false"]);
+    assert_eq!(Cost::estimate(&scn).flows, 100_001);
+    let err = check(&scn, Backend::Sim).unwrap_err();
+    assert_eq!(err.path(), Some("flows[1].count"), "{err}");
+    assert!(err.to_string().contains("100,001 flows"), "{err}");
+}
+
+#[test]
+fn a_long_traced_run_is_refused_and_the_emulator_sooner() {
+    // 100 Mbit/s for an hour: about 90 M rows, within the simulator's limit
+    // (it streams them to disk), past the emulator's (held in memory).
+    let scn = common::scenario(BULK, &["bottleneck.rate=100Mbit", "duration=1h"]);
+    let cost = check(&scn, Backend::Sim).expect("within the simulator's limit");
+    assert!(
+        (80_000_000..100_000_000).contains(&cost.trace_rows),
+        "{cost:?}"
+    );
+    let err = check(&scn, Backend::Emu).unwrap_err();
+    assert_eq!(err.path(), Some("packet_trace"), "{err}");
+    // Ten hours is past both.
+    let long = common::scenario(BULK, &["bottleneck.rate=100Mbit", "duration=10h"]);
+    assert_eq!(
+        check(&long, Backend::Sim).unwrap_err().path(),
+        Some("packet_trace")
+    );
+}
+
+#[test]
+fn the_limits_allow_every_shipped_scenario() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut files = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "toml")
+                && path.file_name().is_some_and(|n| n != "study.toml")
+            {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 10, "{files:?}");
+    let opts = l4slab_scenario::ParseOptions {
+        known_cc: l4slab_sim::cc_names().to_vec(),
+        trace_dirs: vec![root.join("../python/l4slab/data/traces")],
+    };
+    for file in files {
+        let scn = l4slab_scenario::parse_file(&file, &[], &opts).unwrap();
+        check(&scn, Backend::Sim).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    }
+}
