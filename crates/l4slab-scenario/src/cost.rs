@@ -65,8 +65,8 @@ impl Limits {
         Limits {
             // About 1.5 GB of flow state.
             flows: 5_000,
-            // 24 bytes a row in the simulator, about 100 at the peak of
-            // writing series.parquet: about 2 GB.
+            // 24 bytes a row in the simulator, about 50 at the peak of
+            // writing series.parquet: about 1 GB (docs/PERFORMANCE.md).
             series_rows: 20_000_000,
             trace_rows: match backend {
                 // Streamed to disk: about 1.5 GB of packets.parquet.
