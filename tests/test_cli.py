@@ -295,6 +295,20 @@ def test_names_are_printed_as_written_never_as_rich_markup(
     assert code == 0 and f"flows — {name} (seed" in out
 
 
+def test_run_says_when_the_seed_changes_nothing(native, example_scenario, tmp_path, capsys):
+    code, out, err = run_cli(capsys, "run", example_scenario, "-o", tmp_path / "a", *SHORT)
+    assert code == 0, err
+    assert "(seed 1, nothing random: every seed gives these results)" in flat(out)
+    assert load(tmp_path / "a").random_draws == 0
+
+    code, out, err = run_cli(
+        capsys, "run", example_scenario, "-o", tmp_path / "b", "--set", "bottleneck.loss=1%", *SHORT
+    )
+    assert code == 0, err
+    assert "(seed 1)" in flat(out) and "nothing random" not in out
+    assert load(tmp_path / "b").random_draws > 0
+
+
 def test_run_quiet_prints_only_where_results_went(native, example_scenario, tmp_path, capsys):
     code, out, err = run_cli(
         capsys, "run", example_scenario, "-o", tmp_path / "q", "--quiet", *SHORT

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from l4slab import load
+from l4slab import load, studies
 from l4slab.cli import main
 from l4slab.studies.metrics import METRICS, delivery_advances
+from l4slab.studies.report import measures_data
 from l4slab.studies.runner import Job, run_jobs
 
 SCENARIO = """\
@@ -170,6 +171,66 @@ def test_study_json_is_byte_identical_across_runs_and_worker_counts(native, tmp_
     # and again into the same place: the earlier results are replaced
     third, _, _ = reproduce(capsys, folder, "-o", tmp_path / "a", "-j", "1", "-q", "--no-report")
     assert third == 1 and (tmp_path / "a" / "tiny" / "study.json").read_bytes() == a
+
+
+SEEDS_STUDY = """\
+format = 1
+title = "Seeds"
+source = "A test, 2026"
+
+[[runs]]
+name = "lossy"
+scenario = "s.toml"
+seeds = [1, 2]
+
+[[runs]]
+name = "steady"
+scenario = "s.toml"
+set = ["bottleneck.down.loss=0%"]
+seeds = [1, 2, 3]
+
+[measures.time]
+unit = "s"
+path = "flows.file.completion_s"
+
+[[claims]]
+id = "loss_costs_time"
+text = "Loss costs time"
+expr = "time.steady"
+range = [0.1, 1]
+why = "300 kB at 20 Mbit/s."
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_run_with_nothing_random_runs_once_for_all_its_seeds(native, tmp_path, capsys, jobs):
+    folder = make_study(tmp_path / "studies", "seeds", SEEDS_STUDY)
+    out = tmp_path / "out"
+
+    code, _, err = reproduce(capsys, folder, "-o", out, "-j", jobs)
+
+    assert code == 0, err
+    target = out / "seeds"
+    assert sorted(p.name for p in (target / "steady").iterdir()) == ["seed-1"]
+    assert sorted(p.name for p in (target / "lossy").iterdir()) == ["seed-1", "seed-2"]
+    study = json.loads((target / "study.json").read_text())
+    runs = {run["name"]: run for run in study["runs"]}
+    assert runs["steady"]["seeds"] == [1] and runs["steady"]["seeds_declared"] == [1, 2, 3]
+    assert runs["steady"]["seed_matters"] is False
+    assert runs["steady"]["dirs"] == ["steady/seed-1"]
+    assert runs["lossy"]["seeds"] == [1, 2] and runs["lossy"]["seed_matters"] is True
+    time = next(m for m in study["measures"] if m["name"] == "time")["values"]
+    assert list(time["steady"]["seeds"]) == ["1"]
+    assert time["steady"]["value"] == time["steady"]["seeds"]["1"]
+    assert load(target / "steady" / "seed-1").random_draws == 0
+    assert load(target / "lossy" / "seed-1").random_draws > 0
+    page = (target / "report.html").read_text()
+    assert "1 (nothing random: stands for 1, 2, 3)" in page
+    # The row-per-run table (long groups) says why the spread column is empty.
+    outcome = studies.reproduce(studies.load_study(folder), tmp_path / "api", workers=1)
+    rows = {row.cells[1]: row.cells[-1] for row in measures_data(outcome).rows}
+    assert rows["steady"] == "same for every seed"
+    assert rows["lossy"].endswith("(n=2)")
 
 
 def test_a_passing_study_exits_0_and_all_prints_a_summary(native, tmp_path, capsys):

@@ -815,14 +815,19 @@ def reproduce_command(
     for spec in specs:
         if not quiet:
             err.print(
-                f"study {spec.id}: {spec.title} — {spec.jobs} simulations, {workers} "
-                f"process{'es' if workers > 1 else ''}",
+                f"study {spec.id}: {spec.title} — {spec.jobs} simulations (fewer when a "
+                f"run has nothing random), {workers} process{'es' if workers > 1 else ''}",
                 markup=False,
             )
         try:
             with _StudyProgress(err, spec.jobs, enabled=not quiet and err.is_terminal) as bar:
                 outcome = studies.reproduce(
-                    spec, target, workers=workers, on_done=bar.advance, report=not no_report
+                    spec,
+                    target,
+                    workers=workers,
+                    on_done=bar.advance,
+                    on_skip=bar.skip,
+                    report=not no_report,
                 )
         except KeyboardInterrupt:
             raise _fail("interrupted; nothing was written", EXIT_INTERRUPTED) from None
@@ -916,6 +921,13 @@ class _StudyProgress:
     def advance(self, result: Any) -> None:
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=1, description=f"done {result.run}")
+
+    def skip(self, job: Any) -> None:
+        """A seed not run: its run's first seed drew no random number."""
+        if self._progress is not None and self._task is not None:
+            self._progress.update(
+                self._task, advance=1, description=f"{job.run}: same for every seed"
+            )
 
     def __enter__(self) -> _StudyProgress:
         if self._progress is not None:

@@ -43,6 +43,7 @@ from l4slab.tables import (
     queues_data,
     rtt_name,
     run_line,
+    seed_text,
 )
 
 __all__ = [
@@ -522,7 +523,7 @@ def _scenario_html(results: Results) -> str:
     line = " · ".join(
         [
             f"{_seconds(scenario.get('duration'))} simulated",
-            f"seed {results.seed}",
+            seed_text(results.summary),
             f"a sample every {_ms(scenario.get('sample_interval'))}",
             "packet trace: " + ("yes" if scenario.get("packet_trace") else "no"),
         ]
@@ -758,7 +759,8 @@ def _run_html(results: Results) -> str:
         "results directory": str(results.path) if results.path is not None else MISSING,
         "l4slab version": results.tool_version,
         "backend": results.summary.get("backend"),
-        "seed": results.seed,
+        "seed": seed_text(results.summary),
+        "random draws": format_count(results.random_draws),
         "simulated": _seconds_value(stats.get("sim_s") or results.summary.get("duration_s")),
         "wall time": _seconds_value(stats.get("wall_s")),
         "speed": run_line(stats) or MISSING,

@@ -263,6 +263,14 @@ class Results:
         return int(seed) if seed is not None else None
 
     @property
+    def random_draws(self) -> int | None:
+        """Random numbers the run drew from its seeded streams (``None``: not recorded,
+        e.g. an emulated run). ``0`` means nothing in the run was random: every seed
+        gives the same results."""
+        draws = self._summary.get("random_draws")
+        return int(draws) if draws is not None else None
+
+    @property
     def tool_version(self) -> str | None:
         """The l4slab version that produced the results."""
         version = self._summary.get("tool_version")

@@ -40,6 +40,7 @@ __all__ = [
     "rich_table",
     "rtt_name",
     "run_line",
+    "seed_text",
     "summary_view",
 ]
 
@@ -136,7 +137,7 @@ def flows_data(summary: Mapping[str, Any]) -> TableData:
     sender in a simulation, not the per-segment times of the packet trace.
     """
     scenario = summary.get("scenario") or {}
-    title = f"flows — {scenario.get('name', '?')} (seed {summary.get('seed', '?')})"
+    title = f"flows — {scenario.get('name', '?')} ({seed_text(summary)})"
     rtt_kind = rtt_name(summary)
     rtt_tip = RTT_MEANING[rtt_kind]
     columns = (
@@ -303,6 +304,14 @@ def rich_table(data: TableData) -> Table:
         # Plain text: a scenario or flow name such as ":x: [red]" is shown as written.
         table.add_row(Text(f"  {first}" if row.sub else first), *(Text(cell) for cell in rest))
     return table
+
+
+def seed_text(summary: Mapping[str, Any]) -> str:
+    """``seed 7``, or ``seed 7, nothing random: every seed gives these results``."""
+    text = f"seed {summary.get('seed', '?')}"
+    if summary.get("random_draws") == 0:
+        text += ", nothing random: every seed gives these results"
+    return text
 
 
 def run_line(stats: Mapping[str, Any]) -> str:

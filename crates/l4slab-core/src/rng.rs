@@ -4,6 +4,11 @@
 //! its own stream derived from the root seed and a *stable label* such as
 //! `"link/bottleneck.down/loss"`, so adding a flow never perturbs the random
 //! choices of the others and results never depend on construction order.
+//!
+//! Each stream counts the numbers drawn from it ([`SimRng::draws`]). Until a
+//! run's first draw, nothing it does depends on the seed; so a run that drew
+//! nothing from any stream gives the same results with every seed, and says
+//! so (`random_draws` in summary.json).
 
 /// FNV-1a 64: fixed by its definition (unlike `std`'s `DefaultHasher`).
 pub const fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -22,6 +27,8 @@ pub const fn fnv1a64(bytes: &[u8]) -> u64 {
 #[derive(Clone, Debug)]
 pub struct SimRng {
     state: u64,
+    /// Numbers drawn since [`SimRng::derive`].
+    draws: u64,
 }
 
 impl SimRng {
@@ -30,12 +37,21 @@ impl SimRng {
         // Mix the seed through one SplitMix step so seeds 0, 1, 2... are far apart.
         let mut r = SimRng {
             state: seed ^ fnv1a64(label.as_bytes()),
+            draws: 0,
         };
         r.next_u64();
+        r.draws = 0;
         r
     }
 
+    /// How many numbers were drawn from this stream (every method below draws
+    /// one, except [`SimRng::chance`] with `p <= 0`, which draws none).
+    pub fn draws(&self) -> u64 {
+        self.draws
+    }
+
     pub fn next_u64(&mut self) -> u64 {
+        self.draws += 1;
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -92,5 +108,18 @@ mod tests {
         assert!((hits as i64 - 10_000).abs() < 475, "{hits}");
         assert!(!r.chance(0.0));
         assert!(r.chance(1.0));
+    }
+
+    #[test]
+    fn draws_are_counted_and_a_zero_chance_draws_nothing() {
+        let mut r = SimRng::derive(7, "t");
+        assert_eq!(r.draws(), 0, "deriving draws nothing");
+        assert!(!r.chance(0.0));
+        assert_eq!(r.draws(), 0);
+        r.uniform();
+        r.below(10);
+        r.chance(0.5);
+        r.next_u64();
+        assert_eq!(r.draws(), 4);
     }
 }

@@ -229,6 +229,11 @@ impl Link {
         &self.stats
     }
 
+    /// Numbers drawn from the link's loss stream so far ([`SimRng::draws`]).
+    pub fn random_draws(&self) -> u64 {
+        self.loss_rng.draws()
+    }
+
     pub fn delay(&self) -> Dur {
         self.delay
     }

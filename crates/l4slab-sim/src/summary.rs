@@ -50,6 +50,18 @@ impl Sim<'_> {
         }
     }
 
+    /// Numbers drawn from every seeded stream of the run: each link's loss and
+    /// qdisc streams and each flow's.
+    fn random_draws(&self) -> u64 {
+        let links: u64 = self
+            .links
+            .iter()
+            .map(|ls| ls.rng.draws() + ls.link.random_draws())
+            .sum();
+        let flows: u64 = self.flows.iter().map(|fl| fl.rng.draws()).sum();
+        links + flows
+    }
+
     pub fn finish(self) -> RunOutput {
         self.check_conservation();
         let end = self.scn.duration;
@@ -190,6 +202,9 @@ impl Sim<'_> {
             "tool_version": TOOL_VERSION,
             "backend": "sim",
             "seed": self.seed,
+            // Until a run's first random draw nothing depends on the seed, so
+            // 0 means every seed gives these results (l4slab_core::rng).
+            "random_draws": self.random_draws(),
             "duration_s": round6(end.as_secs_f64()),
             "scenario": serde_json::to_value(self.scn).expect("scenario serializes"),
             "flows": flows,

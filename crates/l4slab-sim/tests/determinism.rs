@@ -71,3 +71,50 @@ fn runs_with_every_app_are_reproducible() {
     let c = common::run_toml(APPS, &["seed=2"]);
     assert_ne!(digest(&a).0, digest(&c).0);
 }
+
+/// The summary without the seed (at the top and in the scenario), as text.
+fn without_seed(out: &l4slab_sim::RunOutput) -> (String, Vec<u64>) {
+    let mut s = out.summary.clone();
+    s.as_object_mut().unwrap().remove("seed");
+    s["scenario"].as_object_mut().unwrap().remove("seed");
+    let series: Vec<u64> = out.series.value.iter().map(|v| v.to_bits()).collect();
+    (serde_json::to_string(&s).unwrap(), series)
+}
+
+/// `random_draws = 0` means the seed changed nothing: such runs are identical
+/// whatever the seed, and the random elements (a lossy link, PIE's and
+/// DualPI2's coin flips, BBR's randomized cycle phase) do draw.
+#[test]
+fn a_run_that_draws_nothing_is_the_same_for_every_seed() {
+    let cases: [(&str, &[&str], bool); 8] = [
+        ("fifo reno", &[], false),
+        ("codel cubic", &["bottleneck.qdisc=codel", "flows[0].cc=cubic"], false),
+        ("fq_codel", &["bottleneck.qdisc=fq_codel"], false),
+        ("file", &["flows[0].app={kind=\"file\", size=\"2MB\"}"], false),
+        ("lossy", &["bottleneck.loss=1%"], true),
+        ("pie", &["bottleneck.qdisc=pie"], true),
+        ("dualpi2 classic", &["bottleneck.qdisc=dualpi2"], true),
+        ("bbr", &["flows[0].cc=bbr"], true),
+    ];
+    for (name, sets, random) in cases {
+        let mut sets: Vec<&str> = sets.to_vec();
+        sets.push("duration=5s");
+        let one = common::run_toml(GOLDEN, &sets);
+        let draws = one.summary["random_draws"].as_u64().expect("random_draws");
+        assert_eq!(draws > 0, random, "{name}: {draws} random draws");
+        for seed in ["seed=2", "seed=12345"] {
+            let mut other = sets.clone();
+            other.push(seed);
+            let out = common::run_toml(GOLDEN, &other);
+            if draws == 0 {
+                assert_eq!(
+                    without_seed(&one),
+                    without_seed(&out),
+                    "{name}: no random draw, yet {seed} changed the results"
+                );
+            } else {
+                assert_ne!(without_seed(&one).0, without_seed(&out).0, "{name}, {seed}");
+            }
+        }
+    }
+}

@@ -109,12 +109,15 @@ def measures_data(outcome: Outcome, *, group: str | None = None) -> TableData:
                 number(value.value, measure.digits),
             ]
             if show_spread:
-                cells.append(
-                    f"{number(spread[0], measure.digits)} to {number(spread[1], measure.digits)}"
-                    f" (n={len(value.seeds)})"
-                    if spread is not None
-                    else ""
-                )
+                if spread is not None:
+                    cells.append(
+                        f"{number(spread[0], measure.digits)} to "
+                        f"{number(spread[1], measure.digits)} (n={len(value.seeds)})"
+                    )
+                elif not outcome.seed_matters(run) and len(study.run(run).seeds) > 1:
+                    cells.append("same for every seed")
+                else:
+                    cells.append("")
             rows.append(Row(tuple(cells)))
     title = f"{study.id}: published vs measured" + (f" ({group} runs)" if group else "")
     return TableData(title, tuple(columns), tuple(rows))
@@ -362,7 +365,9 @@ def study_html(outcome: Outcome, figures: Sequence[Any]) -> str:
             "".join(html_table(data) for data in group_tables(outcome))
             + '<p class="note">Measured: the measure over the run\'s seeds (its stat; mean '
             "unless the study says otherwise), with the range over seeds when there are "
-            "several; published values in brackets in the side-by-side tables.</p>",
+            "several; published values in brackets in the side-by-side tables. A run whose "
+            "first seed drew no random number ran once: every seed gives its results "
+            "(&ldquo;same for every seed&rdquo;).</p>",
         ),
         _section("figures", "Figures", figures_html(figures)),
         _section("runs", "Runs", _runs_html(outcome)),
@@ -410,19 +415,31 @@ def _claims_html(outcome: Outcome) -> str:
     )
 
 
+def seeds_text(outcome: Outcome, run: str) -> str:
+    """The seeds a run ran, e.g. ``1, 2, 3``, or ``1 (nothing random: stands for 1 to 10)``."""
+    ran = [job.seed for job in outcome.jobs if job.run == run]
+    text = ", ".join(str(seed) for seed in ran)
+    declared = [s for s in outcome.study.run(run).seeds if s is not None]
+    if len(declared) > len(ran) and not outcome.seed_matters(run):
+        text += f" (nothing random: stands for {', '.join(str(s) for s in declared)})"
+    return text
+
+
 def _runs_html(outcome: Outcome) -> str:
-    seeds: dict[str, list[int]] = {}
+    dirs: dict[str, list[str]] = {}
     for job in outcome.jobs:
-        seeds.setdefault(job.run, []).append(job.seed)
+        dirs.setdefault(job.run, []).append(job.directory)
     rows = []
     for run in outcome.study.runs:
-        links = ", ".join(f'<a href="{_e(d)}/summary.json">{_e(d)}</a>' for d in run.dirs())
+        links = ", ".join(
+            f'<a href="{_e(d)}/summary.json">{_e(d)}</a>' for d in dirs.get(run.name, [])
+        )
         rows.append(
             "<tr>"
             f'<td class="text">{_e(run.name)}</td><td class="text">{_e(run.group)}</td>'
             f'<td class="text">{_e(run.scenario_name)}</td>'
             f'<td class="text"><code>{_e(" ".join(run.sets))}</code></td>'
-            f'<td class="num">{_e(", ".join(str(s) for s in seeds.get(run.name, [])))}</td>'
+            f'<td class="text">{_e(seeds_text(outcome, run.name))}</td>'
             f'<td class="text">{links}</td></tr>'
         )
     head = "".join(

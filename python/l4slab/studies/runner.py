@@ -78,13 +78,23 @@ class Job:
 
 @dataclass(frozen=True)
 class JobResult:
-    """What a job gives back: the seed used, its measures, and how long it took."""
+    """What a job gives back: the seed used, its measures, and how long it took.
+
+    ``random_draws`` is the run's count of random numbers drawn (``summary.json``);
+    ``0`` means every seed gives this run's results, ``None`` that it was not recorded.
+    """
 
     run: str
     seed: int
     directory: str
     values: Mapping[str, float | None]
     wall_s: float
+    random_draws: int | None = None
+
+    @property
+    def seed_matters(self) -> bool:
+        """Whether another seed could change the results (unknown counts as yes)."""
+        return self.random_draws != 0
 
 
 class JobError(RuntimeError):
@@ -142,7 +152,12 @@ def execute(job: Job, root: str) -> JobResult:
                 "study", f"measures.{measure.name}: run {job.run} (seed {results.seed}): {detail}"
             ) from None
     return JobResult(
-        job.run, int(results.seed or 0), job.directory, values, time.perf_counter() - started
+        job.run,
+        int(results.seed or 0),
+        job.directory,
+        values,
+        time.perf_counter() - started,
+        results.random_draws,
     )
 
 
@@ -169,35 +184,66 @@ def run_jobs(
     *,
     workers: int,
     on_done: Callable[[JobResult], None] | None = None,
+    on_skip: Callable[[Job], None] | None = None,
 ) -> list[JobResult]:
-    """Run every job (in ``workers`` processes when more than one); results in job order."""
-    if workers <= 1 or len(jobs) <= 1:
-        done = []
-        for job in jobs:
-            result = execute(job, str(root))
-            done.append(result)
-            if on_done is not None:
-                on_done(result)
-        return done
-    context = multiprocessing.get_context("spawn")
+    """Run the jobs (in ``workers`` processes when more than one); results in job order.
+
+    A run's first seed runs first. When it drew no random number (``random_draws`` 0),
+    nothing in it depends on the seed: its other seeds would repeat it exactly, so they
+    are not run (``on_skip(job)`` hears of each) and only the first seed's result is
+    returned. Which jobs run depends only on the jobs, never on ``workers``.
+    """
+    firsts: list[Job] = []
+    rest: dict[str, list[Job]] = {}
+    for job in jobs:
+        if job.run in rest:
+            rest[job.run].append(job)
+        else:
+            firsts.append(job)
+            rest[job.run] = []
+    order = {id(job): index for index, job in enumerate(jobs)}
     results: dict[int, JobResult] = {}
+
+    def finished(job: Job, result: JobResult) -> list[Job]:
+        """Record a result; return the jobs it lets run next."""
+        results[order[id(job)]] = result
+        if on_done is not None:
+            on_done(result)
+        more = rest.pop(job.run, None)
+        if more is None:  # a later seed: its run's first seed already decided
+            return []
+        if result.seed_matters:
+            return more
+        for skipped in more:
+            if on_skip is not None:
+                on_skip(skipped)
+        return []
+
+    if workers <= 1 or len(jobs) <= 1:
+        queue = list(firsts)
+        while queue:
+            job = queue.pop(0)
+            queue[:0] = finished(job, execute(job, str(root)))
+        return [results[i] for i in sorted(results)]
+    context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
-        futures: dict[Future[JobResult], int] = {
-            pool.submit(execute, job, str(root)): index for index, job in enumerate(jobs)
+        futures: dict[Future[JobResult], Job] = {
+            pool.submit(execute, job, str(root)): job for job in firsts
         }
         try:
             pending = set(futures)
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    result = future.result()  # re-raises a JobError
-                    results[futures[future]] = result
-                    if on_done is not None:
-                        on_done(result)
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: order[id(futures[f])]):
+                    job = futures[future]
+                    for follow in finished(job, future.result()):  # re-raises a JobError
+                        submitted = pool.submit(execute, follow, str(root))
+                        futures[submitted] = follow
+                        pending.add(submitted)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-    return [results[i] for i in range(len(jobs))]
+    return [results[i] for i in sorted(results)]
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -247,6 +293,11 @@ class Outcome:
     def passed(self) -> bool:
         """Whether every claim holds."""
         return all(c.passed for c in self.claims)
+
+    def seed_matters(self, run: str) -> bool:
+        """Whether the run's results depend on its seed (``False``: its first seed drew no
+        random number, so one simulation stands for every seed it lists)."""
+        return any(job.seed_matters for job in self.jobs if job.run == run)
 
     def count(self) -> tuple[int, int]:
         """(claims that hold, claims)."""
@@ -329,8 +380,10 @@ def study_json(outcome: Outcome) -> str:
     """study.json's text: sorted keys, two-space indent, a trailing newline."""
     study = outcome.study
     seeds_of: dict[str, list[int]] = {}
+    dirs_of: dict[str, list[str]] = {}
     for job in outcome.jobs:
         seeds_of.setdefault(job.run, []).append(job.seed)
+        dirs_of.setdefault(job.run, []).append(job.directory)
     document: dict[str, Any] = {
         "format_version": STUDY_JSON_VERSION,
         "tool_version": outcome.tool_version,
@@ -350,7 +403,9 @@ def study_json(outcome: Outcome) -> str:
                 "set": list(run.sets),
                 "vars": dict(run.vars),
                 "seeds": seeds_of.get(run.name, []),
-                "dirs": run.dirs(),
+                "seeds_declared": [seed for seed in run.seeds if seed is not None],
+                "seed_matters": outcome.seed_matters(run.name),
+                "dirs": dirs_of.get(run.name, []),
             }
             for run in study.runs
         ],
@@ -424,9 +479,13 @@ def reproduce(
     *,
     workers: int | None = None,
     on_done: Callable[[JobResult], None] | None = None,
+    on_skip: Callable[[Job], None] | None = None,
     report: bool = True,
 ) -> Outcome:
     """Run ``study`` and write its results under ``out_root/<id>/``; return the outcome.
+
+    A run whose first seed drew no random number is not run again for its other seeds
+    (they would repeat it exactly; see :func:`run_jobs`): ``on_skip`` hears of each.
 
     Raises :class:`StudyError` for a scenario or measure that does not fit,
     :class:`JobError` when a simulation fails, ``FileExistsError`` when the target is
@@ -441,7 +500,9 @@ def reproduce(
     jobs = _jobs(study)
     with staging_dir(target) as tmp:
         try:
-            done = run_jobs(jobs, tmp, workers=workers or default_jobs(), on_done=on_done)
+            done = run_jobs(
+                jobs, tmp, workers=workers or default_jobs(), on_done=on_done, on_skip=on_skip
+            )
         except JobError as exc:
             if exc.kind == "study":
                 raise StudyError(f"{study.file}: {exc.message}") from None
