@@ -88,9 +88,17 @@ fn without_seed(out: &l4slab_sim::RunOutput) -> (String, Vec<u64>) {
 fn a_run_that_draws_nothing_is_the_same_for_every_seed() {
     let cases: [(&str, &[&str], bool); 8] = [
         ("fifo reno", &[], false),
-        ("codel cubic", &["bottleneck.qdisc=codel", "flows[0].cc=cubic"], false),
+        (
+            "codel cubic",
+            &["bottleneck.qdisc=codel", "flows[0].cc=cubic"],
+            false,
+        ),
         ("fq_codel", &["bottleneck.qdisc=fq_codel"], false),
-        ("file", &["flows[0].app={kind=\"file\", size=\"2MB\"}"], false),
+        (
+            "file",
+            &["flows[0].app={kind=\"file\", size=\"2MB\"}"],
+            false,
+        ),
         ("lossy", &["bottleneck.loss=1%"], true),
         ("pie", &["bottleneck.qdisc=pie"], true),
         ("dualpi2 classic", &["bottleneck.qdisc=dualpi2"], true),
