@@ -224,6 +224,28 @@ def test_validate_prints_the_estimated_cost(native, example_scenario, capsys):
     ), err
 
 
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda tmp: Path("/dev/zero"), "/dev/zero: more than 16 MiB"),
+        (lambda tmp: tmp, "is a directory"),
+        (lambda tmp: _write(tmp / "bin.toml", b"format = 1\n\xff\xfe"), "not UTF-8 text"),
+    ],
+)
+def test_an_unreadable_scenario_exits_2_without_reading_it_whole(tmp_path, capsys, make, message):
+    path = make(tmp_path)
+
+    for command in ("run", "validate"):
+        code, out, err = run_cli(capsys, command, path)
+        assert code == 2, err
+        assert message in flat(err) and "Traceback" not in err and out == ""
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
 def test_progress_bar_starts_only_after_a_second(monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])

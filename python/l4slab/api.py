@@ -12,6 +12,7 @@ from typing import Any, TypeAlias
 
 from l4slab import shipped
 from l4slab._parquet import write_packets
+from l4slab._read import read_scenario_file
 from l4slab._types import SEED_MAX, RunCost
 from l4slab.output import (
     STRING_SOURCE,
@@ -76,12 +77,14 @@ def read_scenario(scenario: Scenario) -> tuple[str, str]:
     """Return ``(toml_text, source)`` for a scenario given as a path or as TOML text.
 
     A ``Path`` (any ``os.PathLike``) is always a file. A ``str`` is TOML text if
-    it spans several lines, otherwise a file path.
+    it spans several lines, otherwise a file path. A file that cannot be read, is not
+    UTF-8 or is larger than 16 MiB raises :class:`~l4slab._read.ScenarioFileError`
+    (an ``OSError``) naming the path.
     """
     if isinstance(scenario, str) and "\n" in scenario:
         return scenario, _STRING_SOURCE
     path = Path(scenario)
-    return path.read_text(encoding="utf-8"), str(path)
+    return read_scenario_file(path), str(path)
 
 
 def validate(scenario: Scenario, *, overrides: Iterable[str] = ()) -> dict[str, Any]:

@@ -462,14 +462,13 @@ def _notes(console: Console) -> Iterator[None]:
 
 
 def _read(scenario: Path) -> tuple[str, str]:
-    """Read a scenario file for a command, or exit 2 naming the problem."""
-    if not scenario.is_file():
-        what = "is a directory" if scenario.is_dir() else "no such file"
-        raise _fail(f"{scenario}: {what}; give a scenario .toml file", EXIT_BAD_INPUT)
+    """Read a scenario file for a command (bounded), or exit 2 naming the problem."""
+    from l4slab._read import ScenarioFileError, read_scenario_file
+
     try:
-        return scenario.read_text(encoding="utf-8"), str(scenario)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(f"{scenario}: cannot read: {exc}", EXIT_BAD_INPUT) from None
+        return read_scenario_file(scenario), str(scenario)
+    except ScenarioFileError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
 
 
 def _dir_name(name: Any) -> str:
