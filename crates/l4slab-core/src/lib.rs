@@ -12,11 +12,13 @@
 pub mod packet;
 pub mod pkttrace;
 pub mod rng;
+pub mod series;
 pub mod stats;
 pub mod trace;
 pub mod units;
 
 pub use packet::{Ecn, FlowId, Packet, QueueId};
 pub use rng::SimRng;
+pub use series::{Name, SeriesStore};
 pub use trace::{DropReason, MarkReason, NullTracer, TraceEvent, Tracer, VecTracer};
 pub use units::{Bytes, Dur, Rate, Time};

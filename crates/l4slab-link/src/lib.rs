@@ -40,6 +40,8 @@
 //! TSO/GSO bursts), no layer-2 overhead is added to the rate, and loss is
 //! applied after serialization (see `docs/models/loss.md`).
 
+pub mod bottleneck;
+pub mod delay_line;
 pub mod ecn;
 pub mod loss;
 pub mod rate;
@@ -48,6 +50,8 @@ pub mod trace;
 use l4slab_core::{DropReason, Dur, Packet, SimRng, Time};
 use l4slab_qdisc::{Qdisc, QdiscCtx};
 
+pub use bottleneck::Bottleneck;
+pub use delay_line::DelayLine;
 pub use ecn::{EcnRewrite, Rewritten};
 pub use loss::{Bernoulli, GeState, GilbertElliott, LossModel, NoLoss};
 pub use rate::{ConstantRate, RateModel};

@@ -13,7 +13,9 @@ use l4slab_link::{
 };
 use l4slab_qdisc::{Codel, DualPi2, Fifo, FifoConfig, FifoLimit, FifoMode, FqCodel, Pie, Qdisc};
 
-use crate::model::{BufferLimit, LinkSpec, LossSpec, QdiscSpec};
+use l4slab_link::bottleneck::{DOWN, QUEUE_NAMES, UP};
+
+use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec, QdiscSpec};
 
 /// The discipline a [`QdiscSpec`] names.
 pub fn qdisc(spec: &QdiscSpec) -> Box<dyn Qdisc> {
@@ -72,4 +74,15 @@ pub fn link(spec: &LinkSpec, name: &str, seed: u64) -> Link {
         spec.delay,
     )
     .with_ecn_rewrite(spec.ecn_rewrite)
+}
+
+/// The bottleneck runtime of a scenario: both directions' links (as [`link`])
+/// with their qdisc streams (as [`qdisc_rng`]), per-flow statistics for
+/// `flows` flow ids. Both backends build theirs here.
+pub fn bottleneck(b: &Bottleneck, seed: u64, flows: usize) -> l4slab_link::Bottleneck {
+    let mk = |spec: &LinkSpec, dir: usize| {
+        let name = QUEUE_NAMES[dir];
+        (link(spec, name, seed), qdisc_rng(seed, name))
+    };
+    l4slab_link::Bottleneck::new([mk(&b.down, DOWN), mk(&b.up, UP)], flows)
 }

@@ -2,29 +2,31 @@
 //! drive the endpoints and applications.
 //!
 //! Path of a packet from a client-side endpoint:
-//! `transmit` → the host's ingress [`DelayLine`] (access delay) → qdisc and
-//! serializer of the `Up` bottleneck → `TxDone{Up}` → the server host's egress
-//! line (propagation + access delay) → endpoint.
+//! `transmit` → the host's ingress [`Line`] (access delay) → the bottleneck
+//! runtime's `Up` direction ([`Bottleneck`]: qdisc, serializer, loss,
+//! propagation) → the server host's egress line (its access delay; none
+//! when it is zero) → endpoint.
 //! Access links are pure delay (no rate, no queue): the bottleneck is the only
-//! place packets queue. Packets in flight sit in delay lines, not on the
-//! calendar, so the calendar stays small and the cost of an event does not
-//! grow with the window or the queue depth.
+//! place packets queue. The engine is the bottleneck's clock: one calendar
+//! event per direction at its next deadline ([`Ev::Bottleneck`]), and
+//! [`Bottleneck::advance`] before every arrival, as the emulator's forwarder
+//! does. Packets in flight sit in delay lines, not on the calendar, so the
+//! calendar stays small and the cost of an event does not grow with the
+//! window or the queue depth.
 
 use l4slab_app::{Datagram, FlowApp, FlowIo};
 use l4slab_core::pkttrace::{PacketChunk, PktEvent, Row, Side, CHUNK_ROWS};
-use l4slab_core::{DropReason, Dur, Ecn, Packet, SimRng, Time};
-use l4slab_link::Link;
-use l4slab_qdisc::QdiscCtx;
+use l4slab_core::{DropReason, Ecn, Packet, SimRng, Time};
+use l4slab_link::{Bottleneck, DelayLine};
 use l4slab_scenario::Scenario;
 use l4slab_transport::app::{AppIo, EndpointIo};
 use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Role, SocketInfo, Transmit};
 
-use crate::delay_line::{DelayLine, LineExit};
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
 use crate::segstore::{Carried, SegStore};
-use crate::series::{Name, SeriesStore};
 use crate::{PacketTrace, SimError};
+use l4slab_core::{Name, SeriesStore};
 
 /// Bottleneck directions; the value is the queue's [`l4slab_core::QueueId`].
 pub const DOWN: usize = 0;
@@ -45,10 +47,8 @@ pub enum Ev {
     Line {
         line: u32,
     },
-    TxDone {
-        dir: u8,
-    },
-    LinkTimer {
+    /// Direction `dir` of the bottleneck reached its deadline `at`.
+    Bottleneck {
         dir: u8,
         at: Time,
     },
@@ -65,21 +65,21 @@ pub enum Ev {
     Sample,
 }
 
-pub struct LinkState {
-    pub name: String,
-    pub link: Link,
-    pub rng: SimRng,
-    pub tx_scheduled: bool,
-    pub timer_armed: Option<Time>,
-    pub series: Name,
-    /// Series keys `sojourn_ms.<subqueue>`, one per `Qdisc::subqueue_names()`.
-    pub sub_keys: Vec<Name>,
-    /// Series keys of the qdisc's `xstats()`, interned once.
-    pub xstat_keys: Vec<Name>,
-    /// Cumulative drops / marks / busy time at the last sample.
-    pub last_drops: u64,
-    pub last_marks: u64,
-    pub last_busy: Dur,
+/// Where a line's packets go when they come out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineExit {
+    /// Into the bottleneck in direction `dir`.
+    Bottleneck { dir: usize },
+    /// To the endpoint on `side` of the packet's flow.
+    Endpoint { side: usize },
+}
+
+/// An access line: a [`DelayLine`] with its exit, and whether its head is on
+/// the calendar.
+pub struct Line {
+    pub line: DelayLine,
+    pub exit: LineExit,
+    pub armed: bool,
 }
 
 pub struct EpState {
@@ -128,13 +128,6 @@ pub struct Keys {
     pub unsent_bytes: Name,
     pub srtt_ms: Name,
     pub rtt_ms: Name,
-    pub backlog_pkts: Name,
-    pub backlog_bytes: Name,
-    pub sojourn_ms: Name,
-    pub sojourn_max_ms: Name,
-    pub drops: Name,
-    pub marks: Name,
-    pub utilization: Name,
     pub loss_fraction: Name,
 }
 
@@ -150,11 +143,14 @@ pub struct Sim<'s> {
     pub scn: &'s Scenario,
     pub seed: u64,
     pub q: EventQueue<Ev>,
-    pub links: [LinkState; 2],
+    /// Both directions of the bottleneck (the runtime the emulator runs too).
+    pub bn: Bottleneck,
+    /// Per direction: the deadline on the calendar.
+    pub bn_armed: [Option<Time>; 2],
     pub flows: Vec<FlowState>,
-    /// Delay lines: `lines[h]` carries host `h`'s packets to the bottleneck;
+    /// Access lines: `lines[h]` carries host `h`'s packets to the bottleneck;
     /// `lines[n_hosts + h]` carries packets from the bottleneck to host `h`.
-    pub lines: Vec<DelayLine>,
+    pub lines: Vec<Line>,
     /// Per flow: host index of (client, server).
     pub hosts_of: Vec<[usize; 2]>,
     pub segs: SegStore,
@@ -168,7 +164,8 @@ pub struct Sim<'s> {
     pub out: Vec<Transmit>,
     pub dgrams: Vec<Datagram>,
     pub app_events: Vec<AppEvent>,
-    pub dropped: Vec<(Packet, DropReason)>,
+    /// Packets the bottleneck released in one call.
+    pub departed: Vec<(Time, Packet)>,
 }
 
 impl Sim<'_> {
@@ -245,8 +242,14 @@ impl Sim<'_> {
                 }
             }
             Ev::Line { line } => self.line_due(now, line as usize),
-            Ev::TxDone { dir } => self.tx_done(now, usize::from(dir)),
-            Ev::LinkTimer { dir, at } => self.link_timer(now, usize::from(dir), at),
+            Ev::Bottleneck { dir, at } => {
+                let dir = usize::from(dir);
+                if self.bn_armed[dir] == Some(at) {
+                    self.bn_armed[dir] = None;
+                    self.advance_bottleneck(now, dir);
+                    self.arm_bottleneck(dir);
+                }
+            }
             Ev::EpTimer { flow, side, at } => {
                 let (f, s) = (flow as usize, usize::from(side));
                 let st = &mut self.flows[f].eps[s];
@@ -279,73 +282,49 @@ impl Sim<'_> {
 
     // ---- network -------------------------------------------------------
 
-    fn qctx<'a>(
-        ls: &'a mut LinkState,
-        dir: usize,
-        rec: &'a mut Recorder,
-        dropped: &'a mut Vec<(Packet, DropReason)>,
-    ) -> (&'a mut Link, QdiscCtx<'a>) {
-        (
-            &mut ls.link,
-            QdiscCtx {
-                queue: dir as u16,
-                rng: &mut ls.rng,
-                tracer: rec,
-                dropped,
-            },
-        )
-    }
-
     fn arrive_at_bottleneck(&mut self, now: Time, dir: usize, pkt: Packet) {
-        let (link, mut ctx) =
-            Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
-        link.enqueue(now, pkt, &mut ctx);
-        self.after_link(now, dir);
+        // The runtime's protocol: run the direction up to `now`, then enqueue.
+        self.advance_bottleneck(now, dir);
+        self.bn.enqueue(dir, now, pkt);
+        self.take_drops(dir);
+        self.arm_bottleneck(dir);
     }
 
-    fn tx_done(&mut self, now: Time, dir: usize) {
-        self.links[dir].tx_scheduled = false;
-        let (link, mut ctx) =
-            Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
-        if let Some((_, pkt)) = link.on_tx_done(now, &mut ctx) {
-            // Packets going down arrive at the client side, going up at the server side.
-            let side = if dir == DOWN { CLIENT } else { SERVER };
+    /// Run direction `dir` of the bottleneck to `now`; hand its departures
+    /// to the far side's hosts and account for its drops.
+    fn advance_bottleneck(&mut self, now: Time, dir: usize) {
+        let mut departed = std::mem::take(&mut self.departed);
+        self.bn.advance(dir, now, &mut departed);
+        self.take_drops(dir);
+        // Packets going down arrive at the client side, going up at the server side.
+        let side = if dir == DOWN { CLIENT } else { SERVER };
+        for &(at, pkt) in &departed {
+            debug_assert_eq!(
+                at, now,
+                "the simulator runs the bottleneck at its deadlines"
+            );
             let host = self.hosts_of[pkt.flow as usize][side];
-            // The egress line's delay is the link's propagation delay plus the access delay.
-            self.enter_line(now, self.lines.len() / 2 + host, pkt);
-        }
-        self.after_link(now, dir);
-    }
-
-    fn link_timer(&mut self, now: Time, dir: usize, at: Time) {
-        if self.links[dir].timer_armed != Some(at) {
-            return;
-        }
-        self.links[dir].timer_armed = None;
-        let (link, mut ctx) =
-            Self::qctx(&mut self.links[dir], dir, &mut self.rec, &mut self.dropped);
-        link.on_timer(now, &mut ctx);
-        self.after_link(now, dir);
-    }
-
-    /// Account for drops, then make sure the link's next transmission and
-    /// timer are on the calendar.
-    fn after_link(&mut self, now: Time, dir: usize) {
-        self.take_drops(now, dir);
-        let ls = &mut self.links[dir];
-        if !ls.tx_scheduled {
-            if let Some(t) = ls.link.tx_done_at() {
-                ls.tx_scheduled = true;
-                self.q.schedule(t, Ev::TxDone { dir: dir as u8 });
+            let line = self.lines.len() / 2 + host;
+            if self.lines[line].line.delay().is_zero() {
+                self.deliver(now, side, pkt);
+            } else {
+                self.enter_line(now, line, pkt);
             }
         }
-        if let Some(t) = ls.link.next_timer() {
-            let t = t.max(now);
-            if ls.timer_armed.is_none_or(|a| t < a) {
-                ls.timer_armed = Some(t);
+        departed.clear();
+        self.departed = departed;
+    }
+
+    /// Put direction `dir`'s next deadline on the calendar, unless an
+    /// earlier one is there.
+    fn arm_bottleneck(&mut self, dir: usize) {
+        if let Some(t) = self.bn.next_deadline(dir) {
+            let t = t.max(self.q.now());
+            if self.bn_armed[dir].is_none_or(|a| t < a) {
+                self.bn_armed[dir] = Some(t);
                 self.q.schedule(
                     t,
-                    Ev::LinkTimer {
+                    Ev::Bottleneck {
                         dir: dir as u8,
                         at: t,
                     },
@@ -354,9 +333,9 @@ impl Sim<'_> {
         }
     }
 
-    fn take_drops(&mut self, now: Time, dir: usize) {
-        for i in 0..self.dropped.len() {
-            let (pkt, reason) = self.dropped[i];
+    fn take_drops(&mut self, dir: usize) {
+        for i in 0..self.bn.dropped(dir).len() {
+            let (t, pkt, reason) = self.bn.dropped(dir)[i];
             let carried = self.segs.remove(pkt.handle);
             self.counts.dropped[reason.index()] += 1;
             let fl = &mut self.flows[pkt.flow as usize];
@@ -365,10 +344,10 @@ impl Sim<'_> {
             fl.lost_pkts[sent_by] += 1;
             if let Some(tr) = &mut self.trace {
                 let ev = PktEvent::Drop(reason);
-                Self::trace_row(tr, now, ev, &pkt, &carried, sent_by == fl.sender);
+                Self::trace_row(tr, t, ev, &pkt, &carried, sent_by == fl.sender);
             }
         }
-        self.dropped.clear();
+        self.bn.clear_dropped(dir);
     }
 
     fn deliver(&mut self, now: Time, side: usize, pkt: Packet) {
@@ -424,7 +403,7 @@ impl Sim<'_> {
 
     fn enter_line(&mut self, now: Time, line: usize, pkt: Packet) {
         let l = &mut self.lines[line];
-        let at = l.push(now, pkt);
+        let at = l.line.push(now, pkt);
         if !l.armed {
             l.armed = true;
             self.q.schedule(at, Ev::Line { line: line as u32 });
@@ -434,14 +413,14 @@ impl Sim<'_> {
     /// Hand every packet due at the head of `line` to its exit, then re-arm.
     fn line_due(&mut self, now: Time, line: usize) {
         self.lines[line].armed = false;
-        while let Some(pkt) = self.lines[line].pop_due(now) {
+        while let Some((_, pkt)) = self.lines[line].line.pop_due(now) {
             match self.lines[line].exit {
                 LineExit::Bottleneck { dir } => self.arrive_at_bottleneck(now, dir, pkt),
                 LineExit::Endpoint { side } => self.deliver(now, side, pkt),
             }
         }
         let l = &mut self.lines[line];
-        if let Some(at) = l.head_time() {
+        if let Some(at) = l.line.head_time() {
             if !l.armed {
                 l.armed = true;
                 self.q.schedule(at, Ev::Line { line: line as u32 });
@@ -644,6 +623,12 @@ impl Sim<'_> {
     // ---- sampling -------------------------------------------------------
 
     fn sample(&mut self, now: Time) {
+        // Everything due by the sample's instant happens before it (as in the
+        // emulator): the bottleneck runs to `now` first.
+        for dir in [DOWN, UP] {
+            self.advance_bottleneck(now, dir);
+            self.arm_bottleneck(dir);
+        }
         let t = now.as_secs_f64();
         let iv = self.scn.sample_interval.as_secs_f64();
         let k = &self.keys;
@@ -689,45 +674,8 @@ impl Sim<'_> {
                     ss.push(t, s, key, v);
                 });
         }
-        for (dir, ls) in self.links.iter_mut().enumerate() {
-            let s = ls.series;
-            let ss = &mut self.series;
-            let b = ls.link.qdisc().backlog();
-            ss.push(t, s, k.backlog_pkts, f64::from(b.packets));
-            ss.push(t, s, k.backlog_bytes, b.bytes as f64);
-            let q = &mut self.rec.queues[dir];
-            if let Some((mean, max)) = q.sojourn.take_interval() {
-                ss.push(t, s, k.sojourn_ms, mean);
-                ss.push(t, s, k.sojourn_max_ms, max);
-            }
-            for (st, &key) in q.sub.iter_mut().zip(&ls.sub_keys) {
-                if let Some((mean, _)) = st.take_interval() {
-                    ss.push(t, s, key, mean);
-                }
-            }
-            let stats = ls.link.qdisc().stats();
-            // Wire losses happen after the qdisc; count them with its drops.
-            let drops = stats.total_drops() + ls.link.stats().lost_packets;
-            let marks = stats.total_marks();
-            ss.push(t, s, k.drops, (drops - ls.last_drops) as f64);
-            ss.push(t, s, k.marks, (marks - ls.last_marks) as f64);
-            ls.last_drops = drops;
-            ls.last_marks = marks;
-            let busy = ls.link.stats().busy_time;
-            ss.push(
-                t,
-                s,
-                k.utilization,
-                (busy - ls.last_busy).as_secs_f64() / iv,
-            );
-            ls.last_busy = busy;
-            for (i, (name, v)) in ls.link.qdisc().xstats().into_iter().enumerate() {
-                if i == ls.xstat_keys.len() {
-                    ls.xstat_keys.push(ss.intern(name));
-                }
-                ss.push(t, s, ls.xstat_keys[i], v);
-            }
-        }
+        self.bn
+            .sample(now, t, self.scn.sample_interval, &mut self.series);
     }
 }
 

@@ -6,12 +6,10 @@
 //! scenario's duration. It returns the deterministic summary, the time series
 //! and (on request) a per-packet trace: the results contract of DESIGN.md §5.
 
-mod delay_line;
 mod engine;
 mod event;
 mod recorder;
 mod segstore;
-mod series;
 mod setup;
 mod summary;
 
@@ -21,8 +19,8 @@ use l4slab_scenario::Scenario;
 pub use event::EventQueue;
 /// Per-packet trace columns (`packets.parquet`), shared with the emulator.
 pub use l4slab_core::pkttrace::{PacketChunk, PacketTrace, CHUNK_ROWS};
+pub use l4slab_core::SeriesStore;
 pub use recorder::DurStats;
-pub use series::SeriesStore;
 
 /// Version written into every summary (`tool_version`).
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -11,45 +11,19 @@ use l4slab_app::web::{Web, WebConfig, WebObject};
 use l4slab_app::{Bulk, File, FlowApp, OneWay};
 use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, SimRng, Time};
-use l4slab_scenario::{AppSpec, Direction, EcnSpec, Flow, LinkSpec, Scenario, Side, WebConnection};
+use l4slab_link::DelayLine;
+use l4slab_scenario::{AppSpec, Direction, EcnSpec, Flow, Scenario, Side, WebConnection};
 use l4slab_transport::{EcnMode, Endpoint, Role, RtoFormula, TransportConfig};
 
-use crate::delay_line::{DelayLine, LineExit};
 use crate::engine::{
-    EpState, Ev, FlowState, Keys, LinkState, PacketCounts, Sim, CLIENT, DOWN, SERVER, UP,
+    EpState, Ev, FlowState, Keys, Line, LineExit, PacketCounts, Sim, CLIENT, DOWN, SERVER, UP,
 };
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
 use crate::segstore::SegStore;
-use crate::series::SeriesStore;
 use crate::{PacketTrace, SimError};
 use l4slab_core::pkttrace::CHUNK_ROWS;
-
-/// Queue names, indexed by direction (DOWN = 0, UP = 1).
-pub const QUEUE_NAMES: [&str; 2] = ["bottleneck.down", "bottleneck.up"];
-
-fn build_link(spec: &LinkSpec, name: &str, seed: u64, series: &mut SeriesStore) -> LinkState {
-    let link = l4slab_scenario::build::link(spec, name, seed);
-    let sub_keys = link
-        .qdisc()
-        .subqueue_names()
-        .iter()
-        .map(|n| series.intern(&format!("sojourn_ms.{n}")))
-        .collect();
-    LinkState {
-        name: name.to_owned(),
-        sub_keys,
-        xstat_keys: Vec::new(),
-        link,
-        rng: l4slab_scenario::build::qdisc_rng(seed, name),
-        tx_scheduled: false,
-        timer_armed: None,
-        series: series.intern(&format!("queue/{name}")),
-        last_drops: 0,
-        last_marks: 0,
-        last_busy: l4slab_core::Dur::ZERO,
-    }
-}
+use l4slab_core::SeriesStore;
 
 /// A flow's ECN mode: as written, else Linux-like by controller
 /// (docs/models/ecn.md): AccECN for a controller that needs ECN (it asks for
@@ -139,32 +113,35 @@ fn build_app(f: &Flow, sender: Role) -> Box<dyn FlowApp> {
     }
 }
 
-/// Ingress lines (host -> bottleneck, the access delay), then egress lines
-/// (bottleneck -> host: the link's propagation delay plus the access delay).
-fn build_lines(scn: &Scenario) -> Vec<DelayLine> {
+/// Ingress lines (host -> bottleneck), then egress lines (bottleneck -> host):
+/// the hosts' access delays. The link's propagation delay is the bottleneck
+/// runtime's.
+fn build_lines(scn: &Scenario) -> Vec<Line> {
+    let line = |delay, exit| Line {
+        line: DelayLine::new(delay),
+        exit,
+        armed: false,
+    };
     let ingress = scn.hosts.iter().map(|h| {
         let dir = match h.side {
             Side::Client => UP,
             Side::Server => DOWN,
         };
-        DelayLine::new(h.access_delay, LineExit::Bottleneck { dir })
+        line(h.access_delay, LineExit::Bottleneck { dir })
     });
     let egress = scn.hosts.iter().map(|h| {
-        let (link, side) = match h.side {
-            Side::Client => (&scn.bottleneck.down, CLIENT),
-            Side::Server => (&scn.bottleneck.up, SERVER),
+        let side = match h.side {
+            Side::Client => CLIENT,
+            Side::Server => SERVER,
         };
-        DelayLine::new(link.delay + h.access_delay, LineExit::Endpoint { side })
+        line(h.access_delay, LineExit::Endpoint { side })
     });
     ingress.chain(egress).collect()
 }
 
 pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
     let mut series = SeriesStore::default();
-    let links = [
-        build_link(&scn.bottleneck.down, QUEUE_NAMES[0], seed, &mut series),
-        build_link(&scn.bottleneck.up, QUEUE_NAMES[1], seed, &mut series),
-    ];
+    let bn = l4slab_scenario::build::bottleneck(&scn.bottleneck, seed, scn.flows.len());
     let mut q = EventQueue::default();
     let mut flows = Vec::with_capacity(scn.flows.len());
     for (i, f) in scn.flows.iter().enumerate() {
@@ -246,27 +223,17 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         unsent_bytes: series.intern("unsent_bytes"),
         srtt_ms: series.intern("srtt_ms"),
         rtt_ms: series.intern("rtt_ms"),
-        backlog_pkts: series.intern("backlog_pkts"),
-        backlog_bytes: series.intern("backlog_bytes"),
-        sojourn_ms: series.intern("sojourn_ms"),
-        sojourn_max_ms: series.intern("sojourn_max_ms"),
-        drops: series.intern("drops"),
-        marks: series.intern("marks"),
-        utilization: series.intern("utilization"),
         loss_fraction: series.intern("loss_fraction"),
     };
-    let subqueues: Vec<usize> = links
-        .iter()
-        .map(|l| l.link.qdisc().subqueue_names().len())
-        .collect();
     Ok(Sim {
         scn,
         seed,
         q,
-        links,
+        bn,
+        bn_armed: [None; 2],
         hosts_of: scn.flows.iter().map(|f| [f.client, f.server]).collect(),
         lines: build_lines(scn),
-        rec: Recorder::new(flows.len(), &subqueues),
+        rec: Recorder::new(flows.len()),
         flows,
         segs: SegStore::default(),
         series,
@@ -280,6 +247,6 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         out: Vec::with_capacity(64),
         dgrams: Vec::with_capacity(8),
         app_events: Vec::with_capacity(8),
-        dropped: Vec::with_capacity(64),
+        departed: Vec::with_capacity(64),
     })
 }

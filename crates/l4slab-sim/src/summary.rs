@@ -1,13 +1,12 @@
 //! The end of a run: packet conservation check and `summary.json`.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
-use l4slab_core::{DropReason, MarkReason, Time};
+use l4slab_core::Time;
 use l4slab_scenario::{AppSpec, Direction};
 
 use crate::engine::{Sim, CLIENT, SERVER};
 use crate::recorder::round6;
-use crate::setup::QUEUE_NAMES;
 use crate::{RunOutput, RunStats, RESULTS_FORMAT_VERSION, TOOL_VERSION};
 
 impl Sim<'_> {
@@ -27,39 +26,14 @@ impl Sim<'_> {
             self.counts,
             self.in_network()
         );
-        for ls in &self.links {
-            let s = ls.link.qdisc().stats();
-            assert_eq!(
-                s.offered,
-                s.enqueued + s.dropped_at_enqueue,
-                "{}: {s:?}",
-                ls.name
-            );
-            assert_eq!(
-                s.dequeued,
-                s.sent + s.dropped_after_dequeue,
-                "{}: {s:?}",
-                ls.name
-            );
-            assert_eq!(
-                s.enqueued,
-                s.dequeued + u64::from(ls.link.qdisc().backlog().packets),
-                "{}: {s:?}",
-                ls.name
-            );
-        }
+        self.bn.check_accounting();
     }
 
     /// Numbers drawn from every seeded stream of the run: each link's loss and
     /// qdisc streams and each flow's.
     fn random_draws(&self) -> u64 {
-        let links: u64 = self
-            .links
-            .iter()
-            .map(|ls| ls.rng.draws() + ls.link.random_draws())
-            .sum();
         let flows: u64 = self.flows.iter().map(|fl| fl.rng.draws()).sum();
-        links + flows
+        self.bn.random_draws() + flows
     }
 
     pub fn finish(self) -> RunOutput {
@@ -139,63 +113,10 @@ impl Sim<'_> {
                 }
             }
         }
-        let mut queues = Map::new();
-        for (dir, ls) in self.links.iter().enumerate() {
-            let s = ls.link.qdisc().stats();
-            let by_reason = |counts: &[u64], names: &mut dyn Iterator<Item = &'static str>| {
-                let mut m = Map::new();
-                for (n, c) in names.zip(counts) {
-                    m.insert(n.to_owned(), json!(c));
-                }
-                m.insert("total".to_owned(), json!(counts.iter().sum::<u64>()));
-                Value::Object(m)
-            };
-            let mut drops = by_reason(&s.drops, &mut DropReason::ALL.iter().map(|r| r.name()));
-            // Link (wire) losses happen after the qdisc; report them with the queue's drops.
-            drops["link_loss"] = json!(ls.link.stats().lost_packets);
-            // So are the ECN rewrite's drops (before the queue: EcnBlackhole).
-            let ls_stats = ls.link.stats();
-            drops["ecn_blackhole"] = json!(ls_stats.ecn_dropped_packets);
-            drops["total"] =
-                json!(s.total_drops() + ls_stats.lost_packets + ls_stats.ecn_dropped_packets);
-            let rq = &self.rec.queues[dir];
-            let qdisc = ls.link.qdisc();
-            let mut q = json!({
-                "kind": qdisc.kind(),
-                "rate_bps": self.link_spec(dir).rate.as_bps(),
-                "sojourn_ms": rq.sojourn.summary_ms(),
-                "drops": drops,
-                "marks": by_reason(&s.marks, &mut MarkReason::ALL.iter().map(|r| r.name())),
-                "utilization": round6(ls.link.stats().busy_time.as_secs_f64() / end.as_secs_f64().max(1e-9)),
-                "offered_packets": s.offered,
-                "sent_packets": s.sent,
-                "sent_bytes": s.sent_bytes,
-                "ecn_rewrite": {
-                    "kind": ls.link.ecn_rewrite().name(),
-                    "rewritten_packets": ls_stats.ecn_rewritten_packets,
-                    "dropped_packets": ls_stats.ecn_dropped_packets,
-                },
-                "xstats_final": qdisc.xstats().into_iter().map(|(k, v)| (k.to_owned(), json!(round6(v)))).collect::<Map<_, _>>(),
-            });
-            let subs: Map<String, Value> = qdisc
-                .subqueue_names()
-                .iter()
-                .zip(&rq.sub)
-                .map(|(n, st)| ((*n).to_owned(), json!({ "sojourn_ms": st.summary_ms() })))
-                .collect();
-            if !subs.is_empty() {
-                q["subqueues"] = Value::Object(subs);
-            }
-            // Per flow sojourn in this queue: who waited how long.
-            let by_flow: Map<String, Value> = rq
-                .per_flow
-                .iter()
-                .zip(&self.scn.flows)
-                .filter_map(|(st, f)| st.as_ref().map(|st| (f.name.clone(), st.summary_ms())))
-                .collect();
-            q["sojourn_ms_by_flow"] = Value::Object(by_flow);
-            queues.insert(QUEUE_NAMES[dir].to_owned(), q);
-        }
+        let flow_names: Vec<&str> = self.scn.flows.iter().map(|f| f.name.as_str()).collect();
+        let queues = self
+            .bn
+            .queues_json(end.saturating_since(Time::ZERO), &flow_names);
         let dropped: u64 = self.counts.dropped.iter().sum();
         let summary = json!({
             "format_version": RESULTS_FORMAT_VERSION,
@@ -228,14 +149,6 @@ impl Sim<'_> {
             // Handed to the sink during the run (`crate::run_streaming`).
             packets: None,
             stats,
-        }
-    }
-
-    fn link_spec(&self, dir: usize) -> &l4slab_scenario::LinkSpec {
-        if dir == 0 {
-            &self.scn.bottleneck.down
-        } else {
-            &self.scn.bottleneck.up
         }
     }
 }

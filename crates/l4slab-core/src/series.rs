@@ -1,6 +1,8 @@
 //! Long-format time series, recorded columnar at the source (DESIGN.md §5):
 //! one row per (time, series, key, value). Names are interned, so a row costs
-//! 24 bytes and recording never allocates once the columns have grown.
+//! 24 bytes and recording never allocates once the columns have grown. Both
+//! backends record into one (`series.parquet`); the bottleneck runtime
+//! (`l4slab_link::bottleneck`) writes its queue series here in both.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +19,13 @@ pub struct SeriesStore {
 /// An interned name (series or key).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Name(u32);
+
+impl Name {
+    /// The code of this name in the `series` and `key` columns.
+    pub fn code(self) -> u32 {
+        self.0
+    }
+}
 
 impl SeriesStore {
     pub fn intern(&mut self, s: &str) -> Name {

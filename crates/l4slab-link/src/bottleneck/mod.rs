@@ -1,0 +1,231 @@
+//! The bottleneck runtime: everything between "a packet reaches the
+//! bottleneck" and "it leaves the far end of the link", written once and
+//! clocked by either backend.
+//!
+//! A [`Bottleneck`] owns, per direction (`DOWN` = server → client, `UP`):
+//! the [`Link`] (ECN path rewrite, qdisc, rate, wire loss) and its two random
+//! streams (the link's loss stream, the qdisc's), the drop drain, the delay
+//! line the link's propagation delay runs in, and the queue recorder every
+//! qdisc call traces into. It samples the queue series and writes the queue
+//! summary. The simulator's engine and the emulator's forwarder are clocks
+//! around it, with one protocol (sans-IO):
+//!
+//! 1. Before anything else at time `now`, [`Bottleneck::advance`]`(dir, now)`:
+//!    it runs the link's events (end of a packet's serialization, qdisc
+//!    timers) due by `now`, each at its *intended* time (ties: the
+//!    serialization first), then releases the packets whose propagation
+//!    ends by `now` into the caller's `departed` buffer with their intended
+//!    exit time. A late call (the emulator woke up late) changes when the
+//!    caller sees a packet, never what happened to it.
+//! 2. [`Bottleneck::enqueue`]`(dir, now, pkt)` for each arrival at `now`.
+//! 3. Drain [`Bottleneck::dropped`] (then [`Bottleneck::clear_dropped`]):
+//!    every packet the call dropped, with when and why.
+//! 4. Sleep until [`Bottleneck::next_deadline`]`(dir)`.
+//!
+//! The simulator calls `advance` exactly at each deadline (an event on its
+//! calendar), the emulator whenever its loop wakes; a packet's fate depends
+//! only on the arrival times, which is what the parity test
+//! (`tests/bottleneck_parity.rs`) checks.
+//!
+//! **Accounting.** Every packet handed to `enqueue` ends exactly once:
+//! dropped (listed in `dropped` with a reason: the ECN path, the qdisc, the
+//! wire), or departed; until then it is in the qdisc, on the wire or in the
+//! delay line ([`Bottleneck::in_network`]). The queue recorder counts drops
+//! and marks as they pass through the qdisc context, so the summary's
+//! `drops`/`marks` and the series' `drops`/`marks` are one count.
+
+mod recorder;
+mod sample;
+mod summary;
+
+pub use recorder::{FlowQueueRec, QueueRecorder};
+pub use sample::QueueSeries;
+
+use l4slab_core::{DropReason, Dur, Packet, SimRng, Time};
+use l4slab_qdisc::QdiscCtx;
+
+use crate::delay_line::DelayLine;
+use crate::Link;
+
+/// The server → client direction (the queue's [`l4slab_core::QueueId`]).
+pub const DOWN: usize = 0;
+/// The client → server direction.
+pub const UP: usize = 1;
+/// Queue names by direction, as results name them.
+pub const QUEUE_NAMES: [&str; 2] = ["bottleneck.down", "bottleneck.up"];
+
+/// A bound on the link events one [`Bottleneck::advance`] runs: an emulator
+/// that slept a second at 10 Gbit/s has about a million serializations to
+/// catch up on; more means a timer that never moves forward (a bug).
+const MAX_EVENTS_PER_ADVANCE: usize = 1 << 24;
+
+/// One direction of the bottleneck.
+pub struct Direction {
+    link: Link,
+    /// The qdisc's random stream (`link/<name>/qdisc`).
+    rng: SimRng,
+    pub rec: QueueRecorder,
+    line: DelayLine,
+    dropped: Vec<(Time, Packet, DropReason)>,
+    /// Scratch for the qdisc context (moved into `dropped` with the time).
+    scratch: Vec<(Packet, DropReason)>,
+    series: QueueSeries,
+    /// The latest instant this direction has run to: time never goes back.
+    clock: Time,
+}
+
+impl Direction {
+    pub fn link(&self) -> &Link {
+        &self.link
+    }
+
+    /// Numbers drawn from this direction's random streams (loss and qdisc).
+    pub fn random_draws(&self) -> u64 {
+        self.rng.draws() + self.link.random_draws()
+    }
+
+    /// Packets queued, on the wire or propagating.
+    pub fn in_network(&self) -> u64 {
+        u64::from(self.link.qdisc().backlog().packets)
+            + u64::from(self.link.in_transmission().is_some())
+            + self.line.len() as u64
+    }
+
+    /// Run one link call at `t` with the qdisc context, then move its drops
+    /// (at `t`) to `dropped`.
+    fn with_ctx(&mut self, dir: usize, t: Time, call: impl FnOnce(&mut Link, &mut QdiscCtx<'_>)) {
+        assert!(
+            t >= self.clock,
+            "{}: time went back from {} to {t}",
+            QUEUE_NAMES[dir],
+            self.clock
+        );
+        self.clock = t;
+        let mut ctx = QdiscCtx {
+            queue: dir as u16,
+            rng: &mut self.rng,
+            tracer: &mut self.rec,
+            dropped: &mut self.scratch,
+        };
+        call(&mut self.link, &mut ctx);
+        self.dropped
+            .extend(self.scratch.drain(..).map(|(p, r)| (t, p, r)));
+    }
+}
+
+/// The two directions of the bottleneck and what they record.
+pub struct Bottleneck {
+    dirs: [Direction; 2],
+}
+
+impl Bottleneck {
+    /// `links` = `[down, up]`, each with its qdisc's random stream. Per-flow
+    /// statistics are kept for flow ids below `flows`.
+    pub fn new(links: [(Link, SimRng); 2], flows: usize) -> Self {
+        let dir = |(link, rng): (Link, SimRng)| {
+            let subs = link.qdisc().subqueue_names().len();
+            let line = DelayLine::new(link.delay());
+            Direction {
+                rec: QueueRecorder::new(subs, flows),
+                series: QueueSeries::new(&link),
+                link,
+                rng,
+                line,
+                dropped: Vec::with_capacity(64),
+                scratch: Vec::with_capacity(64),
+                clock: Time::ZERO,
+            }
+        };
+        let [down, up] = links;
+        Bottleneck {
+            dirs: [dir(down), dir(up)],
+        }
+    }
+
+    pub fn dir(&self, dir: usize) -> &Direction {
+        &self.dirs[dir]
+    }
+
+    /// Protocol step 2: a packet reaches the bottleneck in direction `dir`
+    /// at `now` (after [`Bottleneck::advance`] to `now`).
+    pub fn enqueue(&mut self, dir: usize, now: Time, pkt: Packet) {
+        self.dirs[dir].with_ctx(dir, now, |link, ctx| link.enqueue(now, pkt, ctx));
+    }
+
+    /// Protocol step 1: run direction `dir` up to `now` (see the module
+    /// documentation); packets whose propagation ended go to `departed`
+    /// with their exit times, in order.
+    pub fn advance(&mut self, dir: usize, now: Time, departed: &mut Vec<(Time, Packet)>) {
+        let d = &mut self.dirs[dir];
+        for _ in 0..MAX_EVENTS_PER_ADVANCE {
+            let tx = d.link.tx_done_at().filter(|&t| t <= now);
+            // A timer set for an instant already past runs at once.
+            let timer = d
+                .link
+                .next_timer()
+                .filter(|&t| t <= now)
+                .map(|t| t.max(d.clock));
+            match (tx, timer) {
+                (Some(t), Some(m)) if t <= m => Self::tx_done(d, dir, t),
+                (Some(t), None) => Self::tx_done(d, dir, t),
+                (_, Some(m)) => d.with_ctx(dir, m, |link, ctx| link.on_timer(m, ctx)),
+                (None, None) => {
+                    while let Some(out) = d.line.pop_due(now) {
+                        departed.push(out);
+                    }
+                    return;
+                }
+            }
+        }
+        panic!(
+            "{}: more than {MAX_EVENTS_PER_ADVANCE} link events due by {now}: a qdisc timer that never moves on?",
+            QUEUE_NAMES[dir]
+        );
+    }
+
+    /// The end of a serialization at `t`: a survivor enters the delay line.
+    fn tx_done(d: &mut Direction, dir: usize, t: Time) {
+        let mut out = None;
+        d.with_ctx(dir, t, |link, ctx| out = link.on_tx_done(t, ctx));
+        if let Some((at, pkt)) = out {
+            d.line.push_until(at, pkt);
+        }
+    }
+
+    /// Protocol step 3: the packets dropped since the last
+    /// [`Bottleneck::clear_dropped`], with the time and the reason.
+    pub fn dropped(&self, dir: usize) -> &[(Time, Packet, DropReason)] {
+        &self.dirs[dir].dropped
+    }
+
+    pub fn clear_dropped(&mut self, dir: usize) {
+        self.dirs[dir].dropped.clear();
+    }
+
+    /// Protocol step 4: the next instant direction `dir` needs
+    /// [`Bottleneck::advance`]: a serialization ends, a qdisc timer is due,
+    /// or a packet leaves the delay line.
+    pub fn next_deadline(&self, dir: usize) -> Option<Time> {
+        let d = &self.dirs[dir];
+        [d.link.tx_done_at(), d.link.next_timer(), d.line.head_time()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Packets in the bottleneck (both directions): queued, on the wire or
+    /// propagating.
+    pub fn in_network(&self) -> u64 {
+        self.dirs.iter().map(Direction::in_network).sum()
+    }
+
+    /// Numbers drawn from all four random streams.
+    pub fn random_draws(&self) -> u64 {
+        self.dirs.iter().map(Direction::random_draws).sum()
+    }
+
+    /// The propagation delay of direction `dir`.
+    pub fn delay(&self, dir: usize) -> Dur {
+        self.dirs[dir].line.delay()
+    }
+}

@@ -1,0 +1,118 @@
+//! The queue recorder: the tracer every qdisc call of the bottleneck goes
+//! through, in both backends. It turns the qdisc's typed events into the
+//! queue's statistics: sojourn histograms (the queue, each sub-queue, each
+//! flow) and drops and marks, counted where they pass through the context
+//! (`QdiscCtx::drop_packet`, `QdiscCtx::try_mark`), by reason, per flow and
+//! per sampling interval.
+//!
+//! Percentiles come from HdrHistogram via [`DurStats`] (3 significant digits
+//! for the queues, 2 per flow); mean, min and max are exact.
+
+use l4slab_core::stats::DurStats;
+use l4slab_core::{DropReason, MarkReason, Time, TraceEvent, Tracer};
+
+/// Sojourn histograms: 100 ns units up to 1000 s (L4S queues sit near 100 µs).
+fn sojourn_stats(sigfig: u8) -> DurStats {
+    DurStats::with_precision(100, 10_000_000_000, sigfig)
+}
+
+/// One flow's share of a queue.
+#[derive(Default)]
+pub struct FlowQueueRec {
+    /// Sojourn of the flow's packets, created on its first packet.
+    pub sojourn: Option<DurStats>,
+    pub drops: u64,
+    pub marks: u64,
+}
+
+pub struct QueueRecorder {
+    /// Sojourn of every packet the queue sent.
+    pub sojourn: DurStats,
+    /// Per sub-queue, indexed like `Qdisc::subqueue_names()`; empty for
+    /// single queues.
+    pub sub: Vec<DurStats>,
+    /// Per flow id below `per_flow.len()`.
+    pub per_flow: Vec<FlowQueueRec>,
+    /// Drops through the context, by [`DropReason::index`] (qdisc drops, wire
+    /// losses and the ECN path's drops alike).
+    pub drops: [u64; DropReason::ALL.len()],
+    /// CE marks through the context, by [`MarkReason::index`].
+    pub marks: [u64; MarkReason::ALL.len()],
+    /// Drops and marks since the last [`QueueRecorder::take_interval_counts`].
+    drops_interval: u64,
+    marks_interval: u64,
+}
+
+impl QueueRecorder {
+    /// `subqueues` sojourn histograms besides the queue's, and per-flow
+    /// statistics for flow ids below `flows`.
+    pub fn new(subqueues: usize, flows: usize) -> Self {
+        QueueRecorder {
+            sojourn: sojourn_stats(3),
+            sub: (0..subqueues).map(|_| sojourn_stats(3)).collect(),
+            per_flow: (0..flows).map(|_| FlowQueueRec::default()).collect(),
+            drops: [0; DropReason::ALL.len()],
+            marks: [0; MarkReason::ALL.len()],
+            drops_interval: 0,
+            marks_interval: 0,
+        }
+    }
+
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+
+    pub fn total_marks(&self) -> u64 {
+        self.marks.iter().sum()
+    }
+
+    /// Drops and marks since the previous call.
+    pub fn take_interval_counts(&mut self) -> (u64, u64) {
+        let out = (self.drops_interval, self.marks_interval);
+        self.drops_interval = 0;
+        self.marks_interval = 0;
+        out
+    }
+}
+
+impl Tracer for QueueRecorder {
+    fn event(&mut self, _now: Time, ev: TraceEvent) {
+        match ev {
+            TraceEvent::Dequeued {
+                subqueue,
+                flow,
+                sojourn,
+                ..
+            } => {
+                self.sojourn.record(sojourn);
+                if let Some(s) = self.sub.get_mut(usize::from(subqueue)) {
+                    s.record(sojourn);
+                }
+                if let Some(f) = self.per_flow.get_mut(flow as usize) {
+                    f.sojourn
+                        .get_or_insert_with(|| sojourn_stats(2))
+                        .record(sojourn);
+                }
+            }
+            TraceEvent::Dropped { flow, reason, .. } => {
+                self.drops[reason.index()] += 1;
+                self.drops_interval += 1;
+                if let Some(f) = self.per_flow.get_mut(flow as usize) {
+                    f.drops += 1;
+                }
+            }
+            TraceEvent::Marked { flow, reason, .. } => {
+                self.marks[reason.index()] += 1;
+                self.marks_interval += 1;
+                if let Some(f) = self.per_flow.get_mut(flow as usize) {
+                    f.marks += 1;
+                }
+            }
+            // Endpoint events never pass through a queue's context.
+            TraceEvent::RttSample { .. }
+            | TraceEvent::Retransmit { .. }
+            | TraceEvent::LossDetected { .. }
+            | TraceEvent::CcStateChanged { .. } => {}
+        }
+    }
+}
