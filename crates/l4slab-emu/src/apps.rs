@@ -448,7 +448,7 @@ fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
 
 fn sample_flow(f: &mut FlowRt, ts: f64, iv: Dur, out: &mut Vec<SeriesRow>) {
     let series = format!("flow/{}", f.name);
-    let mut push = |k: &'static str, v: f64| out.push((ts, series.clone(), k, v));
+    let mut push = |k: &str, v: f64| out.push((ts, series.clone(), k.to_owned(), v));
     let rx = f.received - f.rx_at_last_sample;
     f.rx_at_last_sample = f.received;
     if f.started {

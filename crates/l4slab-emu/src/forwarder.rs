@@ -31,29 +31,22 @@
 //! counted. No packet is ever modified except its ECN field (and, for IPv4,
 //! the header checksum that covers it) and the fields GSO splitting defines.
 
-use std::collections::VecDeque;
 use std::os::fd::RawFd;
 
 use serde_json::{json, Map, Value};
 
 use l4slab_core::pkttrace::drop_event;
-use l4slab_core::{DropReason, Dur, FlowId, MarkReason, Packet, SimRng, Time};
-use l4slab_link::Link;
-use l4slab_qdisc::QdiscCtx;
+use l4slab_core::{Dur, FlowId, Packet, SeriesStore, Time};
+use l4slab_link::Bottleneck;
 
 use crate::coalesce::Coalescer;
 use crate::packet::{self, IpInfo, Malformed, VNET_HDR_LEN};
 use crate::pktlog::PacketLog;
-use crate::stats::{lateness_stats, round6, summary_us, DurStats, QueueRecorder};
+use crate::stats::{lateness_stats, round6, summary_us, DurStats};
 use crate::sys::{self, Clock, Epoll};
 use crate::EmuError;
 
-/// Index of the server -> client direction.
-pub const DOWN: usize = 0;
-/// Index of the client -> server direction.
-pub const UP: usize = 1;
-/// Queue names by direction, as in the simulator's results.
-pub const QUEUE_NAMES: [&str; 2] = ["bottleneck.down", "bottleneck.up"];
+pub use l4slab_link::bottleneck::{DOWN, QUEUE_NAMES, UP};
 
 /// Largest read from a TUN with GSO on: 64 KB packet + virtio-net header.
 const READ_BUF: usize = 65_536 + VNET_HDR_LEN + 64;
@@ -227,29 +220,27 @@ impl Slab {
     }
 }
 
-/// One direction: its link, recorder and delay line.
+/// One direction's I/O: its TUN descriptors, counters, write coalescing and
+/// timing accuracy (the bottleneck itself is the shared runtime's).
 pub struct Direction {
-    pub link: Link,
-    rng: SimRng,
-    pub rec: QueueRecorder,
-    dropped: Vec<(Packet, DropReason)>,
-    /// (intended release time, packet) in release order (the delay is constant).
-    line: VecDeque<(Time, Packet)>,
     pub lateness: DurStats,
     pub counters: DirCounters,
     coalescer: Coalescer,
     in_fd: RawFd,
     out_fd: RawFd,
-    queue_id: u16,
-    last_busy: Dur,
 }
 
-/// One row of the queue series (`t_s`, `series`, `key`, `value`).
-pub type SeriesRow = (f64, String, &'static str, f64);
+/// One row of the series (`t_s`, `series`, `key`, `value`).
+pub type SeriesRow = (f64, String, String, f64);
 
 /// The forwarding loop and everything it measures.
 pub struct Forwarder {
+    /// The bottleneck runtime, shared with the simulator: links, queue
+    /// recorder, delay lines, queue series and summary.
+    pub bn: Bottleneck,
     pub dirs: [Direction; 2],
+    /// Scratch for the packets a direction releases.
+    departed: Vec<(Time, Packet)>,
     cfg: Config,
     slab: Slab,
     clock: Clock,
@@ -258,7 +249,8 @@ pub struct Forwarder {
     rbuf: Vec<u8>,
     scratch: Vec<u8>,
     batch: Vec<u32>,
-    pub series: Vec<SeriesRow>,
+    /// The queue series (the runtime's), in the simulator's names.
+    pub series: SeriesStore,
     /// The per-packet trace, when asked for.
     pub packet_log: Option<PacketLog>,
     started: Time,
@@ -281,39 +273,26 @@ pub trait Hooks {
 }
 
 impl Forwarder {
-    /// `links` = [down, up]; `tuns` = (client-side fd, server-side fd).
+    /// `bn`: the bottleneck (built like the simulator's,
+    /// `l4slab_scenario::build::bottleneck`); `tuns` = (client-side fd,
+    /// server-side fd).
     ///
     /// # Errors
     /// [`EmuError`] if the epoll set or timer cannot be created.
     pub fn new(
-        links: [(Link, SimRng); 2],
+        bn: Bottleneck,
         tuns: (RawFd, RawFd),
         signal_fd: Option<RawFd>,
         clock: Clock,
         cfg: Config,
     ) -> Result<Self, EmuError> {
         let (cli, srv) = tuns;
-        let [(down, rng_d), (up, rng_u)] = links;
-        let flows = match &cfg.classifier {
-            Classifier::Hash => 0,
-            Classifier::Ports(p) => p.len(),
-        };
-        let dir = |link: Link, rng: SimRng, in_fd, out_fd, queue_id| {
-            let subs = link.qdisc().subqueue_names().len();
-            Direction {
-                link,
-                rng,
-                rec: QueueRecorder::new(subs, flows),
-                dropped: Vec::with_capacity(64),
-                line: VecDeque::with_capacity(4096),
-                lateness: lateness_stats(),
-                counters: DirCounters::default(),
-                coalescer: Coalescer::default(),
-                in_fd,
-                out_fd,
-                queue_id,
-                last_busy: Dur::ZERO,
-            }
+        let dir = |in_fd, out_fd| Direction {
+            lateness: lateness_stats(),
+            counters: DirCounters::default(),
+            coalescer: Coalescer::default(),
+            in_fd,
+            out_fd,
         };
         let epoll = Epoll::new().map_err(|e| EmuError::io("epoll_create", e))?;
         epoll
@@ -329,7 +308,9 @@ impl Forwarder {
         let packet_log = cfg.packet_log.clone().map(PacketLog::new);
         let started = clock.now();
         Ok(Forwarder {
-            dirs: [dir(down, rng_d, srv, cli, 0), dir(up, rng_u, cli, srv, 1)],
+            bn,
+            dirs: [dir(srv, cli), dir(cli, srv)],
+            departed: Vec::with_capacity(64),
             slab: Slab::new(slot),
             scratch: vec![0; slot],
             cfg,
@@ -338,7 +319,7 @@ impl Forwarder {
             next_id: 0,
             rbuf: vec![0; READ_BUF],
             batch: Vec::with_capacity(64),
-            series: Vec::new(),
+            series: SeriesStore::default(),
             packet_log,
             started,
         })
@@ -364,17 +345,21 @@ impl Forwarder {
         let mut next_sample = interval.map(|d| self.started + d);
         loop {
             let now = self.clock.now();
-            for d in [DOWN, UP] {
-                self.advance(d, now);
-            }
             if let (Some(t), Some(iv)) = (next_sample, interval) {
                 if now >= t {
+                    // Everything due by the sample's instant, then the sample (as the simulator).
+                    for d in [DOWN, UP] {
+                        self.advance(d, t);
+                    }
                     self.sample(t, iv);
                     next_sample = Some(t + iv);
                     if hooks.on_sample(t) == Step::Stop {
                         return Ok(());
                     }
                 }
+            }
+            for d in [DOWN, UP] {
+                self.advance(d, now);
             }
             let deadline = [self.next_event(DOWN), self.next_event(UP), next_sample]
                 .into_iter()
@@ -415,56 +400,16 @@ impl Forwarder {
 
     /// The next instant direction `d` needs attention.
     fn next_event(&self, d: usize) -> Option<Time> {
-        let dir = &self.dirs[d];
-        [
-            dir.link.tx_done_at(),
-            dir.link.next_timer(),
-            dir.line.front().map(|&(t, _)| t),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        self.bn.next_deadline(d)
     }
 
-    /// Run direction `d`'s link events due by `now` at their intended times,
-    /// then release the packets whose time has come.
+    /// Run direction `d` of the bottleneck to `now` (its events at their
+    /// intended times), then write the packets whose time has come.
     fn advance(&mut self, d: usize, now: Time) {
+        let mut departed = std::mem::take(&mut self.departed);
+        self.bn.advance(d, now, &mut departed);
+        self.take_drops(d);
         let dir = &mut self.dirs[d];
-        loop {
-            let tx = dir.link.tx_done_at();
-            let tm = dir.link.next_timer();
-            let (t, is_tx) = match (tx, tm) {
-                (Some(a), Some(b)) if a <= b => (a, true),
-                (Some(_), Some(b)) => (b, false),
-                (Some(a), None) => (a, true),
-                (None, Some(b)) => (b, false),
-                (None, None) => break,
-            };
-            if t > now {
-                break;
-            }
-            let mut ctx = QdiscCtx {
-                queue: dir.queue_id,
-                rng: &mut dir.rng,
-                tracer: &mut dir.rec,
-                dropped: &mut dir.dropped,
-            };
-            if is_tx {
-                if let Some((at, pkt)) = dir.link.on_tx_done(t, &mut ctx) {
-                    dir.line.push_back((at, pkt));
-                }
-            } else {
-                dir.link.on_timer(t, &mut ctx);
-            }
-            for (p, r) in dir.dropped.drain(..) {
-                if let Some(log) = &mut self.packet_log {
-                    let ip = &self.slab.frame(p.handle)[VNET_HDR_LEN..];
-                    let ts = t.saturating_since(self.started).as_secs_f64();
-                    log.record(ts, drop_event(r), p.flow, d, ip, p.ecn);
-                }
-                self.slab.release(p.handle);
-            }
-        }
         let out_fd = dir.out_fd;
         let errors = &mut dir.counters.write_errors;
         let mut write = |w: &[u8]| {
@@ -472,11 +417,7 @@ impl Forwarder {
                 *errors += 1;
             }
         };
-        while let Some(&(at, pkt)) = dir.line.front() {
-            if at > now {
-                break;
-            }
-            dir.line.pop_front();
+        for &(at, pkt) in &departed {
             let frame = self.slab.frame_mut(pkt.handle);
             // The queue (CE marks) or the path (bleach, re-mark) may have
             // changed the codepoint: put it in the real header.
@@ -500,6 +441,21 @@ impl Forwarder {
             self.slab.release(pkt.handle);
         }
         dir.coalescer.flush(&mut write);
+        departed.clear();
+        self.departed = departed;
+    }
+
+    /// Log and free the packets direction `d` dropped.
+    fn take_drops(&mut self, d: usize) {
+        for &(t, p, r) in self.bn.dropped(d) {
+            if let Some(log) = &mut self.packet_log {
+                let ip = &self.slab.frame(p.handle)[VNET_HDR_LEN..];
+                let ts = t.saturating_since(self.started).as_secs_f64();
+                log.record(ts, drop_event(r), p.flow, d, ip, p.ecn);
+            }
+            self.slab.release(p.handle);
+        }
+        self.bn.clear_dropped(d);
     }
 
     /// Drain TUN `d`'s input (up to a budget) into direction `d`'s link.
@@ -581,53 +537,40 @@ impl Forwarder {
                 ecn,
             );
         }
-        let mut ctx = QdiscCtx {
-            queue: dir.queue_id,
-            rng: &mut dir.rng,
-            tracer: &mut dir.rec,
-            dropped: &mut dir.dropped,
-        };
-        dir.link.enqueue(now, pkt, &mut ctx);
-        for (p, r) in dir.dropped.drain(..) {
-            if let Some(log) = &mut self.packet_log {
-                let ip = &self.slab.frame(p.handle)[VNET_HDR_LEN..];
-                log.record(ts, drop_event(r), p.flow, d, ip, p.ecn);
-            }
-            self.slab.release(p.handle);
-        }
+        self.bn.enqueue(d, now, pkt);
+        self.take_drops(d);
     }
 
-    /// Record one sample of each queue at `t` for the interval `iv` before it.
+    /// Record one sample of each queue at `t` for the interval `iv` before it:
+    /// the runtime's queue series, then the forwarder's timing error.
     fn sample(&mut self, t: Time, iv: Dur) {
         if !self.cfg.record_series {
             return;
         }
         let ts = round6(t.saturating_since(self.started).as_secs_f64());
+        self.bn.sample(t, ts, iv, &mut self.series);
         for (d, dir) in self.dirs.iter_mut().enumerate() {
-            let series = format!("queue/{}", QUEUE_NAMES[d]);
-            let b = dir.link.qdisc().backlog();
-            let mut push = |k: &'static str, v: f64| self.series.push((ts, series.clone(), k, v));
-            push("backlog_pkts", f64::from(b.packets));
-            push("backlog_bytes", b.bytes as f64);
-            if let Some((mean, max)) = dir.rec.sojourn.take_interval() {
-                push("sojourn_ms", round6(mean));
-                push("sojourn_max_ms", round6(max));
-            }
-            push("drops", dir.rec.drops_interval as f64);
-            push("marks", dir.rec.marks_interval as f64);
-            dir.rec.drops_interval = 0;
-            dir.rec.marks_interval = 0;
-            let busy = dir.link.busy_time_at(t);
-            let util = busy.saturating_sub(dir.last_busy).as_secs_f64() / iv.as_secs_f64();
-            dir.last_busy = busy;
-            push("utilization", round6(util.min(1.0)));
-            for (k, v) in dir.link.qdisc().xstats() {
-                push(k, round6(v));
-            }
             if let Some((_, max_ms)) = dir.lateness.take_interval() {
-                push("timing_error_max_us", round6(max_ms * 1e3));
+                let series = self.series.intern(&format!("queue/{}", QUEUE_NAMES[d]));
+                let key = self.series.intern("timing_error_max_us");
+                self.series.push(ts, series, key, round6(max_ms * 1e3));
             }
         }
+    }
+
+    /// The recorded series as rows (`t_s`, `series`, `key`, `value`).
+    pub fn series_rows(&self) -> Vec<SeriesRow> {
+        let s = &self.series;
+        (0..s.len())
+            .map(|i| {
+                (
+                    s.t_s[i],
+                    s.name(s.series[i]).to_owned(),
+                    s.name(s.key[i]).to_owned(),
+                    s.value[i],
+                )
+            })
+            .collect()
     }
 
     /// Elapsed emulated time.
@@ -640,51 +583,15 @@ impl Forwarder {
         self.slab.in_use()
     }
 
-    /// Per-queue results in the simulator's `summary.json` layout.
-    pub fn queues_json(&self) -> Value {
-        let end = self.elapsed().as_secs_f64().max(1e-9);
-        let mut queues = Map::new();
+    /// Per-queue results in the simulator's `summary.json` layout (the
+    /// runtime's), with the forwarder's timing error per queue. `flows`
+    /// names the scenario's flows (empty in the shell).
+    pub fn queues_json(&self, flows: &[&str]) -> Value {
+        let mut queues = self.bn.queues_json(self.elapsed(), flows);
         for (d, dir) in self.dirs.iter().enumerate() {
-            let q = dir.link.qdisc();
-            let s = q.stats();
-            let by = |counts: &[u64], names: &mut dyn Iterator<Item = &'static str>| {
-                let mut m: Map<String, Value> = names
-                    .zip(counts)
-                    .map(|(n, c)| (n.to_owned(), json!(c)))
-                    .collect();
-                m.insert("total".into(), json!(counts.iter().sum::<u64>()));
-                Value::Object(m)
-            };
-            let ls = dir.link.stats();
-            let mut drops = by(&s.drops, &mut DropReason::ALL.iter().map(|r| r.name()));
-            drops["link_loss"] = json!(ls.lost_packets);
-            drops["ecn_blackhole"] = json!(ls.ecn_dropped_packets);
-            drops["total"] = json!(s.total_drops() + ls.lost_packets + ls.ecn_dropped_packets);
-            let mut v = json!({
-                "kind": q.kind(),
-                "rate_bps": dir.link.rate_model().nominal_rate().map(|r| r.as_bps()),
-                "sojourn_ms": dir.rec.sojourn.summary_ms(),
-                "drops": drops,
-                "marks": by(&s.marks, &mut MarkReason::ALL.iter().map(|r| r.name())),
-                "utilization": round6(ls.busy_time.as_secs_f64() / end),
-                "offered_packets": s.offered,
-                "sent_packets": s.sent,
-                "sent_bytes": s.sent_bytes,
-                "xstats_final": q.xstats().into_iter().map(|(k, v)| (k.to_owned(), json!(round6(v)))).collect::<Map<_, _>>(),
-                "timing_error_us": summary_us(&dir.lateness),
-            });
-            let subs: Map<String, Value> = q
-                .subqueue_names()
-                .iter()
-                .zip(&dir.rec.sub)
-                .map(|(n, h)| ((*n).to_owned(), json!({ "sojourn_ms": h.summary_ms() })))
-                .collect();
-            if !subs.is_empty() {
-                v["subqueues"] = Value::Object(subs);
-            }
-            queues.insert(QUEUE_NAMES[d].to_owned(), v);
+            queues[QUEUE_NAMES[d]]["timing_error_us"] = summary_us(&dir.lateness);
         }
-        Value::Object(queues)
+        queues
     }
 
     /// Forwarder counters, CPU use and the timing report.

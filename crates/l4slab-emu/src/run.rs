@@ -46,7 +46,7 @@ use crate::apps::{listen_on, socket_options, Apps, AppsOut, FlowRt, APPS_PRIORIT
 use crate::forwarder::{self, Classifier, Forwarder, Hooks, Step, DOWN, UP};
 use crate::netns::Topology;
 use crate::shell::{self, RunTuning};
-use crate::stats::{round6, DurStats};
+use crate::stats::round6;
 use crate::sys::{self, Clock};
 use crate::EmuError;
 
@@ -286,7 +286,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
     let cpu0 = sys::cpu_times();
     let ports: Vec<u16> = plan.flows.iter().map(|f| f.port).collect();
     let mut fwd = Forwarder::new(
-        shell::build_links(&links_scn, seed),
+        l4slab_scenario::build::bottleneck(&links_scn.bottleneck, seed, scn.flows.len()),
         topo.tun_fds(),
         Some(sigfd.as_raw_fd()),
         clock,
@@ -370,10 +370,11 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
         Ok(out)
     });
     let wall = fwd.elapsed();
-    let queues = fwd.queues_json();
+    let flow_names: Vec<&str> = scn.flows.iter().map(|f| f.name.as_str()).collect();
+    let queues = fwd.queues_json(&flow_names);
     let forwarder_report = fwd.forwarder_json(cpu0);
-    let mut series = std::mem::take(&mut fwd.series);
-    let per_flow: Vec<(u64, u64, u64, Value)> = (0..scn.flows.len())
+    let mut series = fwd.series_rows();
+    let per_flow: Vec<(u64, u64, u64)> = (0..scn.flows.len())
         .map(|i| {
             let data_dir = if scn.flows[i].direction == Direction::Down {
                 DOWN
@@ -381,28 +382,12 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
                 UP
             };
             let ack_dir = 1 - data_dir;
-            let data = &fwd.dirs[data_dir].rec.per_flow[i];
-            let acks = &fwd.dirs[ack_dir].rec.per_flow[i];
-            // Wire losses (DropReason::LinkLoss) are traced as drops too.
-            (
-                data.drops,
-                acks.drops,
-                data.marks,
-                data.sojourn
-                    .as_ref()
-                    .map_or(Value::Null, DurStats::summary_ms),
-            )
+            let data = &fwd.bn.dir(data_dir).rec.per_flow[i];
+            let acks = &fwd.bn.dir(ack_dir).rec.per_flow[i];
+            // Wire losses (DropReason::LinkLoss) pass through the context too.
+            (data.drops, acks.drops, data.marks)
         })
         .collect();
-    let sojourn_by_flow: [Map<String, Value>; 2] = [DOWN, UP].map(|d| {
-        fwd.dirs[d]
-            .rec
-            .per_flow
-            .iter()
-            .zip(&scn.flows)
-            .filter_map(|(r, f)| r.sojourn.as_ref().map(|h| (f.name.clone(), h.summary_ms())))
-            .collect()
-    });
     let packets = fwd.dirs.iter().map(|d| d.counters.packets_in).sum::<u64>();
     let packet_log = fwd.packet_log.take().map(|l| l.to_json());
     drop(fwd);
@@ -413,10 +398,6 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
     topo.teardown();
     let mut apps_out = apps_out?;
     series.append(&mut apps_out.series);
-    let mut queues = queues;
-    for (d, name) in forwarder::QUEUE_NAMES.iter().enumerate() {
-        queues[*name]["sojourn_ms_by_flow"] = Value::Object(sojourn_by_flow[d].clone());
-    }
     let mut flows_json = Map::new();
     for (i, (f, rt)) in scn.flows.iter().zip(&apps_out.flows).enumerate() {
         let info = rt.info.unwrap_or_default();
@@ -428,7 +409,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
         } else {
             0.0
         };
-        let (lost, ack_lost, marks, _) = &per_flow[i];
+        let (lost, ack_lost, marks) = &per_flow[i];
         flows_json.insert(
             f.name.clone(),
             json!({
@@ -485,7 +466,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
         },
     });
     series.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    let (t_s, names, keys, values): (Vec<f64>, Vec<String>, Vec<&str>, Vec<f64>) =
+    let (t_s, names, keys, values): (Vec<f64>, Vec<String>, Vec<String>, Vec<f64>) =
         series.into_iter().fold(
             (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
             |mut acc, (t, s, k, v)| {

@@ -26,8 +26,7 @@ use std::process::{Child, Command};
 
 use serde_json::{json, Value};
 
-use l4slab_core::{Dur, SimRng};
-use l4slab_link::Link;
+use l4slab_core::Dur;
 use l4slab_scenario::{ParseOptions, Scenario};
 
 use crate::forwarder::{self, Forwarder, Hooks, Step};
@@ -128,20 +127,6 @@ pub fn resolve_links(sets: &[String]) -> Result<Scenario, EmuError> {
             trace_dirs: vec![],
         },
     )?)
-}
-
-/// The two bottleneck links of a scenario, built like the simulator's
-/// (qdisc, rate or trace, loss, ECN path rewrite, delay).
-pub fn build_links(scn: &Scenario, seed: u64) -> [(Link, SimRng); 2] {
-    let b = &scn.bottleneck;
-    let mk = |spec, d: usize| {
-        let name = forwarder::QUEUE_NAMES[d];
-        (
-            l4slab_scenario::build::link(spec, name, seed),
-            l4slab_scenario::build::qdisc_rng(seed, name),
-        )
-    };
-    [mk(&b.down, forwarder::DOWN), mk(&b.up, forwarder::UP)]
 }
 
 /// Environment for commands in the namespaces.
@@ -301,7 +286,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     let clock = sys::Clock::start();
     let cpu0 = sys::cpu_times();
     let mut fwd = Forwarder::new(
-        build_links(&scn, scn.seed),
+        l4slab_scenario::build::bottleneck(&scn.bottleneck, scn.seed, 0),
         topo.tun_fds(),
         Some(sigfd.as_raw_fd()),
         clock,
@@ -373,7 +358,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         let _ = sys::set_foreground(sys::getpgrp());
     }
     let report = json!({
-        "queues": fwd.queues_json(),
+        "queues": fwd.queues_json(&[]),
         "forwarder": fwd.forwarder_json(cpu0),
         "scenario": serde_json::to_value(&scn).expect("scenario serializes"),
         // Each namespace's default, read back after setting it.
