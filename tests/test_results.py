@@ -376,9 +376,9 @@ def test_series_round_trip_through_parquet(tmp_path_factory, rows: list[tuple[An
 # Issue 10: the packet trace streams into the bundle's staging directory in row groups,
 # so a long traced run holds one chunk in memory, not the whole trace.
 
-#: About 150,000 trace rows (three chunks) in a tenth of a second of simulation.
+#: About 190,000 trace rows (three chunks) in a tenth of a second of simulation.
 TRACED = [
-    "duration=6s",
+    "duration=8s",
     "packet_trace=true",
     "bottleneck.rate=100Mbit",
     "bottleneck.buffer=60pkt",
@@ -395,7 +395,7 @@ def test_the_trace_is_written_while_the_simulation_runs(native, golden_scenario,
     res = l4slab.run(golden_scenario, out=tmp_path / "run", overrides=TRACED, progress=progress)
 
     # packets.parquet appears in the staging directory with the first chunk, then grows.
-    during = [size for sim_s, size in seen if sim_s < 6.0 and size > 0]
+    during = [size for sim_s, size in seen if sim_s < 8.0 and size > 0]
     assert len(set(during)) >= 2, f"packets.parquet grows while the run goes on: {seen}"
     meta = pq.ParquetFile(tmp_path / "run" / PACKETS_FILE).metadata
     groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
