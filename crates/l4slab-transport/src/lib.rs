@@ -16,7 +16,8 @@
 //!   and the pacing rate; the transport tells it about sends, ACKs, losses,
 //!   timeouts and the end of recovery.
 //!
-//! * ECN (`ecn.rs`, `docs/models/ecn.md`): classic RFC 3168 and AccECN
+//! * ECN (`ecn/`: negotiation, receiver, sender, validation;
+//!   `docs/models/ecn.md`): classic RFC 3168 and AccECN
 //!   (RFC 9768) negotiation and feedback, the IP-ECN codepoint from the
 //!   controller, and the sender's validation of the path ([`EcnValidation`]:
 //!   bleaching, re-marking, black holes) with Linux's fallbacks.

@@ -4,9 +4,11 @@
 //! * [`Bbr`] (`cc = "bbr"`) — BBR v1 as Linux `net/ipv4/tcp_bbr.c` implements
 //!   it (REFERENCES §3.6); see `v1.rs`.
 //! * [`Bbr3`] (`cc = "bbr3"`) — BBRv3 as draft-ietf-ccwg-bbr-06 specifies it
-//!   (REFERENCES §3.7); see `v3.rs` (state machine, model, control
-//!   parameters) and `v3_bounds.rs` (the loss-driven bounds
-//!   `inflight_longterm`, `inflight_shortterm`, `bw_shortterm`).
+//!   (REFERENCES §3.7); see `v3/`: `mod.rs` (the controller and its checked
+//!   state transition), one file per state (`startup.rs`, `drain.rs`,
+//!   `probe_bw.rs`, `probe_rtt.rs`), the shared model (`model.rs`), control
+//!   parameters (`control.rs`), the loss-driven bounds `inflight_longterm`,
+//!   `inflight_shortterm`, `bw_shortterm` (`bounds.rs`) and `config.rs`.
 //!
 //! This file holds what both share: the per-ACK rate sample as the transport
 //! reports it, Linux's congestion-avoidance state (`icsk_ca_state`) as the
@@ -25,7 +27,6 @@
 pub mod filters;
 mod v1;
 mod v3;
-mod v3_bounds;
 
 pub use v1::{Bbr, BbrConfig, BbrConfigError, BbrStats, BBR_UNIT};
 pub use v3::{Bbr3, Bbr3Config, Bbr3ConfigError, Bbr3Stats, ProbeBwPhase, StartupExit};

@@ -11,12 +11,13 @@
 //! * the per-round delivery signals `bw_latest` / `inflight_latest` and the
 //!   loss-round clock they are measured on.
 //!
-//! `None` stands for the draft's "Infinity" (no bound). The state machine in
-//! `v3.rs` decides when each rule runs; this file only holds the rules.
+//! `None` stands for the draft's "Infinity" (no bound). The state machine
+//! (`mod.rs` and a file per state) decides when each rule runs; this file
+//! only holds the rules.
 
 use l4slab_core::Rate;
 
-use super::RateSample;
+use crate::bbr::RateSample;
 
 /// The bounds and the signals that drive them.
 #[derive(Clone, Debug, Default)]
