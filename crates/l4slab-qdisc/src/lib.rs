@@ -12,6 +12,7 @@
 pub mod codel;
 pub mod dualpi2;
 pub mod fifo;
+pub mod fq;
 pub mod fq_codel;
 pub mod pi;
 pub mod pie;
