@@ -267,6 +267,11 @@ impl<A: FlowAqm> FlowQueues<A> {
     pub fn vars(&self, bucket: usize) -> &A::Vars {
         &self.buckets[bucket].vars
     }
+    /// AQM variables of a bucket, to set up a test.
+    #[cfg(test)]
+    pub(crate) fn vars_mut(&mut self, bucket: usize) -> &mut A::Vars {
+        &mut self.buckets[bucket].vars
+    }
     /// DRR deficit of a bucket, bytes.
     pub fn deficit(&self, bucket: usize) -> i64 {
         self.buckets[bucket].deficit

@@ -310,6 +310,21 @@ impl PieVars {
         self.accu_prob = 0.0;
     }
 
+    /// Put the variables in a given state (tests of the qdiscs built on PIE).
+    #[cfg(test)]
+    pub(crate) fn set_for_test(
+        &mut self,
+        prob: f64,
+        qdelay_old: Dur,
+        burst_allowance: Dur,
+        accu_prob: f64,
+    ) {
+        self.prob = prob;
+        self.qdelay_old = qdelay_old;
+        self.burst_allowance = burst_allowance;
+        self.accu_prob = accu_prob;
+    }
+
     /// Linux `pie_vars_init` after the queue calmed down: a fresh burst
     /// allowance and measurement state (`p` and the delays are kept).
     fn reset(&mut self, params: &PieParams) {
