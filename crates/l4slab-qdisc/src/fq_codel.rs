@@ -10,6 +10,11 @@
 //! `memory_limit` bytes) the fattest bucket loses packets from its head
 //! (RFC 8290 §4.1, Linux `fq_codel_drop`).
 //!
+//! The scheduler (hashing, the two lists, DRR, limits, the fattest-flow
+//! drop) is the generic [`FlowQueues`] of [`crate::fq`], shared with
+//! `fq_pie`; this file plugs CoDel into it as the per-flow AQM
+//! ([`CodelAqm`]: no enqueue-time hook, `codel_dequeue` as the dequeue hook).
+//!
 //! **Flow hashing.** Linux hashes the 5-tuple (`skb_get_hash`, a jhash seeded
 //! once per boot) and scales it to `flows` with `reciprocal_scale`. Our
 //! [`Packet`] has no 5-tuple but a [`FlowId`] that names the transport
@@ -39,7 +44,7 @@
 //!   (buffer overhead included, ~2–4 KB per full-size packet), so the 32 MB
 //!   `memory_limit` binds later here.
 //! * None in scheduling: DRR deficits and the fattest-flow backlogs are
-//!   charged [`qdisc_pkt_len`] (IP length + 14-byte Ethernet header) as in
+//!   charged [`crate::codel::qdisc_pkt_len`] (IP length + 14-byte Ethernet header) as in
 //!   Linux, so the default quantum 1514 is exactly one full-size packet per
 //!   turn and byte fairness is over frame bytes, as in Linux.
 //! * Overflow drops are counted as `DropReason::Overlimit` but, since they
@@ -47,16 +52,16 @@
 //!   `dropped_after_dequeue` in the accounting identities.
 //! * The CoDel deviations of [`crate::codel`] apply per bucket.
 
-use std::collections::VecDeque;
-
 use serde::{Deserialize, Serialize};
 
 use crate::codel::{
-    assert_params, qdisc_pkt_len, CeSelector, CodelParams, CodelQueue, CodelState, CodelStats,
-    Loop, ETH_HLEN, ETH_PSCHED_MTU,
+    assert_params, CeSelector, CodelParams, CodelQueue, CodelState, CodelStats, Loop,
+    ETH_PSCHED_MTU,
 };
+pub use crate::fq::FlowList;
+use crate::fq::{Admit, FlowAqm, FlowQueue, FlowQueues, FqParams, FqStats, Overflow};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::{DropReason, Dur, FlowId, Packet, Time};
+use l4slab_core::{Dur, FlowId, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_codel_change`: `flows_cnt > 65536` is `-EINVAL`).
 pub const MAX_FLOWS: u32 = 65536;
@@ -132,85 +137,82 @@ impl FqCodelConfig {
 
 /// Counters of the scheduler (Linux `fq_codel_sched_data`); the CoDel
 /// counters are in [`CodelStats`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FqCodelStats {
-    /// Packets dropped because the qdisc was over `limit` or `memory_limit`.
-    pub drop_overlimit: u64,
-    /// The part of `drop_overlimit` that happened while over `memory_limit`.
-    pub drop_overmemory: u64,
-    /// Times a bucket joined the new list.
-    pub new_flow_count: u64,
+pub type FqCodelStats = FqStats;
+
+/// CoDel as the per-flow AQM of [`FlowQueues`]: parameters and counters
+/// shared by all buckets, one [`CodelState`] per bucket. CoDel acts at
+/// dequeue only.
+#[derive(Debug)]
+pub struct CodelAqm {
+    params: CodelParams,
+    cstats: CodelStats,
 }
 
-/// Which scheduling list a bucket is on (Linux: the list `flowchain` is linked into).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlowList {
-    New,
-    Old,
-}
-
-/// One bucket (Linux `struct fq_codel_flow` + `backlogs[i]`).
-#[derive(Debug, Default)]
-struct Bucket {
-    queue: VecDeque<Packet>,
-    /// Bytes queued in this bucket.
-    bytes: u64,
-    /// DRR deficit, bytes.
-    deficit: i64,
-    cvars: CodelState,
-    /// `None`: not scheduled (Linux: `list_empty(&flow->flowchain)`).
-    list: Option<FlowList>,
-}
-
-/// A bucket's queue as seen by the CoDel core: pops update the bucket's and
-/// the qdisc's counters; the one-MTU rule reads the whole qdisc's backlog.
-struct BucketQueue<'a> {
-    queue: &'a mut VecDeque<Packet>,
-    bytes: &'a mut u64,
-    total: &'a mut Backlog,
-    memory_usage: &'a mut u64,
-}
-
-impl CodelQueue for BucketQueue<'_> {
+/// `codel_dequeue(sch, &sch->qstats.backlog, ...)`: the one-MTU rule reads
+/// the *whole qdisc's* backlog.
+impl CodelQueue for FlowQueue<'_> {
     /// sch_fq_codel.c `dequeue_func`.
     fn pop(&mut self) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
-        let len = u64::from(p.len);
-        *self.bytes -= len;
-        self.total.packets -= 1;
-        self.total.bytes -= len;
-        *self.memory_usage -= len;
-        Some(p)
+        FlowQueue::pop(self)
     }
-    /// `codel_dequeue(sch, &sch->qstats.backlog, ...)`: the qdisc's backlog.
     fn backlog_bytes(&self) -> u64 {
-        self.total.bytes + u64::from(ETH_HLEN) * u64::from(self.total.packets)
+        self.qdisc_backlog()
     }
 }
 
-/// murmur3's 32-bit finalizer: a bijection with full avalanche.
-fn fmix32(mut h: u32) -> u32 {
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^= h >> 16;
-    h
+impl FlowAqm for CodelAqm {
+    type Vars = CodelState;
+
+    /// `codel_vars_init`.
+    fn new_vars(&self) -> CodelState {
+        CodelState::default()
+    }
+
+    /// `fq_codel_enqueue` has no enqueue-time AQM: every arrival is queued.
+    fn on_enqueue(
+        &mut self,
+        _now: Time,
+        _vars: &mut CodelState,
+        _flow_backlog: u64,
+        _pkt: &mut Packet,
+        _qstats: &mut QdiscStats,
+        _ctx: &mut QdiscCtx<'_>,
+    ) -> Admit {
+        Admit::Enqueue
+    }
+
+    /// `fq_codel_dequeue`: `codel_dequeue(...)` on the bucket.
+    fn dequeue(
+        &mut self,
+        now: Time,
+        vars: &mut CodelState,
+        queue: &mut FlowQueue<'_>,
+        qstats: &mut QdiscStats,
+        ctx: &mut QdiscCtx<'_>,
+    ) -> Option<Packet> {
+        vars.dequeue(
+            now,
+            &mut Loop {
+                params: &self.params,
+                cstats: &mut self.cstats,
+                qstats,
+                queue,
+                ctx,
+            },
+        )
+    }
+
+    /// `fq_codel_drop`: "Tell codel to increase its signal strength also".
+    fn on_overflow_drop(&mut self, vars: &mut CodelState, dropped: u32) {
+        vars.add_count(dropped);
+    }
 }
 
-/// The `fq_codel` qdisc.
+/// The `fq_codel` qdisc: the [`FlowQueues`] scheduler with CoDel per bucket.
 #[derive(Debug)]
 pub struct FqCodel {
     cfg: FqCodelConfig,
-    params: CodelParams,
-    buckets: Vec<Bucket>,
-    new_flows: VecDeque<u32>,
-    old_flows: VecDeque<u32>,
-    total: Backlog,
-    memory_usage: u64,
-    cstats: CodelStats,
-    fstats: FqCodelStats,
-    stats: QdiscStats,
+    sched: FlowQueues<CodelAqm>,
 }
 
 impl FqCodel {
@@ -234,19 +236,23 @@ impl FqCodel {
         );
         let params = cfg.params();
         assert_params(&params);
-        let n = cfg.flows as usize;
-        FqCodel {
-            buckets: (0..n).map(|_| Bucket::default()).collect(),
-            new_flows: VecDeque::with_capacity(n),
-            old_flows: VecDeque::with_capacity(n),
-            params,
-            cfg,
-            total: Backlog::default(),
-            memory_usage: 0,
-            cstats: CodelStats::default(),
-            fstats: FqCodelStats::default(),
-            stats: QdiscStats::default(),
-        }
+        let sched = FlowQueues::new(
+            FqParams {
+                limit: cfg.limit,
+                flows: cfg.flows,
+                quantum: cfg.quantum,
+                memory_limit: cfg.memory_limit,
+                overflow: Overflow::DropFattest {
+                    drop_batch: cfg.drop_batch,
+                },
+                hash_seed: cfg.hash_seed,
+            },
+            CodelAqm {
+                params,
+                cstats: CodelStats::default(),
+            },
+        );
+        FqCodel { cfg, sched }
     }
 
     pub fn config(&self) -> &FqCodelConfig {
@@ -256,87 +262,36 @@ impl FqCodel {
     /// The bucket a flow hashes to (Linux `fq_codel_hash`:
     /// `reciprocal_scale(hash, flows_cnt)`).
     pub fn bucket_of(&self, flow: FlowId) -> usize {
-        let h = fmix32(flow.wrapping_mul(0x9e37_79b1) ^ self.cfg.hash_seed);
-        ((u64::from(h) * u64::from(self.cfg.flows)) >> 32) as usize
+        self.sched.bucket_of(flow)
     }
 
     /// CoDel variables of a bucket.
     pub fn bucket_state(&self, bucket: usize) -> &CodelState {
-        &self.buckets[bucket].cvars
+        self.sched.vars(bucket)
     }
     /// DRR deficit of a bucket, bytes.
     pub fn bucket_deficit(&self, bucket: usize) -> i64 {
-        self.buckets[bucket].deficit
+        self.sched.deficit(bucket)
     }
     /// Bytes queued in a bucket.
     pub fn bucket_bytes(&self, bucket: usize) -> u64 {
-        self.buckets[bucket].bytes
+        self.sched.bucket_bytes(bucket)
     }
     /// The list a bucket is scheduled on, if any.
     pub fn bucket_list(&self, bucket: usize) -> Option<FlowList> {
-        self.buckets[bucket].list
+        self.sched.list(bucket)
     }
     pub fn new_flows_len(&self) -> usize {
-        self.new_flows.len()
+        self.sched.new_flows_len()
     }
     pub fn old_flows_len(&self) -> usize {
-        self.old_flows.len()
+        self.sched.old_flows_len()
     }
     pub fn codel_stats(&self) -> &CodelStats {
-        &self.cstats
+        &self.sched.aqm().cstats
     }
     pub fn fq_stats(&self) -> &FqCodelStats {
-        &self.fstats
-    }
-
-    /// Remove the head of `list` (Linux `list_del_init` / `list_move_tail`).
-    fn pop_list(&mut self, list: FlowList) {
-        match list {
-            FlowList::New => self.new_flows.pop_front(),
-            FlowList::Old => self.old_flows.pop_front(),
-        };
-    }
-
-    /// RFC 8290 §4.1 / Linux `fq_codel_drop`: find the bucket with the largest
-    /// backlog (O(flows), as in Linux; backlogs in [`qdisc_pkt_len`] bytes) and
-    /// drop packets from its head until half its backlog is gone or
-    /// `drop_batch` packets are dropped. Returns the number dropped.
-    fn drop_from_fattest(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> u32 {
-        let mut fattest = 0;
-        let mut max_bytes = 0;
-        for (i, b) in self.buckets.iter().enumerate() {
-            let backlog = b.bytes + u64::from(ETH_HLEN) * b.queue.len() as u64;
-            // `if (q->backlogs[i] > maxbacklog)`: the first of equals wins.
-            if backlog > max_bytes {
-                max_bytes = backlog;
-                fattest = i;
-            }
-        }
-        // "Our goal is to drop half of this fat flow backlog"
-        let threshold = max_bytes / 2;
-        let b = &mut self.buckets[fattest];
-        let mut dropped = 0u32;
-        let mut len = 0u64;
-        // `do { ... } while (++i < max_packets && len < threshold);`
-        while let Some(p) = b.queue.pop_front() {
-            let plen = u64::from(p.len);
-            len += qdisc_pkt_len(p.len);
-            b.bytes -= plen;
-            self.total.packets -= 1;
-            self.total.bytes -= plen;
-            self.memory_usage -= plen;
-            self.stats.dequeued += 1;
-            self.stats.dropped_after_dequeue += 1;
-            self.stats.count_drop(DropReason::Overlimit);
-            ctx.drop_packet(now, p, DropReason::Overlimit);
-            dropped += 1;
-            if dropped >= self.cfg.drop_batch || len >= threshold {
-                break;
-            }
-        }
-        // "Tell codel to increase its signal strength also"
-        b.cvars.add_count(dropped);
-        dropped
+        self.sched.fq_stats()
     }
 }
 
@@ -346,131 +301,40 @@ impl Qdisc for FqCodel {
     }
 
     /// RFC 8290 §4.1 / Linux `fq_codel_enqueue`.
-    fn enqueue(&mut self, now: Time, mut pkt: Packet, ctx: &mut QdiscCtx<'_>) {
-        self.stats.offered += 1;
-        let idx = self.bucket_of(pkt.flow);
-        // codel_set_enqueue_time(skb); flow_queue_add(flow, skb)
-        pkt.enqueued_at = now;
-        let len = u64::from(pkt.len);
-        let b = &mut self.buckets[idx];
-        b.queue.push_back(pkt);
-        b.bytes += len;
-        self.total.packets += 1;
-        self.total.bytes += len;
-        self.stats.enqueued += 1;
-        if b.list.is_none() {
-            // RFC 8290 §4.1: a queue that is not active "is added to the end
-            // of the list of new queues" with a deficit of one quantum.
-            self.new_flows.push_back(idx as u32);
-            b.list = Some(FlowList::New);
-            b.deficit = i64::from(self.cfg.quantum);
-            self.fstats.new_flow_count += 1;
-        }
-        self.memory_usage += len;
-        let memory_limited = self.memory_usage > self.cfg.memory_limit;
-        // `if (++sch->q.qlen <= sch->limit && !memory_limited) return NET_XMIT_SUCCESS;`
-        if self.total.packets <= self.cfg.limit && !memory_limited {
-            return;
-        }
-        let dropped = u64::from(self.drop_from_fattest(now, ctx));
-        self.fstats.drop_overlimit += dropped;
-        if memory_limited {
-            self.fstats.drop_overmemory += dropped;
-        }
+    fn enqueue(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
+        self.sched.enqueue(now, pkt, ctx);
     }
 
     /// RFC 8290 §4.2 / Linux `fq_codel_dequeue`.
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
-        let quantum = i64::from(self.cfg.quantum);
-        loop {
-            // "new flows first, then old flows"
-            let (list, idx) = match (self.new_flows.front(), self.old_flows.front()) {
-                (Some(&i), _) => (FlowList::New, i),
-                (None, Some(&i)) => (FlowList::Old, i),
-                (None, None) => return None,
-            };
-            let b = &mut self.buckets[idx as usize];
-            debug_assert_eq!(b.list, Some(list), "bucket {idx} on the wrong list");
-            if b.deficit <= 0 {
-                // RFC 8290 §4.2: a queue out of deficit gets another quantum
-                // and goes to the end of the old list.
-                b.deficit += quantum;
-                b.list = Some(FlowList::Old);
-                self.pop_list(list);
-                self.old_flows.push_back(idx);
-                continue;
-            }
-            let Bucket {
-                queue,
-                bytes,
-                cvars,
-                ..
-            } = b;
-            let pkt = cvars.dequeue(
-                now,
-                &mut Loop {
-                    params: &self.params,
-                    cstats: &mut self.cstats,
-                    qstats: &mut self.stats,
-                    queue: &mut BucketQueue {
-                        queue,
-                        bytes,
-                        total: &mut self.total,
-                        memory_usage: &mut self.memory_usage,
-                    },
-                    ctx,
-                },
-            );
-            let Some(pkt) = pkt else {
-                // RFC 8290 §4.2: an empty queue from the new list moves to
-                // the end of the old list (so a flow cannot stay "new" by
-                // trickling packets); one from the old list is removed.
-                // Linux: `if ((head == &q->new_flows) && !list_empty(&q->old_flows))`.
-                self.pop_list(list);
-                let b = &mut self.buckets[idx as usize];
-                if list == FlowList::New && !self.old_flows.is_empty() {
-                    b.list = Some(FlowList::Old);
-                    self.old_flows.push_back(idx);
-                } else {
-                    b.list = None;
-                }
-                continue;
-            };
-            // `flow->deficit -= qdisc_pkt_len(skb)`
-            self.buckets[idx as usize].deficit -= qdisc_pkt_len(pkt.len) as i64;
-            ctx.sent(now, &pkt, 0, &mut self.stats);
-            return Some(pkt);
-        }
+        self.sched.dequeue(now, ctx)
     }
 
     fn backlog(&self) -> Backlog {
-        self.total
+        self.sched.backlog()
     }
 
     fn stats(&self) -> &QdiscStats {
-        &self.stats
+        self.sched.stats()
     }
 
     /// The fields of `tc -s qdisc show` for fq_codel (`fq_codel_dump_stats`),
     /// plus `dropping_flows`: scheduled buckets whose CoDel is in the
     /// dropping state.
     fn xstats(&self) -> Vec<(&'static str, f64)> {
-        let dropping = self
-            .new_flows
-            .iter()
-            .chain(&self.old_flows)
-            .filter(|&&i| self.buckets[i as usize].cvars.dropping())
-            .count();
+        let dropping = self.sched.scheduled_vars().filter(|v| v.dropping()).count();
+        let cstats = self.codel_stats();
+        let fstats = self.fq_stats();
         vec![
-            ("maxpacket", f64::from(self.cstats.maxpacket)),
-            ("drop_overlimit", self.fstats.drop_overlimit as f64),
-            ("new_flow_count", self.fstats.new_flow_count as f64),
-            ("ecn_mark", self.cstats.ecn_mark as f64),
-            ("ce_mark", self.cstats.ce_mark as f64),
-            ("memory_usage", self.memory_usage as f64),
-            ("drop_overmemory", self.fstats.drop_overmemory as f64),
-            ("new_flows_len", self.new_flows.len() as f64),
-            ("old_flows_len", self.old_flows.len() as f64),
+            ("maxpacket", f64::from(cstats.maxpacket)),
+            ("drop_overlimit", fstats.drop_overlimit as f64),
+            ("new_flow_count", fstats.new_flow_count as f64),
+            ("ecn_mark", cstats.ecn_mark as f64),
+            ("ce_mark", cstats.ce_mark as f64),
+            ("memory_usage", self.sched.memory_usage() as f64),
+            ("drop_overmemory", fstats.drop_overmemory as f64),
+            ("new_flows_len", self.sched.new_flows_len() as f64),
+            ("old_flows_len", self.sched.old_flows_len() as f64),
             ("dropping_flows", dropping as f64),
         ]
     }
@@ -481,8 +345,9 @@ mod tests {
     //! Timelines for each RFC 8290 / Linux mechanic. Flow *f* is FlowId *f*;
     //! with the default hash seed, flows 0..16 have distinct buckets.
     use super::*;
+    use crate::codel::qdisc_pkt_len;
     use crate::testing::Harness;
-    use l4slab_core::TraceEvent;
+    use l4slab_core::{DropReason, TraceEvent};
     use l4slab_core::{Ecn, MarkReason};
 
     fn fq(cfg: FqCodelConfig) -> Harness<FqCodel> {

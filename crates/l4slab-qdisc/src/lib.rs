@@ -12,7 +12,9 @@
 pub mod codel;
 pub mod dualpi2;
 pub mod fifo;
+pub mod fq;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod pi;
 pub mod pie;
 pub mod testing;
@@ -25,6 +27,7 @@ pub use codel::{CeSelector, Codel, CodelConfig};
 pub use dualpi2::{DualPi2, DualPi2Config};
 pub use fifo::{Fifo, FifoConfig, FifoLimit, FifoMode};
 pub use fq_codel::{FqCodel, FqCodelConfig};
+pub use fq_pie::{FqPie, FqPieConfig};
 pub use pie::{Pie, PieConfig};
 
 /// Current occupancy.

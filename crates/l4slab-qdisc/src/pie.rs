@@ -14,6 +14,16 @@
 //! per-packet timestamps and the RFC's departure-rate estimate (§4.3, tc
 //! `dq_rate_estimator`).
 //!
+//! The algorithm is split the way Linux splits it in `include/net/pie.h`, so
+//! that `fq_pie` runs one PIE per flow queue ([`crate::fq_pie`]):
+//!
+//! * [`PieParams`] — the tc parameters of the control law (`struct pie_params`);
+//! * [`PieVars`] — the control state of one queue (`struct pie_vars`): `prob`,
+//!   the delays, the burst allowance, the departure-rate estimate, `accu_prob`;
+//! * [`PieStats`] — the qdisc's counters (`struct pie_stats`);
+//! * [`pie_drop_early`], [`pie_process_dequeue`], [`pie_calculate_probability`]
+//!   — the algorithm, as functions over (params, vars) and the queue's backlog.
+//!
 //! Deviations, and why:
 //! * `p` is an `f64`, not Linux's 56-bit fixed point (`MAX_PROB = 2^56 - 1`);
 //!   the arithmetic is the same up to rounding.
@@ -144,6 +154,62 @@ pub fn next_prob(gains: &PiGains, p: f64, qdelay: Dur, qdelay_old: Dur, queue_em
     next
 }
 
+impl PieConfig {
+    /// The algorithm's parameters (Linux `struct pie_params`, less `limit`).
+    pub fn params(&self) -> PieParams {
+        PieParams {
+            target: self.target,
+            tupdate: self.tupdate,
+            alpha: self.alpha,
+            beta: self.beta,
+            bytemode: self.bytemode,
+            dq_rate_estimator: self.dq_rate_estimator,
+            max_burst: self.max_burst,
+            mtu: self.mtu,
+        }
+    }
+}
+
+/// The parameters of the PIE control law (Linux `struct pie_params`), shared
+/// by every queue a qdisc runs PIE on: the single FIFO of `pie`, or each flow
+/// queue of `fq_pie`. The limit and the ECN policy belong to the qdisc.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PieParams {
+    /// `QDELAY_REF`.
+    pub target: Dur,
+    /// `T_UPDATE`: the update runs once per `tupdate`.
+    pub tupdate: Dur,
+    /// Integral gain, Hz.
+    pub alpha: f64,
+    /// Proportional gain, Hz.
+    pub beta: f64,
+    /// RFC 8033 §5.2: scale `p` by packet size / `mtu`.
+    pub bytemode: bool,
+    /// RFC 8033 §4.3: estimate the delay from the departure rate.
+    pub dq_rate_estimator: bool,
+    /// `MAX_BURST` (Linux `pie_vars_init`: 150 ms).
+    pub max_burst: Dur,
+    /// The "2 MTU" safeguard and the byte-mode unit, in the caller's length unit.
+    pub mtu: u32,
+}
+
+impl PieParams {
+    fn gains(&self) -> PiGains {
+        PiGains {
+            alpha: self.alpha,
+            beta: self.beta,
+            target: self.target,
+        }
+    }
+
+    /// Check parameters that would make the control law meaningless
+    /// (rejected earlier, with a key path, by `l4slab-scenario`).
+    pub(crate) fn assert_valid(&self, kind: &str) {
+        assert!(!self.tupdate.is_zero(), "{kind} tupdate must be positive");
+        assert!(self.mtu > 0, "{kind} mtu must be positive");
+    }
+}
+
 /// One departure-rate measurement cycle (RFC 8033 §4.3).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum DqCycle {
@@ -179,183 +245,291 @@ impl Estimator {
     }
 }
 
-#[derive(Debug)]
-pub struct Pie {
-    cfg: PieConfig,
-    gains: PiGains,
-    queue: VecDeque<Packet>,
-    bytes: u64,
+/// The control variables of one PIE-managed queue (Linux `struct pie_vars`):
+/// `pie` keeps one, `fq_pie` one per flow queue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PieVars {
     /// Drop probability `drop_prob_`.
     prob: f64,
     /// Latest delay estimate (per-packet sample, or the last rate-based estimate).
     qdelay: Dur,
     /// The delay used by the last update (`qdelay_old`).
     qdelay_old: Dur,
+    /// RFC 8033 §4.4 `burst_allowance_` (Linux `burst_time`).
     burst_allowance: Dur,
     /// Derandomization accumulator (RFC 8033 §5.1).
     accu_prob: f64,
     estimator: Estimator,
+}
+
+impl PieVars {
+    /// Linux `pie_vars_init`: `p = 0`, a full burst allowance, no rate sample.
+    pub fn new(params: &PieParams) -> Self {
+        PieVars {
+            prob: 0.0,
+            qdelay: Dur::ZERO,
+            qdelay_old: Dur::ZERO,
+            burst_allowance: params.max_burst,
+            accu_prob: 0.0,
+            estimator: Estimator::new(params.dq_rate_estimator),
+        }
+    }
+
+    /// The drop probability.
+    pub fn prob(&self) -> f64 {
+        self.prob
+    }
+    /// The latest queue-delay estimate.
+    pub fn qdelay(&self) -> Dur {
+        self.qdelay
+    }
+    /// The delay the last update used.
+    pub fn qdelay_old(&self) -> Dur {
+        self.qdelay_old
+    }
+    /// Burst allowance left.
+    pub fn burst_allowance(&self) -> Dur {
+        self.burst_allowance
+    }
+    /// The derandomization accumulator.
+    pub fn accu_prob(&self) -> f64 {
+        self.accu_prob
+    }
+    /// The average departure rate in bytes/s, with `dq_rate_estimator` (0
+    /// before the first measurement cycle ends).
+    pub fn avg_dq_rate(&self) -> Option<f64> {
+        match self.estimator {
+            Estimator::Timestamps => None,
+            Estimator::DepartureRate { avg_rate, .. } => Some(avg_rate),
+        }
+    }
+
+    /// Linux `fq_pie_qdisc_enqueue` (`out:`) and `pie_qdisc_enqueue`: every
+    /// drop at enqueue clears the derandomization accumulator.
+    pub fn reset_accu(&mut self) {
+        self.accu_prob = 0.0;
+    }
+
+    /// Put the variables in a given state (tests of the qdiscs built on PIE).
+    #[cfg(test)]
+    pub(crate) fn set_for_test(
+        &mut self,
+        prob: f64,
+        qdelay_old: Dur,
+        burst_allowance: Dur,
+        accu_prob: f64,
+    ) {
+        self.prob = prob;
+        self.qdelay_old = qdelay_old;
+        self.burst_allowance = burst_allowance;
+        self.accu_prob = accu_prob;
+    }
+
+    /// Linux `pie_vars_init` after the queue calmed down: a fresh burst
+    /// allowance and measurement state (`p` and the delays are kept).
+    fn reset(&mut self, params: &PieParams) {
+        self.burst_allowance = params.max_burst;
+        self.accu_prob = 0.0;
+        self.estimator = Estimator::new(params.dq_rate_estimator);
+    }
+}
+
+/// Counters of a PIE qdisc (Linux `struct pie_stats`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PieStats {
+    /// Packets admitted.
+    pub packets_in: u64,
+    /// Arrivals refused at the packet limit.
+    pub overlimit: u64,
+    /// Arrivals refused, for any reason (limit or early drop).
+    pub dropped: u64,
+    /// Most packets queued, seen at an admission.
+    pub maxq: u32,
+    /// Early-drop decisions turned into CE marks.
+    pub ecn_mark: u64,
+}
+
+/// RFC 8033 §4.2 "every T_UPDATE interval" (Linux `pie_calculate_probability`):
+/// update `vars` from its queue's `backlog` (in the unit of `params.mtu`).
+pub fn pie_calculate_probability(params: &PieParams, vars: &mut PieVars, backlog: u64) {
+    let qdelay = match vars.estimator {
+        Estimator::Timestamps => vars.qdelay,
+        // RFC 8033 §4.3: current_qdelay = queue_.byte_length() / avg_dq_rate.
+        Estimator::DepartureRate { avg_rate, .. } if avg_rate > 0.0 => {
+            Dur::from_secs_f64(backlog as f64 / avg_rate)
+        }
+        Estimator::DepartureRate { .. } => Dur::ZERO,
+    };
+    let qdelay_old = vars.qdelay_old;
+    vars.prob = next_prob(&params.gains(), vars.prob, qdelay, qdelay_old, backlog == 0);
+    // RFC 8033 §4.4: "burst_allowance_ = max(0, burst_allowance_ - T_UPDATE)".
+    vars.burst_allowance = vars.burst_allowance.saturating_sub(params.tupdate);
+    vars.qdelay = qdelay;
+    vars.qdelay_old = qdelay;
+    // RFC 8033 §4.4 / Linux: restart the burst allowance once the queue has
+    // been short for two updates and p has decayed to zero.
+    let half = Dur::from_nanos(params.target.as_nanos() / 2);
+    let rate_known = match vars.estimator {
+        Estimator::Timestamps => true,
+        Estimator::DepartureRate { avg_rate, .. } => avg_rate > 0.0,
+    };
+    if qdelay < half && qdelay_old < half && vars.prob == 0.0 && rate_known {
+        vars.reset(params);
+    }
+}
+
+/// RFC 8033 §4.1 and §5.1 (Linux `pie_drop_early`): should an arrival of
+/// `len` bytes to a queue holding `backlog` bytes be dropped (or marked)?
+/// Consumes randomness only in the random band of the derandomization.
+pub fn pie_drop_early(
+    params: &PieParams,
+    vars: &mut PieVars,
+    backlog: u64,
+    len: u32,
+    rng: &mut SimRng,
+) -> bool {
+    // RFC 8033 §4.4: no early drop while burst allowance remains.
+    if !vars.burst_allowance.is_zero() {
+        return false;
+    }
+    // RFC 8033 §4.1: "if (qdelay_old < QDELAY_REF/2 && drop_prob < 0.2) return ENQUE".
+    let half = Dur::from_nanos(params.target.as_nanos() / 2);
+    if vars.qdelay_old < half && vars.prob < 0.2 {
+        return false;
+    }
+    // Linux: "If we have fewer than 2 mtu-sized packets, disable pie_drop_early".
+    if backlog < 2 * u64::from(params.mtu) {
+        return false;
+    }
+    // RFC 8033 §5.2 byte mode: p scaled by packet size / MTU (Linux: only packets <= MTU).
+    let p = if params.bytemode && len <= params.mtu {
+        vars.prob * f64::from(len) / f64::from(params.mtu)
+    } else {
+        vars.prob
+    };
+    // RFC 8033 §5.1: "if (drop_prob_ == 0) accu_prob_ = 0; accu_prob_ += drop_prob_".
+    if p == 0.0 {
+        vars.accu_prob = 0.0;
+    } else {
+        vars.accu_prob += p;
+    }
+    if vars.accu_prob < ACCU_NEVER {
+        return false;
+    }
+    let hit = vars.accu_prob >= ACCU_ALWAYS || rng.chance(p);
+    if hit {
+        vars.accu_prob = 0.0;
+    }
+    hit
+}
+
+/// Linux `pie_process_dequeue`: the delay sample (timestamps) or one step of
+/// the departure-rate measurement (RFC 8033 §4.3), for a packet of `len`
+/// bytes stamped `enqueued_at` that left a queue now holding `backlog` bytes.
+pub fn pie_process_dequeue(
+    vars: &mut PieVars,
+    now: Time,
+    len: u64,
+    enqueued_at: Time,
+    backlog: u64,
+) {
+    match &mut vars.estimator {
+        Estimator::Timestamps => {
+            vars.qdelay = if backlog == 0 {
+                Dur::ZERO
+            } else {
+                now.saturating_since(enqueued_at)
+            };
+        }
+        Estimator::DepartureRate { cycle, avg_rate } => {
+            // "If current queue is about 10 packets or more ... start measurement cycle."
+            if backlog >= DQ_THRESHOLD && *cycle == DqCycle::Idle {
+                *cycle = DqCycle::Measuring {
+                    since: now,
+                    bytes: 0,
+                };
+            }
+            if let DqCycle::Measuring { since, bytes } = cycle {
+                *bytes += len;
+                if *bytes >= DQ_THRESHOLD {
+                    let dt = now.saturating_since(*since);
+                    if dt.is_zero() {
+                        return;
+                    }
+                    let rate = *bytes as f64 / dt.as_secs_f64();
+                    // Linux: avg = avg - avg/8 + rate/8 (the first sample is taken as is).
+                    *avg_rate = if *avg_rate == 0.0 {
+                        rate
+                    } else {
+                        *avg_rate * (7.0 / 8.0) + rate / 8.0
+                    };
+                    *cycle = if backlog < DQ_THRESHOLD {
+                        DqCycle::Idle
+                    } else {
+                        DqCycle::Measuring {
+                            since: now,
+                            bytes: 0,
+                        }
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// The next `tupdate` deadline after an update due at `due` ran at `now`.
+/// Like Linux's `mod_timer(jiffies + tupdate)`, a late timer does not run the
+/// missed updates.
+pub(crate) fn next_update(due: Time, now: Time, tupdate: Dur) -> Time {
+    due.saturating_add(tupdate).max(now.saturating_add(tupdate))
+}
+
+/// The `pie` qdisc: one FIFO run by one [`PieVars`].
+#[derive(Debug)]
+pub struct Pie {
+    cfg: PieConfig,
+    params: PieParams,
+    vars: PieVars,
+    queue: VecDeque<Packet>,
+    bytes: u64,
     next_update: Time,
-    ecn_marks: u64,
-    maxq: u32,
+    pstats: PieStats,
     stats: QdiscStats,
 }
 
 impl Pie {
     pub fn new(cfg: PieConfig) -> Self {
         assert!(cfg.limit > 0, "pie limit must be positive");
-        assert!(!cfg.tupdate.is_zero(), "pie tupdate must be positive");
-        assert!(cfg.mtu > 0, "pie mtu must be positive");
+        let params = cfg.params();
+        params.assert_valid("pie");
         Pie {
-            gains: PiGains {
-                alpha: cfg.alpha,
-                beta: cfg.beta,
-                target: cfg.target,
-            },
+            vars: PieVars::new(&params),
             queue: VecDeque::with_capacity((cfg.limit as usize).min(1 << 16)),
             bytes: 0,
-            prob: 0.0,
-            qdelay: Dur::ZERO,
-            qdelay_old: Dur::ZERO,
-            burst_allowance: cfg.max_burst,
-            accu_prob: 0.0,
-            estimator: Estimator::new(cfg.dq_rate_estimator),
             next_update: Time::ZERO + cfg.tupdate,
-            ecn_marks: 0,
-            maxq: 0,
+            pstats: PieStats::default(),
             stats: QdiscStats::default(),
+            params,
             cfg,
         }
     }
 
     /// The current drop probability.
     pub fn prob(&self) -> f64 {
-        self.prob
+        self.vars.prob
     }
 
-    /// Linux `pie_vars_init`: a fresh burst allowance and measurement state.
-    fn reset_vars(&mut self) {
-        self.burst_allowance = self.cfg.max_burst;
-        self.accu_prob = 0.0;
-        self.estimator = Estimator::new(self.cfg.dq_rate_estimator);
+    /// The control variables.
+    pub fn vars(&self) -> &PieVars {
+        &self.vars
     }
 
-    /// RFC 8033 §4.2 "every T_UPDATE interval" (Linux `pie_calculate_probability`).
-    fn update(&mut self) {
-        let qdelay = match self.estimator {
-            Estimator::Timestamps => self.qdelay,
-            // RFC 8033 §4.3: current_qdelay = queue_.byte_length() / avg_dq_rate.
-            Estimator::DepartureRate { avg_rate, .. } if avg_rate > 0.0 => {
-                Dur::from_secs_f64(self.bytes as f64 / avg_rate)
-            }
-            Estimator::DepartureRate { .. } => Dur::ZERO,
-        };
-        let qdelay_old = self.qdelay_old;
-        self.prob = next_prob(&self.gains, self.prob, qdelay, qdelay_old, self.bytes == 0);
-        // RFC 8033 §4.4: "burst_allowance_ = max(0, burst_allowance_ - T_UPDATE)".
-        self.burst_allowance = self.burst_allowance.saturating_sub(self.cfg.tupdate);
-        self.qdelay = qdelay;
-        self.qdelay_old = qdelay;
-        // RFC 8033 §4.4 / Linux: restart the burst allowance once the queue has
-        // been short for two updates and p has decayed to zero.
-        let half = Dur::from_nanos(self.cfg.target.as_nanos() / 2);
-        let rate_known = match self.estimator {
-            Estimator::Timestamps => true,
-            Estimator::DepartureRate { avg_rate, .. } => avg_rate > 0.0,
-        };
-        if qdelay < half && qdelay_old < half && self.prob == 0.0 && rate_known {
-            self.reset_vars();
-        }
-    }
-
-    /// RFC 8033 §4.1 and §5.1 (Linux `pie_drop_early`): should this arrival
-    /// be dropped (or marked)? Consumes randomness only in the random band of
-    /// the derandomization.
-    fn drop_early(&mut self, len: u32, rng: &mut SimRng) -> bool {
-        // RFC 8033 §4.4: no early drop while burst allowance remains.
-        if !self.burst_allowance.is_zero() {
-            return false;
-        }
-        // RFC 8033 §4.1: "if (qdelay_old < QDELAY_REF/2 && drop_prob < 0.2) return ENQUE".
-        let half = Dur::from_nanos(self.cfg.target.as_nanos() / 2);
-        if self.qdelay_old < half && self.prob < 0.2 {
-            return false;
-        }
-        // Linux: "If we have fewer than 2 mtu-sized packets, disable pie_drop_early".
-        if self.bytes < 2 * u64::from(self.cfg.mtu) {
-            return false;
-        }
-        // RFC 8033 §5.2 byte mode: p scaled by packet size / MTU (Linux: only packets <= MTU).
-        let p = if self.cfg.bytemode && len <= self.cfg.mtu {
-            self.prob * f64::from(len) / f64::from(self.cfg.mtu)
-        } else {
-            self.prob
-        };
-        // RFC 8033 §5.1: "if (drop_prob_ == 0) accu_prob_ = 0; accu_prob_ += drop_prob_".
-        if p == 0.0 {
-            self.accu_prob = 0.0;
-        } else {
-            self.accu_prob += p;
-        }
-        if self.accu_prob < ACCU_NEVER {
-            return false;
-        }
-        let hit = self.accu_prob >= ACCU_ALWAYS || rng.chance(p);
-        if hit {
-            self.accu_prob = 0.0;
-        }
-        hit
-    }
-
-    /// Linux `pie_process_dequeue`: the delay sample (timestamps) or one step
-    /// of the departure-rate measurement (RFC 8033 §4.3).
-    fn on_departure(&mut self, now: Time, pkt: &Packet) {
-        let backlog = self.bytes;
-        match &mut self.estimator {
-            Estimator::Timestamps => {
-                self.qdelay = if backlog == 0 {
-                    Dur::ZERO
-                } else {
-                    now.saturating_since(pkt.enqueued_at)
-                };
-            }
-            Estimator::DepartureRate { cycle, avg_rate } => {
-                // "If current queue is about 10 packets or more ... start measurement cycle."
-                if backlog >= DQ_THRESHOLD && *cycle == DqCycle::Idle {
-                    *cycle = DqCycle::Measuring {
-                        since: now,
-                        bytes: 0,
-                    };
-                }
-                if let DqCycle::Measuring { since, bytes } = cycle {
-                    *bytes += u64::from(pkt.len);
-                    if *bytes >= DQ_THRESHOLD {
-                        let dt = now.saturating_since(*since);
-                        if dt.is_zero() {
-                            return;
-                        }
-                        let rate = *bytes as f64 / dt.as_secs_f64();
-                        // Linux: avg = avg - avg/8 + rate/8 (the first sample is taken as is).
-                        *avg_rate = if *avg_rate == 0.0 {
-                            rate
-                        } else {
-                            *avg_rate * (7.0 / 8.0) + rate / 8.0
-                        };
-                        *cycle = if backlog < DQ_THRESHOLD {
-                            DqCycle::Idle
-                        } else {
-                            DqCycle::Measuring {
-                                since: now,
-                                bytes: 0,
-                            }
-                        };
-                    }
-                }
-            }
-        }
+    pub fn pie_stats(&self) -> &PieStats {
+        &self.pstats
     }
 
     fn refuse(&mut self, now: Time, pkt: Packet, reason: DropReason, ctx: &mut QdiscCtx<'_>) {
+        self.pstats.dropped += 1;
         self.stats.dropped_at_enqueue += 1;
         self.stats.count_drop(reason);
         ctx.drop_packet(now, pkt, reason);
@@ -371,23 +545,25 @@ impl Qdisc for Pie {
         self.stats.offered += 1;
         // Linux pie_qdisc_enqueue: "if (unlikely(qdisc_qlen(sch) >= sch->limit))" first.
         if self.queue.len() as u32 >= self.cfg.limit {
-            self.accu_prob = 0.0; // Linux resets it on every drop
+            self.vars.reset_accu(); // Linux resets it on every drop
+            self.pstats.overlimit += 1;
             self.refuse(now, pkt, DropReason::Overlimit, ctx);
             return;
         }
-        if self.drop_early(pkt.len, ctx.rng) {
+        if pie_drop_early(&self.params, &mut self.vars, self.bytes, pkt.len, ctx.rng) {
             // RFC 8033 §5.1: mark ECN-capable packets while drop_prob <= mark_ecnth.
             let marked = self.cfg.ecn
-                && self.prob <= MARK_ECN_THRESHOLD
+                && self.vars.prob <= MARK_ECN_THRESHOLD
                 && ctx.try_mark(now, &mut pkt, MarkReason::Aqm);
             if !marked {
                 self.refuse(now, pkt, DropReason::AqmDrop, ctx);
                 return;
             }
             self.stats.count_mark(MarkReason::Aqm);
-            self.ecn_marks += 1;
+            self.pstats.ecn_mark += 1;
         }
-        self.maxq = self.maxq.max(self.queue.len() as u32);
+        self.pstats.maxq = self.pstats.maxq.max(self.queue.len() as u32);
+        self.pstats.packets_in += 1;
         pkt.enqueued_at = now;
         self.bytes += u64::from(pkt.len);
         self.queue.push_back(pkt);
@@ -398,7 +574,13 @@ impl Qdisc for Pie {
         let pkt = self.queue.pop_front()?;
         self.bytes -= u64::from(pkt.len);
         self.stats.dequeued += 1;
-        self.on_departure(now, &pkt);
+        pie_process_dequeue(
+            &mut self.vars,
+            now,
+            u64::from(pkt.len),
+            pkt.enqueued_at,
+            self.bytes,
+        );
         ctx.sent(now, &pkt, 0, &mut self.stats);
         Some(pkt)
     }
@@ -422,26 +604,24 @@ impl Qdisc for Pie {
         if now < self.next_update {
             return;
         }
-        self.update();
-        // Like Linux's mod_timer(jiffies + tupdate): a late timer does not
-        // run the missed updates.
-        self.next_update = self
-            .next_update
-            .saturating_add(self.cfg.tupdate)
-            .max(now.saturating_add(self.cfg.tupdate));
+        pie_calculate_probability(&self.params, &mut self.vars, self.bytes);
+        self.next_update = next_update(self.next_update, now, self.cfg.tupdate);
     }
 
     fn xstats(&self) -> Vec<(&'static str, f64)> {
         let mut v = vec![
-            ("prob", self.prob),
-            ("delay_ms", self.qdelay.as_millis_f64()),
-            ("burst_allowance_ms", self.burst_allowance.as_millis_f64()),
-            ("accu_prob", self.accu_prob),
-            ("ecn_mark", self.ecn_marks as f64),
-            ("maxq", f64::from(self.maxq)),
+            ("prob", self.vars.prob),
+            ("delay_ms", self.vars.qdelay.as_millis_f64()),
+            (
+                "burst_allowance_ms",
+                self.vars.burst_allowance.as_millis_f64(),
+            ),
+            ("accu_prob", self.vars.accu_prob),
+            ("ecn_mark", self.pstats.ecn_mark as f64),
+            ("maxq", f64::from(self.pstats.maxq)),
         ];
-        if let Estimator::DepartureRate { avg_rate, .. } = self.estimator {
-            v.push(("avg_dq_rate", avg_rate));
+        if let Some(rate) = self.vars.avg_dq_rate() {
+            v.push(("avg_dq_rate", rate));
         }
         v
     }
@@ -560,21 +740,21 @@ mod tests {
         // Dequeue one packet that waited 10 ms: qdelay = 10 ms.
         h.advance(ms(10));
         h.dequeue();
-        assert_eq!(h.q.qdelay, ms(10));
+        assert_eq!(h.q.vars.qdelay, ms(10));
         h.advance(ms(5)); // t = 15 ms: first update
         let want = (0.125 * -0.005 + 1.25 * 0.010) / 2048.0;
-        assert!(close(h.q.prob, want), "{}", h.q.prob);
-        assert_eq!(h.q.qdelay_old, ms(10));
+        assert!(close(h.q.vars.prob, want), "{}", h.q.vars.prob);
+        assert_eq!(h.q.vars.qdelay_old, ms(10));
         assert_eq!(h.q.next_timer(), Some(Time::from_millis(30)));
         // Burst allowance: 150 ms - 15 ms.
-        assert_eq!(h.q.burst_allowance, ms(135));
+        assert_eq!(h.q.vars.burst_allowance, ms(135));
         h.check_accounting();
     }
 
     #[test]
     fn burst_allowance_defers_drops_for_150_ms() {
         let mut h = pie(PieConfig::default());
-        h.q.prob = 0.5; // congested from the start
+        h.q.vars.prob = 0.5; // congested from the start
         let mut first_drop = None;
         // One arrival per ms, one departure per 2 ms: a standing, growing queue.
         for t in 0..300u64 {
@@ -586,7 +766,7 @@ mod tests {
                 first_drop = Some(t);
             }
             if t == 149 {
-                assert_eq!(h.q.burst_allowance, ms(15), "9 updates so far");
+                assert_eq!(h.q.vars.burst_allowance, ms(15), "9 updates so far");
             }
             h.advance(MS);
         }
@@ -600,9 +780,9 @@ mod tests {
     #[test]
     fn burst_allowance_refills_when_the_queue_is_short_and_p_zero() {
         let mut h = pie(PieConfig::default());
-        h.q.burst_allowance = Dur::ZERO;
+        h.q.vars.burst_allowance = Dur::ZERO;
         h.advance(ms(15)); // empty queue, p = 0: reset
-        assert_eq!(h.q.burst_allowance, ms(150));
+        assert_eq!(h.q.vars.burst_allowance, ms(150));
     }
 
     /// A queue past its burst allowance with the given state, holding 4 packets.
@@ -611,9 +791,9 @@ mod tests {
         for i in 0..4 {
             h.offer(1000 + i, 1500);
         }
-        h.q.burst_allowance = Dur::ZERO;
-        h.q.prob = prob;
-        h.q.qdelay_old = qdelay_old;
+        h.q.vars.burst_allowance = Dur::ZERO;
+        h.q.vars.prob = prob;
+        h.q.vars.qdelay_old = qdelay_old;
         h
     }
 
@@ -625,7 +805,10 @@ mod tests {
             h.offer(i, 1500);
         }
         assert!(h.dropped.is_empty());
-        assert_eq!(h.q.accu_prob, 0.0, "safeguard returns before accumulating");
+        assert_eq!(
+            h.q.vars.accu_prob, 0.0,
+            "safeguard returns before accumulating"
+        );
         // Same delay with p >= 0.2: drops happen.
         let mut h = congested(PieConfig::default(), 0.2, ms(7));
         for i in 0..50 {
@@ -634,14 +817,14 @@ mod tests {
         assert!(!h.dropped.is_empty());
         // Backlog under 2 MTU: never drop, even at p = 1.
         let mut h = pie(PieConfig::default());
-        h.q.burst_allowance = Dur::ZERO;
-        h.q.prob = 1.0;
-        h.q.qdelay_old = ms(100);
+        h.q.vars.burst_allowance = Dur::ZERO;
+        h.q.vars.prob = 1.0;
+        h.q.vars.qdelay_old = ms(100);
         h.offer(0, 1500);
         h.offer(1, 1499);
         h.offer(2, 1500); // backlog 2999 B < 2 MTU: admitted without a decision
         assert!(h.dropped.is_empty());
-        assert_eq!(h.q.accu_prob, 0.0);
+        assert_eq!(h.q.vars.accu_prob, 0.0);
         h.offer(3, 1500); // backlog 4499 B: accu = 1, random band with p = 1
         assert_eq!(h.dropped_ids(), [3]);
         h.check_accounting();
@@ -656,15 +839,15 @@ mod tests {
             h.offer(i, 1500);
         }
         assert!(h.dropped.is_empty());
-        assert!(close(h.q.accu_prob, 0.8));
+        assert!(close(h.q.vars.accu_prob, 0.8));
         assert_eq!(h.rng.next_u64(), probe.next_u64(), "no rng draw below 0.85");
         // From 8.5 on: drop without drawing, and reset.
         let mut h = congested(PieConfig::default(), 0.2, ms(20));
-        h.q.accu_prob = 8.4;
+        h.q.vars.accu_prob = 8.4;
         let mut probe = h.rng.clone();
         h.offer(7, 1500);
         assert_eq!(h.dropped_ids(), [7]);
-        assert_eq!(h.q.accu_prob, 0.0);
+        assert_eq!(h.q.vars.accu_prob, 0.0);
         assert_eq!(h.rng.next_u64(), probe.next_u64(), "no rng draw at >= 8.5");
     }
 
@@ -675,23 +858,23 @@ mod tests {
             ..PieConfig::default()
         };
         let mut h = congested(cfg.clone(), 0.1, ms(20));
-        h.q.accu_prob = 8.5;
+        h.q.vars.accu_prob = 8.5;
         h.offer_pkt(ect0(1));
         assert!(h.dropped.is_empty());
         assert_eq!(h.q.stats().marks[MarkReason::Aqm.index()], 1);
         // Not-ECT at the same p: dropped.
-        h.q.accu_prob = 8.5;
+        h.q.vars.accu_prob = 8.5;
         h.offer(2, 1500);
         assert_eq!(h.dropped_ids(), [2]);
         // Above 10 %: ECN-capable packets are dropped too.
         let mut h = congested(cfg, 0.11, ms(20));
-        h.q.accu_prob = 8.5;
+        h.q.vars.accu_prob = 8.5;
         h.offer_pkt(ect0(3));
         assert_eq!(h.dropped_ids(), [3]);
         assert_eq!(h.q.stats().total_marks(), 0);
         // Without `ecn`, ECN-capable packets are dropped at any p.
         let mut h = congested(PieConfig::default(), 0.05, ms(20));
-        h.q.accu_prob = 8.5;
+        h.q.vars.accu_prob = 8.5;
         h.offer_pkt(ect0(4));
         assert_eq!(h.dropped_ids(), [4]);
         h.check_accounting();
@@ -705,13 +888,13 @@ mod tests {
         };
         let mut h = congested(cfg, 0.3, ms(20));
         h.offer(1, 150); // 0.3 * 150 / 1500
-        assert!(close(h.q.accu_prob, 0.03));
+        assert!(close(h.q.vars.accu_prob, 0.03));
         h.offer(2, 1500);
-        assert!(close(h.q.accu_prob, 0.33));
+        assert!(close(h.q.vars.accu_prob, 0.33));
         // Without byte mode every packet counts fully.
         let mut h = congested(PieConfig::default(), 0.3, ms(20));
         h.offer(1, 150);
-        assert!(close(h.q.accu_prob, 0.3));
+        assert!(close(h.q.vars.accu_prob, 0.3));
     }
 
     #[test]
@@ -745,7 +928,7 @@ mod tests {
             h.q.next_update = Time::MAX; // keep the timer out of the way
             h.advance(MS);
         }
-        let Estimator::DepartureRate { avg_rate, .. } = h.q.estimator else {
+        let Estimator::DepartureRate { avg_rate, .. } = h.q.vars.estimator else {
             panic!("estimator");
         };
         // 17 000 bytes over 16 ms.
@@ -754,7 +937,7 @@ mod tests {
         h.q.next_update = h.now;
         h.advance(Dur::ZERO);
         let want = Dur::from_secs_f64(23_000.0 / avg_rate);
-        assert_eq!(h.q.qdelay, want);
+        assert_eq!(h.q.vars.qdelay, want);
         assert!(h.q.xstats().iter().any(|(k, _)| *k == "avg_dq_rate"));
         h.check_accounting();
     }

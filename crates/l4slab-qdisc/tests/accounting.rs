@@ -86,6 +86,28 @@ fn pie_ecn_mild() -> Box<dyn Qdisc> {
     }))
 }
 
+/// `fq_pie` with 2 buckets (the 4 random flows collide), a small limit, a
+/// 1 ms target, hot gains and no burst allowance, so random sequences reach
+/// the early drops and marks of each flow's PIE and the tail drop at `limit`.
+fn fq_pie(ecn: bool, bytemode: bool, dq_rate_estimator: bool) -> Box<dyn Qdisc> {
+    Box::new(FqPie::new(FqPieConfig {
+        limit: 12,
+        flows: 2,
+        quantum: 300,
+        memory_limit: 6000,
+        target: ms(1),
+        tupdate: ms(1),
+        alpha: 20.0,
+        beta: 200.0,
+        ecn,
+        ecn_prob: 50,
+        bytemode,
+        dq_rate_estimator,
+        max_burst: Dur::ZERO,
+        ..FqPieConfig::default()
+    }))
+}
+
 /// `dualpi2` with a 1 ms target and hot gains (p' reaches overload within a
 /// sequence), small limits, flow 2 filtered into L and flow 3 into LLLL.
 fn hot_dualpi2() -> DualPi2Config {
@@ -107,7 +129,7 @@ fn dualpi2(cfg: DualPi2Config) -> Box<dyn Qdisc> {
 
 use l4slab_qdisc::dualpi2::{EcnMask, LAqm, PiInput, Scheduler, StepThresh};
 use l4slab_qdisc::{CeSelector, Codel, CodelConfig, FqCodel, FqCodelConfig};
-use l4slab_qdisc::{DualPi2, DualPi2Config, Pie, PieConfig};
+use l4slab_qdisc::{DualPi2, DualPi2Config, FqPie, FqPieConfig, Pie, PieConfig};
 use FifoLimit::{Bytes, Packets};
 
 /// Small limits so that drops are frequent; `Bytes(1000)` is smaller than the
@@ -182,6 +204,31 @@ const CASES: &[Case] = &[
         "pie dq_rate_estimator",
         || pie(false, false, true),
         Order::Fifo,
+    ),
+    (
+        "fq_pie 2 buckets, hot, no ecn",
+        || fq_pie(false, false, false),
+        Order::Any,
+    ),
+    (
+        "fq_pie 2 buckets, hot, ecn bytemode",
+        || fq_pie(true, true, false),
+        Order::Any,
+    ),
+    (
+        "fq_pie 2 buckets, hot, ecn dq_rate_estimator",
+        || fq_pie(true, false, true),
+        Order::Any,
+    ),
+    (
+        "fq_pie defaults, limit 8",
+        || {
+            Box::new(FqPie::new(FqPieConfig {
+                limit: 8,
+                ..FqPieConfig::default()
+            }))
+        },
+        Order::Any,
     ),
     (
         "dualpi2 defaults, limit 8",

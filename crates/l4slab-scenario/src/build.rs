@@ -11,7 +11,9 @@ use l4slab_core::SimRng;
 use l4slab_link::{
     Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss, RateModel, TraceRate,
 };
-use l4slab_qdisc::{Codel, DualPi2, Fifo, FifoConfig, FifoLimit, FifoMode, FqCodel, Pie, Qdisc};
+use l4slab_qdisc::{
+    Codel, DualPi2, Fifo, FifoConfig, FifoLimit, FifoMode, FqCodel, FqPie, Pie, Qdisc,
+};
 
 use l4slab_link::bottleneck::{DOWN, QUEUE_NAMES, UP};
 
@@ -34,6 +36,7 @@ pub fn qdisc(spec: &QdiscSpec) -> Box<dyn Qdisc> {
         QdiscSpec::Codel(cfg) => Box::new(Codel::new(cfg.clone())),
         QdiscSpec::FqCodel(cfg) => Box::new(FqCodel::new(cfg.clone())),
         QdiscSpec::Pie(cfg) => Box::new(Pie::new(cfg.clone())),
+        QdiscSpec::FqPie(cfg) => Box::new(FqPie::new(cfg.clone())),
         QdiscSpec::Dualpi2(cfg) => Box::new(DualPi2::new(cfg.clone())),
     }
 }

@@ -95,6 +95,8 @@ pub enum QdiscSpec {
     FqCodel(l4slab_qdisc::FqCodelConfig),
     /// Linux `pie` (RFC 8033); `limit` in packets.
     Pie(l4slab_qdisc::PieConfig),
+    /// Linux `fq_pie` (RFC 8290 scheduler, RFC 8033 PIE per flow); `limit` in packets.
+    FqPie(l4slab_qdisc::FqPieConfig),
     /// Linux `dualpi2` (RFC 9332); `limit` in packets; `l_flows` are flow
     /// indices (`Scenario::flows`).
     Dualpi2(l4slab_qdisc::DualPi2Config),

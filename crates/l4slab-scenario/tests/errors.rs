@@ -111,7 +111,7 @@ const CASES: &[Case] = &[
     set(&["bottleneck.up.buffer=100p"], "bottleneck.up.buffer", BadValue, "unknown buffer unit 'p'"),
     set(&["bottleneck.buffer=5000000000pkt"], "bottleneck.buffer", BadValue, "packets is too many"),
     // qdisc
-    set(&["bottleneck.qdisc=x"], "bottleneck.qdisc", UnknownName, "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo, codel, fq_codel, pie, dualpi2"),
+    set(&["bottleneck.qdisc=x"], "bottleneck.qdisc", UnknownName, "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo, codel, fq_codel, pie, fq_pie, dualpi2"),
     set(&["bottleneck.qdisc={ head_drop = true }"], "bottleneck.qdisc.kind", Missing, "missing; write e.g. kind = \"fifo\""),
     set(&["bottleneck.qdisc={ kind = 5 }"], "bottleneck.qdisc.kind", WrongType, "expected a string"),
     set(&["bottleneck.qdisc={ kind = \"fifo\", limit = 5 }"], "bottleneck.qdisc.limit", UnknownKey, "valid keys here: kind, head_drop"),
@@ -312,7 +312,7 @@ fn design_examples_verbatim() {
     let e = parse_set(BASE, &["bottleneck.qdisc=x"]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo, codel, fq_codel, pie, dualpi2"
+        "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo, codel, fq_codel, pie, fq_pie, dualpi2"
     );
 }
 

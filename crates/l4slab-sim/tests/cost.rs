@@ -32,6 +32,7 @@ fn series_estimate_bounds_the_rows_a_run_records() {
         ("dualpi2", vec!["flows[0].cc=prague"]),
         ("fq_codel", vec![]),
         ("pie", vec![]),
+        ("fq_pie", vec![]),
     ] {
         let mut sets = vec![
             format!("bottleneck.qdisc={qdisc}"),

@@ -86,7 +86,7 @@ fn without_seed(out: &l4slab_sim::RunOutput) -> (String, Vec<u64>) {
 /// DualPI2's coin flips, BBR's randomized cycle phase) do draw.
 #[test]
 fn a_run_that_draws_nothing_is_the_same_for_every_seed() {
-    let cases: [(&str, &[&str], bool); 8] = [
+    let cases: [(&str, &[&str], bool); 9] = [
         ("fifo reno", &[], false),
         (
             "codel cubic",
@@ -101,6 +101,7 @@ fn a_run_that_draws_nothing_is_the_same_for_every_seed() {
         ),
         ("lossy", &["bottleneck.loss=1%"], true),
         ("pie", &["bottleneck.qdisc=pie"], true),
+        ("fq_pie", &["bottleneck.qdisc=fq_pie"], true),
         ("dualpi2 classic", &["bottleneck.qdisc=dualpi2"], true),
         ("bbr", &["flows[0].cc=bbr"], true),
     ];

@@ -23,6 +23,7 @@ __all__ = [
 PROBABILITY_KEYS: dict[str, tuple[str, ...]] = {
     "dualpi2": ("p_c", "p_cl"),
     "pie": ("prob",),
+    "fq_pie": ("max_prob",),
 }
 
 

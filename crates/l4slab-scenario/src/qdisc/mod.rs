@@ -10,6 +10,7 @@ mod codel;
 mod dualpi2;
 mod fifo;
 mod fq_codel;
+mod fq_pie;
 pub(crate) mod params;
 mod pie;
 
@@ -23,7 +24,7 @@ use crate::model::{BufferLimit, QdiscSpec};
 use crate::values::kind_of;
 
 /// Queue disciplines this build implements.
-pub const QDISCS: &[&str] = &["fifo", "codel", "fq_codel", "pie", "dualpi2"];
+pub const QDISCS: &[&str] = &["fifo", "codel", "fq_codel", "pie", "fq_pie", "dualpi2"];
 
 /// Resolve `qdisc = "kind"` or `qdisc = { kind = "...", ... }` at `path`.
 pub(crate) fn resolve(
@@ -38,6 +39,7 @@ pub(crate) fn resolve(
         "codel" => codel::resolve(value, path, limit, rate),
         "fq_codel" => fq_codel::resolve(value, path, limit, rate),
         "pie" => pie::resolve(value, path, limit, rate),
+        "fq_pie" => fq_pie::resolve(value, path, limit, rate),
         "dualpi2" => dualpi2::resolve(value, path, limit, rate),
         k => Err(ScenarioError::unknown_name(&kind_path, "qdisc", k, QDISCS)),
     }

@@ -12,8 +12,7 @@
 //!   would make ambiguous, so integers are refused.
 //! * `max_burst` (alias `burst`) is RFC 8033's MAX_BURST; Linux fixes it at 150 ms.
 //!
-//! Also the helpers shared with [`super::dualpi2`]: limits, typed values
-//! with the examples attached to their errors.
+//! Also [`pie_gain`], shared with [`super::fq_pie`].
 
 use serde::Deserialize;
 use toml::Value;
@@ -90,7 +89,12 @@ pub(super) fn resolve(
 
 /// A tc-pie gain: a non-negative float in Hz. `tc` is the tc integer for the
 /// same default, quoted in the error for an integer.
-fn pie_gain(v: &Value, path: &str, example: &str, tc: i64) -> Result<f64, ScenarioError> {
+pub(super) fn pie_gain(
+    v: &Value,
+    path: &str,
+    example: &str,
+    tc: i64,
+) -> Result<f64, ScenarioError> {
     if let Value::Integer(i) = v {
         return Err(bad_value(
             path,
