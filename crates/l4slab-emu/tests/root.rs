@@ -563,80 +563,96 @@ fn series_pairs(series: &Value) -> std::collections::BTreeSet<(String, String)> 
         .collect()
 }
 
-/// One bottleneck runtime: an emulated DualPI2 run writes every queue series
-/// and every queue summary key a simulated run of the same scenario writes
-/// (the per-sub-queue `sojourn_ms.c` / `.l` included).
+/// One bottleneck runtime: an emulated run writes every queue series and
+/// every queue summary key a simulated run of the same scenario writes: for
+/// DualPI2 (the per-sub-queue `sojourn_ms.c` / `.l` included) and for
+/// fq_pie (added once, in the shared core: both backends have it).
 #[test]
 fn an_emulated_run_writes_the_queue_series_and_summary_of_a_simulated_one() {
     if !root_or_skip("an_emulated_run_writes_the_queue_series_and_summary_of_a_simulated_one") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempdir();
-    let text = r#"format = 1
+    for (qdisc, subqueues) in [("dualpi2", vec!["c", "l"]), ("fq_pie", vec![])] {
+        let dir = tempdir();
+        let text = format!(
+            r#"format = 1
 duration = "2s"
 sample_interval = "200ms"
 [bottleneck]
 rate = "20Mbit"
 delay = "10ms"
 buffer = "200pkt"
-qdisc = "dualpi2"
+qdisc = "{qdisc}"
 [[flows]]
 name = "dl"
 cc = "cubic"
-"#;
-    let scenario = dir.join("dualpi2.toml");
-    std::fs::write(&scenario, text).unwrap();
-    let out = dir.join("result.json");
-    let st = Command::new(EMU)
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let emu: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let opts = l4slab_scenario::ParseOptions {
-        known_cc: l4slab_sim::cc_names().to_vec(),
-        trace_dirs: vec![],
-    };
-    let scn = l4slab_scenario::parse_with(text, "dualpi2.toml", &[], &opts).unwrap();
-    let sim = l4slab_sim::run(&scn, &l4slab_sim::RunOptions::default(), &mut |_| true).unwrap();
-    let sim_series: std::collections::BTreeSet<(String, String)> = (0..sim.series.len())
-        .map(|i| {
-            let s = &sim.series;
-            (s.name(s.series[i]).to_owned(), s.name(s.key[i]).to_owned())
-        })
-        .filter(|(n, _)| n.starts_with("queue/"))
-        .collect();
-    let emu_series = series_pairs(&emu["series"]);
-    for pair in &sim_series {
-        assert!(emu_series.contains(pair), "the emulated run lacks {pair:?}");
-    }
-    assert!(
-        sim_series.contains(&("queue/bottleneck.down".into(), "sojourn_ms.l".into()))
-            || sim_series.contains(&("queue/bottleneck.down".into(), "sojourn_ms.c".into()))
-    );
-    let emu_summary: Value = serde_json::from_str(emu["summary_json"].as_str().unwrap()).unwrap();
-    for q in ["bottleneck.down", "bottleneck.up"] {
-        let keys = |v: &Value| -> Vec<String> {
-            let mut k: Vec<String> = v["queues"][q]
-                .as_object()
-                .unwrap()
-                .keys()
-                .cloned()
-                .collect();
-            k.retain(|k| k != "timing_error_us");
-            k
+"#
+        );
+        let scenario = dir.join("q.toml");
+        std::fs::write(&scenario, &text).unwrap();
+        let out = dir.join("result.json");
+        let st = Command::new(EMU)
+            .args([
+                "run",
+                scenario.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .stdin(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "{qdisc}");
+        let emu: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let opts = l4slab_scenario::ParseOptions {
+            known_cc: l4slab_sim::cc_names().to_vec(),
+            trace_dirs: vec![],
         };
-        assert_eq!(keys(&emu_summary), keys(&sim.summary), "{q}");
-        let subs = emu_summary["queues"][q]["subqueues"].as_object().unwrap();
-        assert_eq!(subs.keys().collect::<Vec<_>>(), ["c", "l"], "{q}");
+        let scn = l4slab_scenario::parse_with(&text, "q.toml", &[], &opts).unwrap();
+        let sim = l4slab_sim::run(&scn, &l4slab_sim::RunOptions::default(), &mut |_| true).unwrap();
+        let sim_series: std::collections::BTreeSet<(String, String)> = (0..sim.series.len())
+            .map(|i| {
+                let s = &sim.series;
+                (s.name(s.series[i]).to_owned(), s.name(s.key[i]).to_owned())
+            })
+            .filter(|(n, _)| n.starts_with("queue/"))
+            .collect();
+        assert!(sim_series.len() > 10, "{qdisc}: {sim_series:?}");
+        let emu_series = series_pairs(&emu["series"]);
+        for pair in &sim_series {
+            assert!(
+                emu_series.contains(pair),
+                "{qdisc}: the emulated run lacks {pair:?}"
+            );
+        }
+        let emu_summary: Value =
+            serde_json::from_str(emu["summary_json"].as_str().unwrap()).unwrap();
+        for q in ["bottleneck.down", "bottleneck.up"] {
+            let keys = |v: &Value| -> Vec<String> {
+                let mut k: Vec<String> = v["queues"][q]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .cloned()
+                    .collect();
+                k.retain(|k| k != "timing_error_us");
+                k
+            };
+            assert_eq!(keys(&emu_summary), keys(&sim.summary), "{qdisc} {q}");
+            assert_eq!(emu_summary["queues"][q]["kind"], qdisc);
+            let subs: Vec<&String> = emu_summary["queues"][q]["subqueues"]
+                .as_object()
+                .map(|m| m.keys().collect())
+                .unwrap_or_default();
+            assert_eq!(subs, subqueues, "{qdisc} {q}");
+        }
+        // The download went through and the queue worked.
+        let down = &emu_summary["queues"]["bottleneck.down"];
+        assert!(
+            down["sent_packets"].as_u64().unwrap() > 1000,
+            "{qdisc}: {down}"
+        );
     }
 }
 

@@ -16,7 +16,7 @@
 //! Both must give identical per-packet decisions (drop with time and reason,
 //! or departure with intended time and ECN field), identical queue
 //! summaries and identical queue series, for qdiscs with timers and random
-//! draws, sub-queues, wire loss and an ECN path rewrite.
+//! draws, sub-queues, flow queues, wire loss and an ECN path rewrite.
 
 use std::collections::BTreeMap;
 
@@ -24,7 +24,9 @@ use l4slab_core::Rate;
 use l4slab_core::{DropReason, Dur, Ecn, Packet, SeriesStore, SimRng, Time};
 use l4slab_link::bottleneck::{DOWN, UP};
 use l4slab_link::{Bernoulli, Bottleneck, ConstantRate, EcnRewrite, Link, LossModel, NoLoss};
-use l4slab_qdisc::{DualPi2, DualPi2Config, FqCodel, FqCodelConfig, Pie, PieConfig, Qdisc};
+use l4slab_qdisc::{
+    DualPi2, DualPi2Config, FqCodel, FqCodelConfig, FqPie, FqPieConfig, Pie, PieConfig, Qdisc,
+};
 
 /// One arrival: when, which direction, the packet.
 #[derive(Clone, Copy)]
@@ -253,7 +255,7 @@ fn by_late_loop(mut bn: Bottleneck, arrivals: &[Arrival], end: Time, seed: u64) 
 
 #[test]
 fn the_simulators_clock_and_the_emulators_loop_give_the_same_results() {
-    let qdiscs: [(&str, MakeQdisc); 3] = [
+    let qdiscs: [(&str, MakeQdisc); 4] = [
         (
             "dualpi2",
             Box::new(|| Box::new(DualPi2::new(DualPi2Config::default()))),
@@ -270,6 +272,15 @@ fn the_simulators_clock_and_the_emulators_loop_give_the_same_results() {
         (
             "fq_codel",
             Box::new(|| Box::new(FqCodel::new(FqCodelConfig::default()))),
+        ),
+        (
+            "fq_pie",
+            Box::new(|| {
+                Box::new(FqPie::new(FqPieConfig {
+                    ecn: true,
+                    ..FqPieConfig::default()
+                }))
+            }),
         ),
     ];
     for (name, qdisc) in &qdiscs {
