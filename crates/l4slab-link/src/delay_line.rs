@@ -29,6 +29,7 @@ impl DelayLine {
     }
 
     /// Add a packet that entered at `now`; returns its exit time.
+    #[inline]
     pub fn push(&mut self, now: Time, pkt: Packet) -> Time {
         self.push_until(now + self.delay, pkt);
         now + self.delay
@@ -36,6 +37,7 @@ impl DelayLine {
 
     /// Add a packet that leaves at `at` (which no earlier packet may follow:
     /// the line is a FIFO).
+    #[inline]
     pub fn push_until(&mut self, at: Time, pkt: Packet) {
         assert!(
             self.q.back().is_none_or(|(t, _)| *t <= at),
@@ -46,6 +48,7 @@ impl DelayLine {
     }
 
     /// The head packet and its exit time, if it is due at or before `now`.
+    #[inline]
     pub fn pop_due(&mut self, now: Time) -> Option<(Time, Packet)> {
         if self.q.front().is_some_and(|(t, _)| *t <= now) {
             self.q.pop_front()
@@ -55,6 +58,7 @@ impl DelayLine {
     }
 
     /// When the head packet leaves.
+    #[inline]
     pub fn head_time(&self) -> Option<Time> {
         self.q.front().map(|(t, _)| *t)
     }

@@ -7,10 +7,10 @@
 //! propagation) → the server host's egress line (its access delay; none
 //! when it is zero) → endpoint.
 //! Access links are pure delay (no rate, no queue): the bottleneck is the only
-//! place packets queue. The engine is the bottleneck's clock: one calendar
-//! event per direction at its next deadline ([`Ev::Bottleneck`]), and
-//! [`Bottleneck::advance`] before every arrival, as the emulator's forwarder
-//! does. Packets in flight sit in delay lines, not on the calendar, so the
+//! place packets queue. The engine is the bottleneck's clock: calendar
+//! events at its deadlines ([`Ev::BnTx`], [`Ev::BnTimer`], [`Ev::BnDepart`])
+//! run [`Bottleneck::advance`], and so does every arrival first, as the
+//! emulator's forwarder does. Packets in flight sit in delay lines, not on the calendar, so the
 //! calendar stays small and the cost of an event does not grow with the
 //! window or the queue depth.
 
@@ -47,10 +47,19 @@ pub enum Ev {
     Line {
         line: u32,
     },
-    /// Direction `dir` of the bottleneck reached its deadline `at`.
-    Bottleneck {
+    /// Direction `dir` of the bottleneck: the packet on the wire finished
+    /// serializing (one such event at a time).
+    BnTx {
+        dir: u8,
+    },
+    /// Its qdisc timer, armed for `at` (superseded when re-armed earlier).
+    BnTimer {
         dir: u8,
         at: Time,
+    },
+    /// The head of its delay line leaves (one such event at a time).
+    BnDepart {
+        dir: u8,
     },
     EpTimer {
         flow: u32,
@@ -72,6 +81,16 @@ pub enum LineExit {
     Bottleneck { dir: usize },
     /// To the endpoint on `side` of the packet's flow.
     Endpoint { side: usize },
+}
+
+/// The bottleneck deadlines of one direction on the calendar: one timer per
+/// kind, so a deadline moving earlier (an arrival at an idle link) never
+/// leaves a stale event behind, as a single "next deadline" timer would.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BnArmed {
+    pub tx: bool,
+    pub timer: Option<Time>,
+    pub depart: bool,
 }
 
 /// An access line: a [`DelayLine`] with its exit, and whether its head is on
@@ -145,8 +164,8 @@ pub struct Sim<'s> {
     pub q: EventQueue<Ev>,
     /// Both directions of the bottleneck (the runtime the emulator runs too).
     pub bn: Bottleneck,
-    /// Per direction: the deadline on the calendar.
-    pub bn_armed: [Option<Time>; 2],
+    /// Per direction: which of its deadlines are on the calendar.
+    pub bn_armed: [BnArmed; 2],
     pub flows: Vec<FlowState>,
     /// Access lines: `lines[h]` carries host `h`'s packets to the bottleneck;
     /// `lines[n_hosts + h]` carries packets from the bottleneck to host `h`.
@@ -164,8 +183,6 @@ pub struct Sim<'s> {
     pub out: Vec<Transmit>,
     pub dgrams: Vec<Datagram>,
     pub app_events: Vec<AppEvent>,
-    /// Packets the bottleneck released in one call.
-    pub departed: Vec<(Time, Packet)>,
 }
 
 impl Sim<'_> {
@@ -242,13 +259,25 @@ impl Sim<'_> {
                 }
             }
             Ev::Line { line } => self.line_due(now, line as usize),
-            Ev::Bottleneck { dir, at } => {
+            Ev::BnTx { dir } => {
                 let dir = usize::from(dir);
-                if self.bn_armed[dir] == Some(at) {
-                    self.bn_armed[dir] = None;
+                self.bn_armed[dir].tx = false;
+                self.advance_bottleneck(now, dir);
+                self.arm_bottleneck(dir);
+            }
+            Ev::BnTimer { dir, at } => {
+                let dir = usize::from(dir);
+                if self.bn_armed[dir].timer == Some(at) {
+                    self.bn_armed[dir].timer = None;
                     self.advance_bottleneck(now, dir);
                     self.arm_bottleneck(dir);
                 }
+            }
+            Ev::BnDepart { dir } => {
+                let dir = usize::from(dir);
+                self.bn_armed[dir].depart = false;
+                self.advance_bottleneck(now, dir);
+                self.arm_bottleneck(dir);
             }
             Ev::EpTimer { flow, side, at } => {
                 let (f, s) = (flow as usize, usize::from(side));
@@ -293,12 +322,11 @@ impl Sim<'_> {
     /// Run direction `dir` of the bottleneck to `now`; hand its departures
     /// to the far side's hosts and account for its drops.
     fn advance_bottleneck(&mut self, now: Time, dir: usize) {
-        let mut departed = std::mem::take(&mut self.departed);
-        self.bn.advance(dir, now, &mut departed);
+        self.bn.run_link(dir, now);
         self.take_drops(dir);
         // Packets going down arrive at the client side, going up at the server side.
         let side = if dir == DOWN { CLIENT } else { SERVER };
-        for &(at, pkt) in &departed {
+        while let Some((at, pkt)) = self.bn.pop_departure(dir, now) {
             debug_assert_eq!(
                 at, now,
                 "the simulator runs the bottleneck at its deadlines"
@@ -311,29 +339,44 @@ impl Sim<'_> {
                 self.enter_line(now, line, pkt);
             }
         }
-        departed.clear();
-        self.departed = departed;
     }
 
-    /// Put direction `dir`'s next deadline on the calendar, unless an
-    /// earlier one is there.
+    /// Put direction `dir`'s deadlines on the calendar: its serialization
+    /// and its delay line's head (each once), its qdisc timer (unless an
+    /// earlier one is there). Every event runs [`Bottleneck::advance`].
     fn arm_bottleneck(&mut self, dir: usize) {
-        if let Some(t) = self.bn.next_deadline(dir) {
-            let t = t.max(self.q.now());
-            if self.bn_armed[dir].is_none_or(|a| t < a) {
-                self.bn_armed[dir] = Some(t);
-                self.q.schedule(
-                    t,
-                    Ev::Bottleneck {
-                        dir: dir as u8,
-                        at: t,
-                    },
-                );
+        let now = self.q.now();
+        let armed = &mut self.bn_armed[dir];
+        let d = dir as u8;
+        if !armed.tx {
+            if let Some(t) = self.bn.tx_done_at(dir) {
+                armed.tx = true;
+                self.q.schedule(t.max(now), Ev::BnTx { dir: d });
+            }
+        }
+        if !armed.depart {
+            if let Some(t) = self.bn.next_departure(dir) {
+                armed.depart = true;
+                self.q.schedule(t.max(now), Ev::BnDepart { dir: d });
+            }
+        }
+        if let Some(t) = self.bn.next_timer(dir) {
+            let t = t.max(now);
+            if armed.timer.is_none_or(|a| t < a) {
+                armed.timer = Some(t);
+                self.q.schedule(t, Ev::BnTimer { dir: d, at: t });
             }
         }
     }
 
+    #[inline]
     fn take_drops(&mut self, dir: usize) {
+        if !self.bn.dropped(dir).is_empty() {
+            self.account_drops(dir);
+        }
+    }
+
+    fn account_drops(&mut self, dir: usize) {
         for i in 0..self.bn.dropped(dir).len() {
             let (t, pkt, reason) = self.bn.dropped(dir)[i];
             let carried = self.segs.remove(pkt.handle);

@@ -16,7 +16,8 @@ use l4slab_scenario::{AppSpec, Direction, EcnSpec, Flow, Scenario, Side, WebConn
 use l4slab_transport::{EcnMode, Endpoint, Role, RtoFormula, TransportConfig};
 
 use crate::engine::{
-    EpState, Ev, FlowState, Keys, Line, LineExit, PacketCounts, Sim, CLIENT, DOWN, SERVER, UP,
+    BnArmed, EpState, Ev, FlowState, Keys, Line, LineExit, PacketCounts, Sim, CLIENT, DOWN, SERVER,
+    UP,
 };
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
@@ -230,7 +231,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         seed,
         q,
         bn,
-        bn_armed: [None; 2],
+        bn_armed: [BnArmed::default(); 2],
         hosts_of: scn.flows.iter().map(|f| [f.client, f.server]).collect(),
         lines: build_lines(scn),
         rec: Recorder::new(flows.len()),
@@ -247,6 +248,5 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         out: Vec::with_capacity(64),
         dgrams: Vec::with_capacity(8),
         app_events: Vec::with_capacity(8),
-        departed: Vec::with_capacity(64),
     })
 }

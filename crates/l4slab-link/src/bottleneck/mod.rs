@@ -72,6 +72,9 @@ pub struct Direction {
     series: QueueSeries,
     /// The latest instant this direction has run to: time never goes back.
     clock: Time,
+    /// `link.next_timer()`, read after every link call (it changes only then):
+    /// the clocks ask for it far more often than the qdisc moves it.
+    timer: Option<Time>,
 }
 
 impl Direction {
@@ -93,6 +96,7 @@ impl Direction {
 
     /// Run one link call at `t` with the qdisc context, then move its drops
     /// (at `t`) to `dropped`.
+    #[inline]
     fn with_ctx(&mut self, dir: usize, t: Time, call: impl FnOnce(&mut Link, &mut QdiscCtx<'_>)) {
         assert!(
             t >= self.clock,
@@ -108,8 +112,11 @@ impl Direction {
             dropped: &mut self.scratch,
         };
         call(&mut self.link, &mut ctx);
-        self.dropped
-            .extend(self.scratch.drain(..).map(|(p, r)| (t, p, r)));
+        self.timer = self.link.next_timer();
+        if !self.scratch.is_empty() {
+            self.dropped
+                .extend(self.scratch.drain(..).map(|(p, r)| (t, p, r)));
+        }
     }
 }
 
@@ -134,6 +141,7 @@ impl Bottleneck {
                 dropped: Vec::with_capacity(64),
                 scratch: Vec::with_capacity(64),
                 clock: Time::ZERO,
+                timer: None,
             }
         };
         let [down, up] = links;
@@ -148,33 +156,38 @@ impl Bottleneck {
 
     /// Protocol step 2: a packet reaches the bottleneck in direction `dir`
     /// at `now` (after [`Bottleneck::advance`] to `now`).
+    #[inline]
     pub fn enqueue(&mut self, dir: usize, now: Time, pkt: Packet) {
         self.dirs[dir].with_ctx(dir, now, |link, ctx| link.enqueue(now, pkt, ctx));
     }
 
     /// Protocol step 1: run direction `dir` up to `now` (see the module
     /// documentation); packets whose propagation ended go to `departed`
-    /// with their exit times, in order.
+    /// with their exit times, in order. The same as
+    /// [`Bottleneck::run_link`] then [`Bottleneck::pop_departure`] until
+    /// `None`, which a clock may call instead (no buffer).
+    #[inline]
     pub fn advance(&mut self, dir: usize, now: Time, departed: &mut Vec<(Time, Packet)>) {
+        self.run_link(dir, now);
+        while let Some(out) = self.dirs[dir].line.pop_due(now) {
+            departed.push(out);
+        }
+    }
+
+    /// The link's events due by `now` (serializations ending, qdisc
+    /// timers), each at its intended time; ties: the serialization first.
+    #[inline]
+    pub fn run_link(&mut self, dir: usize, now: Time) {
         let d = &mut self.dirs[dir];
         for _ in 0..MAX_EVENTS_PER_ADVANCE {
             let tx = d.link.tx_done_at().filter(|&t| t <= now);
             // A timer set for an instant already past runs at once.
-            let timer = d
-                .link
-                .next_timer()
-                .filter(|&t| t <= now)
-                .map(|t| t.max(d.clock));
+            let timer = d.timer.filter(|&t| t <= now).map(|t| t.max(d.clock));
             match (tx, timer) {
                 (Some(t), Some(m)) if t <= m => Self::tx_done(d, dir, t),
                 (Some(t), None) => Self::tx_done(d, dir, t),
                 (_, Some(m)) => d.with_ctx(dir, m, |link, ctx| link.on_timer(m, ctx)),
-                (None, None) => {
-                    while let Some(out) = d.line.pop_due(now) {
-                        departed.push(out);
-                    }
-                    return;
-                }
+                (None, None) => return,
             }
         }
         panic!(
@@ -183,7 +196,15 @@ impl Bottleneck {
         );
     }
 
+    /// The next packet whose propagation ended by `now`, with its exit time
+    /// (after [`Bottleneck::run_link`] to `now`).
+    #[inline]
+    pub fn pop_departure(&mut self, dir: usize, now: Time) -> Option<(Time, Packet)> {
+        self.dirs[dir].line.pop_due(now)
+    }
+
     /// The end of a serialization at `t`: a survivor enters the delay line.
+    #[inline]
     fn tx_done(d: &mut Direction, dir: usize, t: Time) {
         let mut out = None;
         d.with_ctx(dir, t, |link, ctx| out = link.on_tx_done(t, ctx));
@@ -194,10 +215,12 @@ impl Bottleneck {
 
     /// Protocol step 3: the packets dropped since the last
     /// [`Bottleneck::clear_dropped`], with the time and the reason.
+    #[inline]
     pub fn dropped(&self, dir: usize) -> &[(Time, Packet, DropReason)] {
         &self.dirs[dir].dropped
     }
 
+    #[inline]
     pub fn clear_dropped(&mut self, dir: usize) {
         self.dirs[dir].dropped.clear();
     }
@@ -207,10 +230,30 @@ impl Bottleneck {
     /// or a packet leaves the delay line.
     pub fn next_deadline(&self, dir: usize) -> Option<Time> {
         let d = &self.dirs[dir];
-        [d.link.tx_done_at(), d.link.next_timer(), d.line.head_time()]
+        [d.link.tx_done_at(), d.timer, d.line.head_time()]
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// The parts of [`Bottleneck::next_deadline`], for a clock that keeps
+    /// one timer per kind (the simulator's calendar): when the packet on the
+    /// wire finishes serializing,
+    #[inline]
+    pub fn tx_done_at(&self, dir: usize) -> Option<Time> {
+        self.dirs[dir].link.tx_done_at()
+    }
+
+    /// when the qdisc wants its timer,
+    #[inline]
+    pub fn next_timer(&self, dir: usize) -> Option<Time> {
+        self.dirs[dir].timer
+    }
+
+    /// and when the head of the delay line leaves.
+    #[inline]
+    pub fn next_departure(&self, dir: usize) -> Option<Time> {
+        self.dirs[dir].line.head_time()
     }
 
     /// Packets in the bottleneck (both directions): queued, on the wire or
