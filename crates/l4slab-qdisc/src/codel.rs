@@ -267,7 +267,6 @@ impl<Q: CodelQueue> Loop<'_, '_, Q> {
     /// Linux `drop_func` + `stats->drop_count++`.
     fn drop(&mut self, now: Time, pkt: Packet) {
         self.qstats.dropped_after_dequeue += 1;
-        self.qstats.count_drop(DropReason::AqmDrop);
         self.cstats.drop_count += 1;
         self.ctx.drop_packet(now, pkt, DropReason::AqmDrop);
     }
@@ -276,7 +275,6 @@ impl<Q: CodelQueue> Loop<'_, '_, Q> {
     /// (it is ECN-capable and ECN is on) and must not be dropped.
     fn mark(&mut self, now: Time, pkt: &mut Packet) -> bool {
         if self.params.ecn && self.ctx.try_mark(now, pkt, MarkReason::Aqm) {
-            self.qstats.count_mark(MarkReason::Aqm);
             self.cstats.ecn_mark += 1;
             true
         } else {
@@ -414,7 +412,6 @@ impl CodelState {
                 && selected
                 && lp.ctx.try_mark(now, &mut pkt, MarkReason::CeThreshold)
             {
-                lp.qstats.count_mark(MarkReason::CeThreshold);
                 lp.cstats.ce_mark += 1;
             }
         }
@@ -493,7 +490,6 @@ impl Qdisc for Codel {
         if self.queue.len() as u64 >= u64::from(self.cfg.limit) {
             self.cstats.drop_overlimit += 1;
             self.stats.dropped_at_enqueue += 1;
-            self.stats.count_drop(DropReason::Overlimit);
             ctx.drop_packet(now, pkt, DropReason::Overlimit);
             return;
         }
@@ -843,9 +839,8 @@ mod tests {
         let p = h.dequeue().unwrap();
         assert_eq!((p.id, p.ecn), (3, Ecn::NotEct), "Not-ECT 2 dropped");
         assert_eq!(h.dropped_ids(), [2]);
-        let s = h.q.stats();
-        assert_eq!(s.marks[MarkReason::Aqm.index()], 1);
-        assert_eq!(s.drops[DropReason::AqmDrop.index()], 1);
+        assert_eq!(h.marks(MarkReason::Aqm), 1);
+        assert_eq!(h.drops(DropReason::AqmDrop), 1);
         assert_eq!(h.q.codel_stats().ecn_mark, 1);
         assert!(h.tracer.0.iter().any(|(t, e)| *t == ms(110)
             && matches!(
@@ -887,7 +882,7 @@ mod tests {
         );
         assert_eq!(h.dequeue().unwrap().ecn, Ecn::Ce);
         assert!(h.dropped.is_empty());
-        assert_eq!(h.q.stats().marks[MarkReason::CeThreshold.index()], 2);
+        assert_eq!(h.marks(MarkReason::CeThreshold), 2);
         assert_eq!(h.q.codel_stats().ce_mark, 2);
         assert_eq!(h.q.state().count(), 0, "control law untouched");
         h.check_accounting();
@@ -911,8 +906,8 @@ mod tests {
         let p = h.dequeue().unwrap();
         assert_eq!((p.id, p.ecn), (2, Ecn::Ce));
         assert_eq!(h.dropped_ids(), [1]);
-        assert_eq!(h.q.stats().marks[MarkReason::CeThreshold.index()], 1);
-        assert_eq!(h.q.stats().marks[MarkReason::Aqm.index()], 0);
+        assert_eq!(h.marks(MarkReason::CeThreshold), 1);
+        assert_eq!(h.marks(MarkReason::Aqm), 0);
 
         let mut h = codel(CodelConfig {
             ce_threshold: Some(Dur::from_millis(1)),
@@ -924,10 +919,9 @@ mod tests {
         assert_eq!(h.dequeue().unwrap().ecn, Ecn::Ce); // ce_threshold
         at(&mut h, ms(110));
         assert_eq!(h.dequeue().unwrap().ecn, Ecn::Ce); // control law, not twice
-        let s = h.q.stats();
-        assert_eq!(s.marks[MarkReason::CeThreshold.index()], 1);
-        assert_eq!(s.marks[MarkReason::Aqm.index()], 1);
-        assert_eq!(s.total_marks(), 2);
+        assert_eq!(h.marks(MarkReason::CeThreshold), 1);
+        assert_eq!(h.marks(MarkReason::Aqm), 1);
+        assert_eq!(h.total_marks(), 2);
         h.check_accounting();
     }
 
@@ -939,7 +933,7 @@ mod tests {
         });
         burst(&mut h, 0, 5, Ecn::NotEct);
         assert_eq!(h.dropped_ids(), [3, 4]);
-        assert_eq!(h.q.stats().drops[DropReason::Overlimit.index()], 2);
+        assert_eq!(h.drops(DropReason::Overlimit), 2);
         assert_eq!(h.q.codel_stats().drop_overlimit, 2);
         assert_eq!(h.drain_ids(), [0, 1, 2]);
         h.check_accounting();

@@ -105,7 +105,6 @@ impl Qdisc for Fifo {
             match self.cfg.mode {
                 FifoMode::TailDrop => {
                     self.stats.dropped_at_enqueue += 1;
-                    self.stats.count_drop(DropReason::Overlimit);
                     ctx.drop_packet(now, pkt, DropReason::Overlimit);
                     return;
                 }
@@ -115,12 +114,10 @@ impl Qdisc for Fifo {
                         let Some(head) = self.pop() else {
                             // A single packet larger than a byte limit: refuse it.
                             self.stats.dropped_at_enqueue += 1;
-                            self.stats.count_drop(DropReason::Overlimit);
                             ctx.drop_packet(now, pkt, DropReason::Overlimit);
                             return;
                         };
                         self.stats.dropped_after_dequeue += 1;
-                        self.stats.count_drop(DropReason::HeadDrop);
                         ctx.drop_packet(now, head, DropReason::HeadDrop);
                     }
                 }
@@ -203,7 +200,7 @@ mod tests {
         }
         assert_eq!(h.dropped_ids(), [0, 1]);
         assert_eq!(h.drain_ids(), [2, 3]);
-        assert_eq!(h.q.stats().drops[DropReason::HeadDrop.index()], 2);
+        assert_eq!(h.drops(DropReason::HeadDrop), 2);
         h.check_accounting();
     }
 }

@@ -62,7 +62,7 @@ pub trait FlowAqm: fmt::Debug + Send {
 
     /// Enqueue-time hook: decide on `pkt` arriving at a flow whose queue holds
     /// `flow_backlog` bytes ([`qdisc_pkt_len`] terms). A hook that CE-marks
-    /// the packet counts the mark itself (`qstats.count_mark`).
+    /// the packet does it through `ctx.try_mark` (which counts the mark).
     fn on_enqueue(
         &mut self,
         now: Time,
@@ -343,7 +343,6 @@ impl<A: FlowAqm> FlowQueues<A> {
         ctx: &mut QdiscCtx<'_>,
     ) {
         self.stats.dropped_at_enqueue += 1;
-        self.stats.count_drop(reason);
         self.aqm.on_refused(&mut self.buckets[idx].vars);
         ctx.drop_packet(now, pkt, reason);
     }
@@ -439,7 +438,6 @@ impl<A: FlowAqm> FlowQueues<A> {
             self.memory_usage -= plen;
             self.stats.dequeued += 1;
             self.stats.dropped_after_dequeue += 1;
-            self.stats.count_drop(DropReason::Overlimit);
             ctx.drop_packet(now, p, DropReason::Overlimit);
             dropped += 1;
             if dropped >= drop_batch || len >= threshold {

@@ -587,10 +587,7 @@ mod tests {
             "only Not-ECT flow 1 dropped"
         );
         assert!(!h.dropped.is_empty());
-        assert_eq!(
-            h.q.stats().marks[MarkReason::Aqm.index()],
-            h.q.codel_stats().ecn_mark
-        );
+        assert_eq!(h.marks(MarkReason::Aqm), h.q.codel_stats().ecn_mark);
         assert!(h.q.codel_stats().ecn_mark >= 2);
         assert_eq!(h.sent.iter().filter(|p| p.flow == 2).count(), 6);
         h.check_accounting();
@@ -613,7 +610,7 @@ mod tests {
                 .collect();
             out.sort_unstable();
             h.check_accounting();
-            (out, h.q.stats().marks[MarkReason::CeThreshold.index()])
+            (out, h.marks(MarkReason::CeThreshold))
         };
         assert_eq!(
             run(Some(CeSelector::ECT1)),

@@ -156,7 +156,7 @@ impl FlowAqm for PieAqm {
         vars: &mut PieVars,
         flow_backlog: u64,
         pkt: &mut Packet,
-        qstats: &mut QdiscStats,
+        _qstats: &mut QdiscStats,
         ctx: &mut QdiscCtx<'_>,
     ) -> Admit {
         // `pie_drop_early(sch, &q->p_params, &sel_flow->vars, sel_flow->backlog, skb->len)`
@@ -171,7 +171,6 @@ impl FlowAqm for PieAqm {
             if !marked {
                 return Admit::Drop(DropReason::AqmDrop);
             }
-            qstats.count_mark(MarkReason::Aqm);
             self.stats.ecn_mark += 1;
         }
         // `q->stats.packets_in++`
@@ -515,7 +514,7 @@ mod tests {
         let mut h = congested(cfg.clone(), 1, 0.10);
         offer(&mut h, 1, 1, 1500, Ecn::Ect0);
         assert!(h.dropped.is_empty());
-        assert_eq!(h.q.stats().marks[MarkReason::Aqm.index()], 1);
+        assert_eq!(h.marks(MarkReason::Aqm), 1);
         assert_eq!(h.q.pie_stats().ecn_mark, 1);
         // Not-ECT at the same p: dropped.
         set_accu(&mut h, 1, 0.10, 8.5);
@@ -542,7 +541,7 @@ mod tests {
         let mut h = congested(FqPieConfig::default(), 1, 0.01);
         offer(&mut h, 5, 1, 1500, Ecn::Ect0);
         assert_eq!(h.dropped_ids(), [5]);
-        assert_eq!(h.q.stats().total_marks(), 0);
+        assert_eq!(h.total_marks(), 0);
         h.check_accounting();
     }
 

@@ -49,7 +49,8 @@ pub struct QdiscCtx<'a> {
 }
 
 impl QdiscCtx<'_> {
-    /// Discard `pkt`. The only way a qdisc may lose a packet.
+    /// Discard `pkt`. The only way a qdisc may lose a packet; the context's
+    /// owner counts it under `reason` (its tracer sees `Dropped`).
     pub fn drop_packet(&mut self, now: Time, pkt: Packet, reason: DropReason) {
         self.tracer.event(
             now,
@@ -81,8 +82,9 @@ impl QdiscCtx<'_> {
         );
     }
 
-    /// Set CE on `pkt` if it is ECN-capable. Returns `false` for Not-ECT
-    /// packets, which the caller must then drop instead.
+    /// Set CE on `pkt` if it is ECN-capable, counted under `reason` by the
+    /// context's owner (its tracer sees `Marked`). Returns `false` for
+    /// Not-ECT packets, which the caller must then drop instead.
     pub fn try_mark(&mut self, now: Time, pkt: &mut Packet, reason: MarkReason) -> bool {
         if pkt.ecn == Ecn::NotEct {
             return false;
@@ -102,6 +104,12 @@ impl QdiscCtx<'_> {
 }
 
 /// Counters every discipline keeps, in the terms of the accounting identities.
+///
+/// Drops and marks by reason are not here: they are counted where they pass
+/// through the context ([`QdiscCtx::drop_packet`], [`QdiscCtx::try_mark`]),
+/// by whoever owns it (the bottleneck runtime's queue recorder, a test
+/// harness), as Linux counts `qstats.drops` in `qdisc_drop`. A discipline
+/// cannot forget to count a drop or count one twice.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QdiscStats {
     /// Packets passed to `enqueue`.
@@ -117,25 +125,6 @@ pub struct QdiscStats {
     /// Removed packets that were then discarded (AQM at dequeue, head drop).
     pub dropped_after_dequeue: u64,
     pub sent_bytes: u64,
-    /// Drops by [`DropReason::index`].
-    pub drops: [u64; DropReason::ALL.len()],
-    /// CE marks by [`MarkReason::index`].
-    pub marks: [u64; MarkReason::ALL.len()],
-}
-
-impl QdiscStats {
-    pub fn count_drop(&mut self, reason: DropReason) {
-        self.drops[reason.index()] += 1;
-    }
-    pub fn count_mark(&mut self, reason: MarkReason) {
-        self.marks[reason.index()] += 1;
-    }
-    pub fn total_drops(&self) -> u64 {
-        self.drops.iter().sum()
-    }
-    pub fn total_marks(&self) -> u64 {
-        self.marks.iter().sum()
-    }
 }
 
 /// A queueing discipline attached to the egress of a link.

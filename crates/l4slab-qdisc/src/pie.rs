@@ -531,7 +531,6 @@ impl Pie {
     fn refuse(&mut self, now: Time, pkt: Packet, reason: DropReason, ctx: &mut QdiscCtx<'_>) {
         self.pstats.dropped += 1;
         self.stats.dropped_at_enqueue += 1;
-        self.stats.count_drop(reason);
         ctx.drop_packet(now, pkt, reason);
     }
 }
@@ -559,7 +558,6 @@ impl Qdisc for Pie {
                 self.refuse(now, pkt, DropReason::AqmDrop, ctx);
                 return;
             }
-            self.stats.count_mark(MarkReason::Aqm);
             self.pstats.ecn_mark += 1;
         }
         self.pstats.maxq = self.pstats.maxq.max(self.queue.len() as u32);
@@ -861,7 +859,7 @@ mod tests {
         h.q.vars.accu_prob = 8.5;
         h.offer_pkt(ect0(1));
         assert!(h.dropped.is_empty());
-        assert_eq!(h.q.stats().marks[MarkReason::Aqm.index()], 1);
+        assert_eq!(h.marks(MarkReason::Aqm), 1);
         // Not-ECT at the same p: dropped.
         h.q.vars.accu_prob = 8.5;
         h.offer(2, 1500);
@@ -871,7 +869,7 @@ mod tests {
         h.q.vars.accu_prob = 8.5;
         h.offer_pkt(ect0(3));
         assert_eq!(h.dropped_ids(), [3]);
-        assert_eq!(h.q.stats().total_marks(), 0);
+        assert_eq!(h.total_marks(), 0);
         // Without `ecn`, ECN-capable packets are dropped at any p.
         let mut h = congested(PieConfig::default(), 0.05, ms(20));
         h.q.vars.accu_prob = 8.5;
@@ -907,7 +905,7 @@ mod tests {
             h.offer(i, 100);
         }
         assert_eq!(h.dropped_ids(), [3, 4]);
-        assert_eq!(h.q.stats().drops[DropReason::Overlimit.index()], 2);
+        assert_eq!(h.drops(DropReason::Overlimit), 2);
         assert_eq!(h.drain_ids(), [0, 1, 2]);
         h.check_accounting();
     }

@@ -5,7 +5,7 @@
 //!
 //! To cover a new discipline, add one line to [`CASES`].
 
-use l4slab_core::{DropReason, Dur, Ecn, Packet, TraceEvent};
+use l4slab_core::{Dur, Ecn, Packet, TraceEvent};
 use l4slab_qdisc::testing::Harness;
 use l4slab_qdisc::{Backlog, Fifo, FifoConfig, FifoLimit, FifoMode, Qdisc, QdiscCtx, QdiscStats};
 use proptest::prelude::*;
@@ -364,16 +364,28 @@ fn check_extra(name: &str, h: &Harness<Dyn>, offered_bytes: u64) {
         "{}: byte conservation",
         name
     );
-    // Every drop counted under its reason; every dequeue traced once.
-    for r in DropReason::ALL {
-        let reported = h.dropped.iter().filter(|(_, x)| *x == r).count() as u64;
-        assert_eq!(
-            s.drops[r.index()],
-            reported,
-            "{}: drops[{}]",
-            name,
-            r.name()
-        );
+    // Every drop went through the context, so it is in the identities once;
+    // every mark too, on a packet that was ECN-capable; every dequeue traced once.
+    assert_eq!(
+        s.dropped_at_enqueue + s.dropped_after_dequeue,
+        h.total_drops(),
+        "{}: drops in the identities",
+        name
+    );
+    // A packet marked through the context leaves CE-marked, is dropped later,
+    // or is still queued.
+    for (_, e) in &h.tracer.0 {
+        if let TraceEvent::Marked { packet, .. } = e {
+            let sent = h.sent.iter().find(|p| p.id == *packet);
+            let dropped = h.dropped.iter().any(|(p, _)| p.id == *packet);
+            assert!(
+                sent.map_or(dropped || b.packets > 0, |p| p.ecn == Ecn::Ce),
+                "{}: packet {} was marked, then left as {:?}",
+                name,
+                packet,
+                sent.map(|p| p.ecn)
+            );
+        }
     }
     let traced_dequeues = h
         .tracer

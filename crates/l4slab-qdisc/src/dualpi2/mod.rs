@@ -258,7 +258,6 @@ impl DualPi2 {
         if !ctx.try_mark(now, pkt, reason) {
             return false;
         }
-        self.stats.count_mark(reason);
         self.ecn_marks += 1;
         if reason == MarkReason::Step {
             self.step_marks += 1;
@@ -268,13 +267,11 @@ impl DualPi2 {
 
     fn refuse(&mut self, now: Time, pkt: Packet, reason: DropReason, ctx: &mut QdiscCtx<'_>) {
         self.stats.dropped_at_enqueue += 1;
-        self.stats.count_drop(reason);
         ctx.drop_packet(now, pkt, reason);
     }
 
     fn discard(&mut self, now: Time, pkt: Packet, reason: DropReason, ctx: &mut QdiscCtx<'_>) {
         self.stats.dropped_after_dequeue += 1;
-        self.stats.count_drop(reason);
         ctx.drop_packet(now, pkt, reason);
     }
 }

@@ -154,7 +154,7 @@ fn no_aqm_action_below_two_mtu_of_backlog() {
     }
     assert_eq!(h.drain_ids(), [3, 4]);
     assert_eq!(h.dropped_ids(), [2]);
-    assert_eq!(h.q.stats().drops[DropReason::AqmDrop.index()], 1);
+    assert_eq!(h.drops(DropReason::AqmDrop), 1);
     // The 2-MTU rule counts both queues: one C packet behind an L packet.
     let mut h = dualpi2(DualPi2Config::default());
     h.q.prob = 0.4; // k p' = 0.8 < 1: no overload
@@ -182,7 +182,7 @@ fn step_marks_above_the_time_threshold() {
     assert_eq!(h.sent[0].ecn, Ecn::Ect1);
     assert_eq!(h.sent[1].ecn, Ecn::Ce);
     assert_eq!(h.sent[2].ecn, Ecn::Ce);
-    assert_eq!(h.q.stats().marks[MarkReason::Step.index()], 2);
+    assert_eq!(h.marks(MarkReason::Step), 2);
     assert_eq!(xstat(&h, "step_marks"), 2.0);
     assert_eq!(xstat(&h, "ecn_mark"), 2.0);
     h.check_accounting();
@@ -232,7 +232,7 @@ fn not_ect_in_l_above_the_step_is_dropped() {
     h.offer_pkt(pkt(1, 7, Ecn::NotEct));
     h.advance(ms(2));
     assert_eq!(h.drain_ids(), Vec::<u64>::new());
-    assert_eq!(h.q.stats().drops[DropReason::StepNonEct.index()], 2);
+    assert_eq!(h.drops(DropReason::StepNonEct), 2);
     // The LLLL class is never stepped.
     let mut h = dualpi2(DualPi2Config {
         llll_flows: vec![8],
@@ -259,7 +259,7 @@ fn rfc_ramp_marks_in_proportion() {
     for _ in 0..2000 {
         h.dequeue();
     }
-    let marks = h.q.stats().marks[MarkReason::Step.index()];
+    let marks = h.marks(MarkReason::Step);
     assert!((900..1100).contains(&marks), "{marks} of 2000");
     // Th_len: the last packet is alone in L: not marked however late.
     h.advance(ms(5));
@@ -284,9 +284,8 @@ fn overload_drops_ecn_capable_classic_packets() {
         h.offer_pkt(pkt(i, 1, Ecn::Ect0));
     }
     h.drain_ids();
-    let s = h.q.stats();
-    assert_eq!(s.total_marks(), 0, "overload disables ECN in C");
-    let drops = s.drops[DropReason::Overload.index()];
+    assert_eq!(h.total_marks(), 0, "overload disables ECN in C");
+    let drops = h.drops(DropReason::Overload);
     // p_C = 0.36, while at least 2 MTU remain.
     assert!((640..800).contains(&drops), "{drops}");
     h.check_accounting();
@@ -300,9 +299,9 @@ fn overload_drops_ecn_capable_classic_packets() {
     }
     h.drain_ids();
     let s = h.q.stats();
-    assert!((640..800).contains(&s.drops[DropReason::Overload.index()]));
+    assert!((640..800).contains(&h.drops(DropReason::Overload)));
     // All but the last two (under 2 MTU) are marked.
-    assert_eq!(s.marks[MarkReason::Coupled.index()], s.sent - 2);
+    assert_eq!(h.marks(MarkReason::Coupled), s.sent - 2);
 }
 
 #[test]
@@ -319,7 +318,7 @@ fn overflow_mode_caps_p_at_one_over_k() {
     // k p' = 1: every L packet marked, none dropped.
     h.drain_ids();
     assert!(h.dropped.is_empty());
-    assert_eq!(h.q.stats().marks[MarkReason::Coupled.index()], 98);
+    assert_eq!(h.marks(MarkReason::Coupled), 98);
 }
 
 #[test]
@@ -430,6 +429,6 @@ fn limits_in_packets_and_memory() {
     h.offer(1, 1500);
     h.offer(2, 1);
     assert_eq!(h.dropped_ids(), [2]);
-    assert_eq!(h.q.stats().drops[DropReason::Overlimit.index()], 1);
+    assert_eq!(h.drops(DropReason::Overlimit), 1);
     h.check_accounting();
 }
