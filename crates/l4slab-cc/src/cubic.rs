@@ -134,7 +134,7 @@ pub const TCP_FRIENDLINESS: Param = Param {
     kind: Kind::Flag,
     default: ParamValue::Flag(true),
     source: "RFC 9438 §4.3 (SHOULD); Linux `tcp_friendliness = 1`",
-    doc: "the Reno-friendly region (`CubicConfig::reno_friendly`)",
+    doc: "the Reno-friendly region (RFC 9438 §4.3)",
 };
 
 /// HyStart++ in the initial slow start.

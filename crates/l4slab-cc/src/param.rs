@@ -355,11 +355,19 @@ impl Param {
     /// The kind and range for docs: `integer 1..=16`, `fraction [0, 1]`.
     pub fn kind_text(&self) -> String {
         let range = self.kind.range();
-        if range.is_empty() {
+        let mut s = if range.is_empty() {
             self.kind.name().to_string()
         } else {
             format!("{} {range}", self.kind.name())
+        };
+        if let Kind::Fraction {
+            linux_scale: Some(scale),
+            ..
+        } = self.kind
+        {
+            s.push_str(&format!(" (Linux's 1/{scale} integers are refused)"));
         }
+        s
     }
 }
 
@@ -387,7 +395,7 @@ pub fn markdown_table(params: &[Param]) -> String {
 /// [`crate::CC_NAMES`] with its parameters.
 pub fn markdown_options_table() -> String {
     let mut s = String::from(
-        "| kind | option | kind | default | meaning (Linux parameter) |\n|---|---|---|---|---|\n",
+        "| `kind` | option | value | default | meaning (Linux parameter) |\n|---|---|---|---|---|\n",
     );
     for &name in crate::CC_NAMES {
         let ps = params(name).unwrap_or(&[]);
@@ -396,12 +404,12 @@ pub fn markdown_options_table() -> String {
         }
         for (i, p) in ps.iter().enumerate() {
             let kind = if i == 0 {
-                format!("`{name}`")
+                format!(" `{name}` ")
             } else {
-                String::new()
+                " ".to_string()
             };
             s.push_str(&format!(
-                "| {kind} | `{}` | {} | `{}` | {} (`{}`) |\n",
+                "|{kind}| `{}` | {} | `{}` | {} (`{}`) |\n",
                 p.name,
                 p.kind_text(),
                 p.example(),
@@ -477,6 +485,32 @@ mod tests {
     #[should_panic(expected = "not of kind integer")]
     fn a_value_of_another_kind_is_a_bug() {
         let _ = crate::dctcp::SHIFT_G.check(ParamValue::Num(4.0));
+    }
+
+    #[test]
+    fn config_defaults_are_linux_and_rfc_values() {
+        // The values the declarations must produce (as before they existed).
+        let b = crate::BbrConfig::default();
+        assert_eq!(
+            (b.high_gain, b.cwnd_gain, b.extra_acked_gain),
+            (739, 512, 256)
+        );
+        assert_eq!(
+            (b.min_rtt_win, b.probe_rtt_mode),
+            (Dur::from_secs(10), Dur::from_millis(200))
+        );
+        let c = crate::CubicConfig::default();
+        assert_eq!(
+            (c.beta, c.c, c.fast_convergence, c.reno_friendly, c.hystart),
+            (0.7, 0.4, true, true, true)
+        );
+        let d = crate::DctcpConfig::default();
+        assert_eq!((d.shift_g, d.alpha_on_init, d.ect1), (4, 1.0, false));
+        let p = crate::PragueConfig::default();
+        assert_eq!((p.rtt_target, p.max_tso_segs), (Dur::from_millis(25), 0));
+        let b3 = crate::Bbr3Config::default();
+        assert_eq!((b3.loss_thresh, b3.beta, b3.headroom), (0.02, 0.7, 0.15));
+        assert_eq!(b3.probe_rtt_interval, Dur::from_secs(5));
     }
 
     #[test]

@@ -245,22 +245,18 @@ pub struct PragueConfig {
     pub initial_window_segments: u64,
     /// [`RTT_SCALING`].
     pub rtt_scaling: RttScaling,
-    /// RTT-scaling target. Linux `prague_rtt_target` = 25 ms (the file header
-    /// says 10 ms; the code uses 25 ms). Zero disables RTT independence
-    /// (Linux: `rtt_indep = rtt_target ? prague_rtt_scaling : NONE`).
+    /// [`RTT_TARGET`]. Zero disables RTT independence (Linux: `rtt_indep =
+    /// rtt_target ? prague_rtt_scaling : NONE`).
     pub rtt_target: Dur,
-    /// Rounds after slow start before the flow becomes RTT-independent.
-    /// Linux `prague_rtt_transition` = 500 (`DEFAULT_RTT_TRANSITION`; v0.7
-    /// uses 4). Tests use 0 to see the scaling at once.
+    /// [`RTT_TRANSITION`]. Tests use 0 to see the scaling at once.
     pub rtt_transition_rounds: u64,
-    /// Classic-ECN bottleneck detection. Linux `prague_ecn_fallback` = 0.
+    /// [`ECN_FALLBACK`].
     pub ecn_fallback: EcnFallback,
-    /// Maximum burst duration `2^-burst_shift` s at the pacing rate. Linux
-    /// `prague_burst_shift` = 12 (≈ 244 µs).
+    /// [`BURST_SHIFT`].
     pub burst_shift: u32,
-    /// Cap on the burst in segments; 0 = none. Linux `prague_max_tso_segs` = 0.
+    /// [`MAX_TSO_SEGS`].
     pub max_tso_segs: u64,
-    /// EWMA gain `g = 1/2^shift_g`. Linux `PRAGUE_SHIFT_G` = 4 (compile-time).
+    /// [`SHIFT_G`] (DCTCP's declaration; compile-time in Linux).
     pub shift_g: u32,
     /// Smallest window the per-ACK steps go down to, segments. Linux
     /// `MIN_CWND` = 2.
@@ -882,5 +878,34 @@ impl CongestionControl for Prague {
                 ("classic_ecn", self.classic.score()),
             ],
         }
+    }
+}
+
+#[cfg(test)]
+mod param_tests {
+    use super::*;
+
+    #[test]
+    fn choice_names_are_the_serialized_names() {
+        for (m, name) in RttScaling::ALL.iter().zip(RttScaling::NAMES) {
+            let json = format!("{:?}", name);
+            assert_eq!(serde_json::to_string(m).unwrap(), json);
+            assert_eq!(RttScaling::from_name(name), Some(*m));
+        }
+        for (m, name) in EcnFallback::ALL.iter().zip(EcnFallback::NAMES) {
+            let json = format!("{:?}", name);
+            assert_eq!(serde_json::to_string(m).unwrap(), json);
+            assert_eq!(EcnFallback::from_name(name), Some(*m));
+        }
+        assert_eq!(RttScaling::from_name("fast"), None);
+        let d = PragueConfig::default();
+        assert_eq!(
+            (d.rtt_scaling, d.ecn_fallback),
+            (RttScaling::Rate, EcnFallback::Off)
+        );
+        assert_eq!(
+            (d.shift_g, d.rtt_transition_rounds, d.burst_shift),
+            (4, 500, 12)
+        );
     }
 }
