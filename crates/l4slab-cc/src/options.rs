@@ -3,17 +3,17 @@
 //! scenario's `cc = { kind = "...", ... }`), and the one builder that turns a
 //! controller name plus its options into a [`CongestionControl`].
 //!
+//! Each options struct has one field per parameter the controller declares
+//! ([`crate::param::Param`], `<algo>::PARAMS`), named as the parameter, so
+//! the name, kind, range, default and docs live in the declaration alone.
 //! Every option is an override: `None` keeps the controller's default (its
-//! `<Algo>Config::default()`, the Linux or RFC value documented there), so
-//! the defaults live in one place and a resolved scenario records only what
-//! it changed. The option names are the Linux module parameters without the
-//! module prefix (`prague_rtt_scaling` → `rtt_scaling`, `dctcp_shift_g` →
-//! `shift_g`), or the config field where Linux has no parameter (BBR's
-//! constants, CUBIC's `c`). Values are in the units of the config structs
+//! `<Algo>Config::default()`, taken from the declaration), and a resolved
+//! scenario records only what it changed. Values are in scenario units
 //! (fractions, gains as factors, [`Dur`]), not Linux's fixed-point integers.
 //!
-//! The values are assumed valid: the scenario crate checks ranges with key
-//! paths; [`CcOptions::build`] panics on an invalid combination (a bug).
+//! The values are assumed valid: the scenario crate reads and checks them by
+//! their declarations, with key paths; [`CcOptions::build`] panics on an
+//! invalid value (a bug).
 
 use serde::Serialize;
 

@@ -21,7 +21,7 @@
 use toml::Value;
 
 use l4slab_cc::options::CcOptions;
-use l4slab_cc::param::{self, Kind, Param, ParamValue};
+use l4slab_cc::param::{Kind, Param, ParamValue};
 
 use crate::error::{Problem, ScenarioError};
 use crate::model::CcSpec;
@@ -118,10 +118,4 @@ fn read(p: &Param, v: &Value, path: &str) -> Result<ParamValue, ScenarioError> {
     p.check(value)
         .map_err(|e| bad_value(path, e.message(), ex))?;
     Ok(value)
-}
-
-/// The declarations of the controller `kind` (re-exported for callers that
-/// list options, e.g. the Python `cc_params`).
-pub fn params(kind: &str) -> Option<&'static [Param]> {
-    param::params(kind)
 }

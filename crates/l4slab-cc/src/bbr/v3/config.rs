@@ -62,7 +62,7 @@ pub const PROBE_RTT_INTERVAL: Param = Param {
 /// draft's constants that experiments change.
 pub const PARAMS: &[Param] = &[LOSS_THRESH, BETA, HEADROOM, PROBE_RTT_INTERVAL];
 
-/// Parameters of [`Bbr3`]; defaults are the draft-ietf-ccwg-bbr-06 constants.
+/// Parameters of [`Bbr3`](super::Bbr3); defaults are the draft-ietf-ccwg-bbr-06 constants.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Bbr3Config {
