@@ -123,7 +123,7 @@ pub const SHIFT_G: Param = Param {
     kind: Kind::Int { min: 1, max: 16 },
     default: ParamValue::Int(4),
     source: "Linux `tcp_dctcp` `dctcp_shift_g = 4`; RFC 8257's recommended g = 1/16",
-    doc: "EWMA gain g = 1/2^shift_g of alpha (1 would be no averaging)",
+    doc: "EWMA gain g = 1/2^shift_g of alpha (0 would mean no averaging)",
 };
 
 /// The first `alpha`.
