@@ -6,13 +6,14 @@ The native module only converts and maps errors; the public API is ``l4slab``.
 import sys
 from collections.abc import Callable
 
-from l4slab._types import NativeResult, PacketChunk, RunCost
+from l4slab._types import CcParam, NativeResult, PacketChunk, RunCost
 
 __all__ = [
     "ScenarioError",
     "SimulationError",
     "__version__",
     "cc_names",
+    "cc_params",
     "ecn_rewrite_names",
     "emu_main",
     "estimate",
@@ -93,6 +94,13 @@ def run(
 
 def cc_names() -> list[str]:
     """Congestion controls the simulator implements (Linux names)."""
+
+def cc_params(kind: str) -> list[CcParam]:
+    """The parameters a scenario can set for the congestion control ``kind``.
+
+    Declared once in ``l4slab-cc`` (``l4slab_cc::param``), in the order the docs
+    list them; ``reno`` has none. An unknown ``kind`` raises ``ValueError``.
+    """
 
 def qdisc_names() -> list[str]:
     """Queue disciplines the simulator implements (Linux names)."""

@@ -58,6 +58,37 @@ class RunCost(TypedDict):
     limits: dict[str, int]
 
 
+class CcParam(TypedDict):
+    """One declared congestion-control parameter: what ``l4slab._native.cc_params`` returns.
+
+    ``name`` is the scenario key (``cc = { kind = "dctcp", shift_g = 5 }``),
+    ``linux`` the Linux module parameter or constant (``dctcp_shift_g``).
+    ``kind`` is one of ``integer``, ``fraction``, ``number``, ``gain``,
+    ``duration``, ``flag``, ``choice``; ``min``/``max`` bound it (``None`` where
+    unbounded or not numeric; durations in seconds), each excluded when
+    ``min_exclusive``/``max_exclusive``; a gain may also be 0 when
+    ``zero_allowed``. ``range`` is the same in words for docs (``1..=16``).
+    ``choices`` lists a choice's names. ``default`` is in scenario units (a
+    duration as ``"25ms"``), ``example`` the TOML text of a valid value;
+    ``source`` says where the default comes from, ``doc`` what it does.
+    """
+
+    name: str
+    linux: str
+    kind: str
+    range: str
+    min: int | float | None
+    max: int | float | None
+    min_exclusive: bool
+    max_exclusive: bool
+    zero_allowed: bool
+    choices: list[str] | None
+    default: int | float | bool | str
+    example: str
+    source: str
+    doc: str
+
+
 class RunStats(TypedDict):
     """How the run went on this machine (not part of the deterministic results)."""
 

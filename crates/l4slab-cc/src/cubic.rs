@@ -88,9 +88,70 @@ use serde::{Deserialize, Serialize};
 use l4slab_core::{Dur, FlowId, Time, TraceEvent, Tracer};
 
 use crate::hystart::{self, HyStartPp};
+use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
-/// Parameters of [`Cubic`].
+/// `β_cubic`, the multiplicative decrease factor.
+pub const BETA: Param = Param {
+    name: "beta",
+    linux: "beta",
+    kind: Kind::Fraction {
+        min: 0.0,
+        max: 1.0,
+        min_open: true,
+        max_open: true,
+        linux_scale: Some(1024),
+    },
+    default: ParamValue::Num(0.7),
+    source: "RFC 9438 §4.6; Linux `beta = 717` (of 1024) = 0.7002",
+    doc: "multiplicative decrease factor β_cubic",
+};
+
+/// `C`, the cubic scaling constant.
+pub const C: Param = Param {
+    name: "c",
+    linux: "bic_scale",
+    kind: Kind::Number { above: 0.0 },
+    default: ParamValue::Num(0.4),
+    source: "RFC 9438 §5.1; Linux `bic_scale = 41` → 41·10/1024 = 0.4004",
+    doc: "cubic scaling constant C, segments/s³",
+};
+
+/// Fast convergence.
+pub const FAST_CONVERGENCE: Param = Param {
+    name: "fast_convergence",
+    linux: "fast_convergence",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "RFC 9438 §4.7 (SHOULD); Linux `fast_convergence = 1`",
+    doc: "lower W_max when a loss comes below the previous one",
+};
+
+/// The Reno-friendly region (config field `reno_friendly`).
+pub const TCP_FRIENDLINESS: Param = Param {
+    name: "tcp_friendliness",
+    linux: "tcp_friendliness",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "RFC 9438 §4.3 (SHOULD); Linux `tcp_friendliness = 1`",
+    doc: "the Reno-friendly region (RFC 9438 §4.3)",
+};
+
+/// HyStart++ in the initial slow start.
+pub const HYSTART: Param = Param {
+    name: "hystart",
+    linux: "hystart",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "RFC 9406; Linux `hystart = 1` (Linux's own HyStart, see below)",
+    doc: "HyStart++ in the initial slow start",
+};
+
+/// The parameters a scenario can set (`cc = { kind = "cubic", ... }`).
+pub const PARAMS: &[Param] = &[BETA, C, FAST_CONVERGENCE, TCP_FRIENDLINESS, HYSTART];
+
+/// Parameters of [`Cubic`]. The ones in [`PARAMS`] take their default and
+/// range from there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CubicConfig {
@@ -99,17 +160,15 @@ pub struct CubicConfig {
     pub mss: u64,
     /// Initial window in segments. RFC 6928 §2: 10 (Linux `TCP_INIT_CWND`).
     pub initial_window_segments: u64,
-    /// `C`, segments/s³. RFC 9438 §5.1: 0.4 (Linux `bic_scale = 41` → 0.4004).
+    /// [`C`], segments/s³.
     pub c: f64,
-    /// `β_cubic`, the multiplicative decrease factor. RFC 9438 §4.6: 0.7
-    /// (Linux `beta = 717/1024`).
+    /// [`BETA`].
     pub beta: f64,
-    /// Fast convergence, RFC 9438 §4.7 (SHOULD). Linux `fast_convergence = 1`.
+    /// [`FAST_CONVERGENCE`].
     pub fast_convergence: bool,
-    /// Reno-friendly region, RFC 9438 §4.3 (SHOULD). Linux `tcp_friendliness = 1`.
+    /// [`TCP_FRIENDLINESS`].
     pub reno_friendly: bool,
-    /// HyStart++ in the initial slow start (RFC 9406). Linux `hystart = 1`
-    /// (Linux's own HyStart; see the module documentation).
+    /// [`HYSTART`] (HyStart++, RFC 9406; see the module documentation).
     pub hystart: bool,
     /// `L`: at most `L*SMSS` of one ACK counts towards slow-start (and CSS)
     /// growth. RFC 9406 §4.3: 8 for a non-paced sender (the transport does
@@ -120,13 +179,13 @@ pub struct CubicConfig {
 impl Default for CubicConfig {
     fn default() -> Self {
         CubicConfig {
-            mss: 1448,                                // 1500 - 20 - 20 - 12
-            initial_window_segments: 10,              // RFC 6928 §2
-            c: 0.4,                                   // RFC 9438 §5.1
-            beta: 0.7,                                // RFC 9438 §4.6
-            fast_convergence: true,                   // RFC 9438 §4.7
-            reno_friendly: true,                      // RFC 9438 §4.3
-            hystart: true,                            // RFC 9406
+            mss: 1448,                   // 1500 - 20 - 20 - 12
+            initial_window_segments: 10, // RFC 6928 §2
+            c: C.default.num(),
+            beta: BETA.default.num(),
+            fast_convergence: FAST_CONVERGENCE.default.flag(),
+            reno_friendly: TCP_FRIENDLINESS.default.flag(),
+            hystart: HYSTART.default.flag(),
             ack_limit_segments: hystart::NON_PACED_L, // RFC 9406 §4.3
         }
     }
@@ -139,10 +198,8 @@ pub enum CubicConfigError {
     ZeroMss,
     /// `initial_window_segments` is zero.
     ZeroInitialWindow,
-    /// `c` is not a positive finite number.
-    BadC(f64),
-    /// `beta` is not in (0, 1).
-    BadBeta(f64),
+    /// A parameter of [`PARAMS`] is out of its declared range.
+    Param(ParamError),
     /// `ack_limit_segments` is zero.
     ZeroAckLimit,
 }
@@ -154,10 +211,7 @@ impl fmt::Display for CubicConfigError {
             CubicConfigError::ZeroInitialWindow => {
                 write!(f, "initial_window_segments: must be at least 1 segment")
             }
-            CubicConfigError::BadC(c) => write!(f, "c: {c} is not a positive number"),
-            CubicConfigError::BadBeta(b) => {
-                write!(f, "beta: {b} is not strictly between 0 and 1")
-            }
+            CubicConfigError::Param(e) => e.fmt(f),
             CubicConfigError::ZeroAckLimit => {
                 write!(f, "ack_limit_segments: must be at least 1 segment")
             }
@@ -175,12 +229,9 @@ impl CubicConfig {
         if self.initial_window_segments == 0 {
             return Err(CubicConfigError::ZeroInitialWindow);
         }
-        if !(self.c.is_finite() && self.c > 0.0) {
-            return Err(CubicConfigError::BadC(self.c));
-        }
-        if !(self.beta > 0.0 && self.beta < 1.0) {
-            return Err(CubicConfigError::BadBeta(self.beta));
-        }
+        C.check(ParamValue::Num(self.c))
+            .and(BETA.check(ParamValue::Num(self.beta)))
+            .map_err(CubicConfigError::Param)?;
         if self.ack_limit_segments == 0 {
             return Err(CubicConfigError::ZeroAckLimit);
         }

@@ -69,6 +69,7 @@ use serde::{Deserialize, Serialize};
 
 use l4slab_core::{FlowId, Time, TraceEvent, Tracer};
 
+use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::reno::{abc_congestion_avoidance, abc_slow_start, halved_ssthresh};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
 
@@ -114,7 +115,48 @@ impl RoundTracker {
     }
 }
 
-/// Parameters of [`Dctcp`].
+/// `g = 1/2^shift_g`, the EWMA gain of `alpha`; shared with Prague
+/// (`prague::PARAMS` reuses the range, with Prague's source).
+pub const SHIFT_G: Param = Param {
+    name: "shift_g",
+    linux: "dctcp_shift_g",
+    kind: Kind::Int { min: 1, max: 16 },
+    default: ParamValue::Int(4),
+    source: "Linux `tcp_dctcp` `dctcp_shift_g = 4`; RFC 8257's recommended g = 1/16",
+    doc: "EWMA gain g = 1/2^shift_g of alpha (0 would mean no averaging)",
+};
+
+/// The first `alpha`.
+pub const ALPHA_ON_INIT: Param = Param {
+    name: "alpha_on_init",
+    linux: "dctcp_alpha_on_init",
+    kind: Kind::Fraction {
+        min: 0.0,
+        max: 1.0,
+        min_open: false,
+        max_open: false,
+        linux_scale: Some(1024),
+    },
+    default: ParamValue::Num(1.0),
+    source: "Linux `dctcp_alpha_on_init = 1024` (of 1024)",
+    doc: "initial alpha: 1.0 makes the first CE response a halving",
+};
+
+/// ECT(1) instead of ECT(0).
+pub const ECT1: Param = Param {
+    name: "ect1",
+    linux: "dctcp_ect",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "L4STeam Linux `dctcp_ect = 0` (ECT(0))",
+    doc: "send ECT(1) instead of ECT(0)",
+};
+
+/// The parameters a scenario can set (`cc = { kind = "dctcp", ... }`).
+pub const PARAMS: &[Param] = &[SHIFT_G, ALPHA_ON_INIT, ECT1];
+
+/// Parameters of [`Dctcp`]. The ones in [`PARAMS`] take their default and
+/// range from there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DctcpConfig {
@@ -123,13 +165,11 @@ pub struct DctcpConfig {
     pub mss: u64,
     /// Initial window in segments. RFC 6928 §2: 10 (Linux `TCP_INIT_CWND`).
     pub initial_window_segments: u64,
-    /// EWMA gain `g = 1/2^shift_g`. Linux `dctcp_shift_g = 4`, i.e. the
-    /// `g = 1/16` RFC 8257 recommends.
+    /// [`SHIFT_G`].
     pub shift_g: u32,
-    /// Initial `alpha` in `[0, 1]`. Linux `dctcp_alpha_on_init = 1024` (of
-    /// 1024) = 1.0: the first cut is a halving, the conservative start.
+    /// [`ALPHA_ON_INIT`], in `[0, 1]`.
     pub alpha_on_init: f64,
-    /// Send ECT(1) instead of ECT(0). Linux `dctcp_ect` (default 0 = ECT(0)).
+    /// [`ECT1`].
     pub ect1: bool,
 }
 
@@ -138,9 +178,9 @@ impl Default for DctcpConfig {
         DctcpConfig {
             mss: 1448,                   // 1500 - 20 (IPv4) - 20 (TCP) - 12 (timestamps)
             initial_window_segments: 10, // RFC 6928 §2, Linux TCP_INIT_CWND
-            shift_g: 4,                  // Linux dctcp_shift_g; g = 1/16
-            alpha_on_init: 1.0,          // Linux dctcp_alpha_on_init = DCTCP_MAX_ALPHA
-            ect1: false,                 // Linux dctcp_ect = 0
+            shift_g: SHIFT_G.default.int() as u32,
+            alpha_on_init: ALPHA_ON_INIT.default.num(),
+            ect1: ECT1.default.flag(),
         }
     }
 }
@@ -152,10 +192,8 @@ pub enum DctcpConfigError {
     ZeroMss,
     /// `initial_window_segments` is zero.
     ZeroInitialWindow,
-    /// `shift_g` outside `1..=16` (g would be 1, or too small to matter).
-    ShiftG(u32),
-    /// `alpha_on_init` outside `[0, 1]`.
-    AlphaOnInit(f64),
+    /// A parameter of [`PARAMS`] is out of its declared range.
+    Param(ParamError),
 }
 
 impl fmt::Display for DctcpConfigError {
@@ -165,12 +203,7 @@ impl fmt::Display for DctcpConfigError {
             DctcpConfigError::ZeroInitialWindow => {
                 write!(f, "initial_window_segments: must be at least 1 segment")
             }
-            DctcpConfigError::ShiftG(s) => {
-                write!(f, "shift_g: {s} is outside 1..=16 (g = 1/2^shift_g)")
-            }
-            DctcpConfigError::AlphaOnInit(a) => {
-                write!(f, "alpha_on_init: {a} is outside [0, 1]")
-            }
+            DctcpConfigError::Param(e) => e.fmt(f),
         }
     }
 }
@@ -185,13 +218,10 @@ impl DctcpConfig {
         if self.initial_window_segments == 0 {
             return Err(DctcpConfigError::ZeroInitialWindow);
         }
-        if !(1..=16).contains(&self.shift_g) {
-            return Err(DctcpConfigError::ShiftG(self.shift_g));
-        }
-        if !(0.0..=1.0).contains(&self.alpha_on_init) {
-            return Err(DctcpConfigError::AlphaOnInit(self.alpha_on_init));
-        }
-        Ok(())
+        SHIFT_G
+            .check(ParamValue::Int(self.shift_g.into()))
+            .and(ALPHA_ON_INIT.check(ParamValue::Num(self.alpha_on_init)))
+            .map_err(DctcpConfigError::Param)
     }
 }
 
@@ -615,8 +645,8 @@ mod tests {
             ..DctcpConfig::default()
         };
         assert_eq!(
-            Dctcp::try_new(bad).unwrap_err(),
-            DctcpConfigError::ShiftG(0)
+            Dctcp::try_new(bad).unwrap_err().to_string(),
+            "shift_g: 0 is out of range; must be between 1 and 16"
         );
         let bad = DctcpConfig {
             alpha_on_init: 1.5,
@@ -624,7 +654,7 @@ mod tests {
         };
         assert_eq!(
             Dctcp::try_new(bad).unwrap_err().to_string(),
-            "alpha_on_init: 1.5 is outside [0, 1]"
+            "alpha_on_init: 1.5 is out of range; must be between 0 and 1"
         );
         let bad = DctcpConfig {
             mss: 0,

@@ -10,6 +10,7 @@ pub mod cubic;
 pub mod dctcp;
 pub mod hystart;
 pub mod options;
+pub mod param;
 pub mod prague;
 pub mod reno;
 pub mod testing;
@@ -24,6 +25,7 @@ pub use bbr::{Bbr, Bbr3, Bbr3Config, BbrConfig};
 pub use cubic::{Cubic, CubicConfig, CubicConfigError, CubicStats};
 pub use dctcp::{Dctcp, DctcpConfig, DctcpConfigError, DctcpStats};
 pub use options::{Bbr3Options, BbrOptions, CcOptions, CubicOptions, DctcpOptions, PragueOptions};
+pub use param::{Param, ParamError, ParamValue};
 pub use prague::{EcnFallback, Prague, PragueConfig, PragueConfigError, PragueStats, RttScaling};
 pub use reno::{Reno, RenoConfig, RenoConfigError, RenoStats};
 

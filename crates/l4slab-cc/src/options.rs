@@ -3,181 +3,193 @@
 //! scenario's `cc = { kind = "...", ... }`), and the one builder that turns a
 //! controller name plus its options into a [`CongestionControl`].
 //!
+//! Each options struct has one field per parameter the controller declares
+//! ([`crate::param::Param`], `<algo>::PARAMS`), named as the parameter, so
+//! the name, kind, range, default and docs live in the declaration alone.
 //! Every option is an override: `None` keeps the controller's default (its
-//! `<Algo>Config::default()`, the Linux or RFC value documented there), so
-//! the defaults live in one place and a resolved scenario records only what
-//! it changed. The option names are the Linux module parameters without the
-//! module prefix (`prague_rtt_scaling` → `rtt_scaling`, `dctcp_shift_g` →
-//! `shift_g`), or the config field where Linux has no parameter (BBR's
-//! constants, CUBIC's `c`). Values are in the units of the config structs
+//! `<Algo>Config::default()`, taken from the declaration), and a resolved
+//! scenario records only what it changed. Values are in scenario units
 //! (fractions, gains as factors, [`Dur`]), not Linux's fixed-point integers.
 //!
-//! The values are assumed valid: the scenario crate checks ranges with key
-//! paths; [`CcOptions::build`] panics on an invalid combination (a bug).
+//! The values are assumed valid: the scenario crate reads and checks them by
+//! their declarations, with key paths; [`CcOptions::build`] panics on an
+//! invalid value (a bug).
 
 use serde::Serialize;
 
 use l4slab_core::Dur;
 
-use crate::bbr::{Bbr, Bbr3, Bbr3Config, BbrConfig};
-use crate::cubic::{Cubic, CubicConfig};
-use crate::dctcp::{Dctcp, DctcpConfig};
-use crate::prague::{EcnFallback, Prague, PragueConfig, RttScaling};
+use crate::bbr::{self, Bbr, Bbr3, Bbr3Config, BbrConfig};
+use crate::cubic::{self, Cubic, CubicConfig};
+use crate::dctcp::{self, Dctcp, DctcpConfig};
+use crate::param::{Param, ParamValue};
+use crate::prague::{self, EcnFallback, Prague, PragueConfig, RttScaling};
 use crate::reno::{Reno, RenoConfig};
 use crate::CongestionControl;
 
-/// BBR v1 gains are fixed point with 8 fractional bits (Linux `BBR_UNIT`).
-const BBR_UNIT: f64 = 256.0;
-
-/// `cc = "cubic"` options (Linux `tcp_cubic` module parameters).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct CubicOptions {
-    /// `β_cubic` in (0, 1): Linux `beta` (717/1024), RFC 9438 0.7.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub beta: Option<f64>,
-    /// `C` in segments/s³: RFC 9438 0.4 (Linux `bic_scale = 41` ≈ 0.4004).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub c: Option<f64>,
-    /// Linux `fast_convergence` (RFC 9438 §4.7).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fast_convergence: Option<bool>,
-    /// Linux `tcp_friendliness`: the Reno-friendly region (RFC 9438 §4.3).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tcp_friendliness: Option<bool>,
-    /// Linux `hystart`: HyStart++ (RFC 9406) in the initial slow start.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hystart: Option<bool>,
+/// A config field's type from a [`ParamValue`] of its declared kind.
+///
+/// # Panics
+/// On a value of another kind or out of the type's range: the caller (the
+/// scenario resolver) reads values by their declaration, so that is a bug.
+pub trait FromParam: Sized {
+    fn from_param(v: ParamValue) -> Self;
 }
 
-impl CubicOptions {
-    pub fn apply(&self, cfg: &mut CubicConfig) {
-        set(&mut cfg.beta, self.beta);
-        set(&mut cfg.c, self.c);
-        set(&mut cfg.fast_convergence, self.fast_convergence);
-        set(&mut cfg.reno_friendly, self.tcp_friendliness);
-        set(&mut cfg.hystart, self.hystart);
+impl FromParam for u32 {
+    fn from_param(v: ParamValue) -> Self {
+        u32::try_from(v.int()).expect("declared range fits u32")
     }
 }
 
-/// `cc = "dctcp"` options (Linux `tcp_dctcp` module parameters).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct DctcpOptions {
-    /// EWMA gain `g = 1/2^shift_g`, 1..=16: Linux `dctcp_shift_g` (4).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shift_g: Option<u32>,
-    /// Initial alpha in [0, 1]: Linux `dctcp_alpha_on_init` (1024/1024).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub alpha_on_init: Option<f64>,
-    /// Send ECT(1) instead of ECT(0) (L4STeam `dctcp_ect`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ect1: Option<bool>,
-}
-
-impl DctcpOptions {
-    pub fn apply(&self, cfg: &mut DctcpConfig) {
-        set(&mut cfg.shift_g, self.shift_g);
-        set(&mut cfg.alpha_on_init, self.alpha_on_init);
-        set(&mut cfg.ect1, self.ect1);
+impl FromParam for u64 {
+    fn from_param(v: ParamValue) -> Self {
+        u64::try_from(v.int()).expect("declared range fits u64")
     }
 }
 
-/// `cc = "prague"` options (Linux `tcp_prague` module parameters).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct PragueOptions {
-    /// RTT-independence heuristic: `prague_rtt_scaling` (`rate`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rtt_scaling: Option<RttScaling>,
-    /// Target RTT of the heuristic, zero disables it: `prague_rtt_target` (25 ms).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rtt_target: Option<Dur>,
-    /// Rounds after slow start before RTT independence: `prague_rtt_transition` (500).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rtt_transition: Option<u64>,
-    /// Classic-ECN bottleneck detection: `prague_ecn_fallback` (off).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ecn_fallback: Option<EcnFallback>,
-    /// Burst of `2^-burst_shift` s at the pacing rate, 0..=40: `prague_burst_shift` (12).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub burst_shift: Option<u32>,
-    /// Cap on the burst in segments, 0 = none: `prague_max_tso_segs` (0).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_tso_segs: Option<u64>,
-}
-
-impl PragueOptions {
-    pub fn apply(&self, cfg: &mut PragueConfig) {
-        set(&mut cfg.rtt_scaling, self.rtt_scaling);
-        set(&mut cfg.rtt_target, self.rtt_target);
-        set(&mut cfg.rtt_transition_rounds, self.rtt_transition);
-        set(&mut cfg.ecn_fallback, self.ecn_fallback);
-        set(&mut cfg.burst_shift, self.burst_shift);
-        set(&mut cfg.max_tso_segs, self.max_tso_segs);
+impl FromParam for f64 {
+    fn from_param(v: ParamValue) -> Self {
+        v.num()
     }
 }
 
-/// `cc = "bbr"` options. Linux `tcp_bbr` has no module parameters (its knobs
-/// are `static const`); these are the ones experiments change, named as the
-/// constants without `bbr_` and the unit suffix.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct BbrOptions {
-    /// Startup pacing and cwnd gain: `bbr_high_gain` (2/ln 2 ≈ 2.885).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub high_gain: Option<f64>,
-    /// ProbeBW cwnd gain: `bbr_cwnd_gain` (2).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwnd_gain: Option<f64>,
-    /// Aggregation allowance gain, 0 disables: `bbr_extra_acked_gain` (1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub extra_acked_gain: Option<f64>,
-    /// RTprop filter window: `bbr_min_rtt_win_sec` (10 s).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub min_rtt_win: Option<Dur>,
-    /// Time at the ProbeRTT window: `bbr_probe_rtt_mode_ms` (200 ms).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub probe_rtt_mode: Option<Dur>,
-}
-
-impl BbrOptions {
-    pub fn apply(&self, cfg: &mut BbrConfig) {
-        let fixed = |g: f64| (g * BBR_UNIT).round() as u32;
-        set(&mut cfg.high_gain, self.high_gain.map(fixed));
-        set(&mut cfg.cwnd_gain, self.cwnd_gain.map(fixed));
-        set(&mut cfg.extra_acked_gain, self.extra_acked_gain.map(fixed));
-        set(&mut cfg.min_rtt_win, self.min_rtt_win);
-        set(&mut cfg.probe_rtt_mode, self.probe_rtt_mode);
+impl FromParam for bool {
+    fn from_param(v: ParamValue) -> Self {
+        v.flag()
     }
 }
 
-/// `cc = "bbr3"` options (draft-ietf-ccwg-bbr constants that experiments
-/// change; names as in [`Bbr3Config`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Bbr3Options {
-    /// `BBR.LossThresh` in [0, 1): 2 % per round.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub loss_thresh: Option<f64>,
-    /// `BBR.Beta` in [0, 1): 0.7.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub beta: Option<f64>,
-    /// `BBR.Headroom` in [0, 1): 0.15.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub headroom: Option<f64>,
-    /// `BBR.ProbeRTTInterval`: 5 s.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub probe_rtt_interval: Option<Dur>,
-}
-
-impl Bbr3Options {
-    pub fn apply(&self, cfg: &mut Bbr3Config) {
-        set(&mut cfg.loss_thresh, self.loss_thresh);
-        set(&mut cfg.beta, self.beta);
-        set(&mut cfg.headroom, self.headroom);
-        set(&mut cfg.probe_rtt_interval, self.probe_rtt_interval);
+impl FromParam for Dur {
+    fn from_param(v: ParamValue) -> Self {
+        v.dur()
     }
 }
 
-fn set<T>(field: &mut T, value: Option<T>) {
-    if let Some(v) = value {
-        *field = v;
+impl FromParam for RttScaling {
+    fn from_param(v: ParamValue) -> Self {
+        RttScaling::from_name(v.choice()).expect("declared choice")
+    }
+}
+
+impl FromParam for EcnFallback {
+    fn from_param(v: ParamValue) -> Self {
+        EcnFallback::from_name(v.choice()).expect("declared choice")
+    }
+}
+
+/// One options struct per controller: an `Option` per declared parameter
+/// (named as its [`Param::name`], which `tests` checks), `apply` onto the
+/// config field (through a conversion where the config keeps Linux's
+/// units), and `set` by name for the scenario resolver.
+macro_rules! cc_options {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident for $cfg:ident {
+            $(
+                $(#[$fmeta:meta])*
+                $field:ident: $ty:ty = $param:path => $cfgfield:ident $(($conv:path))?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+        pub struct $name {
+            $(
+                $(#[$fmeta])*
+                #[serde(skip_serializing_if = "Option::is_none")]
+                pub $field: Option<$ty>,
+            )*
+        }
+
+        impl $name {
+            /// The declarations of the fields, in field order.
+            pub const PARAMS: &'static [Param] = &[$($param),*];
+            /// The field names, in field order (each its parameter's name).
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            /// Write the options that are set over `cfg`.
+            pub fn apply(&self, cfg: &mut $cfg) {
+                $(
+                    if let Some(v) = self.$field {
+                        cfg.$cfgfield = $($conv)?(v);
+                    }
+                )*
+            }
+
+            /// Set the option named `name` (a [`Param::name`] of
+            /// [`Self::PARAMS`]) to `v`; false if there is none.
+            ///
+            /// # Panics
+            /// If `v` is not of the parameter's kind (see [`FromParam`]).
+            pub fn set(&mut self, name: &str, v: ParamValue) -> bool {
+                $(
+                    if name == $param.name {
+                        self.$field = Some(<$ty as FromParam>::from_param(v));
+                        return true;
+                    }
+                )*
+                false
+            }
+        }
+    };
+}
+
+cc_options! {
+    /// `cc = "cubic"` options ([`cubic::PARAMS`], Linux `tcp_cubic` module
+    /// parameters).
+    pub struct CubicOptions for CubicConfig {
+        beta: f64 = cubic::BETA => beta,
+        c: f64 = cubic::C => c,
+        fast_convergence: bool = cubic::FAST_CONVERGENCE => fast_convergence,
+        tcp_friendliness: bool = cubic::TCP_FRIENDLINESS => reno_friendly,
+        hystart: bool = cubic::HYSTART => hystart,
+    }
+}
+
+cc_options! {
+    /// `cc = "dctcp"` options ([`dctcp::PARAMS`], Linux `tcp_dctcp` module
+    /// parameters).
+    pub struct DctcpOptions for DctcpConfig {
+        shift_g: u32 = dctcp::SHIFT_G => shift_g,
+        alpha_on_init: f64 = dctcp::ALPHA_ON_INIT => alpha_on_init,
+        ect1: bool = dctcp::ECT1 => ect1,
+    }
+}
+
+cc_options! {
+    /// `cc = "prague"` options ([`prague::PARAMS`], Linux `tcp_prague` module
+    /// parameters).
+    pub struct PragueOptions for PragueConfig {
+        rtt_scaling: RttScaling = prague::RTT_SCALING => rtt_scaling,
+        rtt_target: Dur = prague::RTT_TARGET => rtt_target,
+        rtt_transition: u64 = prague::RTT_TRANSITION => rtt_transition_rounds,
+        ecn_fallback: EcnFallback = prague::ECN_FALLBACK => ecn_fallback,
+        burst_shift: u32 = prague::BURST_SHIFT => burst_shift,
+        max_tso_segs: u64 = prague::MAX_TSO_SEGS => max_tso_segs,
+    }
+}
+
+cc_options! {
+    /// `cc = "bbr"` options ([`bbr::v1::PARAMS`]): gains as factors here,
+    /// 1/256 fixed point in [`BbrConfig`].
+    pub struct BbrOptions for BbrConfig {
+        high_gain: f64 = bbr::v1::HIGH_GAIN => high_gain (bbr::v1::gain_to_fixed),
+        cwnd_gain: f64 = bbr::v1::CWND_GAIN => cwnd_gain (bbr::v1::gain_to_fixed),
+        extra_acked_gain: f64 = bbr::v1::EXTRA_ACKED_GAIN => extra_acked_gain (bbr::v1::gain_to_fixed),
+        min_rtt_win: Dur = bbr::v1::MIN_RTT_WIN => min_rtt_win,
+        probe_rtt_mode: Dur = bbr::v1::PROBE_RTT_MODE => probe_rtt_mode,
+    }
+}
+
+cc_options! {
+    /// `cc = "bbr3"` options ([`bbr::v3::PARAMS`], draft-ietf-ccwg-bbr
+    /// constants that experiments change).
+    pub struct Bbr3Options for Bbr3Config {
+        loss_thresh: f64 = bbr::v3::LOSS_THRESH => loss_thresh,
+        beta: f64 = bbr::v3::BETA => beta,
+        headroom: f64 = bbr::v3::HEADROOM => headroom,
+        probe_rtt_interval: Dur = bbr::v3::PROBE_RTT_INTERVAL => probe_rtt_interval,
     }
 }
 
@@ -219,6 +231,34 @@ impl CcOptions {
             CcOptions::Prague(_) => "prague",
             CcOptions::Bbr(_) => "bbr",
             CcOptions::Bbr3(_) => "bbr3",
+        }
+    }
+
+    /// The declarations of this controller's options ([`crate::param::params`]).
+    pub fn params(&self) -> &'static [Param] {
+        match self {
+            CcOptions::Reno => &[],
+            CcOptions::Cubic(_) => CubicOptions::PARAMS,
+            CcOptions::Dctcp(_) => DctcpOptions::PARAMS,
+            CcOptions::Prague(_) => PragueOptions::PARAMS,
+            CcOptions::Bbr(_) => BbrOptions::PARAMS,
+            CcOptions::Bbr3(_) => Bbr3Options::PARAMS,
+        }
+    }
+
+    /// Set the option `name` to `v` (of the kind its [`Param`] declares);
+    /// false if this controller has no such option.
+    ///
+    /// # Panics
+    /// If `v` is not of the declared kind (a bug in the caller).
+    pub fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        match self {
+            CcOptions::Reno => false,
+            CcOptions::Cubic(o) => o.set(name, v),
+            CcOptions::Dctcp(o) => o.set(name, v),
+            CcOptions::Prague(o) => o.set(name, v),
+            CcOptions::Bbr(o) => o.set(name, v),
+            CcOptions::Bbr3(o) => o.set(name, v),
         }
     }
 
@@ -346,6 +386,47 @@ mod tests {
         });
         assert!(!o.is_default());
         assert_eq!(o.build(1448, 10).ecn_codepoint(), crate::EcnCodepoint::Ect1);
+    }
+
+    #[test]
+    fn options_are_the_declared_parameters_by_name() {
+        for &name in crate::CC_NAMES {
+            let o = CcOptions::defaults(name).unwrap();
+            let declared = crate::param::params(name).unwrap();
+            assert_eq!(o.params(), declared, "{name}");
+        }
+        for (params, fields) in [
+            (CubicOptions::PARAMS, CubicOptions::FIELDS),
+            (DctcpOptions::PARAMS, DctcpOptions::FIELDS),
+            (PragueOptions::PARAMS, PragueOptions::FIELDS),
+            (BbrOptions::PARAMS, BbrOptions::FIELDS),
+            (Bbr3Options::PARAMS, Bbr3Options::FIELDS),
+        ] {
+            let names: Vec<_> = params.iter().map(|p| p.name).collect();
+            assert_eq!(&names, fields);
+        }
+    }
+
+    #[test]
+    fn every_default_set_as_an_option_leaves_the_config_unchanged() {
+        // Each declaration's default is the config's default: setting every
+        // option to it changes nothing that `build` sees.
+        for &name in crate::CC_NAMES {
+            let mut o = CcOptions::defaults(name).unwrap();
+            for p in o.params() {
+                assert!(o.set(p.name, p.default), "{name}.{}", p.name);
+            }
+            assert!(!o.set("no_such_option", ParamValue::Flag(true)));
+            let json = serde_json::to_value(&o).unwrap();
+            let set = json.as_object().map_or(0, |m| m.len());
+            assert_eq!(set, o.params().len(), "{name}: {json}");
+            let (built, default) = (o.build(1448, 10), build_default(name));
+            assert_eq!(format!("{built:?}"), format!("{default:?}"), "{name}");
+        }
+    }
+
+    fn build_default(name: &str) -> Box<dyn CongestionControl> {
+        crate::build(name, 1448, 10).unwrap()
     }
 
     #[test]

@@ -74,6 +74,10 @@ pub struct RenoConfig {
     pub initial_window_segments: u64,
 }
 
+/// The parameters a scenario can set: none (Linux `tcp_reno` has no module
+/// parameters).
+pub const PARAMS: &[crate::param::Param] = &[];
+
 impl Default for RenoConfig {
     fn default() -> Self {
         RenoConfig {

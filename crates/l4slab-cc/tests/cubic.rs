@@ -529,7 +529,7 @@ fn invalid_config_is_a_typed_error() {
             ..d.clone()
         })
         .to_string(),
-        "beta: 1 is not strictly between 0 and 1"
+        "beta: 1 is out of range; must be between 0 and 1 (exclusive)"
     );
     assert_eq!(
         bad(CubicConfig {
@@ -537,7 +537,7 @@ fn invalid_config_is_a_typed_error() {
             ..d.clone()
         })
         .to_string(),
-        "c: NaN is not a positive number"
+        "c: NaN is out of range; must be above 0"
     );
     assert_eq!(
         bad(CubicConfig {

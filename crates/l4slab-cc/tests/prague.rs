@@ -587,7 +587,7 @@ fn invalid_config_is_a_typed_error() {
     };
     assert_eq!(
         Prague::try_new(bad).unwrap_err().to_string(),
-        "burst_shift: 64 is above 40 (burst = 2^-burst_shift s)"
+        "burst_shift: 64 is out of range; must be between 0 and 40"
     );
     let bad = PragueConfig {
         shift_g: 0,

@@ -269,6 +269,97 @@ fn cc_names() -> Vec<&'static str> {
     l4slab_sim::cc_names().to_vec()
 }
 
+/// The declared parameters of the congestion control `kind` (a
+/// `cc_names()` name; `l4slab_cc::param`), one dict each (`_native.pyi`:
+/// `CcParam`). An unknown kind is a `ValueError`.
+#[pyfunction]
+fn cc_params<'py>(py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyList>> {
+    use l4slab_cc::param::{show_dur, Kind, ParamValue};
+    let Some(params) = l4slab_cc::param::params(kind) else {
+        return Err(PyValueError::new_err(format!(
+            "unknown congestion control '{kind}'; choose one of: {}",
+            l4slab_cc::CC_NAMES.join(", ")
+        )));
+    };
+    let list = PyList::empty(py);
+    for p in params {
+        let d = PyDict::new(py);
+        d.set_item("name", p.name)?;
+        d.set_item("linux", p.linux)?;
+        d.set_item("kind", p.kind.name())?;
+        d.set_item("range", p.kind.range())?;
+        let none = py.None();
+        let (min, max, min_exclusive, max_exclusive): (PyObject, PyObject, bool, bool) = match p
+            .kind
+        {
+            Kind::Int { min, max } => (
+                min.into_pyobject(py)?.into_any().unbind(),
+                max.into_pyobject(py)?.into_any().unbind(),
+                false,
+                false,
+            ),
+            Kind::Fraction {
+                min,
+                max,
+                min_open,
+                max_open,
+                ..
+            } => (
+                min.into_pyobject(py)?.into_any().unbind(),
+                max.into_pyobject(py)?.into_any().unbind(),
+                min_open,
+                max_open,
+            ),
+            Kind::Number { above } => (
+                above.into_pyobject(py)?.into_any().unbind(),
+                none.clone_ref(py),
+                true,
+                false,
+            ),
+            Kind::Gain { scale, max, .. } => (
+                (1.0 / f64::from(scale))
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind(),
+                max.into_pyobject(py)?.into_any().unbind(),
+                false,
+                false,
+            ),
+            Kind::Duration { zero_ok } => (
+                0.0f64.into_pyobject(py)?.into_any().unbind(),
+                none.clone_ref(py),
+                !zero_ok,
+                false,
+            ),
+            Kind::Flag | Kind::Choice(_) => (none.clone_ref(py), none.clone_ref(py), false, false),
+        };
+        d.set_item("min", min)?;
+        d.set_item("max", max)?;
+        d.set_item("min_exclusive", min_exclusive)?;
+        d.set_item("max_exclusive", max_exclusive)?;
+        d.set_item(
+            "zero_allowed",
+            matches!(p.kind, Kind::Gain { zero_ok: true, .. }),
+        )?;
+        match p.kind {
+            Kind::Choice(names) => d.set_item("choices", names.to_vec())?,
+            _ => d.set_item("choices", none.clone_ref(py))?,
+        }
+        match p.default {
+            ParamValue::Int(i) => d.set_item("default", i)?,
+            ParamValue::Num(x) => d.set_item("default", x)?,
+            ParamValue::Dur(t) => d.set_item("default", show_dur(t))?,
+            ParamValue::Flag(b) => d.set_item("default", b)?,
+            ParamValue::Choice(c) => d.set_item("default", c)?,
+        }
+        d.set_item("example", p.example())?;
+        d.set_item("source", p.source)?;
+        d.set_item("doc", p.doc)?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
 #[pyfunction]
 fn qdisc_names() -> Vec<&'static str> {
     l4slab_sim::QDISC_NAMES.to_vec()
@@ -301,6 +392,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
+    m.add_function(wrap_pyfunction!(cc_params, m)?)?;
     m.add_function(wrap_pyfunction!(qdisc_names, m)?)?;
     m.add_function(wrap_pyfunction!(ecn_rewrite_names, m)?)?;
     #[cfg(target_os = "linux")]

@@ -279,7 +279,7 @@ const ERRORS: &[(&str, &str, Problem, &str)] = &[
         r#"flows[0].cc={ kind = "cubic", beta = 1.0 }"#,
         "flows[0].cc.beta",
         Problem::BadValue,
-        "flows[0].cc.beta: 1: must be between 0 and 1 (exclusive); write e.g. 0.7",
+        "flows[0].cc.beta: 1 is out of range; must be between 0 and 1 (exclusive); write e.g. 0.7",
     ),
     (
         r#"flows[0].cc={ kind = "cubic", beta = "fast" }"#,
@@ -291,7 +291,7 @@ const ERRORS: &[(&str, &str, Problem, &str)] = &[
         r#"flows[0].cc={ kind = "cubic", c = 0 }"#,
         "flows[0].cc.c",
         Problem::BadValue,
-        "flows[0].cc.c: 0: must be above 0; write e.g. 0.4",
+        "flows[0].cc.c: 0 is out of range; must be above 0; write e.g. 0.4",
     ),
     (
         r#"flows[0].cc={ kind = "cubic", hystart = "off" }"#,
@@ -372,7 +372,7 @@ const ERRORS: &[(&str, &str, Problem, &str)] = &[
         r#"flows[0].cc={ kind = "bbr", cwnd_gain = 0 }"#,
         "flows[0].cc.cwnd_gain",
         Problem::BadValue,
-        "flows[0].cc.cwnd_gain: 0: must be between 1/256 and 100 (a factor); write e.g. 2.0",
+        "flows[0].cc.cwnd_gain: 0 is out of range; must be between 1/256 and 100 (a factor); write e.g. 2.0",
     ),
     (
         r#"flows[0].cc={ kind = "bbr", extra_acked_gain = -1 }"#,
@@ -397,7 +397,7 @@ const ERRORS: &[(&str, &str, Problem, &str)] = &[
         r#"flows[0].cc={ kind = "bbr3", loss_thresh = "100%" }"#,
         "flows[0].cc.loss_thresh",
         Problem::BadValue,
-        r#"flows[0].cc.loss_thresh: 1: must be below 1; write e.g. "2%""#,
+        "flows[0].cc.loss_thresh: 1 is out of range; must be below 1; write e.g. 0.02",
     ),
     (
         r#"flows[0].cc={ kind = "bbr3", beta = 7 }"#,
@@ -424,5 +424,42 @@ fn invalid_options_are_rejected_with_their_key_path() {
             text == message || (message.len() < 70 && text.contains(message)),
             "{set}:\n  got:  {text}\n  want: {message}"
         );
+    }
+}
+
+#[test]
+fn every_declared_option_reads_its_example_and_refuses_a_wrong_type_with_it() {
+    for &kind in l4slab_cc::CC_NAMES {
+        let params = l4slab_cc::param::params(kind).unwrap();
+        for p in params {
+            // The example (the default, shown to 3 decimals) is valid, is
+            // recorded, and builds the same controller as the default.
+            let spec = cc(&format!(
+                r#"{{ kind = "{kind}", {} = {} }}"#,
+                p.name,
+                p.example()
+            ));
+            assert!(spec.has_options(), "{kind}.{}", p.name);
+            let built = format!("{:?}", spec.options.build(1448, 10));
+            let default = format!("{:?}", l4slab_cc::build(kind, 1448, 10).unwrap());
+            assert_eq!(built, default, "{kind}.{}", p.name);
+            // A table is never a valid value; the error shows the example.
+            let set = format!(
+                r#"flows[0].cc={{ kind = "{kind}", {} = {{ x = 1 }} }}"#,
+                p.name
+            );
+            let e = parse(BASE, &[&set]).expect_err(&set);
+            assert_eq!(e.path(), Some(format!("flows[0].cc.{}", p.name).as_str()));
+            assert!(
+                e.to_string()
+                    .ends_with(&format!("; write e.g. {}", p.example()))
+                    || matches!(
+                        p.kind,
+                        l4slab_cc::param::Kind::Flag | l4slab_cc::param::Kind::Choice(_)
+                    ),
+                "{kind}.{}: {e}",
+                p.name
+            );
+        }
     }
 }

@@ -25,8 +25,8 @@
 //! RACK reorder timer or an RTO are seen on the next ACK.
 
 pub mod filters;
-mod v1;
-mod v3;
+pub mod v1;
+pub mod v3;
 
 pub use v1::{Bbr, BbrConfig, BbrConfigError, BbrStats, BBR_UNIT};
 pub use v3::{Bbr3, Bbr3Config, Bbr3ConfigError, Bbr3Stats, ProbeBwPhase, StartupExit};

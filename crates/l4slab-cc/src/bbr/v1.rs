@@ -56,6 +56,7 @@ use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
 
 use super::filters::MaxFilter;
 use super::{AppLimitedMark, CaState, LossCounter, RateSample};
+use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
 /// Linux `BBR_UNIT = 1 << BBR_SCALE` (8): gains are fixed point in 1/256.
@@ -75,7 +76,86 @@ const GSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
 /// Linux `sk_pacing_shift` default (10): TSO bursts hold ~1 ms (2^-10 s) of data.
 const PACING_SHIFT: u32 = 10;
 
-/// Parameters of [`Bbr`]. Defaults are the Linux `tcp_bbr.c` constants.
+/// A BBR gain in Linux's kind: a factor in 1/256 steps, at most 100 (a bound
+/// that catches typos; Linux's largest default gain is 2.885).
+const fn gain(zero_ok: bool) -> Kind {
+    Kind::Gain {
+        scale: BBR_UNIT,
+        max: 100.0,
+        zero_ok,
+    }
+}
+
+/// A factor as Linux's `BBR_UNIT` fixed point (the nearest 1/256).
+pub fn gain_to_fixed(g: f64) -> u32 {
+    (g * f64::from(BBR_UNIT)).round() as u32
+}
+
+/// Startup pacing and cwnd gain.
+pub const HIGH_GAIN: Param = Param {
+    name: "high_gain",
+    linux: "bbr_high_gain",
+    kind: gain(false),
+    default: ParamValue::Num(739.0 / 256.0),
+    source: "Linux `bbr_high_gain = BBR_UNIT * 2885 / 1000 + 1` = 739/256 (2/ln 2)",
+    doc: "Startup pacing and cwnd gain",
+};
+
+/// ProbeBW cwnd gain.
+pub const CWND_GAIN: Param = Param {
+    name: "cwnd_gain",
+    linux: "bbr_cwnd_gain",
+    kind: gain(false),
+    default: ParamValue::Num(2.0),
+    source: "Linux `bbr_cwnd_gain = BBR_UNIT * 2`",
+    doc: "ProbeBW cwnd gain",
+};
+
+/// Gain on the aggregation allowance.
+pub const EXTRA_ACKED_GAIN: Param = Param {
+    name: "extra_acked_gain",
+    linux: "bbr_extra_acked_gain",
+    kind: gain(true),
+    default: ParamValue::Num(1.0),
+    source: "Linux `bbr_extra_acked_gain = BBR_UNIT`",
+    doc: "aggregation allowance gain, 0 disables `extra_acked`",
+};
+
+/// RTprop filter window.
+pub const MIN_RTT_WIN: Param = Param {
+    name: "min_rtt_win",
+    linux: "bbr_min_rtt_win_sec",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_secs(10)),
+    source: "Linux `bbr_min_rtt_win_sec = 10`",
+    doc: "RTprop min-filter window",
+};
+
+/// Minimum time at the ProbeRTT window.
+pub const PROBE_RTT_MODE: Param = Param {
+    name: "probe_rtt_mode",
+    linux: "bbr_probe_rtt_mode_ms",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(200)),
+    source: "Linux `bbr_probe_rtt_mode_ms = 200`",
+    doc: "minimum time at the ProbeRTT window",
+};
+
+/// The parameters a scenario can set (`cc = { kind = "bbr", ... }`). Linux
+/// `tcp_bbr` has no module parameters (its knobs are `static const`); these
+/// are the ones experiments change, named as the constants without `bbr_`
+/// and the unit suffix.
+pub const PARAMS: &[Param] = &[
+    HIGH_GAIN,
+    CWND_GAIN,
+    EXTRA_ACKED_GAIN,
+    MIN_RTT_WIN,
+    PROBE_RTT_MODE,
+];
+
+/// Parameters of [`Bbr`]. Defaults are the Linux `tcp_bbr.c` constants;
+/// those in [`PARAMS`] (gains there as factors, here in 1/256) take their
+/// default and range from there.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BbrConfig {
@@ -83,12 +163,11 @@ pub struct BbrConfig {
     pub mss: u64,
     /// Initial window in segments (RFC 6928, Linux `TCP_INIT_CWND` = 10).
     pub initial_window_segments: u64,
-    /// Startup pacing and cwnd gain, 1/256 units: `bbr_high_gain =
-    /// BBR_UNIT * 2885 / 1000 + 1` = 739 (2/ln 2 ≈ 2.885).
+    /// [`HIGH_GAIN`], in 1/256 units.
     pub high_gain: u32,
     /// Drain pacing gain: `bbr_drain_gain = BBR_UNIT * 1000 / 2885` = 88 (ln 2/2).
     pub drain_gain: u32,
-    /// ProbeBW cwnd gain: `bbr_cwnd_gain = BBR_UNIT * 2` = 512.
+    /// [`CWND_GAIN`], in 1/256 units.
     pub cwnd_gain: u32,
     /// ProbeBW pacing gains: `bbr_pacing_gain[] = {5/4, 3/4, 1, 1, 1, 1, 1, 1}`.
     pub pacing_gain_cycle: [u32; CYCLE_LEN],
@@ -97,9 +176,9 @@ pub struct BbrConfig {
     pub cycle_rand: u32,
     /// BtlBw max-filter window in packet-timed rounds: `bbr_bw_rtts = CYCLE_LEN + 2` = 10.
     pub bw_rtts: u64,
-    /// RTprop min-filter window: `bbr_min_rtt_win_sec` = 10 s.
+    /// [`MIN_RTT_WIN`].
     pub min_rtt_win: Dur,
-    /// Minimum time at the ProbeRTT window: `bbr_probe_rtt_mode_ms` = 200 ms.
+    /// [`PROBE_RTT_MODE`].
     pub probe_rtt_mode: Dur,
     /// Minimum cwnd and the ProbeRTT window, packets: `bbr_cwnd_min_target` = 4.
     pub cwnd_min_target: u64,
@@ -109,8 +188,7 @@ pub struct BbrConfig {
     pub full_bw_cnt: u32,
     /// Pace this many percent below the estimate: `bbr_pacing_margin_percent` = 1.
     pub pacing_margin_percent: u32,
-    /// Gain on the aggregation allowance, 1/256: `bbr_extra_acked_gain = BBR_UNIT` = 256
-    /// (0 disables `extra_acked`).
+    /// [`EXTRA_ACKED_GAIN`], in 1/256 units (0 disables `extra_acked`).
     pub extra_acked_gain: u32,
     /// Half-window of the `extra_acked` max filter, rounds: `bbr_extra_acked_win_rtts` = 5.
     pub extra_acked_win_rtts: u32,
@@ -126,9 +204,9 @@ impl Default for BbrConfig {
         BbrConfig {
             mss: 1448,                              // 1500 - 20 - 20 - 12
             initial_window_segments: TCP_INIT_CWND, // RFC 6928
-            high_gain: unit * 2885 / 1000 + 1,      // bbr_high_gain
-            drain_gain: unit * 1000 / 2885,         // bbr_drain_gain
-            cwnd_gain: unit * 2,                    // bbr_cwnd_gain
+            high_gain: gain_to_fixed(HIGH_GAIN.default.num()),
+            drain_gain: unit * 1000 / 2885, // bbr_drain_gain
+            cwnd_gain: gain_to_fixed(CWND_GAIN.default.num()),
             pacing_gain_cycle: [
                 unit * 5 / 4, // probe for more bandwidth
                 unit * 3 / 4, // drain the queue / yield
@@ -139,16 +217,16 @@ impl Default for BbrConfig {
                 unit,
                 unit,
             ], // bbr_pacing_gain[]
-            cycle_rand: 7,                          // bbr_cycle_rand
-            bw_rtts: CYCLE_LEN as u64 + 2,          // bbr_bw_rtts
-            min_rtt_win: Dur::from_secs(10),        // bbr_min_rtt_win_sec
-            probe_rtt_mode: Dur::from_millis(200),  // bbr_probe_rtt_mode_ms
-            cwnd_min_target: 4,                     // bbr_cwnd_min_target
-            full_bw_thresh: unit * 5 / 4,           // bbr_full_bw_thresh
-            full_bw_cnt: 3,                         // bbr_full_bw_cnt
-            pacing_margin_percent: 1,               // bbr_pacing_margin_percent
-            extra_acked_gain: unit,                 // bbr_extra_acked_gain
-            extra_acked_win_rtts: 5,                // bbr_extra_acked_win_rtts
+            cycle_rand: 7,                 // bbr_cycle_rand
+            bw_rtts: CYCLE_LEN as u64 + 2, // bbr_bw_rtts
+            min_rtt_win: MIN_RTT_WIN.default.dur(),
+            probe_rtt_mode: PROBE_RTT_MODE.default.dur(),
+            cwnd_min_target: 4,           // bbr_cwnd_min_target
+            full_bw_thresh: unit * 5 / 4, // bbr_full_bw_thresh
+            full_bw_cnt: 3,               // bbr_full_bw_cnt
+            pacing_margin_percent: 1,     // bbr_pacing_margin_percent
+            extra_acked_gain: gain_to_fixed(EXTRA_ACKED_GAIN.default.num()),
+            extra_acked_win_rtts: 5, // bbr_extra_acked_win_rtts
             extra_acked_max: Dur::from_millis(100), // bbr_extra_acked_max_us
             min_tso_rate: Rate::from_bps(1_200_000), // bbr_min_tso_rate
         }
@@ -164,11 +242,13 @@ pub enum BbrConfigError {
     ZeroInitialWindow,
     /// `cycle_rand` must be in `1..=7` (the random start must avoid phase 1).
     CycleRand(u32),
-    /// A window (`bw_rtts`, `min_rtt_win`, `cwnd_min_target`,
+    /// A window (`bw_rtts`, `cwnd_min_target`,
     /// `extra_acked_win_rtts`, `full_bw_cnt`) is zero.
     ZeroWindow(&'static str),
     /// `pacing_margin_percent` must be below 100.
     PacingMargin(u32),
+    /// A parameter of [`PARAMS`] is out of its declared range.
+    Param(ParamError),
 }
 
 impl fmt::Display for BbrConfigError {
@@ -182,6 +262,7 @@ impl fmt::Display for BbrConfigError {
                 write!(f, "cycle_rand: {n} is not in 1..=7")
             }
             BbrConfigError::ZeroWindow(k) => write!(f, "{k}: must be positive"),
+            BbrConfigError::Param(e) => e.fmt(f),
             BbrConfigError::PacingMargin(p) => {
                 write!(f, "pacing_margin_percent: {p} is not below 100")
             }
@@ -202,9 +283,16 @@ impl BbrConfig {
         if !(1..CYCLE_LEN as u32).contains(&self.cycle_rand) {
             return Err(BbrConfigError::CycleRand(self.cycle_rand));
         }
+        let factor = |g: u32| ParamValue::Num(f64::from(g) / f64::from(BBR_UNIT));
+        HIGH_GAIN
+            .check(factor(self.high_gain))
+            .and(CWND_GAIN.check(factor(self.cwnd_gain)))
+            .and(EXTRA_ACKED_GAIN.check(factor(self.extra_acked_gain)))
+            .and(MIN_RTT_WIN.check(ParamValue::Dur(self.min_rtt_win)))
+            .and(PROBE_RTT_MODE.check(ParamValue::Dur(self.probe_rtt_mode)))
+            .map_err(BbrConfigError::Param)?;
         for (key, zero) in [
             ("bw_rtts", self.bw_rtts == 0),
-            ("min_rtt_win", self.min_rtt_win.is_zero()),
             ("cwnd_min_target", self.cwnd_min_target == 0),
             ("extra_acked_win_rtts", self.extra_acked_win_rtts == 0),
             ("full_bw_cnt", self.full_bw_cnt == 0),

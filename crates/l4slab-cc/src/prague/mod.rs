@@ -110,7 +110,8 @@ use serde::{Deserialize, Serialize};
 
 use l4slab_core::{Dur, FlowId, Rate, Time, TraceEvent, Tracer};
 
-use crate::dctcp::RoundTracker;
+use crate::dctcp::{self, RoundTracker};
+use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
 
 use classic_ecn::ClassicEcnDetector;
@@ -129,6 +130,108 @@ pub enum EcnFallback {
     DetectOnly,
 }
 
+impl EcnFallback {
+    /// Every mode in Linux's order (`prague_ecn_fallback` 0..=2).
+    pub const ALL: [EcnFallback; 3] = [
+        EcnFallback::Off,
+        EcnFallback::DetectAndFallback,
+        EcnFallback::DetectOnly,
+    ];
+    /// Their names (as serialized), in the same order.
+    pub const NAMES: &'static [&'static str] = &["off", "detect_and_fallback", "detect_only"];
+
+    /// The mode named `name` (one of [`EcnFallback::NAMES`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let i = Self::NAMES.iter().position(|&n| n == name)?;
+        Some(Self::ALL[i])
+    }
+}
+
+/// The RTT-independence heuristic.
+pub const RTT_SCALING: Param = Param {
+    name: "rtt_scaling",
+    linux: "prague_rtt_scaling",
+    kind: Kind::Choice(RttScaling::NAMES),
+    default: ParamValue::Choice("rate"),
+    source: "Linux `prague_rtt_scaling = RTT_CONTROL_RATE`",
+    doc: "RTT independence below `rtt_target`: none, rate, scalable or additive",
+};
+
+/// The target RTT of the heuristic.
+pub const RTT_TARGET: Param = Param {
+    name: "rtt_target",
+    linux: "prague_rtt_target",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::from_millis(25)),
+    source: "Linux `prague_rtt_target` (the file header says 10 ms; the code is 25 ms)",
+    doc: "target RTT of the heuristic; `\"0s\"` turns RTT independence off",
+};
+
+/// Rounds after slow start before RTT independence (config field
+/// `rtt_transition_rounds`).
+pub const RTT_TRANSITION: Param = Param {
+    name: "rtt_transition",
+    linux: "prague_rtt_transition",
+    kind: Kind::Int {
+        min: 0,
+        max: u32::MAX as i64,
+    },
+    default: ParamValue::Int(500),
+    source: "Linux `prague_rtt_transition = DEFAULT_RTT_TRANSITION` (v0.7: 4)",
+    doc: "rounds after slow start before RTT independence starts",
+};
+
+/// Classic-ECN bottleneck detection.
+pub const ECN_FALLBACK: Param = Param {
+    name: "ecn_fallback",
+    linux: "prague_ecn_fallback",
+    kind: Kind::Choice(EcnFallback::NAMES),
+    default: ParamValue::Choice("off"),
+    source: "Linux `prague_ecn_fallback = 0` (1 = `detect_and_fallback`, 2 = `detect_only`)",
+    doc: "classic-ECN bottleneck detection, and whether to fall back on it",
+};
+
+/// The burst at the pacing rate.
+pub const BURST_SHIFT: Param = Param {
+    name: "burst_shift",
+    linux: "prague_burst_shift",
+    kind: Kind::Int { min: 0, max: 40 },
+    default: ParamValue::Int(12),
+    source: "Linux `prague_burst_shift = 12` (≈ 244 µs)",
+    doc: "maximum burst 2^-burst_shift s at the pacing rate",
+};
+
+/// A cap on the burst.
+pub const MAX_TSO_SEGS: Param = Param {
+    name: "max_tso_segs",
+    linux: "prague_max_tso_segs",
+    kind: Kind::Int {
+        min: 0,
+        max: u32::MAX as i64,
+    },
+    default: ParamValue::Int(0),
+    source: "Linux `prague_max_tso_segs = 0`",
+    doc: "cap on that burst in segments, 0 = none",
+};
+
+/// The EWMA gain: DCTCP's [`dctcp::SHIFT_G`] (same meaning and range), a
+/// compile-time constant in Linux Prague, so not in [`PARAMS`].
+pub const SHIFT_G: Param = Param {
+    linux: "PRAGUE_SHIFT_G",
+    source: "Linux `PRAGUE_SHIFT_G = 4` (compile-time)",
+    ..dctcp::SHIFT_G
+};
+
+/// The parameters a scenario can set (`cc = { kind = "prague", ... }`).
+pub const PARAMS: &[Param] = &[
+    RTT_SCALING,
+    RTT_TARGET,
+    RTT_TRANSITION,
+    ECN_FALLBACK,
+    BURST_SHIFT,
+    MAX_TSO_SEGS,
+];
+
 /// Parameters of [`Prague`]. Every Linux module parameter of `tcp_prague.c`
 /// v0.6 has a field here (except `prague_max_tso_segs`'s TSO use, which only
 /// caps the reported burst).
@@ -140,25 +243,20 @@ pub struct PragueConfig {
     pub mss: u64,
     /// Initial window in segments. RFC 6928 §2: 10 (Linux `TCP_INIT_CWND`).
     pub initial_window_segments: u64,
-    /// RTT-independence heuristic. Linux `prague_rtt_scaling` =
-    /// `RTT_CONTROL_RATE`.
+    /// [`RTT_SCALING`].
     pub rtt_scaling: RttScaling,
-    /// RTT-scaling target. Linux `prague_rtt_target` = 25 ms (the file header
-    /// says 10 ms; the code uses 25 ms). Zero disables RTT independence
-    /// (Linux: `rtt_indep = rtt_target ? prague_rtt_scaling : NONE`).
+    /// [`RTT_TARGET`]. Zero disables RTT independence (Linux: `rtt_indep =
+    /// rtt_target ? prague_rtt_scaling : NONE`).
     pub rtt_target: Dur,
-    /// Rounds after slow start before the flow becomes RTT-independent.
-    /// Linux `prague_rtt_transition` = 500 (`DEFAULT_RTT_TRANSITION`; v0.7
-    /// uses 4). Tests use 0 to see the scaling at once.
+    /// [`RTT_TRANSITION`]. Tests use 0 to see the scaling at once.
     pub rtt_transition_rounds: u64,
-    /// Classic-ECN bottleneck detection. Linux `prague_ecn_fallback` = 0.
+    /// [`ECN_FALLBACK`].
     pub ecn_fallback: EcnFallback,
-    /// Maximum burst duration `2^-burst_shift` s at the pacing rate. Linux
-    /// `prague_burst_shift` = 12 (≈ 244 µs).
+    /// [`BURST_SHIFT`].
     pub burst_shift: u32,
-    /// Cap on the burst in segments; 0 = none. Linux `prague_max_tso_segs` = 0.
+    /// [`MAX_TSO_SEGS`].
     pub max_tso_segs: u64,
-    /// EWMA gain `g = 1/2^shift_g`. Linux `PRAGUE_SHIFT_G` = 4 (compile-time).
+    /// [`SHIFT_G`] (DCTCP's declaration; compile-time in Linux).
     pub shift_g: u32,
     /// Smallest window the per-ACK steps go down to, segments. Linux
     /// `MIN_CWND` = 2.
@@ -170,16 +268,17 @@ pub struct PragueConfig {
 
 impl Default for PragueConfig {
     fn default() -> Self {
+        let choice = |p: &Param| p.default.choice();
         PragueConfig {
-            mss: 1448,                             // 1500 - 20 (IPv4) - 20 (TCP) - 12 (timestamps)
-            initial_window_segments: 10,           // RFC 6928 §2, Linux TCP_INIT_CWND
-            rtt_scaling: RttScaling::Rate,         // prague_rtt_scaling = RTT_CONTROL_RATE
-            rtt_target: Dur::from_millis(25),      // prague_rtt_target = 25 * USEC_PER_MSEC
-            rtt_transition_rounds: 500,            // prague_rtt_transition = DEFAULT_RTT_TRANSITION
-            ecn_fallback: EcnFallback::Off,        // prague_ecn_fallback = 0
-            burst_shift: 12,                       // prague_burst_shift: 1/2^12 s ≈ 0.25 ms
-            max_tso_segs: 0,                       // prague_max_tso_segs = 0
-            shift_g: 4,                            // PRAGUE_SHIFT_G
+            mss: 1448,                   // 1500 - 20 (IPv4) - 20 (TCP) - 12 (timestamps)
+            initial_window_segments: 10, // RFC 6928 §2, Linux TCP_INIT_CWND
+            rtt_scaling: RttScaling::from_name(choice(&RTT_SCALING)).expect("declared"),
+            rtt_target: RTT_TARGET.default.dur(),
+            rtt_transition_rounds: RTT_TRANSITION.default.int() as u64,
+            ecn_fallback: EcnFallback::from_name(choice(&ECN_FALLBACK)).expect("declared"),
+            burst_shift: BURST_SHIFT.default.int() as u32,
+            max_tso_segs: MAX_TSO_SEGS.default.int() as u64,
+            shift_g: SHIFT_G.default.int() as u32,
             min_cwnd_segments: 2,                  // MIN_CWND
             min_pacing_rate: Rate::from_kbps(100), // v0.7 MINIMUM_RATE = 12500 B/s
         }
@@ -187,14 +286,12 @@ impl Default for PragueConfig {
 }
 
 /// Why a [`PragueConfig`] is unusable.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum PragueConfigError {
     ZeroMss,
     ZeroInitialWindow,
-    /// `shift_g` outside `1..=16`.
-    ShiftG(u32),
-    /// `burst_shift` above 40 (a burst of less than a picosecond).
-    BurstShift(u32),
+    /// A parameter of [`PARAMS`] or [`SHIFT_G`] is out of its declared range.
+    Param(ParamError),
     /// `min_cwnd_segments` is zero.
     ZeroMinCwnd,
 }
@@ -206,12 +303,7 @@ impl fmt::Display for PragueConfigError {
             PragueConfigError::ZeroInitialWindow => {
                 write!(f, "initial_window_segments: must be at least 1 segment")
             }
-            PragueConfigError::ShiftG(s) => {
-                write!(f, "shift_g: {s} is outside 1..=16 (g = 1/2^shift_g)")
-            }
-            PragueConfigError::BurstShift(s) => {
-                write!(f, "burst_shift: {s} is above 40 (burst = 2^-burst_shift s)")
-            }
+            PragueConfigError::Param(e) => e.fmt(f),
             PragueConfigError::ZeroMinCwnd => {
                 write!(f, "min_cwnd_segments: must be at least 1 segment")
             }
@@ -229,12 +321,13 @@ impl PragueConfig {
         if self.initial_window_segments == 0 {
             return Err(PragueConfigError::ZeroInitialWindow);
         }
-        if !(1..=16).contains(&self.shift_g) {
-            return Err(PragueConfigError::ShiftG(self.shift_g));
-        }
-        if self.burst_shift > 40 {
-            return Err(PragueConfigError::BurstShift(self.burst_shift));
-        }
+        let int = |v: u64| ParamValue::Int(i64::try_from(v).unwrap_or(i64::MAX));
+        RTT_TRANSITION
+            .check(int(self.rtt_transition_rounds))
+            .and(BURST_SHIFT.check(int(self.burst_shift.into())))
+            .and(MAX_TSO_SEGS.check(int(self.max_tso_segs)))
+            .and(SHIFT_G.check(int(self.shift_g.into())))
+            .map_err(PragueConfigError::Param)?;
         if self.min_cwnd_segments == 0 {
             return Err(PragueConfigError::ZeroMinCwnd);
         }
@@ -785,5 +878,34 @@ impl CongestionControl for Prague {
                 ("classic_ecn", self.classic.score()),
             ],
         }
+    }
+}
+
+#[cfg(test)]
+mod param_tests {
+    use super::*;
+
+    #[test]
+    fn choice_names_are_the_serialized_names() {
+        for (m, name) in RttScaling::ALL.iter().zip(RttScaling::NAMES) {
+            let json = format!("{:?}", name);
+            assert_eq!(serde_json::to_string(m).unwrap(), json);
+            assert_eq!(RttScaling::from_name(name), Some(*m));
+        }
+        for (m, name) in EcnFallback::ALL.iter().zip(EcnFallback::NAMES) {
+            let json = format!("{:?}", name);
+            assert_eq!(serde_json::to_string(m).unwrap(), json);
+            assert_eq!(EcnFallback::from_name(name), Some(*m));
+        }
+        assert_eq!(RttScaling::from_name("fast"), None);
+        let d = PragueConfig::default();
+        assert_eq!(
+            (d.rtt_scaling, d.ecn_fallback),
+            (RttScaling::Rate, EcnFallback::Off)
+        );
+        assert_eq!(
+            (d.shift_g, d.rtt_transition_rounds, d.burst_shift),
+            (4, 500, 12)
+        );
     }
 }

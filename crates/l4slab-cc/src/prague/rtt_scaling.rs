@@ -47,6 +47,22 @@ pub(crate) const SCALABLE_R1: Dur = Dur::from_micros(1_536);
 pub(crate) const MAX_SCALED_RTT: Dur = Dur::from_millis(100);
 
 impl RttScaling {
+    /// Every heuristic in Linux's order (`prague_rtt_scaling` 0..=3).
+    pub const ALL: [RttScaling; 4] = [
+        RttScaling::None,
+        RttScaling::Rate,
+        RttScaling::Scalable,
+        RttScaling::Additive,
+    ];
+    /// Their names (as serialized), in the same order.
+    pub const NAMES: &'static [&'static str] = &["none", "rate", "scalable", "additive"];
+
+    /// The heuristic named `name` (one of [`RttScaling::NAMES`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let i = Self::NAMES.iter().position(|&n| n == name)?;
+        Some(Self::ALL[i])
+    }
+
     /// The target RTT in force (Linux `prague_target_rtt`): ADDITIVE uses
     /// `prague_dynamic_rtt_target = rtt_target + srtt`, the others the
     /// configured target.

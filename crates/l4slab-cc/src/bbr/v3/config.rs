@@ -7,7 +7,62 @@ use serde::{Deserialize, Serialize};
 
 use l4slab_core::Dur;
 
-/// Parameters of [`Bbr3`]; defaults are the draft-ietf-ccwg-bbr-06 constants.
+use crate::param::{Kind, Param, ParamError, ParamValue};
+
+/// A fraction in `[0, 1)`.
+const BELOW_ONE: Kind = Kind::Fraction {
+    min: 0.0,
+    max: 1.0,
+    min_open: false,
+    max_open: true,
+    linux_scale: None,
+};
+
+/// `BBR.LossThresh`.
+pub const LOSS_THRESH: Param = Param {
+    name: "loss_thresh",
+    linux: "BBR.LossThresh",
+    kind: BELOW_ONE,
+    default: ParamValue::Num(0.02),
+    source: "draft-ietf-ccwg-bbr-06 §2.8 `BBR.LossThresh` = 2 %",
+    doc: "loss rate per round above which inflight is bounded",
+};
+
+/// `BBR.Beta`.
+pub const BETA: Param = Param {
+    name: "beta",
+    linux: "BBR.Beta",
+    kind: BELOW_ONE,
+    default: ParamValue::Num(0.7),
+    source: "draft-ietf-ccwg-bbr-06 §2.8 `BBR.Beta` = 0.7",
+    doc: "multiplicative decrease per round with loss",
+};
+
+/// `BBR.Headroom`.
+pub const HEADROOM: Param = Param {
+    name: "headroom",
+    linux: "BBR.Headroom",
+    kind: BELOW_ONE,
+    default: ParamValue::Num(0.15),
+    source: "draft-ietf-ccwg-bbr-06 §2.8 `BBR.Headroom` = 0.15",
+    doc: "share of `inflight_longterm` left free in ProbeBW_CRUISE",
+};
+
+/// `BBR.ProbeRTTInterval`.
+pub const PROBE_RTT_INTERVAL: Param = Param {
+    name: "probe_rtt_interval",
+    linux: "BBR.ProbeRTTInterval",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_secs(5)),
+    source: "draft-ietf-ccwg-bbr-06 §5.3.4 `BBR.ProbeRTTInterval` = 5 s (see below)",
+    doc: "time between ProbeRTTs",
+};
+
+/// The parameters a scenario can set (`cc = { kind = "bbr3", ... }`): the
+/// draft's constants that experiments change.
+pub const PARAMS: &[Param] = &[LOSS_THRESH, BETA, HEADROOM, PROBE_RTT_INTERVAL];
+
+/// Parameters of [`Bbr3`](super::Bbr3); defaults are the draft-ietf-ccwg-bbr-06 constants.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Bbr3Config {
@@ -31,11 +86,11 @@ pub struct Bbr3Config {
     pub probe_rtt_cwnd_gain: f64,
     /// §2.5 `BBR.PacingMarginPercent` = 1.
     pub pacing_margin_percent: f64,
-    /// §2.8 `BBR.LossThresh` = 2 % per round.
+    /// [`LOSS_THRESH`], per round.
     pub loss_thresh: f64,
-    /// §2.8 `BBR.Beta` = 0.7.
+    /// [`BETA`].
     pub beta: f64,
-    /// §2.8 `BBR.Headroom` = 0.15.
+    /// [`HEADROOM`].
     pub headroom: f64,
     /// §2.8 `BBR.MinPipeCwnd` = 4 segments.
     pub min_pipe_cwnd_segments: u64,
@@ -51,7 +106,7 @@ pub struct Bbr3Config {
     pub extra_acked_filter_len: u64,
     /// §2.16.1 `BBR.MinRTTFilterLen` = 10 s.
     pub min_rtt_filter_len: Dur,
-    /// §5.3.4 `BBR.ProbeRTTInterval` = 5 s (-06; see the module docs).
+    /// [`PROBE_RTT_INTERVAL`] (-06; see the module docs).
     pub probe_rtt_interval: Dur,
     /// §2.16.2 `BBR.ProbeRTTDuration` = 200 ms.
     pub probe_rtt_duration: Dur,
@@ -80,9 +135,9 @@ impl Default for Bbr3Config {
             probe_up_cwnd_gain: 2.25,
             probe_rtt_cwnd_gain: 0.5,
             pacing_margin_percent: 1.0,
-            loss_thresh: 0.02,
-            beta: 0.7,
-            headroom: 0.15,
+            loss_thresh: LOSS_THRESH.default.num(),
+            beta: BETA.default.num(),
+            headroom: HEADROOM.default.num(),
             min_pipe_cwnd_segments: 4,
             full_bw_growth: 1.25,
             full_bw_count: 3,
@@ -90,7 +145,7 @@ impl Default for Bbr3Config {
             drain_max_rounds: 3,
             extra_acked_filter_len: 10,
             min_rtt_filter_len: Dur::from_secs(10),
-            probe_rtt_interval: Dur::from_secs(5),
+            probe_rtt_interval: PROBE_RTT_INTERVAL.default.dur(),
             probe_rtt_duration: Dur::from_millis(200),
             bw_probe_wait_base: Dur::from_secs(2),
             bw_probe_wait_rand: Dur::from_secs(1),
@@ -112,6 +167,8 @@ pub enum Bbr3ConfigError {
     BadFactor(&'static str, f64),
     /// A count or duration is zero.
     Zero(&'static str),
+    /// A parameter of [`PARAMS`] is out of its declared range.
+    Param(ParamError),
 }
 
 impl fmt::Display for Bbr3ConfigError {
@@ -123,6 +180,7 @@ impl fmt::Display for Bbr3ConfigError {
             }
             Bbr3ConfigError::BadFactor(k, v) => write!(f, "{k}: {v} is out of range"),
             Bbr3ConfigError::Zero(k) => write!(f, "{k}: must be positive"),
+            Bbr3ConfigError::Param(e) => e.fmt(f),
         }
     }
 }
@@ -151,12 +209,13 @@ impl Bbr3Config {
                 return Err(Bbr3ConfigError::BadFactor(k, v));
             }
         }
-        for (k, v) in [
-            ("pacing_margin_percent", self.pacing_margin_percent / 100.0),
-            ("loss_thresh", self.loss_thresh),
-            ("beta", self.beta),
-            ("headroom", self.headroom),
-        ] {
+        LOSS_THRESH
+            .check(ParamValue::Num(self.loss_thresh))
+            .and(BETA.check(ParamValue::Num(self.beta)))
+            .and(HEADROOM.check(ParamValue::Num(self.headroom)))
+            .and(PROBE_RTT_INTERVAL.check(ParamValue::Dur(self.probe_rtt_interval)))
+            .map_err(Bbr3ConfigError::Param)?;
+        for (k, v) in [("pacing_margin_percent", self.pacing_margin_percent / 100.0)] {
             if !(0.0..1.0).contains(&v) {
                 return Err(Bbr3ConfigError::BadFactor(k, v));
             }
@@ -166,7 +225,6 @@ impl Bbr3Config {
             ("full_bw_count", self.full_bw_count == 0),
             ("extra_acked_filter_len", self.extra_acked_filter_len == 0),
             ("min_rtt_filter_len", self.min_rtt_filter_len.is_zero()),
-            ("probe_rtt_interval", self.probe_rtt_interval.is_zero()),
             ("bw_probe_max_rounds", self.bw_probe_max_rounds == 0),
             (
                 "send_quantum_interval",

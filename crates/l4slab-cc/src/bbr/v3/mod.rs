@@ -73,7 +73,9 @@ use super::filters::{CycleMaxFilter, MaxFilter};
 use super::{AppLimitedMark, CaState, LossCounter, RateSample};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
-pub use self::config::{Bbr3Config, Bbr3ConfigError};
+pub use self::config::{
+    Bbr3Config, Bbr3ConfigError, BETA, HEADROOM, LOSS_THRESH, PARAMS, PROBE_RTT_INTERVAL,
+};
 
 /// Sub-states of ProbeBW (§5.3.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
