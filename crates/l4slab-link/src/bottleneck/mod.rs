@@ -54,11 +54,6 @@ pub const UP: usize = 1;
 /// Queue names by direction, as results name them.
 pub const QUEUE_NAMES: [&str; 2] = ["bottleneck.down", "bottleneck.up"];
 
-/// A bound on the link events one [`Bottleneck::advance`] runs: an emulator
-/// that slept a second at 10 Gbit/s has about a million serializations to
-/// catch up on; more means a timer that never moves forward (a bug).
-const MAX_EVENTS_PER_ADVANCE: usize = 1 << 24;
-
 /// One direction of the bottleneck.
 pub struct Direction {
     link: Link,
@@ -179,21 +174,26 @@ impl Bottleneck {
     #[inline]
     pub fn run_link(&mut self, dir: usize, now: Time) {
         let d = &mut self.dirs[dir];
-        for _ in 0..MAX_EVENTS_PER_ADVANCE {
+        loop {
             let tx = d.link.tx_done_at().filter(|&t| t <= now);
+            let due = d.timer.filter(|&t| t <= now);
             // A timer set for an instant already past runs at once.
-            let timer = d.timer.filter(|&t| t <= now).map(|t| t.max(d.clock));
+            let timer = due.map(|t| t.max(d.clock));
             match (tx, timer) {
                 (Some(t), Some(m)) if t <= m => Self::tx_done(d, dir, t),
                 (Some(t), None) => Self::tx_done(d, dir, t),
-                (_, Some(m)) => d.with_ctx(dir, m, |link, ctx| link.on_timer(m, ctx)),
+                (_, Some(m)) => {
+                    d.with_ctx(dir, m, |link, ctx| link.on_timer(m, ctx));
+                    // A qdisc timer must move on, or this loop never ends.
+                    assert!(
+                        d.timer.is_none_or(|next| Some(next) > due),
+                        "{}: the qdisc's timer stayed at {due:?} after it ran",
+                        QUEUE_NAMES[dir]
+                    );
+                }
                 (None, None) => return,
             }
         }
-        panic!(
-            "{}: more than {MAX_EVENTS_PER_ADVANCE} link events due by {now}: a qdisc timer that never moves on?",
-            QUEUE_NAMES[dir]
-        );
     }
 
     /// The next packet whose propagation ended by `now`, with its exit time
@@ -270,5 +270,101 @@ impl Bottleneck {
     /// The propagation delay of direction `dir`.
     pub fn delay(&self, dir: usize) -> Dur {
         self.dirs[dir].line.delay()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ConstantRate, NoLoss};
+    use l4slab_core::{Ecn, Rate};
+    use l4slab_qdisc::{Backlog, Fifo, FifoConfig, Qdisc, QdiscStats};
+
+    /// A qdisc whose timer never moves on (a bug the runtime must catch).
+    #[derive(Debug, Default)]
+    struct StuckTimer(QdiscStats);
+
+    impl Qdisc for StuckTimer {
+        fn kind(&self) -> &'static str {
+            "stuck"
+        }
+        fn enqueue(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
+            self.0.offered += 1;
+            self.0.dropped_at_enqueue += 1;
+            ctx.drop_packet(now, pkt, DropReason::Overlimit);
+        }
+        fn dequeue(&mut self, _: Time, _: &mut QdiscCtx<'_>) -> Option<Packet> {
+            None
+        }
+        fn backlog(&self) -> Backlog {
+            Backlog::default()
+        }
+        fn stats(&self) -> &QdiscStats {
+            &self.0
+        }
+        fn next_timer(&self) -> Option<Time> {
+            Some(Time::from_millis(1))
+        }
+    }
+
+    fn bottleneck(down: Box<dyn Qdisc>) -> Bottleneck {
+        let link = |q: Box<dyn Qdisc>| {
+            (
+                Link::new(
+                    q,
+                    Box::new(ConstantRate::new(Rate::from_mbps(10)).unwrap()),
+                    Box::new(NoLoss),
+                    SimRng::derive(1, "loss"),
+                    Dur::from_millis(5),
+                ),
+                SimRng::derive(1, "qdisc"),
+            )
+        };
+        Bottleneck::new(
+            [link(down), link(Box::new(Fifo::new(FifoConfig::default())))],
+            1,
+        )
+    }
+
+    #[test]
+    #[should_panic(expected = "timer stayed")]
+    fn a_qdisc_timer_that_never_moves_on_is_a_bug() {
+        let mut bn = bottleneck(Box::new(StuckTimer::default()));
+        bn.enqueue(DOWN, Time::ZERO, Packet::new(0, 0, 100, Ecn::NotEct));
+        bn.advance(DOWN, Time::from_millis(2), &mut Vec::new());
+    }
+
+    #[test]
+    #[should_panic(expected = "time went back")]
+    fn time_never_goes_back() {
+        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
+        bn.enqueue(
+            UP,
+            Time::from_millis(5),
+            Packet::new(0, 0, 100, Ecn::NotEct),
+        );
+        bn.enqueue(
+            UP,
+            Time::from_millis(4),
+            Packet::new(1, 0, 100, Ecn::NotEct),
+        );
+    }
+
+    #[test]
+    fn a_packet_departs_after_serialization_and_propagation() {
+        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
+        // 1250 B at 10 Mbit/s = 1 ms, then 5 ms.
+        bn.enqueue(UP, Time::ZERO, Packet::new(7, 0, 1250, Ecn::Ect1));
+        assert_eq!(bn.next_deadline(UP), Some(Time::from_millis(1)));
+        let mut out = Vec::new();
+        bn.advance(UP, Time::from_millis(1), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(bn.next_deadline(UP), Some(Time::from_millis(6)));
+        assert_eq!(bn.in_network(), 1);
+        bn.advance(UP, Time::from_millis(9), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].0, out[0].1.id), (Time::from_millis(6), 7));
+        assert_eq!(bn.in_network(), 0);
+        bn.check_accounting();
     }
 }
