@@ -72,8 +72,8 @@ APP_HELP = _help(
     "the endpoints react (congestion control, ECN / L4S), and measures what users feel: RTT "
     "percentiles, goodput, loss, completion times, frame latency and stalls. Scenarios are "
     "TOML files: a dumbbell with FIFO, CoDel, FQ-CoDel, PIE, FQ-PIE or DualPI2; Reno, CUBIC, "
-    "DCTCP, Prague, BBR or BBRv3 with classic ECN or AccECN; bulk, file, web, ping, screen sharing, "
-    "cloud gaming and video-call apps. The simulator is the default backend; as root, "
+    "DCTCP, Prague, BBR or BBRv3 with classic ECN or AccECN; bulk, file, web, ping, screen "
+    "sharing, cloud gaming and video-call apps. The simulator is the default backend; as root, "
     "[bold]l4slab emu[/bold] runs real programs through the same bottleneck in real time.",
     "Examples: [bold]l4slab run scenarios/examples/reno-20mbit.toml --set duration=10s[/bold]; "
     "[bold]l4slab reproduce all[/bold] (the published studies, PASS/FAIL per claim).",
