@@ -341,25 +341,10 @@ impl Forwarder {
     /// [`EmuError`] if waiting on the epoll set or arming the timer fails.
     pub fn run(&mut self, signal_fd: Option<RawFd>, hooks: &mut dyn Hooks) -> Result<(), EmuError> {
         let mut ready = Vec::with_capacity(16);
-        let interval = self.cfg.sample_interval;
-        let mut next_sample = interval.map(|d| self.started + d);
+        let mut next_sample = self.cfg.sample_interval.map(|d| self.started + d);
         loop {
-            let now = self.clock.now();
-            if let (Some(t), Some(iv)) = (next_sample, interval) {
-                if now >= t {
-                    // Everything due by the sample's instant, then the sample (as the simulator).
-                    for d in [DOWN, UP] {
-                        self.advance(d, t);
-                    }
-                    self.sample(t, iv);
-                    next_sample = Some(t + iv);
-                    if hooks.on_sample(t) == Step::Stop {
-                        return Ok(());
-                    }
-                }
-            }
-            for d in [DOWN, UP] {
-                self.advance(d, now);
+            if self.wake(self.clock.now(), &mut next_sample, hooks) == Step::Stop {
+                return Ok(());
             }
             let deadline = [self.next_event(DOWN), self.next_event(UP), next_sample]
                 .into_iter()
@@ -379,8 +364,8 @@ impl Forwarder {
                 .wait(&mut ready, timeout)
                 .map_err(|e| EmuError::io("epoll_pwait2", e))?;
             let now = self.clock.now();
-            for d in [DOWN, UP] {
-                self.advance(d, now);
+            if self.wake(now, &mut next_sample, hooks) == Step::Stop {
+                return Ok(());
             }
             for &tok in &ready {
                 match tok {
@@ -396,6 +381,29 @@ impl Forwarder {
                 }
             }
         }
+    }
+
+    /// What the loop does on every wake-up at `now`, before it reads the
+    /// TUNs: the samples due by `now` (each after both directions ran to its
+    /// instant, as in the simulator), then both directions run to `now`.
+    fn wake(&mut self, now: Time, next_sample: &mut Option<Time>, hooks: &mut dyn Hooks) -> Step {
+        while let (Some(t), Some(iv)) = (*next_sample, self.cfg.sample_interval) {
+            if now < t {
+                break;
+            }
+            for d in [DOWN, UP] {
+                self.advance(d, t);
+            }
+            self.sample(t, iv);
+            *next_sample = Some(t + iv);
+            if hooks.on_sample(t) == Step::Stop {
+                return Step::Stop;
+            }
+        }
+        for d in [DOWN, UP] {
+            self.advance(d, now);
+        }
+        Step::Continue
     }
 
     /// The next instant direction `d` needs attention.
@@ -641,3 +649,7 @@ impl Forwarder {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "forwarder_parity.rs"]
+mod parity;
