@@ -280,6 +280,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "direction") => r#""down""#,
         (_, "cc") => r#""reno""#,
         (_, "start") => r#""0s""#,
+        (_, "stagger") => r#""100ms""#,
         (_, "count") => "4",
         (_, "app") => r#""bulk""#,
         (_, "size") => r#""10MB""#,

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use l4slab_core::Time;
+use l4slab_core::{Dur, Time};
 use toml::Value;
 
 use crate::error::ScenarioError;
@@ -45,14 +45,40 @@ pub(crate) fn resolve_flows(
             Some(c) => values::int_in(c, &join(&path, "count"), 1, MAX_COUNT)?,
             None => 1,
         };
+        let stagger = match &f.stagger {
+            Some(v) => values::duration(v, &join(&path, "stagger"))?,
+            None => Dur::ZERO,
+        };
+        if count == 1 && !stagger.is_zero() {
+            return Err(ScenarioError::conflict(
+                &join(&path, "stagger"),
+                "staggers the starts of a flow's copies: give count too (e.g. count = 10)",
+            ));
+        }
+        // The last copy's start must fall inside the run, as `start`'s does.
+        let last = flow
+            .start
+            .saturating_add(stagger.saturating_mul((count - 1) as u64));
+        if last >= end {
+            return Err(ScenarioError::conflict(
+                &join(&path, "stagger"),
+                format!(
+                    "the last of {count} copies would start at {}, not before the end of the run \
+                     (duration = {})",
+                    values::show_dur(last.saturating_since(Time::ZERO)),
+                    values::show_dur(end.saturating_since(Time::ZERO))
+                ),
+            ));
+        }
         let names: Vec<String> = if count == 1 {
             vec![flow.name.clone()]
         } else {
             (0..count).map(|j| format!("{}.{j}", flow.name)).collect()
         };
-        for name in names {
+        for (j, name) in names.into_iter().enumerate() {
             let copy = Flow {
                 name,
+                start: flow.start.saturating_add(stagger.saturating_mul(j as u64)),
                 ..flow.clone()
             };
             for f in split_web(copy, &path, end)? {

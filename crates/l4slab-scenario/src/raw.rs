@@ -111,6 +111,8 @@ pub struct RawFlow {
     pub cc: Option<Value>,
     pub start: Option<Value>,
     pub count: Option<i64>,
+    /// With `count`: copy `j` starts `j × stagger` after `start`.
+    pub stagger: Option<Value>,
     pub app: Option<Value>,
     pub transport: Option<RawTransport>,
     pub ecn: Option<Value>,

@@ -540,3 +540,33 @@ fn json_is_deterministic() {
     assert_eq!(v["flows"][0]["direction"], "down");
     assert_eq!(v["duration"], 10_000_000_000u64);
 }
+
+#[test]
+fn stagger_spaces_the_starts_of_a_flows_copies() {
+    let s = common::base_with(&[
+        "flows[0].count=3",
+        "flows[0].start=1s",
+        "flows[0].stagger=250ms",
+    ]);
+    let starts: Vec<u64> = s.flows.iter().map(|f| f.start.as_nanos()).collect();
+    assert_eq!(starts, [1_000_000_000, 1_250_000_000, 1_500_000_000]);
+    let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["flow0.0", "flow0.1", "flow0.2"]);
+}
+
+#[test]
+fn stagger_needs_count_and_its_last_copy_must_start_in_the_run() {
+    let err = common::parse_set(common::BASE, &["flows[0].stagger=1s"]).unwrap_err();
+    assert_eq!(err.path(), Some("flows[0].stagger"), "{err}");
+    assert!(err.to_string().contains("give count too"), "{err}");
+    let err =
+        common::parse_set(common::BASE, &["flows[0].count=11", "flows[0].stagger=1s"]).unwrap_err();
+    assert_eq!(err.path(), Some("flows[0].stagger"), "{err}");
+    assert!(err.to_string().contains("would start at 10s"), "{err}");
+    let err = common::parse_set(common::BASE, &["flows[0].count=2", "flows[0].stagger=soon"])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"flows[0].stagger: "soon" is not a duration; write e.g. "100ms""#
+    );
+}
