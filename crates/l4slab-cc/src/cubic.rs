@@ -647,6 +647,16 @@ impl CongestionControl for Cubic {
         "cubic"
     }
 
+    fn states(&self) -> &'static [&'static str] {
+        const STATES: [&str; 4] = [
+            "SlowStart",
+            "ConservativeSlowStart",
+            "CongestionAvoidance",
+            "Recovery",
+        ];
+        &STATES
+    }
+
     fn on_packet_sent(&mut self, now: Time, bytes: u64, in_flight: u64, _ctx: &mut CcCtx<'_>) {
         if let Some(h) = &mut self.hystart {
             h.on_packet_sent(in_flight);

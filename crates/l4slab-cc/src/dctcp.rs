@@ -445,6 +445,11 @@ impl CongestionControl for Dctcp {
         "dctcp"
     }
 
+    fn states(&self) -> &'static [&'static str] {
+        const STATES: [&str; 4] = ["SlowStart", "CongestionAvoidance", "Cwr", "Recovery"];
+        &STATES
+    }
+
     fn ecn_codepoint(&self) -> EcnCodepoint {
         // Linux: ECT(0) unless dctcp_ect = 1 (TCP_CONG_WANTS_ECT_1).
         if self.cfg.ect1 {

@@ -151,6 +151,12 @@ pub trait CongestionControl: fmt::Debug + Send {
         None
     }
 
+    /// Every value [`CcMetrics::state`] can take, in a fixed order: the
+    /// series' `cc_state` is an index into it (summary `cc_states`).
+    fn states(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Slow-start threshold, if the controller has one.
     fn ssthresh(&self) -> Option<u64> {
         None

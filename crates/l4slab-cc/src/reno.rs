@@ -303,6 +303,11 @@ impl CongestionControl for Reno {
         "reno"
     }
 
+    fn states(&self) -> &'static [&'static str] {
+        const STATES: [&str; 3] = ["SlowStart", "CongestionAvoidance", "Recovery"];
+        &STATES
+    }
+
     fn on_ack(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>) {
         if ack.acked_bytes > 0 {
             // New data acknowledged: a later RTO is a fresh one.

@@ -126,6 +126,9 @@ pub struct FlowState {
     pub last_sent_pkts: [u64; 2],
     pub last_lost_pkts: [u64; 2],
     pub series: Name,
+    /// Series keys `cc.<name>` of the sender's controller state
+    /// (`CcMetrics::extra`), interned on first use.
+    pub cc_keys: Vec<Name>,
 }
 
 /// The endpoint side index (`CLIENT`/`SERVER`) as the app's [`Role`].
@@ -148,6 +151,7 @@ pub struct Keys {
     pub srtt_ms: Name,
     pub rtt_ms: Name,
     pub loss_fraction: Name,
+    pub cc_state: Name,
 }
 
 /// Packet conservation counters: created = delivered + dropped + in the network.
@@ -689,6 +693,22 @@ impl Sim<'_> {
             ss.push(t, s, k.cwnd_bytes, m.cwnd as f64);
             if let Some(st) = m.ssthresh {
                 ss.push(t, s, k.ssthresh_bytes, st as f64);
+            }
+            // The controller's mode, as an index into its `states()` (summary
+            // `cc_states`), and its own state variables.
+            let states = ep.cc().states();
+            if let Some(i) = states.iter().position(|&n| n == m.state) {
+                ss.push(t, s, k.cc_state, i as f64);
+            } else {
+                debug_assert!(states.is_empty(), "{} not in {states:?}", m.state);
+            }
+            for (i, &(name, v)) in m.extra.iter().enumerate() {
+                if i == fl.cc_keys.len() {
+                    fl.cc_keys.push(ss.intern(&format!("cc.{name}")));
+                }
+                if v.is_finite() {
+                    ss.push(t, s, fl.cc_keys[i], v);
+                }
             }
             if let Some(p) = ep.pacing_rate() {
                 ss.push(t, s, k.pacing_bps, p.as_bps() as f64);

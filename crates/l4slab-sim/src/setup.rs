@@ -209,6 +209,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             last_sent_pkts: [0; 2],
             last_lost_pkts: [0; 2],
             series: series.intern(&format!("flow/{}", f.name)),
+            cc_keys: Vec::new(),
         });
         q.schedule(f.start, Ev::FlowStart { flow: id });
     }
@@ -225,6 +226,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         srtt_ms: series.intern("srtt_ms"),
         rtt_ms: series.intern("rtt_ms"),
         loss_fraction: series.intern("loss_fraction"),
+        cc_state: series.intern("cc_state"),
     };
     Ok(Sim {
         scn,

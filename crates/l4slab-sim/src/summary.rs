@@ -90,6 +90,8 @@ impl Sim<'_> {
                     "recovery_episodes": st.fast_recovery_episodes,
                     "spurious_retransmits": st.spurious_retransmits,
                     "cwnd_final_bytes": sender.cc_metrics().cwnd,
+                    // What the series' `cc_state` codes mean.
+                    "cc_states": sender.cc().states(),
             });
             if spec.cc.has_options() {
                 entry["cc_options"] = json!(spec.cc.options);

@@ -986,6 +986,11 @@ impl CongestionControl for Bbr {
         "bbr"
     }
 
+    fn states(&self) -> &'static [&'static str] {
+        const STATES: [&str; 4] = ["Startup", "Drain", "ProbeBW", "ProbeRTT"];
+        &STATES
+    }
+
     /// `bbr_cwnd_event(CA_EVENT_TX_START)` with an app-limited connection:
     /// restart after idle (see the module docs for how idle is inferred).
     fn on_packet_sent(&mut self, now: Time, bytes: u64, in_flight: u64, ctx: &mut CcCtx<'_>) {

@@ -726,6 +726,11 @@ impl CongestionControl for Prague {
         "prague"
     }
 
+    fn states(&self) -> &'static [&'static str] {
+        const STATES: [&str; 4] = ["SlowStart", "CongestionAvoidance", "Cwr", "Recovery"];
+        &STATES
+    }
+
     fn ecn_codepoint(&self) -> EcnCodepoint {
         // RFC 9331 §4 req. 1; Linux prague_init: tp->ecn_flags |= TCP_ECN_ECT_1.
         EcnCodepoint::Ect1

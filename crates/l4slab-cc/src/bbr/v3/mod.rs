@@ -536,6 +536,19 @@ impl CongestionControl for Bbr3 {
         "bbr3"
     }
 
+    fn states(&self) -> &'static [&'static str] {
+        const STATES: [&str; 7] = [
+            "Startup",
+            "Drain",
+            "ProbeBW_DOWN",
+            "ProbeBW_CRUISE",
+            "ProbeBW_REFILL",
+            "ProbeBW_UP",
+            "ProbeRTT",
+        ];
+        &STATES
+    }
+
     /// §5.2.2 `OnTransmit()` → `HandleRestartFromIdle()` (§5.4.1), plus the
     /// cwnd-limited bookkeeping.
     fn on_packet_sent(&mut self, now: Time, bytes: u64, in_flight: u64, ctx: &mut CcCtx<'_>) {
