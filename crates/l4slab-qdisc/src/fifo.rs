@@ -42,7 +42,7 @@ pub const HEAD_DROP: Param = Param {
     kind: Kind::Flag,
     default: ParamValue::Flag(false),
     source: "tail drop, as Linux `pfifo`/`bfifo`",
-    doc: "a full queue drops its oldest packet (Linux `pfifo_head_drop`) instead of the arrival",
+    doc: "a full queue drops its oldest packet instead of the arrival",
 };
 
 /// The parameters a scenario can set (`qdisc = { kind = "fifo", ... }`);

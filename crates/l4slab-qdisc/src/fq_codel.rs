@@ -204,7 +204,7 @@ pub const DROP_BATCH: Param = Param {
 pub const HASH_SEED: Param = Param {
     name: "hash_seed",
     aliases: &[],
-    linux: "(random per boot)",
+    linux: "hash_seed",
     kind: Kind::Int {
         min: 0,
         max: u32::MAX as i64,

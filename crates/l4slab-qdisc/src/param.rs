@@ -34,7 +34,7 @@ pub fn params(name: &str) -> Option<&'static [Param]> {
 /// [`QDISC_NAMES`] with its keys.
 pub fn markdown_options_table() -> String {
     let mut s = String::from(
-        "| `kind` | key | value | default | meaning (tc / Linux name) |\n|---|---|---|---|---|\n",
+        "| `kind` | key | value | default | meaning (Linux name where it differs) |\n|---|---|---|---|---|\n",
     );
     for &name in QDISC_NAMES {
         for (i, p) in params(name).unwrap_or(&[]).iter().enumerate() {
@@ -43,13 +43,17 @@ pub fn markdown_options_table() -> String {
             } else {
                 " ".to_string()
             };
+            let linux = if p.linux == p.name {
+                String::new()
+            } else {
+                format!(" (`{}`)", p.linux)
+            };
             s.push_str(&format!(
-                "|{kind}| {} | {} | {} | {} (`{}`) |\n",
+                "|{kind}| {} | {} | {} | {}{linux} |\n",
                 p.name_text(),
                 p.kind_text(),
                 p.default_text(),
                 p.doc,
-                p.linux
             ));
         }
     }

@@ -218,7 +218,7 @@ pub const TYPICAL_RTT: Param = Param {
 pub const L_AQM: Param = Param {
     name: "l_aqm",
     aliases: &[],
-    linux: "(RFC 9332 App. A)",
+    linux: "l_aqm",
     kind: Kind::Choice(&["step", "ramp"]),
     default: ParamValue::Choice("step"),
     source: "Linux's step",
@@ -265,7 +265,7 @@ pub const TH_LEN: Param = Param {
 pub const SCHEDULER: Param = Param {
     name: "scheduler",
     aliases: &[],
-    linux: "(RFC 9332 §A.1)",
+    linux: "scheduler",
     kind: Kind::Choice(&["wrr", "ts_fifo"]),
     default: ParamValue::Choice("wrr"),
     source: "Linux's WRR",
@@ -288,7 +288,7 @@ pub const TSHIFT: Param = Param {
 pub const PI_INPUT: Param = Param {
     name: "pi_input",
     aliases: &[],
-    linux: "(RFC 9332 App. A)",
+    linux: "pi_input",
     kind: Kind::Choice(&["max", "c"]),
     default: ParamValue::Choice("max"),
     source: "Linux `calculate_probability`: `max(qdelay_l, qdelay_c)`",
