@@ -326,9 +326,12 @@ fn param_dicts<'py>(
                     ..
                 } => (obj(py, min)?, obj(py, max)?, min_open, max_open),
                 Kind::Number { above } => (obj(py, above)?, none(), true, false),
-                Kind::Gain { scale, max, .. } => {
-                    (obj(py, 1.0 / f64::from(scale))?, obj(py, max)?, false, false)
-                }
+                Kind::Gain { scale, max, .. } => (
+                    obj(py, 1.0 / f64::from(scale))?,
+                    obj(py, max)?,
+                    false,
+                    false,
+                ),
                 Kind::Hz { zero_ok, .. } | Kind::Duration { zero_ok } => {
                     (obj(py, 0.0f64)?, none(), !zero_ok, false)
                 }

@@ -37,7 +37,11 @@ fn assert_holds(text: &str, table: &str, what: &str) {
 fn each_model_page_holds_its_declared_parameter_table() {
     for &name in QDISC_NAMES {
         let (path, text) = docs(&format!("models/{name}.md"));
-        assert_holds(&text, &markdown_table(params(name).unwrap()), &format!("{path:?}"));
+        assert_holds(
+            &text,
+            &markdown_table(params(name).unwrap()),
+            &format!("{path:?}"),
+        );
     }
 }
 

@@ -214,3 +214,61 @@ pub(crate) fn read(
         .map_err(|e| bad_value(path, e.message(), ex))?;
     Ok(value)
 }
+
+#[cfg(test)]
+mod tests {
+    use l4slab_core::Dur;
+
+    use crate::error::Problem;
+    use crate::model::{BufferLimit, QdiscSpec};
+
+    fn resolve(text: &str) -> Result<QdiscSpec, crate::error::ScenarioError> {
+        let v: toml::Table = toml::from_str(&format!("q = {text}")).expect("toml");
+        crate::qdisc::resolve(
+            &v["q"],
+            "bottleneck.qdisc",
+            BufferLimit::Packets(100),
+            l4slab_core::Rate::from_mbps(10),
+        )
+    }
+
+    #[test]
+    fn an_alias_is_read_as_its_parameter_and_named_as_written() {
+        let QdiscSpec::Pie(c) = resolve(r#"{ kind = "pie", burst = "20ms" }"#).unwrap() else {
+            panic!("pie")
+        };
+        assert_eq!(c.max_burst, Dur::from_millis(20));
+        let e = resolve(r#"{ kind = "dualpi2", scheduler = "ts_fifo", c_protection = "5%" }"#)
+            .unwrap_err();
+        assert_eq!(e.path(), Some("bottleneck.qdisc.c_protection"));
+        assert_eq!(e.problem(), Some(Problem::Conflict));
+    }
+
+    #[test]
+    fn a_parameter_under_two_names_is_a_conflict() {
+        let e =
+            resolve(r#"{ kind = "dualpi2", memlimit = "1MB", memory_limit = "2MB" }"#).unwrap_err();
+        assert_eq!(e.problem(), Some(Problem::Conflict));
+        assert_eq!(
+            e.to_string(),
+            "bottleneck.qdisc.memory_limit: memlimit and memory_limit are the same parameter; \
+             give one; write e.g. memlimit = \"30MB\""
+        );
+    }
+
+    #[test]
+    fn percentages_and_sizes_take_both_forms() {
+        let QdiscSpec::FqPie(c) =
+            resolve(r#"{ kind = "fq_pie", ecn_prob = "30%", memory_limit = 2048 }"#).unwrap()
+        else {
+            panic!("fq_pie")
+        };
+        assert_eq!((c.ecn_prob, c.memory_limit), (30, 2048));
+        let e = resolve(r#"{ kind = "fq_pie", ecn_prob = "12.5%" }"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("12.5% is not a whole percentage (tc's ecn_prob is an integer)"),
+            "{e}"
+        );
+    }
+}
