@@ -1,9 +1,9 @@
 //! `[[flows]] cc` -> [`CcSpec`]: the one dispatch on the congestion-control
 //! name (a Linux `tcp_congestion_control` name), then one generic reader for
-//! its options table, driven by the controller's declarations
-//! ([`l4slab_cc::param::params`]), read by [`crate::param`]: which keys the kind accepts (the Linux
-//! module parameters without the module prefix), how each is read and
-//! checked (its [`Kind`] and range), and the example in its errors (its
+//! its options table (`crate::param`, shared with the qdiscs), driven by the
+//! controller's declarations ([`l4slab_cc::param::params`]): which keys the
+//! kind accepts (the Linux module parameters without the module prefix), how
+//! each is read and checked (its `Kind` and range), and the example in its errors (its
 //! default). A key of another kind is an unknown key.
 //!
 //! ```toml
