@@ -3,8 +3,8 @@
 //! its options table (`crate::param`, shared with the qdiscs), driven by the
 //! controller's declarations ([`l4slab_cc::param::params`]): which keys the
 //! kind accepts (the Linux module parameters without the module prefix), how
-//! each is read and checked (its `Kind` and range), and the example in its errors (its
-//! default). A key of another kind is an unknown key.
+//! each is read and checked (its `Kind` and range), and the example in its
+//! errors (its default). A key of another kind is an unknown key.
 //!
 //! ```toml
 //! cc = "prague"                                        # defaults
