@@ -92,6 +92,18 @@ def test_choices_come_from_the_native_module(monkeypatch: pytest.MonkeyPatch) ->
     assert emu.shell_args(["true"], ecn_path="newpath")[1:3] == ["--ecn-path", "newpath"]
 
 
+def test_qdisc_param_help_lists_the_declared_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    native = pytest.importorskip("l4slab._native")
+    text = emu_cli._qdisc_param_help()
+    assert "pie: limit, target, tupdate, alpha, beta," in text
+    assert "dualpi2: limit, memlimit," in text
+    monkeypatch.setattr(native, "qdisc_names", lambda: ["newqdisc"])
+    monkeypatch.setattr(
+        native, "qdisc_params", lambda kind: [{"name": "knob"}] if kind == "newqdisc" else []
+    )
+    assert emu_cli._qdisc_param_help().endswith("Keys: newqdisc: knob.")
+
+
 def test_bad_options_exit_2_naming_the_problem(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["emu", "--qdisc-param", "target=5ms", "--", "true"]) == 2
     assert "--qdisc-param needs --qdisc" in capsys.readouterr().err

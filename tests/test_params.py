@@ -57,3 +57,82 @@ def test_choices_durations_and_fractions_carry_their_range() -> None:
 def test_an_unknown_kind_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unknown congestion control 'vegas'"):
         _native.cc_params("vegas")
+
+
+# Queue disciplines: the same declarations type, from l4slab-qdisc.
+
+
+def qdisc_by_name(kind: str) -> dict[str, dict[str, object]]:
+    return {p["name"]: dict(p) for p in _native.qdisc_params(kind)}
+
+
+def test_every_qdisc_is_listed_and_its_examples_are_what_a_scenario_accepts() -> None:
+    assert [p["name"] for p in _native.qdisc_params("codel")] == [
+        "limit",
+        "target",
+        "interval",
+        "ecn",
+        "ce_threshold",
+    ]
+    assert [p["name"] for p in _native.qdisc_params("fifo")] == ["head_drop"]
+    # Keys that only apply beside another key's value.
+    needs = {
+        "ce_threshold_selector": 'ce_threshold = "1ms"',
+        "min_th": 'l_aqm = "ramp"',
+        "range": 'l_aqm = "ramp"',
+        "th_len": 'l_aqm = "ramp"',
+        "tshift": 'scheduler = "ts_fifo"',
+    }
+    for kind in _native.qdisc_names():
+        params = _native.qdisc_params(kind)
+        assert params, kind
+        for p in params:
+            extra = f", {needs[p['name']]}" if p["name"] in needs else ""
+            for key in [p["name"], *p["aliases"]]:
+                text = (
+                    'format = 1\nduration = "1s"\n[bottleneck]\nrate = "10Mbit"\n'
+                    'delay = "5ms"\nbuffer = "50pkt"\n'
+                    f'qdisc = {{ kind = "{kind}", {key} = {p["example"]}{extra} }}\n'
+                    '[[flows]]\nname = "dns"\n'
+                )
+                _native.validate(text, "t.toml", [])
+
+
+def test_qdisc_kinds_carry_tc_ranges_defaults_and_sources() -> None:
+    fq = qdisc_by_name("fq_codel")
+    assert fq["quantum"]["kind"] == "bytes"
+    assert (fq["quantum"]["min"], fq["quantum"]["max"]) == (256, 1 << 20)
+    assert fq["quantum"]["default"] == 1514
+    assert fq["memory_limit"]["example"] == '"32MiB"'
+    assert fq["ce_threshold"]["default"] is None
+    assert fq["ce_threshold"]["example"] == '"1ms"'
+    assert fq["limit"]["kind"] == "packets" and fq["limit"]["default"] == 10240
+    assert "fq_codel_init" in str(fq["limit"]["source"])
+    pie = qdisc_by_name("pie")
+    assert pie["alpha"]["kind"] == "Hz" and pie["alpha"]["default"] == 0.125
+    assert pie["max_burst"]["aliases"] == ["burst"]
+    assert pie["tupdate"]["min_exclusive"] is True and pie["target"]["min_exclusive"] is False
+    assert qdisc_by_name("fq_pie")["ecn_prob"]["kind"] == "percent"
+    dualpi2 = qdisc_by_name("dualpi2")
+    assert dualpi2["ecn_mask"]["choices"] == ["l4s_ect", "any_ect"]
+    assert dualpi2["memlimit"]["aliases"] == ["memory_limit"]
+    assert dualpi2["step_thresh"]["kind"] == "custom"
+    assert dualpi2["step_thresh"]["default"] == "1ms"
+
+
+def test_a_qdisc_parameter_out_of_its_declared_range_is_refused() -> None:
+    flows = next(p for p in _native.qdisc_params("fq_codel") if p["name"] == "flows")
+    top = flows["max"]
+    assert isinstance(top, int)
+    text = (
+        'format = 1\nduration = "1s"\n[bottleneck]\nrate = "10Mbit"\n'
+        'delay = "5ms"\nbuffer = "50pkt"\n'
+        f'qdisc = {{ kind = "fq_codel", flows = {top + 1} }}\n[[flows]]\n'
+    )
+    with pytest.raises(_native.ScenarioError, match=f"must be between 1 and {top}"):
+        _native.validate(text, "t.toml", [])
+
+
+def test_an_unknown_qdisc_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown qdisc 'red'"):
+        _native.qdisc_params("red")

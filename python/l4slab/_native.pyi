@@ -6,7 +6,7 @@ The native module only converts and maps errors; the public API is ``l4slab``.
 import sys
 from collections.abc import Callable
 
-from l4slab._types import CcParam, NativeResult, PacketChunk, RunCost
+from l4slab._types import CcParam, NativeResult, PacketChunk, QdiscParam, RunCost
 
 __all__ = [
     "ScenarioError",
@@ -18,6 +18,7 @@ __all__ = [
     "emu_main",
     "estimate",
     "qdisc_names",
+    "qdisc_params",
     "run",
     "validate",
 ]
@@ -104,6 +105,14 @@ def cc_params(kind: str) -> list[CcParam]:
 
 def qdisc_names() -> list[str]:
     """Queue disciplines the simulator implements (Linux names)."""
+
+def qdisc_params(kind: str) -> list[QdiscParam]:
+    """The parameters a scenario can set for the queue discipline ``kind``.
+
+    Declared once in ``l4slab-qdisc`` (``l4slab_qdisc::param``) with their tc
+    names, in the order the docs list them. An unknown ``kind`` raises
+    ``ValueError``.
+    """
 
 def ecn_rewrite_names() -> list[str]:
     """What a path can do to ECN before the queue: the scenario key ``ecn_rewrite``."""

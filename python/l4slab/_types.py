@@ -58,22 +58,30 @@ class RunCost(TypedDict):
     limits: dict[str, int]
 
 
-class CcParam(TypedDict):
-    """One declared congestion-control parameter: what ``l4slab._native.cc_params`` returns.
+class ModelParam(TypedDict):
+    """One declared model parameter: what ``l4slab._native.cc_params`` and
+    ``l4slab._native.qdisc_params`` return (declared once in Rust,
+    ``l4slab_core::param``).
 
-    ``name`` is the scenario key (``cc = { kind = "dctcp", shift_g = 5 }``),
-    ``linux`` the Linux module parameter or constant (``dctcp_shift_g``).
+    ``name`` is the scenario key (``cc = { kind = "dctcp", shift_g = 5 }``,
+    ``qdisc = { kind = "pie", tupdate = "30ms" }``), ``aliases`` other keys
+    accepted for it (``burst`` for ``max_burst``), ``linux`` the Linux module
+    parameter, constant or tc keyword (``dctcp_shift_g``, ``tupdate``).
     ``kind`` is one of ``integer``, ``fraction``, ``number``, ``gain``,
-    ``duration``, ``flag``, ``choice``; ``min``/``max`` bound it (``None`` where
-    unbounded or not numeric; durations in seconds), each excluded when
-    ``min_exclusive``/``max_exclusive``; a gain may also be 0 when
-    ``zero_allowed``. ``range`` is the same in words for docs (``1..=16``).
-    ``choices`` lists a choice's names. ``default`` is in scenario units (a
-    duration as ``"25ms"``), ``example`` the TOML text of a valid value;
-    ``source`` says where the default comes from, ``doc`` what it does.
+    ``Hz``, ``duration``, ``packets`` (a tc limit, also written as a buffer),
+    ``bytes``, ``percent``, ``flag``, ``choice``, ``custom`` (read by its
+    resolver; ``range`` says what it takes); ``min``/``max`` bound it
+    (``None`` where unbounded or not numeric; durations in seconds), each
+    excluded when ``min_exclusive``/``max_exclusive``; a gain may also be 0
+    when ``zero_allowed``. ``range`` is the same in words for docs
+    (``1..=16``). ``choices`` lists a choice's names. ``default`` is in
+    scenario units (a duration as ``"25ms"``), ``None`` when unset (off, or
+    derived); ``example`` is the TOML text of a valid value; ``source`` says
+    where the default comes from, ``doc`` what it does.
     """
 
     name: str
+    aliases: list[str]
     linux: str
     kind: str
     range: str
@@ -83,10 +91,17 @@ class CcParam(TypedDict):
     max_exclusive: bool
     zero_allowed: bool
     choices: list[str] | None
-    default: int | float | bool | str
+    default: int | float | bool | str | None
     example: str
     source: str
     doc: str
+
+
+CcParam = ModelParam
+"""A congestion control's parameter (``_native.cc_params``)."""
+
+QdiscParam = ModelParam
+"""A queue discipline's parameter (``_native.qdisc_params``)."""
 
 
 class RunStats(TypedDict):

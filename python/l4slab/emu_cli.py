@@ -65,6 +65,25 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def _qdisc_param_help() -> str:
+    """The ``--qdisc-param`` help, with each qdisc's keys as the native module
+    declares them (``_native.qdisc_params``); without a built native module it
+    points to the docs.
+    """
+    base = "A qdisc parameter NAME=VALUE as in the scenario file, e.g. target=5ms; repeatable."
+    try:
+        from l4slab import _native
+
+        keys = "; ".join(
+            f"{q}: {', '.join(p['name'] for p in _native.qdisc_params(q))}"
+            for q in _native.qdisc_names()
+        )
+    except (ImportError, AttributeError):
+        return f"{base} Keys: see docs/scenarios.md."
+    return f"{base} Keys: {keys}."
+
+
 _LINK = "Link options (both directions unless a down/up option is given)"
 _RUN = "Run options"
 
@@ -109,8 +128,7 @@ def _emu(
         list[str] | None,
         _opt(
             "--qdisc-param",
-            help="A qdisc parameter NAME=VALUE as in the scenario file, e.g. target=5ms; "
-            "repeatable.",
+            help=_qdisc_param_help(),
             metavar="NAME=VALUE",
         ),
     ] = None,

@@ -94,6 +94,7 @@ use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 /// `β_cubic`, the multiplicative decrease factor.
 pub const BETA: Param = Param {
     name: "beta",
+    aliases: &[],
     linux: "beta",
     kind: Kind::Fraction {
         min: 0.0,
@@ -110,6 +111,7 @@ pub const BETA: Param = Param {
 /// `C`, the cubic scaling constant.
 pub const C: Param = Param {
     name: "c",
+    aliases: &[],
     linux: "bic_scale",
     kind: Kind::Number { above: 0.0 },
     default: ParamValue::Num(0.4),
@@ -120,6 +122,7 @@ pub const C: Param = Param {
 /// Fast convergence.
 pub const FAST_CONVERGENCE: Param = Param {
     name: "fast_convergence",
+    aliases: &[],
     linux: "fast_convergence",
     kind: Kind::Flag,
     default: ParamValue::Flag(true),
@@ -130,6 +133,7 @@ pub const FAST_CONVERGENCE: Param = Param {
 /// The Reno-friendly region (config field `reno_friendly`).
 pub const TCP_FRIENDLINESS: Param = Param {
     name: "tcp_friendliness",
+    aliases: &[],
     linux: "tcp_friendliness",
     kind: Kind::Flag,
     default: ParamValue::Flag(true),
@@ -140,6 +144,7 @@ pub const TCP_FRIENDLINESS: Param = Param {
 /// HyStart++ in the initial slow start.
 pub const HYSTART: Param = Param {
     name: "hystart",
+    aliases: &[],
     linux: "hystart",
     kind: Kind::Flag,
     default: ParamValue::Flag(true),

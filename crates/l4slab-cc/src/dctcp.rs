@@ -119,6 +119,7 @@ impl RoundTracker {
 /// (`prague::PARAMS` reuses the range, with Prague's source).
 pub const SHIFT_G: Param = Param {
     name: "shift_g",
+    aliases: &[],
     linux: "dctcp_shift_g",
     kind: Kind::Int { min: 1, max: 16 },
     default: ParamValue::Int(4),
@@ -129,6 +130,7 @@ pub const SHIFT_G: Param = Param {
 /// The first `alpha`.
 pub const ALPHA_ON_INIT: Param = Param {
     name: "alpha_on_init",
+    aliases: &[],
     linux: "dctcp_alpha_on_init",
     kind: Kind::Fraction {
         min: 0.0,
@@ -145,6 +147,7 @@ pub const ALPHA_ON_INIT: Param = Param {
 /// ECT(1) instead of ECT(0).
 pub const ECT1: Param = Param {
     name: "ect1",
+    aliases: &[],
     linux: "dctcp_ect",
     kind: Kind::Flag,
     default: ParamValue::Flag(false),

@@ -10,6 +10,7 @@
 //!
 //! No I/O and no clock: `now` is always passed in by the caller.
 pub mod packet;
+pub mod param;
 pub mod pkttrace;
 pub mod rng;
 pub mod series;

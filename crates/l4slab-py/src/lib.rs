@@ -269,70 +269,77 @@ fn cc_names() -> Vec<&'static str> {
     l4slab_sim::cc_names().to_vec()
 }
 
-/// The declared parameters of the congestion control `kind` (a
+/// The parameters a scenario can set for the congestion control `kind` (a
 /// `cc_names()` name; `l4slab_cc::param`), one dict each (`_native.pyi`:
 /// `CcParam`). An unknown kind is a `ValueError`.
 #[pyfunction]
 fn cc_params<'py>(py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyList>> {
-    use l4slab_cc::param::{show_dur, Kind, ParamValue};
     let Some(params) = l4slab_cc::param::params(kind) else {
         return Err(PyValueError::new_err(format!(
             "unknown congestion control '{kind}'; choose one of: {}",
             l4slab_cc::CC_NAMES.join(", ")
         )));
     };
+    param_dicts(py, params)
+}
+
+/// The parameters a scenario can set for the queue discipline `kind` (a
+/// `qdisc_names()` name; `l4slab_qdisc::param`), one dict each
+/// (`_native.pyi`: `QdiscParam`). An unknown kind is a `ValueError`.
+#[pyfunction]
+fn qdisc_params<'py>(py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyList>> {
+    let Some(params) = l4slab_qdisc::param::params(kind) else {
+        return Err(PyValueError::new_err(format!(
+            "unknown qdisc '{kind}'; choose one of: {}",
+            l4slab_qdisc::param::QDISC_NAMES.join(", ")
+        )));
+    };
+    param_dicts(py, params)
+}
+
+/// One dict per declaration (`l4slab_core::param::Param`), as `_types.ModelParam`.
+fn param_dicts<'py>(
+    py: Python<'py>,
+    params: &[l4slab_core::param::Param],
+) -> PyResult<Bound<'py, PyList>> {
+    use l4slab_core::param::{show_dur, Kind, ParamValue};
+    fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, x: T) -> PyResult<PyObject> {
+        pyo3::IntoPyObjectExt::into_py_any(x, py)
+    }
     let list = PyList::empty(py);
     for p in params {
         let d = PyDict::new(py);
         d.set_item("name", p.name)?;
+        d.set_item("aliases", p.aliases.to_vec())?;
         d.set_item("linux", p.linux)?;
         d.set_item("kind", p.kind.name())?;
         d.set_item("range", p.kind.range())?;
-        let none = py.None();
-        let (min, max, min_exclusive, max_exclusive): (PyObject, PyObject, bool, bool) = match p
-            .kind
-        {
-            Kind::Int { min, max } => (
-                min.into_pyobject(py)?.into_any().unbind(),
-                max.into_pyobject(py)?.into_any().unbind(),
-                false,
-                false,
-            ),
-            Kind::Fraction {
-                min,
-                max,
-                min_open,
-                max_open,
-                ..
-            } => (
-                min.into_pyobject(py)?.into_any().unbind(),
-                max.into_pyobject(py)?.into_any().unbind(),
-                min_open,
-                max_open,
-            ),
-            Kind::Number { above } => (
-                above.into_pyobject(py)?.into_any().unbind(),
-                none.clone_ref(py),
-                true,
-                false,
-            ),
-            Kind::Gain { scale, max, .. } => (
-                (1.0 / f64::from(scale))
-                    .into_pyobject(py)?
-                    .into_any()
-                    .unbind(),
-                max.into_pyobject(py)?.into_any().unbind(),
-                false,
-                false,
-            ),
-            Kind::Duration { zero_ok } => (
-                0.0f64.into_pyobject(py)?.into_any().unbind(),
-                none.clone_ref(py),
-                !zero_ok,
-                false,
-            ),
-            Kind::Flag | Kind::Choice(_) => (none.clone_ref(py), none.clone_ref(py), false, false),
-        };
+        let none = || py.None();
+        let (min, max, min_exclusive, max_exclusive): (PyObject, PyObject, bool, bool) =
+            match p.kind {
+                Kind::Int { min, max } => (obj(py, min)?, obj(py, max)?, false, false),
+                Kind::Fraction {
+                    min,
+                    max,
+                    min_open,
+                    max_open,
+                    ..
+                } => (obj(py, min)?, obj(py, max)?, min_open, max_open),
+                Kind::Number { above } => (obj(py, above)?, none(), true, false),
+                Kind::Gain { scale, max, .. } => (
+                    obj(py, 1.0 / f64::from(scale))?,
+                    obj(py, max)?,
+                    false,
+                    false,
+                ),
+                Kind::Hz { zero_ok, .. } | Kind::Duration { zero_ok } => {
+                    (obj(py, 0.0f64)?, none(), !zero_ok, false)
+                }
+                Kind::Limit => (obj(py, 1i64)?, obj(py, u32::MAX)?, false, false),
+                Kind::Bytes { min, max } => (obj(py, min)?, obj(py, max)?, false, false),
+                Kind::Percent { min, max } => (obj(py, min)?, obj(py, max)?, false, false),
+                Kind::Flag | Kind::Choice(_) | Kind::Custom(_) => (none(), none(), false, false),
+            };
         d.set_item("min", min)?;
         d.set_item("max", max)?;
         d.set_item("min_exclusive", min_exclusive)?;
@@ -343,7 +350,7 @@ fn cc_params<'py>(py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyList>> {
         )?;
         match p.kind {
             Kind::Choice(names) => d.set_item("choices", names.to_vec())?,
-            _ => d.set_item("choices", none.clone_ref(py))?,
+            _ => d.set_item("choices", none())?,
         }
         match p.default {
             ParamValue::Int(i) => d.set_item("default", i)?,
@@ -351,6 +358,7 @@ fn cc_params<'py>(py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyList>> {
             ParamValue::Dur(t) => d.set_item("default", show_dur(t))?,
             ParamValue::Flag(b) => d.set_item("default", b)?,
             ParamValue::Choice(c) => d.set_item("default", c)?,
+            ParamValue::Unset { .. } => d.set_item("default", none())?,
         }
         d.set_item("example", p.example())?;
         d.set_item("source", p.source)?;
@@ -394,6 +402,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(cc_params, m)?)?;
     m.add_function(wrap_pyfunction!(qdisc_names, m)?)?;
+    m.add_function(wrap_pyfunction!(qdisc_params, m)?)?;
     m.add_function(wrap_pyfunction!(ecn_rewrite_names, m)?)?;
     #[cfg(target_os = "linux")]
     m.add_function(wrap_pyfunction!(emu_main, m)?)?;

@@ -44,6 +44,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, Ecn, MarkReason, Packet, Time};
 
 /// Linux `psched_mtu()` of an Ethernet device: MTU 1500 + 14 B header. The
@@ -109,6 +110,67 @@ pub struct CodelParams {
     pub ce_threshold_selector: Option<CeSelector>,
 }
 
+/// tc `limit`.
+pub const LIMIT: Param = Param {
+    name: "limit",
+    aliases: &[],
+    linux: "limit",
+    kind: Kind::Limit,
+    default: ParamValue::Int(1000),
+    source: "Linux `sch_codel.c` `DEFAULT_CODEL_LIMIT` = 1000; a scenario's default is the direction's `buffer`",
+    doc: "tail-drop limit in packets (bytes and times at 1500 B per packet, at least 1)",
+};
+
+/// tc `target`.
+pub const TARGET: Param = Param {
+    name: "target",
+    aliases: &[],
+    linux: "target",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(5)),
+    source: "RFC 8289 §4.3; Linux `codel_params_init` `MS2TIME(5)`",
+    doc: "acceptable standing queue delay (sojourn time)",
+};
+
+/// tc `interval`.
+pub const INTERVAL: Param = Param {
+    name: "interval",
+    aliases: &[],
+    linux: "interval",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(100)),
+    source: "RFC 8289 §4.2; Linux `codel_params_init` `MS2TIME(100)`",
+    doc:
+        "sliding window over which the minimum sojourn must exceed `target`; about a worst-case RTT",
+};
+
+/// tc `ecn` / `noecn`.
+pub const ECN: Param = Param {
+    name: "ecn",
+    aliases: &[],
+    linux: "ecn",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "Linux `codel_params_init` (`codel` has ECN off)",
+    doc: "CE-mark ECN-capable packets instead of dropping them",
+};
+
+/// tc `ce_threshold`.
+pub const CE_THRESHOLD: Param = Param {
+    name: "ce_threshold",
+    aliases: &[],
+    linux: "ce_threshold",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Unset {
+        example: r#""1ms""#,
+    },
+    source: "Linux `codel_params_init`: `CODEL_DISABLED_THRESHOLD` (off)",
+    doc: "CE-mark every ECN-capable packet whose sojourn is above this, whatever the control law decides",
+};
+
+/// The parameters a scenario can set (`qdisc = { kind = "codel", ... }`).
+pub const PARAMS: &[Param] = &[LIMIT, TARGET, INTERVAL, ECN, CE_THRESHOLD];
+
 /// Configuration of the `codel` qdisc: `tc qdisc add ... codel [limit PACKETS]
 /// [target TIME] [interval TIME] [ecn | noecn] [ce_threshold TIME]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -131,12 +193,12 @@ pub struct CodelConfig {
 impl Default for CodelConfig {
     fn default() -> Self {
         CodelConfig {
-            limit: 1000,                     // sch_codel.c DEFAULT_CODEL_LIMIT
-            target: Dur::from_millis(5),     // RFC 8289 §4.3; codel_params_init MS2TIME(5)
-            interval: Dur::from_millis(100), // RFC 8289 §4.2; codel_params_init MS2TIME(100)
-            ecn: false,                      // codel_params_init
-            ce_threshold: None,              // CODEL_DISABLED_THRESHOLD
-            mtu: ETH_PSCHED_MTU,             // codel_init: psched_mtu(qdisc_dev(sch))
+            limit: LIMIT.default.int() as u32,
+            target: TARGET.default.dur(),
+            interval: INTERVAL.default.dur(),
+            ecn: ECN.default.flag(),
+            ce_threshold: CE_THRESHOLD.default.opt_dur(),
+            mtu: ETH_PSCHED_MTU, // codel_init: psched_mtu(qdisc_dev(sch))
         }
     }
 }

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Packet, Time};
 
 /// Which packet a full queue discards.
@@ -33,6 +34,21 @@ pub enum FifoLimit {
     Bytes(u64),
 }
 
+/// `head_drop`: drop the oldest packet instead of the arrival.
+pub const HEAD_DROP: Param = Param {
+    name: "head_drop",
+    aliases: &[],
+    linux: "pfifo_head_drop",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "tail drop, as Linux `pfifo`/`bfifo`",
+    doc: "a full queue drops its oldest packet instead of the arrival",
+};
+
+/// The parameters a scenario can set (`qdisc = { kind = "fifo", ... }`);
+/// the limit is the direction's `buffer`.
+pub const PARAMS: &[Param] = &[HEAD_DROP];
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FifoConfig {
     /// Linux default for `pfifo` is the device `txqueuelen`, 1000 packets.
@@ -44,7 +60,11 @@ impl Default for FifoConfig {
     fn default() -> Self {
         FifoConfig {
             limit: FifoLimit::Packets(1000), // Linux txqueuelen default
-            mode: FifoMode::TailDrop,
+            mode: if HEAD_DROP.default.flag() {
+                FifoMode::HeadDrop
+            } else {
+                FifoMode::TailDrop
+            },
         }
     }
 }

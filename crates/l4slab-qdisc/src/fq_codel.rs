@@ -61,6 +61,7 @@ use crate::codel::{
 pub use crate::fq::FlowList;
 use crate::fq::{Admit, FlowAqm, FlowQueue, FlowQueues, FqParams, FqStats, Overflow};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, FlowId, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_codel_change`: `flows_cnt > 65536` is `-EINVAL`).
@@ -69,6 +70,164 @@ pub const MAX_FLOWS: u32 = 65536;
 pub const MIN_QUANTUM: u32 = 256;
 /// Largest `quantum` Linux accepts (`FQ_CODEL_QUANTUM_MAX`, 1 << 20).
 pub const MAX_QUANTUM: u32 = 1 << 20;
+
+/// tc `limit`.
+pub const LIMIT: Param = Param {
+    name: "limit",
+    aliases: &[],
+    linux: "limit",
+    kind: Kind::Limit,
+    default: ParamValue::Int(10 * 1024),
+    source: "Linux `fq_codel_init`: `sch->limit = 10*1024`; a scenario's default is the direction's `buffer`",
+    doc: "packets over all buckets (bytes and times at 1500 B per packet, at least 1)",
+};
+
+/// tc `flows`.
+pub const FLOWS: Param = Param {
+    name: "flows",
+    aliases: &[],
+    linux: "flows",
+    kind: Kind::Int {
+        min: 1,
+        max: MAX_FLOWS as i64,
+    },
+    default: ParamValue::Int(1024),
+    source: "Linux `fq_codel_init`; RFC 8290 §5.2; range `fq_codel_change`",
+    doc: "number of hash buckets",
+};
+
+/// tc `target`.
+pub const TARGET: Param = Param {
+    name: "target",
+    aliases: &[],
+    linux: "target",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(5)),
+    source: "Linux `codel_params_init`; RFC 8290 §5.2",
+    doc: "each bucket's CoDel target",
+};
+
+/// tc `interval`.
+pub const INTERVAL: Param = Param {
+    name: "interval",
+    aliases: &[],
+    linux: "interval",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(100)),
+    source: "Linux `codel_params_init`; RFC 8290 §5.2",
+    doc: "each bucket's CoDel interval",
+};
+
+/// tc `quantum`.
+pub const QUANTUM: Param = Param {
+    name: "quantum",
+    aliases: &[],
+    linux: "quantum",
+    kind: Kind::Bytes {
+        min: MIN_QUANTUM as u64,
+        max: MAX_QUANTUM as u64,
+    },
+    default: ParamValue::Int(ETH_PSCHED_MTU as i64),
+    source: "Linux `fq_codel_init`: `psched_mtu(dev)` = 1514; RFC 8290 §5.2; Linux raises a smaller one to 256, l4slab refuses it",
+    doc: "DRR quantum: bytes a bucket may send per round",
+};
+
+/// tc `ecn` / `noecn`.
+pub const ECN: Param = Param {
+    name: "ecn",
+    aliases: &[],
+    linux: "ecn",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "Linux `fq_codel_init`: `cparams.ecn = true`; RFC 8290 §5.2",
+    doc: "CE-mark ECN-capable packets instead of dropping them",
+};
+
+/// tc `ce_threshold`.
+pub const CE_THRESHOLD: Param = Param {
+    name: "ce_threshold",
+    aliases: &[],
+    linux: "ce_threshold",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Unset {
+        example: r#""1ms""#,
+    },
+    source: "Linux `codel_params_init`: off; RFC 8290 §5.2",
+    doc: "CE-mark every ECN-capable packet whose sojourn is above this",
+};
+
+/// tc `ce_threshold_selector` (read by the scenario's own code: a name or
+/// tc's `VALUE/MASK`, which no generic kind describes).
+pub const CE_THRESHOLD_SELECTOR: Param = Param {
+    name: "ce_threshold_selector",
+    aliases: &[],
+    linux: "ce_threshold_selector",
+    kind: Kind::Custom(
+        "`\"ect1\"` (= `0x1/0x3`) or tc's `VALUE/MASK` over the DS field, mask ≠ 0; needs `ce_threshold`",
+    ),
+    default: ParamValue::Unset {
+        example: r#""ect1""#,
+    },
+    source: "Linux ≥ 5.16; default none: `ce_threshold` applies to all packets",
+    doc: "which packets `ce_threshold` applies to (our packets carry no DSCP)",
+};
+
+/// tc `memory_limit`.
+pub const MEMORY_LIMIT: Param = Param {
+    name: "memory_limit",
+    aliases: &[],
+    linux: "memory_limit",
+    kind: Kind::Bytes {
+        min: 1,
+        max: 1 << 31,
+    },
+    default: ParamValue::Int(32 << 20),
+    source: "Linux `fq_codel_init`: `32 << 20`; Linux caps it at 2 GiB, l4slab refuses more",
+    doc: "bytes over all buckets before the fattest bucket is trimmed",
+};
+
+/// tc `drop_batch`.
+pub const DROP_BATCH: Param = Param {
+    name: "drop_batch",
+    aliases: &[],
+    linux: "drop_batch",
+    kind: Kind::Int {
+        min: 1,
+        max: u32::MAX as i64,
+    },
+    default: ParamValue::Int(64),
+    source: "Linux `fq_codel_init`: `drop_batch_size = 64`",
+    doc: "most packets dropped from the fattest bucket per overflow",
+};
+
+/// l4slab's `hash_seed`.
+pub const HASH_SEED: Param = Param {
+    name: "hash_seed",
+    aliases: &[],
+    linux: "hash_seed",
+    kind: Kind::Int {
+        min: 0,
+        max: u32::MAX as i64,
+    },
+    default: ParamValue::Int(0),
+    source: "l4slab extension (Linux: a random per-boot seed)",
+    doc: "seed of the flow hash",
+};
+
+/// The parameters a scenario can set (`qdisc = { kind = "fq_codel", ... }`).
+pub const PARAMS: &[Param] = &[
+    LIMIT,
+    FLOWS,
+    TARGET,
+    INTERVAL,
+    QUANTUM,
+    ECN,
+    CE_THRESHOLD,
+    CE_THRESHOLD_SELECTOR,
+    MEMORY_LIMIT,
+    DROP_BATCH,
+    HASH_SEED,
+];
 
 /// Configuration of the `fq_codel` qdisc: `tc qdisc add ... fq_codel [limit
 /// PACKETS] [flows NUMBER] [target TIME] [interval TIME] [quantum BYTES]
@@ -106,18 +265,18 @@ pub struct FqCodelConfig {
 impl Default for FqCodelConfig {
     fn default() -> Self {
         FqCodelConfig {
-            limit: 10 * 1024,                // fq_codel_init
-            flows: 1024,                     // fq_codel_init
-            target: Dur::from_millis(5),     // codel_params_init MS2TIME(5)
-            interval: Dur::from_millis(100), // codel_params_init MS2TIME(100)
-            quantum: ETH_PSCHED_MTU,         // fq_codel_init: psched_mtu(qdisc_dev(sch))
-            ecn: true,                       // fq_codel_init: q->cparams.ecn = true
-            ce_threshold: None,              // CODEL_DISABLED_THRESHOLD
-            ce_threshold_selector: None,     // codel_params_init: mask = 0
-            memory_limit: 32 << 20,          // fq_codel_init: 32 MBytes
-            drop_batch: 64,                  // fq_codel_init: drop_batch_size = 64
-            mtu: ETH_PSCHED_MTU,             // fq_codel_init: cparams.mtu = psched_mtu
-            hash_seed: 0,
+            limit: LIMIT.default.int() as u32,
+            flows: FLOWS.default.int() as u32,
+            target: TARGET.default.dur(),
+            interval: INTERVAL.default.dur(),
+            quantum: QUANTUM.default.int() as u32,
+            ecn: ECN.default.flag(),
+            ce_threshold: CE_THRESHOLD.default.opt_dur(),
+            ce_threshold_selector: None, // CE_THRESHOLD_SELECTOR: codel_params_init mask = 0
+            memory_limit: MEMORY_LIMIT.default.int() as u64,
+            drop_batch: DROP_BATCH.default.int() as u32,
+            mtu: ETH_PSCHED_MTU, // fq_codel_init: cparams.mtu = psched_mtu
+            hash_seed: HASH_SEED.default.int() as u32,
         }
     }
 }

@@ -45,12 +45,137 @@ use crate::pie::{
     PieStats, PieVars,
 };
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, FlowId, MarkReason, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_pie_change`: "Number of flows must range in [1..65536]").
 pub const MAX_FLOWS: u32 = 65536;
 /// Largest `quantum` Linux accepts (`fq_pie_q_range`: 1..=1 << 20).
 pub const MAX_QUANTUM: u32 = 1 << 20;
+
+/// tc `limit`.
+pub const LIMIT: Param = Param {
+    source: "Linux `fq_pie_init`: `sch->limit = 10 * 1024`; a scenario's default is the direction's `buffer`",
+    ..crate::fq_codel::LIMIT
+};
+
+/// tc `flows`.
+pub const FLOWS: Param = Param {
+    source: "Linux `fq_pie_init`; range `fq_pie_change`",
+    ..crate::fq_codel::FLOWS
+};
+
+/// tc `target`.
+pub const TARGET: Param = Param {
+    source: "Linux `pie_params_init`; RFC 8033 `QDELAY_REF`",
+    ..crate::pie::TARGET
+};
+
+/// tc `tupdate`.
+pub const TUPDATE: Param = Param {
+    source: "Linux `pie_params_init`; RFC 8033 `T_UPDATE`",
+    ..crate::pie::TUPDATE
+};
+
+/// tc `alpha`, in Hz.
+pub const ALPHA: Param = Param {
+    source: "Linux `pie_params_init` `alpha = 2` (1/16 Hz)",
+    ..crate::pie::ALPHA
+};
+
+/// tc `beta`, in Hz.
+pub const BETA: Param = Param {
+    source: "Linux `pie_params_init` `beta = 20` (1/16 Hz)",
+    ..crate::pie::BETA
+};
+
+/// tc `quantum`.
+pub const QUANTUM: Param = Param {
+    name: "quantum",
+    aliases: &[],
+    linux: "quantum",
+    kind: Kind::Bytes {
+        min: 1,
+        max: MAX_QUANTUM as u64,
+    },
+    default: ParamValue::Int(ETH_PSCHED_MTU as i64),
+    source: "Linux `fq_pie_init`: `psched_mtu(dev)` = 1514; range `fq_pie_q_range`",
+    doc: "DRR quantum: bytes a bucket may send per round",
+};
+
+/// tc `memory_limit`.
+pub const MEMORY_LIMIT: Param = Param {
+    name: "memory_limit",
+    aliases: &[],
+    linux: "memory_limit",
+    kind: Kind::Bytes {
+        min: 1,
+        max: u32::MAX as u64,
+    },
+    default: ParamValue::Int(32 << 20),
+    source: "Linux `fq_pie_init`: `SZ_32M`; a u32 in netlink",
+    doc: "bytes over all buckets (counted in `overmemory`, not enforced, as Linux)",
+};
+
+/// tc `ecn_prob`.
+pub const ECN_PROB: Param = Param {
+    name: "ecn_prob",
+    aliases: &[],
+    linux: "ecn_prob",
+    kind: Kind::Percent { min: 0, max: 100 },
+    default: ParamValue::Int(10),
+    source: "Linux `fq_pie_init`: `ecn_prob = 10`",
+    doc: "CE-mark instead of dropping while the bucket's drop probability is at most this",
+};
+
+/// tc `ecn` / `noecn`.
+pub const ECN: Param = Param {
+    source: "Linux `pie_params_init` (\"ECN capability is off by default\")",
+    doc: "CE-mark ECN-capable packets instead of dropping them while p ≤ `ecn_prob`",
+    ..crate::pie::ECN
+};
+
+/// tc `bytemode`.
+pub const BYTEMODE: Param = Param {
+    source: "Linux `pie_params_init`; RFC 8033 §5.2",
+    ..crate::pie::BYTEMODE
+};
+
+/// tc `dq_rate_estimator`.
+pub const DQ_RATE_ESTIMATOR: Param = Param {
+    source: "Linux `pie_params_init`",
+    ..crate::pie::DQ_RATE_ESTIMATOR
+};
+
+/// RFC 8033 `MAX_BURST` (an l4slab knob).
+pub const MAX_BURST: Param = Param {
+    source: "Linux `pie_vars_init` (hard-coded, not a tc knob); RFC 8033 `MAX_BURST`",
+    ..crate::pie::MAX_BURST
+};
+
+/// l4slab's `hash_seed`.
+pub const HASH_SEED: Param = Param {
+    source: "l4slab extension (Linux: a random per-boot seed)",
+    ..crate::fq_codel::HASH_SEED
+};
+
+/// The parameters a scenario can set (`qdisc = { kind = "fq_pie", ... }`).
+pub const PARAMS: &[Param] = &[
+    LIMIT,
+    FLOWS,
+    TARGET,
+    TUPDATE,
+    ALPHA,
+    BETA,
+    QUANTUM,
+    MEMORY_LIMIT,
+    ECN_PROB,
+    ECN,
+    BYTEMODE,
+    DQ_RATE_ESTIMATOR,
+    MAX_BURST,
+    HASH_SEED,
+];
 
 /// Configuration of the `fq_pie` qdisc: `tc qdisc add ... fq_pie [limit
 /// PACKETS] [flows NUMBER] [target TIME] [tupdate TIME] [alpha NUMBER] [beta
@@ -94,21 +219,21 @@ pub struct FqPieConfig {
 impl Default for FqPieConfig {
     fn default() -> Self {
         FqPieConfig {
-            limit: 10 * 1024,                 // fq_pie_init
-            flows: 1024,                      // fq_pie_init
-            target: Dur::from_millis(15),     // pie_params_init, RFC 8033 QDELAY_REF
-            tupdate: Dur::from_millis(15),    // pie_params_init, RFC 8033 T_UPDATE
-            alpha: 2.0 / 16.0,                // pie_params_init alpha = 2
-            beta: 20.0 / 16.0,                // pie_params_init beta = 20
-            quantum: ETH_PSCHED_MTU,          // fq_pie_init: psched_mtu(qdisc_dev(sch))
-            memory_limit: 32 << 20,           // fq_pie_init: SZ_32M
-            ecn_prob: 10,                     // fq_pie_init
-            ecn: false,                       // pie_params_init
-            bytemode: false,                  // pie_params_init
-            dq_rate_estimator: false,         // pie_params_init
-            max_burst: Dur::from_millis(150), // pie_vars_init, RFC 8033 MAX_BURST
-            mtu: ETH_PSCHED_MTU,              // psched_mtu(qdisc_dev(sch))
-            hash_seed: 0,
+            limit: LIMIT.default.int() as u32,
+            flows: FLOWS.default.int() as u32,
+            target: TARGET.default.dur(),
+            tupdate: TUPDATE.default.dur(),
+            alpha: ALPHA.default.num(),
+            beta: BETA.default.num(),
+            quantum: QUANTUM.default.int() as u32,
+            memory_limit: MEMORY_LIMIT.default.int() as u64,
+            ecn_prob: ECN_PROB.default.int() as u32,
+            ecn: ECN.default.flag(),
+            bytemode: BYTEMODE.default.flag(),
+            dq_rate_estimator: DQ_RATE_ESTIMATOR.default.flag(),
+            max_burst: MAX_BURST.default.dur(),
+            mtu: ETH_PSCHED_MTU, // psched_mtu(qdisc_dev(sch))
+            hash_seed: HASH_SEED.default.int() as u32,
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
+pub mod param;
 pub mod pi;
 pub mod pie;
 pub mod testing;

@@ -49,6 +49,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::pi::{pi_delta, PiGains};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, SimRng, Time};
 
 /// RFC 8033 §5.1 `mark_ecnth`: mark instead of drop while `p <= 10 %`
@@ -66,6 +67,124 @@ pub const ACCU_NEVER: f64 = 0.85;
 pub const ACCU_ALWAYS: f64 = 8.5;
 /// RFC 8033 §4.3 `dq_threshold` (Linux `QUEUE_THRESHOLD`): bytes per departure-rate sample.
 pub const DQ_THRESHOLD: u64 = 16384;
+
+/// tc `limit`.
+pub const LIMIT: Param = Param {
+    name: "limit",
+    aliases: &[],
+    linux: "limit",
+    kind: Kind::Limit,
+    default: ParamValue::Int(1000),
+    source: "Linux `pie_params_init`: 1000; a scenario's default is the direction's `buffer`",
+    doc: "tail-drop limit in packets (bytes and times at 1500 B per packet, at least 1)",
+};
+
+/// tc `target`: RFC 8033 `QDELAY_REF`.
+pub const TARGET: Param = Param {
+    name: "target",
+    aliases: &[],
+    linux: "target",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::from_millis(15)),
+    source: "Linux `pie_params_init`; RFC 8033 `QDELAY_REF`",
+    doc: "target queue delay",
+};
+
+/// tc `tupdate`: RFC 8033 `T_UPDATE`.
+pub const TUPDATE: Param = Param {
+    name: "tupdate",
+    aliases: &[],
+    linux: "tupdate",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(15)),
+    source: "Linux `pie_params_init`; RFC 8033 `T_UPDATE`",
+    doc: "interval between drop-probability updates",
+};
+
+/// tc `alpha`, in Hz (tc's integer is in 1/16 Hz).
+pub const ALPHA: Param = Param {
+    name: "alpha",
+    aliases: &[],
+    linux: "alpha",
+    kind: Kind::Hz {
+        zero_ok: true,
+        tc_scale: Some(16),
+    },
+    default: ParamValue::Num(2.0 / 16.0),
+    source: "Linux `pie_params_init` `alpha = 2` (1/16 Hz); RFC 8033",
+    doc: "integral gain: weight of the delay's distance from `target`",
+};
+
+/// tc `beta`, in Hz (tc's integer is in 1/16 Hz).
+pub const BETA: Param = Param {
+    name: "beta",
+    aliases: &[],
+    linux: "beta",
+    kind: Kind::Hz {
+        zero_ok: true,
+        tc_scale: Some(16),
+    },
+    default: ParamValue::Num(20.0 / 16.0),
+    source: "Linux `pie_params_init` `beta = 20` (1/16 Hz); RFC 8033",
+    doc: "proportional gain: weight of the delay's change since the last update",
+};
+
+/// tc `ecn` / `noecn`.
+pub const ECN: Param = Param {
+    name: "ecn",
+    aliases: &[],
+    linux: "ecn",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "Linux `pie_params_init`",
+    doc: "CE-mark ECN-capable packets instead of dropping them while p ≤ 10 %",
+};
+
+/// tc `bytemode` / `nobytemode`.
+pub const BYTEMODE: Param = Param {
+    name: "bytemode",
+    aliases: &[],
+    linux: "bytemode",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "Linux `pie_params_init`; RFC 8033 §5.2",
+    doc: "scale the drop probability by packet size / MTU",
+};
+
+/// tc `dq_rate_estimator`.
+pub const DQ_RATE_ESTIMATOR: Param = Param {
+    name: "dq_rate_estimator",
+    aliases: &[],
+    linux: "dq_rate_estimator",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "Linux `pie_params_init`",
+    doc: "estimate the delay from the departure rate (RFC 8033 §4.3) instead of timestamps",
+};
+
+/// RFC 8033 `MAX_BURST` (Linux hard-codes it; an l4slab knob).
+pub const MAX_BURST: Param = Param {
+    name: "max_burst",
+    aliases: &["burst"],
+    linux: "MAX_BURST",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::from_millis(150)),
+    source: "Linux `pie_vars_init` (hard-coded, not a tc knob); RFC 8033 `MAX_BURST`",
+    doc: "burst allowance: no early drop for this long after the queue was calm",
+};
+
+/// The parameters a scenario can set (`qdisc = { kind = "pie", ... }`).
+pub const PARAMS: &[Param] = &[
+    LIMIT,
+    TARGET,
+    TUPDATE,
+    ALPHA,
+    BETA,
+    ECN,
+    BYTEMODE,
+    DQ_RATE_ESTIMATOR,
+    MAX_BURST,
+];
 
 /// `tc qdisc ... pie` parameters. `Default` = Linux `pie_params_init` (and
 /// `pie_vars_init` for `max_burst`), which match RFC 8033 §4 / §5.
@@ -97,15 +216,15 @@ pub struct PieConfig {
 impl Default for PieConfig {
     fn default() -> Self {
         PieConfig {
-            limit: 1000,                   // pie_params_init
-            target: Dur::from_millis(15),  // pie_params_init, RFC 8033 QDELAY_REF
-            tupdate: Dur::from_millis(15), // pie_params_init, RFC 8033 T_UPDATE
-            alpha: 2.0 / 16.0,             // pie_params_init alpha = 2 (1/16 Hz)
-            beta: 20.0 / 16.0,             // pie_params_init beta = 20 (1/16 Hz)
-            ecn: false,
-            bytemode: false,
-            dq_rate_estimator: false,
-            max_burst: Dur::from_millis(150), // pie_vars_init, RFC 8033 MAX_BURST
+            limit: LIMIT.default.int() as u32,
+            target: TARGET.default.dur(),
+            tupdate: TUPDATE.default.dur(),
+            alpha: ALPHA.default.num(),
+            beta: BETA.default.num(),
+            ecn: ECN.default.flag(),
+            bytemode: BYTEMODE.default.flag(),
+            dq_rate_estimator: DQ_RATE_ESTIMATOR.default.flag(),
+            max_burst: MAX_BURST.default.dur(),
             mtu: 1500,
         }
     }

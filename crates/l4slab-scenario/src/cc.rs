@@ -1,10 +1,10 @@
 //! `[[flows]] cc` -> [`CcSpec`]: the one dispatch on the congestion-control
 //! name (a Linux `tcp_congestion_control` name), then one generic reader for
-//! its options table, driven by the controller's declarations
-//! ([`l4slab_cc::param::params`]): which keys the kind accepts (the Linux
-//! module parameters without the module prefix), how each is read and
-//! checked (its [`Kind`] and range), and the example in its errors (its
-//! default). A key of another kind is an unknown key.
+//! its options table (`crate::param`, shared with the qdiscs), driven by the
+//! controller's declarations ([`l4slab_cc::param::params`]): which keys the
+//! kind accepts (the Linux module parameters without the module prefix), how
+//! each is read and checked (its `Kind` and range), and the example in its
+//! errors (its default). A key of another kind is an unknown key.
 //!
 //! ```toml
 //! cc = "prague"                                        # defaults
@@ -21,12 +21,11 @@
 use toml::Value;
 
 use l4slab_cc::options::CcOptions;
-use l4slab_cc::param::{Kind, Param, ParamValue};
 
-use crate::error::{Problem, ScenarioError};
+use crate::error::ScenarioError;
 use crate::model::CcSpec;
-use crate::qdisc::params::{bad_value, choice, flag, number, positive_time, time, with_example};
-use crate::values::{self, join, kind_of};
+use crate::param::read_table;
+use crate::values::kind_of;
 
 /// `cc` at `path` (`flows[0].cc`); absent = `reno`. `known` are the names
 /// the backend accepts (`ParseOptions::known_cc`).
@@ -50,72 +49,11 @@ pub(crate) fn resolve(
         return Ok(CcSpec::new(options));
     };
     let params = options.params();
-    // Unknown keys first (as serde's `deny_unknown_fields` would), listing
-    // the kind's keys in declaration order.
-    if let Some(key) = table
-        .keys()
-        .find(|k| *k != "kind" && !params.iter().any(|p| p.name == k.as_str()))
-    {
-        let valid: Vec<&str> = std::iter::once("kind")
-            .chain(params.iter().map(|p| p.name))
-            .collect();
-        return Err(ScenarioError::invalid(
-            &join(path, key),
-            Problem::UnknownKey,
-            format!("unknown key; valid keys here: {}", valid.join(", ")),
-            None,
-        ));
-    }
+    let values = read_table(table, path, params, None)?;
     for p in params {
-        if let Some(v) = table.get(p.name) {
-            let value = read(p, v, &join(path, p.name))?;
+        if let Some(value) = values.get(p) {
             assert!(options.set(p.name, value), "{kind} declares {}", p.name);
         }
     }
     Ok(CcSpec::new(options))
-}
-
-/// The value of the option declared by `p`, written `v` at `path`: read by
-/// its kind, checked against its range, errors with its example.
-fn read(p: &Param, v: &Value, path: &str) -> Result<ParamValue, ScenarioError> {
-    let ex = &p.example();
-    let value = match p.kind {
-        Kind::Int { .. } => match v {
-            Value::Integer(i) => ParamValue::Int(*i),
-            other => {
-                return Err(crate::qdisc::params::wrong_type(
-                    path,
-                    "an integer",
-                    other,
-                    ex,
-                ))
-            }
-        },
-        Kind::Fraction { .. } => {
-            // An integer where Linux takes a scaled one (`beta = 717`) is
-            // ambiguous, like tc-pie's gains.
-            if let (Value::Integer(i), Some(units)) = (v, p.linux_units()) {
-                if *i != 0 {
-                    return Err(bad_value(
-                        path,
-                        format!("{i} is ambiguous: {units}; give a fraction"),
-                        ex,
-                    ));
-                }
-            }
-            ParamValue::Num(values::fraction(v, path).map_err(|e| with_example(e, ex))?)
-        }
-        Kind::Number { .. } | Kind::Gain { .. } => ParamValue::Num(number(v, path, ex)?),
-        Kind::Duration { zero_ok: true } => ParamValue::Dur(time(v, path, ex)?),
-        Kind::Duration { zero_ok: false } => ParamValue::Dur(positive_time(v, path, ex)?),
-        Kind::Flag => ParamValue::Flag(flag(v, path)?),
-        Kind::Choice(names) => {
-            let name = choice(v, path, p.name, names)?;
-            let i = names.iter().position(|n| *n == name).expect("a choice");
-            ParamValue::Choice(names[i])
-        }
-    };
-    p.check(value)
-        .map_err(|e| bad_value(path, e.message(), ex))?;
-    Ok(value)
 }

@@ -24,6 +24,7 @@ mod flows;
 mod link;
 pub mod model;
 mod overrides;
+mod param;
 pub mod parse;
 pub mod qdisc;
 mod raw;

@@ -8,7 +8,7 @@
 //! [`toml::Value`] and interpreted there, so their errors can say what a valid
 //! value looks like instead of what serde expected.
 //!
-//! The per-kind tables at the bottom (`FifoTable`, `GilbertElliottTable`, ...)
+//! The per-kind tables at the bottom (`GilbertElliottTable`, ...)
 //! are deserialized in a second step, once `kind` has been read, so that each
 //! kind rejects keys that belong to another.
 
@@ -134,15 +134,6 @@ pub struct RawTransport {
     pub notsent_lowat: Option<Value>,
     pub receive_buffer: Option<Value>,
     pub ecn_codepoint: Option<Value>,
-}
-
-/// `qdisc = { kind = "fifo", head_drop = true }`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct FifoTable {
-    #[allow(dead_code)] // already read to choose this struct
-    pub kind: String,
-    pub head_drop: Option<bool>,
 }
 
 /// `{ kind = "none" }` (loss) or `{ kind = "bulk" }` (app): no parameters.

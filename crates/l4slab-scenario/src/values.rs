@@ -227,11 +227,11 @@ mod tests {
 
     #[test]
     fn deserialize_at_prefixes_paths() {
-        let v: Value = toml::from_str("kind = 'fifo'\nlimit = 3").unwrap();
-        let e = deserialize_at::<crate::raw::FifoTable>(v, "bottleneck.qdisc").unwrap_err();
+        let v: Value = toml::from_str("kind = 'none'\nlimit = 3").unwrap();
+        let e = deserialize_at::<crate::raw::KindOnlyTable>(v, "bottleneck.loss").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "bottleneck.qdisc.limit: unknown key; valid keys here: kind, head_drop"
+            "bottleneck.loss.limit: unknown key; valid keys here: kind"
         );
     }
 }

@@ -230,7 +230,7 @@ const ERRORS: &[(&str, &str, Problem, &str)] = &[
         r#"bottleneck.qdisc={ kind = "fq_codel", quantum = 100 }"#,
         "bottleneck.qdisc.quantum",
         Problem::BadValue,
-        "bottleneck.qdisc.quantum: 100 is out of range; must be between 256 and 1048576; write e.g. 1514",
+        "bottleneck.qdisc.quantum: 100 B is out of range; must be between 256 B and 1MiB; write e.g. 1514",
     ),
     (
         r#"bottleneck.qdisc={ kind = "fq_codel", quantum = "big" }"#,
@@ -266,7 +266,7 @@ const ERRORS: &[(&str, &str, Problem, &str)] = &[
         r#"bottleneck.qdisc={ kind = "fq_codel", memory_limit = "4GiB" }"#,
         "bottleneck.qdisc.memory_limit",
         Problem::BadValue,
-        "bottleneck.qdisc.memory_limit: 4294967296 B is out of range; must be between 1 B and 2GiB (Linux's cap); write e.g. \"32MiB\"",
+        "bottleneck.qdisc.memory_limit: 4294967296 B is out of range; must be between 1 B and 2GiB; write e.g. \"32MiB\"",
     ),
     (
         r#"bottleneck.qdisc={ kind = "fq_codel", memory_limit = 0 }"#,

@@ -94,6 +94,7 @@ pub fn gain_to_fixed(g: f64) -> u32 {
 /// Startup pacing and cwnd gain.
 pub const HIGH_GAIN: Param = Param {
     name: "high_gain",
+    aliases: &[],
     linux: "bbr_high_gain",
     kind: gain(false),
     default: ParamValue::Num(739.0 / 256.0),
@@ -104,6 +105,7 @@ pub const HIGH_GAIN: Param = Param {
 /// ProbeBW cwnd gain.
 pub const CWND_GAIN: Param = Param {
     name: "cwnd_gain",
+    aliases: &[],
     linux: "bbr_cwnd_gain",
     kind: gain(false),
     default: ParamValue::Num(2.0),
@@ -114,6 +116,7 @@ pub const CWND_GAIN: Param = Param {
 /// Gain on the aggregation allowance.
 pub const EXTRA_ACKED_GAIN: Param = Param {
     name: "extra_acked_gain",
+    aliases: &[],
     linux: "bbr_extra_acked_gain",
     kind: gain(true),
     default: ParamValue::Num(1.0),
@@ -124,6 +127,7 @@ pub const EXTRA_ACKED_GAIN: Param = Param {
 /// RTprop filter window.
 pub const MIN_RTT_WIN: Param = Param {
     name: "min_rtt_win",
+    aliases: &[],
     linux: "bbr_min_rtt_win_sec",
     kind: Kind::Duration { zero_ok: false },
     default: ParamValue::Dur(Dur::from_secs(10)),
@@ -134,6 +138,7 @@ pub const MIN_RTT_WIN: Param = Param {
 /// Minimum time at the ProbeRTT window.
 pub const PROBE_RTT_MODE: Param = Param {
     name: "probe_rtt_mode",
+    aliases: &[],
     linux: "bbr_probe_rtt_mode_ms",
     kind: Kind::Duration { zero_ok: false },
     default: ParamValue::Dur(Dur::from_millis(200)),

@@ -150,6 +150,7 @@ impl EcnFallback {
 /// The RTT-independence heuristic.
 pub const RTT_SCALING: Param = Param {
     name: "rtt_scaling",
+    aliases: &[],
     linux: "prague_rtt_scaling",
     kind: Kind::Choice(RttScaling::NAMES),
     default: ParamValue::Choice("rate"),
@@ -160,6 +161,7 @@ pub const RTT_SCALING: Param = Param {
 /// The target RTT of the heuristic.
 pub const RTT_TARGET: Param = Param {
     name: "rtt_target",
+    aliases: &[],
     linux: "prague_rtt_target",
     kind: Kind::Duration { zero_ok: true },
     default: ParamValue::Dur(Dur::from_millis(25)),
@@ -171,6 +173,7 @@ pub const RTT_TARGET: Param = Param {
 /// `rtt_transition_rounds`).
 pub const RTT_TRANSITION: Param = Param {
     name: "rtt_transition",
+    aliases: &[],
     linux: "prague_rtt_transition",
     kind: Kind::Int {
         min: 0,
@@ -184,6 +187,7 @@ pub const RTT_TRANSITION: Param = Param {
 /// Classic-ECN bottleneck detection.
 pub const ECN_FALLBACK: Param = Param {
     name: "ecn_fallback",
+    aliases: &[],
     linux: "prague_ecn_fallback",
     kind: Kind::Choice(EcnFallback::NAMES),
     default: ParamValue::Choice("off"),
@@ -194,6 +198,7 @@ pub const ECN_FALLBACK: Param = Param {
 /// The burst at the pacing rate.
 pub const BURST_SHIFT: Param = Param {
     name: "burst_shift",
+    aliases: &[],
     linux: "prague_burst_shift",
     kind: Kind::Int { min: 0, max: 40 },
     default: ParamValue::Int(12),
@@ -204,6 +209,7 @@ pub const BURST_SHIFT: Param = Param {
 /// A cap on the burst.
 pub const MAX_TSO_SEGS: Param = Param {
     name: "max_tso_segs",
+    aliases: &[],
     linux: "prague_max_tso_segs",
     kind: Kind::Int {
         min: 0,
@@ -217,6 +223,7 @@ pub const MAX_TSO_SEGS: Param = Param {
 /// The EWMA gain: DCTCP's [`dctcp::SHIFT_G`] (same meaning and range), a
 /// compile-time constant in Linux Prague, so not in [`PARAMS`].
 pub const SHIFT_G: Param = Param {
+    aliases: &[],
     linux: "PRAGUE_SHIFT_G",
     source: "Linux `PRAGUE_SHIFT_G = 4` (compile-time)",
     ..dctcp::SHIFT_G

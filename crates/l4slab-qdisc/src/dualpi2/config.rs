@@ -7,7 +7,350 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Ecn, FlowId};
+
+// The tc knobs (`tc-dualpi2(8)`), then l4slab's options for RFC 9332's
+// variants. `step_thresh` and the flow lists are read by the scenario's own
+// code (`Kind::Custom`): a time or packets, and flow names resolved later.
+
+/// tc `limit`.
+pub const LIMIT: Param = Param {
+    name: "limit",
+    aliases: &[],
+    linux: "limit",
+    kind: Kind::Limit,
+    default: ParamValue::Int(10_000),
+    source: "Linux `dualpi2_reset_default`: 10000 (\"Max 125ms at 1Gbps\"); a scenario's default is the direction's `buffer`",
+    doc: "packets in both queues together (bytes and times at 1500 B per packet, at least 1)",
+};
+
+/// tc `memlimit`.
+pub const MEMLIMIT: Param = Param {
+    name: "memlimit",
+    aliases: &["memory_limit"],
+    linux: "memlimit",
+    kind: Kind::Bytes {
+        min: 1,
+        max: i64::MAX as u64,
+    },
+    default: ParamValue::Int(30_000_000),
+    source: "Linux `get_memory_limit`: `limit` × 2 × MTU, here × 1500 B; a scenario's default follows its `limit`",
+    doc: "bytes in both queues together (l4slab counts packet lengths, Linux `truesize`)",
+};
+
+/// tc `target`.
+pub const TARGET: Param = Param {
+    name: "target",
+    aliases: &[],
+    linux: "target",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::from_millis(15)),
+    source: "Linux `dualpi2_reset_default` `pi2_target`; RFC 9332 App. A: 15 ms",
+    doc: "PI2 target queue delay",
+};
+
+/// tc `tupdate`.
+pub const TUPDATE: Param = Param {
+    name: "tupdate",
+    aliases: &[],
+    linux: "tupdate",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(16)),
+    source: "Linux `dualpi2_reset_default` `pi2_tupdate`",
+    doc: "PI2 update interval",
+};
+
+/// tc `alpha`, in Hz.
+pub const ALPHA: Param = Param {
+    name: "alpha",
+    aliases: &[],
+    linux: "alpha",
+    kind: Kind::Hz {
+        zero_ok: false,
+        tc_scale: None,
+    },
+    default: ParamValue::Num(41.0 / 256.0),
+    source: "Linux `dualpi2_scale_alpha_beta(41)`: 41/256 Hz",
+    doc: "PI2 integral gain",
+};
+
+/// tc `beta`, in Hz.
+pub const BETA: Param = Param {
+    name: "beta",
+    aliases: &[],
+    linux: "beta",
+    kind: Kind::Hz {
+        zero_ok: false,
+        tc_scale: None,
+    },
+    default: ParamValue::Num(819.0 / 256.0),
+    source: "Linux `dualpi2_scale_alpha_beta(819)`: 819/256 Hz",
+    doc: "PI2 proportional gain",
+};
+
+/// tc `step_thresh` (custom: a time or packets).
+pub const STEP_THRESH: Param = Param {
+    name: "step_thresh",
+    aliases: &[],
+    linux: "step_thresh",
+    kind: Kind::Custom("a duration (`\"1ms\"`) or packets (`\"5pkt\"`); with `l_aqm = \"step\"`"),
+    default: ParamValue::Dur(Dur::from_millis(1)),
+    source: "Linux `dualpi2_reset_default`: 1 ms, `step_in_packets = false`",
+    doc: "the L queue's step AQM marks packets whose sojourn (or queue) is above this",
+};
+
+/// tc `min_qlen_step`.
+pub const MIN_QLEN_STEP: Param = Param {
+    name: "min_qlen_step",
+    aliases: &[],
+    linux: "min_qlen_step",
+    kind: Kind::Int {
+        min: 0,
+        max: u32::MAX as i64,
+    },
+    default: ParamValue::Int(0),
+    source: "Linux `dualpi2_reset_default`",
+    doc: "the step applies only to packets that found at least this many in the L queue (with `l_aqm = \"step\"`)",
+};
+
+/// tc `coupling_factor`.
+pub const COUPLING_FACTOR: Param = Param {
+    name: "coupling_factor",
+    aliases: &[],
+    linux: "coupling_factor",
+    kind: Kind::Number { above: 0.0 },
+    default: ParamValue::Num(2.0),
+    source: "Linux `dualpi2_reset_default`; RFC 9332 k = 2",
+    doc: "k: the L queue's coupled probability is k × p'",
+};
+
+/// tc `drop_on_overload` / `overflow`.
+pub const DROP_ON_OVERLOAD: Param = Param {
+    name: "drop_on_overload",
+    aliases: &[],
+    linux: "drop_on_overload",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "Linux `TC_DUALPI2_DROP_OVERLOAD_DROP`",
+    doc: "on overload drop ECN-capable packets; `false` (tc `overflow`) lets the queue overflow instead",
+};
+
+/// tc `drop_enqueue` / `drop_dequeue`.
+pub const DROP_ENQUEUE: Param = Param {
+    name: "drop_enqueue",
+    aliases: &[],
+    linux: "drop_enqueue",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "Linux `TC_DUALPI2_DROP_EARLY_DROP_DEQUEUE`",
+    doc: "apply PI2's drop/mark at enqueue instead of dequeue (tc `drop_dequeue`)",
+};
+
+/// tc `classic_protection`, a fraction (tc's percent).
+pub const CLASSIC_PROTECTION: Param = Param {
+    name: "classic_protection",
+    aliases: &["c_protection"],
+    linux: "classic_protection",
+    kind: Kind::Fraction {
+        min: 0.0,
+        max: 1.0,
+        min_open: false,
+        max_open: false,
+        linux_scale: None,
+    },
+    default: ParamValue::Num(0.1),
+    source:
+        "Linux `dualpi2_calculate_c_protection(.., 10)`; rounded to a whole percent as iproute2",
+    doc:
+        "WRR share of bytes the C queue gets while both are backlogged (with `scheduler = \"wrr\"`)",
+};
+
+/// tc `l4s_ect` / `any_ect`.
+pub const ECN_MASK: Param = Param {
+    name: "ecn_mask",
+    aliases: &[],
+    linux: "ecn_mask",
+    kind: Kind::Choice(&["l4s_ect", "any_ect"]),
+    default: ParamValue::Choice("l4s_ect"),
+    source: "Linux `TC_DUALPI2_ECN_MASK_L4S_ECT`; RFC 9331 §5.1",
+    doc: "ECN codepoints classified as L4S: ECT(1) and CE, or any ECT",
+};
+
+/// tc `split_gso` / `no_split_gso`.
+pub const SPLIT_GSO: Param = Param {
+    name: "split_gso",
+    aliases: &[],
+    linux: "split_gso",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "Linux `TC_DUALPI2_SPLIT_GSO_SPLIT_GSO`",
+    doc: "accepted for fidelity; a no-op (nothing is aggregated in l4slab)",
+};
+
+/// iproute2 `max_rtt`.
+pub const MAX_RTT: Param = Param {
+    name: "max_rtt",
+    aliases: &[],
+    linux: "max_rtt",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Unset {
+        example: r#""100ms""#,
+    },
+    source: "iproute2 auto-configuration; RFC 9332 App. A.1",
+    doc: "computes `target`, `tupdate`, `alpha` and `beta` (so conflicts with them)",
+};
+
+/// iproute2 `typical_rtt`.
+pub const TYPICAL_RTT: Param = Param {
+    name: "typical_rtt",
+    aliases: &[],
+    linux: "typical_rtt",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Unset {
+        example: r#""15ms""#,
+    },
+    source: "iproute2 auto-configuration; RFC 9332 App. A.1",
+    doc: "as `max_rtt`; `max_rtt` = 6 × `typical_rtt` when only this is given",
+};
+
+/// l4slab: the L queue's AQM.
+pub const L_AQM: Param = Param {
+    name: "l_aqm",
+    aliases: &[],
+    linux: "l_aqm",
+    kind: Kind::Choice(&["step", "ramp"]),
+    default: ParamValue::Choice("step"),
+    source: "Linux's step",
+    doc: "the native L4S AQM: Linux's step, or RFC 9332's ramp (`min_th`, `range`, `th_len`)",
+};
+
+/// RFC 9332 App. A `minTh` of the ramp.
+pub const MIN_TH: Param = Param {
+    name: "min_th",
+    aliases: &[],
+    linux: "minTh",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::from_micros(800)),
+    source: "RFC 9332 App. A `dualpi2_params_init`",
+    doc: "sojourn where the ramp starts (with `l_aqm = \"ramp\"`)",
+};
+
+/// RFC 9332 App. A `range` of the ramp.
+pub const RANGE: Param = Param {
+    name: "range",
+    aliases: &[],
+    linux: "range",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::from_micros(400)),
+    source: "RFC 9332 App. A `dualpi2_params_init`",
+    doc: "width of the ramp: marking reaches 1 at `min_th + range` (with `l_aqm = \"ramp\"`)",
+};
+
+/// RFC 9332 App. A `Th_len` of the ramp.
+pub const TH_LEN: Param = Param {
+    name: "th_len",
+    aliases: &[],
+    linux: "Th_len",
+    kind: Kind::Int {
+        min: 0,
+        max: u32::MAX as i64,
+    },
+    default: ParamValue::Int(1),
+    source: "RFC 9332 App. A `dualpi2_params_init`",
+    doc: "no ramp marking while the L queue holds at most this many packets (with `l_aqm = \"ramp\"`)",
+};
+
+/// l4slab: the scheduler between the queues.
+pub const SCHEDULER: Param = Param {
+    name: "scheduler",
+    aliases: &[],
+    linux: "scheduler",
+    kind: Kind::Choice(&["wrr", "ts_fifo"]),
+    default: ParamValue::Choice("wrr"),
+    source: "Linux's WRR",
+    doc: "Linux's WRR (`classic_protection`) or RFC 9332's time-shifted FIFO (`tshift`)",
+};
+
+/// The time shift of the TS-FIFO scheduler.
+pub const TSHIFT: Param = Param {
+    name: "tshift",
+    aliases: &[],
+    linux: "tshift",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::from_millis(50)),
+    source: "RFC 9332 leaves it open; the ns-3 DualQ model (draft-10): 50 ms",
+    doc:
+        "serve L if its head is no more than this younger than C's (with `scheduler = \"ts_fifo\"`)",
+};
+
+/// l4slab: the PI2 controller's input.
+pub const PI_INPUT: Param = Param {
+    name: "pi_input",
+    aliases: &[],
+    linux: "pi_input",
+    kind: Kind::Choice(&["max", "c"]),
+    default: ParamValue::Choice("max"),
+    source: "Linux `calculate_probability`: `max(qdelay_l, qdelay_c)`",
+    doc: "queue delay driving PI2: the larger of both, or the C queue's (RFC 9332 App. A)",
+};
+
+/// Flows put in the L queue with its AQM (custom: names resolved later).
+pub const L_FLOWS: Param = Param {
+    name: "l_flows",
+    aliases: &[],
+    linux: "classid :1",
+    kind: Kind::Custom("flow names (`[\"dns\"]`); a name also matches the flows `count` expands from it"),
+    default: ParamValue::Unset {
+        example: r#"["dns"]"#,
+    },
+    source: "a tc filter setting classid `:1`; default none",
+    doc: "these flows' packets go to the L queue whatever their ECN field; AQM applies (Not-ECT ones dropped)",
+};
+
+/// Flows put in the L queue without AQM (custom: names resolved later).
+pub const LLLL_FLOWS: Param = Param {
+    name: "llll_flows",
+    aliases: &[],
+    linux: "classid :2",
+    kind: Kind::Custom(
+        "flow names (`[\"dns\"]`); a name also matches the flows `count` expands from it",
+    ),
+    default: ParamValue::Unset {
+        example: r#"["dns"]"#,
+    },
+    source: "a tc filter setting classid `:2`; default none",
+    doc: "these flows' packets go to the L queue and are never AQM-dropped or -marked",
+};
+
+/// The parameters a scenario can set (`qdisc = { kind = "dualpi2", ... }`).
+pub const PARAMS: &[Param] = &[
+    LIMIT,
+    MEMLIMIT,
+    TARGET,
+    TUPDATE,
+    ALPHA,
+    BETA,
+    STEP_THRESH,
+    MIN_QLEN_STEP,
+    COUPLING_FACTOR,
+    DROP_ON_OVERLOAD,
+    DROP_ENQUEUE,
+    CLASSIC_PROTECTION,
+    ECN_MASK,
+    SPLIT_GSO,
+    MAX_RTT,
+    TYPICAL_RTT,
+    L_AQM,
+    MIN_TH,
+    RANGE,
+    TH_LEN,
+    SCHEDULER,
+    TSHIFT,
+    PI_INPUT,
+    L_FLOWS,
+    LLLL_FLOWS,
+];
 
 /// Which ECN codepoints the classifier sends to the L queue (tc `l4s_ect` | `any_ect`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,14 +410,16 @@ impl Default for LAqm {
     fn default() -> Self {
         // dualpi2_reset_default: step_thresh = 1 ms, step_in_packets = false, min_qlen_step = 0.
         LAqm::Step {
-            thresh: StepThresh::Time(Dur::from_millis(1)),
-            min_qlen_step: 0,
+            thresh: StepThresh::Time(STEP_THRESH.default.dur()),
+            min_qlen_step: MIN_QLEN_STEP.default.int() as u32,
         }
     }
 }
 
 impl LAqm {
-    /// RFC 9332 App. A `dualpi2_params_init`: minTh 800 us, range 400 us, Th_len 1 packet.
+    /// RFC 9332 App. A `dualpi2_params_init`: minTh 800 us, range 400 us,
+    /// Th_len 1 packet ([`MIN_TH`], [`RANGE`], [`TH_LEN`]; a test checks
+    /// they agree).
     pub const RFC_RAMP: LAqm = LAqm::Ramp {
         min_th: Dur::from_micros(800),
         range: Dur::from_micros(400),
@@ -97,13 +442,16 @@ pub enum Scheduler {
 impl Default for Scheduler {
     fn default() -> Self {
         // dualpi2_reset_default: dualpi2_calculate_c_protection(q->sch, q, 10).
-        Scheduler::Wrr { c_protection: 10 }
+        Scheduler::Wrr {
+            c_protection: (CLASSIC_PROTECTION.default.num() * 100.0).round() as u8,
+        }
     }
 }
 
 impl Scheduler {
-    /// Default time shift of the TS-FIFO option. RFC 9332 leaves it open; the
-    /// ns-3 DualQ model (draft-10) uses 50 ms.
+    /// Default time shift of the TS-FIFO option ([`TSHIFT`]; a test checks
+    /// they agree). RFC 9332 leaves it open; the ns-3 DualQ model (draft-10)
+    /// uses 50 ms.
     pub const DEFAULT_TSHIFT: Dur = Dur::from_millis(50);
 }
 
@@ -172,26 +520,31 @@ pub fn memory_limit_for(limit: u32, mtu: u32) -> u64 {
 
 impl Default for DualPi2Config {
     fn default() -> Self {
-        let limit = 10_000; // "Max 125ms at 1Gbps"
-        let mtu = 1500;
         DualPi2Config {
-            limit,
-            memory_limit: memory_limit_for(limit, mtu),
-            target: Dur::from_millis(15),
-            tupdate: Dur::from_millis(16),
-            alpha: 41.0 / 256.0,  // "~0.16 Hz * 256"
-            beta: 819.0 / 256.0,  // "~3.20 Hz * 256"
-            coupling_factor: 2.0, // "window fairness for equal RTTs"
-            drop_on_overload: true,
-            drop_enqueue: false,
-            ecn_mask: EcnMask::L4sEct,
-            split_gso: true,
+            limit: LIMIT.default.int() as u32,
+            // = memory_limit_for(limit, mtu), checked by `linux_defaults`.
+            memory_limit: MEMLIMIT.default.int() as u64,
+            target: TARGET.default.dur(),
+            tupdate: TUPDATE.default.dur(),
+            alpha: ALPHA.default.num(),
+            beta: BETA.default.num(),
+            coupling_factor: COUPLING_FACTOR.default.num(),
+            drop_on_overload: DROP_ON_OVERLOAD.default.flag(),
+            drop_enqueue: DROP_ENQUEUE.default.flag(),
+            ecn_mask: match ECN_MASK.default.choice() {
+                "any_ect" => EcnMask::AnyEct,
+                _ => EcnMask::L4sEct,
+            },
+            split_gso: SPLIT_GSO.default.flag(),
             l_aqm: LAqm::default(),
             scheduler: Scheduler::default(),
-            pi_input: PiInput::Max,
+            pi_input: match PI_INPUT.default.choice() {
+                "c" => PiInput::C,
+                _ => PiInput::Max,
+            },
             l_flows: Vec::new(),
             llll_flows: Vec::new(),
-            mtu,
+            mtu: 1500,
         }
     }
 }
@@ -291,6 +644,29 @@ mod tests {
     fn linux_defaults() {
         let c = DualPi2Config::default();
         assert_eq!(c.memory_limit, 30_000_000);
+        assert_eq!(c.memory_limit, memory_limit_for(c.limit, c.mtu));
+        assert_eq!((c.limit, c.target), (10_000, Dur::from_millis(15)));
+        assert_eq!(c.scheduler, Scheduler::Wrr { c_protection: 10 });
+        assert_eq!((c.ecn_mask, c.pi_input), (EcnMask::L4sEct, PiInput::Max));
+        assert!(c.drop_on_overload && !c.drop_enqueue && c.split_gso);
+        assert_eq!(c.coupling_factor, 2.0);
+        assert_eq!(
+            c.l_aqm,
+            LAqm::Step {
+                thresh: StepThresh::Time(Dur::from_millis(1)),
+                min_qlen_step: 0
+            }
+        );
+        // The consts that are not built from the declarations agree with them.
+        assert_eq!(
+            LAqm::RFC_RAMP,
+            LAqm::Ramp {
+                min_th: MIN_TH.default.dur(),
+                range: RANGE.default.dur(),
+                th_len: TH_LEN.default.int() as u32,
+            }
+        );
+        assert_eq!(Scheduler::DEFAULT_TSHIFT, TSHIFT.default.dur());
         assert!(close(c.alpha, 0.16015625) && close(c.beta, 3.19921875));
         assert_eq!(c.tupdate, Dur::from_millis(16));
     }

@@ -56,7 +56,7 @@ use l4slab_core::{DropReason, Dur, Ecn, MarkReason, Packet, Time};
 use aqm::{Class, Coupling, Verdict};
 pub use config::{
     auto_config, memory_limit_for, AutoConfigError, DualPi2Config, EcnMask, LAqm, PiInput,
-    PiParams, Scheduler, StepThresh,
+    PiParams, Scheduler, StepThresh, PARAMS,
 };
 use scheduler::{Sched, Sub};
 

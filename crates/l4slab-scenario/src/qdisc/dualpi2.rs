@@ -1,7 +1,12 @@
 //! `qdisc = "dualpi2"` or `{ kind = "dualpi2", ... }`: Linux `dualpi2` with
 //! the `tc-dualpi2(8)` parameter names and Linux defaults
-//! ([`l4slab_qdisc::DualPi2Config::default`]), plus l4slab's options for the
+//! (`l4slab_qdisc::DualPi2Config::default`), plus l4slab's options for the
 //! RFC 9332 variants and the classifier rule.
+//!
+//! Every key is declared in [`l4slab_qdisc::dualpi2::config::PARAMS`] and
+//! read by [`crate::param`], except `step_thresh` (a time or packets) and
+//! the flow lists (names resolved once the flows are), which keep custom
+//! readers here; the conflicts between keys are checked here too.
 //!
 //! tc knobs: `limit` (packets; default: the direction's `buffer`, as for
 //! `pie`), `memlimit` (alias `memory_limit`; bytes; default `limit` x 2 x
@@ -25,59 +30,27 @@
 //! [`resolve_flow_classes`], called once all flows are known. A name matches
 //! the flow of that name, or all flows expanded from it by `count`.
 
-use serde::Deserialize;
 use toml::Value;
 
+use l4slab_core::param::Param;
 use l4slab_core::{FlowId, Rate};
+use l4slab_qdisc::dualpi2::config::{
+    ALPHA, BETA, CLASSIC_PROTECTION, COUPLING_FACTOR, DROP_ENQUEUE, DROP_ON_OVERLOAD, ECN_MASK,
+    LIMIT, LLLL_FLOWS, L_AQM, L_FLOWS, MAX_RTT, MEMLIMIT, MIN_QLEN_STEP, MIN_TH, PARAMS, PI_INPUT,
+    RANGE, SCHEDULER, SPLIT_GSO, STEP_THRESH, TARGET, TH_LEN, TSHIFT, TUPDATE, TYPICAL_RTT,
+};
 use l4slab_qdisc::dualpi2::{
     auto_config, memory_limit_for, EcnMask, LAqm, PiInput, Scheduler, StepThresh,
 };
 use l4slab_qdisc::DualPi2Config;
 
-use super::params::{
-    bad_value, choice, flag, gain, limit, number, packets_of, positive_time, time, with_example,
-    wrong_type,
-};
+use super::params::{bad_value, packets_of, with_example, wrong_type};
 use crate::error::{Problem, ScenarioError};
 use crate::model::{Bottleneck, BufferLimit, Flow, QdiscSpec};
+use crate::param::{read_table, Values};
 use crate::raw::RawBottleneck;
 use crate::units::Buffer;
-use crate::values::{self, describe, deserialize_at, join};
-
-/// `qdisc = { kind = "dualpi2", ... }`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct Dualpi2Table {
-    #[allow(dead_code)] // already read to choose this struct
-    kind: String,
-    limit: Option<Value>,
-    #[serde(alias = "memory_limit")]
-    memlimit: Option<Value>,
-    target: Option<Value>,
-    tupdate: Option<Value>,
-    alpha: Option<Value>,
-    beta: Option<Value>,
-    step_thresh: Option<Value>,
-    min_qlen_step: Option<Value>,
-    coupling_factor: Option<Value>,
-    drop_on_overload: Option<Value>,
-    drop_enqueue: Option<Value>,
-    #[serde(alias = "c_protection")]
-    classic_protection: Option<Value>,
-    ecn_mask: Option<Value>,
-    split_gso: Option<Value>,
-    max_rtt: Option<Value>,
-    typical_rtt: Option<Value>,
-    l_aqm: Option<Value>,
-    min_th: Option<Value>,
-    range: Option<Value>,
-    th_len: Option<Value>,
-    scheduler: Option<Value>,
-    tshift: Option<Value>,
-    pi_input: Option<Value>,
-    l_flows: Option<Value>,
-    llll_flows: Option<Value>,
-}
+use crate::values::{self, describe, join};
 
 pub(super) fn resolve(
     value: &Value,
@@ -88,198 +61,137 @@ pub(super) fn resolve(
     let mut cfg = DualPi2Config::default();
     cfg.limit = packets_of(buffer);
     cfg.memory_limit = memory_limit_for(cfg.limit, cfg.mtu);
-    let Value::Table(_) = value else {
+    let Value::Table(table) = value else {
         return Ok(QdiscSpec::Dualpi2(cfg));
     };
-    let t: Dualpi2Table = deserialize_at(value.clone(), path)?;
-    let p = |key: &str| join(path, key);
+    let v = read_table(table, path, PARAMS, Some(rate))?;
 
-    if let Some(v) = &t.limit {
-        cfg.limit = limit(v, &p("limit"), rate, "10000")?;
+    if let Some(x) = v.get(&LIMIT) {
+        cfg.limit = x.int() as u32;
         // dualpi2_change: a new limit recomputes the memory limit.
         cfg.memory_limit = memory_limit_for(cfg.limit, cfg.mtu);
     }
-    if let Some(v) = &t.memlimit {
-        cfg.memory_limit = memlimit(v, &p("memlimit"))?;
+    if let Some(x) = v.get(&MEMLIMIT) {
+        cfg.memory_limit = x.int() as u64;
     }
 
     // PI2: explicit values, or iproute2's auto-configuration from the RTTs.
-    let max_rtt = opt(&t.max_rtt, |v| {
-        positive_time(v, &p("max_rtt"), r#""100ms""#)
-    })?;
-    let typical_rtt = opt(&t.typical_rtt, |v| {
-        positive_time(v, &p("typical_rtt"), r#""15ms""#)
-    })?;
+    let max_rtt = v.get(&MAX_RTT).and_then(|x| x.opt_dur());
+    let typical_rtt = v.get(&TYPICAL_RTT).and_then(|x| x.opt_dur());
     if max_rtt.is_some() || typical_rtt.is_some() {
         let by = if max_rtt.is_some() {
-            "max_rtt"
+            &MAX_RTT
         } else {
-            "typical_rtt"
+            &TYPICAL_RTT
         };
-        for (key, given) in [
-            ("target", &t.target),
-            ("tupdate", &t.tupdate),
-            ("alpha", &t.alpha),
-            ("beta", &t.beta),
-        ] {
-            if given.is_some() {
+        for p in [&TARGET, &TUPDATE, &ALPHA, &BETA] {
+            if v.has(p) {
                 return Err(ScenarioError::invalid(
-                    &p(key),
+                    &v.path_of(p),
                     Problem::Conflict,
                     format!(
-                        "{by} computes target, tupdate, alpha and beta (iproute2 \
-                         auto-configuration); give either {key} or the RTTs"
+                        "{} computes target, tupdate, alpha and beta (iproute2 \
+                         auto-configuration); give either {} or the RTTs",
+                        by.name, p.name
                     ),
-                    Some(if by == "max_rtt" {
-                        r#"max_rtt = "100ms""#.to_string()
-                    } else {
-                        r#"typical_rtt = "15ms""#.to_string()
-                    }),
+                    Some(format!("{} = {}", by.name, by.example())),
                 ));
             }
         }
         let at = if typical_rtt.is_some() && max_rtt.is_some() {
-            p("typical_rtt")
+            &TYPICAL_RTT
         } else {
-            p(by)
+            by
         };
         let pi = auto_config(max_rtt, typical_rtt)
-            .map_err(|e| bad_value(&at, e.to_string(), r#""15ms""#))?;
+            .map_err(|e| bad_value(&v.path_of(at), e.to_string(), &at.example()))?;
         cfg.target = pi.target;
         cfg.tupdate = pi.tupdate;
         cfg.alpha = pi.alpha;
         cfg.beta = pi.beta;
     }
-    if let Some(v) = &t.target {
-        cfg.target = time(v, &p("target"), r#""15ms""#)?;
+    if let Some(x) = v.get(&TARGET) {
+        cfg.target = x.dur();
     }
-    if let Some(v) = &t.tupdate {
-        cfg.tupdate = positive_time(v, &p("tupdate"), r#""16ms""#)?;
+    if let Some(x) = v.get(&TUPDATE) {
+        cfg.tupdate = x.dur();
     }
-    if let Some(v) = &t.alpha {
-        cfg.alpha = gain(v, &p("alpha"), "0.16", false)?;
+    if let Some(x) = v.get(&ALPHA) {
+        cfg.alpha = x.num();
     }
-    if let Some(v) = &t.beta {
-        cfg.beta = gain(v, &p("beta"), "3.2", false)?;
+    if let Some(x) = v.get(&BETA) {
+        cfg.beta = x.num();
     }
-    if let Some(v) = &t.coupling_factor {
-        let path = p("coupling_factor");
-        let k = number(v, &path, "2")?;
-        if k <= 0.0 {
-            return Err(bad_value(&path, format!("{k}: must be above 0"), "2"));
-        }
-        cfg.coupling_factor = k;
+    if let Some(x) = v.get(&COUPLING_FACTOR) {
+        cfg.coupling_factor = x.num();
     }
-    if let Some(v) = &t.drop_on_overload {
-        cfg.drop_on_overload = flag(v, &p("drop_on_overload"))?;
+    if let Some(x) = v.get(&DROP_ON_OVERLOAD) {
+        cfg.drop_on_overload = x.flag();
     }
-    if let Some(v) = &t.drop_enqueue {
-        cfg.drop_enqueue = flag(v, &p("drop_enqueue"))?;
+    if let Some(x) = v.get(&DROP_ENQUEUE) {
+        cfg.drop_enqueue = x.flag();
     }
-    if let Some(v) = &t.ecn_mask {
-        cfg.ecn_mask = match choice(v, &p("ecn_mask"), "ecn_mask", &["l4s_ect", "any_ect"])? {
+    if let Some(x) = v.get(&ECN_MASK) {
+        cfg.ecn_mask = match x.choice() {
             "any_ect" => EcnMask::AnyEct,
             _ => EcnMask::L4sEct,
         };
     }
-    if let Some(v) = &t.split_gso {
-        cfg.split_gso = flag(v, &p("split_gso"))?;
+    if let Some(x) = v.get(&SPLIT_GSO) {
+        cfg.split_gso = x.flag();
     }
-    if let Some(v) = &t.pi_input {
-        cfg.pi_input = match choice(v, &p("pi_input"), "pi_input", &["max", "c"])? {
+    if let Some(x) = v.get(&PI_INPUT) {
+        cfg.pi_input = match x.choice() {
             "c" => PiInput::C,
             _ => PiInput::Max,
         };
     }
-    cfg.l_aqm = l_aqm(&t, path)?;
-    cfg.scheduler = scheduler(&t, path)?;
+    cfg.l_aqm = l_aqm(&v)?;
+    cfg.scheduler = scheduler(&v)?;
     // Names are checked here and mapped to flow ids by `resolve_flow_classes`.
-    for (key, v) in [("l_flows", &t.l_flows), ("llll_flows", &t.llll_flows)] {
-        if let Some(v) = v {
-            flow_names(v, &p(key))?;
+    for p in [&L_FLOWS, &LLLL_FLOWS] {
+        if let Some((_, x)) = v.raw(p) {
+            flow_names(x, &v.path_of(p))?;
         }
     }
     Ok(QdiscSpec::Dualpi2(cfg))
 }
 
-fn opt<T>(
-    v: &Option<Value>,
-    f: impl FnOnce(&Value) -> Result<T, ScenarioError>,
-) -> Result<Option<T>, ScenarioError> {
-    v.as_ref().map(f).transpose()
-}
-
-/// `memlimit`: bytes, as an integer or a size string.
-fn memlimit(v: &Value, path: &str) -> Result<u64, ScenarioError> {
-    let example = r#""30MB""#;
-    let bytes = match v {
-        Value::Integer(i) => values::int_in(*i, path, 1, i64::MAX)?,
-        v => values::size(v, path).map_err(|e| with_example(e, example))?,
-    };
-    if bytes == 0 {
-        return Err(bad_value(path, "must be greater than zero", example));
-    }
-    Ok(bytes)
-}
-
 /// A key that belongs to another value of a selector key (`min_th` without
 /// `l_aqm = "ramp"`).
-fn belongs_to(path: &str, key: &str, selector: &str, value: &str) -> ScenarioError {
+fn belongs_to(v: &Values, p: &Param, selector: &Param, value: &str) -> ScenarioError {
     ScenarioError::invalid(
-        &join(path, key),
+        &v.path_of(p),
         Problem::Conflict,
-        format!("{key} applies only with {selector} = \"{value}\""),
-        Some(format!("{selector} = \"{value}\"")),
+        format!(
+            "{} applies only with {} = \"{value}\"",
+            p.name, selector.name
+        ),
+        Some(format!("{} = \"{value}\"", selector.name)),
     )
 }
 
-/// `l_aqm`, `step_thresh`, `min_qlen_step`, `min_th`, `range`, `th_len`.
-fn l_aqm(t: &Dualpi2Table, path: &str) -> Result<LAqm, ScenarioError> {
-    let p = |key: &str| join(path, key);
-    let ramp = match &t.l_aqm {
-        Some(v) => choice(v, &p("l_aqm"), "l_aqm", &["step", "ramp"])? == "ramp",
-        None => false,
+/// `l_aqm`, `step_thresh`, `min_qlen_step`, `min_th`, `range`, `th_len`:
+/// the keys of one L AQM conflict with the other.
+fn l_aqm(v: &Values) -> Result<LAqm, ScenarioError> {
+    let ramp = v.get(&L_AQM).unwrap_or(L_AQM.default).choice() == "ramp";
+    let (others, other): (&[&Param], &str) = if ramp {
+        (&[&STEP_THRESH, &MIN_QLEN_STEP], "step")
+    } else {
+        (&[&MIN_TH, &RANGE, &TH_LEN], "ramp")
     };
-    if ramp {
-        for (key, given) in [
-            ("step_thresh", &t.step_thresh),
-            ("min_qlen_step", &t.min_qlen_step),
-        ] {
-            if given.is_some() {
-                return Err(belongs_to(path, key, "l_aqm", "step"));
-            }
+    for p in others {
+        if v.has(p) {
+            return Err(belongs_to(v, p, &L_AQM, other));
         }
-        let LAqm::Ramp {
-            mut min_th,
-            mut range,
-            mut th_len,
-        } = LAqm::RFC_RAMP
-        else {
-            unreachable!("RFC_RAMP is a ramp")
-        };
-        if let Some(v) = &t.min_th {
-            min_th = time(v, &p("min_th"), r#""800us""#)?;
-        }
-        if let Some(v) = &t.range {
-            range = time(v, &p("range"), r#""400us""#)?;
-        }
-        if let Some(v) = &t.th_len {
-            th_len = count(v, &p("th_len"), "1")?;
-        }
-        return Ok(LAqm::Ramp {
-            min_th,
-            range,
-            th_len,
-        });
     }
-    for (key, given) in [
-        ("min_th", &t.min_th),
-        ("range", &t.range),
-        ("th_len", &t.th_len),
-    ] {
-        if given.is_some() {
-            return Err(belongs_to(path, key, "l_aqm", "ramp"));
-        }
+    if ramp {
+        let dur = |p: &Param| v.get(p).unwrap_or(p.default).dur();
+        return Ok(LAqm::Ramp {
+            min_th: dur(&MIN_TH),
+            range: dur(&RANGE),
+            th_len: v.get(&TH_LEN).unwrap_or(TH_LEN.default).int() as u32,
+        });
     }
     let LAqm::Step {
         mut thresh,
@@ -288,11 +200,11 @@ fn l_aqm(t: &Dualpi2Table, path: &str) -> Result<LAqm, ScenarioError> {
     else {
         unreachable!("the default L AQM is the step")
     };
-    if let Some(v) = &t.step_thresh {
-        thresh = step_thresh(v, &p("step_thresh"))?;
+    if let Some((_, x)) = v.raw(&STEP_THRESH) {
+        thresh = step_thresh(x, &v.path_of(&STEP_THRESH))?;
     }
-    if let Some(v) = &t.min_qlen_step {
-        min_qlen_step = count(v, &p("min_qlen_step"), "0")?;
+    if let Some(x) = v.get(&MIN_QLEN_STEP) {
+        min_qlen_step = x.int() as u32;
     }
     Ok(LAqm::Step {
         thresh,
@@ -301,8 +213,9 @@ fn l_aqm(t: &Dualpi2Table, path: &str) -> Result<LAqm, ScenarioError> {
 }
 
 /// `step_thresh`: a time (`"1ms"`) or a packet count (`"5pkt"`), as in tc.
+/// A custom reader: no generic kind is "a time or packets".
 fn step_thresh(v: &Value, path: &str) -> Result<StepThresh, ScenarioError> {
-    let example = r#""1ms""#;
+    let example = &STEP_THRESH.example();
     match values::buffer(v, path).map_err(|e| with_example(e, example))? {
         Buffer::Time(d) => Ok(StepThresh::Time(d)),
         Buffer::Packets(n) => u32::try_from(n)
@@ -316,48 +229,27 @@ fn step_thresh(v: &Value, path: &str) -> Result<StepThresh, ScenarioError> {
     }
 }
 
-/// A non-negative packet count.
-fn count(v: &Value, path: &str, example: &str) -> Result<u32, ScenarioError> {
-    match v {
-        Value::Integer(i) => values::int_in(*i, path, 0, i64::from(u32::MAX)).map(|n| n as u32),
-        other => Err(wrong_type(path, "an integer", other, example)),
-    }
-    .map_err(|e| with_example(e, example))
-}
-
 /// `scheduler`, `classic_protection`, `tshift`.
-fn scheduler(t: &Dualpi2Table, path: &str) -> Result<Scheduler, ScenarioError> {
-    let p = |key: &str| join(path, key);
-    let ts_fifo = match &t.scheduler {
-        Some(v) => choice(v, &p("scheduler"), "scheduler", &["wrr", "ts_fifo"])? == "ts_fifo",
-        None => false,
-    };
+fn scheduler(v: &Values) -> Result<Scheduler, ScenarioError> {
+    let ts_fifo = v.get(&SCHEDULER).unwrap_or(SCHEDULER.default).choice() == "ts_fifo";
     if ts_fifo {
-        if t.classic_protection.is_some() {
-            return Err(belongs_to(path, "classic_protection", "scheduler", "wrr"));
+        if v.has(&CLASSIC_PROTECTION) {
+            return Err(belongs_to(v, &CLASSIC_PROTECTION, &SCHEDULER, "wrr"));
         }
-        let tshift = match &t.tshift {
-            Some(v) => time(v, &p("tshift"), r#""50ms""#)?,
-            None => Scheduler::DEFAULT_TSHIFT,
-        };
+        let tshift = v.get(&TSHIFT).unwrap_or(TSHIFT.default).dur();
         return Ok(Scheduler::TsFifo { tshift });
     }
-    if t.tshift.is_some() {
-        return Err(belongs_to(path, "tshift", "scheduler", "ts_fifo"));
+    if v.has(&TSHIFT) {
+        return Err(belongs_to(v, &TSHIFT, &SCHEDULER, "ts_fifo"));
     }
-    let c_protection = match &t.classic_protection {
-        // iproute2 try_get_percent: rint(percent), 0..=100.
-        Some(v) => {
-            let f = values::fraction(v, &p("classic_protection"))
-                .map_err(|e| with_example(e, r#""10%""#))?;
-            (f * 100.0).round() as u8
-        }
-        None => match Scheduler::default() {
-            Scheduler::Wrr { c_protection } => c_protection,
-            Scheduler::TsFifo { .. } => unreachable!("the default scheduler is WRR"),
-        },
-    };
-    Ok(Scheduler::Wrr { c_protection })
+    // iproute2 try_get_percent: rint(percent), 0..=100.
+    let c = v
+        .get(&CLASSIC_PROTECTION)
+        .unwrap_or(CLASSIC_PROTECTION.default)
+        .num();
+    Ok(Scheduler::Wrr {
+        c_protection: (c * 100.0).round() as u8,
+    })
 }
 
 /// `l_flows = ["dns", ...]`: an array of flow names.

@@ -2,7 +2,8 @@
 //! target = "15ms", tupdate = "15ms", alpha = 0.125, beta = 1.25, quantum =
 //! 1514, memory_limit = "32MiB", ecn_prob = 10, ecn = true, bytemode = false,
 //! dq_rate_estimator = false }`: Linux `fq_pie` with the `tc-fq_pie(8)`
-//! parameter names and Linux defaults ([`l4slab_qdisc::FqPieConfig::default`]).
+//! parameter names and Linux defaults, read by the declarations
+//! [`l4slab_qdisc::fq_pie::PARAMS`] ([`crate::param`]).
 //!
 //! * `limit` works as for `pie` (packets; the direction's `buffer` by default).
 //! * `alpha` and `beta` are in Hz, as floats, as for `pie` (tc's integers are
@@ -13,41 +14,19 @@
 //! * l4slab extensions, as for `pie` and `fq_codel`: `max_burst` (alias
 //!   `burst`; Linux fixes it at 150 ms) and `hash_seed`.
 
-use serde::Deserialize;
 use toml::Value;
 
 use l4slab_core::Rate;
-use l4slab_qdisc::fq_pie::{MAX_FLOWS, MAX_QUANTUM};
+use l4slab_qdisc::fq_pie::{
+    ALPHA, BETA, BYTEMODE, DQ_RATE_ESTIMATOR, ECN, ECN_PROB, FLOWS, HASH_SEED, LIMIT, MAX_BURST,
+    MEMORY_LIMIT, PARAMS, QUANTUM, TARGET, TUPDATE,
+};
 use l4slab_qdisc::FqPieConfig;
 
-use super::params::{bad_value, flag, limit, packets_of, positive_time, time, with_example};
-use super::pie::pie_gain;
+use super::params::packets_of;
 use crate::error::ScenarioError;
 use crate::model::{BufferLimit, QdiscSpec};
-use crate::values::{self, deserialize_at, join};
-
-/// `qdisc = { kind = "fq_pie", ... }`: the `tc-fq_pie(8)` knobs.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct FqPieTable {
-    #[allow(dead_code)] // already read to choose this struct
-    kind: String,
-    limit: Option<Value>,
-    flows: Option<Value>,
-    target: Option<Value>,
-    tupdate: Option<Value>,
-    alpha: Option<Value>,
-    beta: Option<Value>,
-    quantum: Option<Value>,
-    memory_limit: Option<Value>,
-    ecn_prob: Option<Value>,
-    ecn: Option<Value>,
-    bytemode: Option<Value>,
-    dq_rate_estimator: Option<Value>,
-    #[serde(alias = "burst")]
-    max_burst: Option<Value>,
-    hash_seed: Option<Value>,
-}
+use crate::param::read_table;
 
 pub(super) fn resolve(
     value: &Value,
@@ -59,106 +38,54 @@ pub(super) fn resolve(
         limit: packets_of(buffer),
         ..FqPieConfig::default()
     };
-    let Value::Table(_) = value else {
+    let Value::Table(table) = value else {
         return Ok(QdiscSpec::FqPie(cfg));
     };
-    let t: FqPieTable = deserialize_at(value.clone(), path)?;
-    let p = |key: &str| join(path, key);
-    if let Some(v) = &t.limit {
-        cfg.limit = limit(v, &p("limit"), rate, "10240")?;
+    let v = read_table(table, path, PARAMS, Some(rate))?;
+    let int = |p| v.get(p).map(|x| x.int());
+    if let Some(n) = int(&LIMIT) {
+        cfg.limit = n as u32;
     }
-    if let Some(v) = &t.flows {
-        // fq_pie_change: "Number of flows must range in [1..65536]"
-        cfg.flows = int(v, &p("flows"), 1, u64::from(MAX_FLOWS), "1024")? as u32;
+    if let Some(n) = int(&FLOWS) {
+        cfg.flows = n as u32;
     }
-    if let Some(v) = &t.target {
-        cfg.target = time(v, &p("target"), r#""15ms""#)?;
+    if let Some(x) = v.get(&TARGET) {
+        cfg.target = x.dur();
     }
-    if let Some(v) = &t.tupdate {
-        cfg.tupdate = positive_time(v, &p("tupdate"), r#""15ms""#)?;
+    if let Some(x) = v.get(&TUPDATE) {
+        cfg.tupdate = x.dur();
     }
-    if let Some(v) = &t.alpha {
-        cfg.alpha = pie_gain(v, &p("alpha"), "0.125", 2)?;
+    if let Some(x) = v.get(&ALPHA) {
+        cfg.alpha = x.num();
     }
-    if let Some(v) = &t.beta {
-        cfg.beta = pie_gain(v, &p("beta"), "1.25", 20)?;
+    if let Some(x) = v.get(&BETA) {
+        cfg.beta = x.num();
     }
-    if let Some(v) = &t.quantum {
-        // fq_pie_q_range: 1 ..= 1 << 20
-        cfg.quantum = bytes(v, &p("quantum"), u64::from(MAX_QUANTUM), "1514")? as u32;
+    if let Some(n) = int(&QUANTUM) {
+        cfg.quantum = n as u32;
     }
-    if let Some(v) = &t.memory_limit {
-        // TCA_FQ_PIE_MEMORY_LIMIT is a u32 of bytes.
-        cfg.memory_limit = bytes(v, &p("memory_limit"), u64::from(u32::MAX), r#""32MiB""#)?;
+    if let Some(n) = int(&MEMORY_LIMIT) {
+        cfg.memory_limit = n as u64;
     }
-    if let Some(v) = &t.ecn_prob {
-        cfg.ecn_prob = percent(v, &p("ecn_prob"))?;
+    if let Some(n) = int(&ECN_PROB) {
+        cfg.ecn_prob = n as u32;
     }
-    if let Some(v) = &t.ecn {
-        cfg.ecn = flag(v, &p("ecn"))?;
+    if let Some(x) = v.get(&ECN) {
+        cfg.ecn = x.flag();
     }
-    if let Some(v) = &t.bytemode {
-        cfg.bytemode = flag(v, &p("bytemode"))?;
+    if let Some(x) = v.get(&BYTEMODE) {
+        cfg.bytemode = x.flag();
     }
-    if let Some(v) = &t.dq_rate_estimator {
-        cfg.dq_rate_estimator = flag(v, &p("dq_rate_estimator"))?;
+    if let Some(x) = v.get(&DQ_RATE_ESTIMATOR) {
+        cfg.dq_rate_estimator = x.flag();
     }
-    if let Some(v) = &t.max_burst {
-        cfg.max_burst = time(v, &p("max_burst"), r#""150ms""#)?;
+    if let Some(x) = v.get(&MAX_BURST) {
+        cfg.max_burst = x.dur();
     }
-    if let Some(v) = &t.hash_seed {
-        cfg.hash_seed = int(v, &p("hash_seed"), 0, u64::from(u32::MAX), "1")? as u32;
+    if let Some(n) = int(&HASH_SEED) {
+        cfg.hash_seed = n as u32;
     }
     Ok(QdiscSpec::FqPie(cfg))
-}
-
-/// An integer in `lo..=hi`.
-fn int(v: &Value, path: &str, lo: u64, hi: u64, example: &str) -> Result<u64, ScenarioError> {
-    match v {
-        Value::Integer(i) => {
-            values::int_in(*i, path, lo as i64, hi as i64).map_err(|e| with_example(e, example))
-        }
-        other => Err(super::params::wrong_type(
-            path,
-            "an integer",
-            other,
-            example,
-        )),
-    }
-}
-
-/// Bytes in `1..=hi`: an integer or a size string (`"32MiB"`).
-fn bytes(v: &Value, path: &str, hi: u64, example: &str) -> Result<u64, ScenarioError> {
-    let n = match v {
-        Value::Integer(_) => return int(v, path, 1, hi, example),
-        v => values::size(v, path).map_err(|e| with_example(e, example))?,
-    };
-    if n == 0 || n > hi {
-        return Err(bad_value(
-            path,
-            format!("{n} B is out of range; must be between 1 B and {hi} B"),
-            example,
-        ));
-    }
-    Ok(n)
-}
-
-/// tc's `ecn_prob PERCENTAGE`: an integer 0..=100, or `"10%"` (whole percent).
-fn percent(v: &Value, path: &str) -> Result<u32, ScenarioError> {
-    const EXAMPLE: &str = "10";
-    if let Value::Integer(_) = v {
-        return int(v, path, 0, 100, EXAMPLE).map(|n| n as u32);
-    }
-    let f = values::fraction(v, path).map_err(|e| with_example(e, EXAMPLE))?;
-    let pct = f * 100.0;
-    if (pct - pct.round()).abs() > 1e-9 {
-        return Err(bad_value(
-            path,
-            format!("{pct}% is not a whole percentage (tc's ecn_prob is an integer)"),
-            EXAMPLE,
-        ));
-    }
-    Ok(pct.round() as u32)
 }
 
 #[cfg(test)]
@@ -247,7 +174,7 @@ mod tests {
             ),
             (
                 r#"{ kind = "fq_pie", quantum = 0 }"#,
-                "bottleneck.qdisc.quantum: 0 is out of range",
+                "bottleneck.qdisc.quantum: 0 B is out of range",
             ),
             (
                 r#"{ kind = "fq_pie", quantum = "2MiB" }"#,

@@ -1,7 +1,8 @@
 //! `bottleneck[.dir].qdisc` -> [`QdiscSpec`]: the one dispatch on the qdisc
 //! `kind` (a Linux `tc` name). Each kind resolves its own table in its own
-//! file, with the `tc` parameter names and Linux defaults, and rejects keys
-//! that belong to another kind.
+//! file, reading the keys its discipline declares (`l4slab_qdisc::<kind>::PARAMS`:
+//! `tc` names, ranges, Linux defaults) with the generic reader
+//! (`crate::param`), and rejects keys that belong to another kind.
 //!
 //! The direction's `buffer` is the discipline's `limit` (tc's `limit`); each
 //! kind says how a buffer written in bytes or time maps to its limit.
@@ -23,8 +24,9 @@ use crate::error::ScenarioError;
 use crate::model::{BufferLimit, QdiscSpec};
 use crate::values::kind_of;
 
-/// Queue disciplines this build implements.
-pub const QDISCS: &[&str] = &["fifo", "codel", "fq_codel", "pie", "fq_pie", "dualpi2"];
+/// Queue disciplines this build implements (their declarations:
+/// [`l4slab_qdisc::param::params`]).
+pub const QDISCS: &[&str] = l4slab_qdisc::param::QDISC_NAMES;
 
 /// Resolve `qdisc = "kind"` or `qdisc = { kind = "...", ... }` at `path`.
 pub(crate) fn resolve(

@@ -1,34 +1,18 @@
-//! Value helpers shared by the AQM resolvers and the congestion-control options
-//! (`crate::cc`): tc-style limits, durations, gains, flags and choices, each
-//! error carrying the example for its key.
+//! Value helpers of the generic parameter reader (`crate::param`) and the
+//! qdiscs' custom readers: numbers, durations, flags and choices, each error
+//! carrying the example for its key, and tc packet limits from a buffer.
 
 use toml::Value;
 
-use l4slab_core::{Dur, Rate};
+use l4slab_core::Dur;
 
 use crate::error::{Problem, ScenarioError};
-use crate::link::buffer_limit;
 use crate::model::BufferLimit;
 use crate::values::{self, describe};
 
 /// Bytes per packet when a byte or time buffer becomes a tc packet limit
 /// (REFERENCES.md: 1 packet = 1500 B on the wire).
 pub(crate) const PACKET_BYTES: u64 = 1500;
-
-/// A gain in Hz: a finite number, above zero unless `allow_zero`.
-pub(crate) fn gain(
-    v: &Value,
-    path: &str,
-    example: &str,
-    allow_zero: bool,
-) -> Result<f64, ScenarioError> {
-    let x = number(v, path, example)?;
-    if x < 0.0 || (x == 0.0 && !allow_zero) {
-        let bound = if allow_zero { "at least 0" } else { "above 0" };
-        return Err(bad_value(path, format!("{x} Hz: must be {bound}"), example));
-    }
-    Ok(x)
-}
 
 /// A finite number, integer or float.
 pub(crate) fn number(v: &Value, path: &str, example: &str) -> Result<f64, ScenarioError> {
@@ -76,22 +60,6 @@ pub(crate) fn packets_of(buffer: BufferLimit) -> u32 {
             u32::try_from(b / PACKET_BYTES).unwrap_or(u32::MAX).max(1)
         }
     }
-}
-
-/// `limit`: an integer number of packets, or a buffer string at the link rate.
-pub(crate) fn limit(
-    v: &Value,
-    path: &str,
-    rate: Rate,
-    example: &str,
-) -> Result<u32, ScenarioError> {
-    match v {
-        Value::Integer(i) => values::int_in(*i, path, 1, i64::from(u32::MAX)).map(|n| n as u32),
-        v => values::buffer(v, path)
-            .and_then(|b| buffer_limit(b, rate, path))
-            .map(packets_of),
-    }
-    .map_err(|e| with_example(e, example))
 }
 
 /// A duration; zero allowed.

@@ -21,6 +21,7 @@ const BELOW_ONE: Kind = Kind::Fraction {
 /// `BBR.LossThresh`.
 pub const LOSS_THRESH: Param = Param {
     name: "loss_thresh",
+    aliases: &[],
     linux: "BBR.LossThresh",
     kind: BELOW_ONE,
     default: ParamValue::Num(0.02),
@@ -31,6 +32,7 @@ pub const LOSS_THRESH: Param = Param {
 /// `BBR.Beta`.
 pub const BETA: Param = Param {
     name: "beta",
+    aliases: &[],
     linux: "BBR.Beta",
     kind: BELOW_ONE,
     default: ParamValue::Num(0.7),
@@ -41,6 +43,7 @@ pub const BETA: Param = Param {
 /// `BBR.Headroom`.
 pub const HEADROOM: Param = Param {
     name: "headroom",
+    aliases: &[],
     linux: "BBR.Headroom",
     kind: BELOW_ONE,
     default: ParamValue::Num(0.15),
@@ -51,6 +54,7 @@ pub const HEADROOM: Param = Param {
 /// `BBR.ProbeRTTInterval`.
 pub const PROBE_RTT_INTERVAL: Param = Param {
     name: "probe_rtt_interval",
+    aliases: &[],
     linux: "BBR.ProbeRTTInterval",
     kind: Kind::Duration { zero_ok: false },
     default: ParamValue::Dur(Dur::from_secs(5)),

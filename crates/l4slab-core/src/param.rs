@@ -1,0 +1,658 @@
+//! [`Param`]: the one declaration of a model parameter that a scenario can
+//! set — a congestion control's option or a queue discipline's `tc` knob:
+//! its name, kind and range, default with its source, and a one-line doc.
+//! Everything else is derived from it:
+//!
+//! * the config's `Default` value of the field ([`Param::default`]),
+//! * range checks ([`Param::check`], whose [`ParamError`] is the message),
+//! * the scenario resolvers (`l4slab-scenario`'s `cc.rs` and `qdisc/`: which
+//!   keys a kind accepts, how each is read, the example value in its errors),
+//! * the Python `_native.cc_params(kind)` and `_native.qdisc_params(kind)`,
+//! * the parameter tables of `docs/models/<name>.md` and `docs/scenarios.md`
+//!   ([`markdown_table`], checked by the `docs_params` tests of `l4slab-cc`
+//!   and `l4slab-qdisc`).
+//!
+//! The declarations live next to their configs (`l4slab_cc::dctcp::PARAMS`,
+//! `l4slab_qdisc::pie::PARAMS`, ...); `l4slab_cc::param::params` and
+//! `l4slab_qdisc::param::params` find them by name.
+//!
+//! Values are in scenario units — fractions, gains as factors or in Hz,
+//! [`Dur`], packets, bytes — never Linux's fixed-point integers.
+
+use core::fmt;
+
+use crate::Dur;
+
+/// What values a parameter takes, and its range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// An integer in `min..=max`.
+    Int { min: i64, max: i64 },
+    /// A fraction (`0.7` or `"70%"`) in `[min, max]`, each end excluded when
+    /// its `*_open` flag is set. `linux_scale`: Linux takes this parameter as
+    /// an integer in `1/linux_scale` units, so a scenario's integer (other
+    /// than 0) is ambiguous and refused.
+    Fraction {
+        min: f64,
+        max: f64,
+        min_open: bool,
+        max_open: bool,
+        linux_scale: Option<u32>,
+    },
+    /// A finite number above `above`.
+    Number { above: f64 },
+    /// A gain as a factor in `[1/scale, max]` (Linux keeps it in `1/scale`
+    /// fixed point, so a smaller positive gain would be zero); `zero_ok`: 0
+    /// is also allowed (it disables the mechanism).
+    Gain { scale: u32, max: f64, zero_ok: bool },
+    /// A gain in Hz: a finite number at least 0 (`zero_ok`) or above 0.
+    /// `tc_scale`: tc takes it as an integer in `1/tc_scale` Hz, so a
+    /// scenario's integer is ambiguous and refused.
+    Hz {
+        zero_ok: bool,
+        tc_scale: Option<u32>,
+    },
+    /// A duration (`"25ms"`); zero allowed only with `zero_ok`.
+    Duration { zero_ok: bool },
+    /// A packet limit (tc `limit`): an integer number of packets in
+    /// `1..=u32::MAX`, or a buffer string (`"100pkt"`, `"150KB"`, `"50ms"`
+    /// at the link rate) converted at 1500 B per packet, at least 1.
+    Limit,
+    /// Bytes in `min..=max`: an integer or a size string (`"32MiB"`).
+    Bytes { min: u64, max: u64 },
+    /// A whole percentage in `min..=max`: an integer (tc's form) or a
+    /// string `"10%"`.
+    Percent { min: u32, max: u32 },
+    /// `true` or `false`.
+    Flag,
+    /// One of these names.
+    Choice(&'static [&'static str]),
+    /// Values no generic kind describes, read by the resolver's own code
+    /// (DualPI2's `step_thresh` in time or packets, its flow-name lists);
+    /// the text says what they are.
+    Custom(&'static str),
+}
+
+/// A parameter's value, in scenario units.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ParamValue {
+    Int(i64),
+    Num(f64),
+    Dur(Dur),
+    Flag(bool),
+    Choice(&'static str),
+    /// No value: the mechanism is off (codel's `ce_threshold`) or the
+    /// setting is derived (dualpi2's `max_rtt`). Only a default;
+    /// `example` is a valid value, as TOML, for messages and docs.
+    Unset {
+        example: &'static str,
+    },
+}
+
+/// One parameter (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Param {
+    /// The scenario key: the Linux module parameter without the module
+    /// prefix (`dctcp_shift_g` → `shift_g`), the tc keyword (`tupdate`), or
+    /// the constant's name where Linux has no parameter.
+    pub name: &'static str,
+    /// Other keys a scenario may write for it (tc's spelling, `c_protection`).
+    pub aliases: &'static [&'static str],
+    /// The Linux module parameter, constant or tc keyword (`dctcp_shift_g`,
+    /// `bbr_high_gain`, `tupdate`), or the spec's name (`BBR.Beta`).
+    pub linux: &'static str,
+    pub kind: Kind,
+    pub default: ParamValue,
+    /// Where the default comes from: `Linux tcp_dctcp dctcp_shift_g = 4`.
+    pub source: &'static str,
+    /// One line: what it does.
+    pub doc: &'static str,
+}
+
+/// A value outside its parameter's range (a config error's message).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamError {
+    /// The parameter's [`Param::name`].
+    pub param: &'static str,
+    /// The value as written: `0`, `1.5`, `"fast"`.
+    pub value: String,
+    /// What the value must be: `between 1 and 16`.
+    pub requirement: String,
+}
+
+impl ParamError {
+    /// The message without the parameter name: `0 is out of range; must be
+    /// between 1 and 16`.
+    pub fn message(&self) -> String {
+        format!(
+            "{} is out of range; must be {}",
+            self.value, self.requirement
+        )
+    }
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.param, self.message())
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+/// A number for messages, examples and docs: at most 3 decimals, and a `.0`
+/// on whole numbers so it reads as a float (`0.7`, `2.0`, `2.887`).
+pub fn show_num(x: f64) -> String {
+    let mut s = format!("{x:.3}");
+    while s.ends_with('0') {
+        s.pop();
+    }
+    if s.ends_with('.') {
+        s.push('0');
+    }
+    s
+}
+
+/// A duration exactly, in the largest whole unit: `25ms`, `10s`, `0s`.
+pub fn show_dur(d: Dur) -> String {
+    let ns = d.as_nanos();
+    match ns {
+        0 => "0s".into(),
+        _ if ns.is_multiple_of(1_000_000_000) => format!("{}s", ns / 1_000_000_000),
+        _ if ns.is_multiple_of(1_000_000) => format!("{}ms", ns / 1_000_000),
+        _ if ns.is_multiple_of(1_000) => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
+}
+
+/// A byte count as a size string when one is exact: `32MiB`, `2GiB`,
+/// `30MB`; `None` otherwise (and for 0).
+fn size_unit(n: u64) -> Option<String> {
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+    match n {
+        0 => None,
+        _ if n.is_multiple_of(GIB) => Some(format!("{}GiB", n / GIB)),
+        _ if n.is_multiple_of(MIB) => Some(format!("{}MiB", n / MIB)),
+        _ if n.is_multiple_of(1_000_000) => Some(format!("{}MB", n / 1_000_000)),
+        _ => None,
+    }
+}
+
+/// Bytes for messages and docs: `32MiB`, `30MB`, `1514 B`.
+pub fn show_bytes(n: u64) -> String {
+    size_unit(n).unwrap_or_else(|| format!("{n} B"))
+}
+
+impl ParamValue {
+    /// As TOML: `4`, `0.7`, `"25ms"`, `true`, `"rate"`; an unset value's
+    /// example.
+    pub fn toml(&self) -> String {
+        match *self {
+            ParamValue::Int(i) => i.to_string(),
+            ParamValue::Num(x) => show_num(x),
+            ParamValue::Dur(d) => format!("{:?}", show_dur(d)),
+            ParamValue::Flag(b) => b.to_string(),
+            ParamValue::Choice(c) => format!("{c:?}"),
+            ParamValue::Unset { example } => example.to_string(),
+        }
+    }
+
+    /// The integer; panics on another kind (a declaration bug).
+    pub fn int(&self) -> i64 {
+        match *self {
+            ParamValue::Int(i) => i,
+            other => panic!("{other:?} is not an integer"),
+        }
+    }
+
+    /// The number; panics on another kind (a declaration bug).
+    pub fn num(&self) -> f64 {
+        match *self {
+            ParamValue::Num(x) => x,
+            other => panic!("{other:?} is not a number"),
+        }
+    }
+
+    /// The duration; panics on another kind (a declaration bug).
+    pub fn dur(&self) -> Dur {
+        match *self {
+            ParamValue::Dur(d) => d,
+            other => panic!("{other:?} is not a duration"),
+        }
+    }
+
+    /// The duration, `None` when unset; panics on another kind.
+    pub fn opt_dur(&self) -> Option<Dur> {
+        match *self {
+            ParamValue::Dur(d) => Some(d),
+            ParamValue::Unset { .. } => None,
+            other => panic!("{other:?} is not a duration"),
+        }
+    }
+
+    /// The flag; panics on another kind (a declaration bug).
+    pub fn flag(&self) -> bool {
+        match *self {
+            ParamValue::Flag(b) => b,
+            other => panic!("{other:?} is not a flag"),
+        }
+    }
+
+    /// The choice; panics on another kind (a declaration bug).
+    pub fn choice(&self) -> &'static str {
+        match *self {
+            ParamValue::Choice(c) => c,
+            other => panic!("{other:?} is not a choice"),
+        }
+    }
+}
+
+impl Kind {
+    /// Short name of the kind: `integer`, `fraction`, `number`, `gain`,
+    /// `Hz`, `duration`, `packets`, `bytes`, `percent`, `flag`, `choice`,
+    /// `custom`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Int { .. } => "integer",
+            Kind::Fraction { .. } => "fraction",
+            Kind::Number { .. } => "number",
+            Kind::Gain { .. } => "gain",
+            Kind::Hz { .. } => "Hz",
+            Kind::Duration { .. } => "duration",
+            Kind::Limit => "packets",
+            Kind::Bytes { .. } => "bytes",
+            Kind::Percent { .. } => "percent",
+            Kind::Flag => "flag",
+            Kind::Choice(_) => "choice",
+            Kind::Custom(_) => "custom",
+        }
+    }
+
+    /// What a value must be, after "must be": `between 1 and 16`, `below 1`,
+    /// `0 or between 1/256 and 100 (a factor)`.
+    pub fn requirement(&self) -> String {
+        match *self {
+            Kind::Int { min, max } if max == i64::MAX => format!("at least {min}"),
+            Kind::Int { min, max } => format!("between {min} and {max}"),
+            Kind::Fraction {
+                min,
+                max,
+                min_open,
+                max_open,
+                ..
+            } => match (min_open, max_open) {
+                (false, true) if min == 0.0 => format!("below {max}"),
+                (false, true) => format!("at least {min} and below {max}"),
+                (true, true) => format!("between {min} and {max} (exclusive)"),
+                (false, false) => format!("between {min} and {max}"),
+                (true, false) => format!("above {min} and at most {max}"),
+            },
+            Kind::Number { above } => format!("above {above}"),
+            Kind::Gain {
+                scale,
+                max,
+                zero_ok,
+            } => {
+                let zero = if zero_ok { "0 or " } else { "" };
+                format!("{zero}between 1/{scale} and {max} (a factor)")
+            }
+            Kind::Hz { zero_ok: true, .. } => "at least 0".into(),
+            Kind::Hz { zero_ok: false, .. } => "above 0".into(),
+            Kind::Duration { zero_ok: true } => "a duration".into(),
+            Kind::Duration { zero_ok: false } => "a duration above 0".into(),
+            Kind::Limit => format!("between 1 and {}", u32::MAX),
+            Kind::Bytes { min, max } => {
+                format!("between {} and {}", show_bytes(min), show_bytes(max))
+            }
+            Kind::Percent { min, max } => format!("between {min} and {max} (percent)"),
+            Kind::Flag => "true or false".into(),
+            Kind::Choice(names) => format!("one of {}", names.join(", ")),
+            Kind::Custom(what) => what.into(),
+        }
+    }
+
+    /// The range for docs: `1..=16`, `[0, 1)`, `> 0`, `0 or [1/256, 100]`,
+    /// `≥ 0`; empty for flags.
+    pub fn range(&self) -> String {
+        match *self {
+            Kind::Int { min, max } if max == i64::MAX => format!("≥ {min}"),
+            Kind::Int { min, max } => format!("{min}..={max}"),
+            Kind::Fraction {
+                min,
+                max,
+                min_open,
+                max_open,
+                ..
+            } => {
+                let lo = if min_open { '(' } else { '[' };
+                let hi = if max_open { ')' } else { ']' };
+                format!("{lo}{min}, {max}{hi}")
+            }
+            Kind::Number { above } => format!("> {above}"),
+            Kind::Gain {
+                scale,
+                max,
+                zero_ok,
+            } => {
+                let zero = if zero_ok { "0 or " } else { "" };
+                format!("{zero}[1/{scale}, {max}]")
+            }
+            Kind::Hz { zero_ok: true, .. } | Kind::Duration { zero_ok: true } => "≥ 0".into(),
+            Kind::Hz { zero_ok: false, .. } | Kind::Duration { zero_ok: false } => "> 0".into(),
+            Kind::Limit => format!(
+                "1..={} or a buffer (`\"100pkt\"`, `\"150KB\"`, `\"50ms\"`; 1500 B per packet)",
+                u32::MAX
+            ),
+            Kind::Bytes { min, max } => format!(
+                "{}..={} (an integer or a size)",
+                show_bytes(min),
+                show_bytes(max)
+            ),
+            Kind::Percent { min, max } => format!("{min}..={max} (an integer or `\"10%\"`)"),
+            Kind::Flag => String::new(),
+            Kind::Choice(names) => names
+                .iter()
+                .map(|n| format!("`{n:?}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Kind::Custom(what) => what.into(),
+        }
+    }
+}
+
+impl Param {
+    /// A valid value for error messages, as TOML: the default (for a byte
+    /// count, as a size string where one is exact: `"32MiB"`), or an unset
+    /// default's example.
+    pub fn example(&self) -> String {
+        match (self.kind, self.default) {
+            (Kind::Bytes { .. }, ParamValue::Int(n)) => match size_unit(n as u64) {
+                Some(s) => format!("{s:?}"),
+                None => n.to_string(),
+            },
+            (_, d) => d.toml(),
+        }
+    }
+
+    /// The default for docs: `` `4` ``, or ``unset (e.g. `"1ms"`)``.
+    pub fn default_text(&self) -> String {
+        match self.default {
+            ParamValue::Unset { example } => format!("unset (e.g. `{example}`)"),
+            _ => format!("`{}`", self.example()),
+        }
+    }
+
+    /// Whether `value` is of this parameter's kind and in its range. A
+    /// [`Kind::Custom`] value is checked by its reader; an unset value is
+    /// always valid.
+    pub fn check(&self, value: ParamValue) -> Result<(), ParamError> {
+        let ok = match (self.kind, value) {
+            (_, ParamValue::Unset { .. }) | (Kind::Custom(_), _) => true,
+            (Kind::Int { min, max }, ParamValue::Int(i)) => (min..=max).contains(&i),
+            (
+                Kind::Fraction {
+                    min,
+                    max,
+                    min_open,
+                    max_open,
+                    ..
+                },
+                ParamValue::Num(x),
+            ) => {
+                let above = if min_open { x > min } else { x >= min };
+                let below = if max_open { x < max } else { x <= max };
+                above && below
+            }
+            (Kind::Number { above }, ParamValue::Num(x)) => x.is_finite() && x > above,
+            (
+                Kind::Gain {
+                    scale,
+                    max,
+                    zero_ok,
+                },
+                ParamValue::Num(x),
+            ) => (x == 0.0 && zero_ok) || (1.0 / f64::from(scale)..=max).contains(&x),
+            (Kind::Hz { zero_ok, .. }, ParamValue::Num(x)) => {
+                x.is_finite() && (x > 0.0 || (zero_ok && x == 0.0))
+            }
+            (Kind::Duration { zero_ok }, ParamValue::Dur(d)) => zero_ok || !d.is_zero(),
+            (Kind::Limit, ParamValue::Int(i)) => (1..=i64::from(u32::MAX)).contains(&i),
+            (Kind::Bytes { min, max }, ParamValue::Int(i)) => {
+                u64::try_from(i).is_ok_and(|n| (min..=max).contains(&n))
+            }
+            (Kind::Percent { min, max }, ParamValue::Int(i)) => {
+                (i64::from(min)..=i64::from(max)).contains(&i)
+            }
+            (Kind::Flag, ParamValue::Flag(_)) => true,
+            (Kind::Choice(names), ParamValue::Choice(c)) => names.contains(&c),
+            (kind, value) => panic!(
+                "{}: {value:?} is not of kind {} (a declaration bug)",
+                self.name,
+                kind.name()
+            ),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(ParamError {
+                param: self.name,
+                value: match (self.kind, value) {
+                    (_, ParamValue::Dur(d)) => show_dur(d),
+                    (_, ParamValue::Num(x)) => x.to_string(),
+                    (Kind::Bytes { .. }, ParamValue::Int(i)) => format!("{i} B"),
+                    (_, v) => v.toml(),
+                },
+                requirement: self.kind.requirement(),
+            })
+        }
+    }
+
+    /// For a [`Kind::Fraction`] with a `linux_scale` or a [`Kind::Hz`] with
+    /// a `tc_scale`: why an integer is ambiguous, `Linux's beta is in 1/1024
+    /// units (717 = 0.7)`, `tc's alpha is in 1/16 Hz (tc 2 = 0.125 Hz)`.
+    pub fn linux_units(&self) -> Option<String> {
+        match (self.kind, self.default) {
+            (
+                Kind::Fraction {
+                    linux_scale: Some(scale),
+                    ..
+                },
+                ParamValue::Num(d),
+            ) => Some(format!(
+                "Linux's {} is in 1/{scale} units ({} = {})",
+                self.linux,
+                (d * f64::from(scale)).round(),
+                show_num(d)
+            )),
+            (
+                Kind::Hz {
+                    tc_scale: Some(scale),
+                    ..
+                },
+                ParamValue::Num(d),
+            ) => Some(format!(
+                "tc's {} is in 1/{scale} Hz (tc {} = {} Hz)",
+                self.linux,
+                (d * f64::from(scale)).round(),
+                show_num(d)
+            )),
+            _ => None,
+        }
+    }
+
+    /// The kind and range for docs: `integer 1..=16`, `fraction [0, 1]`.
+    pub fn kind_text(&self) -> String {
+        let range = self.kind.range();
+        let mut s = match self.kind {
+            Kind::Custom(_) => range,
+            _ if range.is_empty() => self.kind.name().to_string(),
+            _ => format!("{} {range}", self.kind.name()),
+        };
+        match self.kind {
+            Kind::Fraction {
+                linux_scale: Some(scale),
+                ..
+            } => s.push_str(&format!(" (Linux's 1/{scale} integers are refused)")),
+            Kind::Hz {
+                tc_scale: Some(scale),
+                ..
+            } => s.push_str(&format!(" (tc's 1/{scale} Hz integers are refused)")),
+            _ => {}
+        }
+        s
+    }
+
+    /// The name for docs: `` `max_burst` `` or `` `max_burst` (alias `burst`) ``.
+    pub fn name_text(&self) -> String {
+        if self.aliases.is_empty() {
+            format!("`{}`", self.name)
+        } else {
+            let aliases: Vec<String> = self.aliases.iter().map(|a| format!("`{a}`")).collect();
+            format!("`{}` (alias {})", self.name, aliases.join(", "))
+        }
+    }
+
+    /// Whether `key` names this parameter (its name or an alias).
+    pub fn is_named(&self, key: &str) -> bool {
+        self.name == key || self.aliases.contains(&key)
+    }
+}
+
+/// The header of [`markdown_table`].
+const TABLE_HEAD: &str = "| option | kind | default | source | meaning |\n|---|---|---|---|---|\n";
+
+/// The parameter table of `docs/models/<name>.md`: one row per parameter,
+/// in declaration order.
+pub fn markdown_table(params: &[Param]) -> String {
+    let mut s = String::from(TABLE_HEAD);
+    for p in params {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            p.name_text(),
+            p.kind_text(),
+            p.default_text(),
+            p.source,
+            p.doc
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: Param = Param {
+        name: "limit",
+        aliases: &[],
+        linux: "limit",
+        kind: Kind::Limit,
+        default: ParamValue::Int(1000),
+        source: "test",
+        doc: "test",
+    };
+
+    #[test]
+    fn values_render_as_toml() {
+        assert_eq!(ParamValue::Num(0.7).toml(), "0.7");
+        assert_eq!(ParamValue::Num(2.0).toml(), "2.0");
+        assert_eq!(ParamValue::Num(739.0 / 256.0).toml(), "2.887");
+        assert_eq!(ParamValue::Dur(Dur::from_millis(25)).toml(), r#""25ms""#);
+        assert_eq!(ParamValue::Choice("rate").toml(), r#""rate""#);
+        assert_eq!(ParamValue::Unset { example: "\"1ms\"" }.toml(), r#""1ms""#);
+    }
+
+    #[test]
+    fn byte_counts_show_as_sizes_where_exact() {
+        assert_eq!(show_bytes(32 << 20), "32MiB");
+        assert_eq!(show_bytes(1 << 31), "2GiB");
+        assert_eq!(show_bytes(30_000_000), "30MB");
+        assert_eq!(show_bytes(1514), "1514 B");
+        let q = Param {
+            name: "memory_limit",
+            kind: Kind::Bytes {
+                min: 1,
+                max: 1 << 31,
+            },
+            default: ParamValue::Int(32 << 20),
+            ..LIMIT
+        };
+        assert_eq!(q.example(), r#""32MiB""#);
+        assert_eq!(
+            q.check(ParamValue::Int(1 << 32)).unwrap_err().to_string(),
+            "memory_limit: 4294967296 B is out of range; must be between 1 B and 2GiB"
+        );
+        assert!(q.check(ParamValue::Int(-1)).is_err());
+        let quantum = Param {
+            default: ParamValue::Int(1514),
+            ..q
+        };
+        assert_eq!(quantum.example(), "1514");
+    }
+
+    #[test]
+    fn limits_percents_and_hz_have_their_ranges() {
+        assert_eq!(LIMIT.check(ParamValue::Int(1)), Ok(()));
+        assert_eq!(
+            LIMIT.check(ParamValue::Int(0)).unwrap_err().message(),
+            "0 is out of range; must be between 1 and 4294967295"
+        );
+        assert!(LIMIT.check(ParamValue::Int(1 << 32)).is_err());
+        let pct = Param {
+            kind: Kind::Percent { min: 0, max: 100 },
+            default: ParamValue::Int(10),
+            ..LIMIT
+        };
+        assert!(
+            pct.check(ParamValue::Int(100)).is_ok() && pct.check(ParamValue::Int(101)).is_err()
+        );
+        let hz = Param {
+            linux: "alpha",
+            kind: Kind::Hz {
+                zero_ok: true,
+                tc_scale: Some(16),
+            },
+            default: ParamValue::Num(0.125),
+            ..LIMIT
+        };
+        assert_eq!(hz.check(ParamValue::Num(0.0)), Ok(()));
+        assert_eq!(
+            hz.check(ParamValue::Num(-0.1)).unwrap_err().message(),
+            "-0.1 is out of range; must be at least 0"
+        );
+        assert_eq!(
+            hz.linux_units().unwrap(),
+            "tc's alpha is in 1/16 Hz (tc 2 = 0.125 Hz)"
+        );
+        let strict = Param {
+            kind: Kind::Hz {
+                zero_ok: false,
+                tc_scale: None,
+            },
+            ..hz
+        };
+        assert!(strict.check(ParamValue::Num(0.0)).is_err());
+        assert_eq!(strict.linux_units(), None);
+    }
+
+    #[test]
+    fn unset_defaults_and_aliases_render_in_the_table() {
+        let p = Param {
+            name: "max_burst",
+            aliases: &["burst"],
+            kind: Kind::Duration { zero_ok: true },
+            default: ParamValue::Unset { example: "\"1ms\"" },
+            ..LIMIT
+        };
+        assert!(p.is_named("burst") && p.is_named("max_burst") && !p.is_named("b"));
+        assert_eq!(p.check(p.default), Ok(()));
+        assert_eq!(p.example(), r#""1ms""#);
+        let t = markdown_table(&[p]);
+        assert!(
+            t.ends_with(
+                "| `max_burst` (alias `burst`) | duration ≥ 0 | unset (e.g. `\"1ms\"`) | test | test |\n"
+            ),
+            "{t}"
+        );
+    }
+}
