@@ -149,7 +149,7 @@ const CASES: &[Case] = &[
     text(NO_FLOWS, "flows", Missing, "flows: missing; write e.g. [[flows]] with cc = \"reno\""),
     text(EMPTY_FLOWS, "flows", Missing, "write e.g. [[flows]]"),
     set(&["flows=5"], "flows", WrongType, "expected an array"),
-    set(&["flows[0].rtt=5"], "flows[0].rtt", UnknownKey, "valid keys here: name, client, server, direction, cc, start, count, app, transport"),
+    set(&["flows[0].rtt=5"], "flows[0].rtt", UnknownKey, "valid keys here: name, client, server, direction, cc, start, count, stagger, app, transport"),
     set(&["flows[1].cc=reno", "flows[1].x=1"], "flows[1].x", UnknownKey, "valid keys here"),
     set(&["flows[0].name=a b"], "flows[0].name", BadValue, "is not a valid name"),
     text(DUP_NAMES, "flows[1].name", Conflict, "flow name 'a' is already used by flows[0]"),
