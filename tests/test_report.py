@@ -116,7 +116,11 @@ def test_report_has_the_cli_tables_and_every_metric(dualpi2_report):
             assert f">{html.escape(key)}<" in page
     # The scenario's topology line and the run's facts.
     assert "client — 10 Mbit/s, 10 ms, dualpi2 — server" in page
-    assert "target" in page and "15 ms" in page
+    # Parameters in their declared units (asked of the native module): durations
+    # in ms, byte counts as sizes.
+    assert re.search(r">target</span> <strong>15 ms<", page)
+    assert re.search(r">tupdate</span> <strong>16 ms<", page)
+    assert re.search(r">memory_limit</span> <strong>[\d.]+ [kM]B<", page)
     assert f"{res.stats['events']:,}" in page
 
 

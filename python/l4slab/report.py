@@ -588,7 +588,8 @@ def _qdisc_html(scenario: Mapping[str, Any]) -> str:
     for where, qdisc in directions:
         if not isinstance(qdisc, Mapping):
             continue
-        rows = [(key, _param(key, value)) for key, value in _flatten(qdisc) if key != "kind"]
+        kinds = _param_kinds(str(qdisc.get("kind") or ""))
+        rows = [(key, _param(key, value, kinds)) for key, value in _flatten(qdisc) if key != "kind"]
         items = "".join(
             f'<div><span class="mono">{_e(k)}</span> <strong>{_e(v)}</strong></div>'
             for k, v in rows
@@ -824,25 +825,33 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-#: Resolved-scenario keys that hold durations in ns.
-_DURATION_KEYS = {
-    "target",
-    "interval",
-    "tupdate",
-    "max_burst",
-    "delay",
-    "ce_threshold",
-    "time",
-    "step_thresh",
-    "access_delay",
-}
+#: Keys of a resolved qdisc that are not tc parameters but hold durations in ns
+#: (DualPI2's step threshold written as a time resolves to `{"time": ns}`).
+_DURATION_LEAVES = frozenset({"time"})
 
 
-def _param(key: str, value: Any) -> str:
+def _param_kinds(qdisc: str) -> dict[str, str]:
+    """The declared kind of each of a qdisc's parameters (``duration``, ``bytes``, ...):
+    asked of the native module, which declares them once."""
+    try:
+        from l4slab import _native
+
+        return {
+            name: p["kind"]
+            for p in _native.qdisc_params(qdisc)
+            for name in (p["name"], *p["aliases"])
+        }
+    except (ImportError, ValueError):
+        return {}
+
+
+def _param(key: str, value: Any, kinds: Mapping[str, str]) -> str:
     leaf = key.rsplit(".", 1)[-1]
-    if leaf in _DURATION_KEYS and isinstance(value, int | float) and not isinstance(value, bool):
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    kind = kinds.get(leaf) or kinds.get(key.split(".", 1)[0])
+    if number and (kind == "duration" or leaf in _DURATION_LEAVES):
         return _ms(value)
-    if leaf == "memory_limit" and isinstance(value, int | float):
+    if number and kind == "bytes":
         return f"{format_bytes(value)}"
     return _value(value)
 
