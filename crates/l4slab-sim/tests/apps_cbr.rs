@@ -69,6 +69,9 @@ fn half_the_link_is_delivered_whole_with_a_constant_delay() {
     let f = flow(&out, "cbr");
     assert_eq!(f["transport"], "udp");
     assert_eq!(f["lost_packets"], 0);
+    assert_eq!(f["packets_sent"]["down"], 5209);
+    // No connection: the flow's own byte counters stay at zero.
+    assert_eq!(f["bytes_delivered"], 0);
     // The goodput series reads 5 Mbit/s once the first datagrams arrived.
     let g = series(&out, "cbr", "cbr_goodput_bps");
     assert_eq!(g.len(), 100, "one a sample");
