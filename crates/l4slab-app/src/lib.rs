@@ -15,6 +15,7 @@
 //! * [`OneWay`] adapts a one-ended [`l4slab_transport::App`] ([`Bulk`],
 //!   [`File`]) that runs on the sending side.
 //! * [`ping::Ping`]: periodic UDP echo probes.
+//! * [`cbr::Cbr`]: an unresponsive constant-bit-rate UDP stream.
 //! * [`screen_share::ScreenShare`]: frames written whenever the socket is writable.
 //! * [`web::Web`]: objects fetched by request and response.
 //! * [`cloud_gaming::CloudGaming`]: rate-adapted frames, server to player.
@@ -29,6 +30,7 @@ use serde_json::Value;
 use l4slab_core::{Dur, Ecn, Time};
 pub use l4slab_transport::{AppIo, Bulk, File, Role, SocketInfo};
 
+pub mod cbr;
 pub mod cloud_gaming;
 pub mod frames;
 pub mod ping;

@@ -502,9 +502,14 @@ mod tests {
     use super::*;
 
     fn scenario(cc: &str) -> Scenario {
+        scenario_with(&format!("cc = {cc}"))
+    }
+
+    /// One flow with `flow` (TOML lines of its `[[flows]]` entry).
+    fn scenario_with(flow: &str) -> Scenario {
         let text = format!(
             "format = 1\nduration = \"5s\"\n[bottleneck]\nrate = \"10Mbit\"\n\
-             delay = \"5ms\"\nbuffer = \"100pkt\"\n[[flows]]\ncc = {cc}\n"
+             delay = \"5ms\"\nbuffer = \"100pkt\"\n[[flows]]\n{flow}\n"
         );
         let mut known: Vec<&str> = shell::KERNEL_CC.to_vec();
         known.extend_from_slice(L4S_ONLY_CC);
@@ -546,5 +551,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("this kernel has no prague"), "{e}");
+    }
+
+    #[test]
+    fn a_cbr_flow_is_refused_naming_the_key() {
+        // Kernel TCP cannot carry an unresponsive UDP stream; the error names
+        // the flow's `app` and points at the simulator.
+        let e = plan(&scenario_with(
+            r#"app = { kind = "cbr", rate = "5Mbit", size = "1200B" }"#,
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(r#"flows[0] (flow0).app = "cbr""#), "{e}");
+        assert!(e.contains("--backend sim"), "{e}");
+        // The same flow with a bulk app plans.
+        assert!(plan(&scenario_with(r#"app = "bulk""#)).is_ok());
     }
 }

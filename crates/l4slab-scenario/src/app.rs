@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use toml::Value;
 
+use l4slab_app::cbr::CbrConfig;
 use l4slab_app::cloud_gaming::CloudGamingConfig;
 use l4slab_app::ping::PingConfig;
 use l4slab_app::screen_share::ScreenShareConfig;
@@ -12,7 +13,8 @@ use l4slab_core::Dur;
 
 use crate::error::ScenarioError;
 use crate::model::{
-    AppSpec, FrameAppSpec, PingSpec, ScreenShareSpec, WebConnection, WebObjectSpec, WebSpec,
+    AppSpec, CbrSpec, FrameAppSpec, PingSpec, ScreenShareSpec, WebConnection, WebObjectSpec,
+    WebSpec,
 };
 use crate::raw::KindOnlyTable;
 use crate::values::{self, describe, deserialize_at, join, kind_of};
@@ -22,6 +24,7 @@ pub const APPS: &[&str] = &[
     "bulk",
     "file",
     "ping",
+    "cbr",
     "screen_share",
     "web",
     "cloud_gaming",
@@ -49,6 +52,17 @@ struct PingTable {
     size: Option<Value>,
     ecn: Option<Value>,
     timeout: Option<Value>,
+}
+
+/// `app = { kind = "cbr", rate = "5Mbit", size = "1200B", ecn = "not_ect" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct CbrTable {
+    #[allow(dead_code)]
+    kind: String,
+    rate: Option<Value>,
+    size: Option<Value>,
+    ecn: Option<Value>,
 }
 
 /// `app = { kind = "screen_share", frame_size = "10KB", max_fps = 30, stall_threshold = "200ms" }`.
@@ -119,6 +133,12 @@ pub(crate) fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, 
                 .then(|| deserialize_at(value.clone(), path))
                 .transpose()?;
             ping(t, path)
+        }
+        "cbr" => {
+            let t: Option<CbrTable> = table
+                .then(|| deserialize_at(value.clone(), path))
+                .transpose()?;
+            cbr(t, path)
         }
         "screen_share" => {
             let t: Option<ScreenShareTable> = table
@@ -198,6 +218,29 @@ fn ping(t: Option<PingTable>, path: &str) -> Result<AppSpec, ScenarioError> {
         s.timeout = values::positive_duration(v, &p("timeout"))?;
     }
     Ok(AppSpec::Ping(s))
+}
+
+/// The largest UDP payload over IPv4: 65535 - 20 (IP) - 8 (UDP).
+const MAX_UDP_PAYLOAD: u64 = 65_507;
+
+fn cbr(t: Option<CbrTable>, path: &str) -> Result<AppSpec, ScenarioError> {
+    let mut s = CbrSpec::default();
+    let Some(t) = t else {
+        return Ok(AppSpec::Cbr(s));
+    };
+    let p = |k: &str| join(path, k);
+    if let Some(v) = &t.rate {
+        s.rate = values::positive_rate(v, &p("rate"))?;
+    }
+    if let Some(v) = &t.size {
+        // (The generic example for a size is a file's "10MB".)
+        s.size = size_in(v, &p("size"), 1, MAX_UDP_PAYLOAD)
+            .map_err(|e| e.with_example(r#""1200B""#))? as u32;
+    }
+    if let Some(v) = &t.ecn {
+        s.ecn = crate::ecn::codepoint(v, &p("ecn"))?;
+    }
+    Ok(AppSpec::Cbr(s))
 }
 
 fn screen_share(t: Option<ScreenShareTable>, path: &str) -> Result<AppSpec, ScenarioError> {
@@ -403,6 +446,17 @@ impl Default for PingSpec {
             size: c.size,
             ecn: c.ecn,
             timeout: c.timeout,
+        }
+    }
+}
+
+impl Default for CbrSpec {
+    fn default() -> Self {
+        let c = CbrConfig::default();
+        CbrSpec {
+            rate: c.rate,
+            size: c.size,
+            ecn: c.ecn,
         }
     }
 }

@@ -24,7 +24,7 @@ use l4slab_core::{Dur, Time};
 
 use crate::build;
 use crate::error::{Problem, ScenarioError};
-use crate::model::{AppSpec, Direction, Scenario};
+use crate::model::{AppSpec, CbrSpec, Direction, Scenario};
 
 /// Series rows a flow adds per sample, at most: goodput, cwnd, ssthresh,
 /// pacing, inflight, unsent, srtt, rtt and loss (`l4slab-sim` `sample`), plus
@@ -38,6 +38,9 @@ pub const ESTIMATE_PACKET_BYTES: u64 = 1500;
 /// Trace rows per data packet: its send and its delivery (or drop), plus
 /// one ACK (with its two rows) for every two data packets.
 pub const TRACE_ROWS_PER_DATA_PACKET: u64 = 3;
+
+/// Trace rows per `cbr` datagram: its send and its delivery (or drop).
+pub const CBR_ROWS_PER_DATAGRAM: u64 = 2;
 
 /// Trace rows per segment of a `file` flow: its send and delivery, and an
 /// ACK per segment (Linux quick-ACKs a short transfer's segments).
@@ -200,7 +203,9 @@ fn capacity_packets(rate_bps: u64, duration: Dur) -> u64 {
 /// the link carries from the first sender's start to the end (a file flow
 /// sends at most its size; an app-limited flow is counted at the link's
 /// rate, so its estimate is an upper bound), times
-/// [`TRACE_ROWS_PER_DATA_PACKET`]; ping probes four rows each.
+/// [`TRACE_ROWS_PER_DATA_PACKET`]; ping probes four rows each; a cbr flow
+/// its own datagrams (`rate × active time / size`, sent whatever the link
+/// carries) two rows each.
 fn trace_rows(scn: &Scenario) -> u64 {
     let duration = scn.duration.saturating_since(Time::ZERO);
     // Per direction (down, up): the bounded senders' packets, and the
@@ -229,6 +234,12 @@ fn trace_rows(scn: &Scenario) -> u64 {
                 let probes = duration.as_nanos() / p.interval.as_nanos().max(1);
                 rows = rows.saturating_add(probes.saturating_mul(4));
             }
+            AppSpec::Cbr(c) => {
+                rows = rows.saturating_add(
+                    cbr_datagrams(c, scn.duration.saturating_since(flow.start))
+                        .saturating_mul(CBR_ROWS_PER_DATAGRAM),
+                );
+            }
             AppSpec::VideoCall(_) | AppSpec::Web(_) => {
                 open(0);
                 open(1);
@@ -247,6 +258,16 @@ fn trace_rows(scn: &Scenario) -> u64 {
         rows = rows.saturating_add(packets.saturating_mul(TRACE_ROWS_PER_DATA_PACKET));
     }
     rows
+}
+
+/// Datagrams a cbr flow sends in `active` (from its start to the end): one
+/// every `size · 8 / rate`, the first at the start. Unresponsive, so the
+/// link's rate does not bound them (what it cannot carry is dropped, and
+/// still traced).
+fn cbr_datagrams(c: &CbrSpec, active: Dur) -> u64 {
+    let bits = u128::from(c.rate.as_bps()) * u128::from(active.as_nanos()) / 1_000_000_000;
+    let n = bits / (u128::from(c.size.max(1)) * 8);
+    u64::try_from(n).unwrap_or(u64::MAX).saturating_add(1)
 }
 
 /// The `[[flows]]` entry that makes the most flows: its `count` key path

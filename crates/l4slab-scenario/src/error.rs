@@ -114,6 +114,25 @@ impl ScenarioError {
         }
     }
 
+    /// This error with `example` as its example (a key whose valid values
+    /// depend on more than its path, e.g. an app's `size`).
+    pub(crate) fn with_example(self, example: &str) -> Self {
+        match self {
+            ScenarioError::Invalid {
+                path,
+                problem,
+                message,
+                example: Some(_),
+            } => ScenarioError::Invalid {
+                path,
+                problem,
+                message,
+                example: Some(example.to_string()),
+            },
+            other => other,
+        }
+    }
+
     /// A bad value at `path`, with the example value for that key.
     pub(crate) fn bad_value(path: &str, message: impl Into<String>) -> Self {
         Self::invalid(path, Problem::BadValue, message, example_value(path))
@@ -254,6 +273,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         ("app", "min_bitrate") => r#""1Mbit""#,
         ("app", "max_bitrate") => r#""40Mbit""#,
         ("app", "late_threshold") => r#""50ms""#,
+        ("app", "rate") => r#""5Mbit""#,
         ("cc", "kind") => r#""prague""#,
         ("loss", "p") => r#""1%""#,
         (_, "format") => "1",

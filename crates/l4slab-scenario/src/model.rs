@@ -254,6 +254,8 @@ pub enum AppSpec {
     File { size: u64 },
     /// Periodic UDP echo probes from the client.
     Ping(PingSpec),
+    /// Unresponsive constant-bit-rate UDP datagrams from the sender.
+    Cbr(CbrSpec),
     /// Frames captured whenever the socket is writable.
     ScreenShare(ScreenShareSpec),
     /// Objects fetched by request and response.
@@ -271,6 +273,7 @@ impl AppSpec {
             AppSpec::Bulk => "bulk",
             AppSpec::File { .. } => "file",
             AppSpec::Ping(_) => "ping",
+            AppSpec::Cbr(_) => "cbr",
             AppSpec::ScreenShare(_) => "screen_share",
             AppSpec::Web(_) => "web",
             AppSpec::CloudGaming(_) => "cloud_gaming",
@@ -290,6 +293,17 @@ pub struct PingSpec {
     pub ecn: l4slab_core::Ecn,
     /// Echoes later than this count as lost (1 s).
     pub timeout: Dur,
+}
+
+/// `app = { kind = "cbr" }` (docs/apps.md#cbr).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CbrSpec {
+    /// UDP payload bit rate (1 Mbit/s).
+    pub rate: Rate,
+    /// UDP payload bytes per datagram (1200).
+    pub size: u32,
+    /// IP-ECN codepoint of every datagram (not_ect).
+    pub ecn: l4slab_core::Ecn,
 }
 
 /// `app = { kind = "screen_share" }` (docs/apps.md#screen_share).

@@ -4,12 +4,12 @@
 mod common;
 
 use common::{base_with, parse, parse_set, BASE};
-use l4slab_core::{Dur, Rate, Time};
+use l4slab_core::{Dur, Ecn, Rate, Time};
 use l4slab_link::EcnRewrite;
 use l4slab_scenario::{
-    parse_with, AppSpec, Bottleneck, BufferLimit, CcSpec, Direction, Flow, FrameAppSpec, Host,
-    LinkSpec, LossSpec, QdiscSpec, Scenario, Side, TransportSpec, WebConnection, WebObjectSpec,
-    WebPage, WebSpec,
+    parse_with, AppSpec, Bottleneck, BufferLimit, CbrSpec, CcSpec, Direction, Flow, FrameAppSpec,
+    Host, LinkSpec, LossSpec, QdiscSpec, Scenario, Side, TransportSpec, WebConnection,
+    WebObjectSpec, WebPage, WebSpec,
 };
 
 fn fifo_pkts(n: u32) -> QdiscSpec {
@@ -313,6 +313,41 @@ fn app_forms() {
         app("{ kind = \"file\", size = \"64KiB\" }"),
         AppSpec::File { size: 65_536 }
     );
+}
+
+#[test]
+fn cbr_has_its_defaults_and_takes_rate_size_and_ecn() {
+    let app = |v: &str| {
+        base_with(&[&format!("flows[0].app={v}")]).flows[0]
+            .app
+            .clone()
+    };
+    let defaults = CbrSpec {
+        rate: Rate::from_mbps(1),
+        size: 1200,
+        ecn: Ecn::NotEct,
+    };
+    assert_eq!(app("cbr"), AppSpec::Cbr(defaults));
+    assert_eq!(app("{ kind = \"cbr\" }"), AppSpec::Cbr(defaults));
+    assert_eq!(
+        app("{ kind = \"cbr\", rate = \"5Mbit\", size = \"1200B\", ecn = \"ect1\" }"),
+        AppSpec::Cbr(CbrSpec {
+            rate: Rate::from_mbps(5),
+            size: 1200,
+            ecn: Ecn::Ect1,
+        })
+    );
+    // The size range's ends: one byte, and the largest UDP payload over IPv4.
+    for (size, bytes) in [("1B", 1), ("65507B", 65_507)] {
+        let spec = app(&format!("{{ kind = \"cbr\", size = \"{size}\" }}"));
+        assert_eq!(
+            spec,
+            AppSpec::Cbr(CbrSpec {
+                size: bytes,
+                ..defaults
+            })
+        );
+    }
 }
 
 #[test]

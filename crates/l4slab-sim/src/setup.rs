@@ -3,6 +3,7 @@
 //! (qdisc, rate, loss) come from [`l4slab_scenario::build`], which the
 //! emulator shares.
 
+use l4slab_app::cbr::{Cbr, CbrConfig};
 use l4slab_app::cloud_gaming::{CloudGaming, CloudGamingConfig};
 use l4slab_app::ping::{Ping, PingConfig};
 use l4slab_app::screen_share::{ScreenShare, ScreenShareConfig};
@@ -61,6 +62,14 @@ fn build_app(f: &Flow, sender: Role) -> Box<dyn FlowApp> {
             ecn: p.ecn,
             timeout: p.timeout,
         })),
+        AppSpec::Cbr(c) => Box::new(Cbr::new(
+            CbrConfig {
+                rate: c.rate,
+                size: c.size,
+                ecn: c.ecn,
+            },
+            sender,
+        )),
         AppSpec::ScreenShare(p) => Box::new(ScreenShare::new(
             ScreenShareConfig {
                 frame_size: p.frame_size,

@@ -89,6 +89,24 @@ fn a_file_flow_is_estimated_by_its_size_not_the_link() {
 }
 
 #[test]
+fn a_cbr_flow_is_estimated_by_its_rate_not_the_link() {
+    let sets = [
+        "flows[0].app={kind=\"cbr\", rate=\"5Mbit\", size=\"1200B\"}",
+        "flows[0].start=1s",
+    ];
+    let scn = common::scenario(BULK, &sets);
+    let cost = Cost::estimate(&scn);
+    // 5 Mbit/s for the 3 s from its start: 15 Mbit / 9600 bits = 1562.5, so
+    // 1563 datagrams from 1 s (the last at 3.99904 s), two rows each — far
+    // below the 50,000 rows of the 50 Mbit/s link.
+    assert_eq!(cost.trace_rows, 2 * 1563);
+    let actual = trace_rows(&common::run_toml(BULK, &sets));
+    // Every datagram's send, and the delivery of all but those still in
+    // flight at the end (5 ms of path: 3 of them).
+    assert_eq!(actual, 2 * 1563 - 3, "estimate {}", cost.trace_rows);
+}
+
+#[test]
 fn a_tiny_sample_interval_is_refused_naming_the_key_and_the_estimate() {
     let scn = common::scenario(BULK, &["sample_interval=1us", "duration=600s"]);
     let err = check(&scn, Backend::Sim).unwrap_err();
