@@ -63,14 +63,19 @@ pub enum MarkReason {
     Step,
     /// `ce_threshold` shallow marking (CoDel / FQ-CoDel).
     CeThreshold,
+    /// The link's loss model chose the packet and, the link having netem's
+    /// `loss ... ecn` option, CE-marked it instead of dropping it (a Not-ECT
+    /// packet is still dropped, as [`DropReason::LinkLoss`]).
+    LinkMark,
 }
 
 impl MarkReason {
-    pub const ALL: [MarkReason; 4] = [
+    pub const ALL: [MarkReason; 5] = [
         MarkReason::Aqm,
         MarkReason::Coupled,
         MarkReason::Step,
         MarkReason::CeThreshold,
+        MarkReason::LinkMark,
     ];
     pub const fn name(self) -> &'static str {
         match self {
@@ -78,6 +83,7 @@ impl MarkReason {
             MarkReason::Coupled => "coupled",
             MarkReason::Step => "step",
             MarkReason::CeThreshold => "ce_threshold",
+            MarkReason::LinkMark => "link_mark",
         }
     }
     pub const fn index(self) -> usize {

@@ -6,6 +6,9 @@
 //! [`Bernoulli`], [`GilbertElliott`]). Propagation is a fixed one-way delay.
 //! An optional [`EcnRewrite`] (bleach, re-mark, drop ECT, CE-mark all) is
 //! applied to each packet before the queue ([`Link::with_ecn_rewrite`]).
+//! With [`Link::with_loss_ecn`] (netem's `loss ... ecn`) a packet the loss
+//! model chooses is CE-marked instead of dropped if it is ECN-capable
+//! ([`MarkReason::LinkMark`]); a Not-ECT one is still dropped.
 //!
 //! **Sans-IO and O(1) per event.** The link never reads a clock and keeps no
 //! queue of packets in propagation: [`Link::on_tx_done`] hands the surviving
@@ -24,11 +27,17 @@
 //! qdisc's reason), lost on the wire (`LinkLoss`), or returned by
 //! `on_tx_done`; until then it is in the qdisc backlog or on the wire.
 //! [`LinkStats`] counts each outcome; the property test in
-//! `tests/conservation.rs` checks the identity after every call.
+//! `tests/conservation.rs` checks the identity after every call. A packet
+//! the loss model chose and the link CE-marked instead (`loss_ecn`) is
+//! delivered: `loss_marked_packets <= delivered_packets`, and the loss
+//! model's choices are `lost_packets + loss_marked_packets`.
 //!
 //! **Randomness.** The link owns its loss stream (`loss_rng`, given at
 //! construction), separate from the qdisc's `ctx.rng`, so changing the AQM
-//! never changes which packets the wire loses (DESIGN.md §4.2).
+//! never changes which packets the wire loses (DESIGN.md §4.2). The loss
+//! model is asked exactly once per serialized packet whether or not
+//! `loss_ecn` is set, so the option changes what happens to a chosen packet,
+//! never which packets are chosen or how many numbers the stream yields.
 //!
 //! **Utilization.** The link is busy from the moment it starts serializing a
 //! packet until the packet's last bit leaves; [`LinkStats::busy_time`] sums
@@ -38,7 +47,11 @@
 //! Deviations from a Linux bottleneck (netem/tbf + qdisc): serialization
 //! starts the instant the qdisc yields a packet (no driver ring, no BQL, no
 //! TSO/GSO bursts), no layer-2 overhead is added to the rate, and loss is
-//! applied after serialization (see `docs/models/loss.md`).
+//! applied after serialization (see `docs/models/loss.md`). So with
+//! `loss_ecn` a packet is CE-marked as it leaves the wire, after the qdisc
+//! classified it by its original codepoint (netem marks at its own enqueue),
+//! and the mark counts as a mark (`link_mark`), where netem's `qstats` count
+//! it as a drop.
 
 pub mod bottleneck;
 pub mod delay_line;
@@ -47,7 +60,7 @@ pub mod loss;
 pub mod rate;
 pub mod trace;
 
-use l4slab_core::{DropReason, Dur, Packet, SimRng, Time};
+use l4slab_core::{DropReason, Dur, MarkReason, Packet, SimRng, Time};
 use l4slab_qdisc::{Qdisc, QdiscCtx};
 
 pub use bottleneck::Bottleneck;
@@ -79,6 +92,11 @@ pub struct LinkStats {
     /// Serialized packets lost by the [`LossModel`] ([`DropReason::LinkLoss`]).
     pub lost_packets: u64,
     pub lost_bytes: u64,
+    /// Serialized packets the [`LossModel`] chose that the link CE-marked
+    /// instead of dropping ([`Link::with_loss_ecn`], [`MarkReason::LinkMark`]);
+    /// they are also counted as delivered.
+    pub loss_marked_packets: u64,
+    pub loss_marked_bytes: u64,
     /// Serialized packets handed back for delivery at the far end.
     pub delivered_packets: u64,
     pub delivered_bytes: u64,
@@ -108,6 +126,8 @@ pub struct Link {
     rate: Box<dyn RateModel>,
     loss: Box<dyn LossModel>,
     loss_rng: SimRng,
+    /// netem's `ecn` flag for `loss`: CE-mark a chosen ECN-capable packet.
+    loss_ecn: bool,
     delay: Dur,
     ecn_rewrite: EcnRewrite,
     on_wire: Option<OnWire>,
@@ -129,6 +149,7 @@ impl Link {
             rate,
             loss,
             loss_rng,
+            loss_ecn: false,
             delay,
             ecn_rewrite: EcnRewrite::None,
             on_wire: None,
@@ -145,6 +166,21 @@ impl Link {
 
     pub fn ecn_rewrite(&self) -> EcnRewrite {
         self.ecn_rewrite
+    }
+
+    /// netem's `loss ... ecn`: a packet the [`LossModel`] chooses is CE-marked
+    /// through the context ([`MarkReason::LinkMark`]) and delivered if it is
+    /// ECN-capable (ECT(0), ECT(1) or already CE), and dropped
+    /// ([`DropReason::LinkLoss`]) if it is Not-ECT. Off by default: every
+    /// chosen packet is dropped. Either way the loss model draws the same
+    /// numbers for the same packets.
+    pub fn with_loss_ecn(mut self, ecn: bool) -> Self {
+        self.loss_ecn = ecn;
+        self
+    }
+
+    pub fn loss_ecn(&self) -> bool {
+        self.loss_ecn
     }
 
     /// Enqueue `pkt` at `now`; if the transmitter is idle, start serializing.
@@ -178,9 +214,11 @@ impl Link {
 
     /// Finish the current serialization at `now` (= [`Link::tx_done_at`]).
     /// Applies the loss model: a lost packet is dropped through `ctx` with
-    /// [`DropReason::LinkLoss`] and `None` is returned; a surviving one is
-    /// returned with its arrival time at the far end, `now + delay`. Then the
-    /// next packet is dequeued and starts serializing.
+    /// [`DropReason::LinkLoss`] and `None` is returned (with
+    /// [`Link::with_loss_ecn`], an ECN-capable one is CE-marked through `ctx`
+    /// instead and survives); a surviving one is returned with its arrival
+    /// time at the far end, `now + delay`. Then the next packet is dequeued
+    /// and starts serializing.
     ///
     /// # Panics
     /// If nothing is being serialized or `now` is before it finishes: both
@@ -199,15 +237,28 @@ impl Link {
         self.stats.busy_time += w.done - w.start;
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += len;
-        let out = if self.loss.is_lost(&mut self.loss_rng) {
+        let mut pkt = w.pkt;
+        // One draw decision per serialized packet, whatever `loss_ecn` says:
+        // the option must not move the stream (seeds keep their losses).
+        let chosen = self.loss.is_lost(&mut self.loss_rng);
+        // netem_enqueue: `if (loss_event(q)) { if (q->ecn && INET_ECN_set_ce(skb))
+        // qdisc_qstats_drop(sch); /* mark packet */ else --count; }` --
+        // INET_ECN_set_ce succeeds for ECT(0), ECT(1) and CE, fails for Not-ECT,
+        // exactly as `try_mark` does.
+        let marked = chosen && self.loss_ecn && ctx.try_mark(now, &mut pkt, MarkReason::LinkMark);
+        let out = if chosen && !marked {
             self.stats.lost_packets += 1;
             self.stats.lost_bytes += len;
-            ctx.drop_packet(now, w.pkt, DropReason::LinkLoss);
+            ctx.drop_packet(now, pkt, DropReason::LinkLoss);
             None
         } else {
+            if marked {
+                self.stats.loss_marked_packets += 1;
+                self.stats.loss_marked_bytes += len;
+            }
             self.stats.delivered_packets += 1;
             self.stats.delivered_bytes += len;
-            Some((now + self.delay, w.pkt))
+            Some((now + self.delay, pkt))
         };
         self.start_next(now, ctx);
         out
@@ -286,7 +337,7 @@ mod tests {
     use std::collections::VecDeque;
 
     use super::*;
-    use l4slab_core::{Ecn, Rate, TraceEvent, VecTracer};
+    use l4slab_core::{Ecn, MarkReason, Rate, TraceEvent, VecTracer};
     use l4slab_qdisc::{Backlog, Fifo, FifoConfig, QdiscStats};
 
     struct Env {
@@ -543,6 +594,117 @@ mod tests {
             (1, 1500)
         );
         assert_eq!(l.stats().offered_packets, 2);
+    }
+
+    /// netem `loss ... ecn` with every packet chosen (p = 1): ECN-capable
+    /// packets leave CE (an arriving CE stays CE, as `INET_ECN_set_ce`
+    /// succeeds on it), Not-ECT ones are dropped as `LinkLoss`.
+    #[test]
+    fn loss_ecn_marks_ect_and_drops_not_ect() {
+        let mut env = Env::new();
+        let mut l =
+            link(fifo(), 12, Box::new(Bernoulli::new(1.0).unwrap()), 10).with_loss_ecn(true);
+        assert!(l.loss_ecn());
+        let sent = [
+            (0, Ecn::Ect0),
+            (1, Ecn::NotEct),
+            (2, Ecn::Ect1),
+            (3, Ecn::Ce),
+        ];
+        for (id, e) in sent {
+            l.enqueue(Time::ZERO, Packet::new(id, 1, 1000, e), &mut env.ctx());
+        }
+        let mut got = Vec::new();
+        while let Some(t) = l.tx_done_at() {
+            got.extend(l.on_tx_done(t, &mut env.ctx()).map(|(_, p)| (p.id, p.ecn)));
+        }
+        assert_eq!(got, [(0, Ecn::Ce), (2, Ecn::Ce), (3, Ecn::Ce)]);
+        assert_eq!(
+            env.dropped
+                .iter()
+                .map(|(p, r)| (p.id, *r))
+                .collect::<Vec<_>>(),
+            [(1, DropReason::LinkLoss)]
+        );
+        // The dropped Not-ECT packet was serialized too: 4 on the wire.
+        let s = l.stats();
+        assert_eq!(
+            (
+                s.tx_packets,
+                s.delivered_packets,
+                s.lost_packets,
+                s.lost_bytes
+            ),
+            (4, 3, 1, 1000)
+        );
+        assert_eq!((s.loss_marked_packets, s.loss_marked_bytes), (3, 3000));
+        // Each mark traced through the context, for this queue, as LinkMark.
+        let marks: Vec<_> = env
+            .tracer
+            .0
+            .iter()
+            .filter_map(|(_, e)| match e {
+                TraceEvent::Marked {
+                    queue,
+                    packet,
+                    reason,
+                    ..
+                } => Some((*queue, *packet, *reason)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                (3, 0, MarkReason::LinkMark),
+                (3, 2, MarkReason::LinkMark),
+                (3, 3, MarkReason::LinkMark)
+            ]
+        );
+    }
+
+    /// The option changes what happens to a chosen packet, not which packets
+    /// are chosen: same draws, same choices, for both loss models.
+    #[test]
+    fn loss_ecn_keeps_the_loss_stream_and_its_choices() {
+        let models: [fn() -> Box<dyn LossModel>; 2] = [
+            || Box::new(Bernoulli::new(0.3).unwrap()),
+            || Box::new(GilbertElliott::new(0.1, 0.3, 0.95, 0.2).unwrap()),
+        ];
+        for model in models {
+            // (ids dropped, ids marked, draws); odd ids Not-ECT.
+            let run = |ecn: bool| {
+                let mut l = link(fifo(), 100, model(), 1).with_loss_ecn(ecn);
+                let mut env = Env::new();
+                for id in 0..400 {
+                    let e = if id % 2 == 1 { Ecn::NotEct } else { Ecn::Ect1 };
+                    l.enqueue(Time::ZERO, Packet::new(id, 1, 1000, e), &mut env.ctx());
+                }
+                drain(&mut l, &mut env);
+                let dropped: Vec<u64> = env.dropped.iter().map(|(p, _)| p.id).collect();
+                let marked: Vec<u64> = env
+                    .tracer
+                    .0
+                    .iter()
+                    .filter_map(|(_, e)| match e {
+                        TraceEvent::Marked { packet, .. } => Some(*packet),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(l.stats().loss_marked_packets, marked.len() as u64);
+                (dropped, marked, l.random_draws())
+            };
+            let (plain, none_marked, draws) = run(false);
+            assert!(none_marked.is_empty());
+            let (dropped, marked, draws_ecn) = run(true);
+            assert_eq!(draws, draws_ecn);
+            assert!(!marked.is_empty() && !dropped.is_empty());
+            assert!(dropped.iter().all(|id| id % 2 == 1));
+            assert!(marked.iter().all(|id| id % 2 == 0));
+            let mut chosen = [dropped, marked].concat();
+            chosen.sort_unstable();
+            assert_eq!(chosen, plain);
+        }
     }
 
     #[test]

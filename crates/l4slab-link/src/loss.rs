@@ -14,6 +14,11 @@
 //! * [`GilbertElliott`]: the two-state Markov model of Linux netem
 //!   `loss gemodel p r 1-h 1-k` (`net/sched/sch_netem.c`, `loss_gilb_ell`).
 //!
+//! A model only *chooses* packets; what a chosen packet becomes is the
+//! link's business: dropped, or, with netem's `ecn` flag
+//! ([`Link::with_loss_ecn`](crate::Link::with_loss_ecn)), CE-marked if it
+//! is ECN-capable. The model draws the same numbers either way.
+//!
 //! Deviations from netem: netem decides loss at *enqueue* to the netem qdisc,
 //! before its rate limiter, so a lost packet costs no capacity; here the wire
 //! loses a packet after serializing it (see `docs/models/loss.md`). netem's

@@ -46,8 +46,8 @@ pub fn qdisc(spec: &QdiscSpec) -> Box<dyn Qdisc> {
 pub fn loss(spec: &LossSpec) -> Box<dyn LossModel> {
     match *spec {
         LossSpec::None => Box::new(NoLoss),
-        LossSpec::Bernoulli { p } => Box::new(Bernoulli::new(p).expect("validated")),
-        LossSpec::GilbertElliott { p, r, k, h } => {
+        LossSpec::Bernoulli { p, .. } => Box::new(Bernoulli::new(p).expect("validated")),
+        LossSpec::GilbertElliott { p, r, k, h, .. } => {
             Box::new(GilbertElliott::new(p, r, k, h).expect("validated"))
         }
     }
@@ -67,7 +67,8 @@ pub fn rate(spec: &LinkSpec) -> Box<dyn RateModel> {
 }
 
 /// The link of one bottleneck direction named `name` (e.g. `bottleneck.down`),
-/// with its own loss stream `link/<name>/loss` and the path's ECN rewrite.
+/// with its own loss stream `link/<name>/loss`, netem's `ecn` flag for that
+/// loss, and the path's ECN rewrite.
 pub fn link(spec: &LinkSpec, name: &str, seed: u64) -> Link {
     Link::new(
         qdisc(&spec.qdisc),
@@ -76,6 +77,7 @@ pub fn link(spec: &LinkSpec, name: &str, seed: u64) -> Link {
         SimRng::derive(seed, &format!("link/{name}/loss")),
         spec.delay,
     )
+    .with_loss_ecn(spec.loss.ecn())
     .with_ecn_rewrite(spec.ecn_rewrite)
 }
 

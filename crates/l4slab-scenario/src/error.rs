@@ -276,6 +276,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         ("app", "rate") => r#""5Mbit""#,
         ("cc", "kind") => r#""prague""#,
         ("loss", "p") => r#""1%""#,
+        ("loss", "ecn") => "true",
         (_, "format") => "1",
         (_, "name") => r#""download""#,
         (_, "description") => r#""one Reno download""#,

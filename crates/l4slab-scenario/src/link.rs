@@ -141,15 +141,16 @@ pub(crate) fn buffer_limit(
 
 /// `loss = "1%"`, `loss = 0.01`, or a table with `kind`.
 pub(crate) fn resolve_loss(value: &Value, path: &str) -> Result<LossSpec, ScenarioError> {
-    let bernoulli = |p: f64| {
+    // p = 0 chooses no packet, so there is nothing to drop or mark.
+    let bernoulli = |p: f64, ecn: bool| {
         if p == 0.0 {
             LossSpec::None
         } else {
-            LossSpec::Bernoulli { p }
+            LossSpec::Bernoulli { p, ecn }
         }
     };
     let Value::Table(t) = value else {
-        return values::fraction(value, path).map(bernoulli);
+        return values::fraction(value, path).map(|p| bernoulli(p, false));
     };
     let (kind, kind_path) = kind_of(value, path)?;
     let table = Value::Table(t.clone());
@@ -170,7 +171,8 @@ pub(crate) fn resolve_loss(value: &Value, path: &str) -> Result<LossSpec, Scenar
         }
         "bernoulli" => {
             let t: BernoulliTable = deserialize_at(table, path)?;
-            required(t.p, "p").map(bernoulli)
+            let ecn = t.ecn.unwrap_or(false);
+            required(t.p, "p").map(|p| bernoulli(p, ecn))
         }
         "gilbert_elliott" => {
             let t: GilbertElliottTable = deserialize_at(table, path)?;
@@ -181,6 +183,7 @@ pub(crate) fn resolve_loss(value: &Value, path: &str) -> Result<LossSpec, Scenar
                 // every packet lost in the bad state (h = 0).
                 k: optional(t.k, "k", 1.0)?,
                 h: optional(t.h, "h", 0.0)?,
+                ecn: t.ecn.unwrap_or(false),
             })
         }
         k => Err(ScenarioError::unknown_name(
@@ -247,12 +250,55 @@ mod tests {
         let s = |t: &str| Value::String(t.into());
         assert_eq!(
             resolve_loss(&s("1%"), "l"),
-            Ok(LossSpec::Bernoulli { p: 0.01 })
+            Ok(LossSpec::Bernoulli {
+                p: 0.01,
+                ecn: false
+            })
         );
         assert_eq!(resolve_loss(&s("0%"), "l"), Ok(LossSpec::None));
         assert_eq!(
             resolve_loss(&Value::Float(0.02), "l"),
-            Ok(LossSpec::Bernoulli { p: 0.02 })
+            Ok(LossSpec::Bernoulli {
+                p: 0.02,
+                ecn: false
+            })
+        );
+    }
+
+    #[test]
+    fn loss_ecn_flag() {
+        let t = |text: &str| -> Value { toml::from_str(&format!("loss = {text}")).unwrap() };
+        let r = |text: &str| resolve_loss(&t(text)["loss"], "bottleneck.down.loss");
+        assert_eq!(
+            r(r#"{ kind = "bernoulli", p = "1%", ecn = true }"#),
+            Ok(LossSpec::Bernoulli { p: 0.01, ecn: true })
+        );
+        assert_eq!(
+            r(r#"{ kind = "bernoulli", p = "1%" }"#).map(|s| s.ecn()),
+            Ok(false)
+        );
+        assert_eq!(
+            r(r#"{ kind = "gilbert_elliott", p = "1%", r = "30%", ecn = true }"#),
+            Ok(LossSpec::GilbertElliott {
+                p: 0.01,
+                r: 0.3,
+                k: 1.0,
+                h: 0.0,
+                ecn: true
+            })
+        );
+        let e = r(r#"{ kind = "bernoulli", p = "1%", ecn = "yes" }"#).unwrap_err();
+        assert_eq!(e.path(), Some("bottleneck.down.loss.ecn"));
+        assert!(e.to_string().contains("expected true or false"), "{e}");
+        // Written only when set: scenarios without it resolve as before.
+        let json = |s: LossSpec| serde_json::to_string(&s).unwrap();
+        assert_eq!(
+            json(LossSpec::Bernoulli { p: 0.5, ecn: false }),
+            r#"{"kind":"bernoulli","p":0.5}"#
+        );
+        assert_eq!(
+            json(LossSpec::Bernoulli { p: 0.5, ecn: true }),
+            r#"{"kind":"bernoulli","p":0.5,"ecn":true}"#
         );
     }
 }

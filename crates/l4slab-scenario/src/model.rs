@@ -115,6 +115,10 @@ pub enum BufferLimit {
     },
 }
 
+/// `ecn` is netem's `loss ... ecn` (`l4slab_link::Link::with_loss_ecn`): a
+/// chosen ECN-capable packet is CE-marked instead of dropped. It is written
+/// in the resolved scenario only when set, so scenarios without it resolve
+/// exactly as before.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LossSpec {
@@ -122,6 +126,8 @@ pub enum LossSpec {
     /// Independent loss with probability `p` per packet.
     Bernoulli {
         p: f64,
+        #[serde(skip_serializing_if = "is_false")]
+        ecn: bool,
     },
     /// Two-state Gilbert–Elliott: `p` good->bad, `r` bad->good (per packet),
     /// loss probability `1 - k` in good and `1 - h` in bad.
@@ -130,7 +136,23 @@ pub enum LossSpec {
         r: f64,
         k: f64,
         h: f64,
+        #[serde(skip_serializing_if = "is_false")]
+        ecn: bool,
     },
+}
+
+impl LossSpec {
+    /// Whether chosen ECN-capable packets are CE-marked instead of dropped.
+    pub fn ecn(&self) -> bool {
+        match *self {
+            LossSpec::None => false,
+            LossSpec::Bernoulli { ecn, .. } | LossSpec::GilbertElliott { ecn, .. } => ecn,
+        }
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -144,16 +144,18 @@ pub struct KindOnlyTable {
     pub kind: String,
 }
 
-/// `loss = { kind = "bernoulli", p = "1%" }`.
+/// `loss = { kind = "bernoulli", p = "1%", ecn = true }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub struct BernoulliTable {
     #[allow(dead_code)] // already read to choose this struct
     pub kind: String,
     pub p: Option<Value>,
+    /// netem's `loss ... ecn`: CE-mark a chosen ECN-capable packet.
+    pub ecn: Option<bool>,
 }
 
-/// `loss = { kind = "gilbert_elliott", p = "1%", r = "30%", k = "100%", h = "0%" }`.
+/// `loss = { kind = "gilbert_elliott", p = "1%", r = "30%", k = "100%", h = "0%", ecn = true }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub struct GilbertElliottTable {
@@ -163,4 +165,6 @@ pub struct GilbertElliottTable {
     pub r: Option<Value>,
     pub k: Option<Value>,
     pub h: Option<Value>,
+    /// netem's `loss ... ecn`, as for Bernoulli.
+    pub ecn: Option<bool>,
 }

@@ -161,7 +161,8 @@ app = "bulk"
                 p: 0.01,
                 r: 0.3,
                 k: 1.0,
-                h: 0.0
+                h: 0.0,
+                ecn: false
             },
             ecn_rewrite: EcnRewrite::None,
             rate_trace: None,
@@ -176,7 +177,10 @@ app = "bulk"
                 limit: BufferLimit::Bytes(65_536),
                 head_drop: false
             },
-            loss: LossSpec::Bernoulli { p: 0.001 },
+            loss: LossSpec::Bernoulli {
+                p: 0.001,
+                ecn: false
+            },
             ecn_rewrite: EcnRewrite::None,
             rate_trace: None,
         }
@@ -230,7 +234,13 @@ fn direction_tables_override_shared_keys() {
     assert_eq!(s.bottleneck.down.rate, Rate::from_mbps(50));
     assert_eq!(s.bottleneck.up.rate, Rate::from_mbps(5));
     assert_eq!(s.bottleneck.down.loss, LossSpec::None);
-    assert_eq!(s.bottleneck.up.loss, LossSpec::Bernoulli { p: 0.01 });
+    assert_eq!(
+        s.bottleneck.up.loss,
+        LossSpec::Bernoulli {
+            p: 0.01,
+            ecn: false
+        }
+    );
     assert_eq!(s.bottleneck.up.delay, Dur::from_millis(10));
 }
 
@@ -279,14 +289,29 @@ fn loss_forms() {
             .down
             .loss
     };
-    assert_eq!(loss("1%"), LossSpec::Bernoulli { p: 0.01 });
-    assert_eq!(loss("0.02"), LossSpec::Bernoulli { p: 0.02 });
+    assert_eq!(
+        loss("1%"),
+        LossSpec::Bernoulli {
+            p: 0.01,
+            ecn: false
+        }
+    );
+    assert_eq!(
+        loss("0.02"),
+        LossSpec::Bernoulli {
+            p: 0.02,
+            ecn: false
+        }
+    );
     assert_eq!(loss("0%"), LossSpec::None);
     assert_eq!(loss("0"), LossSpec::None);
     assert_eq!(loss("{ kind = \"none\" }"), LossSpec::None);
     assert_eq!(
         loss("{ kind = \"bernoulli\", p = \"0.5%\" }"),
-        LossSpec::Bernoulli { p: 0.005 }
+        LossSpec::Bernoulli {
+            p: 0.005,
+            ecn: false
+        }
     );
     assert_eq!(loss("{ kind = \"bernoulli\", p = 0 }"), LossSpec::None);
     assert_eq!(
@@ -295,7 +320,25 @@ fn loss_forms() {
             p: 0.01,
             r: 0.3,
             k: 0.99,
-            h: 0.5
+            h: 0.5,
+            ecn: false
+        }
+    );
+    // netem's `loss ... ecn`, per direction.
+    let s = base_with(&[
+        "bottleneck.down.loss={ kind = \"bernoulli\", p = \"4%\", ecn = true }",
+        "bottleneck.up.loss={ kind = \"gilbert_elliott\", p = \"1%\", r = \"30%\", ecn = true }",
+    ]);
+    assert_eq!(
+        s.bottleneck.down.loss,
+        LossSpec::Bernoulli { p: 0.04, ecn: true }
+    );
+    assert!(s.bottleneck.up.loss.ecn());
+    assert_eq!(
+        loss("{ kind = \"bernoulli\", p = \"1%\", ecn = false }"),
+        LossSpec::Bernoulli {
+            p: 0.01,
+            ecn: false
         }
     );
 }
@@ -516,7 +559,13 @@ fn overrides_apply_before_validation() {
     assert_eq!(s.bottleneck.up.rate, Rate::from_mbps(50));
     assert_eq!(s.flows[0].cc.kind, "cubic");
     assert_eq!(s.duration, Time::from_secs(20));
-    assert_eq!(s.bottleneck.down.loss, LossSpec::Bernoulli { p: 0.02 });
+    assert_eq!(
+        s.bottleneck.down.loss,
+        LossSpec::Bernoulli {
+            p: 0.02,
+            ecn: false
+        }
+    );
     assert_eq!(s.seed, 7);
     assert_eq!(s.flows[0].app, AppSpec::File { size: 1_000_000 });
     assert_eq!(

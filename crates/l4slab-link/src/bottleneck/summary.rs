@@ -93,7 +93,7 @@ impl Direction {
     /// DESIGN §3: `offered = enqueued + dropped_at_enqueue`, `enqueued =
     /// dequeued + backlog`, `dequeued = sent + dropped_after_dequeue`; and the
     /// drops counted at the context are exactly those the identities and the
-    /// link's counters account for.
+    /// link's counters account for, and so are the link's CE marks.
     fn check_accounting(&self, name: &str) {
         let q = self.link.qdisc();
         let s = q.stats();
@@ -133,6 +133,11 @@ impl Direction {
             at(DropReason::EcnBlackhole),
             ls.ecn_dropped_packets,
             "{name}: ECN path drops"
+        );
+        assert_eq!(
+            rec.marks[MarkReason::LinkMark.index()],
+            ls.loss_marked_packets,
+            "{name}: marks by the link's loss model (loss ... ecn)"
         );
         assert_eq!(
             ls.offered_packets,
