@@ -7,7 +7,12 @@
 //!   (except the 2-segment floor).
 //! * Prague: the segment window is at least 1 segment and, outside an RTO's
 //!   slow start, at least `MIN_CWND`; `frac_cwnd > 0`; `alpha` in `[0, 1]`;
-//!   the pacing rate, once there is an RTT, is at least the floor.
+//!   the pacing rate, once there is an RTT, is at least the floor; only
+//!   unmarked bytes grow the window (an ACK whose bytes are all CE-marked
+//!   never raises `frac_cwnd`), there is no growth in loss recovery, a CE
+//!   reduction never cuts `frac_cwnd` by more than half (`alpha <= 1`), and
+//!   outside slow start an ACK moves the segment window by at most one
+//!   segment (Linux "step-wise cwnd decrement/increment").
 //! * Both: every traced state change starts from the state reported before
 //!   it (the controllers' own `transition_to` asserts the window/state
 //!   agreement and would panic otherwise).
@@ -170,9 +175,29 @@ proptest! {
         // After an RTO the window restarts at 1 segment (RFC 5681 loss window).
         let mut rto_seen = false;
         for op in &ops {
+            let (frac_before, before) = (d.cc.frac_cwnd(), d.cc.metrics());
             apply(&mut d, op, mss);
             rto_seen |= matches!(op, Op::Rto);
             let m = d.cc.metrics();
+            if let Op::Ack { bytes } | Op::AckCe { bytes, .. } = *op {
+                let ce = match *op { Op::AckCe { ce_percent, .. } => bytes * ce_percent / 100, _ => 0 };
+                let frac = d.cc.frac_cwnd();
+                if ce == bytes || before.state == "Recovery" {
+                    prop_assert!(frac <= frac_before, "frac_cwnd grew {} -> {} ({:?} in {})", frac_before, frac, op, before.state);
+                }
+                if ce > 0 && matches!(before.state, "SlowStart" | "CongestionAvoidance") {
+                    prop_assert!(frac >= frac_before / 2.0, "CE cut {} -> {}", frac_before, frac);
+                }
+                // (From a window below MIN_CWND, possible only with an
+                // initial window of 1, a cut sets ssthresh to MIN_CWND and
+                // slow start resumes: not checked.)
+                if before.ssthresh.is_some_and(|s| before.cwnd >= s) && before.cwnd >= 2 * mss {
+                    prop_assert!(
+                        m.cwnd.abs_diff(before.cwnd) <= mss,
+                        "an ACK outside slow start moved cwnd {} -> {}", before.cwnd, m.cwnd
+                    );
+                }
+            }
             prop_assert!(m.cwnd >= mss, "cwnd {} < 1 segment", m.cwnd);
             prop_assert_eq!(m.cwnd % mss, 0, "whole segments");
             if !rto_seen && iw >= 2 {
