@@ -26,7 +26,7 @@
 //! * after an ACK of data outside loss recovery, `cwnd >= cwnd_min_target`
 //!   (4 packets); during recovery packet conservation may go lower;
 //! * after any ACK in ProbeRTT, `cwnd <= cwnd_min_target` packets;
-//! * the gains are the mode's (`bbr_update_gains`): Startup 2/ln 2, Drain
+//! * after any ACK, the gains are the mode's (`bbr_update_gains`): Startup 2/ln 2, Drain
 //!   ln 2/2 (pacing) with cwnd gain 2/ln 2, ProbeBW one of the cycle's
 //!   pacing gains with cwnd gain 2, ProbeRTT 1 and 1.
 //!
@@ -38,11 +38,15 @@
 //! * after an ACK of data, `cwnd <= max(inflight_shortterm, MinPipeCwnd)`,
 //!   and in ProbeBW DOWN / REFILL / UP `cwnd <= max(inflight_longterm,
 //!   MinPipeCwnd)` (§5.6.4.7 `BoundCwndForModel`);
-//! * the gains are always the §5.6.1 table's for the state.
+//! * the gains are always the §5.6.1 table's for the state (checked after
+//!   every event and every ACK).
 
 use l4slab_cc::testing::Driver;
-use l4slab_cc::{Bbr, Bbr3, Bbr3Config, BbrConfig, CongestionControl};
-use l4slab_core::{Dur, Rate, TraceEvent};
+use l4slab_cc::{
+    AckEvent, Bbr, Bbr3, Bbr3Config, BbrConfig, CcCtx, CcMetrics, CongestionControl,
+    CongestionEvent,
+};
+use l4slab_core::{Dur, Rate, Time, TraceEvent};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -131,6 +135,51 @@ fn apply<C: CongestionControl>(d: &mut Driver<C>, op: &Op, mss: u64) -> u64 {
     d.delivered() - before
 }
 
+/// A controller that records its metrics after every ACK, so that the
+/// per-ACK invariants are checked inside rounds too.
+#[derive(Debug)]
+struct PerAck<C> {
+    cc: C,
+    acks: Vec<CcMetrics>,
+}
+
+impl<C: CongestionControl> PerAck<C> {
+    fn new(cc: C) -> Self {
+        PerAck {
+            cc,
+            acks: Vec::new(),
+        }
+    }
+}
+
+impl<C: CongestionControl> CongestionControl for PerAck<C> {
+    fn name(&self) -> &'static str {
+        self.cc.name()
+    }
+    fn on_packet_sent(&mut self, now: Time, bytes: u64, in_flight: u64, ctx: &mut CcCtx<'_>) {
+        self.cc.on_packet_sent(now, bytes, in_flight, ctx);
+    }
+    fn on_ack(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>) {
+        self.cc.on_ack(now, ack, ctx);
+        self.acks.push(self.cc.metrics());
+    }
+    fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>) {
+        self.cc.on_congestion(now, ev, ctx);
+    }
+    fn cwnd(&self) -> u64 {
+        self.cc.cwnd()
+    }
+    fn pacing_rate(&self) -> Option<Rate> {
+        self.cc.pacing_rate()
+    }
+    fn states(&self) -> &'static [&'static str] {
+        self.cc.states()
+    }
+    fn metrics(&self) -> CcMetrics {
+        self.cc.metrics()
+    }
+}
+
 /// Whether `op` reaches the controller (which then starts: `ensure_started`).
 fn calls_controller(op: &Op) -> bool {
     matches!(
@@ -176,7 +225,7 @@ fn v3_edge(from: &str, to: &str) -> bool {
     ) || (to == "ProbeRTT" && from != "ProbeRTT")
 }
 
-fn extra(m: &l4slab_cc::CcMetrics, key: &str) -> f64 {
+fn extra(m: &CcMetrics, key: &str) -> f64 {
     m.extra
         .iter()
         .find(|(k, _)| *k == key)
@@ -200,7 +249,7 @@ proptest! {
         let drain = f64::from(cfg.drain_gain) / unit;
         let cycle: Vec<f64> = cfg.pacing_gain_cycle.iter().map(|g| f64::from(*g) / unit).collect();
         let probe_bw_cwnd_gain = f64::from(cfg.cwnd_gain) / unit;
-        let mut d = Driver::new(Bbr::new(cfg)).mss(mss).rtt(Dur::from_millis(rtt_ms));
+        let mut d = Driver::new(PerAck::new(Bbr::new(cfg))).mss(mss).rtt(Dur::from_millis(rtt_ms));
         // Linux icsk_ca_state as BBR sees it: Recovery from the first loss of
         // an episode (if Open), Loss from an RTO, Open again at RecoveryEnd.
         let mut open = true;
@@ -254,11 +303,15 @@ proptest! {
                 if open {
                     prop_assert!(m.cwnd >= min_cwnd, "cwnd {} < {} after {:?}", m.cwnd, min_cwnd, op);
                 }
-                if m.state == "ProbeRTT" {
-                    prop_assert!(m.cwnd <= min_cwnd, "ProbeRTT cwnd {}", m.cwnd);
+                open_at_last_ack = open;
+            }
+            // After every ACK (data or not, inside rounds too).
+            for a in d.cc.acks.drain(..) {
+                if a.state == "ProbeRTT" {
+                    prop_assert!(a.cwnd <= min_cwnd, "ProbeRTT cwnd {}", a.cwnd);
                 }
-                let (pg, cg) = (extra(&m, "pacing_gain"), extra(&m, "cwnd_gain"));
-                match m.state {
+                let (pg, cg) = (extra(&a, "pacing_gain"), extra(&a, "cwnd_gain"));
+                match a.state {
                     "Startup" => prop_assert_eq!((pg, cg), (high, high)),
                     "Drain" => prop_assert_eq!((pg, cg), (drain, high)),
                     "ProbeBW" => {
@@ -268,7 +321,6 @@ proptest! {
                     "ProbeRTT" => prop_assert_eq!((pg, cg), (1.0, 1.0)),
                     other => prop_assert!(false, "unknown state {}", other),
                 }
-                open_at_last_ack = open;
             }
             peak = peak.max(m.cwnd);
         }
@@ -284,7 +336,7 @@ proptest! {
         let cfg = Bbr3Config { mss, initial_window_segments: iw, ..Bbr3Config::default() };
         let min_pipe = cfg.min_pipe_cwnd_segments * mss;
         let gains = cfg.clone();
-        let mut d = Driver::new(Bbr3::new(cfg)).mss(mss).rtt(Dur::from_millis(rtt_ms));
+        let mut d = Driver::new(PerAck::new(Bbr3::new(cfg))).mss(mss).rtt(Dur::from_millis(rtt_ms));
         // An ACK of data has set the MinPipeCwnd floor, and no RTO came since.
         let mut floored = false;
         let mut started = false;
@@ -314,9 +366,11 @@ proptest! {
                 state = to;
             }
             prop_assert_eq!(state, m.state);
-            prop_assert_eq!(state, d.cc.mode_name());
-            let (pg, cg) = (extra(&m, "pacing_gain"), extra(&m, "cwnd_gain"));
-            let want = match m.state {
+            prop_assert_eq!(state, d.cc.cc.mode_name());
+            let acks: Vec<CcMetrics> = d.cc.acks.drain(..).collect();
+            for a in acks.iter().chain([&m]) {
+            let (pg, cg) = (extra(a, "pacing_gain"), extra(a, "cwnd_gain"));
+            let want = match a.state {
                 "Startup" => (gains.startup_pacing_gain, gains.default_cwnd_gain),
                 "Drain" => (gains.drain_pacing_gain, gains.default_cwnd_gain),
                 "ProbeBW_DOWN" => (gains.probe_down_pacing_gain, gains.default_cwnd_gain),
@@ -325,7 +379,8 @@ proptest! {
                 "ProbeRTT" => (1.0, gains.probe_rtt_cwnd_gain),
                 other => { prop_assert!(false, "unknown state {}", other); unreachable!() }
             };
-            prop_assert_eq!((pg, cg), want, "gains in {}", m.state);
+            prop_assert_eq!((pg, cg), want, "gains in {}", a.state);
+            }
             if is_ack {
                 let left_probe_rtt = changes.iter().any(|(f, _)| *f == "ProbeRTT");
                 let from = if left_probe_rtt { peak.max(before) } else { before };
@@ -335,12 +390,12 @@ proptest! {
                     "cwnd {} -> {} on {} acked bytes ({:?})", before, m.cwnd, acked, op
                 );
                 if m.state == "ProbeRTT" {
-                    prop_assert!(m.cwnd <= d.cc.probe_rtt_cwnd(), "ProbeRTT cwnd {} > {}", m.cwnd, d.cc.probe_rtt_cwnd());
+                    prop_assert!(m.cwnd <= d.cc.cc.probe_rtt_cwnd(), "ProbeRTT cwnd {} > {}", m.cwnd, d.cc.cc.probe_rtt_cwnd());
                 }
-                if let Some(lo) = d.cc.inflight_shortterm() {
+                if let Some(lo) = d.cc.cc.inflight_shortterm() {
                     prop_assert!(m.cwnd <= lo.max(min_pipe), "cwnd {} > inflight_shortterm {}", m.cwnd, lo);
                 }
-                if let (Some(hi), Some(phase)) = (d.cc.inflight_longterm(), d.cc.probe_bw_phase()) {
+                if let (Some(hi), Some(phase)) = (d.cc.cc.inflight_longterm(), d.cc.cc.probe_bw_phase()) {
                     if phase != l4slab_cc::bbr::ProbeBwPhase::Cruise {
                         prop_assert!(m.cwnd <= hi.max(min_pipe), "cwnd {} > inflight_longterm {} in {}", m.cwnd, hi, m.state);
                     }
