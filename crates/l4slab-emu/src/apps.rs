@@ -284,8 +284,7 @@ impl Apps<'_> {
         let mut rbuf = vec![0u8; 256 * 1024];
         let mut pfds: Vec<libc::pollfd> = Vec::new();
         // The summary's window: bytes read and RTT samples from then on.
-        let mut window_due =
-            (!self.scn.warmup.is_zero()).then(|| self.origin + self.scn.warmup);
+        let mut window_due = (!self.scn.warmup.is_zero()).then(|| self.origin + self.scn.warmup);
         while !self.stop.load(Ordering::Relaxed) {
             let now = self.clock.now();
             if window_due.is_some_and(|w| now >= w) {
