@@ -73,6 +73,18 @@ impl DurStats {
         self.max = self.max.max(other.max);
     }
 
+    /// Forget every sample in the totals (histogram, count, min, mean, max),
+    /// as at the start of a measurement window; the per-interval
+    /// accumulators are left alone, so the interval running across the
+    /// window's start still reports all its samples.
+    pub fn clear_totals(&mut self) {
+        self.hist.reset();
+        self.sum_ns = 0;
+        self.n = 0;
+        self.min = Dur::MAX;
+        self.max = Dur::ZERO;
+    }
+
     /// Mean and max over the interval since the last call, in ms; `None` if no samples.
     pub fn take_interval(&mut self) -> Option<(f64, f64)> {
         if self.int_n == 0 {
@@ -139,6 +151,27 @@ mod tests {
         assert!((p99 - 99.0).abs() <= 0.1, "{p99}");
         assert_eq!(s.take_interval(), Some((50.5, 100.0)));
         assert_eq!(s.take_interval(), None);
+    }
+
+    #[test]
+    fn clearing_the_totals_keeps_the_interval() {
+        let mut s = DurStats::new(1_000, 1_000_000_000);
+        s.record(Dur::from_millis(100));
+        s.record(Dur::from_millis(1));
+        s.clear_totals();
+        assert_eq!(s.count(), 0);
+        assert_eq!(s.summary_ms(), Value::Null);
+        s.record(Dur::from_millis(3));
+        s.record(Dur::from_millis(5));
+        let v = s.summary_ms();
+        assert_eq!(v["samples"], 2);
+        assert_eq!(v["min"], 3.0);
+        assert_eq!(v["max"], 5.0);
+        assert_eq!(v["mean"], 4.0);
+        let p99 = v["p99"].as_f64().unwrap();
+        assert!((p99 - 5.0).abs() <= 0.01, "{p99}");
+        // The interval saw all four samples.
+        assert_eq!(s.take_interval(), Some((27.25, 100.0)));
     }
 
     #[test]

@@ -182,6 +182,9 @@ pub(crate) struct FlowRt {
     pub(crate) written: u64,
     pub(crate) write_done: bool,
     pub(crate) received: u64,
+    /// `received` when the measurement window started (the scenario's
+    /// `warmup`); the window's goodput counts from it.
+    pub(crate) received_at_warmup: u64,
     pub(crate) eof: bool,
     pub(crate) completion: Option<Time>,
     pub(crate) rtt: DurStats,
@@ -210,6 +213,7 @@ impl FlowRt {
             written: 0,
             write_done: false,
             received: 0,
+            received_at_warmup: 0,
             eof: false,
             completion: None,
             // µs resolution up to 1000 s, as the simulator's RTT statistics.
@@ -279,8 +283,17 @@ impl Apps<'_> {
         let chunk = vec![0x5au8; 128 * 1024];
         let mut rbuf = vec![0u8; 256 * 1024];
         let mut pfds: Vec<libc::pollfd> = Vec::new();
+        // The summary's window: bytes read and RTT samples from then on.
+        let mut window_due = (!self.scn.warmup.is_zero()).then(|| self.origin + self.scn.warmup);
         while !self.stop.load(Ordering::Relaxed) {
             let now = self.clock.now();
+            if window_due.is_some_and(|w| now >= w) {
+                window_due = None;
+                for f in flows.iter_mut() {
+                    f.received_at_warmup = f.received;
+                    f.rtt.clear_totals();
+                }
+            }
             for (i, f) in flows.iter_mut().enumerate() {
                 if !f.started && now >= self.origin + (f.start - Time::ZERO) {
                     f.started = true;

@@ -115,6 +115,10 @@ pub struct Config {
     pub sample_interval: Option<Dur>,
     /// Record the queue series at each sample.
     pub record_series: bool,
+    /// Start the queue summary's measurement window this long after the
+    /// origin ([`Bottleneck::start_window`]; the scenario's `warmup`); zero:
+    /// the summary covers the whole run.
+    pub warmup: Dur,
     /// Write consecutive TCP segments released together as one GSO packet
     /// ([`crate::coalesce`]).
     pub coalesce: bool,
@@ -133,6 +137,7 @@ impl Default for Config {
             classifier: Classifier::Hash,
             sample_interval: None,
             record_series: true,
+            warmup: Dur::ZERO,
             coalesce: true,
             packet_log: None,
         }
@@ -254,6 +259,10 @@ pub struct Forwarder {
     /// The per-packet trace, when asked for.
     pub packet_log: Option<PacketLog>,
     started: Time,
+    /// When the measurement window starts (`started + warmup`), until it has.
+    window_due: Option<Time>,
+    /// When it started.
+    window_start: Option<Time>,
 }
 
 /// What the caller decides after a signal or a sample.
@@ -322,7 +331,10 @@ impl Forwarder {
             series: SeriesStore::default(),
             packet_log,
             started,
-        })
+            window_due: None,
+            window_start: None,
+        }
+        .with_origin(started))
     }
 
     pub fn clock(&self) -> Clock {
@@ -333,6 +345,12 @@ impl Forwarder {
     /// interval`; utilization and elapsed time count from it).
     pub fn set_origin(&mut self, origin: Time) {
         self.started = origin;
+        self.window_due = (!self.cfg.warmup.is_zero()).then(|| origin + self.cfg.warmup);
+    }
+
+    fn with_origin(mut self, origin: Time) -> Self {
+        self.set_origin(origin);
+        self
     }
 
     /// Forward until a hook returns [`Step::Stop`].
@@ -386,11 +404,17 @@ impl Forwarder {
     /// What the loop does on every wake-up at `now`, before it reads the
     /// TUNs: the samples due by `now` (each after both directions ran to its
     /// instant, as in the simulator), then both directions run to `now`.
+    ///
+    /// The first time `now` reaches the measurement window's start (in
+    /// order with the samples, before one due at the same instant), both
+    /// directions run to it and the window starts there, as the simulator's
+    /// calendar event does.
     fn wake(&mut self, now: Time, next_sample: &mut Option<Time>, hooks: &mut dyn Hooks) -> Step {
         while let (Some(t), Some(iv)) = (*next_sample, self.cfg.sample_interval) {
             if now < t {
                 break;
             }
+            self.start_window_by(t);
             for d in [DOWN, UP] {
                 self.advance(d, t);
             }
@@ -400,10 +424,25 @@ impl Forwarder {
                 return Step::Stop;
             }
         }
+        self.start_window_by(now);
         for d in [DOWN, UP] {
             self.advance(d, now);
         }
         Step::Continue
+    }
+
+    /// Start the measurement window if it is due by `t`: both directions
+    /// run to its instant first.
+    fn start_window_by(&mut self, t: Time) {
+        let Some(w) = self.window_due.filter(|&w| w <= t) else {
+            return;
+        };
+        for d in [DOWN, UP] {
+            self.advance(d, w);
+        }
+        self.bn.start_window(w);
+        self.window_due = None;
+        self.window_start = Some(w);
     }
 
     /// The next instant direction `d` needs attention.
@@ -594,8 +633,15 @@ impl Forwarder {
     /// Per-queue results in the simulator's `summary.json` layout (the
     /// runtime's), with the forwarder's timing error per queue. `flows`
     /// names the scenario's flows (empty in the shell).
+    ///
+    /// They cover the measurement window (`Config::warmup`) when it started,
+    /// else the whole run.
     pub fn queues_json(&self, flows: &[&str]) -> Value {
-        let mut queues = self.bn.queues_json(self.elapsed(), flows);
+        let window = match self.window_start {
+            Some(w) => self.clock.now().saturating_since(w),
+            None => self.elapsed(),
+        };
+        let mut queues = self.bn.queues_json(window, flows);
         for (d, dir) in self.dirs.iter().enumerate() {
             queues[QUEUE_NAMES[d]]["timing_error_us"] = summary_us(&dir.lateness);
         }

@@ -154,11 +154,15 @@ fn series_rows(s: &SeriesStore) -> Vec<(u64, String, String, u64)> {
 }
 
 /// The simulator's way: each direction run exactly at its deadlines.
+/// With `window`, the measurement window starts then (before a sample due
+/// at the same instant), as the simulator's calendar event does.
 fn by_calendar(
     mut bn: Bottleneck,
     arrivals: &[Arrival],
     end: Time,
+    mut window: Option<Time>,
 ) -> (Released, serde_json::Value, SeriesStore) {
+    let from = window.unwrap_or(Time::ZERO);
     let mut released: Released = Default::default();
     let mut store = SeriesStore::default();
     let mut departed = Vec::new();
@@ -171,13 +175,22 @@ fn by_calendar(
     loop {
         let deadline = [DOWN, UP].map(|d| bn.next_deadline(d));
         let arrival = arrivals.get(next).map(|a| a.at);
-        let t = [deadline[0], deadline[1], arrival, Some(sample_at)]
+        let t = [deadline[0], deadline[1], arrival, Some(sample_at), window]
             .into_iter()
             .flatten()
             .min()
             .unwrap();
         if t > end {
             break;
+        }
+        if window == Some(t) {
+            for d in [DOWN, UP] {
+                bn.advance(d, t, &mut departed);
+                collect(&mut bn, d, &mut departed);
+            }
+            bn.start_window(t);
+            window = None;
+            continue;
         }
         if sample_at == t {
             for d in [DOWN, UP] {
@@ -209,7 +222,8 @@ fn by_calendar(
         bn.advance(d, end, &mut departed);
         collect(&mut bn, d, &mut departed);
     }
-    let summary = bn.queues_json(end.saturating_since(Time::ZERO), &FLOWS);
+    bn.check_accounting();
+    let summary = bn.queues_json(end.saturating_since(from), &FLOWS);
     (released, summary, store)
 }
 
@@ -235,6 +249,7 @@ fn by_forwarder(
     arrivals: &[Arrival],
     end: Time,
     seed: u64,
+    warmup: Dur,
 ) -> (Released, serde_json::Value, SeriesStore) {
     // (forwarder's end, test's end) for the client side and the server side.
     let (cli, cli_peer) = fake_tun();
@@ -243,6 +258,7 @@ fn by_forwarder(
         classifier: Classifier::Ports(PORTS.to_vec()),
         sample_interval: Some(SAMPLE),
         coalesce: false,
+        warmup,
         ..Config::default()
     };
     let mut fwd = Forwarder::new(
@@ -295,7 +311,10 @@ fn by_forwarder(
             "every write went through"
         );
     }
-    let summary = fwd.bn.queues_json(end.saturating_since(Time::ZERO), &FLOWS);
+    fwd.bn.check_accounting();
+    let summary = fwd
+        .bn
+        .queues_json(end.saturating_since(Time::ZERO + warmup), &FLOWS);
     let series = std::mem::take(&mut fwd.series);
     (released, summary, series)
 }
@@ -329,9 +348,29 @@ fn the_forwarder_releases_what_the_simulators_clock_releases() {
     ];
     let arrivals = arrivals(9);
     let end = arrivals.last().unwrap().at + Dur::from_secs(3);
-    for (name, qdisc) in &qdiscs {
-        let (a, a_summary, a_series) = by_calendar(bottleneck(qdisc.as_ref()), &arrivals, end);
-        let (b, b_summary, b_series) = by_forwarder(bottleneck(qdisc.as_ref()), &arrivals, end, 17);
+    // A measurement window from the middle of the overload, between samples.
+    let warmup =
+        arrivals[arrivals.len() / 2].at.saturating_since(Time::ZERO) + Dur::from_micros(137);
+    let mut whole = serde_json::Value::Null;
+    for ((name, qdisc), warmup) in qdiscs.iter().flat_map(|q| [(q, Dur::ZERO), (q, warmup)]) {
+        let window = (!warmup.is_zero()).then(|| Time::ZERO + warmup);
+        let (a, a_summary, a_series) =
+            by_calendar(bottleneck(qdisc.as_ref()), &arrivals, end, window);
+        let (b, b_summary, b_series) =
+            by_forwarder(bottleneck(qdisc.as_ref()), &arrivals, end, 17, warmup);
+        let name = &format!("{name}, warmup {warmup}");
+        if warmup.is_zero() {
+            whole = a_summary.clone();
+        } else {
+            // The window left the first half's drops and packets out.
+            for k in ["offered_packets", "sent_packets"] {
+                let (w, r) = (
+                    &a_summary["bottleneck.down"][k],
+                    &whole["bottleneck.down"][k],
+                );
+                assert!(w.as_u64() < r.as_u64(), "{name}: {k} {w} of {r}");
+            }
+        }
         let out = a[DOWN].len() + a[UP].len();
         assert!(
             out > 2_000 && out < arrivals.len() - 50,

@@ -297,6 +297,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             classifier: Classifier::Ports(ports),
             sample_interval: Some(scn.sample_interval),
             record_series: true,
+            warmup: scn.warmup,
             coalesce: tuning.coalesce,
             min_sleep: tuning.min_sleep,
             packet_log: scn.packet_trace.then(|| {
@@ -401,11 +402,15 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
     let mut flows_json = Map::new();
     for (i, (f, rt)) in scn.flows.iter().zip(&apps_out.flows).enumerate() {
         let info = rt.info.unwrap_or_default();
+        // The window's goodput (docs/results.md): bytes read after `warmup`
+        // over the flow's time in [warmup, end] (its completion `completion_s`
+        // after its start, else the end).
         let until = rt
             .completion
-            .map_or(scn.duration.saturating_since(f.start), |c| c - Time::ZERO);
-        let goodput = if until.as_secs_f64() > 0.0 {
-            rt.received as f64 * 8.0 / until.as_secs_f64()
+            .map_or(scn.duration, |c| f.start + (c - Time::ZERO));
+        let active = until.saturating_since(f.start.max(Time::ZERO + scn.warmup));
+        let goodput = if active.as_secs_f64() > 0.0 {
+            (rt.received - rt.received_at_warmup) as f64 * 8.0 / active.as_secs_f64()
         } else {
             0.0
         };
@@ -446,6 +451,11 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
         "backend": "emu",
         "seed": seed,
         "duration_s": round6(scn.duration.as_secs_f64()),
+        // What the windowed metrics cover (docs/results.md).
+        "window_s": [
+            round6(scn.warmup.as_secs_f64()),
+            round6(scn.duration.as_secs_f64()),
+        ],
         "scenario": serde_json::to_value(scn).expect("scenario serializes"),
         "flows": flows_json,
         "queues": queues,

@@ -281,6 +281,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "name") => r#""download""#,
         (_, "description") => r#""one Reno download""#,
         (_, "duration") => r#""30s""#,
+        (_, "warmup") => r#""5s""#,
         (_, "seed") => "1",
         (_, "sample_interval") => r#""100ms""#,
         (_, "packet_trace") => "true",

@@ -10,6 +10,11 @@ use serde::Serialize;
 use l4slab_cc::CcOptions;
 use l4slab_core::{Dur, Rate, Time};
 
+/// `skip_serializing_if` for a duration that is zero by default.
+fn is_zero(d: &Dur) -> bool {
+    d.is_zero()
+}
+
 /// Current scenario file format version (`format = 1`).
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -20,6 +25,11 @@ pub struct Scenario {
     pub description: String,
     /// Simulated duration of the run.
     pub duration: Time,
+    /// The summary's steady-state window is `[warmup, duration]`: its rates,
+    /// delays and queue counts leave out what happened before (zero: the
+    /// whole run; not written to `summary.json` then).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub warmup: Dur,
     /// Root seed (overridden by `--seed`).
     pub seed: u64,
     /// Interval of the time series in `series.parquet`.

@@ -25,6 +25,8 @@ pub struct RawScenario {
     pub name: Option<String>,
     pub description: Option<String>,
     pub duration: Option<Value>,
+    /// The start of the summary's measurement window.
+    pub warmup: Option<Value>,
     pub seed: Option<i64>,
     pub sample_interval: Option<Value>,
     pub packet_trace: Option<bool>,

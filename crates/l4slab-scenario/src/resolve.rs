@@ -53,6 +53,20 @@ pub(crate) fn resolve(
         Some(v) => values::positive_duration(v, "duration")?,
         None => return Err(ScenarioError::missing("duration")),
     };
+    let warmup = match &raw.warmup {
+        Some(v) => values::duration(v, "warmup")?,
+        None => Dur::ZERO,
+    };
+    if warmup >= duration {
+        return Err(ScenarioError::conflict(
+            "warmup",
+            format!(
+                "{} leaves no window to measure: it must be shorter than the run (duration = {})",
+                values::show_dur(warmup),
+                values::show_dur(duration)
+            ),
+        ));
+    }
     let seed = match raw.seed {
         Some(s) => values::int_in(s, "seed", 0, i64::MAX)?,
         None => DEFAULT_SEED,
@@ -82,6 +96,7 @@ pub(crate) fn resolve(
         name,
         description: raw.description.unwrap_or_default(),
         duration: end,
+        warmup,
         seed,
         sample_interval,
         packet_trace: raw.packet_trace.unwrap_or(false),

@@ -35,6 +35,7 @@ fn minimal_file_gets_every_default() {
         name: "test".into(), // stem of "test.toml"
         description: String::new(),
         duration: Time::from_secs(10),
+        warmup: Dur::ZERO,
         seed: 1,
         sample_interval: Dur::from_millis(100),
         packet_trace: false,
@@ -80,6 +81,7 @@ format = 1
 name = "full"
 description = "every key"
 duration = "1min"
+warmup = "15s"
 seed = 42
 sample_interval = "10ms"
 packet_trace = true
@@ -141,6 +143,7 @@ app = "bulk"
     assert_eq!(s.name, "full");
     assert_eq!(s.description, "every key");
     assert_eq!(s.duration, Time::from_secs(60));
+    assert_eq!(s.warmup, Dur::from_secs(15));
     assert_eq!(s.seed, 42);
     assert_eq!(s.sample_interval, Dur::from_millis(10));
     assert!(s.packet_trace);
@@ -623,6 +626,10 @@ fn json_is_deterministic() {
     );
     assert_eq!(v["flows"][0]["direction"], "down");
     assert_eq!(v["duration"], 10_000_000_000u64);
+    // No warmup: the resolved scenario in summary.json is as it always was.
+    assert!(v.get("warmup").is_none(), "{v}");
+    let v = serde_json::to_value(base_with(&["warmup=\"2s\""])).unwrap();
+    assert_eq!(v["warmup"], 2_000_000_000u64);
 }
 
 #[test]

@@ -72,6 +72,8 @@ pub enum Ev {
         at: Time,
     },
     Sample,
+    /// The scenario's `warmup`: the summary's measurement window starts.
+    Warmup,
 }
 
 /// Where a line's packets go when they come out.
@@ -117,6 +119,8 @@ pub struct FlowState {
     pub start: Time,
     pub file_size: Option<u64>,
     pub delivered: u64,
+    /// `delivered` at the start of the measurement window (`warmup`).
+    pub delivered_at_warmup: u64,
     pub delivered_last_sample: u64,
     pub completion: Option<Time>,
     /// Packets sent and dropped, by the side that sent them.
@@ -303,6 +307,7 @@ impl Sim<'_> {
                     self.app_callback(now, f, side, |app, now, r, io| app.on_timer(now, r, io));
                 }
             }
+            Ev::Warmup => self.start_window(now),
             Ev::Sample => {
                 self.sample(now);
                 let next = now + self.scn.sample_interval;
@@ -668,6 +673,23 @@ impl Sim<'_> {
     }
 
     // ---- sampling -------------------------------------------------------
+
+    /// The scenario's `warmup` (an event before anything else due then):
+    /// both directions of the bottleneck run to `now`, then the summary's
+    /// window starts there: the queues' totals ([`Bottleneck::start_window`]),
+    /// each flow's delivered bytes and RTT distribution. The series and the
+    /// whole-run counters go on.
+    fn start_window(&mut self, now: Time) {
+        for dir in [DOWN, UP] {
+            self.advance_bottleneck(now, dir);
+            self.arm_bottleneck(dir);
+        }
+        self.bn.start_window(now);
+        for (fl, rec) in self.flows.iter_mut().zip(&mut self.rec.flows) {
+            fl.delivered_at_warmup = fl.delivered;
+            rec.rtt.clear_totals();
+        }
+    }
 
     fn sample(&mut self, now: Time) {
         // Everything due by the sample's instant happens before it (as in the

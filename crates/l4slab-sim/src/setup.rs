@@ -153,6 +153,10 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
     let mut series = SeriesStore::default();
     let bn = l4slab_scenario::build::bottleneck(&scn.bottleneck, seed, scn.flows.len());
     let mut q = EventQueue::default();
+    // The measurement window starts before anything else due at `warmup`.
+    if !scn.warmup.is_zero() {
+        q.schedule(Time::ZERO + scn.warmup, Ev::Warmup);
+    }
     let mut flows = Vec::with_capacity(scn.flows.len());
     for (i, f) in scn.flows.iter().enumerate() {
         let t = &f.transport;
@@ -211,6 +215,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
                 _ => None,
             },
             delivered: 0,
+            delivered_at_warmup: 0,
             delivered_last_sample: 0,
             completion: None,
             sent_pkts: [0; 2],

@@ -39,16 +39,19 @@ impl Sim<'_> {
     pub fn finish(self) -> RunOutput {
         self.check_conservation();
         let end = self.scn.duration;
+        // The measurement window (docs/results.md): `[warmup, end]`.
+        let warmup = Time::ZERO + self.scn.warmup;
         let mut flows = Map::new();
         for (f, (fl, spec)) in self.flows.iter().zip(&self.scn.flows).enumerate() {
             let sender = &fl.eps[fl.sender].ep;
             let st = sender.stats();
             // The receiving endpoint counts the CE marks that reached it.
             let receiver = fl.eps[1 - fl.sender].ep.stats();
+            // Bytes delivered in the window over the flow's time in it.
             let until = fl.completion.unwrap_or(end);
-            let active = until.saturating_since(fl.start).as_secs_f64();
+            let active = until.saturating_since(fl.start.max(warmup)).as_secs_f64();
             let goodput = if active > 0.0 {
-                fl.delivered as f64 * 8.0 / active
+                (fl.delivered - fl.delivered_at_warmup) as f64 * 8.0 / active
             } else {
                 0.0
             };
@@ -118,7 +121,7 @@ impl Sim<'_> {
         let flow_names: Vec<&str> = self.scn.flows.iter().map(|f| f.name.as_str()).collect();
         let queues = self
             .bn
-            .queues_json(end.saturating_since(Time::ZERO), &flow_names);
+            .queues_json(end.saturating_since(warmup), &flow_names);
         let dropped: u64 = self.counts.dropped.iter().sum();
         let summary = json!({
             "format_version": RESULTS_FORMAT_VERSION,
@@ -129,6 +132,8 @@ impl Sim<'_> {
             // 0 means every seed gives these results (l4slab_core::rng).
             "random_draws": self.random_draws(),
             "duration_s": round6(end.as_secs_f64()),
+            // What the windowed metrics cover (docs/results.md).
+            "window_s": [round6(warmup.as_secs_f64()), round6(end.as_secs_f64())],
             "scenario": serde_json::to_value(self.scn).expect("scenario serializes"),
             "flows": flows,
             "queues": queues,

@@ -33,6 +33,13 @@
 //! delay line ([`Bottleneck::in_network`]). The queue recorder counts drops
 //! and marks as they pass through the qdisc context, so the summary's
 //! `drops`/`marks` and the series' `drops`/`marks` are one count.
+//!
+//! **Measurement window.** [`Bottleneck::start_window`]`(t)` (called once,
+//! at the scenario's `warmup`, after advancing both directions to `t`)
+//! restarts the summary's totals: sojourn, drops, marks, utilization and the
+//! offered/sent counts then describe `[t, end]`. The series' per-interval
+//! accumulators are untouched, and the accounting check compares the
+//! counters' changes since `t`.
 
 mod recorder;
 mod sample;
@@ -42,10 +49,10 @@ pub use recorder::{FlowQueueRec, QueueRecorder};
 pub use sample::QueueSeries;
 
 use l4slab_core::{DropReason, Dur, Packet, SimRng, Time};
-use l4slab_qdisc::QdiscCtx;
+use l4slab_qdisc::{QdiscCtx, QdiscStats};
 
 use crate::delay_line::DelayLine;
-use crate::Link;
+use crate::{Link, LinkStats};
 
 /// The server → client direction (the queue's [`l4slab_core::QueueId`]).
 pub const DOWN: usize = 0;
@@ -70,6 +77,22 @@ pub struct Direction {
     /// `link.next_timer()`, read after every link call (it changes only then):
     /// the clocks ask for it far more often than the qdisc moves it.
     timer: Option<Time>,
+    /// The counters at the start of the measurement window (all zero until
+    /// [`Bottleneck::start_window`]).
+    window: WindowStart,
+}
+
+/// A direction's counters when the measurement window started: the summary
+/// and the accounting check work on their changes since.
+#[derive(Clone, Debug, Default)]
+struct WindowStart {
+    qdisc: QdiscStats,
+    link: LinkStats,
+    /// Packets in the qdisc.
+    backlog: u64,
+    /// `Link::busy_time_at` the window's start (the part of a packet being
+    /// serialized then counts before the window).
+    busy: Dur,
 }
 
 impl Direction {
@@ -137,6 +160,7 @@ impl Bottleneck {
                 scratch: Vec::with_capacity(64),
                 clock: Time::ZERO,
                 timer: None,
+                window: WindowStart::default(),
             }
         };
         let [down, up] = links;
@@ -147,6 +171,31 @@ impl Bottleneck {
 
     pub fn dir(&self, dir: usize) -> &Direction {
         &self.dirs[dir]
+    }
+
+    /// Start the measurement window at `t` (after [`Bottleneck::advance`]
+    /// of both directions to `t`): the queue summary's totals (sojourn,
+    /// drops, marks, utilization, offered and sent counts) restart; the
+    /// series' interval accumulators and the per-flow drop and mark counts
+    /// are untouched. [`Bottleneck::queues_json`] then takes the window's
+    /// length, and [`Bottleneck::check_accounting`] checks the changes since
+    /// `t`.
+    pub fn start_window(&mut self, t: Time) {
+        for (dir, d) in self.dirs.iter_mut().enumerate() {
+            assert!(
+                d.clock <= t,
+                "{}: window started at {t}, after the direction ran to {}",
+                QUEUE_NAMES[dir],
+                d.clock
+            );
+            d.rec.start_window();
+            d.window = WindowStart {
+                qdisc: d.link.qdisc().stats().clone(),
+                link: d.link.stats().clone(),
+                backlog: u64::from(d.link.qdisc().backlog().packets),
+                busy: d.link.busy_time_at(t),
+            };
+        }
     }
 
     /// Protocol step 2: a packet reaches the bottleneck in direction `dir`
@@ -277,6 +326,7 @@ impl Bottleneck {
 mod tests {
     use super::*;
     use crate::{ConstantRate, NoLoss};
+    use l4slab_core::stats::round6;
     use l4slab_core::{Ecn, Rate};
     use l4slab_qdisc::{Backlog, Fifo, FifoConfig, Qdisc, QdiscStats};
 
@@ -365,6 +415,68 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!((out[0].0, out[0].1.id), (Time::from_millis(6), 7));
         assert_eq!(bn.in_network(), 0);
+        bn.check_accounting();
+    }
+
+    /// FIFO of 2 packets, 1250 B = 1 ms at 10 Mbit/s: five packets at 0
+    /// (one on the wire, two queued, two dropped), the window from 1.5 ms
+    /// (packet 1 half serialized, packet 2 queued), three more packets then
+    /// (one queued, two dropped).
+    fn windowed() -> Bottleneck {
+        let fifo = FifoConfig {
+            limit: l4slab_qdisc::FifoLimit::Packets(2),
+            mode: l4slab_qdisc::FifoMode::TailDrop,
+        };
+        let mut bn = bottleneck(Box::new(Fifo::new(fifo)));
+        for id in 0..5 {
+            bn.enqueue(DOWN, Time::ZERO, Packet::new(id, 0, 1250, Ecn::NotEct));
+        }
+        let w = Time::from_micros(1_500);
+        let mut out = Vec::new();
+        for dir in [DOWN, UP] {
+            bn.advance(dir, w, &mut out);
+        }
+        assert_eq!(bn.dir(DOWN).rec.total_drops(), 2);
+        bn.start_window(w);
+        for id in 5..8 {
+            bn.enqueue(DOWN, w, Packet::new(id, 0, 1250, Ecn::NotEct));
+        }
+        bn.advance(DOWN, Time::from_millis(10), &mut out);
+        bn
+    }
+
+    #[test]
+    fn the_window_counts_from_its_start_and_its_accounting_holds() {
+        let mut bn = windowed();
+        bn.check_accounting();
+        let q = &bn.queues_json(Dur::from_micros(8_500), &["f"])["bottleneck.down"];
+        assert_eq!(q["drops"]["total"], 2, "{q}");
+        assert_eq!(q["offered_packets"], 3, "{q}");
+        // Packets 2 (queued 2 ms) and 5 (queued 1.5 ms) left in the window.
+        assert_eq!(q["sent_packets"], 2, "{q}");
+        assert_eq!(q["sent_bytes"], 2500, "{q}");
+        assert_eq!(q["sojourn_ms"]["samples"], 2, "{q}");
+        assert_eq!(q["sojourn_ms"]["min"], 1.5, "{q}");
+        assert_eq!(q["sojourn_ms"]["max"], 2.0, "{q}");
+        assert_eq!(q["sojourn_ms_by_flow"]["f"]["samples"], 2, "{q}");
+        // Busy from 1.5 ms (the second half of packet 1) to 4 ms, of 8.5 ms.
+        assert_eq!(q["utilization"], round6(2.5 / 8.5), "{q}");
+        // The up direction saw nothing in the window.
+        let up = &bn.queues_json(Dur::from_micros(8_500), &["f"])["bottleneck.up"];
+        assert_eq!(up["sojourn_ms_by_flow"], serde_json::json!({}), "{up}");
+        // The series' interval saw every drop of the run.
+        assert_eq!(bn.dirs[DOWN].rec.take_interval_counts(), (4, 0));
+        // The flow's own counter is whole-run.
+        assert_eq!(bn.dir(DOWN).rec.per_flow[0].drops, 4);
+    }
+
+    #[test]
+    #[should_panic(expected = "qdisc drops through the context vs its identities")]
+    fn the_accounting_check_compares_the_window_with_the_window() {
+        // Restarting the recorder's totals without the runtime's window (a
+        // backend bug) leaves the qdisc's pre-window drops unexplained.
+        let mut bn = windowed();
+        bn.dirs[DOWN].rec.start_window();
         bn.check_accounting();
     }
 }

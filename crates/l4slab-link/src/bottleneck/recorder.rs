@@ -66,6 +66,26 @@ impl QueueRecorder {
         self.marks.iter().sum()
     }
 
+    /// Start the measurement window: the queue's totals (sojourn of the
+    /// queue, its sub-queues and each flow; drops and marks by reason)
+    /// restart from zero. The per-interval accumulators the series read are
+    /// left alone, and so are the per-flow drop and mark counts
+    /// ([`FlowQueueRec::drops`], `marks`), which are whole-run counters of
+    /// the flows (`lost_packets`, `ce_marks_received`).
+    pub fn start_window(&mut self) {
+        self.sojourn.clear_totals();
+        for s in &mut self.sub {
+            s.clear_totals();
+        }
+        for f in &mut self.per_flow {
+            if let Some(s) = &mut f.sojourn {
+                s.clear_totals();
+            }
+        }
+        self.drops = [0; DropReason::ALL.len()];
+        self.marks = [0; MarkReason::ALL.len()];
+    }
+
     /// Drops and marks since the previous call.
     pub fn take_interval_counts(&mut self) -> (u64, u64) {
         let out = (self.drops_interval, self.marks_interval);

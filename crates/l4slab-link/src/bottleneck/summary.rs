@@ -5,22 +5,29 @@ use serde_json::{json, Map, Value};
 
 use l4slab_core::stats::round6;
 use l4slab_core::{DropReason, Dur, MarkReason};
+use l4slab_qdisc::QdiscStats;
+
+use crate::LinkStats;
 
 use super::{Bottleneck, Direction, QUEUE_NAMES};
 
 impl Bottleneck {
-    /// Per queue, by name: what happened over a run of length `end`.
-    /// `flows` names the flow ids the per-flow sojourn is reported for.
-    pub fn queues_json(&self, end: Dur, flows: &[&str]) -> Value {
+    /// Per queue, by name: what happened in the measurement window, of
+    /// length `window` (the whole run without
+    /// [`Bottleneck::start_window`]). `flows` names the flow ids the
+    /// per-flow sojourn is reported for.
+    pub fn queues_json(&self, window: Dur, flows: &[&str]) -> Value {
         let mut queues = Map::new();
         for (dir, d) in self.dirs.iter().enumerate() {
-            queues.insert(QUEUE_NAMES[dir].to_owned(), d.summary(end, flows));
+            queues.insert(QUEUE_NAMES[dir].to_owned(), d.summary(window, flows));
         }
         Value::Object(queues)
     }
 
-    /// The accounting identities of both queues; panics naming the first
-    /// that fails (a bug in a qdisc, the link or a backend).
+    /// The accounting identities of both queues, over the changes of the
+    /// counters since the window's start (the whole run without one); panics
+    /// naming the first that fails (a bug in a qdisc, the link or a
+    /// backend).
     pub fn check_accounting(&self) {
         for (dir, d) in self.dirs.iter().enumerate() {
             d.check_accounting(QUEUE_NAMES[dir]);
@@ -39,10 +46,43 @@ fn by_reason(counts: &[u64], names: impl Iterator<Item = &'static str>) -> Value
 }
 
 impl Direction {
-    fn summary(&self, end: Dur, flows: &[&str]) -> Value {
+    /// The queue's counters since the window's start: `(qdisc, link)`.
+    fn window_stats(&self) -> (QdiscStats, LinkStats) {
+        let (s, w) = (self.link.qdisc().stats(), &self.window.qdisc);
+        let qdisc = QdiscStats {
+            offered: s.offered - w.offered,
+            enqueued: s.enqueued - w.enqueued,
+            dropped_at_enqueue: s.dropped_at_enqueue - w.dropped_at_enqueue,
+            dequeued: s.dequeued - w.dequeued,
+            sent: s.sent - w.sent,
+            dropped_after_dequeue: s.dropped_after_dequeue - w.dropped_after_dequeue,
+            sent_bytes: s.sent_bytes - w.sent_bytes,
+        };
+        let (l, w) = (self.link.stats(), &self.window.link);
+        let link = LinkStats {
+            offered_packets: l.offered_packets - w.offered_packets,
+            offered_bytes: l.offered_bytes - w.offered_bytes,
+            tx_packets: l.tx_packets - w.tx_packets,
+            tx_bytes: l.tx_bytes - w.tx_bytes,
+            lost_packets: l.lost_packets - w.lost_packets,
+            lost_bytes: l.lost_bytes - w.lost_bytes,
+            loss_marked_packets: l.loss_marked_packets - w.loss_marked_packets,
+            loss_marked_bytes: l.loss_marked_bytes - w.loss_marked_bytes,
+            delivered_packets: l.delivered_packets - w.delivered_packets,
+            delivered_bytes: l.delivered_bytes - w.delivered_bytes,
+            busy_time: l.busy_time.saturating_sub(self.window.busy),
+            ecn_rewritten_packets: l.ecn_rewritten_packets - w.ecn_rewritten_packets,
+            ecn_dropped_packets: l.ecn_dropped_packets - w.ecn_dropped_packets,
+            ecn_dropped_bytes: l.ecn_dropped_bytes - w.ecn_dropped_bytes,
+        };
+        (qdisc, link)
+    }
+
+    fn summary(&self, window: Dur, flows: &[&str]) -> Value {
         let link = &self.link;
         let qdisc = link.qdisc();
-        let s = qdisc.stats();
+        // Window counts; `ecn_rewrite` and `xstats_final` stay whole-run.
+        let (s, lw) = self.window_stats();
         let ls = link.stats();
         let rec = &self.rec;
         let mut q = json!({
@@ -51,7 +91,7 @@ impl Direction {
             "sojourn_ms": rec.sojourn.summary_ms(),
             "drops": by_reason(&rec.drops, DropReason::ALL.iter().map(|r| r.name())),
             "marks": by_reason(&rec.marks, MarkReason::ALL.iter().map(|r| r.name())),
-            "utilization": round6(ls.busy_time.as_secs_f64() / end.as_secs_f64().max(1e-9)),
+            "utilization": round6(lw.busy_time.as_secs_f64() / window.as_secs_f64().max(1e-9)),
             "offered_packets": s.offered,
             "sent_packets": s.sent,
             "sent_bytes": s.sent_bytes,
@@ -83,6 +123,7 @@ impl Direction {
             .filter_map(|(f, name)| {
                 f.sojourn
                     .as_ref()
+                    .filter(|st| st.count() > 0)
                     .map(|st| ((*name).to_owned(), st.summary_ms()))
             })
             .collect();
@@ -96,22 +137,23 @@ impl Direction {
     /// link's counters account for, and so are the link's CE marks.
     fn check_accounting(&self, name: &str) {
         let q = self.link.qdisc();
-        let s = q.stats();
-        let ls = self.link.stats();
+        let (s, ls) = self.window_stats();
+        let backlog = u64::from(q.backlog().packets);
         assert_eq!(
             s.offered,
             s.enqueued + s.dropped_at_enqueue,
-            "{name}: {s:?}"
+            "{name}: {s:?} since the window's start"
         );
         assert_eq!(
             s.dequeued,
             s.sent + s.dropped_after_dequeue,
-            "{name}: {s:?}"
+            "{name}: {s:?} since the window's start"
         );
         assert_eq!(
-            s.enqueued,
-            s.dequeued + u64::from(q.backlog().packets),
-            "{name}: {s:?}"
+            self.window.backlog + s.enqueued,
+            s.dequeued + backlog,
+            "{name}: {s:?} since the window's start, backlog {} then, {backlog} now",
+            self.window.backlog
         );
         // Drops are counted where they pass the context: the qdisc's share is
         // what its identities say it dropped; the link's are its wire losses
