@@ -443,3 +443,39 @@ def test_series_fraction_and_path_equals(small_runs):
     assert equals(results, equals.check_args(other)) == 0.0
     with pytest.raises(ValueError, match="no 'nope'"):
         equals(results, equals.check_args({"path": "flows.nope.app", "value": "x"}))
+
+
+def test_path_ratio_and_series_mean_ratio(small_runs):
+    results = load(small_runs["dualpi2"])
+    ratio = METRICS["path_ratio"]
+    queue = results.summary["queues"]["bottleneck.down"]
+    flows = results.flows()
+    a_name, b_name = next(iter(flows)), list(flows)[-1]
+    num = {"num": f"flows.{a_name}.goodput_bps", "den": f"flows.{b_name}.goodput_bps"}
+    got = ratio(results, ratio.check_args(num))
+    assert flows[b_name]["goodput_bps"] > 0
+    assert got == pytest.approx(flows[a_name]["goodput_bps"] / flows[b_name]["goodput_bps"])
+    # A zero denominator is no value, not an error.
+    zero = {
+        "num": "queues.bottleneck.down.drops.total",
+        "den": "queues.bottleneck.down.drops.link_loss",
+    }
+    assert queue["drops"]["link_loss"] == 0
+    assert ratio(results, ratio.check_args(zero)) is None
+    not_a_number = {
+        "num": "queues.bottleneck.down.drops",
+        "den": "queues.bottleneck.down.drops.total",
+    }
+    with pytest.raises(ValueError, match="not a number"):
+        ratio(results, ratio.check_args(not_a_number))
+
+    means = METRICS["series_mean_ratio"]
+    names = list(results.flows())
+    first, last = f"flow/{names[0]}", f"flow/{names[-1]}"
+    _, a = results.series(first, "goodput_bps")
+    _, b = results.series(last, "goodput_bps")
+    args = {"num": first, "den": last, "key": "goodput_bps"}
+    got = means(results, means.check_args(args))
+    assert got == pytest.approx(np.mean(a[np.isfinite(a)]) / np.mean(b[np.isfinite(b)]))
+    late = means(results, means.check_args({**args, "after_s": 1e9}))
+    assert late is None

@@ -201,7 +201,13 @@ def flow_stat(results: Results, flows: str, key: str, stat: str) -> float | None
     example='args = { path = "flows.prague.ecn_validation", value = "capable" }',
 )
 def path_equals(results: Results, path: str, value: str) -> float:
-    node: Any = results.summary
+    node = _lookup(results.summary, path)
+    return 1.0 if isinstance(node, str) and node == value else 0.0
+
+
+def _lookup(summary: Mapping[str, Any], path: str) -> Any:
+    """The node at a dotted path in summary.json, whose names may hold dots."""
+    node: Any = summary
     parts = path.split(".")
     i = 0
     while i < len(parts):
@@ -215,7 +221,34 @@ def path_equals(results: Results, path: str, value: str) -> float:
         else:
             where = ".".join(parts[:i]) or "summary.json"
             raise MetricError(f"{path}: no {parts[i]!r} in {where}")
-    return 1.0 if isinstance(node, str) and node == value else 0.0
+    return node
+
+
+def _number(summary: Mapping[str, Any], path: str) -> float | None:
+    node = _lookup(summary, path)
+    if node is None:
+        return None
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        raise MetricError(f"{path}: not a number but {type(node).__name__}")
+    return float(node)
+
+
+@metric(
+    "path_ratio",
+    args={
+        "num": Arg(str, doc="a dotted path in summary.json, e.g. flows.a.goodput_bps"),
+        "den": Arg(str, doc="a dotted path in summary.json, e.g. flows.b.goodput_bps"),
+    },
+    doc="The number at `num` divided by the number at `den` (names with dots such as "
+    "bottleneck.down are found); null when either is null or `den` is 0.",
+    example='args = { num = "queues.bottleneck.down.marks.step", '
+    'den = "queues.bottleneck.down.marks.total" }',
+)
+def path_ratio(results: Results, num: str, den: str) -> float | None:
+    top, bottom = _number(results.summary, num), _number(results.summary, den)
+    if top is None or bottom is None or bottom == 0:
+        return None
+    return top / bottom
 
 
 # --------------------------------------------------------------------------- series
@@ -283,6 +316,30 @@ def series_fraction(
     if not len(values):
         return None
     return float(np.count_nonzero(_COMPARE[op](values, value)) / len(values))
+
+
+@metric(
+    "series_mean_ratio",
+    args={
+        "num": Arg(str, doc="a series, e.g. flow/prague"),
+        "den": Arg(str, doc="a series, e.g. flow/cubic"),
+        "key": Arg(str, doc="the key of both, e.g. goodput_bps"),
+        "after_s": Arg(float, 0.0, required=False, doc="ignore samples before this time"),
+    },
+    doc="The mean of one series key over the mean of another's from `after_s` on, e.g. "
+    "two flows' goodput ratio after a warm-up; null when either has no samples or the "
+    "second mean is 0.",
+    example='args = { num = "flow/prague", den = "flow/cubic", key = "goodput_bps", '
+    "after_s = 30.0 }",
+)
+def series_mean_ratio(
+    results: Results, num: str, den: str, key: str, after_s: float
+) -> float | None:
+    top = _series_values(results, num, key, after_s)
+    bottom = _series_values(results, den, key, after_s)
+    if not len(top) or not len(bottom) or float(np.mean(bottom)) == 0.0:
+        return None
+    return float(np.mean(top) / np.mean(bottom))
 
 
 # --------------------------------------------------------------------------- packet trace
