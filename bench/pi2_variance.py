@@ -31,7 +31,10 @@ def main() -> int:
     ap.add_argument("--rates", nargs="+", default=["50Mbit", "10Mbit"])
     args = ap.parse_args()
     scenario = shipped.studies_dir() / "l4s-building-blocks" / "dualq.toml"
-    print("rate seed  mean p'  cv(p')  p10    p90    E[p'^2]/mean(p')^2  E[p_L]  acf(16ms, 160ms, 1s)")
+    print(
+        "rate seed  mean p'  cv(p')  p10    p90    E[p'^2]/mean(p')^2  E[p_L]  "
+        "acf(16ms, 160ms, 1s)"
+    )
     for rate in args.rates:
         for seed in args.seeds:
             res = l4slab.run(
