@@ -32,8 +32,7 @@ def main() -> int:
     args = ap.parse_args()
     scenario = shipped.studies_dir() / "l4s-building-blocks" / "dualq.toml"
     print(
-        "rate seed  mean p'  cv(p')  p10    p90    E[p'^2]/mean(p')^2  E[p_L]  "
-        "acf(16ms, 160ms, 1s)"
+        "rate seed  mean p'  cv(p')  p10    p90    E[p'^2]/mean(p')^2  E[p_L]  acf(16ms, 160ms, 1s)"
     )
     for rate in args.rates:
         for seed in args.seeds:
@@ -50,8 +49,7 @@ def main() -> int:
                 f"{rate:>7} {seed:>3}  {p.mean():.4f}  {p.std() / p.mean():.2f}   "
                 f"{np.percentile(p, 10):.4f} {np.percentile(p, 90):.4f} "
                 f"{(p * p).mean() / p.mean() ** 2:>10.2f}          "
-                f"{np.minimum(1.0, 2 * p).mean():.4f}  "
-                + ", ".join(f"{a:.2f}" for a in acf)
+                f"{np.minimum(1.0, 2 * p).mean():.4f}  " + ", ".join(f"{a:.2f}" for a in acf)
             )
     return 0
 
