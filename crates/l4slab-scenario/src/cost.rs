@@ -122,8 +122,9 @@ impl Cost {
         }
     }
 
-    /// `Ok` when every quantity is within `limits`; otherwise an error naming
-    /// the key that drives the largest excess, the estimate and the limit.
+    /// `Ok` when every quantity is within `limits`; otherwise an error for the
+    /// first one past its limit (flows, then series rows, then trace rows)
+    /// naming the key to change, the estimate and the limit.
     pub fn check(&self, scn: &Scenario, limits: &Limits) -> Result<(), ScenarioError> {
         if self.flows > limits.flows {
             let (path, example) = biggest_count(scn);
