@@ -166,6 +166,7 @@ def run(
     if backend not in ("sim", "emu"):
         raise ValueError(f"unknown backend {backend!r}; choose 'sim' or 'emu'")
     check_seed(seed)
+    overrides = list(overrides)  # read more than once below
     text, source = read_scenario(scenario)
     if backend == "emu" and not allow_large:
         # The simulator checks its own limits as it starts; the emulator's are checked here.
