@@ -521,6 +521,25 @@ impl Param {
 /// The header of [`markdown_table`].
 const TABLE_HEAD: &str = "| option | kind | default | source | meaning |\n|---|---|---|---|---|\n";
 
+/// Why `text` (a docs page) does not hold `table` as a whole markdown table
+/// — followed by a blank line or the end, so no extra rows — with its header
+/// line once (no second, stale copy); `None` when it does. The docs tests of
+/// the crates that declare parameters check their pages with it.
+pub fn docs_table_problem(text: &str, table: &str) -> Option<String> {
+    let table = table.trim_end();
+    let header = table.lines().next().unwrap_or_default();
+    let trimmed = text.trim_end();
+    let whole =
+        text.contains(&format!("\n{table}\n\n")) || trimmed.ends_with(&format!("\n{table}"));
+    if !whole {
+        return Some(format!(
+            "lacks the table its declarations render; it should read:\n\n{table}"
+        ));
+    }
+    let copies = text.matches(header).count();
+    (copies != 1).then(|| format!("the header {header:?} appears {copies} times"))
+}
+
 /// The parameter table of `docs/models/<name>.md`: one row per parameter,
 /// in declaration order.
 pub fn markdown_table(params: &[Param]) -> String {
@@ -541,6 +560,25 @@ pub fn markdown_table(params: &[Param]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_docs_page_must_hold_the_table_whole_and_once() {
+        let table = "| key | default |\n|---|---|\n| `a` | `1` |";
+        assert_eq!(
+            docs_table_problem(&format!("# P\n\n{table}\n\nmore"), table),
+            None
+        );
+        assert_eq!(docs_table_problem(&format!("# P\n{table}"), table), None);
+        // A stale cell, an extra row, a second copy.
+        let stale = table.replace("`1`", "`2`");
+        assert!(docs_table_problem(&format!("# P\n{stale}\n"), table).is_some());
+        let extra = format!("# P\n{table}\n| `b` | `2` |\n");
+        assert!(docs_table_problem(&extra, table).is_some());
+        let twice = format!("# P\n{table}\n\n| key | default |\n|---|---|\n");
+        assert!(docs_table_problem(&twice, table)
+            .unwrap()
+            .contains("2 times"));
+    }
 
     const LIMIT: Param = Param {
         name: "limit",

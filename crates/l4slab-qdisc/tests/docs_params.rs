@@ -16,21 +16,11 @@ fn docs(rel: &str) -> (PathBuf, String) {
     (path, text)
 }
 
-/// `text` holds `table` as a whole markdown table (a blank line or the end
-/// after it: no extra rows), and its header line only once (no second,
-/// stale copy).
+/// `text` holds `table` whole, once (`l4slab_core::param::docs_table_problem`).
 fn assert_holds(text: &str, table: &str, what: &str) {
-    let header = table.lines().next().unwrap();
-    let whole = text.contains(&format!("\n{table}\n")) || text.ends_with(&format!("\n{table}"));
-    assert!(
-        whole,
-        "{what} lacks the table its declarations render; it should read:\n\n{table}"
-    );
-    assert_eq!(
-        text.matches(header).count(),
-        1,
-        "{what}: the header {header:?} appears more than once"
-    );
+    if let Some(problem) = l4slab_core::param::docs_table_problem(text, table) {
+        panic!("{what} {problem}");
+    }
 }
 
 #[test]

@@ -21,16 +21,7 @@ pub(crate) fn join(base: &str, key: &str) -> String {
 
 /// A duration for messages, exactly: `30s`, `1500ms`, `250us`, `7ns`.
 /// (`Dur`'s `Display` goes through `f64` and can print `30.000000000000004s`.)
-pub(crate) fn show_dur(d: Dur) -> String {
-    let ns = d.as_nanos();
-    match ns {
-        0 => "0s".into(),
-        _ if ns.is_multiple_of(1_000_000_000) => format!("{}s", ns / 1_000_000_000),
-        _ if ns.is_multiple_of(1_000_000) => format!("{}ms", ns / 1_000_000),
-        _ if ns.is_multiple_of(1_000) => format!("{}us", ns / 1_000),
-        _ => format!("{ns}ns"),
-    }
-}
+pub(crate) use l4slab_core::param::show_dur;
 
 /// `value` described for an error message: `a table`, `an integer (20)`.
 pub(crate) fn describe(value: &Value) -> String {
