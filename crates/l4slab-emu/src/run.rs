@@ -190,6 +190,14 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
             ),
             (t.min_rto != defaults.min_rto, "min_rto (kernel: 200 ms)"),
             (
+                t.rto_formula != defaults.rto_formula,
+                "rto_formula (kernel: linux)",
+            ),
+            (t.tlp != defaults.tlp, "tlp (kernel: tcp_early_retrans = 3)"),
+            (t.frto != defaults.frto, "frto (kernel: tcp_frto = 2)"),
+            (t.undo != defaults.undo, "undo (kernel: always)"),
+            (t.dsack != defaults.dsack, "dsack (kernel: tcp_dsack = 1)"),
+            (
                 t.pacing != defaults.pacing,
                 "pacing (kernel TCP paces internally for bbr only)",
             ),

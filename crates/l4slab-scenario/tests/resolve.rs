@@ -127,7 +127,11 @@ initial_window = 4
 delayed_ack = false
 delayed_ack_timeout = "25ms"
 min_rto = "1s"
-rto_formula = "linux"
+rto_formula = "rfc6298"
+tlp = false
+frto = false
+undo = false
+dsack = false
 pacing = true
 send_buffer = "1MiB"
 notsent_lowat = "128KiB"
@@ -211,7 +215,11 @@ app = "bulk"
             delayed_ack: false,
             delayed_ack_timeout: Dur::from_millis(25),
             min_rto: Dur::from_secs(1),
-            rto_formula: l4slab_scenario::RtoFormulaSpec::Linux,
+            rto_formula: l4slab_scenario::RtoFormulaSpec::Rfc6298,
+            tlp: false,
+            frto: false,
+            undo: false,
+            dsack: false,
             pacing: true,
             send_buffer: 1 << 20,
             notsent_lowat: Some(128 << 10),
