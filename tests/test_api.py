@@ -71,10 +71,19 @@ def test_estimate_counts_flows_samples_and_trace_rows(native, example_scenario):
     assert cost["samples"] == 20
     assert cost["series_rows"] == 20 * cost["rows_per_sample"]
     assert cost["trace_rows"] == 0
-    assert cost["limits"] == {"flows": 5_000, "series_rows": 20_000_000, "trace_rows": 250_000_000}
-    traced = l4slab.estimate(example_scenario, overrides=["packet_trace=true"])
-    # 20 Mbit/s for 30 s of 1500-byte packets, three rows each.
-    assert traced["trace_rows"] == 20_000_000 * 30 // 12_000 * 3
+    assert cost["pcap_records"] == 0
+    assert cost["limits"] == {
+        "flows": 5_000,
+        "series_rows": 20_000_000,
+        "trace_rows": 250_000_000,
+        "pcap_records": 25_000_000,
+    }
+    traced = l4slab.estimate(example_scenario, overrides=["packet_trace=true", "pcap=true"])
+    # 20 Mbit/s for 30 s of 1500-byte packets and an ACK for every two: 1.5 packets,
+    # four rows (send, enqueue, dequeue, deliver) and two pcap records (in, out) each.
+    packets = 20_000_000 * 30 // 12_000 * 3 // 2
+    assert traced["trace_rows"] == packets * 4
+    assert traced["pcap_records"] == packets * 2
     assert l4slab.estimate(example_scenario, backend="emu")["limits"]["trace_rows"] == 4_000_000
 
 

@@ -511,9 +511,14 @@ def cost_line(cost: Any) -> str:
         else "no packet trace",
     ]
     limits = cost["limits"]
+    pcap_limit = ""
+    if cost["pcap_records"]:
+        parts.append(f"about {cost['pcap_records']:,} pcap records")
+        pcap_limit = f", {limits['pcap_records']:,} pcap records"
     return (
         f"estimated cost: {'; '.join(parts)} (limits: {limits['flows']:,} flows, "
-        f"{limits['series_rows']:,} series rows, {limits['trace_rows']:,} trace rows)"
+        f"{limits['series_rows']:,} series rows, {limits['trace_rows']:,} trace rows"
+        f"{pcap_limit})"
     )
 
 
