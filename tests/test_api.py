@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import l4slab
-from l4slab.results import PACKETS_FILE, SERIES_FILE, SUMMARY_FILE
+from l4slab.results import PACKETS_FILE, SERIES_FILE, SUMMARY_FILE, OutputWarning
 
 SHORT = ["duration=3s"]
 
@@ -207,3 +207,13 @@ def test_different_seed_gives_different_results(native, golden_scenario, tmp_pat
 
     for name in (SUMMARY_FILE, SERIES_FILE):
         assert digest(a / name) != digest(c / name), f"{name} ignores the seed"
+
+
+def test_pcap_needs_a_results_folder(native, example_scenario):
+    # The capture files are written into the bundle; without one, the run says so.
+    with pytest.warns(OutputWarning, match="pcap = true"):
+        res = l4slab.run(example_scenario, overrides=["pcap=true", "duration=200ms"])
+    assert res.scenario["pcap"] is True
+    # A scenario without the key resolves as before: no "pcap" in summary.json.
+    plain = l4slab.run(example_scenario, overrides=["duration=200ms"])
+    assert "pcap" not in plain.scenario

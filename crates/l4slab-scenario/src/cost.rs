@@ -17,13 +17,13 @@
 //!   upper bound per flow.
 //! * **trace rows** (`packet_trace = true`): about four rows per packet
 //!   (send, enqueue, dequeue, deliver; a drop ends it sooner, a mark adds
-//!   one). The simulator streams them to disk (about 6 bytes a row in
-//!   `packets.parquet`, docs/PERFORMANCE.md); the emulator holds its trace in
+//!   one). The simulator streams them to disk (about 7.5 bytes a row in
+//!   `packets.parquet`, docs/results.md); the emulator holds its trace in
 //!   memory until the run ends, so its limit is lower.
 //! * **pcap records** (`pcap = true`): two per packet (the bottleneck's
-//!   ingress and egress captures), about 85 bytes each on disk (a 16-byte
-//!   record header and the packet's headers). Both backends stream them to
-//!   disk.
+//!   ingress and egress captures), about 68 bytes each on disk (a 16-byte
+//!   record header and the packet's IP and TCP headers). Both backends
+//!   stream them to disk.
 
 use l4slab_core::{Dur, Time};
 
@@ -77,12 +77,12 @@ impl Limits {
             // writing series.parquet: about 1 GB (docs/PERFORMANCE.md).
             series_rows: 20_000_000,
             trace_rows: match backend {
-                // Streamed to disk: about 1.5 GB of packets.parquet.
+                // Streamed to disk: about 1.9 GB of packets.parquet.
                 Backend::Sim => 250_000_000,
                 // Held in memory (as JSON, then Python objects) until the end.
                 Backend::Emu => 4_000_000,
             },
-            // Streamed to disk by both backends: about 2 GB of pcap files.
+            // Streamed to disk by both backends: about 1.7 GB of pcap files.
             pcap_records: 25_000_000,
         }
     }
