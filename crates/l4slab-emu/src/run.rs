@@ -30,6 +30,8 @@
 //!   common one, else cubic) rather than inherited from the host, and
 //!   reported in `summary.emulator.tcp_congestion_control`.
 //! * **Per-packet trace** (`packet_trace = true`): [`crate::pktlog`].
+//! * **pcap capture** (`pcap = true` and a folder, `--pcap-dir`):
+//!   [`crate::capture`].
 //! * **Timing.** The forwarder's timing report (actual minus intended
 //!   release time of every packet) is in `summary.emulator`.
 
@@ -278,7 +280,12 @@ impl Hooks for RunHooks {
 /// # Errors
 /// [`EmuError`]: unsupported flows (before anything is created), no root,
 /// setup failures, or an interruption (SIGINT/SIGTERM: nothing is returned).
-pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuError> {
+pub fn run(
+    scn: &Scenario,
+    seed: u64,
+    tuning: &RunTuning,
+    pcap_dir: Option<&std::path::Path>,
+) -> Result<Value, EmuError> {
     let plan = plan(scn)?;
     if !sys::is_root() {
         return Err(EmuError::NotRoot);
@@ -316,6 +323,10 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             }),
         },
     )?;
+    if let Some(dir) = pcap_dir.filter(|_| scn.pcap) {
+        let files = l4slab_pcap::Captures::create(dir, &forwarder::QUEUE_NAMES)?;
+        fwd.capture(files);
+    }
     // Listeners in the server namespace, before any flow starts.
     let mut flows = Vec::new();
     for (i, f) in scn.flows.iter().enumerate() {
@@ -379,6 +390,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
         Ok(out)
     });
     let wall = fwd.elapsed();
+    fwd.finish_capture()?;
     let flow_names: Vec<&str> = scn.flows.iter().map(|f| f.name.as_str()).collect();
     let queues = fwd.queues_json(&flow_names);
     let forwarder_report = fwd.forwarder_json(cpu0);

@@ -285,6 +285,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "seed") => "1",
         (_, "sample_interval") => r#""100ms""#,
         (_, "packet_trace") => "true",
+        (_, "pcap") => "true",
         (_, "rate") => r#""20Mbit""#,
         (_, "delay") => r#""10ms""#,
         (_, "buffer") => r#""100pkt""#,

@@ -36,6 +36,11 @@ pub struct Scenario {
     pub sample_interval: Dur,
     /// Record `packets.parquet` (per-packet trace). Off by default.
     pub packet_trace: bool,
+    /// Write pcap captures of the bottleneck (`pcap/<queue>.<in|out>.pcap`).
+    /// Off by default; written in the resolved scenario only when on, so
+    /// scenarios without it resolve exactly as before.
+    #[serde(skip_serializing_if = "is_false")]
+    pub pcap: bool,
     pub bottleneck: Bottleneck,
     /// Hosts in name order; client-side hosts first, then server-side.
     pub hosts: Vec<Host>,

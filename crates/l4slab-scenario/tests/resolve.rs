@@ -39,6 +39,7 @@ fn minimal_file_gets_every_default() {
         seed: 1,
         sample_interval: Dur::from_millis(100),
         packet_trace: false,
+        pcap: false,
         bottleneck: Bottleneck {
             down: link.clone(),
             up: link,
@@ -565,6 +566,7 @@ fn overrides_apply_before_validation() {
         "flows[0].app.size=1MB",
         "bottleneck.qdisc={ kind = \"fifo\", head_drop = true }",
         "packet_trace=true",
+        "pcap=true",
     ]);
     assert_eq!(s.bottleneck.down.rate, Rate::from_mbps(50));
     assert_eq!(s.bottleneck.up.rate, Rate::from_mbps(50));
@@ -587,6 +589,11 @@ fn overrides_apply_before_validation() {
         }
     );
     assert!(s.packet_trace);
+    assert!(s.pcap);
+    // The resolved scenario shows `pcap` only when it is on.
+    assert_eq!(serde_json::to_value(&s).unwrap()["pcap"], true);
+    let plain = serde_json::to_value(base_with(&[])).unwrap();
+    assert!(plain.get("pcap").is_none(), "{plain}");
     // Later overrides win.
     assert_eq!(base_with(&["seed=7", "seed=8"]).seed, 8);
     // An override can fix a file that would not parse on its own.

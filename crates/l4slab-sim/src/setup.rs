@@ -23,8 +23,7 @@ use crate::engine::{
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
 use crate::segstore::SegStore;
-use crate::{PacketTrace, SimError};
-use l4slab_core::pkttrace::CHUNK_ROWS;
+use crate::SimError;
 use l4slab_core::SeriesStore;
 
 /// A flow's ECN mode: as written, else Linux-like by controller
@@ -151,7 +150,8 @@ fn build_lines(scn: &Scenario) -> Vec<Line> {
 
 pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
     let mut series = SeriesStore::default();
-    let bn = l4slab_scenario::build::bottleneck(&scn.bottleneck, seed, scn.flows.len());
+    let mut bn = l4slab_scenario::build::bottleneck(&scn.bottleneck, seed, scn.flows.len());
+    let trace = scn.packet_trace.then(|| crate::pkttrace::start(&mut bn));
     let mut q = EventQueue::default();
     // The measurement window starts before anything else due at `warmup`.
     if !scn.warmup.is_zero() {
@@ -259,10 +259,8 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         segs: SegStore::default(),
         series,
         keys,
-        // Room for a chunk and the rows one event may add past it.
-        trace: scn
-            .packet_trace
-            .then(|| PacketTrace::with_capacity(CHUNK_ROWS + CHUNK_ROWS / 8)),
+        trace,
+        pcap: None,
         counts: PacketCounts::default(),
         events: 0,
         out: Vec::with_capacity(64),

@@ -161,6 +161,8 @@ impl Sim<'_> {
             series: self.series,
             // Handed to the sink during the run (`crate::run_streaming`).
             packets: None,
+            // Closed by `crate::run_streaming`.
+            pcap_files: Vec::new(),
             stats,
         }
     }
