@@ -19,12 +19,14 @@
 //! * congestion avoidance (RFC 9438 §4.2–§4.5): on the first ACK of an epoch,
 //!   `K = cbrt((W_max − cwnd_epoch)/C)`, `W_est = cwnd_epoch`. Per ACK,
 //!   `target = clamp(W_cubic(t + RTT), cwnd, 1.5·cwnd)`,
-//!   `W_est += α·segments_acked/cwnd` (α = 3(1−β)/(1+β), 1 once
-//!   `W_est >= cwnd_prior`); if `W_cubic(t) < W_est` then `cwnd = W_est`
+//!   `W_est += α·segments_acked/cwnd` (α = 3(1−β)/(1+β), as Linux: the
+//!   RFC's α = 1 once `W_est >= cwnd_prior` is not applied); if
+//!   `W_cubic(t) < W_est` then `cwnd = W_est`
 //!   (Reno-friendly region), else `cwnd += (target − cwnd)/cwnd` per acked segment.
 //! * loss (first of an episode) and classic ECN-Echo (RFC 9438 §4.6, §4.7):
 //!   `W_max = cwnd·(1+β)/2` if `cwnd < W_max` (fast convergence) else `cwnd`;
-//!   `cwnd_prior = cwnd`; `ssthresh = max(cwnd·β, 2·SMSS)` (Linux; see below);
+//!   `cwnd_prior = cwnd`; `ssthresh = max(⌊cwnd·β⌋, 2)` segments, cwnd in
+//!   whole segments (Linux; see below);
 //!   `cwnd = ssthresh`; the epoch ends. A loss freezes cwnd until
 //!   `RecoveryEnd` (RFC 6675, as Reno); ECN-Echo goes straight to congestion
 //!   avoidance and is ignored during loss recovery (one cut per episode).
@@ -69,8 +71,14 @@
 //!   Linux's per-segment `cnt`), so delayed ACKs do not slow cwnd growth; the
 //!   RFC text says "for each received ACK".
 //! * Reno-friendly region as RFC 9438 §4.3: `cwnd = W_est` (never lowering
-//!   cwnd), α switching to 1 at `cwnd_prior`. Linux `tcp_friendliness` keeps
-//!   α = 3(1−β)/(1+β) forever and steers `cnt` instead of setting cwnd.
+//!   cwnd), with Linux's α = 3(1−β)/(1+β) throughout (the RFC switches α to
+//!   1 at `cwnd_prior`; Linux `tcp_friendliness` does not, and steers `cnt`
+//!   instead of setting cwnd). At 1 % loss and 25 ms (the LiteSpeed study)
+//!   the RFC's switch made transfers ~10 % faster than Linux's.
+//! * Reductions in whole segments, truncated, as Linux (`snd_cwnd` is a
+//!   packet count): `ssthresh = ⌊⌊cwnd⌋·β⌋`, `W_max = ⌊cwnd⌋` (or
+//!   `⌊⌊cwnd⌋·(1+β)/2⌋`). At windows of 7-14 segments the fraction the byte
+//!   arithmetic kept was worth another ~10 % of throughput.
 //! * First epoch after a loss-free slow-start exit or an RTO: Linux has
 //!   `last_max_cwnd = 0` there and forces at least 5 % growth per RTT
 //!   (`cnt <= 20`); we follow RFC 9438 §4.8/§4.10 (`K = 0`, plain curve), so
@@ -470,8 +478,17 @@ impl Cubic {
     /// (RFC 9438 §4.6 Figure 5 with cwnd for flight_size, which the RFC
     /// allows; see `docs/models/cubic.md` "Reduction base").
     fn beta_ssthresh(&self) -> u64 {
-        let s = libm::round(self.cwnd as f64 * self.cfg.beta).min(1e18) as u64;
-        s.max(2 * self.cfg.mss)
+        // Linux counts cwnd in whole segments and truncates:
+        // (snd_cwnd * beta) / BICTCP_BETA_SCALE (the epsilon keeps 10 * 0.7 at 7).
+        let pkts = self.cwnd_packets() as f64;
+        let s = libm::floor(pkts * self.cfg.beta + 1e-9).min(1e15) as u64;
+        s.max(2) * self.cfg.mss
+    }
+
+    /// cwnd in whole segments, as Linux keeps it (`tcp_snd_cwnd`) and as the
+    /// transport's send loop counts it.
+    fn cwnd_packets(&self) -> u64 {
+        self.cwnd / self.cfg.mss
     }
 
     /// Is `from -> to` an edge of the state machine? Everything may reach
@@ -538,13 +555,15 @@ impl Cubic {
     /// §4.6 with §4.7 fast convergence). Ends HyStart++ for good (RFC 9406
     /// §4.2: on loss or ECN "exit slow start and enter congestion avoidance").
     fn reduce(&mut self) {
-        let cwnd = self.cwnd_segments();
+        // Whole segments, as Linux's last_max_cwnd and ssthresh.
+        let cwnd = self.cwnd_packets() as f64;
         // RFC 9438 §4.7: "if cwnd < W_max and fast convergence enabled:
-        // W_max = cwnd * (1 + β)/2, else W_max = cwnd" (before the reduction).
+        // W_max = cwnd * (1 + β)/2, else W_max = cwnd" (before the reduction;
+        // Linux truncates: (snd_cwnd * (1024 + beta)) / (2 * 1024)).
         self.w_max = Some(match self.w_max {
             Some(w) if self.cfg.fast_convergence && cwnd < w => {
                 self.stats.fast_convergence += 1;
-                cwnd * (1.0 + self.cfg.beta) / 2.0
+                libm::floor(cwnd * (1.0 + self.cfg.beta) / 2.0 + 1e-9)
             }
             _ => cwnd,
         });
@@ -614,12 +633,11 @@ impl Cubic {
         // RFC 9438 §4.2: target = W_cubic(t + RTT) bounded to [cwnd, 1.5 cwnd].
         let target = w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
         let segments_acked = acked as f64 / self.cfg.mss as f64;
-        // RFC 9438 §4.3: α_cubic = 3(1-β)/(1+β), set to 1 once W_est >= cwnd_prior.
-        let alpha = if e.w_est >= self.cwnd_prior {
-            1.0
-        } else {
-            self.cfg.alpha_cubic()
-        };
+        // RFC 9438 §4.3: α_cubic = 3(1-β)/(1+β). Linux keeps it (tcp_friendliness:
+        // tcp_cwnd += 1 per (cwnd * beta_scale) >> 3 acked segments, beta_scale
+        // = 8(1024+beta)/3/(1024-beta)); the RFC's switch to 1 once W_est >=
+        // cwnd_prior is not applied (docs/models/cubic.md).
+        let alpha = self.cfg.alpha_cubic();
         // RFC 9438 §4.3 Figure 4: W_est += α_cubic * segments_acked / cwnd.
         e.w_est += alpha * segments_acked / cwnd;
         let w_est = e.w_est;
@@ -797,7 +815,7 @@ impl CongestionControl for Cubic {
                 // note) and inside fast recovery (Linux tcp_enter_loss), as Reno.
                 if !self.rto_backoff && self.state != State::Recovery {
                     self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
-                    self.cwnd_prior = self.cwnd_segments();
+                    self.cwnd_prior = self.cwnd_packets() as f64;
                     self.ssthresh = self.beta_ssthresh();
                 }
                 self.rto_backoff = true;

@@ -305,11 +305,13 @@ impl UndoPoint {
     }
 }
 
-/// `ssthresh = max(base / 2, 2*SMSS)`: RFC 5681 §3.1 eq. (4) with `base` =
-/// FlightSize; Linux `tcp_reno_ssthresh` with `base` = cwnd, which is what
-/// every caller passes (see `docs/models/reno.md` "Reduction base").
+/// `ssthresh = max(⌊base/SMSS⌋ / 2, 2)` segments: RFC 5681 §3.1 eq. (4)
+/// with `base` = FlightSize; Linux `tcp_reno_ssthresh` (whole segments,
+/// truncated) with `base` = cwnd, which is what every caller passes (see
+/// `docs/models/transport.md` "Reduction base").
 pub(crate) fn halved_ssthresh(base: u64, smss: u64) -> u64 {
-    (base / 2).max(2 * smss)
+    // In whole segments, truncated, as Linux (`tcp_snd_cwnd(tp) >> 1U`).
+    ((base / smss) / 2).max(2) * smss
 }
 
 /// Slow start, RFC 5681 §3.1 with RFC 3465 §2.3 ABC: `cwnd += min(N,
@@ -616,12 +618,12 @@ mod tests {
     #[test]
     fn floor_is_two_segments() {
         let mut d = reno();
-        // 10 -> 5 -> 2.5 -> max(1.25, 2) segments.
+        // 10 -> 5 -> 2 (5/2 truncated, as Linux) -> max(1, 2) segments.
         for _ in 0..2 {
             d.lose(MSS, true);
             d.recovery_end();
         }
-        assert_eq!(d.cc.cwnd(), 5 * MSS / 2);
+        assert_eq!(d.cc.cwnd(), 2 * MSS);
         d.lose(MSS, true);
         assert_eq!(d.cc.ssthresh(), Some(2 * MSS));
         assert_eq!(d.cc.cwnd(), 2 * MSS);
@@ -644,9 +646,9 @@ mod tests {
         d.send_and_ack_rounds(1);
         assert_eq!(segs(d.cc.cwnd()), 21);
         // During loss recovery an ECN-Echo is not a second signal.
-        d.lose(MSS, true); // flight 21 -> 10
+        d.lose(MSS, true); // cwnd 21 -> 10 (truncated, as Linux)
         d.ecn_echo();
-        assert_eq!(d.cc.cwnd(), 10 * MSS + MSS / 2);
+        assert_eq!(d.cc.cwnd(), 10 * MSS);
         assert_eq!(d.cc.stats().ecn_reductions, 1);
     }
 

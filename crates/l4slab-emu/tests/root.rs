@@ -701,6 +701,87 @@ cc = "cubic"
     }
 }
 
+/// The LiteSpeed transfer (10 MB, 20 Mbit/s, 25 ms, 1 % random loss on the
+/// data path; scenarios/studies/litespeed-bbr-loss): kernel CUBIC through
+/// the emulator and the simulator's CUBIC lose the same packets (same seed)
+/// and must take about as long. Before Linux's arithmetic (α = 0.53, whole-
+/// segment cuts) and loss recovery the simulator took 10.8-11.2 s where the
+/// kernel took 15.5-17.6 s. Measured now (docs/models/cubic.md): sim 16.08,
+/// 15.25, 15.33 s vs kernel 17.74-18.10, 15.31-15.47, 15.60 s (seeds 1-3).
+#[test]
+fn cubic_under_random_loss_takes_as_long_as_kernel_cubic() {
+    if !root_or_skip("cubic_under_random_loss_takes_as_long_as_kernel_cubic") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let text = r#"format = 1
+duration = "25s"                   # the emulator runs to the end; the slowest took 18.1 s
+[bottleneck]
+rate = "20Mbit"
+buffer = "1000pkt"
+[bottleneck.down]
+delay = "25ms"
+loss = "1%"
+[bottleneck.up]
+delay = "0ms"
+[[flows]]
+name = "file"
+cc = "cubic"
+app = { kind = "file", size = "10MB" }
+"#;
+    let dir = tempdir();
+    let scenario = dir.join("loss.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let opts = l4slab_scenario::ParseOptions {
+        known_cc: l4slab_sim::cc_names().to_vec(),
+        trace_dirs: vec![],
+    };
+    let (mut sum_sim, mut sum_emu) = (0.0, 0.0);
+    for seed in [1u64, 2, 3] {
+        let out = dir.join(format!("result-{seed}.json"));
+        let st = Command::new(EMU)
+            .args(["run", scenario.to_str().unwrap(), "--out"])
+            .arg(&out)
+            .args(["--seed", &seed.to_string()])
+            .stdin(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "seed {seed}");
+        let emu: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let emu: Value = serde_json::from_str(emu["summary_json"].as_str().unwrap()).unwrap();
+        let scn = l4slab_scenario::parse_with(text, "loss.toml", &[], &opts).unwrap();
+        let ro = l4slab_sim::RunOptions {
+            seed: Some(seed),
+            ..l4slab_sim::RunOptions::default()
+        };
+        let sim = l4slab_sim::run(&scn, &ro, &mut |_| true).unwrap();
+        let done = |v: &Value| {
+            v["flows"]["file"]["completion_s"]
+                .as_f64()
+                .expect("completed")
+        };
+        let (s, e) = (done(&sim.summary), done(&emu));
+        let (rs, re) = (
+            sim.summary["flows"]["file"]["retransmits"]
+                .as_u64()
+                .unwrap(),
+            emu["flows"]["file"]["retransmits"].as_u64().unwrap(),
+        );
+        eprintln!("seed {seed}: sim {s:.2} s ({rs} retransmits), kernel {e:.2} s ({re})");
+        // Per run: the two take different paths through the same losses.
+        assert!(
+            (s / e - 1.0).abs() <= 0.15,
+            "seed {seed}: sim {s} s vs kernel {e} s"
+        );
+        sum_sim += s;
+        sum_emu += e;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // The issue's bar: within 10 % (here of the mean over the seeds).
+    let ratio = sum_sim / sum_emu;
+    assert!((ratio - 1.0).abs() <= 0.10, "mean sim/kernel {ratio:.3}");
+}
+
 /// `probe ecn-check` through a path with `--ecn-path PATH` against a
 /// reflector started by `reflector_cmd`; returns (exit code, JSON report).
 fn ecn_check_with(path: &str, reflector_cmd: &str, count: &str) -> (i32, Value) {

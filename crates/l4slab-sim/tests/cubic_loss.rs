@@ -11,11 +11,9 @@ const MSS: f64 = 1448.0;
 const SEEDS: [u64; 2] = [1, 2];
 
 fn scenario(cc: &str, rtt_ms: u64, seed: u64) -> String {
-    // On the 200 ms path the transport's default RTO (RFC 6298 arithmetic
-    // with Linux's 200 ms floor) is about one RTT, so fast recovery — which
-    // waits an RTT for the retransmission — times out spuriously. Use RFC
-    // 6298's 1 s floor there so that only congestion control is measured.
-    let min_rto = if rtt_ms >= 200 { "1s" } else { "200ms" };
+    // The default (Linux) RTO is at least SRTT + 200 ms, so fast recovery,
+    // which waits an RTT for the retransmission, does not time out on the
+    // 200 ms path either (RFC 6298's max(200 ms, SRTT + 4·RTTVAR) did).
     format!(
         r#"
 format = 1
@@ -28,8 +26,6 @@ buffer = "1000pkt"
 name = "f"
 cc = "{cc}"
 app = "bulk"
-[flows.transport]
-min_rto = "{min_rto}"
 "#,
         one_way = rtt_ms / 2
     )
@@ -124,10 +120,12 @@ fn cubic_follows_its_response_function_and_is_reno_friendly_where_it_should_be()
         );
         // The RFC 9438 response function, at the measured congestion-event
         // rate. Random (Bernoulli) loss makes the loss intervals irregular,
-        // which favours CUBIC's plateau and the α = 1 Reno-friendly phase:
-        // measured 1.15–1.35x.
+        // which favours CUBIC's plateau (1.15-1.22x in the cubic region);
+        // in the Reno-friendly region Linux's arithmetic (α = 0.53 throughout,
+        // windows truncated to whole segments at each cut) stays below the
+        // continuous model: 0.80-1.03x measured.
         assert!(
-            (0.95..=1.6).contains(&(c.goodput / model_ev)),
+            (0.75..=1.4).contains(&(c.goodput / model_ev)),
             "RTT {rtt_ms} ms p={p}: CUBIC {:.0} B/s vs model {model_ev:.0} B/s",
             c.goodput
         );
@@ -146,10 +144,13 @@ fn cubic_follows_its_response_function_and_is_reno_friendly_where_it_should_be()
                 "RTT {rtt_ms} ms p={p}: CUBIC/Reno {ratio:.2} vs model {model_ratio:.2}"
             );
         } else {
-            // Reno-friendly region: CUBIC ≈ Reno, never below it. (The excess
-            // comes from RFC 9438's α → 1 once W_est passes cwnd_prior.)
+            // Reno-friendly region: CUBIC ≈ Reno, a little below it with
+            // Linux's arithmetic (measured 0.83-0.97). Linux itself: kernel
+            // CUBIC / kernel Reno = 0.92 at 50 ms, 1 % (the emulator, 100
+            // Mbit/s, 40 s, seeds 1-2: 2.46, 2.55 vs 2.75, 2.70 Mbit/s;
+            // docs/models/cubic.md).
             assert!(
-                (0.95..=1.3).contains(&ratio),
+                (0.8..=1.05).contains(&ratio),
                 "RTT {rtt_ms} ms p={p}: CUBIC/Reno {ratio:.2}"
             );
         }
