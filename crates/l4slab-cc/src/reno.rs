@@ -46,8 +46,8 @@
 //!   not from RFC 5681's FlightSize (`SND.NXT − SND.UNA`), which in
 //!   back-to-back recovery episodes counts a window of SACKed data behind
 //!   the hole and exceeds cwnd, so a "halving" can raise the window
-//!   (docs/models/transport.md, "Reduction base"). RFC 6675 §5 (4.2) and
-//!   RFC 9438 §4.6 allow the cwnd-based value.
+//!   (docs/models/transport.md, "Reduction base"). RFC 5681 and RFC 6675
+//!   §5 (4.2) say FlightSize; RFC 9438 §4.6 allows cwnd (for CUBIC).
 //! * The window drops to `ssthresh` at once (RFC 6675) instead of gradually
 //!   by PRR. The difference lasts one RTT; the transport's pipe accounting
 //!   prevents the burst PRR is meant to smooth because it sends nothing until

@@ -24,7 +24,9 @@
 //!   a consistent delivery rate, i.e. under token-bucket policers, which no
 //!   scenario models. Without it, a policed path makes BBR v1 lose ~20 %+
 //!   of its packets (its published failure mode).
-//! * `bbr_undo_cwnd` (the transport never undoes a recovery).
+//! * The part of `bbr_undo_cwnd` that resets the long-term sampling (there is
+//!   no `lt_bw` mode); its reset of the full-bandwidth detector is done on
+//!   [`CongestionEvent::Undo`], which also ends recovery.
 //! * `tp->snd_ssthresh` bookkeeping: [`CongestionControl::ssthresh`] stays
 //!   `None`, as it must: a controller with an ssthresh gets PRR from the
 //!   transport, and Linux BBR (a `cong_control` module) bypasses PRR.

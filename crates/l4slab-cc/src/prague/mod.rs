@@ -67,11 +67,13 @@
 //! classic response: the same once-per-round CWR reduction with alpha taken
 //! as 1 (a halving); alpha itself is untouched.
 //!
-//! **Not implemented.** cwnd undo (`prague_cwnd_undo`); the `prague-reno`
-//! switch when ECN is not negotiated (the transport delivers no CE bytes
-//! then, and Prague's response to loss is already Reno's halving; growth
-//! stays Prague's); TSO/GSO sizing itself (`prague_tso_segs`: the transport
-//! has no TSO); v0.7 features (rate-based mode for small windows, ±3 % pacing
+//! **Not implemented.** cwnd undo (`prague_cwnd_undo` restores `max(cwnd,
+//! loss_cwnd)`): [`CongestionEvent::Undo`] only ends loss recovery as
+//! `RecoveryEnd` does, and after a timeout does nothing; the `prague-reno`
+//! switch when ECN is not negotiated (the transport delivers no CE bytes then,
+//! and Prague's response to loss is already Reno's halving; growth stays
+//! Prague's); TSO/GSO sizing itself (`prague_tso_segs`: the transport has no
+//! TSO); v0.7 features (rate-based mode for small windows, ±3 % pacing
 //! oscillation, MSS reduction, `prague_alpha_mode`).
 //!
 //! **Deviations from Linux v0.6 and why.**

@@ -30,8 +30,11 @@
 //! * ECN: the draft specifies no ECN response (§3.7, future work). The
 //!   controller sends Not-ECT, so no CE mark or ECN-Echo ever reaches it;
 //!   an `EcnEcho` event is ignored.
-//! * Spurious-recovery undo (§5.5.11): the transport never declares a
-//!   recovery spurious. `SaveStateUponLoss` therefore only saves cwnd.
+//! * Spurious-recovery undo (§5.5.11): [`CongestionEvent::Undo`] only ends
+//!   recovery as `RecoveryEnd` does (restoring the saved cwnd); no model
+//!   state is restored, and `SaveStateUponLoss` only saves cwnd. Linux
+//!   `bbr_undo_cwnd` also resets the full-bandwidth detector and the
+//!   short-term bounds.
 //! * `HandleLostPacket`'s per-packet `InflightAtLoss` refinement (§5.5.10.2):
 //!   the transport reports losses as byte counts without the lost packet's
 //!   send-time snapshot, so `IsInflightTooHigh` is evaluated on each ACK with
