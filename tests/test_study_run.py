@@ -158,6 +158,31 @@ def test_reproduce_writes_everything_and_fails_on_a_failing_claim(native, tmp_pa
     assert 1 < goodput["values"]["clean"]["value"] < 20
 
 
+def test_a_declared_model_gap_is_reported_as_gap_not_fail(native, tmp_path, capsys):
+    # The same failing claim with `gap`: reported GAP with the reason, the
+    # study does not fail (exit 0), and study.json says so.
+    study = STUDY.replace(
+        'why = "It cannot: this claim must fail."',
+        'why = "It cannot: this claim must fail."\ngap = "a 20 Mbit/s link is not faster"',
+    )
+    folder = make_study(tmp_path / "studies", study=study)
+    out = tmp_path / "out"
+
+    code, stdout, err = reproduce(capsys, folder, "-o", out, "--jobs", "1", "--no-report")
+
+    assert code == 0, err
+    text = flat(stdout)
+    assert re.search(r"impossible .* GAP", text)
+    assert "tiny: 1 of 2 claims hold, 1 a model gap — GAP" in text
+    doc = json.loads((out / "tiny" / "study.json").read_text())
+    assert (doc["verdict"], doc["claims_passed"], doc["claims_gaps"]) == ("gap", 1, 1)
+    verdicts = {c["id"]: (c["verdict"], c["gap"]) for c in doc["claims"]}
+    assert verdicts == {
+        "slower": ("pass", None),
+        "impossible": ("gap", "a 20 Mbit/s link is not faster"),
+    }
+
+
 def test_study_json_is_byte_identical_across_runs_and_worker_counts(native, tmp_path, capsys):
     folder = make_study(tmp_path / "studies")
 

@@ -851,10 +851,10 @@ def reproduce_command(
             for table in study_report.measures_tables(outcome):
                 console.print(table)
             console.print(study_report.claims_table(outcome))
-        passed, total = outcome.count()
-        verdict = "PASS" if outcome.passed else "FAIL"
+        holds = study_report.holds_text(outcome, "claims ")
+        verdict = outcome.verdict.upper()
         console.print(
-            f"{spec.id}: {passed} of {total} claims hold — {verdict}; results: {outcome.path}/",
+            f"{spec.id}: {holds} — {verdict}; results: {outcome.path}/",
             markup=False,
             soft_wrap=True,
         )

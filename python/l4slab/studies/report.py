@@ -163,19 +163,18 @@ def claims_data(outcome: Outcome) -> TableData:
         value = _claim_value(result.value)
         if result.detail:
             value = f"{value} ({result.detail})" if result.value is not None else result.detail
-        rows.append(
-            Row(
-                (
-                    result.claim.id,
-                    result.claim.text,
-                    check,
-                    value,
-                    "PASS" if result.passed else "FAIL",
-                )
-            )
-        )
+        text = result.claim.text
+        if result.verdict == "gap":
+            text = f"{text} — model gap: {result.claim.gap}"
+        rows.append(Row((result.claim.id, text, check, value, result.verdict.upper())))
+    return TableData(f"{outcome.study.id}: claims — {holds_text(outcome)}", columns, tuple(rows))
+
+
+def holds_text(outcome: Outcome, noun: str = "") -> str:
+    """``3 of 4 [claims] hold`` (``, 1 a model gap`` when there are gaps)."""
     passed, total = outcome.count()
-    return TableData(f"{outcome.study.id}: claims — {passed} of {total} hold", columns, tuple(rows))
+    gaps = outcome.gaps()
+    return f"{passed} of {total} {noun}hold" + (f", {gaps} a model gap" if gaps else "")
 
 
 # --------------------------------------------------------------------------- terminal
@@ -206,9 +205,7 @@ def _rich(data: TableData, *, verdict_column: int | None = None) -> Table:
         cells = [Text(cell) for cell in row.cells]  # plain text: no rich markup in claims
         if verdict_column is not None:
             verdict = row.cells[verdict_column]
-            cells[verdict_column] = Text(
-                verdict, style="bold green" if verdict == "PASS" else "bold red"
-            )
+            cells[verdict_column] = Text(verdict, style=_RICH_STYLE.get(verdict, "bold red"))
         table.add_row(*cells)
     return table
 
@@ -236,12 +233,14 @@ def summary_table(outcomes: Sequence[Outcome]) -> Table:
         table.add_column(header, justify="right" if numeric else "left")
     for outcome in outcomes:
         passed, total = outcome.count()
+        gaps = outcome.gaps()
+        verdict = outcome.verdict.upper()
         table.add_row(
             Text(outcome.study.id),
             Text(outcome.study.title),
             str(outcome.study.jobs),
-            f"{passed} of {total}",
-            Text("PASS", style="bold green") if outcome.passed else Text("FAIL", style="bold red"),
+            f"{passed} of {total}" + (f" ({gaps} gap)" if gaps else ""),
+            Text(verdict, style=_RICH_STYLE[verdict]),
         )
     return table
 
@@ -346,10 +345,9 @@ def write_study_report(outcome: Outcome, directory: Path) -> Path:
 def study_html(outcome: Outcome, figures: Sequence[Any]) -> str:
     """The study report page."""
     study = outcome.study
-    passed, total = outcome.count()
     verdict = (
-        f'<p class="verdict" style="{_VERDICT_STYLE[outcome.passed]}">'
-        f"{passed} of {total} claims hold — {'PASS' if outcome.passed else 'FAIL'}</p>"
+        f'<p class="verdict" style="{_VERDICT_STYLE[outcome.verdict]}">'
+        f"{_e(holds_text(outcome, 'claims '))} — {outcome.verdict.upper()}</p>"
     )
     parts = [
         f'<h1>{_e(study.title)} <span class="kind">— l4slab study {_e(study.id)}</span></h1>',
@@ -378,25 +376,29 @@ def study_html(outcome: Outcome, figures: Sequence[Any]) -> str:
 
 
 _VERDICT_STYLE = {
-    True: "font-weight:600;color:#1b7f3b",
-    False: "font-weight:600;color:#b3261e",
+    "pass": "font-weight:600;color:#1b7f3b",
+    "gap": "font-weight:600;color:#9a6700",
+    "fail": "font-weight:600;color:#b3261e",
 }
+_RICH_STYLE = {"PASS": "bold green", "GAP": "bold yellow", "FAIL": "bold red"}
 
 
 def _claims_html(outcome: Outcome) -> str:
     rows = []
     for result in outcome.claims:
         claim = result.claim
-        verdict = "PASS" if result.passed else "FAIL"
+        verdict = result.verdict.upper()
         value = _claim_value(result.value)
         detail = f"<br><span class=note>{_e(result.detail)}</span>" if result.detail else ""
+        if result.verdict == "gap":
+            detail += f"<br><span class=note>model gap: {_e(claim.gap or '')}</span>"
         rows.append(
             "<tr>"
             f'<td class="text">{_e(claim.id)}</td>'
             f'<td class="text">{_e(claim.text)}<br><span class="note">{_e(claim.why)}</span></td>'
             f'<td class="text"><code>{_e(claim.expr.text)}</code> {_e(claim.bound_text)}</td>'
             f'<td class="num">{_e(value)}{detail}</td>'
-            f'<td class="text" style="{_VERDICT_STYLE[result.passed]}">{verdict}</td>'
+            f'<td class="text" style="{_VERDICT_STYLE[result.verdict]}">{verdict}</td>'
             "</tr>"
         )
     head = "".join(

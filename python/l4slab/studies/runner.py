@@ -277,6 +277,14 @@ class ClaimResult:
     passed: bool
     detail: str
 
+    @property
+    def verdict(self) -> str:
+        """``pass``; ``gap`` when it does not hold and the study declares why the
+        model cannot meet it (:attr:`ClaimSpec.gap`); else ``fail``."""
+        if self.passed:
+            return "pass"
+        return "gap" if self.claim.gap else "fail"
+
 
 @dataclass
 class Outcome:
@@ -291,8 +299,18 @@ class Outcome:
 
     @property
     def passed(self) -> bool:
-        """Whether every claim holds."""
-        return all(c.passed for c in self.claims)
+        """Whether no claim fails (every claim holds or is a declared gap)."""
+        return all(c.verdict != "fail" for c in self.claims)
+
+    @property
+    def verdict(self) -> str:
+        """``fail`` if a claim fails, else ``gap`` if one is a declared gap, else ``pass``."""
+        verdicts = {c.verdict for c in self.claims}
+        return "fail" if "fail" in verdicts else "gap" if "gap" in verdicts else "pass"
+
+    def gaps(self) -> int:
+        """Claims that do not hold for a declared model gap."""
+        return sum(c.verdict == "gap" for c in self.claims)
 
     def seed_matters(self, run: str) -> bool:
         """Whether the run's results depend on its seed (``False``: its first seed drew no
@@ -391,8 +409,9 @@ def study_json(outcome: Outcome) -> str:
         "title": study.title,
         "source": study.source,
         "description": study.description,
-        "verdict": "pass" if outcome.passed else "fail",
+        "verdict": outcome.verdict,
         "claims_passed": outcome.count()[0],
+        "claims_gaps": outcome.gaps(),
         "claims_total": outcome.count()[1],
         "runs": [
             {
@@ -438,8 +457,9 @@ def study_json(outcome: Outcome) -> str:
                 "bound": result.claim.bound_text,
                 "why": result.claim.why,
                 "value": result.value,
-                "verdict": "pass" if result.passed else "fail",
+                "verdict": result.verdict,
                 "detail": result.detail,
+                "gap": result.claim.gap,
             }
             for result in outcome.claims
         ],

@@ -126,6 +126,9 @@ class ClaimSpec:
     op: str | None
     value: float | None
     why: str
+    #: A known model gap: why the model cannot meet this claim (with the
+    #: evidence). A failing claim with a gap is reported as GAP, not FAIL.
+    gap: str | None = None
 
     @property
     def bound_text(self) -> str:
@@ -224,7 +227,7 @@ _RUN_KEYS = ("name", "scenario", "set", "seed", "seeds", "sweep", "group", "labe
 _MEASURE_KEYS = (
     "label", "unit", "path", "metric", "args", "scale", "runs", "stat", "digits", "published",
 )  # fmt: skip
-_CLAIM_KEYS = ("id", "text", "expr", "range", "op", "value", "why")
+_CLAIM_KEYS = ("id", "text", "expr", "range", "op", "value", "why", "gap")
 _FIGURE_KEYS = ("name", "kind", "title", "caption", "wide", "args")
 
 
@@ -621,7 +624,16 @@ class _Parser:
             except ExprError as exc:
                 raise self.error(f"{key}.expr", str(exc)) from None
             bound_range, op, bound_value = self.bound(table, key)
-            claims.append(ClaimSpec(claim_id, text, expr, bound_range, op, bound_value, why))
+            gap = self.text(
+                table,
+                "gap",
+                key,
+                'gap = "the model is Linux TCP; the publication ran QUIC"',
+                required=False,
+            )
+            claims.append(
+                ClaimSpec(claim_id, text, expr, bound_range, op, bound_value, why, gap or None)
+            )
         return claims
 
     def bound(
