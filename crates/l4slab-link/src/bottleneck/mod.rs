@@ -34,6 +34,13 @@
 //! and marks as they pass through the qdisc context, so the summary's
 //! `drops`/`marks` and the series' `drops`/`marks` are one count.
 //!
+//! **More queues.** The same runtime runs any further queue of the network
+//! ([`Bottleneck::add_queue`]: a host's access link, `access.<host>.<dir>`)
+//! next to the bottleneck's two directions: index `dir` is then any queue's
+//! index, and the summary, series, window and accounting cover them all.
+//! Routing between queues is the clock's (the simulator's engine, the
+//! emulator's forwarder): each queue only sees its own arrivals.
+//!
 //! **Measurement window.** [`Bottleneck::start_window`]`(t)` (called once,
 //! at the scenario's `warmup`, after advancing both directions to `t`)
 //! restarts the summary's totals: sojourn, drops, marks, utilization and the
@@ -61,8 +68,10 @@ pub const UP: usize = 1;
 /// Queue names by direction, as results name them.
 pub const QUEUE_NAMES: [&str; 2] = ["bottleneck.down", "bottleneck.up"];
 
-/// One direction of the bottleneck.
+/// One direction of the bottleneck (or one more queue of the network).
 pub struct Direction {
+    /// The queue's name in the results (`bottleneck.down`, `access.laptop.up`).
+    name: Box<str>,
     link: Link,
     /// The qdisc's random stream (`link/<name>/qdisc`).
     rng: SimRng,
@@ -96,6 +105,11 @@ struct WindowStart {
 }
 
 impl Direction {
+    /// The queue's name in the results.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn link(&self) -> &Link {
         &self.link
     }
@@ -119,7 +133,7 @@ impl Direction {
         assert!(
             t >= self.clock,
             "{}: time went back from {} to {t}",
-            QUEUE_NAMES[dir],
+            self.name,
             self.clock
         );
         self.clock = t;
@@ -138,35 +152,58 @@ impl Direction {
     }
 }
 
-/// The two directions of the bottleneck and what they record.
+/// The two directions of the bottleneck (and any queues added with
+/// [`Bottleneck::add_queue`]) and what they record.
 pub struct Bottleneck {
-    dirs: [Direction; 2],
+    /// `DOWN`, `UP`, then the added queues in order.
+    dirs: Vec<Direction>,
+    /// Per-flow statistics are kept for flow ids below this.
+    flows: usize,
 }
 
 impl Bottleneck {
     /// `links` = `[down, up]`, each with its qdisc's random stream. Per-flow
     /// statistics are kept for flow ids below `flows`.
     pub fn new(links: [(Link, SimRng); 2], flows: usize) -> Self {
-        let dir = |(link, rng): (Link, SimRng)| {
-            let subs = link.qdisc().subqueue_names().len();
-            let line = DelayLine::new(link.delay());
-            Direction {
-                rec: QueueRecorder::new(subs, flows),
-                series: QueueSeries::new(&link),
-                link,
-                rng,
-                line,
-                dropped: Vec::with_capacity(64),
-                scratch: Vec::with_capacity(64),
-                clock: Time::ZERO,
-                timer: None,
-                window: WindowStart::default(),
-            }
-        };
         let [down, up] = links;
-        Bottleneck {
-            dirs: [dir(down), dir(up)],
-        }
+        let mut bn = Bottleneck {
+            dirs: Vec::with_capacity(2),
+            flows,
+        };
+        bn.add_queue(QUEUE_NAMES[DOWN], down.0, down.1);
+        bn.add_queue(QUEUE_NAMES[UP], up.0, up.1);
+        bn
+    }
+
+    /// Add a queue named `name` (`access.laptop.up`) that runs `link` with
+    /// the qdisc stream `rng`, as the bottleneck's directions run; returns
+    /// its index (the `dir` of every other method).
+    pub fn add_queue(&mut self, name: &str, link: Link, rng: SimRng) -> usize {
+        assert!(
+            self.dirs.iter().all(|d| &*d.name != name),
+            "two queues named {name}"
+        );
+        let subs = link.qdisc().subqueue_names().len();
+        let line = DelayLine::new(link.delay());
+        self.dirs.push(Direction {
+            name: name.into(),
+            rec: QueueRecorder::new(subs, self.flows),
+            series: QueueSeries::new(&link),
+            link,
+            rng,
+            line,
+            dropped: Vec::with_capacity(64),
+            scratch: Vec::with_capacity(64),
+            clock: Time::ZERO,
+            timer: None,
+            window: WindowStart::default(),
+        });
+        self.dirs.len() - 1
+    }
+
+    /// The number of queues (2 + those added).
+    pub fn queues(&self) -> usize {
+        self.dirs.len()
     }
 
     pub fn dir(&self, dir: usize) -> &Direction {
@@ -181,11 +218,11 @@ impl Bottleneck {
     /// length, and [`Bottleneck::check_accounting`] checks the changes since
     /// `t`.
     pub fn start_window(&mut self, t: Time) {
-        for (dir, d) in self.dirs.iter_mut().enumerate() {
+        for d in &mut self.dirs {
             assert!(
                 d.clock <= t,
                 "{}: window started at {t}, after the direction ran to {}",
-                QUEUE_NAMES[dir],
+                d.name,
                 d.clock
             );
             d.rec.start_window();
@@ -237,7 +274,7 @@ impl Bottleneck {
                     assert!(
                         d.timer.is_none_or(|next| Some(next) > due),
                         "{}: the qdisc's timer stayed at {due:?} after it ran",
-                        QUEUE_NAMES[dir]
+                        d.name
                     );
                 }
                 (None, None) => return,
@@ -311,7 +348,7 @@ impl Bottleneck {
         self.dirs.iter().map(Direction::in_network).sum()
     }
 
-    /// Numbers drawn from all four random streams.
+    /// Numbers drawn from all random streams (two per queue).
     pub fn random_draws(&self) -> u64 {
         self.dirs.iter().map(Direction::random_draws).sum()
     }
@@ -416,6 +453,56 @@ mod tests {
         assert_eq!((out[0].0, out[0].1.id), (Time::from_millis(6), 7));
         assert_eq!(bn.in_network(), 0);
         bn.check_accounting();
+    }
+
+    #[test]
+    fn an_added_queue_runs_and_reports_under_its_name() {
+        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
+        let link = Link::new(
+            Box::new(Fifo::new(FifoConfig::default())),
+            Box::new(ConstantRate::new(Rate::from_mbps(1)).unwrap()),
+            Box::new(NoLoss),
+            SimRng::derive(1, "access loss"),
+            Dur::from_millis(2),
+        );
+        let q = bn.add_queue("access.laptop.up", link, SimRng::derive(1, "access qdisc"));
+        assert_eq!((q, bn.queues()), (2, 3));
+        // 1250 B at 1 Mbit/s = 10 ms, then 2 ms.
+        bn.enqueue(q, Time::ZERO, Packet::new(3, 0, 1250, Ecn::NotEct));
+        assert_eq!(bn.next_deadline(q), Some(Time::from_millis(10)));
+        assert_eq!(bn.next_deadline(UP), None, "the queues are independent");
+        let mut out = Vec::new();
+        bn.advance(q, Time::from_millis(12), &mut out);
+        assert_eq!((out[0].0, out[0].1.id), (Time::from_millis(12), 3));
+        let mut store = l4slab_core::SeriesStore::default();
+        bn.sample(
+            Time::from_millis(20),
+            0.02,
+            Dur::from_millis(20),
+            &mut store,
+        );
+        let names: Vec<&str> = (0..store.len())
+            .map(|i| store.name(store.series[i]))
+            .collect();
+        assert!(names.contains(&"queue/access.laptop.up"), "{names:?}");
+        let json = bn.queues_json(Dur::from_millis(20), &["f"]);
+        assert_eq!(json["access.laptop.up"]["sent_packets"], 1, "{json}");
+        assert_eq!(json["access.laptop.up"]["utilization"], 0.5, "{json}");
+        bn.check_accounting();
+    }
+
+    #[test]
+    #[should_panic(expected = "two queues named bottleneck.up")]
+    fn queue_names_are_unique() {
+        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
+        let link = Link::new(
+            Box::new(Fifo::new(FifoConfig::default())),
+            Box::new(ConstantRate::new(Rate::from_mbps(1)).unwrap()),
+            Box::new(NoLoss),
+            SimRng::derive(1, "l"),
+            Dur::ZERO,
+        );
+        bn.add_queue("bottleneck.up", link, SimRng::derive(1, "q"));
     }
 
     /// FIFO of 2 packets, 1250 B = 1 ms at 10 Mbit/s: five packets at 0
