@@ -13,8 +13,8 @@
 //!   bulk flow, docs/PERFORMANCE.md).
 //! * **series rows**: `series.parquet` is recorded in memory during the run,
 //!   one row per (sample, series, key): `samples × rows per sample`, the
-//!   rows per sample counted from the queues the scenario builds and an
-//!   upper bound per flow.
+//!   rows per sample counted from the queues the scenario builds (the
+//!   bottleneck's and each host's access links) and an upper bound per flow.
 //! * **trace rows** (`packet_trace = true`): about two rows (send, then
 //!   deliver or drop) per packet. The simulator streams them to disk (about
 //!   6 bytes a row in `packets.parquet`); the emulator holds its trace in
@@ -101,9 +101,15 @@ impl Cost {
     pub fn estimate(scn: &Scenario) -> Cost {
         let duration = scn.duration.saturating_since(Time::ZERO);
         let samples = duration.as_nanos() / scn.sample_interval.as_nanos().max(1);
-        let links = [&scn.bottleneck.down, &scn.bottleneck.up];
-        let queue_rows: u64 = links
+        // The bottleneck's two queues and every access link's.
+        let access = scn
+            .hosts
             .iter()
+            .flat_map(|h| [&h.access.down, &h.access.up]);
+        let links = [&scn.bottleneck.down, &scn.bottleneck.up]
+            .into_iter()
+            .chain(access.flatten());
+        let queue_rows: u64 = links
             .map(|spec| {
                 let q = build::qdisc(&spec.qdisc);
                 QUEUE_BASE_ROWS_PER_SAMPLE
