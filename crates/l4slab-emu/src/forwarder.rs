@@ -6,6 +6,16 @@
 //! tcli --read--> split GSO --> Link "bottleneck.up"   (qdisc, rate, loss) --> delay line --write--> tsrv
 //! ```
 //!
+//! **Access links.** A scenario host's own access link (`[hosts.NAME.access]`)
+//! is one more queue of the same runtime, passed before the bottleneck by
+//! the packets its host sends and after it by those it receives
+//! ([`AccessRoutes`], by flow). Each packet enters the next queue at its
+//! *intended* exit time from the previous one: on each wake-up a direction
+//! runs its senders' access links, then the bottleneck with their departures
+//! merged in time order, then its receivers' access links, so a chain of
+//! queues gives the packets the fates the simulator's calendar gives them
+//! (`forwarder_access_parity.rs`).
+//!
 //! **Virtual time.** The link's events run at their *intended* times, not at
 //! the moment the loop wakes up: `on_tx_done(t)` is called with
 //! `t = tx_done_at()` even when the timer fired late, so serialization times
@@ -39,6 +49,7 @@ use l4slab_core::pkttrace::drop_event;
 use l4slab_core::{Dur, FlowId, Packet, SeriesStore, Time};
 use l4slab_link::Bottleneck;
 
+use crate::access::AccessRoutes;
 use crate::coalesce::Coalescer;
 use crate::packet::{self, IpInfo, Malformed, VNET_HDR_LEN};
 use crate::pktlog::PacketLog;
@@ -125,6 +136,9 @@ pub struct Config {
     /// Keep a per-packet trace ([`PacketLog`]); the value says, per
     /// scenario flow, whether its data goes down. Needs [`Classifier::Ports`].
     pub packet_log: Option<Vec<bool>>,
+    /// The hosts' access links (the runtime's queues beyond the bottleneck's
+    /// two), by flow. Needs [`Classifier::Ports`].
+    pub access: AccessRoutes,
 }
 
 impl Default for Config {
@@ -140,6 +154,7 @@ impl Default for Config {
             warmup: Dur::ZERO,
             coalesce: true,
             packet_log: None,
+            access: AccessRoutes::default(),
         }
     }
 }
@@ -244,8 +259,12 @@ pub struct Forwarder {
     /// recorder, delay lines, queue series and summary.
     pub bn: Bottleneck,
     pub dirs: [Direction; 2],
-    /// Scratch for the packets a direction releases.
+    /// Scratch for the packets a direction releases,
     departed: Vec<(Time, Packet)>,
+    /// the packets its bottleneck releases,
+    bn_departed: Vec<(Time, Packet)>,
+    /// and those its senders' access links release (exit time, queue).
+    staged: Vec<(Time, usize, Packet)>,
     cfg: Config,
     slab: Slab,
     clock: Clock,
@@ -320,6 +339,8 @@ impl Forwarder {
             bn,
             dirs: [dir(srv, cli), dir(cli, srv)],
             departed: Vec::with_capacity(64),
+            bn_departed: Vec::with_capacity(64),
+            staged: Vec::new(),
             slab: Slab::new(slot),
             scratch: vec![0; slot],
             cfg,
@@ -445,17 +466,81 @@ impl Forwarder {
         self.window_start = Some(w);
     }
 
-    /// The next instant direction `d` needs attention.
+    /// The next instant direction `d` needs attention (its bottleneck's or
+    /// one of its access links').
     fn next_event(&self, d: usize) -> Option<Time> {
-        self.bn.next_deadline(d)
+        let a = &self.cfg.access;
+        let access = a.ingress[d].iter().chain(&a.egress[d]);
+        access
+            .filter_map(|&q| self.bn.next_deadline(q))
+            .chain(self.bn.next_deadline(d))
+            .min()
     }
 
-    /// Run direction `d` of the bottleneck to `now` (its events at their
-    /// intended times), then write the packets whose time has come.
+    /// Run direction `d` to `now` (every queue's events at their intended
+    /// times): its senders' access links, then the bottleneck, each of their
+    /// departures entering it at its exit time, then its receivers' access
+    /// links; write the packets whose time has come.
     fn advance(&mut self, d: usize, now: Time) {
         let mut departed = std::mem::take(&mut self.departed);
-        self.bn.advance(d, now, &mut departed);
+        if self.cfg.access.ingress[d].is_empty() {
+            self.run_bottleneck(d, now, &mut departed);
+        } else {
+            let mut staged = std::mem::take(&mut self.staged);
+            for i in 0..self.cfg.access.ingress[d].len() {
+                let q = self.cfg.access.ingress[d][i];
+                self.bn.advance(q, now, &mut self.bn_departed);
+                self.take_drops(q);
+                staged.extend(self.bn_departed.drain(..).map(|(t, p)| (t, q, p)));
+            }
+            // Each link's departures are in time order: merge them, ties by
+            // queue (stable).
+            staged.sort_by_key(|&(t, q, _)| (t, q));
+            for &(at, _, pkt) in &staged {
+                self.run_bottleneck(d, at, &mut departed);
+                self.bn.enqueue(d, at, pkt);
+                self.take_drops(d);
+            }
+            staged.clear();
+            self.staged = staged;
+            self.run_bottleneck(d, now, &mut departed);
+        }
+        if !self.cfg.access.egress[d].is_empty() {
+            for i in 0..self.cfg.access.egress[d].len() {
+                let q = self.cfg.access.egress[d][i];
+                self.bn.advance(q, now, &mut departed);
+                self.take_drops(q);
+            }
+            // Out of the bottleneck and of several access links: in time order.
+            departed.sort_by_key(|&(t, _)| t);
+        }
+        self.write_out(d, now, &mut departed);
+        self.departed = departed;
+    }
+
+    /// Run bottleneck direction `d` to `t`: a packet it releases enters its
+    /// receiver's access link at its exit time, or goes to `out`.
+    fn run_bottleneck(&mut self, d: usize, t: Time, out: &mut Vec<(Time, Packet)>) {
+        let mut released = std::mem::take(&mut self.bn_departed);
+        self.bn.advance(d, t, &mut released);
         self.take_drops(d);
+        for &(at, pkt) in &released {
+            match self.cfg.access.egress(pkt.flow, d) {
+                Some(q) => {
+                    self.bn.advance(q, at, out);
+                    self.bn.enqueue(q, at, pkt);
+                    self.take_drops(q);
+                }
+                None => out.push((at, pkt)),
+            }
+        }
+        released.clear();
+        self.bn_departed = released;
+    }
+
+    /// Write the packets direction `d` released (each with its intended
+    /// exit time) to its outbound TUN.
+    fn write_out(&mut self, d: usize, now: Time, departed: &mut Vec<(Time, Packet)>) {
         let dir = &mut self.dirs[d];
         let out_fd = dir.out_fd;
         let errors = &mut dir.counters.write_errors;
@@ -464,7 +549,7 @@ impl Forwarder {
                 *errors += 1;
             }
         };
-        for &(at, pkt) in &departed {
+        for &(at, pkt) in departed.iter() {
             let frame = self.slab.frame_mut(pkt.handle);
             // The queue (CE marks) or the path (bleach, re-mark) may have
             // changed the codepoint: put it in the real header.
@@ -489,12 +574,12 @@ impl Forwarder {
         }
         dir.coalescer.flush(&mut write);
         departed.clear();
-        self.departed = departed;
     }
 
-    /// Log and free the packets direction `d` dropped.
-    fn take_drops(&mut self, d: usize) {
-        for &(t, p, r) in self.bn.dropped(d) {
+    /// Log and free the packets queue `q` dropped.
+    fn take_drops(&mut self, q: usize) {
+        let d = self.cfg.access.dir_of(q);
+        for &(t, p, r) in self.bn.dropped(q) {
             if let Some(log) = &mut self.packet_log {
                 let ip = &self.slab.frame(p.handle)[VNET_HDR_LEN..];
                 let ts = t.saturating_since(self.started).as_secs_f64();
@@ -502,7 +587,7 @@ impl Forwarder {
             }
             self.slab.release(p.handle);
         }
-        self.bn.clear_dropped(d);
+        self.bn.clear_dropped(q);
     }
 
     /// Drain TUN `d`'s input (up to a budget) into direction `d`'s link.
@@ -584,8 +669,10 @@ impl Forwarder {
                 ecn,
             );
         }
-        self.bn.enqueue(d, now, pkt);
-        self.take_drops(d);
+        // Through the sending host's access link, if it has one.
+        let q = self.cfg.access.ingress(pkt.flow, d).unwrap_or(d);
+        self.bn.enqueue(q, now, pkt);
+        self.take_drops(q);
     }
 
     /// Record one sample of each queue at `t` for the interval `iv` before it:
@@ -699,3 +786,7 @@ impl Forwarder {
 #[cfg(test)]
 #[path = "forwarder_parity.rs"]
 mod parity;
+
+#[cfg(test)]
+#[path = "forwarder_access_parity.rs"]
+mod access_parity;
