@@ -56,16 +56,16 @@ pub enum Ev {
     /// Queue `queue` (a bottleneck direction or an access link): the packet
     /// on the wire finished serializing (one such event at a time).
     BnTx {
-        queue: u16,
+        queue: u32,
     },
     /// Its qdisc timer, armed for `at` (superseded when re-armed earlier).
     BnTimer {
-        queue: u16,
+        queue: u32,
         at: Time,
     },
     /// The head of its delay line leaves (one such event at a time).
     BnDepart {
-        queue: u16,
+        queue: u32,
     },
     EpTimer {
         flow: u32,
@@ -299,13 +299,13 @@ impl Sim<'_> {
             }
             Ev::Line { line } => self.line_due(now, line as usize),
             Ev::BnTx { queue } => {
-                let q = usize::from(queue);
+                let q = queue as usize;
                 self.bn_armed[q].tx = false;
                 self.advance_queue(now, q);
                 self.arm_queue(q);
             }
             Ev::BnTimer { queue, at } => {
-                let q = usize::from(queue);
+                let q = queue as usize;
                 if self.bn_armed[q].timer == Some(at) {
                     self.bn_armed[q].timer = None;
                     self.advance_queue(now, q);
@@ -313,7 +313,7 @@ impl Sim<'_> {
                 }
             }
             Ev::BnDepart { queue } => {
-                let q = usize::from(queue);
+                let q = queue as usize;
                 self.bn_armed[q].depart = false;
                 self.advance_queue(now, q);
                 self.arm_queue(q);
@@ -400,7 +400,7 @@ impl Sim<'_> {
     fn arm_queue(&mut self, q: usize) {
         let now = self.q.now();
         let armed = &mut self.bn_armed[q];
-        let queue = q as u16;
+        let queue = q as u32;
         if !armed.tx {
             if let Some(t) = self.bn.tx_done_at(q) {
                 armed.tx = true;
