@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import l4slab
-from l4slab.results import PACKETS_FILE, SERIES_FILE, SUMMARY_FILE
+from l4slab.results import PACKETS_FILE, SERIES_FILE, SUMMARY_FILE, OutputWarning
 
 SHORT = ["duration=3s"]
 
@@ -71,10 +71,19 @@ def test_estimate_counts_flows_samples_and_trace_rows(native, example_scenario):
     assert cost["samples"] == 20
     assert cost["series_rows"] == 20 * cost["rows_per_sample"]
     assert cost["trace_rows"] == 0
-    assert cost["limits"] == {"flows": 5_000, "series_rows": 20_000_000, "trace_rows": 250_000_000}
-    traced = l4slab.estimate(example_scenario, overrides=["packet_trace=true"])
-    # 20 Mbit/s for 30 s of 1500-byte packets, three rows each.
-    assert traced["trace_rows"] == 20_000_000 * 30 // 12_000 * 3
+    assert cost["pcap_records"] == 0
+    assert cost["limits"] == {
+        "flows": 5_000,
+        "series_rows": 20_000_000,
+        "trace_rows": 250_000_000,
+        "pcap_records": 25_000_000,
+    }
+    traced = l4slab.estimate(example_scenario, overrides=["packet_trace=true", "pcap=true"])
+    # 20 Mbit/s for 30 s of 1500-byte packets and an ACK for every two: 1.5 packets,
+    # four rows (send, enqueue, dequeue, deliver) and two pcap records (in, out) each.
+    packets = 20_000_000 * 30 // 12_000 * 3 // 2
+    assert traced["trace_rows"] == packets * 4
+    assert traced["pcap_records"] == packets * 2
     assert l4slab.estimate(example_scenario, backend="emu")["limits"]["trace_rows"] == 4_000_000
 
 
@@ -222,3 +231,13 @@ def test_the_access_link_example_queues_at_the_access_links(native, tmp_path):
     # The file waits behind the FIFO's queue, not beside fq_codel's.
     files = [res.flows()[f"{home}-file"]["completion_s"] for home in ("bloated", "managed")]
     assert files[0] > 2 * files[1]
+
+
+def test_pcap_needs_a_results_folder(native, example_scenario):
+    # The capture files are written into the bundle; without one, the run says so.
+    with pytest.warns(OutputWarning, match="pcap = true"):
+        res = l4slab.run(example_scenario, overrides=["pcap=true", "duration=200ms"])
+    assert res.scenario["pcap"] is True
+    # A scenario without the key resolves as before: no "pcap" in summary.json.
+    plain = l4slab.run(example_scenario, overrides=["duration=200ms"])
+    assert "pcap" not in plain.scenario

@@ -203,7 +203,7 @@ def test_allow_large_lifts_the_limits(native, tmp_path, capsys):
     overrides = [arg for s in sets for arg in ("--set", s)]
 
     code, _, err = run_cli(capsys, "run", call, "-o", tmp_path / "refused", *overrides)
-    assert code == 2 and "error: packet_trace: about 300,000,000 packet-trace rows" in flat(err)
+    assert code == 2 and "error: packet_trace: about 600,000,000 packet-trace rows" in flat(err)
 
     code, _, err = run_cli(
         capsys, "run", call, "-o", tmp_path / "o", "--allow-large", "-q", *overrides

@@ -432,10 +432,19 @@ def test_native_chunks_are_buffers_not_per_row_objects(native, golden_scenario):
     assert all(isinstance(first[k], bytes) for k in ("t_s", "event", "sack", "flags"))
     assert len(first["t_s"]) == 8 * rows and len(first["event"]) == rows
     assert len(first["sack_offsets"]) == 4 * (rows + 1)
-    assert first["names"]["event"][:2] == ["send", "deliver"]
+    assert first["names"]["event"][:4] == ["send", "enqueue", "dequeue", "deliver"]
+    assert first["names"]["queue"] == [None, "bottleneck.down", "bottleneck.up"]
     table = results_mod.chunk_table(first)  # type: ignore[arg-type]
     assert table.num_rows == rows
     assert set(table.column("side").to_pylist()) <= {"data", "ack", "dgram"}
+    # Host events are at no queue (null), queue events name theirs; only a dequeue
+    # has a sojourn.
+    events = table.column("event").to_pylist()
+    queues = table.column("queue").to_pylist()
+    sojourn = table.column("sojourn_us").to_pylist()
+    for event, queue, us in zip(events, queues, sojourn, strict=True):
+        assert (queue is None) == (event in ("send", "deliver")), (event, queue)
+        assert (us is not None) == (event == "dequeue"), (event, us)
     assert any("-" in s for s in table.column("sack").to_pylist()), "SACK blocks as l-r"
 
 
@@ -483,11 +492,17 @@ def test_emulator_columns_get_the_simulators_schema(make_native_result):
         "wnd": [512],
         "sack": [""],
         "flags": ["."],
+        # JSON keys come sorted: the table takes the schema's order.
+        "pkt_id": [7],
+        "queue": [None],
+        "sojourn_us": [None],
+        "subqueue": [None],
     }
 
     table = Results.from_native(native).packets
 
     assert table is not None and table.schema.equals(results_mod.PACKETS_SCHEMA)
+    assert table.column("queue").to_pylist() == [None]
 
 
 # --------------------------------------------------------------------------- never destroy

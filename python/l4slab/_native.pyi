@@ -73,6 +73,7 @@ def run(
     packets_sink: Callable[[PacketChunk], object] | None = None,
     trace_dirs: list[str] = ...,
     allow_large: bool = False,
+    pcap_dir: str | None = None,
 ) -> NativeResult:
     """Validate and simulate a scenario.
 
@@ -91,6 +92,10 @@ def run(
     run and propagates; the result's ``packets`` is then ``None``), else they are
     returned as the result's ``packets`` list. Without a trace ``packets`` is
     ``None`` and the sink is never called.
+
+    A scenario with ``pcap = true`` writes its capture files into
+    ``pcap_dir``/pcap/ (docs/results.md) while it runs; without ``pcap_dir``
+    nothing is captured. A file that cannot be written is a ``SimulationError``.
     """
 
 def cc_names() -> list[str]:

@@ -57,6 +57,10 @@ PACKETS_SCHEMA = pa.schema(
         pa.field("wnd", pa.int64()),
         pa.field("sack", _DICT_STRING),
         pa.field("flags", _DICT_STRING),
+        pa.field("pkt_id", pa.int64()),
+        pa.field("queue", _DICT_STRING),
+        pa.field("subqueue", _DICT_STRING),
+        pa.field("sojourn_us", pa.float64()),
     ]
 )
 
@@ -146,11 +150,15 @@ def _dictionary(codes: np.ndarray, names: Sequence[str]) -> pa.DictionaryArray:
 def packets_table(columns: Mapping[str, Sequence[Any]]) -> pa.Table:
     """Build the per-packet trace table from columns of Python values (the emulator's).
 
-    Columns of ``PACKETS_SCHEMA`` get its types; string columns are dictionary-encoded.
+    Columns of ``PACKETS_SCHEMA`` get its types and its order (the simulator's);
+    string columns are dictionary-encoded, ``None`` is null.
     """
     _check_equal_lengths(columns, what="packets")
     arrays: dict[str, pa.Array] = {}
-    for name, values in columns.items():
+    known_first = [n for n in PACKETS_SCHEMA.names if n in columns]
+    order = known_first + [n for n in columns if n not in PACKETS_SCHEMA.names]
+    for name in order:
+        values = columns[name]
         known = PACKETS_SCHEMA.field(name).type if name in PACKETS_SCHEMA.names else None
         if known is not None and pa.types.is_dictionary(known):
             array = pa.array(values, type=pa.string()).dictionary_encode()
@@ -197,18 +205,28 @@ def chunk_table(chunk: PacketChunk) -> pa.Table:
         pa.array(numbers("wnd", np.int64)),
         sack.dictionary_encode(),
         coded("flags"),
+        pa.array(numbers("pkt_id", np.int64)),
+        coded("queue"),
+        coded("subqueue"),
+        pa.array(numbers("sojourn_us", np.float64), from_pandas=True),  # NaN -> null
     ]
     return pa.Table.from_arrays(arrays, schema=PACKETS_SCHEMA)
 
 
-def _first_seen_dictionary(codes: np.ndarray, names: Sequence[str]) -> pa.DictionaryArray:
-    """Codes into ``names`` as a dictionary array of the names that occur, first seen first."""
-    present, first = np.unique(codes, return_index=True)
+def _first_seen_dictionary(codes: np.ndarray, names: Sequence[str | None]) -> pa.DictionaryArray:
+    """Codes into ``names`` as a dictionary array of the names that occur, first seen first.
+
+    A code whose name is ``None`` (the ``queue`` and ``subqueue`` columns' code 0) is null.
+    """
+    null_codes = [code for code, name in enumerate(names) if name is None]
+    nulls = np.isin(codes, null_codes) if null_codes else None
+    present, first = np.unique(codes if nulls is None else codes[~nulls], return_index=True)
     order = present[np.argsort(first, kind="stable")]
     remap = np.zeros(len(names), dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     dictionary = pa.array([names[int(code)] for code in order], type=pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(remap[codes], type=pa.int32()), dictionary)
+    indices = pa.array(remap[codes], type=pa.int32(), mask=nulls)
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
 def _check_equal_lengths(columns: Mapping[str, Sequence[Any]], *, what: str) -> None:

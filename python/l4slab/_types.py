@@ -46,8 +46,9 @@ class RunCost(TypedDict):
 
     ``flows`` after ``count`` expansion; ``samples`` sample instants of
     ``rows_per_sample`` series rows each (an upper bound), ``series_rows`` their
-    product; ``trace_rows`` packet-trace rows (0 without a trace). ``limits`` holds
-    the backend's limits of ``flows``, ``series_rows`` and ``trace_rows``.
+    product; ``trace_rows`` packet-trace rows (0 without a trace); ``pcap_records``
+    records of the pcap files (0 without ``pcap``). ``limits`` holds the backend's
+    limits of ``flows``, ``series_rows``, ``trace_rows`` and ``pcap_records``.
     """
 
     flows: int
@@ -55,6 +56,7 @@ class RunCost(TypedDict):
     rows_per_sample: int
     series_rows: int
     trace_rows: int
+    pcap_records: int
     limits: dict[str, int]
 
 
@@ -120,15 +122,20 @@ class PacketNames(TypedDict):
     side: list[str]
     ecn: list[str]
     flags: list[str]
+    queue: list[str | None]
+    """The run's queues; code 0 (``None``) is no queue."""
+    subqueue: list[str | None]
+    """Their sub-queues; code 0 (``None``) is none."""
 
 
 class PacketChunk(TypedDict):
     """A run of rows of the simulator's packet trace, one ``bytes`` per column.
 
-    Numbers are in native byte order: ``t_s`` float64; ``flow``, ``seq``, ``len``,
-    ``ack``, ``wnd`` int64; ``retransmission`` one byte (0 or 1) per row; ``event``,
-    ``side``, ``ecn``, ``flags`` one ``uint8`` code per row into ``names``; ``sack`` is
-    UTF-8 text with ``rows + 1`` int32 ``sack_offsets`` (Arrow's string layout).
+    Numbers are in native byte order: ``t_s`` and ``sojourn_us`` float64 (``sojourn_us``
+    NaN except on dequeue rows); ``flow``, ``seq``, ``len``, ``ack``, ``wnd``, ``pkt_id``
+    int64; ``retransmission`` one byte (0 or 1) per row; ``event``, ``side``, ``ecn``,
+    ``flags``, ``queue``, ``subqueue`` one ``uint8`` code per row into ``names``; ``sack``
+    is UTF-8 text with ``rows + 1`` int32 ``sack_offsets`` (Arrow's string layout).
     """
 
     rows: int
@@ -145,6 +152,10 @@ class PacketChunk(TypedDict):
     sack_offsets: bytes
     sack: bytes
     flags: bytes
+    pkt_id: bytes
+    queue: bytes
+    subqueue: bytes
+    sojourn_us: bytes
     names: PacketNames
 
 

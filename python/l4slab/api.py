@@ -142,7 +142,8 @@ def run(
 
     ``seed`` replaces the scenario's seed. With ``out``, the results bundle is
     also written there atomically (summary.json, series.parquet, run.json, and
-    packets.parquet when traced; see docs/results.md). The output directory is
+    packets.parquet when traced, pcap/*.pcap with ``pcap = true``; see
+    docs/results.md). The output directory is
     checked and its staging directory created before the run starts, so a
     directory that is not l4slab's (``FileExistsError``) or not writable
     (:class:`~l4slab.results.OutputDirError`) fails at once; the packet trace
@@ -185,7 +186,8 @@ def run(
         if backend == "emu":
             from l4slab import emu
 
-            result = emu.run_scenario(text, source, list(overrides), seed)
+            pcap_dir = staging.path if staging is not None else None
+            result = emu.run_scenario(text, source, list(overrides), seed, pcap_dir=pcap_dir)
         else:
             sink = staging.packets if staging is not None else None
             result = _native.run(
@@ -197,11 +199,19 @@ def run(
                 sink,
                 trace_dirs(),
                 allow_large=allow_large,
+                pcap_dir=str(staging.path) if staging is not None else None,
             )
         wall_s = time.perf_counter() - started
         if "wall_s" not in result["stats"]:
             result["stats"]["wall_s"] = wall_s
         results = Results.from_native(result, command=command, source=source_id)
+        if staging is None and results.scenario.get("pcap"):
+            warnings.warn(
+                "the scenario sets pcap = true, but pcap files are written only into a "
+                "results folder: give out= (l4slab run -o DIR)",
+                OutputWarning,
+                stacklevel=2,
+            )
         if staging is not None:
             if results.packets is not None:  # the emulator's trace comes whole
                 write_packets(results.packets, staging.packets_path)

@@ -32,6 +32,7 @@ from rich.text import Text
 
 from l4slab import results as results_mod
 from l4slab._types import SEED_MAX
+from l4slab.output import PCAP_DIR
 from l4slab.tables import summary_view
 
 __all__ = ["app", "main"]
@@ -429,6 +430,8 @@ def run_command(
         for name in results_mod.BUNDLE_FILES
         if name != results_mod.PACKETS_FILE or results.has_packets
     ]
+    if (target / PCAP_DIR).is_dir():
+        files.append(f"{PCAP_DIR}/")
     console = _stdout()
     if not quiet:
         console.print(summary_view(results))
@@ -511,9 +514,14 @@ def cost_line(cost: Any) -> str:
         else "no packet trace",
     ]
     limits = cost["limits"]
+    pcap_limit = ""
+    if cost["pcap_records"]:
+        parts.append(f"about {cost['pcap_records']:,} pcap records")
+        pcap_limit = f", {limits['pcap_records']:,} pcap records"
     return (
         f"estimated cost: {'; '.join(parts)} (limits: {limits['flows']:,} flows, "
-        f"{limits['series_rows']:,} series rows, {limits['trace_rows']:,} trace rows)"
+        f"{limits['series_rows']:,} series rows, {limits['trace_rows']:,} trace rows"
+        f"{pcap_limit})"
     )
 
 

@@ -337,11 +337,13 @@ def run_scenario(
     seed: int | None = None,
     *,
     spin_us: int | None = None,
+    pcap_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Run a scenario through the emulator with kernel TCP.
 
     Returns what ``l4slab._native.run`` returns (``summary_json``, ``series``,
-    ``packets``, ``stats``), so :class:`l4slab.Results` takes it as it is.
+    ``packets``, ``stats``), so :class:`l4slab.Results` takes it as it is. A
+    scenario with ``pcap = true`` writes its capture files into ``pcap_dir``/pcap/.
     Raises :class:`NotRootError`, :class:`EmuInputError` (bad or unsupported
     scenario), :class:`EmuError`, or ``KeyboardInterrupt`` when interrupted.
     """
@@ -353,6 +355,8 @@ def run_scenario(
             args += ["--seed", str(seed)]
         if spin_us is not None:
             args += ["--spin-us", str(spin_us)]
+        if pcap_dir is not None:
+            args += ["--pcap-dir", os.fspath(pcap_dir)]
         proc = run_emulator(args, capture_stderr=True)
         if proc.returncode in (128 + signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGHUP):
             raise KeyboardInterrupt

@@ -38,6 +38,7 @@ __all__ = [
     "BUNDLE_FILES",
     "MANIFEST_FILE",
     "PACKETS_FILE",
+    "PCAP_DIR",
     "REPORT_FILES",
     "RUN_FILE",
     "RUN_FORMAT_VERSION",
@@ -61,6 +62,8 @@ __all__ = [
 SUMMARY_FILE = "summary.json"
 SERIES_FILE = "series.parquet"
 PACKETS_FILE = "packets.parquet"
+#: The folder of the pcap capture files (``pcap = true``; crates/l4slab-pcap).
+PCAP_DIR = "pcap"
 RUN_FILE = "run.json"
 #: The manifest: every file l4slab wrote into a directory, and which command wrote it.
 MANIFEST_FILE = ".l4slab-manifest.json"
@@ -427,8 +430,12 @@ class RunStaging:
         write_parquet(results.series_table, tmp / SERIES_FILE)
         run_text = json.dumps(results.run_info, indent=2, sort_keys=True) + "\n"
         (tmp / RUN_FILE).write_bytes(run_text.encode("utf-8"))
+        files = {name: "run" for name in BUNDLE_FILES if (tmp / name).is_file()}
+        files.update(
+            {f"{PCAP_DIR}/{p.name}": "run" for p in sorted(tmp.glob(f"{PCAP_DIR}/*.pcap"))}
+        )
         manifest = Manifest(
-            files={name: "run" for name in BUNDLE_FILES if (tmp / name).is_file()},
+            files=files,
             scenario={"name": results.name, "source": results._source},
             tool_version=results.tool_version,
         )

@@ -24,7 +24,7 @@
 //!   (Reno-friendly region), else `cwnd += (target − cwnd)/cwnd` per acked segment.
 //! * loss (first of an episode) and classic ECN-Echo (RFC 9438 §4.6, §4.7):
 //!   `W_max = cwnd·(1+β)/2` if `cwnd < W_max` (fast convergence) else `cwnd`;
-//!   `cwnd_prior = cwnd`; `ssthresh = max(FlightSize·β, 2·SMSS)`;
+//!   `cwnd_prior = cwnd`; `ssthresh = max(cwnd·β, 2·SMSS)` (Linux; see below);
 //!   `cwnd = ssthresh`; the epoch ends. A loss freezes cwnd until
 //!   `RecoveryEnd` (RFC 6675, as Reno); ECN-Echo goes straight to congestion
 //!   avoidance and is ignored during loss recovery (one cut per episode).
@@ -39,8 +39,8 @@
 //!
 //! **Not implemented.** Linux's own HyStart (ACK-train and delay detection,
 //! `hystart_detect = 3`, `hystart_low_window = 16`) — we implement the RFC's
-//! HyStart++ instead, see below; cwnd undo (`bictcp_undo_cwnd`,
-//! F-RTO/Eifel); PRR (the transport runs it from our `ssthresh`); restart
+//! HyStart++ instead, see below; PRR (the transport runs it from our
+//! `ssthresh`); restart
 //! after idle (RFC 5681 §4.1 / RFC 7661); pacing (the transport's default).
 //!
 //! **Deviations from Linux `tcp_cubic.c` and why.**
@@ -56,9 +56,12 @@
 //!   and Conservative Slow Start in between, which can undo a spurious exit.
 //! * `β = 0.7` (RFC 9438 §4.6). Linux uses `beta = 717/1024 = 0.7002`; it is
 //!   configurable. `C = 0.4`; Linux's `bic_scale = 41` gives `41·10/1024 = 0.4004`.
-//! * `ssthresh` from FlightSize (RFC 9438 §4.6, Figure 5); Linux
-//!   `bictcp_recalc_ssthresh` uses `cwnd`. Equal for a cwnd-limited sender.
-//!   `W_max` and `cwnd_prior` use `cwnd`, as both do.
+//! * `ssthresh` from cwnd, as Linux `cubictcp_recalc_ssthresh` (RFC 9438
+//!   §4.6 Figure 5 says flight_size and allows cwnd): FlightSize counts the
+//!   SACKed data behind a hole (docs/models/transport.md, "Reduction base").
+//!   `W_max` and `cwnd_prior` use `cwnd`, as both do. An undo restores
+//!   `max(cwnd, prior_cwnd)` (Linux `tcp_reno_undo_cwnd`, which CUBIC uses);
+//!   `W_max` stays as the reduction set it.
 //! * The RTT in `W_cubic(t + RTT)` is the path's minimum RTT, as Linux
 //!   (`t += delay_min`); RFC 9438 §4.2 says the smoothed RTT. They differ only
 //!   with a standing queue, where the RFC's choice looks further ahead.
@@ -72,7 +75,7 @@
 //!   `last_max_cwnd = 0` there and forces at least 5 % growth per RTT
 //!   (`cnt <= 20`); we follow RFC 9438 §4.8/§4.10 (`K = 0`, plain curve), so
 //!   growth starts slower, bounded below by the Reno-friendly region.
-//! * `W_max < cwnd_epoch` (possible when FlightSize exceeds cwnd): `K = 0` and
+//! * `W_max < cwnd_epoch` (possible after an undo or fast convergence): `K = 0` and
 //!   `W_max = cwnd_epoch`, as Linux `bictcp_update`; the RFC formula would
 //!   take the cube root of a negative number.
 //! * After ECN-Echo, congestion avoidance resumes at once; Linux holds cwnd
@@ -89,6 +92,7 @@ use l4slab_core::{Dur, FlowId, Time, TraceEvent, Tracer};
 
 use crate::hystart::{self, HyStartPp};
 use crate::param::{Kind, Param, ParamError, ParamValue};
+use crate::reno::UndoPoint;
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
 /// `β_cubic`, the multiplicative decrease factor.
@@ -345,6 +349,9 @@ pub struct Cubic {
     accounted_until: Time,
     /// An RTO happened and no new data has been acknowledged since (see Reno).
     rto_backoff: bool,
+    /// Window and threshold before the last loss reduction, for `Undo`
+    /// (Linux `tcp_reno_undo_cwnd`, which CUBIC uses).
+    undo: Option<UndoPoint>,
     stats: CubicStats,
 }
 
@@ -370,6 +377,7 @@ impl Cubic {
             hystart: cfg.hystart.then(HyStartPp::new),
             accounted_until: Time::ZERO,
             rto_backoff: false,
+            undo: None,
             stats: CubicStats::default(),
             cfg,
         })
@@ -458,9 +466,11 @@ impl Cubic {
         self.cwnd_frac = 0.0;
     }
 
-    /// RFC 9438 §4.6 Figure 5: `ssthresh = max(FlightSize·β, 2)` segments.
-    fn beta_ssthresh(&self, in_flight: u64) -> u64 {
-        let s = libm::round(in_flight as f64 * self.cfg.beta).min(1e18) as u64;
+    /// Linux `cubictcp_recalc_ssthresh`: `ssthresh = max(cwnd·β, 2)` segments
+    /// (RFC 9438 §4.6 Figure 5 with cwnd for flight_size, which the RFC
+    /// allows; see `docs/models/cubic.md` "Reduction base").
+    fn beta_ssthresh(&self) -> u64 {
+        let s = libm::round(self.cwnd as f64 * self.cfg.beta).min(1e18) as u64;
         s.max(2 * self.cfg.mss)
     }
 
@@ -527,7 +537,7 @@ impl Cubic {
     /// The multiplicative decrease shared by loss and ECN-Echo (RFC 9438
     /// §4.6 with §4.7 fast convergence). Ends HyStart++ for good (RFC 9406
     /// §4.2: on loss or ECN "exit slow start and enter congestion avoidance").
-    fn reduce(&mut self, in_flight: u64) {
+    fn reduce(&mut self) {
         let cwnd = self.cwnd_segments();
         // RFC 9438 §4.7: "if cwnd < W_max and fast convergence enabled:
         // W_max = cwnd * (1 + β)/2, else W_max = cwnd" (before the reduction).
@@ -540,8 +550,8 @@ impl Cubic {
         });
         // RFC 9438 §4.6: cwnd_prior = cwnd.
         self.cwnd_prior = cwnd;
-        // RFC 9438 §4.6: ssthresh = max(flight_size * β, 2); cwnd = ssthresh.
-        self.ssthresh = self.beta_ssthresh(in_flight);
+        // RFC 9438 §4.6: ssthresh = max(cwnd * β, 2) (Linux); cwnd = ssthresh.
+        self.ssthresh = self.beta_ssthresh();
         self.set_cwnd(self.ssthresh);
         self.hystart = None;
     }
@@ -772,22 +782,23 @@ impl CongestionControl for Cubic {
                 ..
             } => {}
             CongestionEvent::Loss {
-                in_flight,
                 first_in_episode: true,
                 ..
             } => {
-                self.reduce(in_flight);
+                self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
+                self.reduce();
                 self.stats.loss_reductions += 1;
                 self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
             }
-            CongestionEvent::Rto { in_flight } => {
+            CongestionEvent::Rto { .. } => {
                 self.stats.rtos += 1;
                 // RFC 9438 §4.8: "sets ssthresh using β_cubic (same as in
                 // Section 4.6)" — kept for a backed-off repeat (RFC 5681 §3.1
                 // note) and inside fast recovery (Linux tcp_enter_loss), as Reno.
                 if !self.rto_backoff && self.state != State::Recovery {
+                    self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
                     self.cwnd_prior = self.cwnd_segments();
-                    self.ssthresh = self.beta_ssthresh(in_flight);
+                    self.ssthresh = self.beta_ssthresh();
                 }
                 self.rto_backoff = true;
                 // RFC 9438 §4.8: the next epoch uses K = 0 and W_max = cwnd at
@@ -799,13 +810,13 @@ impl CongestionControl for Cubic {
                 self.set_cwnd(self.cfg.mss);
                 self.transition_to(now, State::SlowStart, ctx.flow, ctx.tracer);
             }
-            CongestionEvent::EcnEcho { in_flight } => {
+            CongestionEvent::EcnEcho { .. } => {
                 // RFC 3168 §6.1.2 / RFC 9438 §4.6: ECE reduces like a loss, at
                 // most once per episode (ignored during loss recovery).
                 if self.state == State::Recovery {
                     return;
                 }
-                self.reduce(in_flight);
+                self.reduce();
                 self.stats.ecn_reductions += 1;
                 self.transition_to(
                     now,
@@ -813,6 +824,22 @@ impl CongestionControl for Cubic {
                     ctx.flow,
                     ctx.tracer,
                 );
+            }
+            CongestionEvent::Undo => {
+                // Linux tcp_undo_cwnd_reduction with tcp_reno_undo_cwnd; W_max
+                // stays as the reduction set it, the next epoch starts afresh.
+                if let Some(u) = self.undo.take() {
+                    let (cwnd, ssthresh) = u.restore(self.cwnd, self.ssthresh);
+                    self.set_cwnd(cwnd);
+                    self.ssthresh = ssthresh;
+                }
+                self.rto_backoff = false;
+                let next = if self.cwnd < self.ssthresh {
+                    State::SlowStart
+                } else {
+                    State::CongestionAvoidance { epoch: None }
+                };
+                self.transition_to(now, next, ctx.flow, ctx.tracer);
             }
             CongestionEvent::RecoveryEnd => {
                 if self.state == State::Recovery {

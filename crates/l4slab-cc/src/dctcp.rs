@@ -29,8 +29,9 @@
 //!   same slow start and congestion avoidance as [`crate::Reno`] (RFC 5681
 //!   with RFC 3465 byte counting, `L = 2*SMSS`).
 //! * **Loss** (RFC 8257 §3.5: "MUST react to loss episodes in the same way as
-//!   conventional TCP"): exactly Reno's rules — `ssthresh = max(FlightSize/2,
-//!   2*SMSS)`, one reduction per episode, `cwnd = 1 SMSS` after an RTO.
+//!   conventional TCP"): exactly Reno's rules — `ssthresh = max(cwnd/2,
+//!   2*SMSS)` (Linux `dctcp_react_to_loss`), one reduction per episode,
+//!   `cwnd = 1 SMSS` after an RTO, and Reno's undo (Linux `dctcp_cwnd_undo`).
 //! * **Codepoint**: ECT(0), as Linux (`dctcp_ect = 0`); `ect1 = true` selects
 //!   ECT(1) like `dctcp_ect = 1`. With ECT(0) a DualPI2 bottleneck puts DCTCP
 //!   in the Classic queue unless its `any_ect` option classifies every ECT
@@ -46,8 +47,7 @@
 //! because its receiver echoes CE exactly, `dctcp_ece_ack_update`; our
 //! transport puts that exact feedback in `ce_bytes` when AccECN is on.)
 //!
-//! **Not implemented.** cwnd undo after spurious loss recovery (Linux
-//! `dctcp_cwnd_undo`), the receiver side (`dctcp_ece_ack_update`: the
+//! **Not implemented.** The receiver side (`dctcp_ece_ack_update`: the
 //! transport's AccECN receiver does that job), `dctcp-reno` fallback when ECN
 //! is not negotiated (the transport simply delivers no CE bytes; DCTCP then
 //! behaves exactly as Reno because `alpha` only matters on CE).
@@ -70,7 +70,7 @@ use serde::{Deserialize, Serialize};
 use l4slab_core::{FlowId, Time, TraceEvent, Tracer};
 
 use crate::param::{Kind, Param, ParamError, ParamValue};
-use crate::reno::{abc_congestion_avoidance, abc_slow_start, halved_ssthresh};
+use crate::reno::{abc_congestion_avoidance, abc_slow_start, halved_ssthresh, UndoPoint};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
 
 /// Rounds ("observation windows", "RTTs") counted in delivered bytes.
@@ -296,6 +296,9 @@ pub struct Dctcp {
     /// An RTO happened and no new data has been acked since (RFC 5681 §3.1
     /// note to eq. 4: a backed-off timeout keeps `ssthresh`), as in Reno.
     rto_backoff: bool,
+    /// Window and threshold before the last loss reduction (Linux
+    /// `loss_cwnd`, `dctcp_cwnd_undo`), for `Undo`.
+    undo: Option<UndoPoint>,
     stats: DctcpStats,
 }
 
@@ -321,6 +324,7 @@ impl Dctcp {
             window_marked: 0,
             delivered: 0,
             rto_backoff: false,
+            undo: None,
             stats: DctcpStats::default(),
             cfg,
         })
@@ -531,25 +535,26 @@ impl CongestionControl for Dctcp {
                 ..
             } => {}
             CongestionEvent::Loss {
-                in_flight,
                 first_in_episode: true,
                 ..
             } => {
-                // RFC 8257 §3.5 "in the same way as conventional TCP":
-                // RFC 5681 eq. (4) ssthresh = max(FlightSize/2, 2*SMSS);
-                // RFC 6675 §5 (4.2) cwnd = ssthresh.
-                self.ssthresh = halved_ssthresh(in_flight, self.smss());
+                // RFC 8257 §3.5 "in the same way as conventional TCP": Linux
+                // dctcp_react_to_loss ssthresh = max(cwnd/2, 2) (RFC 5681
+                // eq. (4) with cwnd); RFC 6675 §5 (4.2) cwnd = ssthresh.
+                self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
+                self.ssthresh = halved_ssthresh(self.cwnd, self.smss());
                 self.cwnd = self.ssthresh;
                 self.stats.loss_reductions += 1;
                 self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
             }
-            CongestionEvent::Rto { in_flight } => {
+            CongestionEvent::Rto { .. } => {
                 self.stats.rtos += 1;
                 // RFC 5681 §3.1 eq. (4), kept for a backed-off repeat and
                 // inside a fast-recovery episode (as Reno; Linux tcp_enter_loss
                 // calls dctcp_react_to_loss only on the first timeout).
                 if !self.rto_backoff && self.state != State::Recovery {
-                    self.ssthresh = halved_ssthresh(in_flight, self.smss());
+                    self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
+                    self.ssthresh = halved_ssthresh(self.cwnd, self.smss());
                 }
                 self.rto_backoff = true;
                 // RFC 8257 §3.5: "cwnd MUST be set to no more than the loss
@@ -570,10 +575,22 @@ impl CongestionControl for Dctcp {
                     self.stats.ecn_echo_reductions += 1;
                 }
             }
+            CongestionEvent::Undo => {
+                // Linux dctcp_cwnd_undo: max(cwnd, loss_cwnd).
+                if let Some(u) = self.undo.take() {
+                    (self.cwnd, self.ssthresh) = u.restore(self.cwnd, self.ssthresh);
+                }
+                self.rto_backoff = false;
+                let next = if self.cwnd < self.ssthresh {
+                    State::SlowStart
+                } else {
+                    State::CongestionAvoidance { acked: 0 }
+                };
+                self.transition_to(now, next, ctx.flow, ctx.tracer);
+            }
             CongestionEvent::RecoveryEnd => {
                 if self.state == State::Recovery {
                     // RFC 6582 §3.2 step 3 (second option): cwnd = ssthresh.
-                    self.cwnd = self.ssthresh;
                     self.transition_to(
                         now,
                         State::CongestionAvoidance { acked: 0 },

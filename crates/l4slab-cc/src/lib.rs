@@ -90,7 +90,10 @@ pub struct AckEvent {
 pub enum CongestionEvent {
     /// Loss detected by SACK/dupACKs or RACK. `first_in_episode` is false for
     /// further losses of the same recovery episode (NewReno: one reduction per
-    /// window of data, RFC 6582).
+    /// window of data, RFC 6582). `in_flight` (here and below) is RFC 5681's
+    /// FlightSize, `SND.NXT − SND.UNA` (SACKed data included): a reference
+    /// for round ends, not the base of a reduction — Reno, CUBIC and DCTCP
+    /// reduce from cwnd as Linux's `ssthresh` operations do.
     Loss {
         lost_bytes: u64,
         in_flight: u64,
@@ -102,6 +105,11 @@ pub enum CongestionEvent {
     EcnEcho { in_flight: u64 },
     /// The recovery episode ended (the cumulative ACK passed `recover`).
     RecoveryEnd,
+    /// The transport found the last loss reduction spurious (D-SACK, the
+    /// timestamp echo or F-RTO; Linux `tcp_undo_cwnd_reduction`): restore the
+    /// window saved when it was made (`undo_cwnd`) and leave recovery. Also
+    /// ends a recovery episode, in place of [`CongestionEvent::RecoveryEnd`].
+    Undo,
 }
 
 /// Side channels a controller may use.

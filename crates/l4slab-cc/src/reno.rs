@@ -13,12 +13,15 @@
 //!   `ssthresh` and the remainder of that ACK is counted in congestion avoidance.
 //! * congestion avoidance: byte counting (RFC 3465 §2.1; RFC 5681 §3.1 eq. 3
 //!   alternative): `+1 SMSS` each time a full cwnd of bytes has been acked.
-//! * loss (first of an episode): `ssthresh = max(FlightSize/2, 2*SMSS)`
-//!   (RFC 5681 §3.1 eq. 4) and `cwnd = ssthresh` — exactly RFC 6675 §5 step
-//!   (4.2). Later losses of the same episode (RFC 6582: one reduction per
+//! * loss (first of an episode): `ssthresh = max(cwnd/2, 2*SMSS)` (Linux
+//!   `tcp_reno_ssthresh`; RFC 5681 §3.1 eq. 4 with cwnd for FlightSize, see
+//!   "Deviations") and `cwnd = ssthresh` — RFC 6675 §5 step (4.2). Later losses of the same episode (RFC 6582: one reduction per
 //!   window of data) change nothing. No growth until `RecoveryEnd`.
-//! * RTO: `ssthresh = max(FlightSize/2, 2*SMSS)`, `cwnd = 1 SMSS` (RFC 5681
+//! * RTO: `ssthresh = max(cwnd/2, 2*SMSS)`, `cwnd = 1 SMSS` (RFC 5681
 //!   §3.1 eq. 4 and the line after it), then slow start.
+//! * Undo (the transport found the reduction spurious): `cwnd = max(cwnd,
+//!   prior_cwnd)`, `ssthresh = max(ssthresh, prior_ssthresh)` (Linux
+//!   `tcp_undo_cwnd_reduction` with `tcp_reno_undo_cwnd`), see [`UndoPoint`].
 //! * ECN-Echo: the same reduction as a loss (RFC 3168 §6.1.2), ignored during
 //!   loss recovery; the transport limits it to once per RTT.
 //!
@@ -35,13 +38,16 @@
 //!
 //! **Not implemented.** Restart after idle (RFC 5681 §4.1), RFC 6582 §3.2
 //! step 3 "`cwnd = min(ssthresh, FlightSize + SMSS)`" on a full ACK (we use the
-//! other option the RFC gives, `cwnd = ssthresh`), cwnd undo (Eifel/F-RTO,
-//! Linux `tcp_undo_cwnd_reduction`), HyStart (Reno has none in Linux either).
+//! other option the RFC gives, `cwnd = ssthresh`), HyStart (Reno has none in
+//! Linux either).
 //!
 //! **Deviations from Linux `tcp_cong.c` Reno and why.**
-//! * `ssthresh` is computed from FlightSize as RFC 5681 eq. 4 says; Linux
-//!   `tcp_reno_ssthresh` uses `cwnd/2`. They agree whenever the sender is
-//!   cwnd-limited, which is the only case where a reduction matters.
+//! * None in the reduction: `ssthresh` is computed from cwnd as Linux does,
+//!   not from RFC 5681's FlightSize (`SND.NXT − SND.UNA`), which in
+//!   back-to-back recovery episodes counts a window of SACKed data behind
+//!   the hole and exceeds cwnd, so a "halving" can raise the window
+//!   (docs/models/transport.md, "Reduction base"). RFC 6675 §5 (4.2) and
+//!   RFC 9438 §4.6 allow the cwnd-based value.
 //! * The window drops to `ssthresh` at once (RFC 6675) instead of gradually
 //!   by PRR. The difference lasts one RTT; the transport's pipe accounting
 //!   prevents the burst PRR is meant to smooth because it sends nothing until
@@ -170,6 +176,8 @@ pub struct Reno {
     /// `ssthresh` (RFC 5681 §3.1 implementation note to eq. 4; Linux
     /// `tcp_enter_loss` only recomputes it when `icsk_retransmits == 0`).
     rto_backoff: bool,
+    /// Window and threshold before the last loss reduction, for `Undo`.
+    undo: Option<UndoPoint>,
     stats: RenoStats,
 }
 
@@ -190,6 +198,7 @@ impl Reno {
             ssthresh: u64::MAX,
             state: State::SlowStart,
             rto_backoff: false,
+            undo: None,
             stats: RenoStats::default(),
             cfg,
         })
@@ -207,8 +216,9 @@ impl Reno {
         self.cfg.mss
     }
 
-    fn halved(&self, in_flight: u64) -> u64 {
-        halved_ssthresh(in_flight, self.smss())
+    /// Linux `tcp_reno_ssthresh`: `max(cwnd/2, 2)` (see [`halved_ssthresh`]).
+    fn halved(&self) -> u64 {
+        halved_ssthresh(self.cwnd, self.smss())
     }
 
     /// The one place the state changes. Every edge between distinct states
@@ -250,9 +260,10 @@ impl Reno {
     }
 
     /// The multiplicative decrease shared by loss and ECN-Echo.
-    fn reduce(&mut self, in_flight: u64) {
-        // RFC 5681 §3.1 eq. (4); RFC 3168 §6.1.2 for ECN ("halve cwnd, reduce ssthresh").
-        self.ssthresh = self.halved(in_flight);
+    fn reduce(&mut self) {
+        // Linux tcp_reno_ssthresh (RFC 5681 §3.1 eq. (4) with cwnd for
+        // FlightSize); RFC 3168 §6.1.2 for ECN ("halve cwnd, reduce ssthresh").
+        self.ssthresh = self.halved();
         // RFC 6675 §5 (4.2): "cwnd = ssthresh = FlightSize / 2" — no inflation,
         // the transport's pipe accounting does that job.
         self.cwnd = self.ssthresh;
@@ -267,9 +278,38 @@ impl Reno {
     }
 }
 
-/// RFC 5681 §3.1 eq. (4): `ssthresh = max(FlightSize / 2, 2*SMSS)`.
-pub(crate) fn halved_ssthresh(in_flight: u64, smss: u64) -> u64 {
-    (in_flight / 2).max(2 * smss)
+/// Linux `prior_cwnd` and `prior_ssthresh`, saved when a loss reduces the
+/// window (`tcp_init_cwnd_reduction`, `tcp_enter_loss`) and restored by an
+/// undo (`tcp_undo_cwnd_reduction` with `tcp_reno_undo_cwnd`, also CUBIC's
+/// and, with its `loss_cwnd`, DCTCP's). Bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UndoPoint {
+    cwnd: u64,
+    ssthresh: u64,
+}
+
+impl UndoPoint {
+    /// Linux `tcp_current_ssthresh` outside a reduction:
+    /// `prior_ssthresh = max(ssthresh, 3/4 cwnd)`; `prior_cwnd = cwnd`.
+    pub fn save(cwnd: u64, ssthresh: u64) -> Self {
+        UndoPoint {
+            cwnd,
+            ssthresh: ssthresh.max(cwnd / 2 + cwnd / 4),
+        }
+    }
+
+    /// `(cwnd, ssthresh)` after the undo: `cwnd = max(cwnd, prior_cwnd)`
+    /// (`tcp_reno_undo_cwnd`), `ssthresh = max(ssthresh, prior_ssthresh)`.
+    pub fn restore(self, cwnd: u64, ssthresh: u64) -> (u64, u64) {
+        (cwnd.max(self.cwnd), ssthresh.max(self.ssthresh))
+    }
+}
+
+/// `ssthresh = max(base / 2, 2*SMSS)`: RFC 5681 §3.1 eq. (4) with `base` =
+/// FlightSize; Linux `tcp_reno_ssthresh` with `base` = cwnd, which is what
+/// every caller passes (see `docs/models/reno.md` "Reduction base").
+pub(crate) fn halved_ssthresh(base: u64, smss: u64) -> u64 {
+    (base / 2).max(2 * smss)
 }
 
 /// Slow start, RFC 5681 §3.1 with RFC 3465 §2.3 ABC: `cwnd += min(N,
@@ -350,15 +390,15 @@ impl CongestionControl for Reno {
                 ..
             } => {}
             CongestionEvent::Loss {
-                in_flight,
                 first_in_episode: true,
                 ..
             } => {
-                self.reduce(in_flight);
+                self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
+                self.reduce();
                 self.stats.loss_reductions += 1;
                 self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
             }
-            CongestionEvent::Rto { in_flight } => {
+            CongestionEvent::Rto { .. } => {
                 self.stats.rtos += 1;
                 // RFC 5681 §3.1 eq. (4) — but held constant for a backed-off
                 // retransmission of the same data (implementation note after
@@ -366,7 +406,8 @@ impl CongestionControl for Reno {
                 // reduced it (Linux tcp_enter_loss recomputes ssthresh only
                 // from Open/Disorder or on the first timeout).
                 if !self.rto_backoff && self.state != State::Recovery {
-                    self.ssthresh = self.halved(in_flight);
+                    self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
+                    self.ssthresh = self.halved();
                 }
                 self.rto_backoff = true;
                 // RFC 5681 §3.1: "cwnd MUST be set to no more than the loss
@@ -374,14 +415,14 @@ impl CongestionControl for Reno {
                 self.cwnd = self.smss();
                 self.transition_to(now, State::SlowStart, ctx.flow, ctx.tracer);
             }
-            CongestionEvent::EcnEcho { in_flight } => {
+            CongestionEvent::EcnEcho { .. } => {
                 // RFC 3168 §6.1.2: react at most once per window; during loss
                 // recovery the window has already been reduced (Linux
                 // tcp_enter_cwr only acts below TCP_CA_CWR).
                 if self.state == State::Recovery {
                     return;
                 }
-                self.reduce(in_flight);
+                self.reduce();
                 self.stats.ecn_reductions += 1;
                 self.transition_to(
                     now,
@@ -389,6 +430,18 @@ impl CongestionControl for Reno {
                     ctx.flow,
                     ctx.tracer,
                 );
+            }
+            CongestionEvent::Undo => {
+                if let Some(u) = self.undo.take() {
+                    (self.cwnd, self.ssthresh) = u.restore(self.cwnd, self.ssthresh);
+                }
+                self.rto_backoff = false;
+                let next = if self.cwnd < self.ssthresh {
+                    State::SlowStart
+                } else {
+                    State::CongestionAvoidance { acked: 0 }
+                };
+                self.transition_to(now, next, ctx.flow, ctx.tracer);
             }
             CongestionEvent::RecoveryEnd => {
                 // Only meaningful for fast recovery; after an RTO we are
@@ -507,14 +560,17 @@ mod tests {
     }
 
     #[test]
-    fn reduction_uses_flight_size_not_cwnd() {
-        // RFC 5681 eq. (4) halves FlightSize. A sender using half its window
-        // gets ssthresh = a quarter of cwnd.
-        let mut d = reno();
-        d.send_and_ack_rounds(2); // 40 segments
-        d.set_flight(Some(20 * MSS));
-        d.lose(MSS, true);
-        assert_eq!(segs(d.cc.cwnd()), 10);
+    fn reduction_uses_cwnd_not_flight_size() {
+        // Linux tcp_reno_ssthresh halves cwnd, whatever FlightSize is: a
+        // sender using half its window, or one whose FlightSize includes a
+        // window of SACKed data behind a hole (docs/models/reno.md).
+        for flight in [20, 60] {
+            let mut d = reno();
+            d.send_and_ack_rounds(2); // 40 segments
+            d.set_flight(Some(flight * MSS));
+            d.lose(MSS, true);
+            assert_eq!(segs(d.cc.cwnd()), 20, "flight {flight}");
+        }
     }
 
     #[test]
@@ -527,7 +583,7 @@ mod tests {
         assert_eq!(segs(d.cc.cwnd()), 24);
         d.rto();
         assert_eq!(d.cc.cwnd(), MSS);
-        assert_eq!(d.cc.ssthresh(), Some(12 * MSS)); // flight 24 / 2
+        assert_eq!(d.cc.ssthresh(), Some(12 * MSS)); // cwnd 24 / 2
         assert_eq!(d.cc.metrics().state, "SlowStart");
         // 1 -> 2 -> 4 -> 8 -> 12 (capped at ssthresh, rest counted in CA).
         let mut seen = Vec::new();
@@ -546,13 +602,13 @@ mod tests {
         d.send_and_ack_rounds(2); // 40 segments
         d.rto();
         assert_eq!(d.cc.ssthresh(), Some(20 * MSS));
-        // The retransmission times out again; flight is now one segment.
+        // The retransmission times out again; cwnd is now one segment.
         d.rto();
         assert_eq!(d.cc.ssthresh(), Some(20 * MSS));
         assert_eq!(d.cc.cwnd(), MSS);
-        // After new data is acked, a fresh timeout halves the flight again.
-        d.send_and_ack_rounds(1);
-        d.set_flight(Some(8 * MSS));
+        // After new data is acked, a fresh timeout halves cwnd again.
+        d.send_and_ack_rounds(3); // 1 -> 2 -> 4 -> 8
+        assert_eq!(segs(d.cc.cwnd()), 8);
         d.rto();
         assert_eq!(d.cc.ssthresh(), Some(4 * MSS));
     }
@@ -560,7 +616,12 @@ mod tests {
     #[test]
     fn floor_is_two_segments() {
         let mut d = reno();
-        d.set_flight(Some(3 * MSS));
+        // 10 -> 5 -> 2.5 -> max(1.25, 2) segments.
+        for _ in 0..2 {
+            d.lose(MSS, true);
+            d.recovery_end();
+        }
+        assert_eq!(d.cc.cwnd(), 5 * MSS / 2);
         d.lose(MSS, true);
         assert_eq!(d.cc.ssthresh(), Some(2 * MSS));
         assert_eq!(d.cc.cwnd(), 2 * MSS);

@@ -273,12 +273,16 @@ fn classic_ecn_echo_reduces_like_loss() {
 }
 
 #[test]
-fn flight_size_sets_ssthresh_and_the_floor_is_two_segments() {
-    let mut d = at_window(100);
-    d.set_flight(Some(50 * MSS));
-    d.lose(MSS, true);
-    assert_eq!(d.cc.cwnd(), 35 * MSS); // 0.7 * FlightSize
-    assert_eq!(d.cc.w_max_segments(), Some(100.0)); // W_max from cwnd
+fn cwnd_sets_ssthresh_and_the_floor_is_two_segments() {
+    // Linux cubictcp_recalc_ssthresh: 0.7 * cwnd, whatever FlightSize is
+    // (half the window in use, or a window of SACKed data behind a hole).
+    for flight in [50, 160] {
+        let mut d = at_window(100);
+        d.set_flight(Some(flight * MSS));
+        d.lose(MSS, true);
+        assert_eq!(d.cc.cwnd(), 70 * MSS, "flight {flight}");
+        assert_eq!(d.cc.w_max_segments(), Some(100.0));
+    }
     let mut d = at_window(2);
     d.lose(MSS, true);
     assert_eq!(d.cc.ssthresh(), Some(2 * MSS)); // 0.7 * 2 = 1.4 -> 2
@@ -287,28 +291,30 @@ fn flight_size_sets_ssthresh_and_the_floor_is_two_segments() {
 
 #[test]
 fn rto_collapses_then_the_next_epoch_has_k_zero() {
-    // A loss at 143 segments leaves W_max = 143 and cwnd = 100.
+    // A loss at 143 segments leaves W_max = 143 and cwnd = 100.1.
     let mut d = at_window(143);
     d.lose(MSS, true).recovery_end();
-    d.set_flight(Some(100 * MSS));
     assert_eq!(d.cc.w_max_segments(), Some(143.0));
+    let cwnd = d.cc.cwnd();
+    assert_eq!(cwnd, 144_945); // round(0.7 * 143 * 1448)
     d.rto();
     assert_eq!(d.cc.cwnd(), MSS);
-    assert_eq!(d.cc.ssthresh(), Some(70 * MSS));
+    let ssthresh = 101_462; // round(0.7 * cwnd) = 70.07 segments
+    assert_eq!(d.cc.ssthresh(), Some(ssthresh));
     assert_eq!(d.cc.metrics().state, "SlowStart");
     // RFC 9438 §4.8 / Linux bictcp_reset: the old W_max is forgotten.
     assert_eq!(d.cc.w_max_segments(), None);
     d.set_flight(None);
     // A backed-off repeat keeps ssthresh (RFC 5681 §3.1 note).
     d.rto();
-    assert_eq!(d.cc.ssthresh(), Some(70 * MSS));
-    // Slow start 1 -> 2 -> 4 -> ... -> 64 -> 70 (capped), then CA.
+    assert_eq!(d.cc.ssthresh(), Some(ssthresh));
+    // Slow start 1 -> 2 -> 4 -> ... -> 64 -> 70.07 (capped), then CA.
     d.send_and_ack_rounds(7);
     assert_eq!(d.cc.metrics().state, "CongestionAvoidance");
     // RFC 9438 §4.8: K = 0, W_max = W_est = cwnd at the start of the epoch.
     assert_eq!(d.cc.k_seconds(), Some(0.0));
     let w_max = d.cc.w_max_segments().unwrap();
-    assert!(close(w_max, 70.0, 1e-9), "{w_max}");
+    assert!(close(w_max, ssthresh as f64 / MSS as f64, 1e-9), "{w_max}");
     assert_eq!(d.cc.stats().rtos, 2);
     // First the Reno-friendly region: W_cubic(t) = 70 + 0.4 t^3 is below
     // W_est, which grows α = 0.529 segments per RTT (cwnd_prior = 100, the

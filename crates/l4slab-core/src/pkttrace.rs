@@ -4,10 +4,17 @@
 //! simulator fills it from its transport's segments, the emulator from the
 //! real TCP headers it forwards.
 //!
+//! Every row names the packet it is about (`pkt_id`, unique per run and the
+//! same on every row of one transmission) and, for the events at the
+//! bottleneck (enqueue, dequeue, mark, drop), the queue (`queue`,
+//! `subqueue`); a dequeue row carries the packet's sojourn (`sojourn_us`), so
+//! queue delay is read, not inferred.
+//!
 //! The layout is flat and allocation-free per row, Arrow-style: fixed-width
 //! columns, `u8` codes into fixed name tables for the small sets (`event`,
-//! `side`, `ecn`, `flags`), and offsets + bytes for the one free-text column
-//! (`sack`). Appending a row only pushes onto vectors whose capacity is
+//! `side`, `ecn`, `flags`) and into the run's [`QueueNames`] (`queue`,
+//! `subqueue`: code 0 is none), and offsets + bytes for the one free-text
+//! column (`sack`). Appending a row only pushes onto vectors whose capacity is
 //! reused, so a producer that drains the trace in [`CHUNK_ROWS`]-row chunks
 //! ([`PacketTrace::chunk`], [`PacketTrace::drain_front`]) holds a bounded
 //! amount of memory however long the run. As JSON ([`Serialize`]) the trace is
@@ -19,7 +26,7 @@ use std::ops::Range;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use crate::{DropReason, Ecn};
+use crate::{DropReason, Ecn, MarkReason};
 
 /// Rows per chunk handed to a sink: the Parquet row group size of
 /// `packets.parquet` (`ROW_GROUP_SIZE` in `python/l4slab/results.py`), so the
@@ -31,23 +38,36 @@ pub const CHUNK_ROWS: usize = 1 << 16;
 pub enum PktEvent {
     /// The host sent it (the emulator: it reached the bottleneck).
     Send,
+    /// The bottleneck queue admitted it.
+    Enqueue,
+    /// The bottleneck queue handed it to the wire (`sojourn_us` says after how long).
+    Dequeue,
     /// It reached the other end.
     Deliver,
     /// The queue, the link or the path dropped it.
     Drop(DropReason),
+    /// The queue (or the wire, with `loss ... ecn`) CE-marked it.
+    Mark(MarkReason),
 }
 
 impl PktEvent {
     /// Number of distinct events (the length of [`PktEvent::NAMES`]).
-    pub const COUNT: usize = 2 + DropReason::ALL.len();
+    pub const COUNT: usize = 4 + DropReason::ALL.len() + MarkReason::ALL.len();
 
     /// Every event name, indexed by [`PktEvent::code`].
     pub const NAMES: [&'static str; PktEvent::COUNT] = {
         let mut names = ["send"; PktEvent::COUNT];
-        names[1] = "deliver";
+        names[1] = "enqueue";
+        names[2] = "dequeue";
+        names[3] = "deliver";
         let mut i = 0;
         while i < DropReason::ALL.len() {
-            names[2 + i] = drop_event(DropReason::ALL[i]);
+            names[4 + i] = drop_event(DropReason::ALL[i]);
+            i += 1;
+        }
+        let mut i = 0;
+        while i < MarkReason::ALL.len() {
+            names[4 + DropReason::ALL.len() + i] = mark_event(MarkReason::ALL[i]);
             i += 1;
         }
         names
@@ -57,12 +77,16 @@ impl PktEvent {
     pub const fn code(self) -> u8 {
         match self {
             PktEvent::Send => 0,
-            PktEvent::Deliver => 1,
-            PktEvent::Drop(r) => 2 + r.index() as u8,
+            PktEvent::Enqueue => 1,
+            PktEvent::Dequeue => 2,
+            PktEvent::Deliver => 3,
+            PktEvent::Drop(r) => 4 + r.index() as u8,
+            PktEvent::Mark(r) => (4 + DropReason::ALL.len() + r.index()) as u8,
         }
     }
 
-    /// The column's text: "send", "deliver" or "drop:<reason>" ([`drop_event`]).
+    /// The column's text: "send", "enqueue", "dequeue", "deliver",
+    /// "drop:<reason>" ([`drop_event`]) or "mark:<reason>" ([`mark_event`]).
     pub const fn name(self) -> &'static str {
         PktEvent::NAMES[self.code() as usize]
     }
@@ -71,11 +95,19 @@ impl PktEvent {
     pub fn from_name(name: &str) -> Option<PktEvent> {
         match name {
             "send" => Some(PktEvent::Send),
+            "enqueue" => Some(PktEvent::Enqueue),
+            "dequeue" => Some(PktEvent::Dequeue),
             "deliver" => Some(PktEvent::Deliver),
             _ => DropReason::ALL
                 .into_iter()
                 .find(|&r| drop_event(r) == name)
-                .map(PktEvent::Drop),
+                .map(PktEvent::Drop)
+                .or_else(|| {
+                    MarkReason::ALL
+                        .into_iter()
+                        .find(|&r| mark_event(r) == name)
+                        .map(PktEvent::Mark)
+                }),
         }
     }
 }
@@ -176,12 +208,111 @@ pub const fn drop_event(r: DropReason) -> &'static str {
     }
 }
 
+/// The `event` column of a packet CE-marked for `r`.
+pub const fn mark_event(r: MarkReason) -> &'static str {
+    match r {
+        MarkReason::Aqm => "mark:aqm",
+        MarkReason::Coupled => "mark:coupled",
+        MarkReason::Step => "mark:step",
+        MarkReason::CeThreshold => "mark:ce_threshold",
+        MarkReason::LinkMark => "mark:link_mark",
+    }
+}
+
+/// The names behind a run's `queue` and `subqueue` codes: code 0 is none
+/// (a host's event; a queue without sub-queues), code `i + 1` is `queues[i]`
+/// (`subqueues[i]`). The queue names are the run's own (`bottleneck.down`,
+/// `access.laptop.up`: built from the scenario's host names); the sub-queue
+/// names are those of every queue's qdisc (`Qdisc::subqueue_names`), each
+/// once, in order of first appearance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueNames {
+    pub queues: Vec<Box<str>>,
+    pub subqueues: Vec<&'static str>,
+    /// Per queue, the code of each of its sub-queues.
+    sub_codes: Vec<Vec<u8>>,
+}
+
+impl QueueNames {
+    /// `queues[q]` = (the name of the queue with id `q`, its sub-queue names).
+    pub fn new(queues: &[(&str, &'static [&'static str])]) -> Self {
+        let mut names = QueueNames::default();
+        for &(name, subs) in queues {
+            names.queues.push(name.into());
+            let codes = subs
+                .iter()
+                .map(|s| {
+                    let i = match names.subqueues.iter().position(|n| n == s) {
+                        Some(i) => i,
+                        None => {
+                            names.subqueues.push(s);
+                            names.subqueues.len() - 1
+                        }
+                    };
+                    u8::try_from(i + 1).expect("fewer than 255 sub-queue names")
+                })
+                .collect();
+            names.sub_codes.push(codes);
+        }
+        names
+    }
+
+    /// The `queue` code of queue `q` (its id).
+    pub fn queue_code(&self, q: u16) -> u8 {
+        assert!(usize::from(q) < self.queues.len(), "unknown queue {q}");
+        u8::try_from(q + 1).expect("fewer than 255 queues")
+    }
+
+    /// The `subqueue` code of sub-queue `sub` of queue `q` (0 when the
+    /// queue has no sub-queues).
+    pub fn subqueue_code(&self, q: u16, sub: u8) -> u8 {
+        self.sub_codes[usize::from(q)]
+            .get(usize::from(sub))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The name behind a `queue` code.
+    pub fn queue_name(&self, code: u8) -> Option<&str> {
+        code.checked_sub(1).map(|i| &*self.queues[usize::from(i)])
+    }
+
+    /// The name behind a `subqueue` code.
+    pub fn subqueue_name(&self, code: u8) -> Option<&'static str> {
+        code.checked_sub(1).map(|i| self.subqueues[usize::from(i)])
+    }
+}
+
+/// Where a row's event happened: none (a host's send or deliver) or a
+/// queue, with the codes of [`QueueNames`] and, for a dequeue, the sojourn.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AtQueue {
+    /// [`QueueNames::queue_code`]; 0: not at a queue.
+    pub queue: u8,
+    /// [`QueueNames::subqueue_code`]; 0: none.
+    pub subqueue: u8,
+    /// The dequeued packet's time in the queue, in µs; NaN for other events.
+    pub sojourn_us: f64,
+}
+
+impl AtQueue {
+    /// A host's event.
+    pub const NONE: AtQueue = AtQueue {
+        queue: 0,
+        subqueue: 0,
+        sojourn_us: f64::NAN,
+    };
+}
+
 /// One row, as a producer hands it to [`PacketTrace::push`]; its SACK blocks
 /// follow with [`PacketTrace::sack_block`].
 #[derive(Clone, Copy, Debug)]
 pub struct Row {
     pub t_s: f64,
     pub event: PktEvent,
+    /// The packet's id: unique per run, the same on every row about it.
+    pub pkt_id: u64,
+    pub at: AtQueue,
     pub flow: u32,
     pub side: Side,
     pub seq: u64,
@@ -219,6 +350,15 @@ pub struct PacketTrace {
     pub sack: Vec<u8>,
     /// [`flag_code`]; names from [`flag_code_letters`].
     pub flags: Vec<u8>,
+    pub pkt_id: Vec<u64>,
+    /// [`QueueNames::queue_code`]; names in [`PacketTrace::names`].
+    pub queue: Vec<u8>,
+    /// [`QueueNames::subqueue_code`].
+    pub subqueue: Vec<u8>,
+    /// µs in the queue of a dequeued packet; NaN on other rows.
+    pub sojourn_us: Vec<f64>,
+    /// The names behind `queue` and `subqueue`.
+    pub names: QueueNames,
 }
 
 impl Default for PacketTrace {
@@ -247,6 +387,19 @@ impl PacketTrace {
             sack_offsets,
             sack: Vec::with_capacity(rows * 4),
             flags: Vec::with_capacity(rows),
+            pkt_id: Vec::with_capacity(rows),
+            queue: Vec::with_capacity(rows),
+            subqueue: Vec::with_capacity(rows),
+            sojourn_us: Vec::with_capacity(rows),
+            names: QueueNames::default(),
+        }
+    }
+
+    /// The same, naming the run's queues.
+    pub fn with_names(rows: usize, names: QueueNames) -> Self {
+        PacketTrace {
+            names,
+            ..PacketTrace::with_capacity(rows)
         }
     }
 
@@ -271,6 +424,10 @@ impl PacketTrace {
         self.retransmission.push(r.retransmission);
         self.wnd.push(r.wnd);
         self.flags.push(flag_code(r.flags));
+        self.pkt_id.push(r.pkt_id);
+        self.queue.push(r.at.queue);
+        self.subqueue.push(r.at.subqueue);
+        self.sojourn_us.push(r.at.sojourn_us);
         self.sack_offsets.push(self.sack_end());
     }
 
@@ -311,7 +468,12 @@ impl PacketTrace {
             wnd: &self.wnd[r.clone()],
             sack_offsets: &self.sack_offsets[r.start..=r.end],
             sack: &self.sack[start..end],
-            flags: &self.flags[r],
+            flags: &self.flags[r.clone()],
+            pkt_id: &self.pkt_id[r.clone()],
+            queue: &self.queue[r.clone()],
+            subqueue: &self.subqueue[r.clone()],
+            sojourn_us: &self.sojourn_us[r],
+            names: &self.names,
         }
     }
 
@@ -329,6 +491,10 @@ impl PacketTrace {
         self.retransmission.drain(..n);
         self.wnd.drain(..n);
         self.flags.drain(..n);
+        self.pkt_id.drain(..n);
+        self.queue.drain(..n);
+        self.subqueue.drain(..n);
+        self.sojourn_us.drain(..n);
         self.sack.drain(..bytes as usize);
         self.sack_offsets.drain(..n);
         for o in &mut self.sack_offsets {
@@ -336,8 +502,16 @@ impl PacketTrace {
         }
     }
 
-    /// Append the rows of `c`.
+    /// Append the rows of `c` (whose queue names must be this trace's, or
+    /// this trace's must be empty and without rows: it takes `c`'s).
     pub fn extend_from(&mut self, c: &PacketChunk<'_>) {
+        if self.names != *c.names {
+            assert!(
+                self.is_empty() && self.names == QueueNames::default(),
+                "appending rows of other queues"
+            );
+            self.names = c.names.clone();
+        }
         let base = self.sack_end();
         u32::try_from(self.sack.len() + c.sack.len())
             .expect("a trace holds less than 4 GiB of SACK text");
@@ -353,6 +527,10 @@ impl PacketTrace {
         self.retransmission.extend_from_slice(c.retransmission);
         self.wnd.extend_from_slice(c.wnd);
         self.flags.extend_from_slice(c.flags);
+        self.pkt_id.extend_from_slice(c.pkt_id);
+        self.queue.extend_from_slice(c.queue);
+        self.subqueue.extend_from_slice(c.subqueue);
+        self.sojourn_us.extend_from_slice(c.sojourn_us);
         self.sack.extend_from_slice(c.sack);
         self.sack_offsets
             .extend(c.sack_offsets[1..].iter().map(|&o| base + (o - first)));
@@ -383,6 +561,16 @@ impl PacketTrace {
     pub fn flags_text(&self, i: usize) -> String {
         flag_code_letters(self.flags[i])
     }
+
+    /// Row `i`'s queue name, if it happened at a queue.
+    pub fn queue_name(&self, i: usize) -> Option<&str> {
+        self.names.queue_name(self.queue[i])
+    }
+
+    /// Row `i`'s sub-queue name, if known.
+    pub fn subqueue_name(&self, i: usize) -> Option<&'static str> {
+        self.names.subqueue_name(self.subqueue[i])
+    }
 }
 
 /// A run of rows of a [`PacketTrace`], borrowed: what a sink receives.
@@ -403,6 +591,11 @@ pub struct PacketChunk<'a> {
     pub sack_offsets: &'a [u32],
     pub sack: &'a [u8],
     pub flags: &'a [u8],
+    pub pkt_id: &'a [u64],
+    pub queue: &'a [u8],
+    pub subqueue: &'a [u8],
+    pub sojourn_us: &'a [f64],
+    pub names: &'a QueueNames,
 }
 
 impl PacketChunk<'_> {
@@ -444,11 +637,21 @@ impl Serialize for SackTexts<'_> {
     }
 }
 
-/// One array per column, names spelled out (the emulator's result JSON).
+/// A coded column with code 0 as null: `queue` and `subqueue`.
+struct Nullable<'a>(&'a [u8], &'a dyn Fn(u8) -> Option<&'a str>);
+
+impl Serialize for Nullable<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|&c| (self.1)(c)))
+    }
+}
+
+/// One array per column, names spelled out (the emulator's result JSON); a
+/// row not at a queue has `null` queue, subqueue and sojourn.
 impl Serialize for PacketTrace {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let flags = flag_names();
-        let mut st = s.serialize_struct("PacketTrace", 12)?;
+        let mut st = s.serialize_struct("PacketTrace", 16)?;
         st.serialize_field("t_s", &self.t_s)?;
         st.serialize_field("event", &Named(&self.event, &PktEvent::NAMES))?;
         st.serialize_field("flow", &self.flow)?;
@@ -461,6 +664,13 @@ impl Serialize for PacketTrace {
         st.serialize_field("wnd", &self.wnd)?;
         st.serialize_field("sack", &SackTexts(self))?;
         st.serialize_field("flags", &Named(&self.flags, &flags))?;
+        st.serialize_field("pkt_id", &self.pkt_id)?;
+        let queue = |c| self.names.queue_name(c);
+        let subqueue = |c| self.names.subqueue_name(c);
+        st.serialize_field("queue", &Nullable(&self.queue, &queue))?;
+        st.serialize_field("subqueue", &Nullable(&self.subqueue, &subqueue))?;
+        // serde_json writes NaN as null.
+        st.serialize_field("sojourn_us", &self.sojourn_us)?;
         st.end()
     }
 }
@@ -473,6 +683,8 @@ mod tests {
         Row {
             t_s,
             event,
+            pkt_id: seq + 100,
+            at: AtQueue::NONE,
             flow: 1,
             side,
             seq,
@@ -495,6 +707,10 @@ mod tests {
         for r in DropReason::ALL {
             assert_eq!(drop_event(r), format!("drop:{}", r.name()));
             assert_eq!(PktEvent::from_name(drop_event(r)), Some(PktEvent::Drop(r)));
+        }
+        for r in MarkReason::ALL {
+            assert_eq!(mark_event(r), format!("mark:{}", r.name()));
+            assert_eq!(PktEvent::from_name(mark_event(r)), Some(PktEvent::Mark(r)));
         }
         for (code, name) in PktEvent::NAMES.iter().enumerate() {
             let e = PktEvent::from_name(name).expect(name);
@@ -565,7 +781,55 @@ mod tests {
         assert_eq!(v["sack"], serde_json::json!(["1-2"]));
         assert_eq!(v["flags"], serde_json::json!(["S."]));
         assert_eq!(v["seq"], serde_json::json!([0]));
+        assert_eq!(v["pkt_id"], serde_json::json!([100]));
+        assert_eq!(v["queue"], serde_json::json!([null]));
+        assert_eq!(v["sojourn_us"], serde_json::json!([null]));
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-        assert_eq!(keys.len(), 12);
+        assert_eq!(keys.len(), 16);
+    }
+
+    #[test]
+    fn queue_rows_name_their_queue_and_sub_queue() {
+        static DUAL: [&str; 2] = ["c", "l"];
+        let names = QueueNames::new(&[("bottleneck.down", &DUAL), ("bottleneck.up", &[])]);
+        assert_eq!(names.subqueues, ["c", "l"]);
+        assert_eq!((names.queue_code(0), names.queue_code(1)), (1, 2));
+        assert_eq!(names.subqueue_code(0, 1), 2, "L of the down queue");
+        assert_eq!(names.subqueue_code(1, 0), 0, "a single queue has none");
+        let mut t = PacketTrace::with_names(4, names);
+        t.push(row(0.5, PktEvent::Send, Side::Data, 0, 0x010));
+        let at = AtQueue {
+            queue: t.names.queue_code(0),
+            subqueue: t.names.subqueue_code(0, 1),
+            sojourn_us: 250.0,
+        };
+        t.push(Row {
+            at,
+            ..row(0.6, PktEvent::Dequeue, Side::Data, 0, 0x010)
+        });
+        t.push(Row {
+            at: AtQueue {
+                sojourn_us: f64::NAN,
+                ..at
+            },
+            ..row(0.6, PktEvent::Mark(MarkReason::Step), Side::Data, 0, 0x010)
+        });
+        assert_eq!(t.event_name(2), "mark:step");
+        assert_eq!(t.pkt_id, [100, 100, 100], "one packet, one id");
+        assert_eq!((t.queue_name(0), t.subqueue_name(0)), (None, None));
+        assert_eq!(t.queue_name(1), Some("bottleneck.down"));
+        assert_eq!(t.subqueue_name(1), Some("l"));
+        // A trace built from chunks takes their names.
+        let mut u = PacketTrace::default();
+        u.extend_from(&t.chunk(1..3));
+        assert_eq!(u.queue_name(0), Some("bottleneck.down"));
+        assert_eq!(u.sojourn_us[0], 250.0);
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(
+            v["queue"],
+            serde_json::json!([null, "bottleneck.down", "bottleneck.down"])
+        );
+        assert_eq!(v["subqueue"], serde_json::json!([null, "l", "l"]));
+        assert_eq!(v["sojourn_us"], serde_json::json!([null, 250.0, null]));
     }
 }

@@ -2,7 +2,7 @@
 //! what they did (DESIGN.md §3). Recorders, plot feeds and test snapshots all
 //! consume these; nothing is test-only.
 
-use crate::packet::{FlowId, QueueId};
+use crate::packet::{FlowId, Packet, QueueId};
 use crate::units::{Dur, Time};
 
 /// Why a packet was discarded. Typed, so that counters are arrays indexed by
@@ -103,19 +103,27 @@ pub enum RetransmitReason {
 }
 
 /// One thing that happened. All fields are `Copy`, so emitting never allocates.
+///
+/// The queue events carry the [`Packet`] as the queue saw it (after the
+/// event: a marked packet is CE), so a consumer can follow one packet
+/// (`pkt.id`) and find its headers through the owner's `pkt.handle`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceEvent {
+    /// A packet was admitted into a queue (not traced for one refused at
+    /// enqueue: that one is `Dropped`). `subqueue` as in `Dequeued`.
+    Enqueued {
+        queue: QueueId,
+        subqueue: u8,
+        pkt: Packet,
+    },
     Dropped {
         queue: QueueId,
-        flow: FlowId,
-        packet: u64,
-        bytes: u32,
+        pkt: Packet,
         reason: DropReason,
     },
     Marked {
         queue: QueueId,
-        flow: FlowId,
-        packet: u64,
+        pkt: Packet,
         reason: MarkReason,
     },
     /// A packet left a queue for the wire after `sojourn` in the queue.
@@ -123,8 +131,7 @@ pub enum TraceEvent {
     Dequeued {
         queue: QueueId,
         subqueue: u8,
-        flow: FlowId,
-        bytes: u32,
+        pkt: Packet,
         sojourn: Dur,
     },
     /// The sender took an RTT sample from an ACK.

@@ -11,7 +11,7 @@
 //! l4slab-emu probe ecn-reflect [--port P]        UDP reflector for the ECN check (+ TCP on P+1)
 //! l4slab-emu probe ecn-check ADDR [--tcp-addr A] [--port P] [--count N]
 //!                                              JSON report; exit 0 if fit for L4S, 3 if not
-//! l4slab-emu run SCENARIO --out FILE [--set K=V]... [--seed N]
+//! l4slab-emu run SCENARIO --out FILE [--set K=V]... [--seed N] [--pcap-dir DIR]
 //!                                              a scenario with kernel TCP (l4slab run --backend emu)
 //! l4slab-emu validate SCENARIO [--set K=V]... resolve and check against the kernel (no root)
 //! l4slab-emu reap STATE_FILE                   (internal: the crash reaper)
@@ -255,7 +255,7 @@ fn tuning_opt(opt: &str, a: &mut Args<'_>, t: &mut shell::RunTuning) -> Result<b
 fn run_cmd(args: &[String], self_cmd: &[String]) -> Result<i32, EmuError> {
     let mut a = Args { rest: args.iter() };
     let scenario = PathBuf::from(a.value("SCENARIO")?);
-    let (mut sets, mut seed, mut out) = (Vec::new(), None, None);
+    let (mut sets, mut seed, mut out, mut pcap_dir) = (Vec::new(), None, None, None);
     let mut tuning = shell::RunTuning {
         reaper: reaper_cmd(self_cmd),
         ..shell::RunTuning::default()
@@ -265,13 +265,16 @@ fn run_cmd(args: &[String], self_cmd: &[String]) -> Result<i32, EmuError> {
             "--set" => sets.push(a.value(opt)?.to_string()),
             "--seed" => seed = Some(a.parse::<u64>(opt)?),
             "--out" => out = Some(PathBuf::from(a.value(opt)?)),
+            // A scenario with `pcap = true` writes DIR/pcap/*.pcap.
+            "--pcap-dir" => pcap_dir = Some(PathBuf::from(a.value(opt)?)),
             o if tuning_opt(o, &mut a, &mut tuning)? => {}
             other => return Err(usage(format!("run: unknown option '{other}'"))),
         }
     }
     let out = out.ok_or_else(|| usage("run needs --out FILE"))?;
     let scn = run::parse(&scenario, &sets)?;
-    let result = run::run(&scn, seed.unwrap_or(scn.seed), &tuning)?;
+    let seed = seed.unwrap_or(scn.seed);
+    let result = run::run(&scn, seed, &tuning, pcap_dir.as_deref())?;
     shell::write_json(&out, &result)?;
     Ok(0)
 }

@@ -45,9 +45,10 @@ use std::os::fd::RawFd;
 
 use serde_json::{json, Map, Value};
 
-use l4slab_core::pkttrace::drop_event;
+use l4slab_core::pkttrace::{AtQueue, PktEvent};
 use l4slab_core::{Dur, FlowId, Packet, SeriesStore, Time};
 use l4slab_link::Bottleneck;
+use l4slab_pcap::{Captures, Point};
 
 use crate::access::AccessRoutes;
 use crate::coalesce::Coalescer;
@@ -277,6 +278,8 @@ pub struct Forwarder {
     pub series: SeriesStore,
     /// The per-packet trace, when asked for.
     pub packet_log: Option<PacketLog>,
+    /// The pcap capture, when asked for ([`Forwarder::capture`]).
+    pcap: Option<Captures>,
     started: Time,
     /// When the measurement window starts (`started + warmup`), until it has.
     window_due: Option<Time>,
@@ -308,7 +311,7 @@ impl Forwarder {
     /// # Errors
     /// [`EmuError`] if the epoll set or timer cannot be created.
     pub fn new(
-        bn: Bottleneck,
+        mut bn: Bottleneck,
         tuns: (RawFd, RawFd),
         signal_fd: Option<RawFd>,
         clock: Clock,
@@ -333,7 +336,10 @@ impl Forwarder {
                 .map_err(|e| EmuError::io("epoll_ctl", e))?;
         }
         let slot = (cfg.mtu + VNET_HDR_LEN + 63) & !63;
-        let packet_log = cfg.packet_log.clone().map(PacketLog::new);
+        let packet_log = cfg.packet_log.clone().map(|down| {
+            bn.record_packet_events();
+            PacketLog::new(down, bn.queue_names())
+        });
         let started = clock.now();
         Ok(Forwarder {
             bn,
@@ -351,6 +357,7 @@ impl Forwarder {
             batch: Vec::with_capacity(64),
             series: SeriesStore::default(),
             packet_log,
+            pcap: None,
             started,
             window_due: None,
             window_start: None,
@@ -360,6 +367,19 @@ impl Forwarder {
 
     pub fn clock(&self) -> Clock {
         self.clock
+    }
+
+    /// Capture the bottleneck's packets into `files` ([`crate::capture`]).
+    pub fn capture(&mut self, files: Captures) {
+        self.pcap = Some(files);
+    }
+
+    /// Close the capture files (if any); their paths.
+    ///
+    /// # Errors
+    /// The first error writing them.
+    pub fn finish_capture(&mut self) -> Result<Vec<std::path::PathBuf>, l4slab_pcap::CaptureError> {
+        self.pcap.take().map_or(Ok(Vec::new()), Captures::finish)
     }
 
     /// Make `origin` the start of the run (samples fall at `origin + k *
@@ -558,10 +578,16 @@ impl Forwarder {
             }
             let late = self.clock.now().saturating_since(at);
             dir.lateness.record(late);
+            if let Some(c) = &mut self.pcap {
+                let ip = &self.slab.frame(pkt.handle)[VNET_HDR_LEN..];
+                let keep = crate::capture::caplen(ip, packet::parse(ip).ok().as_ref());
+                let t = now.saturating_since(self.started);
+                c.write(d, Point::Out, t, pkt.len, &ip[..keep]);
+            }
             if let Some(log) = &mut self.packet_log {
                 let ts = now.saturating_since(self.started).as_secs_f64();
                 let ip = &self.slab.frame(pkt.handle)[VNET_HDR_LEN..];
-                log.record(ts, "deliver", pkt.flow, d, ip, pkt.ecn);
+                log.record(ts, PktEvent::Deliver, AtQueue::NONE, &pkt, d, ip);
             }
             dir.counters.packets_out += 1;
             dir.counters.bytes_out += u64::from(pkt.len);
@@ -576,15 +602,20 @@ impl Forwarder {
         departed.clear();
     }
 
-    /// Log and free the packets queue `q` dropped.
+    /// Log queue `q`'s queue events (drops included), then free the
+    /// packets it dropped.
     fn take_drops(&mut self, q: usize) {
-        let d = self.cfg.access.dir_of(q);
-        for &(t, p, r) in self.bn.dropped(q) {
-            if let Some(log) = &mut self.packet_log {
-                let ip = &self.slab.frame(p.handle)[VNET_HDR_LEN..];
-                let ts = t.saturating_since(self.started).as_secs_f64();
-                log.record(ts, drop_event(r), p.flow, d, ip, p.ecn);
+        if let Some(log) = &mut self.packet_log {
+            let d = self.cfg.access.dir_of(q);
+            for e in self.bn.packet_events(q) {
+                let (event, at) = e.trace_columns(&log.trace.names, q);
+                let ip = &self.slab.frame(e.pkt.handle)[VNET_HDR_LEN..];
+                let ts = e.t.saturating_since(self.started).as_secs_f64();
+                log.record(ts, event, at, &e.pkt, d, ip);
             }
+            self.bn.clear_packet_events(q);
+        }
+        for &(_, p, _) in self.bn.dropped(q) {
             self.slab.release(p.handle);
         }
         self.bn.clear_dropped(q);
@@ -660,13 +691,18 @@ impl Forwarder {
         self.next_id += 1;
         let ts = now.saturating_since(self.started).as_secs_f64();
         if let Some(log) = &mut self.packet_log {
-            log.record(
-                ts,
-                "send",
-                pkt.flow,
+            let ip = &self.slab.frame(h)[VNET_HDR_LEN..];
+            log.record(ts, PktEvent::Send, AtQueue::NONE, &pkt, d, ip);
+        }
+        if let Some(c) = &mut self.pcap {
+            let ip = &self.slab.frame(h)[VNET_HDR_LEN..];
+            let keep = crate::capture::caplen(ip, info.as_ref());
+            c.write(
                 d,
-                &self.slab.frame(h)[VNET_HDR_LEN..],
-                ecn,
+                Point::In,
+                now.saturating_since(self.started),
+                len,
+                &ip[..keep],
             );
         }
         // Through the sending host's access link, if it has one.

@@ -27,6 +27,7 @@
 
 pub mod access;
 pub mod apps;
+pub mod capture;
 pub mod cli;
 pub mod coalesce;
 pub mod ecncheck;
@@ -71,6 +72,8 @@ pub enum EmuError {
     NamespaceExists(String),
     #[error("interrupted by signal {0}; nothing was written")]
     Interrupted(i32),
+    #[error(transparent)]
+    Capture(#[from] l4slab_pcap::CaptureError),
     /// Threads that existed before the emulator blocked its signals would
     /// take SIGCHLD, SIGTERM or SIGINT away from its signalfd (a signal goes
     /// to any thread that does not block it): it would never see COMMAND exit

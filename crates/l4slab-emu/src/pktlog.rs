@@ -4,9 +4,12 @@
 //!
 //! Events are seen at the bottleneck: `send` when a packet reaches the queue
 //! (the simulator logs it when the host sends it; with no access delay the
-//! two coincide), `deliver` when the forwarder releases it to the receiving
-//! namespace, `drop:<reason>` when the queue, the ECN path or the wire drops
-//! it. Sequence and ACK numbers are relative to the sender's initial
+//! two coincide), then the bottleneck runtime's queue events as in the
+//! simulator (`enqueue`, `dequeue` with its sojourn, `mark:<reason>`,
+//! `drop:<reason>` when the queue, the ECN path or the wire drops it), and
+//! `deliver` when the forwarder releases it to the receiving namespace.
+//! `pkt_id` is the forwarder's number of the packet (after GSO splitting),
+//! the same on each of its rows. Sequence and ACK numbers are relative to the sender's initial
 //! sequence number, as in the simulator: the SYN is 0, the first data byte 1
 //! (the ACK of the SYN is 1). `wnd` is the
 //! raw TCP window field (the window scale is not tracked); `retransmission`
@@ -15,8 +18,8 @@
 //!
 //! The columns are the simulator's: [`PacketTrace`] lives in l4slab-core.
 
-use l4slab_core::pkttrace::{PacketTrace, PktEvent, Row, Side};
-use l4slab_core::Ecn;
+use l4slab_core::pkttrace::{AtQueue, PacketTrace, PktEvent, QueueNames, Row, Side};
+use l4slab_core::Packet;
 
 /// Builds the [`PacketTrace`] of an emulated run from the packets' headers.
 #[derive(Debug, Default)]
@@ -39,14 +42,15 @@ fn be32(b: &[u8], at: usize) -> u32 {
 }
 
 impl PacketLog {
-    /// `data_down[i]`: flow `i` is a download.
-    pub fn new(data_down: Vec<bool>) -> Self {
+    /// `data_down[i]`: flow `i` is a download; `names`: the bottleneck's
+    /// queues (`Bottleneck::queue_names`).
+    pub fn new(data_down: Vec<bool>, names: QueueNames) -> Self {
         let n = data_down.len();
         PacketLog {
+            trace: PacketTrace::with_names(0, names),
             data_down,
             isn: vec![None; 2 * n],
             high: vec![0; 2 * n],
-            ..PacketLog::default()
         }
     }
 
@@ -54,21 +58,20 @@ impl PacketLog {
         self.trace.rows()
     }
 
-    /// Log one packet (`ip`: the IP packet) of `flow` going in direction
-    /// `dir` (0 = down, 1 = up); ignored unless it is TCP of a known flow.
-    /// `event` is an event name ([`PktEvent::name`]: "send", "deliver" or
-    /// a `drop_event`).
+    /// Log `event` (at queue `at`, or [`AtQueue::NONE`]) of packet `pkt`
+    /// (`ip`: its IP bytes) going in direction `dir` (0 = down, 1 = up);
+    /// ignored unless it is TCP of a known flow. The row's `ecn` is the
+    /// packet's as the bottleneck sees it (`pkt.ecn`: CE once marked).
     pub fn record(
         &mut self,
         t_s: f64,
-        event: &'static str,
-        flow: u32,
+        event: PktEvent,
+        at: AtQueue,
+        pkt: &Packet,
         dir: usize,
         ip: &[u8],
-        ecn: Ecn,
     ) {
-        let event = PktEvent::from_name(event)
-            .unwrap_or_else(|| panic!("{event:?} is not a packet trace event"));
+        let (flow, ecn) = (pkt.flow, pkt.ecn);
         let f = flow as usize;
         if f >= self.data_down.len() {
             return;
@@ -117,6 +120,8 @@ impl PacketLog {
         self.trace.push(Row {
             t_s,
             event,
+            pkt_id: pkt.id,
+            at,
             flow,
             side: if data { Side::Data } else { Side::Ack },
             seq,
@@ -166,6 +171,7 @@ fn sack_blocks(opts: &[u8], isn: Option<u32>, trace: &mut PacketTrace) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use l4slab_core::Ecn;
 
     fn tcp(seq: u32, ack: u32, flags: u8, payload: usize, sack: Option<(u32, u32)>) -> Vec<u8> {
         let opt = if sack.is_some() { 12 } else { 0 };
@@ -188,47 +194,70 @@ mod tests {
         p
     }
 
+    fn names() -> QueueNames {
+        QueueNames::new(&[("bottleneck.down", &[]), ("bottleneck.up", &[])])
+    }
+
+    /// `log.record` of a host's event, the packet numbered by its time in ms.
+    fn rec(log: &mut PacketLog, t: f64, ev: PktEvent, flow: u32, dir: usize, ip: &[u8], ecn: Ecn) {
+        let p = Packet::new((t * 1e3).round() as u64, flow, ip.len() as u32, ecn);
+        log.record(t, ev, AtQueue::NONE, &p, dir, ip);
+    }
+
     #[test]
     fn sequence_numbers_are_relative_and_retransmissions_flagged() {
         // Relative numbers as in the simulator's trace: SYN = 0, first data byte = 1.
         // One download: data goes down (dir 0) from the server.
-        let mut log = PacketLog::new(vec![true]);
-        log.record(0.0, "send", 0, 1, &tcp(1000, 0, 0x02, 0, None), Ecn::NotEct); // client SYN
-        log.record(
+        let mut log = PacketLog::new(vec![true], names());
+        rec(
+            &mut log,
+            0.0,
+            PktEvent::Send,
+            0,
+            1,
+            &tcp(1000, 0, 0x02, 0, None),
+            Ecn::NotEct,
+        ); // client SYN
+        rec(
+            &mut log,
             0.01,
-            "send",
+            PktEvent::Send,
             0,
             0,
             &tcp(5000, 1001, 0x12, 0, None),
             Ecn::NotEct,
         ); // SYN-ACK
-        log.record(
+        rec(
+            &mut log,
             0.02,
-            "send",
+            PktEvent::Send,
             0,
             0,
             &tcp(5001, 1001, 0x10, 100, None),
             Ecn::Ect0,
         );
-        log.record(
+        rec(
+            &mut log,
             0.03,
-            "send",
+            PktEvent::Send,
             0,
             0,
             &tcp(5101, 1001, 0x10, 100, None),
             Ecn::Ect0,
         );
-        log.record(
+        rec(
+            &mut log,
             0.04,
-            "send",
+            PktEvent::Send,
             0,
             0,
             &tcp(5001, 1001, 0x10, 100, None),
             Ecn::Ect0,
         ); // again
-        log.record(
+        rec(
+            &mut log,
             0.05,
-            "deliver",
+            PktEvent::Deliver,
             0,
             1,
             &tcp(1001, 5101, 0x50, 0, Some((5101, 5201))),
@@ -250,13 +279,30 @@ mod tests {
         assert_eq!(log.trace.flags_text(5), ".E");
         assert_eq!(log.trace.ecn_name(2), "ect0");
         // Not TCP or not a scenario flow: ignored.
-        log.record(0.06, "send", 7, 0, &tcp(1, 1, 0x10, 0, None), Ecn::NotEct);
-        log.record(0.06, "send", 0, 0, &[0x45, 0, 0], Ecn::NotEct);
+        rec(
+            &mut log,
+            0.06,
+            PktEvent::Send,
+            7,
+            0,
+            &tcp(1, 1, 0x10, 0, None),
+            Ecn::NotEct,
+        );
+        rec(
+            &mut log,
+            0.06,
+            PktEvent::Send,
+            0,
+            0,
+            &[0x45, 0, 0],
+            Ecn::NotEct,
+        );
         assert_eq!(log.rows(), 6);
-        // A drop, by the name `drop_event` gives it.
-        log.record(
+        // A drop.
+        rec(
+            &mut log,
             0.07,
-            l4slab_core::pkttrace::drop_event(l4slab_core::DropReason::AqmDrop),
+            PktEvent::Drop(l4slab_core::DropReason::AqmDrop),
             0,
             0,
             &tcp(5201, 1001, 0x10, 100, None),
@@ -274,5 +320,28 @@ mod tests {
         assert_eq!(j["flags"][1], "S.");
         assert_eq!(j["seq"][3], 101);
         assert_eq!(j["retransmission"][4], true);
+        // Host events are at no queue; every row names its packet.
+        assert_eq!(j["queue"][0], serde_json::Value::Null);
+        assert_eq!(j["pkt_id"][1], 10);
+    }
+
+    #[test]
+    fn queue_rows_name_the_queue_and_carry_the_sojourn() {
+        let mut log = PacketLog::new(vec![true], names());
+        let at = AtQueue {
+            queue: log.trace.names.queue_code(0),
+            subqueue: 0,
+            sojourn_us: 1250.0,
+        };
+        let p = Packet::new(42, 0, 140, Ecn::Ce);
+        let ip = tcp(5001, 1001, 0x10, 100, None);
+        log.record(0.5, PktEvent::Dequeue, at, &p, 0, &ip);
+        let j = log.to_json();
+        assert_eq!(j["event"][0], "dequeue");
+        assert_eq!(j["queue"][0], "bottleneck.down");
+        assert_eq!(j["subqueue"][0], serde_json::Value::Null);
+        assert_eq!(j["sojourn_us"][0], 1250.0);
+        assert_eq!(j["pkt_id"][0], 42);
+        assert_eq!(j["ecn"][0], "ce", "the ECN field as the queue left it");
     }
 }

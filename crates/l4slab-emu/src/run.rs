@@ -33,6 +33,8 @@
 //!   common one, else cubic) rather than inherited from the host, and
 //!   reported in `summary.emulator.tcp_congestion_control`.
 //! * **Per-packet trace** (`packet_trace = true`): [`crate::pktlog`].
+//! * **pcap capture** (`pcap = true` and a folder, `--pcap-dir`):
+//!   [`crate::capture`].
 //! * **Timing.** The forwarder's timing report (actual minus intended
 //!   release time of every packet) is in `summary.emulator`.
 
@@ -200,6 +202,14 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
             ),
             (t.min_rto != defaults.min_rto, "min_rto (kernel: 200 ms)"),
             (
+                t.rto_formula != defaults.rto_formula,
+                "rto_formula (kernel: linux)",
+            ),
+            (t.tlp != defaults.tlp, "tlp (kernel: tcp_early_retrans = 3)"),
+            (t.frto != defaults.frto, "frto (kernel: tcp_frto = 2)"),
+            (t.undo != defaults.undo, "undo (kernel: always)"),
+            (t.dsack != defaults.dsack, "dsack (kernel: tcp_dsack = 1)"),
+            (
                 t.pacing != defaults.pacing,
                 "pacing (kernel TCP paces internally for bbr only)",
             ),
@@ -294,7 +304,12 @@ impl Hooks for RunHooks {
 /// # Errors
 /// [`EmuError`]: unsupported flows (before anything is created), no root,
 /// setup failures, or an interruption (SIGINT/SIGTERM: nothing is returned).
-pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuError> {
+pub fn run(
+    scn: &Scenario,
+    seed: u64,
+    tuning: &RunTuning,
+    pcap_dir: Option<&std::path::Path>,
+) -> Result<Value, EmuError> {
     let plan = plan(scn)?;
     if !sys::is_root() {
         return Err(EmuError::NotRoot);
@@ -335,6 +350,10 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
             access: AccessRoutes::new(scn, &access),
         },
     )?;
+    if let Some(dir) = pcap_dir.filter(|_| scn.pcap) {
+        let files = l4slab_pcap::Captures::create(dir, &forwarder::QUEUE_NAMES)?;
+        fwd.capture(files);
+    }
     // Listeners in the server namespace, before any flow starts.
     let mut flows = Vec::new();
     for (i, f) in scn.flows.iter().enumerate() {
@@ -398,6 +417,7 @@ pub fn run(scn: &Scenario, seed: u64, tuning: &RunTuning) -> Result<Value, EmuEr
         Ok(out)
     });
     let wall = fwd.elapsed();
+    fwd.finish_capture()?;
     let flow_names: Vec<&str> = scn.flows.iter().map(|f| f.name.as_str()).collect();
     let queues = fwd.queues_json(&flow_names);
     let forwarder_report = fwd.forwarder_json(cpu0);

@@ -468,6 +468,12 @@ app = { kind = "file", size = "200kB" }
             scenario.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            "--set",
+            "packet_trace=true",
+            "--set",
+            "pcap=true",
+            "--pcap-dir",
+            dir.to_str().unwrap(),
         ])
         .stdin(Stdio::null())
         .status()
@@ -531,6 +537,45 @@ app = { kind = "file", size = "200kB" }
     ] {
         assert!(keys.contains(&k), "series has {k}");
     }
+    // The packet trace has the bottleneck runtime's queue events, as the
+    // simulator's: the download's data dequeued from the down queue with
+    // its sojourn, one id per packet.
+    let p = &r["packets"];
+    let rows = p["event"].as_array().unwrap().len();
+    let dequeued: Vec<usize> = (0..rows)
+        .filter(|&i| p["event"][i] == "dequeue" && p["flow"][i] == 0 && p["side"][i] == "data")
+        .collect();
+    assert!(dequeued.len() > 1000, "{} dequeues", dequeued.len());
+    for &i in &dequeued {
+        assert_eq!(p["queue"][i], "bottleneck.down");
+        assert!(p["sojourn_us"][i].as_f64().unwrap() >= 0.0);
+        let id = &p["pkt_id"][i];
+        assert!((0..i).any(|j| p["pkt_id"][j] == *id && p["event"][j] == "enqueue"));
+    }
+    // The pcap capture: the real packets, IP headers on, at the queue's
+    // ingress and egress; the download's CE marks are in the egress only.
+    let ecn_bits = |name: &str| -> Vec<u8> {
+        let f = std::fs::File::open(dir.join("pcap").join(name)).unwrap();
+        let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
+        let mut out = Vec::new();
+        while let Some(pkt) = r.next_packet() {
+            let pkt = pkt.unwrap();
+            assert!(pkt.data.len() as u32 <= pkt.orig_len);
+            match pkt.data[0] >> 4 {
+                4 => out.push(pkt.data[1] & 3),
+                6 => out.push((pkt.data[1] >> 4) & 3),
+                v => panic!("IP version {v}"),
+            }
+        }
+        out
+    };
+    let ingress = ecn_bits("bottleneck.down.in.pcap");
+    let egress = ecn_bits("bottleneck.down.out.pcap");
+    assert!(ingress.len() > 1000 && egress.len() > 1000);
+    assert!(
+        !ingress.contains(&3) && egress.contains(&3),
+        "CE after the queue"
+    );
     // What the kernel cannot carry is refused before anything is created.
     let out = Command::new(EMU)
         .args([

@@ -644,12 +644,7 @@ mod tests {
             .0
             .iter()
             .filter_map(|(_, e)| match e {
-                TraceEvent::Marked {
-                    queue,
-                    packet,
-                    reason,
-                    ..
-                } => Some((*queue, *packet, *reason)),
+                TraceEvent::Marked { queue, pkt, reason } => Some((*queue, pkt.id, *reason)),
                 _ => None,
             })
             .collect();
@@ -687,7 +682,7 @@ mod tests {
                     .0
                     .iter()
                     .filter_map(|(_, e)| match e {
-                        TraceEvent::Marked { packet, .. } => Some(*packet),
+                        TraceEvent::Marked { pkt, .. } => Some(pkt.id),
                         _ => None,
                     })
                     .collect();

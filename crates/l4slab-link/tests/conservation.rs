@@ -174,10 +174,10 @@ fn link_marks(t: &VecTracer) -> Vec<u64> {
     t.0.iter()
         .filter_map(|(_, e)| match e {
             TraceEvent::Marked {
-                packet,
+                pkt,
                 reason: MarkReason::LinkMark,
                 ..
-            } => Some(*packet),
+            } => Some(pkt.id),
             _ => None,
         })
         .collect()

@@ -96,10 +96,12 @@ fn estimate<'py>(
     d.set_item("rows_per_sample", c.rows_per_sample)?;
     d.set_item("series_rows", c.series_rows)?;
     d.set_item("trace_rows", c.trace_rows)?;
+    d.set_item("pcap_records", c.pcap_records)?;
     let l = PyDict::new(py);
     l.set_item("flows", limits.flows)?;
     l.set_item("series_rows", limits.series_rows)?;
     l.set_item("trace_rows", limits.trace_rows)?;
+    l.set_item("pcap_records", limits.pcap_records)?;
     d.set_item("limits", l)?;
     Ok(d)
 }
@@ -109,7 +111,7 @@ fn estimate<'py>(
 #[pyfunction]
 // The Python keyword arguments, one Rust parameter each.
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (text, source, overrides, seed=None, progress=None, packets_sink=None, trace_dirs=Vec::new(), allow_large=false))]
+#[pyo3(signature = (text, source, overrides, seed=None, progress=None, packets_sink=None, trace_dirs=Vec::new(), allow_large=false, pcap_dir=None))]
 fn run<'py>(
     py: Python<'py>,
     text: &str,
@@ -120,6 +122,7 @@ fn run<'py>(
     packets_sink: Option<PyObject>,
     trace_dirs: Vec<PathBuf>,
     allow_large: bool,
+    pcap_dir: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scn = parse(text, source, overrides, trace_dirs)?;
     if !allow_large {
@@ -161,7 +164,8 @@ fn run<'py>(
             }
         }
     };
-    let out = l4slab_sim::run_streaming(&scn, &RunOptions { seed }, &mut cb, &mut on_chunk);
+    let opts = RunOptions { seed, pcap_dir };
+    let out = l4slab_sim::run_streaming(&scn, &opts, &mut cb, &mut on_chunk);
     let out = match out {
         Ok(out) => out,
         Err(SimError::Cancelled(_)) if py_err.is_some() || sink_err.is_some() => {
@@ -227,7 +231,8 @@ fn packet_names(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 }
 
 /// One chunk of the packet trace as `bytes` per column (native byte order;
-/// integers as int64, the columns' type in packets.parquet), for
+/// integers as int64, the columns' type in packets.parquet; `sojourn_us`
+/// float64, NaN where null), for
 /// `numpy.frombuffer` / `pyarrow.Array.from_buffers`: one copy per column,
 /// no Python object per row.
 fn packet_chunk<'py>(
@@ -260,6 +265,19 @@ fn packet_chunk<'py>(
     )?;
     d.set_item("sack", PyBytes::new(py, c.sack))?;
     d.set_item("flags", PyBytes::new(py, c.flags))?;
+    d.set_item("pkt_id", words(py, c.pkt_id, |v| (v as i64).to_ne_bytes())?)?;
+    d.set_item("queue", PyBytes::new(py, c.queue))?;
+    d.set_item("subqueue", PyBytes::new(py, c.subqueue))?;
+    d.set_item("sojourn_us", words(py, c.sojourn_us, f64::to_ne_bytes)?)?;
+    // The run's queue names: code 0 is none (null), code i + 1 is the i-th name.
+    let names = names.copy()?;
+    fn coded<N: AsRef<str>>(list: &[N]) -> Vec<Option<&str>> {
+        let mut v = vec![None];
+        v.extend(list.iter().map(|n| Some(n.as_ref())));
+        v
+    }
+    names.set_item("queue", PyList::new(py, coded(&c.names.queues))?)?;
+    names.set_item("subqueue", PyList::new(py, coded(&c.names.subqueues))?)?;
     d.set_item("names", names)?;
     Ok(d)
 }

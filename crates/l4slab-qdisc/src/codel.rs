@@ -559,7 +559,7 @@ impl Qdisc for Codel {
         pkt.enqueued_at = now;
         self.bytes += u64::from(pkt.len);
         self.queue.push_back(pkt);
-        self.stats.enqueued += 1;
+        ctx.admitted(now, &pkt, 0, &mut self.stats);
     }
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
@@ -908,7 +908,7 @@ mod tests {
             && matches!(
                 e,
                 TraceEvent::Marked {
-                    packet: 1,
+                    pkt: Packet { id: 1, .. },
                     reason: MarkReason::Aqm,
                     ..
                 }

@@ -383,7 +383,7 @@ impl<A: FlowAqm> FlowQueues<A> {
         b.bytes += len;
         self.total.packets += 1;
         self.total.bytes += len;
-        self.stats.enqueued += 1;
+        ctx.admitted(now, &pkt, 0, &mut self.stats);
         if b.list.is_none() {
             // RFC 8290 §4.1: a queue that is not active "is added to the end
             // of the list of new queues" with a deficit of one quantum.

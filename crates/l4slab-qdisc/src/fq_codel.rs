@@ -784,14 +784,24 @@ mod tests {
         offer(&mut h, 0, 7, 1000);
         at(&mut h, Time::from_millis(3));
         h.dequeue();
-        assert!(h.tracer.0.iter().any(|(_, e)| *e
-            == TraceEvent::Dequeued {
+        assert!(h.tracer.0.iter().any(|(_, e)| matches!(
+            e,
+            TraceEvent::Dequeued {
                 queue: 0,
                 subqueue: 0,
-                flow: 7,
-                bytes: 1000,
-                sojourn: Dur::from_millis(3),
-            }));
+                pkt: Packet { flow: 7, len: 1000, .. },
+                sojourn,
+            } if *sojourn == Dur::from_millis(3)
+        )));
+        // Its admission was traced too, with the same packet.
+        assert!(h.tracer.0.iter().any(|(t, e)| *t == Time::ZERO
+            && matches!(
+                e,
+                TraceEvent::Enqueued {
+                    pkt: Packet { flow: 7, .. },
+                    ..
+                }
+            )));
     }
 
     #[test]

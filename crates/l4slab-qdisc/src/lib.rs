@@ -57,13 +57,27 @@ impl QdiscCtx<'_> {
             now,
             TraceEvent::Dropped {
                 queue: self.queue,
-                flow: pkt.flow,
-                packet: pkt.id,
-                bytes: pkt.len,
+                pkt,
                 reason,
             },
         );
         self.dropped.push((pkt, reason));
+    }
+
+    /// Book-keeping for a packet `enqueue` admits into (sub-)queue
+    /// `subqueue` (numbered as in [`Qdisc::subqueue_names`], 0 for single
+    /// queues): counts it as enqueued in `stats` and traces it. `pkt` is the
+    /// packet as queued (its `enqueued_at` set).
+    pub fn admitted(&mut self, now: Time, pkt: &Packet, subqueue: u8, stats: &mut QdiscStats) {
+        stats.enqueued += 1;
+        self.tracer.event(
+            now,
+            TraceEvent::Enqueued {
+                queue: self.queue,
+                subqueue,
+                pkt: *pkt,
+            },
+        );
     }
 
     /// Book-keeping for a packet `dequeue` hands to the link: counts it as
@@ -76,8 +90,7 @@ impl QdiscCtx<'_> {
             TraceEvent::Dequeued {
                 queue: self.queue,
                 subqueue,
-                flow: pkt.flow,
-                bytes: pkt.len,
+                pkt: *pkt,
                 sojourn: now.saturating_since(pkt.enqueued_at),
             },
         );
@@ -95,8 +108,7 @@ impl QdiscCtx<'_> {
             now,
             TraceEvent::Marked {
                 queue: self.queue,
-                flow: pkt.flow,
-                packet: pkt.id,
+                pkt: *pkt,
                 reason,
             },
         );

@@ -684,7 +684,7 @@ impl Qdisc for Pie {
         pkt.enqueued_at = now;
         self.bytes += u64::from(pkt.len);
         self.queue.push_back(pkt);
-        self.stats.enqueued += 1;
+        ctx.admitted(now, &pkt, 0, &mut self.stats);
     }
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {

@@ -375,7 +375,11 @@ fn check_extra(name: &str, h: &Harness<Dyn>, offered_bytes: u64) {
     // A packet marked through the context leaves CE-marked, is dropped later,
     // or is still queued.
     for (_, e) in &h.tracer.0 {
-        if let TraceEvent::Marked { packet, .. } = e {
+        if let TraceEvent::Marked {
+            pkt: Packet { id: packet, .. },
+            ..
+        } = e
+        {
             let sent = h.sent.iter().find(|p| p.id == *packet);
             let dropped = h.dropped.iter().any(|(p, _)| p.id == *packet);
             assert!(
@@ -394,6 +398,17 @@ fn check_extra(name: &str, h: &Harness<Dyn>, offered_bytes: u64) {
         .filter(|(_, e)| matches!(e, TraceEvent::Dequeued { .. }))
         .count() as u64;
     assert_eq!(traced_dequeues, s.sent, "{}: Dequeued trace events", name);
+    let traced_enqueues = h
+        .tracer
+        .0
+        .iter()
+        .filter(|(_, e)| matches!(e, TraceEvent::Enqueued { .. }))
+        .count() as u64;
+    assert_eq!(
+        traced_enqueues, s.enqueued,
+        "{}: Enqueued trace events",
+        name
+    );
     let traced_drops = h
         .tracer
         .0

@@ -6,7 +6,7 @@
 //! disk long before the run ends. An explicit option (`--allow-large`,
 //! `l4slab.run(..., allow_large=True)`) lifts the limits.
 //!
-//! The three quantities and why each is bounded:
+//! The four quantities and why each is bounded:
 //!
 //! * **flows** (after `count` expansion): each holds a transport, an app and
 //!   its recorders in memory for the whole run (about 0.3 MB measured per
@@ -15,10 +15,15 @@
 //!   one row per (sample, series, key): `samples × rows per sample`, the
 //!   rows per sample counted from the queues the scenario builds (the
 //!   bottleneck's and each host's access links) and an upper bound per flow.
-//! * **trace rows** (`packet_trace = true`): about two rows (send, then
-//!   deliver or drop) per packet. The simulator streams them to disk (about
-//!   6 bytes a row in `packets.parquet`); the emulator holds its trace in
+//! * **trace rows** (`packet_trace = true`): about four rows per packet
+//!   (send, enqueue, dequeue, deliver; a drop ends it sooner, a mark adds
+//!   one). The simulator streams them to disk (about 7.5 bytes a row in
+//!   `packets.parquet`, docs/results.md); the emulator holds its trace in
 //!   memory until the run ends, so its limit is lower.
+//! * **pcap records** (`pcap = true`): two per packet (the bottleneck's
+//!   ingress and egress captures), about 68 bytes each on disk (a 16-byte
+//!   record header and the packet's IP and TCP headers). Both backends
+//!   stream them to disk.
 
 use l4slab_core::{Dur, Time};
 
@@ -35,16 +40,15 @@ pub const FLOW_ROWS_PER_SAMPLE: u64 = 16;
 pub const QUEUE_BASE_ROWS_PER_SAMPLE: u64 = 7;
 /// Wire bytes of the full-sized data packet the trace estimate assumes.
 pub const ESTIMATE_PACKET_BYTES: u64 = 1500;
-/// Trace rows per data packet: its send and its delivery (or drop), plus
-/// one ACK (with its two rows) for every two data packets.
-pub const TRACE_ROWS_PER_DATA_PACKET: u64 = 3;
-
-/// Trace rows per `cbr` datagram: its send and its delivery (or drop).
-pub const CBR_ROWS_PER_DATAGRAM: u64 = 2;
-
-/// Trace rows per segment of a `file` flow: its send and delivery, and an
-/// ACK per segment (Linux quick-ACKs a short transfer's segments).
-pub const FILE_ROWS_PER_SEGMENT: u64 = 4;
+/// Trace rows per packet through the bottleneck: its send, enqueue, dequeue
+/// and delivery (a drop ends the rows sooner, a CE mark adds one).
+pub const TRACE_ROWS_PER_PACKET: u64 = 4;
+/// Trace rows per data packet of a saturating flow: its own, plus those of
+/// one ACK for every two data packets.
+pub const TRACE_ROWS_PER_DATA_PACKET: u64 = TRACE_ROWS_PER_PACKET * 3 / 2;
+/// pcap records per packet: the bottleneck's ingress and egress captures of
+/// its direction (`bottleneck.<dir>.in`, `.out`).
+pub const PCAP_RECORDS_PER_PACKET: u64 = 2;
 
 /// Which backend will run the scenario: the limits differ where the two
 /// hold different things in memory.
@@ -60,6 +64,7 @@ pub struct Limits {
     pub flows: u64,
     pub series_rows: u64,
     pub trace_rows: u64,
+    pub pcap_records: u64,
 }
 
 impl Limits {
@@ -72,11 +77,13 @@ impl Limits {
             // writing series.parquet: about 1 GB (docs/PERFORMANCE.md).
             series_rows: 20_000_000,
             trace_rows: match backend {
-                // Streamed to disk: about 1.5 GB of packets.parquet.
+                // Streamed to disk: about 1.9 GB of packets.parquet.
                 Backend::Sim => 250_000_000,
                 // Held in memory (as JSON, then Python objects) until the end.
                 Backend::Emu => 4_000_000,
             },
+            // Streamed to disk by both backends: about 1.7 GB of pcap files.
+            pcap_records: 25_000_000,
         }
     }
 }
@@ -94,6 +101,8 @@ pub struct Cost {
     pub series_rows: u64,
     /// Packet-trace rows (0 without `packet_trace`).
     pub trace_rows: u64,
+    /// pcap records of all capture points (0 without `pcap`).
+    pub pcap_records: u64,
 }
 
 impl Cost {
@@ -119,12 +128,19 @@ impl Cost {
             .sum();
         let flows = scn.flows.len() as u64;
         let rows_per_sample = queue_rows.saturating_add(flows.saturating_mul(FLOW_ROWS_PER_SAMPLE));
+        let packets = if scn.packet_trace || scn.pcap {
+            bottleneck_packets(scn)
+        } else {
+            0
+        };
+        let per = |on: bool, n: u64| if on { packets.saturating_mul(n) } else { 0 };
         Cost {
             flows,
             samples,
             rows_per_sample,
             series_rows: samples.saturating_mul(rows_per_sample),
-            trace_rows: if scn.packet_trace { trace_rows(scn) } else { 0 },
+            trace_rows: per(scn.packet_trace, TRACE_ROWS_PER_PACKET),
+            pcap_records: per(scn.pcap, PCAP_RECORDS_PER_PACKET),
         }
     }
 
@@ -178,6 +194,20 @@ impl Cost {
                 "packet_trace = false, or a shorter duration".to_string(),
             ));
         }
+        if self.pcap_records > limits.pcap_records {
+            return Err(too_large(
+                "pcap",
+                format!(
+                    "about {} pcap records ({} per packet at the links' rates for \
+                     duration = {}), past the limit of {} records",
+                    group(self.pcap_records),
+                    PCAP_RECORDS_PER_PACKET,
+                    crate::values::show_dur(scn.duration.saturating_since(Time::ZERO)),
+                    group(limits.pcap_records)
+                ),
+                "pcap = false, or a shorter duration".to_string(),
+            ));
+        }
         Ok(())
     }
 }
@@ -206,20 +236,20 @@ fn capacity_packets(rate_bps: u64, duration: Dur) -> u64 {
     u64::try_from(bits / u128::from(ESTIMATE_PACKET_BYTES * 8)).unwrap_or(u64::MAX)
 }
 
-/// Trace rows: per direction, the data packets its flows send, at most what
-/// the link carries from the first sender's start to the end (a file flow
-/// sends at most its size; an app-limited flow is counted at the link's
-/// rate, so its estimate is an upper bound), times
-/// [`TRACE_ROWS_PER_DATA_PACKET`]; ping probes four rows each; a cbr flow
-/// its own datagrams (`rate × active time / size`, sent whatever the link
-/// carries) two rows each.
-fn trace_rows(scn: &Scenario) -> u64 {
+/// Packets through the bottleneck (both directions): per direction, the
+/// data packets its flows send, at most what the link carries from the
+/// first sender's start to the end (a file flow sends at most its size; an
+/// app-limited flow is counted at the link's rate, so its estimate is an
+/// upper bound), each with half an ACK; a file's segments each with its
+/// ACK; ping probes and their replies; a cbr flow's own datagrams
+/// (`rate × active time / size`, sent whatever the link carries).
+fn bottleneck_packets(scn: &Scenario) -> u64 {
     let duration = scn.duration.saturating_since(Time::ZERO);
-    // Per direction (down, up): the bounded senders' packets, and the
+    // Per direction (down, up): the bounded senders' data packets, and the
     // earliest start of a sender only the link bounds.
     let mut demand = [0u64; 2];
     let mut unbounded: [Option<Time>; 2] = [None; 2];
-    let mut rows = 0u64;
+    let mut packets = 0u64;
     for flow in &scn.flows {
         let mut open = |dir: usize| {
             unbounded[dir] = Some(unbounded[dir].map_or(flow.start, |t| t.min(flow.start)));
@@ -230,22 +260,19 @@ fn trace_rows(scn: &Scenario) -> u64 {
         };
         match &flow.app {
             AppSpec::File { size } => {
-                // A file's segments, each with its ACK (a short transfer is
-                // ACKed segment by segment: four rows a segment), counted in
-                // packets of the direction's rows per data packet.
+                // A short transfer is ACKed segment by segment: two packets
+                // a segment, counted in data packets (each with half an ACK).
                 let mss = u64::from(flow.transport.mss.max(1));
-                let rows = size.div_ceil(mss).saturating_mul(FILE_ROWS_PER_SEGMENT);
-                demand[dir] = demand[dir].saturating_add(rows / TRACE_ROWS_PER_DATA_PACKET);
+                let segments = size.div_ceil(mss);
+                demand[dir] = demand[dir].saturating_add(segments.saturating_mul(4) / 3);
             }
             AppSpec::Ping(p) => {
                 let probes = duration.as_nanos() / p.interval.as_nanos().max(1);
-                rows = rows.saturating_add(probes.saturating_mul(4));
+                packets = packets.saturating_add(probes.saturating_mul(2));
             }
             AppSpec::Cbr(c) => {
-                rows = rows.saturating_add(
-                    cbr_datagrams(c, scn.duration.saturating_since(flow.start))
-                        .saturating_mul(CBR_ROWS_PER_DATAGRAM),
-                );
+                packets = packets
+                    .saturating_add(cbr_datagrams(c, scn.duration.saturating_since(flow.start)));
             }
             AppSpec::VideoCall(_) | AppSpec::Web(_) => {
                 open(0);
@@ -258,13 +285,13 @@ fn trace_rows(scn: &Scenario) -> u64 {
     for (dir, spec) in links.iter().enumerate() {
         let cap =
             |from: Time| capacity_packets(spec.rate.as_bps(), scn.duration.saturating_since(from));
-        let packets = match unbounded[dir] {
+        let data = match unbounded[dir] {
             Some(start) => cap(start),
             None => demand[dir].min(cap(Time::ZERO)),
         };
-        rows = rows.saturating_add(packets.saturating_mul(TRACE_ROWS_PER_DATA_PACKET));
+        packets = packets.saturating_add(data.saturating_mul(3) / 2);
     }
-    rows
+    packets
 }
 
 /// Datagrams a cbr flow sends in `active` (from its start to the end): one

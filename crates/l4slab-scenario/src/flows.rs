@@ -327,8 +327,16 @@ fn resolve_transport(
             }
         };
     }
-    if let Some(b) = raw.pacing {
-        t.pacing = b;
+    for (raw, spec) in [
+        (raw.tlp, &mut t.tlp),
+        (raw.frto, &mut t.frto),
+        (raw.undo, &mut t.undo),
+        (raw.dsack, &mut t.dsack),
+        (raw.pacing, &mut t.pacing),
+    ] {
+        if let Some(b) = raw {
+            *spec = b;
+        }
     }
     let mss = u64::from(t.mss);
     let at_least_mss = |v: &Value, key: &str| -> Result<u64, ScenarioError> {

@@ -36,6 +36,11 @@ pub struct Scenario {
     pub sample_interval: Dur,
     /// Record `packets.parquet` (per-packet trace). Off by default.
     pub packet_trace: bool,
+    /// Write pcap captures of the bottleneck (`pcap/<queue>.<in|out>.pcap`).
+    /// Off by default; written in the resolved scenario only when on, so
+    /// scenarios without it resolve exactly as before.
+    #[serde(skip_serializing_if = "is_false")]
+    pub pcap: bool,
     pub bottleneck: Bottleneck,
     /// Hosts in name order; client-side hosts first, then server-side.
     pub hosts: Vec<Host>,
@@ -382,10 +387,11 @@ pub struct ScreenShareSpec {
 /// The retransmission timeout's formula (docs/models/transport.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum RtoFormulaSpec {
-    /// RFC 6298 §2: `RTO = max(min_rto, SRTT + 4·RTTVAR)`.
+    /// RFC 6298 §2: `RTO = max(min_rto, SRTT + 4·RTTVAR)`, §5 timer rules.
     #[serde(rename = "rfc6298")]
     Rfc6298,
-    /// Linux `__tcp_set_rto`: `RTO = SRTT + max(min_rto, 4·RTTVAR)`.
+    /// Linux `__tcp_set_rto`: `RTO = SRTT + max(min_rto, 4·RTTVAR)`, and the
+    /// timer restarts when the first unacknowledged segment is retransmitted.
     #[serde(rename = "linux")]
     Linux,
 }
@@ -466,8 +472,16 @@ pub struct TransportSpec {
     pub delayed_ack_timeout: Dur,
     /// Minimum RTO (Linux `TCP_RTO_MIN` = 200 ms; RFC 6298 says 1 s).
     pub min_rto: Dur,
-    /// How the RTO follows the RTT: RFC 6298 (default) or Linux's `__tcp_set_rto`.
+    /// How the RTO follows the RTT: Linux's `__tcp_set_rto` (default) or RFC 6298.
     pub rto_formula: RtoFormulaSpec,
+    /// Tail loss probe (RFC 8985 §7; Linux `tcp_early_retrans = 3`).
+    pub tlp: bool,
+    /// F-RTO after a timeout (RFC 5682; Linux `tcp_frto = 2`).
+    pub frto: bool,
+    /// Undo of spurious reductions by D-SACK and timestamps (Linux `tcp_try_undo_*`).
+    pub undo: bool,
+    /// The receiver reports duplicates with D-SACK (RFC 2883; Linux `tcp_dsack = 1`).
+    pub dsack: bool,
     /// Pace transmissions (Linux `fq`-style): 200 % of cwnd/srtt in slow start, 120 % after.
     pub pacing: bool,
     /// Send buffer in bytes (`SO_SNDBUF`).
@@ -489,7 +503,11 @@ impl Default for TransportSpec {
             delayed_ack: true,
             delayed_ack_timeout: Dur::from_millis(40),
             min_rto: Dur::from_millis(200),
-            rto_formula: RtoFormulaSpec::Rfc6298,
+            rto_formula: RtoFormulaSpec::Linux,
+            tlp: true,
+            frto: true,
+            undo: true,
+            dsack: true,
             pacing: false,
             send_buffer: 4 * 1024 * 1024,
             notsent_lowat: None,

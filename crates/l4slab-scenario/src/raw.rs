@@ -30,6 +30,8 @@ pub struct RawScenario {
     pub seed: Option<i64>,
     pub sample_interval: Option<Value>,
     pub packet_trace: Option<bool>,
+    /// Capture the bottleneck's packets in pcap files.
+    pub pcap: Option<bool>,
     pub bottleneck: Option<RawBottleneck>,
     /// Host name -> host; `BTreeMap` so iteration is in name order.
     pub hosts: Option<BTreeMap<String, RawHost>>,
@@ -154,6 +156,10 @@ pub struct RawTransport {
     pub delayed_ack_timeout: Option<Value>,
     pub min_rto: Option<Value>,
     pub rto_formula: Option<Value>,
+    pub tlp: Option<bool>,
+    pub frto: Option<bool>,
+    pub undo: Option<bool>,
+    pub dsack: Option<bool>,
     pub pacing: Option<bool>,
     pub send_buffer: Option<Value>,
     pub notsent_lowat: Option<Value>,

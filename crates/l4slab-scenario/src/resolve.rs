@@ -109,6 +109,7 @@ pub(crate) fn resolve(
         seed,
         sample_interval,
         packet_trace: raw.packet_trace.unwrap_or(false),
+        pcap: raw.pcap.unwrap_or(false),
         bottleneck,
         hosts,
         flows,

@@ -71,7 +71,7 @@ const CASES: &[Case] = &[
     text(NO_FORMAT, "format", Missing, "format: missing; write e.g. format = 1"),
     set(&["format=2"], "format", Unsupported, "format: unsupported version 2; this l4slab reads format = 1"),
     set(&["format=\"1\""], "format", WrongType, "expected an integer, found a string (\"1\"); write e.g. 1"),
-    set(&["rtt=1"], "rtt", UnknownKey, "valid keys here: format, name, description, duration, warmup, seed, sample_interval, packet_trace, bottleneck, hosts, flows"),
+    set(&["rtt=1"], "rtt", UnknownKey, "valid keys here: format, name, description, duration, warmup, seed, sample_interval, packet_trace, pcap, bottleneck, hosts, flows"),
     set(&["name=\"\""], "name", BadValue, "must not be empty"),
     set(&["name=5"], "name", WrongType, "expected a string, found an integer (5)"),
     set(&["description=true"], "description", WrongType, "expected a string"),
@@ -91,6 +91,7 @@ const CASES: &[Case] = &[
     set(&["sample_interval=0ms"], "sample_interval", BadValue, "must be greater than zero"),
     set(&["sample_interval=1min"], "sample_interval", Conflict, "60s is longer than the run (duration = 10s); write e.g. \"100ms\""),
     set(&["packet_trace=yes"], "packet_trace", WrongType, "expected true or false"),
+    set(&["pcap=1"], "pcap", WrongType, "expected true or false"),
     // bottleneck
     text(NO_BOTTLENECK, "bottleneck", Missing, "bottleneck: missing; write e.g. [bottleneck] with rate ="),
     set(&["bottleneck=5"], "bottleneck", WrongType, "expected a table, found an integer (5)"),
@@ -245,7 +246,7 @@ const CASES: &[Case] = &[
     set(&["flows[0].app=5"], "flows[0].app", WrongType, "expected a name or a table with `kind`"),
     // transport
     set(&["flows[0].transport=5"], "flows[0].transport", WrongType, "write e.g. [flows.transport] with mss = 1448"),
-    set(&["flows[0].transport.x=1"], "flows[0].transport.x", UnknownKey, "valid keys here: mss, initial_window, delayed_ack, delayed_ack_timeout, min_rto, rto_formula, pacing, send_buffer, notsent_lowat, receive_buffer"),
+    set(&["flows[0].transport.x=1"], "flows[0].transport.x", UnknownKey, "valid keys here: mss, initial_window, delayed_ack, delayed_ack_timeout, min_rto, rto_formula, tlp, frto, undo, dsack, pacing, send_buffer, notsent_lowat, receive_buffer"),
     set(&["flows[0].transport.rto_formula=bsd"], "flows[0].transport.rto_formula", UnknownName, "unknown RTO formula 'bsd'; choose one of: rfc6298, linux"),
     set(&["flows[0].transport.mss=100"], "flows[0].transport.mss", BadValue, "100 is out of range; must be between 536 and 9000; write e.g. 1448"),
     set(&["flows[0].transport.mss=10KB"], "flows[0].transport.mss", BadValue, "10000 is out of range"),

@@ -39,6 +39,7 @@ fn minimal_file_gets_every_default() {
         seed: 1,
         sample_interval: Dur::from_millis(100),
         packet_trace: false,
+        pcap: false,
         bottleneck: Bottleneck {
             down: link.clone(),
             up: link,
@@ -129,7 +130,11 @@ initial_window = 4
 delayed_ack = false
 delayed_ack_timeout = "25ms"
 min_rto = "1s"
-rto_formula = "linux"
+rto_formula = "rfc6298"
+tlp = false
+frto = false
+undo = false
+dsack = false
 pacing = true
 send_buffer = "1MiB"
 notsent_lowat = "128KiB"
@@ -213,7 +218,11 @@ app = "bulk"
             delayed_ack: false,
             delayed_ack_timeout: Dur::from_millis(25),
             min_rto: Dur::from_secs(1),
-            rto_formula: l4slab_scenario::RtoFormulaSpec::Linux,
+            rto_formula: l4slab_scenario::RtoFormulaSpec::Rfc6298,
+            tlp: false,
+            frto: false,
+            undo: false,
+            dsack: false,
             pacing: true,
             send_buffer: 1 << 20,
             notsent_lowat: Some(128 << 10),
@@ -559,6 +568,7 @@ fn overrides_apply_before_validation() {
         "flows[0].app.size=1MB",
         "bottleneck.qdisc={ kind = \"fifo\", head_drop = true }",
         "packet_trace=true",
+        "pcap=true",
     ]);
     assert_eq!(s.bottleneck.down.rate, Rate::from_mbps(50));
     assert_eq!(s.bottleneck.up.rate, Rate::from_mbps(50));
@@ -581,6 +591,11 @@ fn overrides_apply_before_validation() {
         }
     );
     assert!(s.packet_trace);
+    assert!(s.pcap);
+    // The resolved scenario shows `pcap` only when it is on.
+    assert_eq!(serde_json::to_value(&s).unwrap()["pcap"], true);
+    let plain = serde_json::to_value(base_with(&[])).unwrap();
+    assert!(plain.get("pcap").is_none(), "{plain}");
     // Later overrides win.
     assert_eq!(base_with(&["seed=7", "seed=8"]).seed, 8);
     // An override can fix a file that would not parse on its own.

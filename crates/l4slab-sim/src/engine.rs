@@ -20,14 +20,17 @@
 //! window or the queue depth.
 
 use l4slab_app::{Datagram, FlowApp, FlowIo};
-use l4slab_core::pkttrace::{PacketChunk, PktEvent, Row, Side, CHUNK_ROWS};
+use l4slab_core::pkttrace::{AtQueue, PacketChunk, PktEvent, CHUNK_ROWS};
 use l4slab_core::{DropReason, Ecn, Packet, SimRng, Time};
 use l4slab_link::{Bottleneck, DelayLine};
+use l4slab_pcap::Point;
 use l4slab_scenario::Scenario;
 use l4slab_transport::app::{AppIo, EndpointIo};
 use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Role, SocketInfo, Transmit};
 
+use crate::capture::Capture;
 use crate::event::EventQueue;
+use crate::pkttrace;
 use crate::recorder::Recorder;
 use crate::segstore::{Carried, SegStore};
 use crate::{PacketTrace, SimError};
@@ -216,6 +219,8 @@ pub struct Sim<'s> {
     pub series: SeriesStore,
     pub keys: Keys,
     pub trace: Option<PacketTrace>,
+    /// The pcap capture of the bottleneck (`pcap = true` and a results folder).
+    pub pcap: Option<Capture>,
     pub counts: PacketCounts,
     pub events: u64,
     // Scratch buffers, reused so the hot path never allocates.
@@ -354,6 +359,11 @@ impl Sim<'_> {
     fn arrive_at_queue(&mut self, now: Time, q: usize, pkt: Packet) {
         // The runtime's protocol: run the queue up to `now`, then enqueue.
         self.advance_queue(now, q);
+        if q < 2 {
+            if let Some(c) = &mut self.pcap {
+                c.packet(now, q, Point::In, &pkt, self.segs.get(pkt.handle));
+            }
+        }
         self.bn.enqueue(q, now, pkt);
         self.take_drops(q);
         self.arm_queue(q);
@@ -367,6 +377,11 @@ impl Sim<'_> {
         let QueueRoute { dir, exit } = self.routes[q];
         while let Some((at, pkt)) = self.bn.pop_departure(q, now) {
             debug_assert_eq!(at, now, "the simulator runs a queue at its deadlines");
+            if q < 2 {
+                if let Some(c) = &mut self.pcap {
+                    c.packet(now, q, Point::Out, &pkt, self.segs.get(pkt.handle));
+                }
+            }
             match exit {
                 QueueExit::Bottleneck => self.arrive_at_queue(now, dir, pkt),
                 QueueExit::Endpoint { side } => self.deliver(now, side, pkt),
@@ -422,27 +437,45 @@ impl Sim<'_> {
         }
     }
 
+    /// After every bottleneck call: its queue events into the packet trace
+    /// (while the dropped packets' headers are still stored), then its drops.
     #[inline]
     fn take_drops(&mut self, q: usize) {
+        if self.trace.is_some() && !self.bn.packet_events(q).is_empty() {
+            self.trace_queue_events(q);
+        }
         if !self.bn.dropped(q).is_empty() {
             self.account_drops(q);
         }
     }
 
+    fn trace_queue_events(&mut self, q: usize) {
+        let tr = self.trace.as_mut().expect("checked by the caller");
+        // Packets going down were sent by the server side.
+        let sent_by = if self.routes[q].dir == DOWN {
+            SERVER
+        } else {
+            CLIENT
+        };
+        for e in self.bn.packet_events(q) {
+            let (event, at) = e.trace_columns(&tr.names, q);
+            let carried = self.segs.get(e.pkt.handle);
+            let from_sender = sent_by == self.flows[e.pkt.flow as usize].sender;
+            pkttrace::row(tr, e.t, event, at, &e.pkt, carried, from_sender);
+        }
+        self.bn.clear_packet_events(q);
+    }
+
     fn account_drops(&mut self, q: usize) {
         let dir = self.routes[q].dir;
         for i in 0..self.bn.dropped(q).len() {
-            let (t, pkt, reason) = self.bn.dropped(q)[i];
-            let carried = self.segs.remove(pkt.handle);
+            // Traced with the queue events (`trace_queue_events`).
+            let (_, pkt, reason) = self.bn.dropped(q)[i];
+            self.segs.remove(pkt.handle);
             self.counts.dropped[reason.index()] += 1;
-            let fl = &mut self.flows[pkt.flow as usize];
             // Packets going down were sent by the server side.
             let sent_by = if dir == DOWN { SERVER } else { CLIENT };
-            fl.lost_pkts[sent_by] += 1;
-            if let Some(tr) = &mut self.trace {
-                let ev = PktEvent::Drop(reason);
-                Self::trace_row(tr, t, ev, &pkt, &carried, sent_by == fl.sender);
-            }
+            self.flows[pkt.flow as usize].lost_pkts[sent_by] += 1;
         }
         self.bn.clear_dropped(q);
     }
@@ -453,7 +486,8 @@ impl Sim<'_> {
         let f = pkt.flow as usize;
         if let Some(tr) = &mut self.trace {
             let from_sender = side != self.flows[f].sender;
-            Self::trace_row(tr, now, PktEvent::Deliver, &pkt, &carried, from_sender);
+            let ev = PktEvent::Deliver;
+            pkttrace::row(tr, now, ev, AtQueue::NONE, &pkt, &carried, from_sender);
         }
         let ecn = pkt.ecn;
         match carried {
@@ -492,7 +526,15 @@ impl Sim<'_> {
         self.flows[f].sent_pkts[side] += 1;
         if let Some(tr) = &mut self.trace {
             let from_sender = side == self.flows[f].sender;
-            Self::trace_row(tr, now, PktEvent::Send, &pkt, &c, from_sender);
+            pkttrace::row(
+                tr,
+                now,
+                PktEvent::Send,
+                AtQueue::NONE,
+                &pkt,
+                &c,
+                from_sender,
+            );
         }
         let host = self.hosts_of[f][side];
         // Clients send up, servers down: through the host's access link
@@ -527,56 +569,6 @@ impl Sim<'_> {
             if !l.armed {
                 l.armed = true;
                 self.q.schedule(at, Ev::Line { line: line as u32 });
-            }
-        }
-    }
-
-    /// One row of the packet trace. Nothing here allocates: the trace's
-    /// vectors are reused chunk after chunk ([`Sim::hand_over_chunks`]).
-    fn trace_row(
-        tr: &mut PacketTrace,
-        now: Time,
-        event: PktEvent,
-        pkt: &Packet,
-        carried: &Carried,
-        from_sender: bool,
-    ) {
-        let row = Row {
-            t_s: now.as_secs_f64(),
-            event,
-            flow: pkt.flow,
-            side: Side::Data,
-            seq: 0,
-            len: 0,
-            ack: 0,
-            ecn: pkt.ecn,
-            retransmission: false,
-            wnd: 0,
-            flags: 0,
-        };
-        match carried {
-            // A datagram: `seq` is the app's tag, `len` its payload.
-            Carried::Dgram(dg) => tr.push(Row {
-                side: Side::Dgram,
-                seq: dg.tag,
-                len: dg.payload,
-                ..row
-            }),
-            Carried::Seg(seg) => {
-                tr.push(Row {
-                    side: if from_sender { Side::Data } else { Side::Ack },
-                    seq: seg.seq,
-                    len: seg.len,
-                    ack: seg.ack,
-                    retransmission: seg.retransmission,
-                    wnd: seg.wnd,
-                    // `Flags` has the header's bit layout.
-                    flags: seg.flags.bits(),
-                    ..row
-                });
-                for b in &seg.sack[..usize::from(seg.sack_count)] {
-                    tr.sack_block(b.start, b.end);
-                }
             }
         }
     }

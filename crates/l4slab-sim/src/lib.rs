@@ -6,14 +6,19 @@
 //! advances the event calendar to the scenario's duration. It returns the deterministic summary, the time series
 //! and (on request) a per-packet trace: the results contract of DESIGN.md §5.
 
+mod capture;
 mod engine;
 mod event;
+mod pkttrace;
 mod recorder;
 mod segstore;
 mod setup;
 mod summary;
 
+use std::path::PathBuf;
+
 use l4slab_core::Time;
+use l4slab_pcap::CaptureError;
 use l4slab_scenario::Scenario;
 
 pub use event::EventQueue;
@@ -32,12 +37,18 @@ pub const RESULTS_FORMAT_VERSION: u32 = 1;
 pub struct RunOptions {
     /// Overrides the scenario's seed.
     pub seed: Option<u64>,
+    /// The results folder a scenario with `pcap = true` writes its capture
+    /// files into (under `pcap/`, [`l4slab_pcap`]); without one, nothing
+    /// is captured.
+    pub pcap_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     #[error("run cancelled at t = {0}")]
     Cancelled(Time),
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
 }
 
 /// Counters the benchmark reports.
@@ -58,6 +69,8 @@ pub struct RunOutput {
     /// The whole packet trace from [`run`]; `None` from [`run_streaming`]
     /// (its sink got the rows) or when the scenario does not trace packets.
     pub packets: Option<PacketTrace>,
+    /// The pcap files written ([`RunOptions::pcap_dir`]), in queue order.
+    pub pcap_files: Vec<PathBuf>,
     pub stats: RunStats,
 }
 
@@ -94,8 +107,16 @@ pub fn run_streaming(
 ) -> Result<RunOutput, SimError> {
     let seed = opts.seed.unwrap_or(scenario.seed);
     let mut sim = setup::build(scenario, seed)?;
+    if let Some(dir) = opts.pcap_dir.as_deref().filter(|_| scenario.pcap) {
+        sim.pcap = Some(capture::Capture::create(scenario, seed, dir)?);
+    }
     sim.run(progress, packets)?;
-    Ok(sim.finish())
+    let pcap = sim.pcap.take();
+    let mut out = sim.finish();
+    if let Some(c) = pcap {
+        out.pcap_files = c.finish()?;
+    }
+    Ok(out)
 }
 
 /// Names of the congestion controls the simulator accepts.

@@ -44,7 +44,8 @@ impl Tracer for Recorder {
                 self.flows[flow as usize].losses_detected += 1;
             }
             // Queue events go to the bottleneck runtime's recorder.
-            TraceEvent::Dequeued { .. }
+            TraceEvent::Enqueued { .. }
+            | TraceEvent::Dequeued { .. }
             | TraceEvent::Dropped { .. }
             | TraceEvent::Marked { .. }
             | TraceEvent::CcStateChanged { .. } => {}

@@ -41,6 +41,11 @@ impl SegStore {
         self.slots[handle as usize]
     }
 
+    /// The header of a packet still in the network.
+    pub fn get(&self, handle: u32) -> &Carried {
+        &self.slots[handle as usize]
+    }
+
     /// Headers currently stored (packets in the network).
     pub fn live(&self) -> usize {
         self.live

@@ -23,8 +23,7 @@ use crate::engine::{
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
 use crate::segstore::SegStore;
-use crate::{PacketTrace, SimError};
-use l4slab_core::pkttrace::CHUNK_ROWS;
+use crate::SimError;
 use l4slab_core::SeriesStore;
 use l4slab_scenario::build::AccessQueues;
 
@@ -186,8 +185,9 @@ fn queue_routes(scn: &Scenario, access: &AccessQueues) -> Vec<QueueRoute> {
 
 pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
     let mut series = SeriesStore::default();
-    let (bn, access) = l4slab_scenario::build::network(scn, seed);
+    let (mut bn, access) = l4slab_scenario::build::network(scn, seed);
     let routes = queue_routes(scn, &access);
+    let trace = scn.packet_trace.then(|| crate::pkttrace::start(&mut bn));
     let mut q = EventQueue::default();
     // The measurement window starts before anything else due at `warmup`.
     if !scn.warmup.is_zero() {
@@ -206,6 +206,10 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
                 l4slab_scenario::RtoFormulaSpec::Rfc6298 => RtoFormula::Rfc6298,
                 l4slab_scenario::RtoFormulaSpec::Linux => RtoFormula::Linux,
             },
+            tlp: t.tlp,
+            frto: t.frto,
+            undo: t.undo,
+            dsack: t.dsack,
             pacing: t.pacing,
             send_buffer: t.send_buffer,
             notsent_lowat: t.notsent_lowat,
@@ -293,10 +297,8 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         segs: SegStore::default(),
         series,
         keys,
-        // Room for a chunk and the rows one event may add past it.
-        trace: scn
-            .packet_trace
-            .then(|| PacketTrace::with_capacity(CHUNK_ROWS + CHUNK_ROWS / 8)),
+        trace,
+        pcap: None,
         counts: PacketCounts::default(),
         events: 0,
         out: Vec::with_capacity(64),

@@ -92,6 +92,12 @@ impl Sim<'_> {
                     "data_segments_sent": st.data_segments_sent,
                     "recovery_episodes": st.fast_recovery_episodes,
                     "spurious_retransmits": st.spurious_retransmits,
+                    // Linux loss recovery (docs/models/transport.md).
+                    "tlp_probes": st.tlp_probes,
+                    "tlp_recoveries": st.tlp_recoveries,
+                    "dsacks_received": st.dsacks_received,
+                    "undos": st.undos,
+                    "spurious_rtos": st.spurious_rtos,
                     "cwnd_final_bytes": sender.cc_metrics().cwnd,
                     // What the series' `cc_state` codes mean.
                     "cc_states": sender.cc().states(),
@@ -155,6 +161,8 @@ impl Sim<'_> {
             series: self.series,
             // Handed to the sink during the run (`crate::run_streaming`).
             packets: None,
+            // Closed by `crate::run_streaming`.
+            pcap_files: Vec::new(),
             stats,
         }
     }

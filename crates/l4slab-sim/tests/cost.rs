@@ -73,13 +73,46 @@ fn trace_estimate_is_within_a_quarter_of_a_saturating_flow() {
 }
 
 #[test]
+fn pcap_estimate_is_within_a_quarter_of_a_saturating_flow() {
+    let dir = std::env::temp_dir().join(format!("l4slab-cost-pcap-{}", std::process::id()));
+    let scn = common::scenario(BULK, &["pcap=true", "packet_trace=false"]);
+    let cost = Cost::estimate(&scn);
+    let opts = l4slab_sim::RunOptions {
+        pcap_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let out = l4slab_sim::run(&scn, &opts, &mut |_| true).expect("run");
+    let mut actual = 0u64;
+    for f in &out.pcap_files {
+        let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(f).unwrap()).unwrap();
+        while let Some(p) = r.next_packet() {
+            p.unwrap();
+            actual += 1;
+        }
+    }
+    let ratio = cost.pcap_records as f64 / actual as f64;
+    assert!(
+        (0.75..=1.25).contains(&ratio),
+        "estimate {} vs {actual} records",
+        cost.pcap_records
+    );
+    // Past the limit, the error names the key.
+    let long = common::scenario(BULK, &["pcap=true", "packet_trace=false", "duration=1h"]);
+    let err = check(&long, Backend::Sim).unwrap_err();
+    assert_eq!(err.path(), Some("pcap"), "{err}");
+    assert!(err.to_string().contains("pcap records"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn a_file_flow_is_estimated_by_its_size_not_the_link() {
     let sets = ["flows[0].app={kind=\"file\", size=\"1MB\"}"];
     let scn = common::scenario(BULK, &sets);
     let cost = Cost::estimate(&scn);
     let actual = trace_rows(&common::run_toml(BULK, &sets));
-    // 1 MB is 691 segments: about 2,100 rows, far below the link's 50,000.
-    assert!(cost.trace_rows < 3_000, "estimate {}", cost.trace_rows);
+    // 1 MB is 691 segments, each ACKed, four rows a packet: about 5,500
+    // rows, far below the link's 100,000.
+    assert!(cost.trace_rows < 6_000, "estimate {}", cost.trace_rows);
     let ratio = cost.trace_rows as f64 / actual as f64;
     assert!(
         (0.75..=1.25).contains(&ratio),
@@ -97,13 +130,14 @@ fn a_cbr_flow_is_estimated_by_its_rate_not_the_link() {
     let scn = common::scenario(BULK, &sets);
     let cost = Cost::estimate(&scn);
     // 5 Mbit/s for the 3 s from its start: 15 Mbit / 9600 bits = 1562.5, so
-    // 1563 datagrams from 1 s (the last at 3.99904 s), two rows each — far
-    // below the 50,000 rows of the 50 Mbit/s link.
-    assert_eq!(cost.trace_rows, 2 * 1563);
+    // 1563 datagrams from 1 s (the last at 3.99904 s), four rows each — far
+    // below the 100,000 rows of the 50 Mbit/s link.
+    assert_eq!(cost.trace_rows, 4 * 1563);
     let actual = trace_rows(&common::run_toml(BULK, &sets));
-    // Every datagram's send, and the delivery of all but those still in
-    // flight at the end (5 ms of path: 3 of them).
-    assert_eq!(actual, 2 * 1563 - 3, "estimate {}", cost.trace_rows);
+    // Every datagram's send, enqueue and dequeue (the link is never busy
+    // when one arrives), and the delivery of all but those still in flight
+    // at the end (5 ms of path: 3 of them).
+    assert_eq!(actual, 4 * 1563 - 3, "estimate {}", cost.trace_rows);
 }
 
 #[test]
@@ -143,12 +177,12 @@ fn a_huge_count_is_refused_naming_its_entry() {
 
 #[test]
 fn a_long_traced_run_is_refused_and_the_emulator_sooner() {
-    // 100 Mbit/s for an hour: about 90 M rows, within the simulator's limit
-    // (it streams them to disk), past the emulator's (held in memory).
+    // 100 Mbit/s for an hour: about 180 M rows, within the simulator's
+    // limit (it streams them to disk), past the emulator's (held in memory).
     let scn = common::scenario(BULK, &["bottleneck.rate=100Mbit", "duration=1h"]);
     let cost = check(&scn, Backend::Sim).expect("within the simulator's limit");
     assert!(
-        (80_000_000..100_000_000).contains(&cost.trace_rows),
+        (170_000_000..190_000_000).contains(&cost.trace_rows),
         "{cost:?}"
     );
     let err = check(&scn, Backend::Emu).unwrap_err();

@@ -5,11 +5,14 @@
 //! until the per-flow CoDel holds its bucket near the 5 ms target (ns-3:
 //! every flow near 20 ms + a few ms, 123 drops).
 //!
-//! Measured (10 s): queue sojourn mean 46.2 ms, p90 82.0 ms, p99 106 ms;
-//! 27,456 drops (26,944 CoDel, 512 overlimit); flows' mean RTT 34-51 ms; each
-//! flow in back-to-back recovery episodes (62-97 per flow) from 0.4 s to
-//! ~8.5 s. RTOs: 2 (one flow), spurious retransmissions: 20 — this is not a
-//! timeout storm. Cause: docs/models/transport.md, "Known problems".
+//! Measured before the fix (10 s): queue sojourn mean 46.2 ms, p90 82.0 ms,
+//! p99 106 ms; 27,456 drops (26,944 CoDel, 512 overlimit); flows' mean RTT
+//! 34-51 ms; each flow in back-to-back recovery episodes (62-97 per flow)
+//! from 0.4 s to ~8.5 s. RTOs: 2 (one flow), spurious retransmissions: 20 —
+//! not a timeout storm. Cause: each episode reduced from FlightSize, which
+//! counts the SACKed data behind the hole and exceeded cwnd, so the window
+//! never shrank; fixed by reducing from cwnd as Linux does
+//! (docs/models/transport.md, "Reduction base"). This test failed before.
 
 mod common;
 
@@ -33,9 +36,6 @@ receive_buffer = "16MiB"
 "#;
 
 #[test]
-#[ignore = "known problem: back-to-back recovery episodes reduce from FlightSize, which \
-            counts SACKed data and exceeds cwnd, so the window never shrinks \
-            (docs/models/transport.md, Known problems); fails until that is fixed"]
 fn cubic_flows_through_fq_codel_drain_the_slow_start_overshoot() {
     let out = common::run_toml(STORM, &[]);
     let q = &out.summary["queues"]["bottleneck.down"];

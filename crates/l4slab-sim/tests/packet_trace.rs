@@ -39,9 +39,14 @@ fn streamed(sets: &[&str]) -> (Vec<usize>, PacketTrace) {
 }
 
 fn same_rows(a: &PacketTrace, b: &PacketTrace) -> bool {
-    let bits = |t: &PacketTrace| t.t_s.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     a.rows() == b.rows()
-        && bits(a) == bits(b)
+        && bits(&a.t_s) == bits(&b.t_s)
+        && a.pkt_id == b.pkt_id
+        && a.queue == b.queue
+        && a.subqueue == b.subqueue
+        && bits(&a.sojourn_us) == bits(&b.sojourn_us)
+        && a.names == b.names
         && a.event == b.event
         && a.flow == b.flow
         && a.side == b.side

@@ -48,14 +48,18 @@ impl EcnMode {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RtoFormula {
-    /// RFC 6298 §2.3-§2.4: `RTO = max(min_rto, SRTT + max(G, 4*RTTVAR))`.
-    #[default]
+    /// RFC 6298 §2.3-§2.4: `RTO = max(min_rto, SRTT + max(G, 4*RTTVAR))`;
+    /// the timer restarts only as RFC 6298 §5.1 and §5.3 say (a send with no
+    /// timer running, an ACK of new data).
     Rfc6298,
     /// Linux `__tcp_set_rto`: `RTO = SRTT + max(min_rto, 4*RTTVAR)` — the
     /// variance term itself is floored at `min_rto` (Linux keeps `rttvar_us >=
     /// tcp_rto_min` through `mdev_max_us`), so the RTO is never closer than
     /// `min_rto` to SRTT. Approximation: Linux uses the per-RTT maximum of
-    /// its mean deviation, decayed; this uses RFC 6298's RTTVAR.
+    /// its mean deviation, decayed; this uses RFC 6298's RTTVAR. With it,
+    /// Linux's timer rules: retransmitting the first unacknowledged segment
+    /// restarts the timer (`tcp_xmit_retransmit_queue` → `tcp_reset_xmit_timer`).
+    #[default]
     Linux,
 }
 
@@ -75,8 +79,24 @@ pub struct TransportConfig {
     pub delayed_ack_timeout: Dur,
     /// Lower bound on the retransmission timeout (see `rto_formula`).
     pub min_rto: Dur,
-    /// RFC 6298 or Linux RTO arithmetic.
+    /// RFC 6298 or Linux RTO arithmetic and timer rules.
     pub rto_formula: RtoFormula,
+    /// Tail loss probe (RFC 8985 §7; Linux `tcp_early_retrans = 3`): 2·SRTT
+    /// after the last send with nothing acknowledged, send one new segment or
+    /// resend the last one, so a tail loss is repaired by SACK recovery
+    /// instead of a timeout.
+    pub tlp: bool,
+    /// F-RTO (RFC 5682 §3, SACK-enhanced; Linux `tcp_frto = 2`): after a
+    /// timeout, send new data before retransmitting more, and undo the
+    /// reduction if never-retransmitted data is acknowledged.
+    pub frto: bool,
+    /// Undo spurious reductions (Linux `tcp_try_undo_*`): by D-SACK (every
+    /// retransmission of the episode reported as a duplicate, RFC 2883 /
+    /// RFC 3708) or by the timestamp echo (Eifel, RFC 3522).
+    pub undo: bool,
+    /// The receiver reports duplicate segments with D-SACK (RFC 2883;
+    /// Linux `tcp_dsack = 1`).
+    pub dsack: bool,
     /// Pace data at the default rate (see [`crate::Endpoint::pacing_rate`])
     /// when the controller does not set one; a controller rate is always used.
     pub pacing: bool,
@@ -116,7 +136,11 @@ impl Default for TransportConfig {
             delayed_ack: true,  // RFC 5681 §4.2 SHOULD; Linux default (no TCP_QUICKACK)
             delayed_ack_timeout: Dur::from_millis(40), // Linux TCP_DELACK_MIN (HZ/25)
             min_rto: Dur::from_millis(200), // Linux TCP_RTO_MIN (RFC 6298 §2.4 says 1 s)
-            rto_formula: RtoFormula::Rfc6298, // RFC 6298 §2
+            rto_formula: RtoFormula::Linux, // Linux __tcp_set_rto (RFC 6298 selectable)
+            tlp: true,          // Linux tcp_early_retrans = 3 (RFC 8985 §7 TLP on)
+            frto: true,         // Linux tcp_frto = 2
+            undo: true,         // Linux: undo is always on (tcp_try_undo_*)
+            dsack: true,        // Linux tcp_dsack = 1
             pacing: false,      // Linux paces only with sch_fq or a CC that asks (BBR)
             send_buffer: 4 << 20, // Linux tcp_wmem[2] = 4 MiB (autotuning ceiling)
             notsent_lowat: None, // Linux tcp_notsent_lowat = UINT_MAX (off)

@@ -63,13 +63,15 @@ impl Rack {
 
     /// RFC 8985 §6.2 steps 2 and 3 for one newly delivered segment; call in
     /// ascending sequence order.
-    pub fn on_delivered(&mut self, seg: &SentSeg, now: Time, ts_ecr: Time, min_rtt: Option<Dur>) {
+    pub fn on_delivered(&mut self, seg: &SentSeg, now: Time, min_rtt: Option<Dur>) {
         let rtt = now.saturating_since(seg.xmit_time);
-        // Step 2: "If Segment.retransmitted is TRUE: If ACK.ts_option.echo_reply
-        // < Segment.xmit_ts: Return; If rtt < RACK.min_RTT: Return" (the ACK
-        // may be for the original transmission).
-        let ambiguous =
-            seg.tx_count > 1 && (ts_ecr < seg.xmit_time || min_rtt.is_some_and(|m| rtt < m));
+        // Step 2: "If Segment.retransmitted is TRUE: ... If rtt < RACK.min_RTT:
+        // Return" (the ACK may be for the original transmission). As Linux
+        // tcp_rack_advance: only the min_RTT test (not the RFC's timestamp
+        // test, which a SACK of a retransmission always fails: the receiver
+        // echoes TS.Recent, not the out-of-order segment's TSval), and none
+        // for a loss probe (Linux marks it TCPCB_EVER_RETRANS, not RETRANS).
+        let ambiguous = seg.tx_count > 1 && !seg.probe && min_rtt.is_some_and(|m| rtt < m);
         if !ambiguous {
             let newer = self
                 .point
@@ -179,7 +181,7 @@ mod tests {
         let mut delivered = Vec::new();
         sb.sack(101, 201, |i, s, _| delivered.push((i, *s)));
         for (_, s) in &delivered {
-            rack.on_delivered(s, ms(21), ms(1), Some(Dur::from_millis(20)));
+            rack.on_delivered(s, ms(21), Some(Dur::from_millis(20)));
         }
         let reo = rack.reo_wnd(
             false,
@@ -216,9 +218,9 @@ mod tests {
         let mut rack = Rack::default();
         let a = SentSeg::new(1, 100, false, ms(0), 0, TxSnapshot::default());
         let b = SentSeg::new(101, 100, false, ms(0), 1, TxSnapshot::default());
-        rack.on_delivered(&b, ms(20), ms(0), None);
+        rack.on_delivered(&b, ms(20), None);
         assert!(!rack.reordering_seen());
-        rack.on_delivered(&a, ms(22), ms(0), None);
+        rack.on_delivered(&a, ms(22), None);
         assert!(rack.reordering_seen());
     }
 
@@ -246,7 +248,7 @@ mod tests {
         // Segment 1 is SACKed at 40 ms: the retransmission was sent after it.
         let mut d = Vec::new();
         sb.sack(101, 201, |_, s, _| d.push(*s));
-        rack.on_delivered(&d[0], ms(40), ms(20), Some(Dur::from_millis(20)));
+        rack.on_delivered(&d[0], ms(40), Some(Dur::from_millis(20)));
         let mut lost = 0;
         assert_eq!(
             rack.detect_loss(ms(40), &mut sb, Dur::ZERO, |_, _| lost += 1),

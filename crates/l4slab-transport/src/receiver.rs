@@ -15,8 +15,12 @@
 //!   full-sized segment) or when the delayed-ACK timer expires.
 //! * TS.Recent (RFC 7323 §4.3) so that the echo measures the RTT of the
 //!   segment that the ACK acknowledges.
+//! * D-SACK (RFC 2883 §4, Linux `tcp_dsack_set`, with `dsack` on): a
+//!   segment that arrives (in part) a second time — below `rcv_nxt` or
+//!   inside a block already held — is reported once, as the first SACK
+//!   block of the next ACK (sent at once), before the ordinary blocks.
 //!
-//! Not implemented: D-SACK (RFC 2883), Linux quick-ACK mode (the first ~16
+//! Not implemented: Linux quick-ACK mode (the first ~16
 //! segments of a connection ACKed at once), adaptive delayed-ACK timeout
 //! (Linux `ato`, 40-200 ms; here fixed), PAWS, receive-buffer autotuning.
 
@@ -61,10 +65,14 @@ pub(crate) struct Receiver {
     mss: u64,
     delayed_ack: bool,
     delack_timeout: Dur,
+    /// Report duplicates with D-SACK.
+    dsack_on: bool,
+    /// The duplicate range to report first on the next ACK (RFC 2883 §4).
+    dsack: Option<SackBlock>,
 }
 
 impl Receiver {
-    pub fn new(buffer: u64, mss: u64, delayed_ack: bool, delack_timeout: Dur) -> Self {
+    pub fn new(buffer: u64, mss: u64, delayed_ack: bool, delack_timeout: Dur, dsack: bool) -> Self {
         Receiver {
             rcv_nxt: 0,
             synced: false,
@@ -83,6 +91,8 @@ impl Receiver {
             mss,
             delayed_ack,
             delack_timeout,
+            dsack_on: dsack,
+            dsack: None,
         }
     }
 
@@ -146,13 +156,23 @@ impl Receiver {
         self.ack_now = true;
     }
 
-    /// The SACK blocks to put on the next ACK, most recent first.
+    /// The SACK blocks to put on the next ACK: a pending D-SACK block first
+    /// (RFC 2883 §4 (1)), then the ordinary ones, most recent first.
     pub fn sack_blocks(&self) -> ([SackBlock; MAX_SACK_BLOCKS], u8) {
-        (self.recent, self.recent_len as u8)
+        let Some(d) = self.dsack else {
+            return (self.recent, self.recent_len as u8);
+        };
+        let mut out = [SackBlock::default(); MAX_SACK_BLOCKS];
+        out[0] = d;
+        let n = self.recent_len.min(MAX_SACK_BLOCKS - 1);
+        out[1..=n].copy_from_slice(&self.recent[..n]);
+        (out, (n + 1) as u8)
     }
 
     /// A segment carrying our current ACK state is being sent.
     pub fn on_ack_sent(&mut self) {
+        // RFC 2883 §4: a duplicate is reported in one ACK only.
+        self.dsack = None;
         self.last_ack_sent = self.rcv_nxt;
         self.unacked = 0;
         self.ack_now = false;
@@ -175,9 +195,18 @@ impl Receiver {
         let end = seq + u64::from(len);
         if end < self.rcv_nxt || (end == self.rcv_nxt && (!fin || self.fin_done)) {
             // RFC 9293 §3.10.7.4: "If an incoming segment is not acceptable, an
-            // acknowledgment should be sent in reply" (an old duplicate).
+            // acknowledgment should be sent in reply" (an old duplicate);
+            // Linux tcp_data_queue: tcp_dsack_set(seq, end_seq), immediate ACK.
+            self.note_duplicate(seq, end);
             self.ack_now = true;
             return out;
+        }
+        if seq < self.rcv_nxt {
+            // Partly old (Linux tcp_data_queue: tcp_dsack_set(seq, rcv_nxt)).
+            self.note_duplicate(seq, self.rcv_nxt);
+        } else if let Some((s, e)) = self.range_of(seq) {
+            // Inside data already held out of order (Linux tcp_data_queue_ofo).
+            self.note_duplicate(seq, end.min(e).max(s));
         }
         // RFC 9293 §3.10.7.4 acceptance: keep only what fits the buffer; data
         // (and a FIN) beyond `rcv_nxt + buffer` is dropped and will be resent.
@@ -229,6 +258,13 @@ impl Receiver {
             }
         }
         out
+    }
+
+    /// RFC 2883 §4: remember `[start, end)` as received twice (payload only).
+    fn note_duplicate(&mut self, start: u64, end: u64) {
+        if self.dsack_on && start < end {
+            self.dsack = Some(SackBlock { start, end });
+        }
     }
 
     /// Deliver in order up to `end`, pulling in any out-of-order ranges it reaches.
@@ -333,7 +369,7 @@ mod tests {
     const MSS: u32 = 100;
 
     fn rx(delayed: bool) -> Receiver {
-        let mut r = Receiver::new(10_000, u64::from(MSS), delayed, Dur::from_millis(40));
+        let mut r = Receiver::new(10_000, u64::from(MSS), delayed, Dur::from_millis(40), true);
         r.on_syn(0, Time::ZERO);
         r.on_ack_sent();
         r
@@ -400,6 +436,39 @@ mod tests {
         let o = r.on_data(t, 101, MSS, true);
         assert_eq!(o, RxOutcome::default());
         assert!(r.ack_now());
+    }
+
+    #[test]
+    fn dsack_reports_a_duplicate_once_first_then_the_sack_blocks() {
+        let mut r = rx(true);
+        let t = Time::ZERO;
+        r.on_data(t, 1, MSS, false);
+        r.on_data(t, 101, MSS, false);
+        r.on_data(t, 301, MSS, false); // hole at 201
+        r.on_ack_sent();
+        // RFC 2883 §4.1.1: a duplicate below rcv_nxt, reported first.
+        r.on_data(t, 101, MSS, false);
+        assert!(r.ack_now());
+        assert_eq!(blocks(&r), [(101, 201), (301, 401)]);
+        r.on_ack_sent();
+        assert_eq!(blocks(&r), [(301, 401)]); // one ACK only
+                                              // RFC 2883 §4.1.3: a duplicate of out-of-order data, inside its block.
+        r.on_data(t, 301, MSS, false);
+        assert_eq!(blocks(&r), [(301, 401), (301, 401)]);
+        r.on_ack_sent();
+        // Partly old: only the part below rcv_nxt is a duplicate.
+        r.on_data(t, 151, MSS, false);
+        assert_eq!(r.rcv_nxt(), 251);
+        assert_eq!(blocks(&r), [(151, 201), (301, 401)]);
+        r.check_invariants();
+        // Off: duplicates are ACKed but not reported.
+        let mut q = Receiver::new(10_000, u64::from(MSS), true, Dur::from_millis(40), false);
+        q.on_syn(0, t);
+        q.on_data(t, 1, MSS, false);
+        q.on_ack_sent();
+        q.on_data(t, 1, MSS, false);
+        assert!(q.ack_now());
+        assert!(blocks(&q).is_empty());
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub(crate) struct SentSeg {
     pub retrans: bool,
     /// Marked lost by the retransmission timer (for the trace reason).
     pub rto_lost: bool,
+    /// The latest transmission was a tail loss probe (RFC 8985 §7.3).
+    pub probe: bool,
     /// Transmissions so far (1 = never retransmitted).
     pub tx_count: u16,
     /// Time of the latest transmission.
@@ -71,6 +73,7 @@ impl SentSeg {
             lost: false,
             retrans: false,
             rto_lost: false,
+            probe: false,
             tx_count: 1,
             xmit_time: now,
             tx_order,
@@ -426,12 +429,43 @@ impl Scoreboard {
         let s = self.get_mut(idx);
         assert!(s.lost && !s.retrans && !s.sacked, "retransmitting {s:?}");
         s.retrans = true;
+        s.probe = false;
         s.tx_count = s.tx_count.saturating_add(1);
         s.xmit_time = now;
         s.tx_order = tx_order;
         s.tx = tx;
         let bytes = s.seq_len();
         self.c.retrans.add(bytes, 1);
+    }
+
+    /// `idx` (the last segment) is sent again as a tail loss probe (RFC 8985
+    /// §7.3): a new transmission time for RACK and the timestamp checks,
+    /// without marking it lost or counting it in `pipe` again.
+    pub fn on_probe(&mut self, idx: u64, now: Time, tx_order: u64, tx: TxSnapshot) {
+        let s = self.get_mut(idx);
+        assert!(!s.sacked, "probing a SACKed segment {s:?}");
+        s.probe = true;
+        s.tx_count = s.tx_count.saturating_add(1);
+        s.xmit_time = now;
+        s.tx_order = tx_order;
+        s.tx = tx;
+    }
+
+    /// Undo after a spurious timeout (Linux `tcp_undo_cwnd_reduction` with
+    /// `unmark_loss`): nothing is lost any more. O(window), once per undo.
+    /// A retransmission in flight stops being counted separately.
+    pub fn unmark_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            if !s.sacked {
+                s.lost = false;
+                s.retrans = false;
+                s.rto_lost = false;
+            }
+        }
+        self.c.lost = Amount::default();
+        self.c.retrans = Amount::default();
+        self.retx.clear();
+        self.loss_scan = self.base;
     }
 
     /// O(n) check of every counter against the segments (tests only).

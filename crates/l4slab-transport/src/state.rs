@@ -119,13 +119,6 @@ impl Recovery {
                 | (Rto { .. }, Open)
         )
     }
-
-    pub fn recover(self) -> Option<u64> {
-        match self {
-            Recovery::Open => None,
-            Recovery::Fast { recover, .. } | Recovery::Rto { recover } => Some(recover),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -41,6 +41,19 @@ pub struct EndpointStats {
     pub rto_count: u64,
     /// Fast-recovery episodes entered (RFC 6675 §5 / RFC 6582).
     pub fast_recovery_episodes: u64,
+    /// Tail loss probes sent (RFC 8985 §7; Linux `TCPLossProbes`).
+    pub tlp_probes: u64,
+    /// Losses the probe repaired, each answered by one reduction (Linux
+    /// `TCPLossProbeRecovery`).
+    pub tlp_recoveries: u64,
+    /// D-SACK blocks received (RFC 2883; Linux `TCPDSACKRecv`).
+    pub dsacks_received: u64,
+    /// Window reductions undone as spurious (D-SACK, timestamps, F-RTO;
+    /// Linux `TCPFullUndo + TCPDSACKUndo + TCPLossUndo + TCPSpuriousRTOs`).
+    pub undos: u64,
+    /// Of those, retransmission timeouts found spurious (Linux `TCPSpuriousRTOs`
+    /// and `TCPLossUndo`).
+    pub spurious_rtos: u64,
     /// RTT samples taken (RFC 7323 §4.2 timestamp echoes).
     pub rtt_samples: u64,
     // ----- ECN (docs/models/ecn.md) -----

@@ -167,11 +167,13 @@ fn several_losses_in_one_window_are_one_episode() {
 
 #[test]
 fn rto_fires_at_min_rto_and_backs_off_1x_2x_4x() {
+    // The RFC 6298 timer (the Linux default adds a probe and another RTO
+    // formula: tests/linux_recovery.rs).
     let fixed = Fixed::segments(10, MSS);
     let log = fixed.log.clone();
     let plan = [(ms(20), u64::from(MSS))];
     let mut n = Net::simple(
-        TransportConfig::default(),
+        common::rfc_recovery(),
         Box::new(fixed),
         Box::new(Writes::new(&plan, false)),
         dms(10),
@@ -337,7 +339,7 @@ fn spurious_fast_retransmit_is_detected_by_the_timestamp_echo() {
     // Segment 2 arrives 15 ms late, after three SACKs made it "lost": it is
     // retransmitted at 40 ms, but the original fills the hole at 45 ms and its
     // ACK echoes the original's timestamp (RFC 3522 §2, Eifel).
-    let (mut n, _) = ten_segments(&[]);
+    let (mut n, log) = ten_segments(&[]);
     n.set_jitter(|dir, seg, _| {
         if dir == Dir::C2S && seg.seq == s(2) && seg.len > 0 && !seg.retransmission {
             dms(15)
@@ -349,4 +351,11 @@ fn spurious_fast_retransmit_is_detected_by_the_timestamp_echo() {
     let st = n.client.ep.stats();
     assert_eq!((st.retransmits, st.spurious_retransmits), (1, 1));
     assert_eq!(n.server.delivered(), 10 * u64::from(MSS));
+    // The episode ends with that echo older than the retransmission: Linux
+    // tcp_try_undo_recovery undoes the reduction (tests/linux_recovery.rs).
+    assert_eq!(st.undos, 1);
+    assert!(log
+        .congestion()
+        .iter()
+        .any(|(_, e)| *e == CongestionEvent::Undo));
 }

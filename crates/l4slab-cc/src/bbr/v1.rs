@@ -1072,6 +1072,13 @@ impl CongestionControl for Bbr {
             CongestionEvent::EcnEcho { .. } => {}
             // The cwnd restore happens on the next ACK (bbr_set_cwnd_to_recover_or_restore).
             CongestionEvent::RecoveryEnd => self.ca = CaState::Open,
+            // bbr_undo_cwnd: "spurious slow-down; reset full bw detector"
+            // (the lt sampling it also resets is not modelled), cwnd kept.
+            CongestionEvent::Undo => {
+                self.full_bw = 0;
+                self.full_bw_cnt = 0;
+                self.ca = CaState::Open;
+            }
         }
     }
 

@@ -828,7 +828,9 @@ impl CongestionControl for Prague {
                     self.enter_cwr(now, end, true, ctx);
                 }
             }
-            CongestionEvent::RecoveryEnd => {
+            // Deviation: Linux prague_cwnd_undo restores max(cwnd, loss_cwnd);
+            // here an undo only ends recovery as below.
+            CongestionEvent::RecoveryEnd | CongestionEvent::Undo => {
                 if self.state == State::Recovery {
                     // Linux prague_ca_open: in_loss = 0. The window is where the
                     // steps were heading (RFC 6582 §3.2 step 3 analogue).

@@ -19,7 +19,12 @@
 //!    caller sees a packet, never what happened to it.
 //! 2. [`Bottleneck::enqueue`]`(dir, now, pkt)` for each arrival at `now`.
 //! 3. Drain [`Bottleneck::dropped`] (then [`Bottleneck::clear_dropped`]):
-//!    every packet the call dropped, with when and why.
+//!    every packet the call dropped, with when and why. A backend that
+//!    keeps a packet trace ([`Bottleneck::record_packet_events`]) first
+//!    drains [`Bottleneck::packet_events`] (then
+//!    [`Bottleneck::clear_packet_events`]): every admission, dequeue, mark
+//!    and drop, in order, while the dropped packets' handles are still
+//!    valid.
 //! 4. Sleep until [`Bottleneck::next_deadline`]`(dir)`.
 //!
 //! The simulator calls `advance` exactly at each deadline (an event on its
@@ -48,13 +53,16 @@
 //! accumulators are untouched, and the accounting check compares the
 //! counters' changes since `t`.
 
+mod events;
 mod recorder;
 mod sample;
 mod summary;
 
+pub use events::{QueueEvent, QueueEventKind};
 pub use recorder::{FlowQueueRec, QueueRecorder};
 pub use sample::QueueSeries;
 
+use l4slab_core::pkttrace::QueueNames;
 use l4slab_core::{DropReason, Dur, Packet, SimRng, Time};
 use l4slab_qdisc::{QdiscCtx, QdiscStats};
 
@@ -78,6 +86,9 @@ pub struct Direction {
     pub rec: QueueRecorder,
     line: DelayLine,
     dropped: Vec<(Time, Packet, DropReason)>,
+    /// The per-packet queue events since the last drain, when recorded
+    /// ([`Bottleneck::record_packet_events`]).
+    events: Option<Vec<QueueEvent>>,
     /// Scratch for the qdisc context (moved into `dropped` with the time).
     scratch: Vec<(Packet, DropReason)>,
     series: QueueSeries,
@@ -137,10 +148,14 @@ impl Direction {
             self.clock
         );
         self.clock = t;
+        let mut tracer = events::DirTracer {
+            rec: &mut self.rec,
+            log: self.events.as_mut(),
+        };
         let mut ctx = QdiscCtx {
             queue: dir as u16,
             rng: &mut self.rng,
-            tracer: &mut self.rec,
+            tracer: &mut tracer,
             dropped: &mut self.scratch,
         };
         call(&mut self.link, &mut ctx);
@@ -193,6 +208,7 @@ impl Bottleneck {
             rng,
             line,
             dropped: Vec::with_capacity(64),
+            events: None,
             scratch: Vec::with_capacity(64),
             clock: Time::ZERO,
             timer: None,
@@ -309,6 +325,41 @@ impl Bottleneck {
     #[inline]
     pub fn clear_dropped(&mut self, dir: usize) {
         self.dirs[dir].dropped.clear();
+    }
+
+    /// The names of the queues (and their sub-queues) for the packet
+    /// trace's `queue` and `subqueue` columns: every queue by its own name,
+    /// indexed like `dir`.
+    pub fn queue_names(&self) -> QueueNames {
+        let queues: Vec<(&str, &'static [&'static str])> = self
+            .dirs
+            .iter()
+            .map(|d| (d.name(), d.link.qdisc().subqueue_names()))
+            .collect();
+        QueueNames::new(&queues)
+    }
+
+    /// Keep the per-packet queue events of both directions (for a packet
+    /// trace) from now on; see [`QueueEvent`].
+    pub fn record_packet_events(&mut self) {
+        for d in &mut self.dirs {
+            d.events.get_or_insert_with(|| Vec::with_capacity(256));
+        }
+    }
+
+    /// The queue events of direction `dir` since the last
+    /// [`Bottleneck::clear_packet_events`], in order (empty unless
+    /// [`Bottleneck::record_packet_events`] was called).
+    #[inline]
+    pub fn packet_events(&self, dir: usize) -> &[QueueEvent] {
+        self.dirs[dir].events.as_deref().unwrap_or_default()
+    }
+
+    #[inline]
+    pub fn clear_packet_events(&mut self, dir: usize) {
+        if let Some(e) = &mut self.dirs[dir].events {
+            e.clear();
+        }
     }
 
     /// Protocol step 4: the next instant direction `dir` needs
@@ -530,6 +581,57 @@ mod tests {
         }
         bn.advance(DOWN, Time::from_millis(10), &mut out);
         bn
+    }
+
+    #[test]
+    fn packet_events_list_every_admission_dequeue_and_drop_in_order() {
+        use QueueEventKind::{Dequeue, Drop, Enqueue};
+        let fifo = FifoConfig {
+            limit: l4slab_qdisc::FifoLimit::Packets(2),
+            mode: l4slab_qdisc::FifoMode::TailDrop,
+        };
+        let mut bn = bottleneck(Box::new(Fifo::new(fifo)));
+        bn.enqueue(DOWN, Time::ZERO, Packet::new(9, 0, 1250, Ecn::NotEct));
+        assert!(bn.packet_events(DOWN).is_empty(), "not recorded by default");
+        bn.record_packet_events();
+        // 1250 B = 1 ms at 10 Mbit/s: 9 is on the wire, 10 and 11 queue, 12 is refused.
+        for id in 10..13 {
+            bn.enqueue(DOWN, Time::ZERO, Packet::new(id, 0, 1250, Ecn::NotEct));
+        }
+        bn.advance(DOWN, Time::from_millis(10), &mut Vec::new());
+        let got: Vec<(u64, u64, QueueEventKind)> = bn
+            .packet_events(DOWN)
+            .iter()
+            .map(|e| (e.t.as_nanos() / 1_000_000, e.pkt.id, e.kind))
+            .collect();
+        let ms = Dur::from_millis;
+        assert_eq!(
+            got,
+            [
+                (0, 10, Enqueue { subqueue: 0 }),
+                (0, 11, Enqueue { subqueue: 0 }),
+                (0, 12, Drop(DropReason::Overlimit)),
+                (
+                    1,
+                    10,
+                    Dequeue {
+                        subqueue: 0,
+                        sojourn: ms(1)
+                    }
+                ),
+                (
+                    2,
+                    11,
+                    Dequeue {
+                        subqueue: 0,
+                        sojourn: ms(2)
+                    }
+                ),
+            ]
+        );
+        assert_eq!(bn.dropped(DOWN).len(), 1, "drops are listed as before");
+        bn.clear_packet_events(DOWN);
+        assert!(bn.packet_events(DOWN).is_empty());
     }
 
     #[test]

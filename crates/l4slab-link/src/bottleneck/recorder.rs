@@ -9,7 +9,7 @@
 //! for the queues, 2 per flow); mean, min and max are exact.
 
 use l4slab_core::stats::DurStats;
-use l4slab_core::{DropReason, MarkReason, Time, TraceEvent, Tracer};
+use l4slab_core::{DropReason, MarkReason, Packet, Time, TraceEvent, Tracer};
 
 /// Sojourn histograms: 100 ns units up to 1000 s (L4S queues sit near 100 µs).
 fn sojourn_stats(sigfig: u8) -> DurStats {
@@ -100,7 +100,7 @@ impl Tracer for QueueRecorder {
         match ev {
             TraceEvent::Dequeued {
                 subqueue,
-                flow,
+                pkt: Packet { flow, .. },
                 sojourn,
                 ..
             } => {
@@ -114,22 +114,32 @@ impl Tracer for QueueRecorder {
                         .record(sojourn);
                 }
             }
-            TraceEvent::Dropped { flow, reason, .. } => {
+            TraceEvent::Dropped {
+                pkt: Packet { flow, .. },
+                reason,
+                ..
+            } => {
                 self.drops[reason.index()] += 1;
                 self.drops_interval += 1;
                 if let Some(f) = self.per_flow.get_mut(flow as usize) {
                     f.drops += 1;
                 }
             }
-            TraceEvent::Marked { flow, reason, .. } => {
+            TraceEvent::Marked {
+                pkt: Packet { flow, .. },
+                reason,
+                ..
+            } => {
                 self.marks[reason.index()] += 1;
                 self.marks_interval += 1;
                 if let Some(f) = self.per_flow.get_mut(flow as usize) {
                     f.marks += 1;
                 }
             }
-            // Endpoint events never pass through a queue's context.
-            TraceEvent::RttSample { .. }
+            // Endpoint events never pass through a queue's context; an
+            // admission counts in the qdisc's own statistics.
+            TraceEvent::Enqueued { .. }
+            | TraceEvent::RttSample { .. }
             | TraceEvent::Retransmit { .. }
             | TraceEvent::LossDetected { .. }
             | TraceEvent::CcStateChanged { .. } => {}

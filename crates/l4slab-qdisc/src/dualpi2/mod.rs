@@ -304,6 +304,11 @@ impl Qdisc for DualPi2 {
         }
         self.maxq = self.maxq.max(self.qlen());
         pkt.enqueued_at = now;
+        let sub = if class == Class::Classic {
+            Sub::C
+        } else {
+            Sub::L
+        };
         if class == Class::Classic {
             self.c_bytes += u64::from(pkt.len);
             self.c.push_back(pkt);
@@ -323,7 +328,7 @@ impl Qdisc for DualPi2 {
             });
             self.packets_in_l += 1;
         }
-        self.stats.enqueued += 1;
+        ctx.admitted(now, &pkt, sub as u8, &mut self.stats);
     }
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {

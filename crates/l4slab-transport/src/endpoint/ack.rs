@@ -4,14 +4,18 @@
 //! congestion-control hooks.
 //!
 //! Order per ACK, as Linux `tcp_ack` does it: acknowledge (cumulative, then
-//! SACK blocks in ascending order so RACK sees deliveries in sequence order),
-//! end a recovery episode the ACK completed, detect losses (possibly starting
-//! a new episode), then `cc.on_ack` — so the ACK that triggers a reduction
-//! does not also grow the window.
+//! SACK blocks in ascending order so RACK sees deliveries in sequence order;
+//! a D-SACK block first, RFC 2883), the tail loss probe's outcome (`tlp.rs`),
+//! end or undo a recovery episode the ACK completed (`undo.rs`), detect
+//! losses (possibly starting a new episode), then `cc.on_ack` — so the ACK
+//! that triggers a reduction does not also grow the window — and last the
+//! probe or retransmission timer.
 
 use l4slab_cc::{AckEvent, CongestionEvent};
 use l4slab_core::{Time, TraceEvent};
 
+use super::tlp::TlpAck;
+use super::undo::AckFacts;
 use super::{Endpoint, EndpointCtx, ISS};
 use crate::ecn::Delivered;
 use crate::prr::Prr;
@@ -56,6 +60,8 @@ impl Endpoint {
         let mut acked = 0u64;
         let mut sacked = 0u64;
         let mut delivered_segs = 0u64;
+        // Linux FLAG_ORIG_SACK_ACKED: data never retransmitted newly (S)ACKed.
+        let mut orig_acked = false;
         // Delivered segments (and their payload) sent with ECT, for ECN validation.
         let (mut ect_segs, mut ect_bytes) = (0u64, 0u64);
         if ack > prior_una {
@@ -68,6 +74,7 @@ impl Endpoint {
                     stats.spurious_retransmits += 1;
                 }
                 first = false;
+                orig_acked |= s.tx_count == 1;
                 acked += bytes;
                 delivered_segs += 1;
                 if s.ecn.is_ect() {
@@ -75,18 +82,30 @@ impl Endpoint {
                     ect_bytes += bytes;
                 }
                 rate.on_delivered(now, bytes, s.xmit_time, s.tx_order, &s.tx, &mut rs);
-                rack.on_delivered(s, now, seg.ts_ecr, min_rtt);
+                rack.on_delivered(s, now, min_rtt);
             });
             self.snd_una = ack;
             // Payload below SND.UNA (data starts after the SYN; the FIN is not payload).
             self.stats.bytes_acked = self.snd_una.min(self.write_end).saturating_sub(ISS + 1);
         }
 
+        // RFC 2883 §4: the first block is a D-SACK if it lies below the
+        // cumulative ACK or inside the second block (Linux tcp_check_dsack).
+        let sacks = seg.sacks();
+        let dsack = sacks.first().copied().filter(|d| {
+            d.end <= ack
+                || sacks
+                    .get(1)
+                    .is_some_and(|b| b.start <= d.start && d.end <= b.end)
+        });
+        if let Some(d) = dsack {
+            self.on_dsack(d.start, d.end);
+        }
         // SACK blocks (RFC 2018), ascending; blocks at or below SND.UNA
-        // (D-SACK, RFC 2883) or beyond SND.NXT are ignored.
+        // (D-SACK) or beyond SND.NXT are ignored.
         let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
-        let n = seg.sacks().len();
-        blocks[..n].copy_from_slice(seg.sacks());
+        let n = sacks.len();
+        blocks[..n].copy_from_slice(sacks);
         blocks[..n].sort_unstable_by_key(|b| b.start);
         for b in &blocks[..n] {
             let (start, end) = (b.start.max(self.snd_una), b.end.min(self.snd_nxt));
@@ -95,6 +114,7 @@ impl Endpoint {
             }
             let (rate, rack) = (&mut self.rate, &mut self.rack);
             self.sb.sack(start, end, |_, s, bytes| {
+                orig_acked |= s.tx_count == 1;
                 sacked += bytes;
                 delivered_segs += 1;
                 if s.ecn.is_ect() {
@@ -102,25 +122,12 @@ impl Endpoint {
                     ect_bytes += bytes;
                 }
                 rate.on_delivered(now, bytes, s.xmit_time, s.tx_order, &s.tx, &mut rs);
-                rack.on_delivered(s, now, seg.ts_ecr, min_rtt);
+                rack.on_delivered(s, now, min_rtt);
             });
         }
 
-        // RFC 6582 §3.2 step 3 / RFC 6675 §5 (A): a cumulative ACK beyond the
-        // recovery point ends the episode.
-        if self.recovery.recover().is_some_and(|r| self.snd_una >= r) {
-            self.set_recovery(Recovery::Open);
-            self.cc_congestion(now, CongestionEvent::RecoveryEnd, ctx);
-        }
-
-        let (lost, lost_segs) = self.detect_losses(now, ctx);
-        self.on_loss(now, lost, ctx);
-        self.prr_update(delivered_segs, lost_segs, self.snd_una > prior_una);
-
-        // ECN feedback (crate::ecn): CE bytes for the controller, and for a
-        // classic response at most one EcnEcho per window (RFC 3168 §6.1.2:
-        // not during loss recovery, Linux tcp_enter_cwr only from Open), sent
-        // before on_ack so the reducing ACK does not also grow the window.
+        // ECN feedback (crate::ecn): CE bytes for the controller; an echo
+        // during an episode forbids undoing its reduction (Linux FLAG_ECE).
         let cp = self.cc.ecn_codepoint();
         let delivered = Delivered {
             pkts: delivered_segs,
@@ -130,6 +137,35 @@ impl Endpoint {
         };
         let mss = u64::from(self.cfg.mss);
         let fb = self.ecn.on_ack(seg, &delivered, mss, cp, &mut self.stats);
+        self.undo.ece |= fb.congestion;
+
+        let una_advanced = self.snd_una > prior_una;
+        let tlp = TlpAck {
+            ack,
+            dsack_of_probe: dsack.is_some_and(|d| self.tlp_high_seq == Some(d.end)),
+            not_pure_dupack: una_advanced || seg.len > 0 || sacked > 0,
+        };
+        self.process_tlp_ack(now, tlp, ctx);
+        // RFC 6582 §3.2 step 3 / RFC 6675 §5 (A): a cumulative ACK beyond the
+        // recovery point ends the episode — or undoes it (`undo.rs`).
+        let facts = AckFacts {
+            una_advanced,
+            orig_acked,
+            data_sacked: sacked > 0,
+            dupack: !una_advanced && seg.len == 0,
+            ts_ecr: seg.ts_ecr,
+        };
+        self.recovery_on_ack(now, facts, ctx);
+
+        let (lost, lost_segs) = self.detect_losses(now, ctx);
+        self.on_loss(now, lost, ctx);
+        self.undo.ece |= fb.congestion; // also for an episode this ACK began
+        self.prr_update(delivered_segs, lost_segs, una_advanced);
+
+        // Classic ECN response: at most one EcnEcho per window (RFC 3168
+        // §6.1.2: not during loss recovery, Linux tcp_enter_cwr only from
+        // Open), sent before on_ack so the reducing ACK does not also grow
+        // the window.
         if fb.congestion
             && self.ecn.classic_response(cp)
             && self.recovery == Recovery::Open
@@ -170,10 +206,12 @@ impl Endpoint {
             // RFC 6298 §5.2: "When all outstanding data has been acknowledged,
             // turn off the retransmission timer."
             self.rto_deadline = None;
-        } else if self.snd_una > prior_una {
+            self.tlp_deadline = None;
+        } else if una_advanced && !self.schedule_loss_probe(now, true) {
             // RFC 6298 §5.3: "When an ACK is received that acknowledges new
-            // data, restart the retransmission timer".
-            self.rto_deadline = Some(now + self.rtt.rto());
+            // data, restart the retransmission timer" (Linux tcp_set_xmit_timer:
+            // a loss probe instead when one may be sent, else tcp_rearm_rto).
+            self.rearm_rto(now);
         }
         if self
             .fin_seq
@@ -263,6 +301,10 @@ impl Endpoint {
             };
             self.set_recovery(next);
             self.stats.fast_recovery_episodes += 1;
+            // Linux tcp_enter_recovery: tcp_init_undo; tcp_init_cwnd_reduction
+            // ends a pending loss probe (tlp_high_seq = 0).
+            self.init_undo();
+            self.tlp_high_seq = None;
             // Linux tcp_enter_recovery -> tcp_init_cwnd_reduction ->
             // tcp_ecn_queue_cwr: a loss reduction also sends CWR (RFC 3168 §6.1.2).
             self.ecn.on_reduction(self.snd_nxt, false, &mut self.stats);

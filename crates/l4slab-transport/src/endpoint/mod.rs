@@ -11,18 +11,21 @@
 //! `handshake.rs` opens and closes the connection (RFC 9293 §3.5-§3.6);
 //! `ack.rs` processes ACKs (RTT, SACK, RACK, recovery, congestion-control
 //! hooks); `output.rs` decides what to send (retransmissions first, then new
-//! data, within cwnd, rwnd and pacing) and builds segments.
+//! data, within cwnd, rwnd and pacing) and builds segments; `tlp.rs` has
+//! the tail loss probe and Linux's timer rules, `undo.rs` the undo of
+//! spurious reductions and F-RTO.
 //!
 //! What is not implemented, and deviations from Linux, are listed in
 //! `docs/models/transport.md`; the main ones: no RST, no simultaneous open,
 //! no TIME-WAIT timer, no Nagle (every write is sent as soon as the windows
-//! allow, as with `TCP_NODELAY`), no tail loss probe, no F-RTO, no D-SACK,
-//! no cwnd undo. ECN (negotiation, feedback, validation) is `crate::ecn`,
+//! allow, as with `TCP_NODELAY`). ECN (negotiation, feedback, validation) is `crate::ecn`,
 //! called from here, `handshake.rs`, `ack.rs` and `output.rs`.
 
 mod ack;
 mod handshake;
 mod output;
+mod tlp;
+mod undo;
 
 use l4slab_cc::{CcCtx, CcMetrics, CongestionControl};
 use l4slab_core::{Dur, Ecn, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
@@ -110,6 +113,18 @@ pub struct Endpoint {
     pacer: Pacer,
     rcv: Receiver,
     rto_deadline: Option<Time>,
+    /// Tail loss probe timer (`tlp.rs`); while set, `rto_deadline` is not.
+    tlp_deadline: Option<Time>,
+    /// RFC 8985 §7 / Linux `tlp_high_seq`: SND.NXT when the outstanding
+    /// probe was sent, and whether it was a retransmission (`tlp_retrans`).
+    tlp_high_seq: Option<u64>,
+    tlp_retrans: bool,
+    /// Undo bookkeeping of the current episode (`undo.rs`).
+    undo: undo::UndoState,
+    /// F-RTO running after a timeout (Linux `tp->frto`), and this ACK's
+    /// step 2b: send new data instead of retransmissions.
+    frto: bool,
+    frto_send_new: bool,
     pacing_deadline: Option<Time>,
     /// Linux `tp->is_cwnd_limited`, `tp->max_packets_out` and
     /// `tp->cwnd_usage_seq` (`tcp_cwnd_validate`): whether the window was
@@ -143,6 +158,7 @@ impl Endpoint {
             u64::from(cfg.mss),
             cfg.delayed_ack,
             cfg.delayed_ack_timeout,
+            cfg.dsack,
         );
         Endpoint {
             flow,
@@ -169,6 +185,12 @@ impl Endpoint {
             pacer: Pacer::default(),
             rcv,
             rto_deadline: None,
+            tlp_deadline: None,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            undo: undo::UndoState::default(),
+            frto: false,
+            frto_send_new: false,
             pacing_deadline: None,
             is_cwnd_limited: false,
             max_packets_out: 0,
@@ -269,16 +291,21 @@ impl Endpoint {
             self.rto_deadline = None;
             self.on_rto(now, ctx);
         }
+        if self.tlp_deadline.is_some_and(|t| t <= now) {
+            self.on_probe_timer(now, ctx);
+        }
         if self.pacing_deadline.is_some_and(|t| t <= now) {
             self.pacing_deadline = None;
         }
         self.after_input(now, ctx);
     }
 
-    /// Earliest pending deadline (RTO, delayed ACK, pacing release, RACK reorder timer).
+    /// Earliest pending deadline (RTO or loss probe, delayed ACK, pacing
+    /// release, RACK reorder timer).
     pub fn next_timer(&self) -> Option<Time> {
         [
             self.rto_deadline,
+            self.tlp_deadline,
             self.rcv.delack_deadline(),
             self.pacing_deadline,
             self.rack_deadline,
@@ -472,8 +499,8 @@ impl Endpoint {
             if !self.sb.is_empty() {
                 assert_eq!(self.sb.get(self.sb.front_idx()).seq, self.snd_una);
                 assert!(
-                    self.rto_deadline.is_some(),
-                    "data outstanding without an RTO timer"
+                    self.rto_deadline.is_some() != self.tlp_deadline.is_some(),
+                    "data outstanding needs exactly one of the RTO and probe timers"
                 );
             }
         }
@@ -506,8 +533,21 @@ impl Endpoint {
                 self.stats.rto_count += 1;
                 // An RTO before any ECT packet got through: an ECT black hole?
                 self.ecn.on_data_rto();
-                // RFC 5681 §3.1 FlightSize for eq. (4), before anything changes.
+                // RFC 5681 §3.1 FlightSize, before anything changes.
                 let flight = self.snd_nxt - self.snd_una;
+                // Linux tcp_enter_loss: a new undo point unless this timeout
+                // interrupts a fast recovery that has one; F-RTO unless it does
+                // so on its first timeout (RFC 5682 §3: "new recovery").
+                let fresh = self.recovery == Recovery::Open
+                    || matches!(self.recovery, Recovery::Rto { .. }) && self.rtt.backoff() == 0;
+                if fresh {
+                    self.init_undo();
+                }
+                self.frto =
+                    self.cfg.frto && (self.recovery == Recovery::Open || self.rtt.backoff() > 0);
+                self.frto_send_new = false;
+                self.tlp_high_seq = None;
+                self.tlp_deadline = None;
                 self.mark_all_lost(now, ctx);
                 self.rack_deadline = None;
                 let next = Recovery::Rto {

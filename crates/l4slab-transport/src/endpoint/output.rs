@@ -44,12 +44,20 @@ impl Endpoint {
             return;
         }
         let mut sent = false;
+        let mut sent_new = false;
+        // F-RTO step 2b (`undo.rs`): this time new data, no retransmissions.
+        let frto_new = std::mem::take(&mut self.frto_send_new);
         let stop = loop {
             // Linux tcp_cwnd_test: packets_in_flight < cwnd (in segments, >= 1).
             let cwnd_ok = self.sb.in_flight_segs() < self.cwnd_segs();
             let forced = self.force_retransmit;
             // RFC 6675 §4 NextSeg rule 1: the lowest un-SACKed lost segment.
-            if let Some(idx) = self.sb.next_retransmit() {
+            let rtx = if frto_new && !forced {
+                None
+            } else {
+                self.sb.next_retransmit()
+            };
+            if let Some(idx) = rtx {
                 let s = *self.sb.get(idx);
                 if !forced {
                     // Linux tcp_retransmit_skb: not beyond the receive window,
@@ -85,7 +93,19 @@ impl Endpoint {
             }
             self.send_new(now, len as u32, fin, ctx);
             sent = true;
+            sent_new = true;
         };
+        if frto_new && !sent_new {
+            // Linux tcp_xmit_recovery: no new data went out, so F-RTO ends
+            // and the lost segments are retransmitted after all.
+            self.frto = false;
+            self.try_send(now, ctx);
+            return;
+        }
+        if sent_new {
+            // Linux tcp_write_xmit: "Send one loss probe per tail loss episode."
+            self.schedule_loss_probe(now, false);
+        }
         if stop == Stop::NoData {
             self.check_app_limited();
         }
@@ -129,7 +149,7 @@ impl Endpoint {
     }
 
     /// The next new segment: `(payload, carries FIN)`, if any.
-    fn next_new_segment(&self) -> Option<(u64, bool)> {
+    pub(super) fn next_new_segment(&self) -> Option<(u64, bool)> {
         if self.snd_nxt < self.write_end {
             let len = (self.write_end - self.snd_nxt).min(u64::from(self.cfg.mss));
             // The FIN rides on the last data segment when it is already queued
@@ -156,7 +176,7 @@ impl Endpoint {
         false
     }
 
-    fn send_new(&mut self, now: Time, len: u32, fin: bool, ctx: &mut EndpointCtx<'_>) {
+    pub(super) fn send_new(&mut self, now: Time, len: u32, fin: bool, ctx: &mut EndpointCtx<'_>) {
         let seq = self.snd_nxt;
         let seg_len = u64::from(len) + u64::from(fin);
         let was_empty = self.sb.is_empty();
@@ -182,6 +202,7 @@ impl Endpoint {
         self.rack.on_transmit(idx, self.tx_order);
         self.stats.retransmits += 1;
         self.stats.bytes_retransmitted += u64::from(s.len);
+        self.undo_on_retransmit(now);
         let reason = if s.rto_lost {
             RetransmitReason::Rto
         } else {
@@ -197,12 +218,18 @@ impl Endpoint {
             },
         );
         self.emit_data(now, idx, s.seq, s.len, s.fin, true, ctx);
+        if self.linux_timers() && idx == self.sb.front_idx() {
+            // Linux tcp_xmit_retransmit_queue: retransmitting the head
+            // restarts the timer (tcp_reset_xmit_timer with icsk_rto).
+            self.tlp_deadline = None;
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
     }
 
     /// Put a data (or FIN) segment (scoreboard index `idx`) on the wire and
     /// run the per-send hooks.
     #[allow(clippy::too_many_arguments)]
-    fn emit_data(
+    pub(super) fn emit_data(
         &mut self,
         now: Time,
         idx: u64,
@@ -241,8 +268,9 @@ impl Endpoint {
             p.on_send();
         }
         // RFC 6298 §5.1: "Every time a packet containing data is sent
-        // (including a retransmission), if the timer is not running, start it".
-        if self.rto_deadline.is_none() {
+        // (including a retransmission), if the timer is not running, start it"
+        // (a scheduled loss probe stands in for it, `tlp.rs`).
+        if self.rto_deadline.is_none() && self.tlp_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
     }

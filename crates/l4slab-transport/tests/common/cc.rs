@@ -171,7 +171,7 @@ impl CongestionControl for MiniReno {
                 self.cwnd = self.mss;
                 self.recovering = false;
             }
-            CongestionEvent::RecoveryEnd => self.recovering = false,
+            CongestionEvent::RecoveryEnd | CongestionEvent::Undo => self.recovering = false,
             _ => {}
         }
     }

@@ -18,6 +18,18 @@ use l4slab_transport::{
     AppEvent, Endpoint, EndpointCtx, Flags, Role, Segment, Sink, Transmit, TransportConfig,
 };
 
+/// The RFC-only loss recovery, for tests that pin RFC timelines: the RFC
+/// 6298 timer, no tail loss probe, no F-RTO, no undo.
+pub fn rfc_recovery() -> TransportConfig {
+    TransportConfig {
+        rto_formula: l4slab_transport::RtoFormula::Rfc6298,
+        tlp: false,
+        frto: false,
+        undo: false,
+        ..TransportConfig::default()
+    }
+}
+
 /// Direction on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Dir {

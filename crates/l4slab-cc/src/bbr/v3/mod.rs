@@ -644,7 +644,10 @@ impl CongestionControl for Bbr3 {
             }
             // §3.7: no specified ECN response; data is Not-ECT.
             CongestionEvent::EcnEcho { .. } => {}
-            CongestionEvent::RecoveryEnd => {
+            // Deviation: Linux bbr_undo_cwnd also reverts the lower bounds
+            // and resets the full-bandwidth detector; here an undo only ends
+            // recovery as below.
+            CongestionEvent::RecoveryEnd | CongestionEvent::Undo => {
                 // §5.6.4.4: "Upon exiting loss recovery ... RestoreCwnd()";
                 // BoundCwndForModel() follows at the end of this ACK.
                 if self.ca != CaState::Open {
