@@ -47,6 +47,7 @@ use serde_json::{json, Map, Value};
 
 use l4slab_core::pkttrace::{AtQueue, PktEvent};
 use l4slab_core::{Dur, FlowId, Packet, SeriesStore, Time};
+use l4slab_link::bottleneck::QueueEventKind;
 use l4slab_link::Bottleneck;
 use l4slab_pcap::{Captures, Point};
 
@@ -278,8 +279,10 @@ pub struct Forwarder {
     pub series: SeriesStore,
     /// The per-packet trace, when asked for.
     pub packet_log: Option<PacketLog>,
-    /// The pcap capture, when asked for ([`Forwarder::capture`]).
+    /// The pcap capture, when asked for ([`Forwarder::capture`]),
     pcap: Option<Captures>,
+    /// and scratch for one record.
+    pcap_buf: Vec<u8>,
     started: Time,
     /// When the measurement window starts (`started + warmup`), until it has.
     window_due: Option<Time>,
@@ -358,6 +361,7 @@ impl Forwarder {
             series: SeriesStore::default(),
             packet_log,
             pcap: None,
+            pcap_buf: Vec::with_capacity(128),
             started,
             window_due: None,
             window_start: None,
@@ -369,8 +373,10 @@ impl Forwarder {
         self.clock
     }
 
-    /// Capture the bottleneck's packets into `files` ([`crate::capture`]).
+    /// Capture the packets of every queue into `files` (two per queue of
+    /// [`Bottleneck::queue_names`], in order; [`crate::capture`]).
     pub fn capture(&mut self, files: Captures) {
+        self.bn.record_captures();
         self.pcap = Some(files);
     }
 
@@ -510,7 +516,7 @@ impl Forwarder {
             for i in 0..self.cfg.access.ingress[d].len() {
                 let q = self.cfg.access.ingress[d][i];
                 self.bn.advance(q, now, &mut self.bn_departed);
-                self.take_drops(q);
+                self.take_events(q);
                 staged.extend(self.bn_departed.drain(..).map(|(t, p)| (t, q, p)));
             }
             // Each link's departures are in time order: merge them, ties by
@@ -519,7 +525,7 @@ impl Forwarder {
             for &(at, _, pkt) in &staged {
                 self.run_bottleneck(d, at, &mut departed);
                 self.bn.enqueue(d, at, pkt);
-                self.take_drops(d);
+                self.take_events(d);
             }
             staged.clear();
             self.staged = staged;
@@ -529,7 +535,7 @@ impl Forwarder {
             for i in 0..self.cfg.access.egress[d].len() {
                 let q = self.cfg.access.egress[d][i];
                 self.bn.advance(q, now, &mut departed);
-                self.take_drops(q);
+                self.take_events(q);
             }
             // Out of the bottleneck and of several access links: in time order.
             departed.sort_by_key(|&(t, _)| t);
@@ -543,13 +549,13 @@ impl Forwarder {
     fn run_bottleneck(&mut self, d: usize, t: Time, out: &mut Vec<(Time, Packet)>) {
         let mut released = std::mem::take(&mut self.bn_departed);
         self.bn.advance(d, t, &mut released);
-        self.take_drops(d);
+        self.take_events(d);
         for &(at, pkt) in &released {
             match self.cfg.access.egress(pkt.flow, d) {
                 Some(q) => {
                     self.bn.advance(q, at, out);
                     self.bn.enqueue(q, at, pkt);
-                    self.take_drops(q);
+                    self.take_events(q);
                 }
                 None => out.push((at, pkt)),
             }
@@ -578,12 +584,6 @@ impl Forwarder {
             }
             let late = self.clock.now().saturating_since(at);
             dir.lateness.record(late);
-            if let Some(c) = &mut self.pcap {
-                let ip = &self.slab.frame(pkt.handle)[VNET_HDR_LEN..];
-                let keep = crate::capture::caplen(ip, packet::parse(ip).ok().as_ref());
-                let t = now.saturating_since(self.started);
-                c.write(d, Point::Out, t, pkt.len, &ip[..keep]);
-            }
             if let Some(log) = &mut self.packet_log {
                 let ts = now.saturating_since(self.started).as_secs_f64();
                 let ip = &self.slab.frame(pkt.handle)[VNET_HDR_LEN..];
@@ -602,16 +602,34 @@ impl Forwarder {
         departed.clear();
     }
 
-    /// Log queue `q`'s queue events (drops included), then free the
-    /// packets it dropped.
-    fn take_drops(&mut self, q: usize) {
-        if let Some(log) = &mut self.packet_log {
+    /// After every runtime call on queue `q`: log its events (queue events
+    /// into the packet trace, capture points into the pcap files), then free
+    /// the packets it dropped.
+    fn take_events(&mut self, q: usize) {
+        if !self.bn.packet_events(q).is_empty() {
             let d = self.cfg.access.dir_of(q);
             for e in self.bn.packet_events(q) {
-                let (event, at) = e.trace_columns(&log.trace.names, q);
                 let ip = &self.slab.frame(e.pkt.handle)[VNET_HDR_LEN..];
-                let ts = e.t.saturating_since(self.started).as_secs_f64();
-                log.record(ts, event, at, &e.pkt, d, ip);
+                let t = e.t.saturating_since(self.started);
+                let point = match e.kind {
+                    QueueEventKind::Arrive => Point::In,
+                    QueueEventKind::Leave => Point::Out,
+                    QueueEventKind::Enqueue { .. }
+                    | QueueEventKind::Dequeue { .. }
+                    | QueueEventKind::Mark(_)
+                    | QueueEventKind::Drop(_) => {
+                        if let Some(log) = &mut self.packet_log {
+                            let (event, at) =
+                                e.trace_columns(&log.trace.names, q).expect("a queue event");
+                            log.record(t.as_secs_f64(), event, at, &e.pkt, d, ip);
+                        }
+                        continue;
+                    }
+                };
+                if let Some(c) = &mut self.pcap {
+                    let rec = crate::capture::record(&mut self.pcap_buf, ip, e.pkt.ecn);
+                    c.write(q, point, t, e.pkt.len, rec);
+                }
             }
             self.bn.clear_packet_events(q);
         }
@@ -694,21 +712,10 @@ impl Forwarder {
             let ip = &self.slab.frame(h)[VNET_HDR_LEN..];
             log.record(ts, PktEvent::Send, AtQueue::NONE, &pkt, d, ip);
         }
-        if let Some(c) = &mut self.pcap {
-            let ip = &self.slab.frame(h)[VNET_HDR_LEN..];
-            let keep = crate::capture::caplen(ip, info.as_ref());
-            c.write(
-                d,
-                Point::In,
-                now.saturating_since(self.started),
-                len,
-                &ip[..keep],
-            );
-        }
         // Through the sending host's access link, if it has one.
         let q = self.cfg.access.ingress(pkt.flow, d).unwrap_or(d);
         self.bn.enqueue(q, now, pkt);
-        self.take_drops(q);
+        self.take_events(q);
     }
 
     /// Record one sample of each queue at `t` for the interval `iv` before it:

@@ -351,7 +351,7 @@ pub fn run(
         },
     )?;
     if let Some(dir) = pcap_dir.filter(|_| scn.pcap) {
-        let files = l4slab_pcap::Captures::create(dir, &forwarder::QUEUE_NAMES)?;
+        let files = l4slab_pcap::Captures::create(dir, &fwd.bn.queue_names().queues)?;
         fwd.capture(files);
     }
     // Listeners in the server namespace, before any flow starts.

@@ -36,7 +36,7 @@ pub struct Scenario {
     pub sample_interval: Dur,
     /// Record `packets.parquet` (per-packet trace). Off by default.
     pub packet_trace: bool,
-    /// Write pcap captures of the bottleneck (`pcap/<queue>.<in|out>.pcap`).
+    /// Write pcap captures of every queue (`pcap/<queue>.<in|out>.pcap`).
     /// Off by default; written in the resolved scenario only when on, so
     /// scenarios without it resolve exactly as before.
     #[serde(skip_serializing_if = "is_false")]

@@ -30,7 +30,7 @@ pub struct RawScenario {
     pub seed: Option<i64>,
     pub sample_interval: Option<Value>,
     pub packet_trace: Option<bool>,
-    /// Capture the bottleneck's packets in pcap files.
+    /// Capture the packets of every queue in pcap files.
     pub pcap: Option<bool>,
     pub bottleneck: Option<RawBottleneck>,
     /// Host name -> host; `BTreeMap` so iteration is in name order.

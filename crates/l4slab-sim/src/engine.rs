@@ -22,6 +22,7 @@
 use l4slab_app::{Datagram, FlowApp, FlowIo};
 use l4slab_core::pkttrace::{AtQueue, PacketChunk, PktEvent, CHUNK_ROWS};
 use l4slab_core::{DropReason, Ecn, Packet, SimRng, Time};
+use l4slab_link::bottleneck::QueueEventKind;
 use l4slab_link::{Bottleneck, DelayLine};
 use l4slab_pcap::Point;
 use l4slab_scenario::Scenario;
@@ -219,7 +220,7 @@ pub struct Sim<'s> {
     pub series: SeriesStore,
     pub keys: Keys,
     pub trace: Option<PacketTrace>,
-    /// The pcap capture of the bottleneck (`pcap = true` and a results folder).
+    /// The pcap capture of every queue (`pcap = true` and a results folder).
     pub pcap: Option<Capture>,
     pub counts: PacketCounts,
     pub events: u64,
@@ -359,13 +360,8 @@ impl Sim<'_> {
     fn arrive_at_queue(&mut self, now: Time, q: usize, pkt: Packet) {
         // The runtime's protocol: run the queue up to `now`, then enqueue.
         self.advance_queue(now, q);
-        if q < 2 {
-            if let Some(c) = &mut self.pcap {
-                c.packet(now, q, Point::In, &pkt, self.segs.get(pkt.handle));
-            }
-        }
         self.bn.enqueue(q, now, pkt);
-        self.take_drops(q);
+        self.take_events(q);
         self.arm_queue(q);
     }
 
@@ -373,15 +369,12 @@ impl Sim<'_> {
     /// account for its drops.
     fn advance_queue(&mut self, now: Time, q: usize) {
         self.bn.run_link(q, now);
-        self.take_drops(q);
+        self.take_events(q);
         let QueueRoute { dir, exit } = self.routes[q];
         while let Some((at, pkt)) = self.bn.pop_departure(q, now) {
             debug_assert_eq!(at, now, "the simulator runs a queue at its deadlines");
-            if q < 2 {
-                if let Some(c) = &mut self.pcap {
-                    c.packet(now, q, Point::Out, &pkt, self.segs.get(pkt.handle));
-                }
-            }
+            // Its capture at the link's far end, before it moves on.
+            self.take_events(q);
             match exit {
                 QueueExit::Bottleneck => self.arrive_at_queue(now, dir, pkt),
                 QueueExit::Endpoint { side } => self.deliver(now, side, pkt),
@@ -437,31 +430,45 @@ impl Sim<'_> {
         }
     }
 
-    /// After every bottleneck call: its queue events into the packet trace
-    /// (while the dropped packets' headers are still stored), then its drops.
+    /// After every runtime call on queue `q`: its packet events into the
+    /// packet trace and the pcap capture (while the packets' headers are
+    /// still stored), then its drops.
     #[inline]
-    fn take_drops(&mut self, q: usize) {
-        if self.trace.is_some() && !self.bn.packet_events(q).is_empty() {
-            self.trace_queue_events(q);
+    fn take_events(&mut self, q: usize) {
+        if !self.bn.packet_events(q).is_empty() {
+            self.log_packet_events(q);
         }
         if !self.bn.dropped(q).is_empty() {
             self.account_drops(q);
         }
     }
 
-    fn trace_queue_events(&mut self, q: usize) {
-        let tr = self.trace.as_mut().expect("checked by the caller");
+    /// Queue `q`'s events ([`l4slab_link::bottleneck::QueueEvent`]): a
+    /// queue event is a trace row, a capture point a pcap record.
+    fn log_packet_events(&mut self, q: usize) {
+        let dir = self.routes[q].dir;
         // Packets going down were sent by the server side.
-        let sent_by = if self.routes[q].dir == DOWN {
-            SERVER
-        } else {
-            CLIENT
-        };
+        let sent_by = if dir == DOWN { SERVER } else { CLIENT };
         for e in self.bn.packet_events(q) {
-            let (event, at) = e.trace_columns(&tr.names, q);
             let carried = self.segs.get(e.pkt.handle);
-            let from_sender = sent_by == self.flows[e.pkt.flow as usize].sender;
-            pkttrace::row(tr, e.t, event, at, &e.pkt, carried, from_sender);
+            let point = match e.kind {
+                QueueEventKind::Arrive => Point::In,
+                QueueEventKind::Leave => Point::Out,
+                QueueEventKind::Enqueue { .. }
+                | QueueEventKind::Dequeue { .. }
+                | QueueEventKind::Mark(_)
+                | QueueEventKind::Drop(_) => {
+                    if let Some(tr) = &mut self.trace {
+                        let (event, at) = e.trace_columns(&tr.names, q).expect("a queue event");
+                        let from_sender = sent_by == self.flows[e.pkt.flow as usize].sender;
+                        pkttrace::row(tr, e.t, event, at, &e.pkt, carried, from_sender);
+                    }
+                    continue;
+                }
+            };
+            if let Some(c) = &mut self.pcap {
+                c.packet(e.t, q, dir, point, &e.pkt, carried);
+            }
         }
         self.bn.clear_packet_events(q);
     }
@@ -469,7 +476,7 @@ impl Sim<'_> {
     fn account_drops(&mut self, q: usize) {
         let dir = self.routes[q].dir;
         for i in 0..self.bn.dropped(q).len() {
-            // Traced with the queue events (`trace_queue_events`).
+            // Traced with the queue events (`log_packet_events`).
             let (_, pkt, reason) = self.bn.dropped(q)[i];
             self.segs.remove(pkt.handle);
             self.counts.dropped[reason.index()] += 1;

@@ -108,7 +108,9 @@ pub fn run_streaming(
     let seed = opts.seed.unwrap_or(scenario.seed);
     let mut sim = setup::build(scenario, seed)?;
     if let Some(dir) = opts.pcap_dir.as_deref().filter(|_| scenario.pcap) {
-        sim.pcap = Some(capture::Capture::create(scenario, seed, dir)?);
+        let names = sim.bn.queue_names();
+        sim.pcap = Some(capture::Capture::create(scenario, seed, &names, dir)?);
+        sim.bn.record_captures();
     }
     sim.run(progress, packets)?;
     let pcap = sim.pcap.take();

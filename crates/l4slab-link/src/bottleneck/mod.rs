@@ -20,11 +20,13 @@
 //! 2. [`Bottleneck::enqueue`]`(dir, now, pkt)` for each arrival at `now`.
 //! 3. Drain [`Bottleneck::dropped`] (then [`Bottleneck::clear_dropped`]):
 //!    every packet the call dropped, with when and why. A backend that
-//!    keeps a packet trace ([`Bottleneck::record_packet_events`]) first
-//!    drains [`Bottleneck::packet_events`] (then
+//!    keeps a packet trace ([`Bottleneck::record_packet_events`]) or a pcap
+//!    capture ([`Bottleneck::record_captures`]) first drains
+//!    [`Bottleneck::packet_events`] (then
 //!    [`Bottleneck::clear_packet_events`]): every admission, dequeue, mark
-//!    and drop, in order, while the dropped packets' handles are still
-//!    valid.
+//!    and drop, and every packet reaching the queue or leaving its link, in
+//!    order, while the packets' handles are still valid (a departure's after
+//!    [`Bottleneck::pop_departure`] too, before the packet moves on).
 //! 4. Sleep until [`Bottleneck::next_deadline`]`(dir)`.
 //!
 //! The simulator calls `advance` exactly at each deadline (an event on its
@@ -42,7 +44,8 @@
 //! **More queues.** The same runtime runs any further queue of the network
 //! ([`Bottleneck::add_queue`]: a host's access link, `access.<host>.<dir>`)
 //! next to the bottleneck's two directions: index `dir` is then any queue's
-//! index, and the summary, series, window and accounting cover them all.
+//! index, and the summary, series, window, accounting, queue events and
+//! capture points cover them all, each under the queue's own name.
 //! Routing between queues is the clock's (the simulator's engine, the
 //! emulator's forwarder): each queue only sees its own arrivals.
 //!
@@ -86,9 +89,12 @@ pub struct Direction {
     pub rec: QueueRecorder,
     line: DelayLine,
     dropped: Vec<(Time, Packet, DropReason)>,
-    /// The per-packet queue events since the last drain, when recorded
-    /// ([`Bottleneck::record_packet_events`]).
-    events: Option<Vec<QueueEvent>>,
+    /// The per-packet events since the last drain ([`QueueEvent`]): queue
+    /// events when `log_queue` ([`Bottleneck::record_packet_events`]),
+    /// capture points when `log_capture` ([`Bottleneck::record_captures`]).
+    events: Vec<QueueEvent>,
+    log_queue: bool,
+    log_capture: bool,
     /// Scratch for the qdisc context (moved into `dropped` with the time).
     scratch: Vec<(Packet, DropReason)>,
     series: QueueSeries,
@@ -130,6 +136,23 @@ impl Direction {
         self.rng.draws() + self.link.random_draws()
     }
 
+    /// Log a capture point of `pkt` at `t`.
+    #[inline]
+    fn capture(&mut self, t: Time, pkt: Packet, kind: QueueEventKind) {
+        self.events.push(QueueEvent { t, pkt, kind });
+    }
+
+    /// The next packet whose propagation ended by `now` (its capture point
+    /// `out` logged when captures are kept).
+    #[inline]
+    fn pop_due(&mut self, now: Time) -> Option<(Time, Packet)> {
+        let out = self.line.pop_due(now);
+        if let Some((at, pkt)) = out.filter(|_| self.log_capture) {
+            self.capture(at, pkt, QueueEventKind::Leave);
+        }
+        out
+    }
+
     /// Packets queued, on the wire or propagating.
     pub fn in_network(&self) -> u64 {
         u64::from(self.link.qdisc().backlog().packets)
@@ -150,7 +173,7 @@ impl Direction {
         self.clock = t;
         let mut tracer = events::DirTracer {
             rec: &mut self.rec,
-            log: self.events.as_mut(),
+            log: self.log_queue.then_some(&mut self.events),
         };
         let mut ctx = QdiscCtx {
             queue: dir as u16,
@@ -208,7 +231,9 @@ impl Bottleneck {
             rng,
             line,
             dropped: Vec::with_capacity(64),
-            events: None,
+            events: Vec::new(),
+            log_queue: false,
+            log_capture: false,
             scratch: Vec::with_capacity(64),
             clock: Time::ZERO,
             timer: None,
@@ -255,7 +280,11 @@ impl Bottleneck {
     /// at `now` (after [`Bottleneck::advance`] to `now`).
     #[inline]
     pub fn enqueue(&mut self, dir: usize, now: Time, pkt: Packet) {
-        self.dirs[dir].with_ctx(dir, now, |link, ctx| link.enqueue(now, pkt, ctx));
+        let d = &mut self.dirs[dir];
+        if d.log_capture {
+            d.capture(now, pkt, QueueEventKind::Arrive);
+        }
+        d.with_ctx(dir, now, |link, ctx| link.enqueue(now, pkt, ctx));
     }
 
     /// Protocol step 1: run direction `dir` up to `now` (see the module
@@ -266,7 +295,7 @@ impl Bottleneck {
     #[inline]
     pub fn advance(&mut self, dir: usize, now: Time, departed: &mut Vec<(Time, Packet)>) {
         self.run_link(dir, now);
-        while let Some(out) = self.dirs[dir].line.pop_due(now) {
+        while let Some(out) = self.dirs[dir].pop_due(now) {
             departed.push(out);
         }
     }
@@ -302,7 +331,7 @@ impl Bottleneck {
     /// (after [`Bottleneck::run_link`] to `now`).
     #[inline]
     pub fn pop_departure(&mut self, dir: usize, now: Time) -> Option<(Time, Packet)> {
-        self.dirs[dir].line.pop_due(now)
+        self.dirs[dir].pop_due(now)
     }
 
     /// The end of a serialization at `t`: a survivor enters the delay line.
@@ -339,27 +368,38 @@ impl Bottleneck {
         QueueNames::new(&queues)
     }
 
-    /// Keep the per-packet queue events of both directions (for a packet
-    /// trace) from now on; see [`QueueEvent`].
+    /// Keep the per-packet queue events (admission, dequeue, mark, drop) of
+    /// every queue, for a packet trace, from now on; see [`QueueEvent`].
+    /// Call it after the last [`Bottleneck::add_queue`].
     pub fn record_packet_events(&mut self) {
         for d in &mut self.dirs {
-            d.events.get_or_insert_with(|| Vec::with_capacity(256));
+            d.log_queue = true;
+            d.events.reserve(256);
         }
     }
 
-    /// The queue events of direction `dir` since the last
+    /// Keep the capture points of every queue ([`QueueEventKind::Arrive`],
+    /// [`QueueEventKind::Leave`]), for a pcap capture, from now on. Call it
+    /// after the last [`Bottleneck::add_queue`].
+    pub fn record_captures(&mut self) {
+        for d in &mut self.dirs {
+            d.log_capture = true;
+            d.events.reserve(256);
+        }
+    }
+
+    /// The events of queue `dir` since the last
     /// [`Bottleneck::clear_packet_events`], in order (empty unless
-    /// [`Bottleneck::record_packet_events`] was called).
+    /// [`Bottleneck::record_packet_events`] or
+    /// [`Bottleneck::record_captures`] was called).
     #[inline]
     pub fn packet_events(&self, dir: usize) -> &[QueueEvent] {
-        self.dirs[dir].events.as_deref().unwrap_or_default()
+        &self.dirs[dir].events
     }
 
     #[inline]
     pub fn clear_packet_events(&mut self, dir: usize) {
-        if let Some(e) = &mut self.dirs[dir].events {
-            e.clear();
-        }
+        self.dirs[dir].events.clear();
     }
 
     /// Protocol step 4: the next instant direction `dir` needs
@@ -414,6 +454,7 @@ impl Bottleneck {
 mod tests {
     use super::*;
     use crate::{ConstantRate, NoLoss};
+    use l4slab_core::pkttrace::PktEvent;
     use l4slab_core::stats::round6;
     use l4slab_core::{Ecn, Rate};
     use l4slab_qdisc::{Backlog, Fifo, FifoConfig, Qdisc, QdiscStats};
@@ -632,6 +673,87 @@ mod tests {
         assert_eq!(bn.dropped(DOWN).len(), 1, "drops are listed as before");
         bn.clear_packet_events(DOWN);
         assert!(bn.packet_events(DOWN).is_empty());
+    }
+
+    #[test]
+    fn an_added_queue_has_its_own_name_queue_events_and_capture_points() {
+        use QueueEventKind::{Arrive, Dequeue, Enqueue, Leave};
+        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
+        let link = Link::new(
+            Box::new(Fifo::new(FifoConfig::default())),
+            Box::new(ConstantRate::new(Rate::from_mbps(1)).unwrap()),
+            Box::new(NoLoss),
+            SimRng::derive(1, "access loss"),
+            Dur::from_millis(2),
+        );
+        let q = bn.add_queue("access.laptop.up", link, SimRng::derive(1, "access qdisc"));
+        let names = bn.queue_names();
+        let queues: Vec<&str> = names.queues.iter().map(|n| &**n).collect();
+        assert_eq!(
+            queues,
+            ["bottleneck.down", "bottleneck.up", "access.laptop.up"]
+        );
+        let events = |bn: &Bottleneck| -> Vec<(u64, u64, QueueEventKind)> {
+            bn.packet_events(q)
+                .iter()
+                .map(|e| (e.t.as_nanos() / 1_000_000, e.pkt.id, e.kind))
+                .collect()
+        };
+        // Captures only: the two points, no queue events.
+        bn.record_captures();
+        bn.enqueue(q, Time::ZERO, Packet::new(3, 0, 1250, Ecn::NotEct));
+        assert_eq!(events(&bn), [(0, 3, Arrive)]);
+        bn.clear_packet_events(q);
+        // 1250 B at 1 Mbit/s = 10 ms, then 2 ms: it leaves at 12 ms.
+        bn.run_link(q, Time::from_millis(12));
+        assert!(events(&bn).is_empty());
+        let (at, _) = bn.pop_departure(q, Time::from_millis(12)).unwrap();
+        assert_eq!(at, Time::from_millis(12));
+        assert_eq!(events(&bn), [(12, 3, Leave)], "logged as it is popped");
+        bn.clear_packet_events(q);
+        // Both: in the order they happened, the queue's rows under its name.
+        bn.record_packet_events();
+        bn.enqueue(
+            q,
+            Time::from_millis(20),
+            Packet::new(4, 0, 1250, Ecn::NotEct),
+        );
+        bn.advance(q, Time::from_millis(40), &mut Vec::new());
+        assert_eq!(
+            events(&bn),
+            [
+                (20, 4, Arrive),
+                (20, 4, Enqueue { subqueue: 0 }),
+                // An idle link takes it at once; serialized by 30 ms, out at 32.
+                (
+                    20,
+                    4,
+                    Dequeue {
+                        subqueue: 0,
+                        sojourn: Dur::ZERO
+                    }
+                ),
+                (32, 4, Leave),
+            ]
+        );
+        let rows: Vec<_> = bn
+            .packet_events(q)
+            .iter()
+            .filter_map(|e| e.trace_columns(&names, q))
+            .map(|(event, at)| (event, names.queue_name(at.queue)))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (PktEvent::Enqueue, Some("access.laptop.up")),
+                (PktEvent::Dequeue, Some("access.laptop.up")),
+            ],
+            "capture points are no trace rows"
+        );
+        assert!(
+            bn.packet_events(DOWN).is_empty(),
+            "the queues are independent"
+        );
     }
 
     #[test]
