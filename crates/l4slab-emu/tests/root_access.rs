@@ -1,7 +1,9 @@
 //! A host's access link in the emulator (`[hosts.NAME.access]`), end to end
 //! with kernel TCP: the same scenario as the simulator's
 //! `tests/access_link.rs`, run by `l4slab-emu run`, queues at the access
-//! link as the simulated one does and gets the simulator's goodput. Needs
+//! link as the simulated one does and gets the simulator's goodput; its
+//! packet trace and pcap capture cover the access link as the simulator's
+//! do (the runtime's queue events and capture points). Needs
 //! root (network namespaces, TUN devices); as any other user it prints why
 //! it is skipped and passes. (Wall-clock reads are fine in the emulator's
 //! tests.)
@@ -64,12 +66,34 @@ fn an_emulated_access_link_holds_the_queue_and_the_simulators_goodput() {
             scenario.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            "--set",
+            "packet_trace=true",
+            "--set",
+            "pcap=true",
+            "--pcap-dir",
+            dir.to_str().unwrap(),
         ])
         .stdin(Stdio::null())
         .status()
         .unwrap();
     assert!(st.success());
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let records = |name: &str| -> Vec<(std::time::Duration, Vec<u8>)> {
+        let f = std::fs::File::open(dir.join("pcap").join(name)).unwrap();
+        let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
+        let mut out = Vec::new();
+        while let Some(p) = r.next_packet() {
+            let p = p.unwrap();
+            out.push((p.timestamp, p.data.into_owned()));
+        }
+        out
+    };
+    let files: Vec<String> = ["bottleneck", "access.laptop"]
+        .iter()
+        .flat_map(|q| ["down", "up"].map(move |d| format!("{q}.{d}")))
+        .flat_map(|q| ["in", "out"].map(move |p| format!("{q}.{p}.pcap")))
+        .collect();
+    let captured: Vec<_> = files.iter().map(|f| records(f)).collect();
     let _ = std::fs::remove_dir_all(&dir);
     let emu: Value = serde_json::from_str(r["summary_json"].as_str().unwrap()).unwrap();
     let opts = l4slab_scenario::ParseOptions {
@@ -138,4 +162,40 @@ fn an_emulated_access_link_holds_the_queue_and_the_simulators_goodput() {
     // Its drops are the flow's losses, with their reasons.
     let drops = &emu["queues"]["access.laptop.down"]["drops"];
     assert_eq!(drops["total"], drops["overlimit"], "{drops}");
+
+    // The packet trace has the access link's queue events under its name:
+    // the download's data queued at access.laptop.down, its ACKs at .up.
+    let p = &r["packets"];
+    let n = p["event"].as_array().unwrap().len();
+    let rows = |queue: &str, event: &str, side: &str| {
+        (0..n)
+            .filter(|&i| p["queue"][i] == queue && p["event"][i] == event && p["side"][i] == side)
+            .count()
+    };
+    for (queue, side) in [("access.laptop.down", "data"), ("access.laptop.up", "ack")] {
+        for event in ["enqueue", "dequeue"] {
+            let k = rows(queue, event, side);
+            assert!(k > 1000, "{queue} {event} {side}: {k}");
+        }
+    }
+    assert!(rows("access.laptop.down", "drop:overlimit", "data") > 0);
+    // Capture files per queue and point, the access link's included; what
+    // leaves the bottleneck down enters the laptop's access link at that
+    // instant with the same headers (packets of no scenario flow, if any,
+    // pass the bottleneck only).
+    for (name, recs) in files.iter().zip(&captured) {
+        assert!(recs.len() > 1000, "{name}: {} records", recs.len());
+        assert!(recs.is_sorted_by_key(|r| r.0), "{name} in time order");
+    }
+    let (bn_out, access_in) = (&captured[1], &captured[4]);
+    let set = |v: &[(std::time::Duration, Vec<u8>)]| -> std::collections::BTreeSet<_> {
+        v.iter().cloned().collect()
+    };
+    assert!(
+        set(access_in).is_subset(&set(bn_out)),
+        "access.laptop.down.in: {} records, bottleneck.down.out: {}",
+        access_in.len(),
+        bn_out.len()
+    );
+    assert!(access_in.len() * 100 >= bn_out.len() * 99);
 }
