@@ -209,6 +209,30 @@ def test_different_seed_gives_different_results(native, golden_scenario, tmp_pat
         assert digest(a / name) != digest(c / name), f"{name} ignores the seed"
 
 
+def test_the_access_link_example_queues_at_the_access_links(native, tmp_path):
+    """scenarios/examples/access-link.toml: each home's queue builds at its own
+    access link, named access.<host>.<dir> in the bundle; the shared link idles."""
+    example = Path(__file__).parents[1] / "scenarios" / "examples" / "access-link.toml"
+    res = l4slab.load(l4slab.run(example, out=tmp_path / "o", overrides=["duration=12s"]).path)
+
+    assert set(res.queues()) == {
+        "bottleneck.down",
+        "bottleneck.up",
+        "access.bloated.down",
+        "access.bloated.up",
+        "access.managed.down",
+        "access.managed.up",
+    }
+    bloated = res.queue("access.bloated.down")
+    assert bloated["kind"] == "fifo" and res.queue("access.managed.down")["kind"] == "fq_codel"
+    assert bloated["sojourn_ms"]["mean"] > 50 > res.queue("bottleneck.down")["sojourn_ms"]["max"]
+    t, backlog = res.series("queue/access.bloated.down", "backlog_pkts")
+    assert len(t) > 100 and backlog.max() > 100
+    # The file waits behind the FIFO's queue, not beside fq_codel's.
+    files = [res.flows()[f"{home}-file"]["completion_s"] for home in ("bloated", "managed")]
+    assert files[0] > 2 * files[1]
+
+
 def test_pcap_needs_a_results_folder(native, example_scenario):
     # The capture files are written into the bundle; without one, the run says so.
     with pytest.warns(OutputWarning, match="pcap = true"):

@@ -2,8 +2,10 @@
 read back by tshark, which must find real IPv4 + TCP headers with the fields l4slab
 models: the ECN field per flow (ECT(1) for Prague, CE after the L queue marks, Not-ECT
 for Cubic), the TCP flags of the AccECN handshake, SACK blocks, timestamps, payload
-lengths and the AccECN option, and nothing malformed. The header bytes themselves are
-checked in Rust (crates/l4slab-sim/src/capture/headers.rs).
+lengths and the AccECN option, and nothing malformed. A host's access link has capture
+files of its own, and the packet trace its queue rows. The header bytes themselves are
+checked in Rust (crates/l4slab-sim/src/capture/headers.rs), the access link's records
+against the trace in crates/l4slab-sim/tests/pcap.rs.
 
 tshark is a Debian package that ./test.sh installs; without it these tests skip.
 """
@@ -49,6 +51,33 @@ cc = "cubic"
 #: The simulator's ports: server 5000 + flow, client 32768 + flow.
 PRAGUE, CUBIC = 5000, 5001
 FILES = [f"bottleneck.{d}.{p}.pcap" for d in ("down", "up") for p in ("in", "out")]
+
+#: The same two flows to a laptop behind its own 10 Mbit/s access link (DualPI2 both
+#: ways) on a 100 Mbit/s FIFO: the queue, the marks and the drops are the access link's.
+ACCESS_SCENARIO = """
+format = 1
+name = "pcap-access"
+duration = "2s"
+pcap = true
+packet_trace = true
+[bottleneck]
+rate = "100Mbit"
+delay = "10ms"
+buffer = "100pkt"
+[hosts.laptop]
+side = "client"
+access_delay = "2ms"
+access = { rate = "10Mbit", buffer = "30pkt", qdisc = "dualpi2" }
+[[flows]]
+name = "prague"
+cc = "prague"
+client = "laptop"
+[[flows]]
+name = "cubic"
+cc = "cubic"
+client = "laptop"
+"""
+ACCESS_FILES = [f"access.laptop.{d}.{p}.pcap" for d in ("down", "up") for p in ("in", "out")]
 
 
 def tshark(path: Path, *fields: str, display: str = "") -> list[list[str]]:
@@ -164,3 +193,57 @@ def test_sack_blocks_timestamps_and_lengths(bundle: Path) -> None:
         )
     ]
     assert tsvals == sorted(tsvals) and tsvals[-1] <= 2000
+
+
+@pytest.fixture(scope="module")
+def access_bundle(native: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("pcap-access")
+    scenario = tmp / "access.toml"
+    scenario.write_text(ACCESS_SCENARIO, encoding="utf-8")
+    l4slab.run(scenario, out=tmp / "run")
+    return tmp / "run"
+
+
+def test_an_access_link_has_capture_files_and_queue_rows_of_its_own(access_bundle: Path) -> None:
+    assert sorted(p.name for p in (access_bundle / "pcap").iterdir()) == sorted(
+        FILES + ACCESS_FILES
+    )
+    manifest = read_manifest(access_bundle)
+    assert manifest is not None
+    assert {f"pcap/{name}" for name in ACCESS_FILES} <= set(manifest.files)
+    pcap = access_bundle / "pcap"
+    for name in ACCESS_FILES:
+        assert tshark(pcap / name, "frame.number", display="_ws.malformed") == [], name
+    # The laptop's access link marks Prague's data: CE leaves it, none arrives (the
+    # shared FIFO marks nothing).
+    ecn = {
+        point: Counter(
+            (int(port), int(e))
+            for port, e in tshark(
+                pcap / f"access.laptop.down.{point}.pcap",
+                "tcp.srcport",
+                "ip.dsfield.ecn",
+                display="tcp.len > 0",
+            )
+        )
+        for point in ("in", "out")
+    }
+    assert ecn["in"][(PRAGUE, 3)] == 0 and ecn["out"][(PRAGUE, 3)] > 0, ecn
+    # The laptop's ACKs go up through its access link into the bottleneck: the same
+    # packets leave the one as enter the other.
+    left = tshark(pcap / "access.laptop.up.out.pcap", "frame.time_epoch", "tcp.ack")
+    entered = tshark(pcap / "bottleneck.up.in.pcap", "frame.time_epoch", "tcp.ack")
+    assert left == entered and len(left) > 100
+    # The packet trace shows each packet at the access link under its name: admitted
+    # and dequeued there, or dropped on arrival; one `in` record each.
+    table = l4slab.load(access_bundle).packets
+    assert table is not None
+    rows = Counter(
+        zip(table.column("queue").to_pylist(), table.column("event").to_pylist(), strict=True)
+    )
+    for queue in ("access.laptop.down", "access.laptop.up"):
+        assert rows[(queue, "enqueue")] > 500 and rows[(queue, "dequeue")] > 500, rows
+    queues = table.column("queue").to_pylist()
+    ids = table.column("pkt_id").to_pylist()
+    arrived = {i for q, i in zip(queues, ids, strict=True) if q == "access.laptop.down"}
+    assert len(tshark(pcap / "access.laptop.down.in.pcap", "frame.number")) == len(arrived)

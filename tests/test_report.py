@@ -20,7 +20,14 @@ import pytest
 
 from l4slab import api, load
 from l4slab.cli import main
-from l4slab.report import FIGURES_DIR, REPORT_FILE, SECTIONS, report_figures, write_report
+from l4slab.report import (
+    FIGURES_DIR,
+    REPORT_FILE,
+    SECTIONS,
+    report_figures,
+    topology_text,
+    write_report,
+)
 from l4slab.results import ROW_GROUP_SIZE, Results
 from l4slab.tables import flows_data, queues_data
 
@@ -122,6 +129,32 @@ def test_report_has_the_cli_tables_and_every_metric(dualpi2_report):
     assert re.search(r">tupdate</span> <strong>16 ms<", page)
     assert re.search(r">memory_limit</span> <strong>[\d.]+ [kM]B<", page)
     assert f"{res.stats['events']:,}" in page
+
+
+def test_the_topology_names_each_hosts_access_link() -> None:
+    link = {"rate": 100_000_000, "delay": 10_000_000, "qdisc": {"kind": "fifo"}}
+    scenario = {
+        "bottleneck": {"down": link, "up": link},
+        "hosts": [
+            {
+                "name": "laptop",
+                "side": "client",
+                "access_delay": 2_000_000,
+                "access": {"down": {"rate": 50_000_000}, "up": {"rate": 10_000_000}},
+            },
+            {
+                "name": "desk",
+                "side": "client",
+                "access": {"down": {"rate": 5e7}, "up": {"rate": 5e7}},
+            },
+            {"name": "phone", "side": "client", "access_delay": 30_000_000},
+            {"name": "nic", "side": "server", "access": {"down": {"rate": 1e9}}},
+        ],
+    }
+    assert topology_text(scenario) == (
+        "laptop (+2 ms; access down 50 Mbit/s, up 10 Mbit/s), desk (access 50 Mbit/s), "
+        "phone (+30 ms) — 100 Mbit/s, 10 ms, fifo — nic (access down 1 Gbit/s)"
+    )
 
 
 def test_report_is_self_contained(dualpi2_report):

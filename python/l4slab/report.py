@@ -547,12 +547,7 @@ def topology_text(scenario: Mapping[str, Any]) -> str:
     hosts = [h for h in scenario.get("hosts") or [] if isinstance(h, Mapping)]
 
     def side(which: str) -> str:
-        names = [
-            f"{h.get('name')}"
-            + (f" (+{_ms(h.get('access_delay'))})" if h.get("access_delay") else "")
-            for h in hosts
-            if h.get("side") == which
-        ]
+        names = [_host_text(h) for h in hosts if h.get("side") == which]
         return ", ".join(names) or which
 
     bottleneck = scenario.get("bottleneck") or {}
@@ -565,6 +560,23 @@ def topology_text(scenario: Mapping[str, Any]) -> str:
         f"  down (server → client): {_link_text(down)}\n"
         f"  up   (client → server): {_link_text(up)}"
     )
+
+
+def _host_text(host: Mapping[str, Any]) -> str:
+    """E.g. ``laptop (+2 ms; access down 50 Mbit/s, up 10 Mbit/s)``."""
+    extras = [f"+{_ms(host.get('access_delay'))}"] if host.get("access_delay") else []
+    access = host.get("access")
+    links = access if isinstance(access, Mapping) else {}
+    rates = [
+        (d, _rate(link.get("rate")))
+        for d in ("down", "up")
+        if isinstance(link := links.get(d), Mapping)
+    ]
+    if len(rates) == 2 and rates[0][1] == rates[1][1]:
+        extras.append(f"access {rates[0][1]}")
+    elif rates:
+        extras.append("access " + ", ".join(f"{d} {r}" for d, r in rates))
+    return f"{host.get('name')}" + (f" ({'; '.join(extras)})" if extras else "")
 
 
 def _link_text(link: Mapping[str, Any]) -> str:

@@ -5,7 +5,7 @@ A bundle is a directory (see docs/results.md)::
     DIR/summary.json            the native summary, verbatim (sorted keys) + a trailing newline
     DIR/series.parquet          long-format time series: t_s, series, key, value
     DIR/packets.parquet         per-packet trace (only when the scenario sets packet_trace = true)
-    DIR/pcap/*.pcap             captures of the bottleneck (only when the scenario sets pcap = true)
+    DIR/pcap/*.pcap             captures of every queue (only when the scenario sets pcap = true)
     DIR/run.json                how this run went on this machine: wall time, events, host, command
     DIR/.l4slab-manifest.json   every file l4slab wrote here, and what wrote it
 

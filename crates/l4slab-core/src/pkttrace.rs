@@ -221,11 +221,13 @@ pub const fn mark_event(r: MarkReason) -> &'static str {
 
 /// The names behind a run's `queue` and `subqueue` codes: code 0 is none
 /// (a host's event; a queue without sub-queues), code `i + 1` is `queues[i]`
-/// (`subqueues[i]`). The sub-queue names are those of every queue's qdisc
-/// (`Qdisc::subqueue_names`), each once, in order of first appearance.
+/// (`subqueues[i]`). The queue names are the run's own (`bottleneck.down`,
+/// `access.laptop.up`: built from the scenario's host names); the sub-queue
+/// names are those of every queue's qdisc (`Qdisc::subqueue_names`), each
+/// once, in order of first appearance.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QueueNames {
-    pub queues: Vec<&'static str>,
+    pub queues: Vec<Box<str>>,
     pub subqueues: Vec<&'static str>,
     /// Per queue, the code of each of its sub-queues.
     sub_codes: Vec<Vec<u8>>,
@@ -233,10 +235,10 @@ pub struct QueueNames {
 
 impl QueueNames {
     /// `queues[q]` = (the name of the queue with id `q`, its sub-queue names).
-    pub fn new(queues: &[(&'static str, &'static [&'static str])]) -> Self {
+    pub fn new(queues: &[(&str, &'static [&'static str])]) -> Self {
         let mut names = QueueNames::default();
         for &(name, subs) in queues {
-            names.queues.push(name);
+            names.queues.push(name.into());
             let codes = subs
                 .iter()
                 .map(|s| {
@@ -271,8 +273,8 @@ impl QueueNames {
     }
 
     /// The name behind a `queue` code.
-    pub fn queue_name(&self, code: u8) -> Option<&'static str> {
-        code.checked_sub(1).map(|i| self.queues[usize::from(i)])
+    pub fn queue_name(&self, code: u8) -> Option<&str> {
+        code.checked_sub(1).map(|i| &*self.queues[usize::from(i)])
     }
 
     /// The name behind a `subqueue` code.
@@ -561,7 +563,7 @@ impl PacketTrace {
     }
 
     /// Row `i`'s queue name, if it happened at a queue.
-    pub fn queue_name(&self, i: usize) -> Option<&'static str> {
+    pub fn queue_name(&self, i: usize) -> Option<&str> {
         self.names.queue_name(self.queue[i])
     }
 
@@ -636,7 +638,7 @@ impl Serialize for SackTexts<'_> {
 }
 
 /// A coded column with code 0 as null: `queue` and `subqueue`.
-struct Nullable<'a>(&'a [u8], &'a dyn Fn(u8) -> Option<&'static str>);
+struct Nullable<'a>(&'a [u8], &'a dyn Fn(u8) -> Option<&'a str>);
 
 impl Serialize for Nullable<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -6,6 +6,16 @@
 //! tcli --read--> split GSO --> Link "bottleneck.up"   (qdisc, rate, loss) --> delay line --write--> tsrv
 //! ```
 //!
+//! **Access links.** A scenario host's own access link (`[hosts.NAME.access]`)
+//! is one more queue of the same runtime, passed before the bottleneck by
+//! the packets its host sends and after it by those it receives
+//! ([`AccessRoutes`], by flow). Each packet enters the next queue at its
+//! *intended* exit time from the previous one: on each wake-up a direction
+//! runs its senders' access links, then the bottleneck with their departures
+//! merged in time order, then its receivers' access links, so a chain of
+//! queues gives the packets the fates the simulator's calendar gives them
+//! (`forwarder_access_parity.rs`).
+//!
 //! **Virtual time.** The link's events run at their *intended* times, not at
 //! the moment the loop wakes up: `on_tx_done(t)` is called with
 //! `t = tx_done_at()` even when the timer fired late, so serialization times
@@ -37,9 +47,11 @@ use serde_json::{json, Map, Value};
 
 use l4slab_core::pkttrace::{AtQueue, PktEvent};
 use l4slab_core::{Dur, FlowId, Packet, SeriesStore, Time};
+use l4slab_link::bottleneck::QueueEventKind;
 use l4slab_link::Bottleneck;
 use l4slab_pcap::{Captures, Point};
 
+use crate::access::AccessRoutes;
 use crate::coalesce::Coalescer;
 use crate::packet::{self, IpInfo, Malformed, VNET_HDR_LEN};
 use crate::pktlog::PacketLog;
@@ -126,6 +138,9 @@ pub struct Config {
     /// Keep a per-packet trace ([`PacketLog`]); the value says, per
     /// scenario flow, whether its data goes down. Needs [`Classifier::Ports`].
     pub packet_log: Option<Vec<bool>>,
+    /// The hosts' access links (the runtime's queues beyond the bottleneck's
+    /// two), by flow. Needs [`Classifier::Ports`].
+    pub access: AccessRoutes,
 }
 
 impl Default for Config {
@@ -141,6 +156,7 @@ impl Default for Config {
             warmup: Dur::ZERO,
             coalesce: true,
             packet_log: None,
+            access: AccessRoutes::default(),
         }
     }
 }
@@ -245,8 +261,12 @@ pub struct Forwarder {
     /// recorder, delay lines, queue series and summary.
     pub bn: Bottleneck,
     pub dirs: [Direction; 2],
-    /// Scratch for the packets a direction releases.
+    /// Scratch for the packets a direction releases,
     departed: Vec<(Time, Packet)>,
+    /// the packets its bottleneck releases,
+    bn_departed: Vec<(Time, Packet)>,
+    /// and those its senders' access links release (exit time, queue).
+    staged: Vec<(Time, usize, Packet)>,
     cfg: Config,
     slab: Slab,
     clock: Clock,
@@ -259,8 +279,10 @@ pub struct Forwarder {
     pub series: SeriesStore,
     /// The per-packet trace, when asked for.
     pub packet_log: Option<PacketLog>,
-    /// The pcap capture, when asked for ([`Forwarder::capture`]).
+    /// The pcap capture, when asked for ([`Forwarder::capture`]),
     pcap: Option<Captures>,
+    /// and scratch for one record.
+    pcap_buf: Vec<u8>,
     started: Time,
     /// When the measurement window starts (`started + warmup`), until it has.
     window_due: Option<Time>,
@@ -326,6 +348,8 @@ impl Forwarder {
             bn,
             dirs: [dir(srv, cli), dir(cli, srv)],
             departed: Vec::with_capacity(64),
+            bn_departed: Vec::with_capacity(64),
+            staged: Vec::new(),
             slab: Slab::new(slot),
             scratch: vec![0; slot],
             cfg,
@@ -337,6 +361,7 @@ impl Forwarder {
             series: SeriesStore::default(),
             packet_log,
             pcap: None,
+            pcap_buf: Vec::with_capacity(128),
             started,
             window_due: None,
             window_start: None,
@@ -348,8 +373,10 @@ impl Forwarder {
         self.clock
     }
 
-    /// Capture the bottleneck's packets into `files` ([`crate::capture`]).
+    /// Capture the packets of every queue into `files` (two per queue of
+    /// [`Bottleneck::queue_names`], in order; [`crate::capture`]).
     pub fn capture(&mut self, files: Captures) {
+        self.bn.record_captures();
         self.pcap = Some(files);
     }
 
@@ -465,17 +492,81 @@ impl Forwarder {
         self.window_start = Some(w);
     }
 
-    /// The next instant direction `d` needs attention.
+    /// The next instant direction `d` needs attention (its bottleneck's or
+    /// one of its access links').
     fn next_event(&self, d: usize) -> Option<Time> {
-        self.bn.next_deadline(d)
+        let a = &self.cfg.access;
+        let access = a.ingress[d].iter().chain(&a.egress[d]);
+        access
+            .filter_map(|&q| self.bn.next_deadline(q))
+            .chain(self.bn.next_deadline(d))
+            .min()
     }
 
-    /// Run direction `d` of the bottleneck to `now` (its events at their
-    /// intended times), then write the packets whose time has come.
+    /// Run direction `d` to `now` (every queue's events at their intended
+    /// times): its senders' access links, then the bottleneck, each of their
+    /// departures entering it at its exit time, then its receivers' access
+    /// links; write the packets whose time has come.
     fn advance(&mut self, d: usize, now: Time) {
         let mut departed = std::mem::take(&mut self.departed);
-        self.bn.advance(d, now, &mut departed);
-        self.take_drops(d);
+        if self.cfg.access.ingress[d].is_empty() {
+            self.run_bottleneck(d, now, &mut departed);
+        } else {
+            let mut staged = std::mem::take(&mut self.staged);
+            for i in 0..self.cfg.access.ingress[d].len() {
+                let q = self.cfg.access.ingress[d][i];
+                self.bn.advance(q, now, &mut self.bn_departed);
+                self.take_events(q);
+                staged.extend(self.bn_departed.drain(..).map(|(t, p)| (t, q, p)));
+            }
+            // Each link's departures are in time order: merge them, ties by
+            // queue (stable).
+            staged.sort_by_key(|&(t, q, _)| (t, q));
+            for &(at, _, pkt) in &staged {
+                self.run_bottleneck(d, at, &mut departed);
+                self.bn.enqueue(d, at, pkt);
+                self.take_events(d);
+            }
+            staged.clear();
+            self.staged = staged;
+            self.run_bottleneck(d, now, &mut departed);
+        }
+        if !self.cfg.access.egress[d].is_empty() {
+            for i in 0..self.cfg.access.egress[d].len() {
+                let q = self.cfg.access.egress[d][i];
+                self.bn.advance(q, now, &mut departed);
+                self.take_events(q);
+            }
+            // Out of the bottleneck and of several access links: in time order.
+            departed.sort_by_key(|&(t, _)| t);
+        }
+        self.write_out(d, now, &mut departed);
+        self.departed = departed;
+    }
+
+    /// Run bottleneck direction `d` to `t`: a packet it releases enters its
+    /// receiver's access link at its exit time, or goes to `out`.
+    fn run_bottleneck(&mut self, d: usize, t: Time, out: &mut Vec<(Time, Packet)>) {
+        let mut released = std::mem::take(&mut self.bn_departed);
+        self.bn.advance(d, t, &mut released);
+        self.take_events(d);
+        for &(at, pkt) in &released {
+            match self.cfg.access.egress(pkt.flow, d) {
+                Some(q) => {
+                    self.bn.advance(q, at, out);
+                    self.bn.enqueue(q, at, pkt);
+                    self.take_events(q);
+                }
+                None => out.push((at, pkt)),
+            }
+        }
+        released.clear();
+        self.bn_departed = released;
+    }
+
+    /// Write the packets direction `d` released (each with its intended
+    /// exit time) to its outbound TUN.
+    fn write_out(&mut self, d: usize, now: Time, departed: &mut Vec<(Time, Packet)>) {
         let dir = &mut self.dirs[d];
         let out_fd = dir.out_fd;
         let errors = &mut dir.counters.write_errors;
@@ -484,7 +575,7 @@ impl Forwarder {
                 *errors += 1;
             }
         };
-        for &(at, pkt) in &departed {
+        for &(at, pkt) in departed.iter() {
             let frame = self.slab.frame_mut(pkt.handle);
             // The queue (CE marks) or the path (bleach, re-mark) may have
             // changed the codepoint: put it in the real header.
@@ -493,12 +584,6 @@ impl Forwarder {
             }
             let late = self.clock.now().saturating_since(at);
             dir.lateness.record(late);
-            if let Some(c) = &mut self.pcap {
-                let ip = &self.slab.frame(pkt.handle)[VNET_HDR_LEN..];
-                let keep = crate::capture::caplen(ip, packet::parse(ip).ok().as_ref());
-                let t = now.saturating_since(self.started);
-                c.write(d, Point::Out, t, pkt.len, &ip[..keep]);
-            }
             if let Some(log) = &mut self.packet_log {
                 let ts = now.saturating_since(self.started).as_secs_f64();
                 let ip = &self.slab.frame(pkt.handle)[VNET_HDR_LEN..];
@@ -515,25 +600,43 @@ impl Forwarder {
         }
         dir.coalescer.flush(&mut write);
         departed.clear();
-        self.departed = departed;
     }
 
-    /// Log direction `d`'s queue events (drops included), then free the
-    /// packets it dropped.
-    fn take_drops(&mut self, d: usize) {
-        if let Some(log) = &mut self.packet_log {
-            for e in self.bn.packet_events(d) {
-                let (event, at) = e.trace_columns(&log.trace.names, d);
+    /// After every runtime call on queue `q`: log its events (queue events
+    /// into the packet trace, capture points into the pcap files), then free
+    /// the packets it dropped.
+    fn take_events(&mut self, q: usize) {
+        if !self.bn.packet_events(q).is_empty() {
+            let d = self.cfg.access.dir_of(q);
+            for e in self.bn.packet_events(q) {
                 let ip = &self.slab.frame(e.pkt.handle)[VNET_HDR_LEN..];
-                let ts = e.t.saturating_since(self.started).as_secs_f64();
-                log.record(ts, event, at, &e.pkt, d, ip);
+                let t = e.t.saturating_since(self.started);
+                let point = match e.kind {
+                    QueueEventKind::Arrive => Point::In,
+                    QueueEventKind::Leave => Point::Out,
+                    QueueEventKind::Enqueue { .. }
+                    | QueueEventKind::Dequeue { .. }
+                    | QueueEventKind::Mark(_)
+                    | QueueEventKind::Drop(_) => {
+                        if let Some(log) = &mut self.packet_log {
+                            let (event, at) =
+                                e.trace_columns(&log.trace.names, q).expect("a queue event");
+                            log.record(t.as_secs_f64(), event, at, &e.pkt, d, ip);
+                        }
+                        continue;
+                    }
+                };
+                if let Some(c) = &mut self.pcap {
+                    let rec = crate::capture::record(&mut self.pcap_buf, ip, e.pkt.ecn);
+                    c.write(q, point, t, e.pkt.len, rec);
+                }
             }
-            self.bn.clear_packet_events(d);
+            self.bn.clear_packet_events(q);
         }
-        for &(_, p, _) in self.bn.dropped(d) {
+        for &(_, p, _) in self.bn.dropped(q) {
             self.slab.release(p.handle);
         }
-        self.bn.clear_dropped(d);
+        self.bn.clear_dropped(q);
     }
 
     /// Drain TUN `d`'s input (up to a budget) into direction `d`'s link.
@@ -609,19 +712,10 @@ impl Forwarder {
             let ip = &self.slab.frame(h)[VNET_HDR_LEN..];
             log.record(ts, PktEvent::Send, AtQueue::NONE, &pkt, d, ip);
         }
-        if let Some(c) = &mut self.pcap {
-            let ip = &self.slab.frame(h)[VNET_HDR_LEN..];
-            let keep = crate::capture::caplen(ip, info.as_ref());
-            c.write(
-                d,
-                Point::In,
-                now.saturating_since(self.started),
-                len,
-                &ip[..keep],
-            );
-        }
-        self.bn.enqueue(d, now, pkt);
-        self.take_drops(d);
+        // Through the sending host's access link, if it has one.
+        let q = self.cfg.access.ingress(pkt.flow, d).unwrap_or(d);
+        self.bn.enqueue(q, now, pkt);
+        self.take_events(q);
     }
 
     /// Record one sample of each queue at `t` for the interval `iv` before it:
@@ -735,3 +829,7 @@ impl Forwarder {
 #[cfg(test)]
 #[path = "forwarder_parity.rs"]
 mod parity;
+
+#[cfg(test)]
+#[path = "forwarder_access_parity.rs"]
+mod access_parity;

@@ -21,15 +21,16 @@ use l4slab_link::{Bernoulli, Bottleneck, ConstantRate, EcnRewrite, Link};
 use l4slab_qdisc::{DualPi2, DualPi2Config, FqPie, FqPieConfig, Pie, PieConfig, Qdisc};
 
 use super::{Classifier, Config, Forwarder, Hooks, Step, DOWN, UP};
+use crate::access::AccessRoutes;
 use crate::packet::VNET_HDR_LEN;
 use crate::stats::round6;
 use crate::sys::{self, Clock};
 
-const SAMPLE: Dur = Dur::from_millis(50);
-const PORTS: [u16; 4] = [5001, 5002, 5003, 5004];
-const FLOWS: [&str; 4] = ["a", "b", "c", "d"];
+pub(super) const SAMPLE: Dur = Dur::from_millis(50);
+pub(super) const PORTS: [u16; 4] = [5001, 5002, 5003, 5004];
+pub(super) const FLOWS: [&str; 4] = ["a", "b", "c", "d"];
 
-struct NoHooks;
+pub(super) struct NoHooks;
 
 impl Hooks for NoHooks {
     fn on_signals(&mut self, _: &[i32]) -> Step {
@@ -38,7 +39,7 @@ impl Hooks for NoHooks {
 }
 
 /// A non-blocking `SOCK_SEQPACKET` pair: (the forwarder's end, the test's end).
-fn fake_tun() -> (OwnedFd, OwnedFd) {
+pub(super) fn fake_tun() -> (OwnedFd, OwnedFd) {
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors socketpair writes.
     let r = unsafe {
@@ -56,15 +57,15 @@ fn fake_tun() -> (OwnedFd, OwnedFd) {
 
 /// One arrival of the recorded sequence.
 #[derive(Clone, Copy)]
-struct Arrival {
-    at: Time,
-    dir: usize,
-    flow: u32,
-    ip_len: u16,
-    ecn: Ecn,
+pub(super) struct Arrival {
+    pub(super) at: Time,
+    pub(super) dir: usize,
+    pub(super) flow: u32,
+    pub(super) ip_len: u16,
+    pub(super) ecn: Ecn,
 }
 
-fn arrivals(seed: u64) -> Vec<Arrival> {
+pub(super) fn arrivals(seed: u64) -> Vec<Arrival> {
     let mut rng = SimRng::derive(seed, "arrivals");
     let mut t = [Time::ZERO; 2];
     let codepoints = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
@@ -102,7 +103,7 @@ fn ipv4_checksum(h: &[u8]) -> u16 {
 
 /// The frame a TUN would give: a zero virtio-net header, then IPv4/UDP to
 /// the flow's port, the packet's number in the payload.
-fn frame(a: &Arrival, id: u64) -> Vec<u8> {
+pub(super) fn frame(a: &Arrival, id: u64) -> Vec<u8> {
     let mut f = vec![0u8; VNET_HDR_LEN + usize::from(a.ip_len)];
     let ip = &mut f[VNET_HDR_LEN..];
     ip[0] = 0x45;
@@ -137,9 +138,9 @@ fn bottleneck(qdisc: &dyn Fn() -> Box<dyn Qdisc>) -> Bottleneck {
 }
 
 /// What a run released, per direction: (packet number, ECN field) in order.
-type Released = [Vec<(u64, Ecn)>; 2];
+pub(super) type Released = [Vec<(u64, Ecn)>; 2];
 
-fn series_rows(s: &SeriesStore) -> Vec<(u64, String, String, u64)> {
+pub(super) fn series_rows(s: &SeriesStore) -> Vec<(u64, String, String, u64)> {
     (0..s.len())
         .filter(|&i| s.name(s.key[i]) != "timing_error_max_us")
         .map(|i| {
@@ -228,7 +229,7 @@ fn by_calendar(
 }
 
 /// Read every frame the forwarder wrote to `peer` (direction `d`).
-fn drain(peer: RawFd, d: usize, released: &mut Released) {
+pub(super) fn drain(peer: RawFd, d: usize, released: &mut Released) {
     let mut buf = vec![0u8; 4096];
     while let Ok(Some(n)) = sys::read_nb(peer, &mut buf) {
         let ip = &buf[VNET_HDR_LEN..n];
@@ -243,9 +244,11 @@ fn drain(peer: RawFd, d: usize, released: &mut Released) {
     }
 }
 
-/// The emulator's way: the forwarder's own wake-up and TUN code, late.
-fn by_forwarder(
+/// The emulator's way: the forwarder's own wake-up and TUN code, late
+/// (with the hosts' access links `access`, when the runtime has them).
+pub(super) fn by_forwarder(
     bn: Bottleneck,
+    access: AccessRoutes,
     arrivals: &[Arrival],
     end: Time,
     seed: u64,
@@ -259,6 +262,7 @@ fn by_forwarder(
         sample_interval: Some(SAMPLE),
         coalesce: false,
         warmup,
+        access,
         ..Config::default()
     };
     let mut fwd = Forwarder::new(
@@ -356,8 +360,14 @@ fn the_forwarder_releases_what_the_simulators_clock_releases() {
         let window = (!warmup.is_zero()).then(|| Time::ZERO + warmup);
         let (a, a_summary, a_series) =
             by_calendar(bottleneck(qdisc.as_ref()), &arrivals, end, window);
-        let (b, b_summary, b_series) =
-            by_forwarder(bottleneck(qdisc.as_ref()), &arrivals, end, 17, warmup);
+        let (b, b_summary, b_series) = by_forwarder(
+            bottleneck(qdisc.as_ref()),
+            AccessRoutes::default(),
+            &arrivals,
+            end,
+            17,
+            warmup,
+        );
         let name = &format!("{name}, warmup {warmup}");
         if warmup.is_zero() {
             whole = a_summary.clone();

@@ -12,6 +12,7 @@
 //! * [`netns`]: creating and always removing the topology (state files, reaper).
 //! * [`pktlog`]: the per-packet trace (`packets.parquet`) from real TCP headers.
 //! * [`forwarder`]: the real-time loop and its measurements (timing report).
+//! * [`access`]: which of the hosts' access links a packet passes (by flow).
 //! * [`shell`]: `l4slab emu -- COMMAND`.
 //! * [`run`]: `l4slab run SCENARIO --backend emu` (kernel TCP flows, same results).
 //! * [`apps`]: the kernel TCP endpoints of a `run` and their thread.
@@ -24,6 +25,7 @@
 //! `disallowed-methods` (which bans `Instant::now` everywhere else).
 #![allow(clippy::disallowed_methods)]
 
+pub mod access;
 pub mod apps;
 pub mod capture;
 pub mod cli;

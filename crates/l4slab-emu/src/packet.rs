@@ -250,8 +250,15 @@ impl Fnv {
 /// [`Malformed`] if `p` does not parse (nothing is written then).
 pub fn set_ecn(p: &mut [u8], ecn: Ecn) -> Result<bool, Malformed> {
     let info = parse(p)?;
+    Ok(put_ecn(p, &info, ecn))
+}
+
+/// [`set_ecn`] of a packet already parsed as `info`, in `p`: the packet or
+/// any part of it that holds its whole IP header (a capture record's copy).
+/// Returns whether anything changed.
+pub fn put_ecn(p: &mut [u8], info: &IpInfo, ecn: Ecn) -> bool {
     if info.ecn == ecn {
-        return Ok(false);
+        return false;
     }
     if info.version == 4 {
         let old = be16(p, 0);
@@ -265,7 +272,7 @@ pub fn set_ecn(p: &mut [u8], ecn: Ecn) -> Result<bool, Malformed> {
         // Traffic class bits 1..0 are bits 5..4 of byte 1.
         p[1] = (p[1] & !0b0011_0000) | (ecn.bits() << 4);
     }
-    Ok(true)
+    true
 }
 
 /// One's-complement sum of `b` (odd length padded with a zero byte), not folded.

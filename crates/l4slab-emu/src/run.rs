@@ -3,8 +3,11 @@
 //! contract (summary, series; DESIGN.md §5).
 //!
 //! * **Topology.** The scenario's hosts all map onto the one client and the
-//!   one server namespace. Their access delays are added to the bottleneck
-//!   delay, which is exact when every flow's path has the same total (the
+//!   one server namespace. A host's access link (`[hosts.NAME.access]`) is a
+//!   queue of the forwarder that the host's flows pass ([`crate::access`]),
+//!   and carries the host's access delay in its direction. The access delays
+//!   no access link carries are added to the bottleneck delay of their
+//!   direction, which is exact when every flow's path has the same total (the
 //!   emulator refuses scenarios where they differ).
 //! * **Flows.** Flow `i` is a TCP connection from the client namespace to
 //!   port `5000 + i` on the server; the sender (server for `down`, client
@@ -44,6 +47,7 @@ use serde_json::{json, Map, Value};
 use l4slab_core::{Dur, Time};
 use l4slab_scenario::{AppSpec, Direction, EcnSpec, ParseOptions, Scenario};
 
+use crate::access::AccessRoutes;
 use crate::apps::{listen_on, socket_options, Apps, AppsOut, FlowRt, APPS_PRIORITY};
 use crate::forwarder::{self, Classifier, Forwarder, Hooks, Step, DOWN, UP};
 use crate::netns::Topology;
@@ -70,8 +74,9 @@ pub struct FlowPlan {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub flows: Vec<FlowPlan>,
-    /// Access delays folded into each direction's one-way delay.
-    pub extra_delay: Dur,
+    /// Access delays folded into each direction's one-way delay (`[DOWN,
+    /// UP]`): those no access link carries.
+    pub extra_delay: [Dur; 2],
     /// Scenario settings kernel TCP does not honour per socket.
     pub notes: Vec<String>,
     /// The namespaces' default congestion control: the flows' one when they
@@ -105,7 +110,7 @@ pub fn parse(path: &std::path::Path, sets: &[String]) -> Result<Scenario, EmuErr
 pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
     let mut flows = Vec::new();
     let mut notes = Vec::new();
-    let mut extra: Option<Dur> = None;
+    let mut extra: Option<[Dur; 2]> = None;
     let defaults = l4slab_scenario::TransportSpec::default();
     for (i, f) in scn.flows.iter().enumerate() {
         let at = format!("flows[{i}] ({})", f.name);
@@ -164,16 +169,21 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
             }
             _ => {}
         }
-        let access = scn.hosts[f.client].access_delay + scn.hosts[f.server].access_delay;
+        let access = uncarried_delay(scn, f);
         match extra {
             None => extra = Some(access),
             Some(e) if e == access => {}
             Some(e) => {
+                let show = |d: [Dur; 2]| format!("{} down, {} up", d[DOWN], d[UP]);
                 return Err(EmuError::Unsupported(format!(
-                    "{at}: its hosts' access delays add up to {access}, another flow's to {e}; \
-                     the emulator gives every flow the same path, so all flows need the same \
-                     total access delay"
-                )))
+                    "{at}: its hosts' access delays without an access link add up to {}, \
+                     another flow's to {}; the emulator gives every flow the same bottleneck \
+                     delay, so all flows need the same total access delay outside access \
+                     links (give the hosts [hosts.NAME.access] links, which carry their own \
+                     delay, or use --backend sim)",
+                    show(access),
+                    show(e)
+                )));
             }
         }
         let t = &f.transport;
@@ -222,9 +232,23 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
     };
     Ok(Plan {
         flows,
-        extra_delay: extra.unwrap_or(Dur::ZERO),
+        extra_delay: extra.unwrap_or([Dur::ZERO; 2]),
         notes,
         namespace_cc,
+    })
+}
+
+/// Flow `f`'s access delay per direction (`[DOWN, UP]`) that no access
+/// link carries: each host's `access_delay` in the directions it has no
+/// access link in.
+fn uncarried_delay(scn: &Scenario, f: &l4slab_scenario::Flow) -> [Dur; 2] {
+    [DOWN, UP].map(|dir| {
+        [f.client, f.server]
+            .into_iter()
+            .map(|h| &scn.hosts[h])
+            .filter(|h| h.access.dir(dir).is_none())
+            .map(|h| h.access_delay)
+            .fold(Dur::ZERO, |a, b| a + b)
     })
 }
 
@@ -293,15 +317,17 @@ pub fn run(
     let sigfd = sys::signalfd().map_err(|e| EmuError::io("signalfd", e))?;
     let mut topo = Topology::create(tuning.mtu, tuning.reaper.as_deref())?;
     let namespace_cc = topo.set_congestion_control(&plan.namespace_cc)?;
-    // Access delays ride on the bottleneck delay (same total for every flow).
+    // Access delays outside access links ride on the bottleneck delay (same
+    // total for every flow).
     let mut links_scn = scn.clone();
-    links_scn.bottleneck.down.delay += plan.extra_delay;
-    links_scn.bottleneck.up.delay += plan.extra_delay;
+    links_scn.bottleneck.down.delay += plan.extra_delay[DOWN];
+    links_scn.bottleneck.up.delay += plan.extra_delay[UP];
+    let (bn, access) = l4slab_scenario::build::network(&links_scn, seed);
     let clock = Clock::start();
     let cpu0 = sys::cpu_times();
     let ports: Vec<u16> = plan.flows.iter().map(|f| f.port).collect();
     let mut fwd = Forwarder::new(
-        l4slab_scenario::build::bottleneck(&links_scn.bottleneck, seed, scn.flows.len()),
+        bn,
         topo.tun_fds(),
         Some(sigfd.as_raw_fd()),
         clock,
@@ -321,10 +347,11 @@ pub fn run(
                     .map(|f| f.direction == Direction::Down)
                     .collect()
             }),
+            access: AccessRoutes::new(scn, &access),
         },
     )?;
     if let Some(dir) = pcap_dir.filter(|_| scn.pcap) {
-        let files = l4slab_pcap::Captures::create(dir, &forwarder::QUEUE_NAMES)?;
+        let files = l4slab_pcap::Captures::create(dir, &fwd.bn.queue_names().queues)?;
         fwd.capture(files);
     }
     // Listeners in the server namespace, before any flow starts.
@@ -402,11 +429,20 @@ pub fn run(
             } else {
                 UP
             };
-            let ack_dir = 1 - data_dir;
-            let data = &fwd.bn.dir(data_dir).rec.per_flow[i];
-            let acks = &fwd.bn.dir(ack_dir).rec.per_flow[i];
-            // Wire losses (DropReason::LinkLoss) pass through the context too.
-            (data.drops, acks.drops, data.marks)
+            // Over every queue (the bottleneck's and the access links') of
+            // each direction; wire losses (DropReason::LinkLoss) pass through
+            // the context too.
+            let (mut data, mut acks, mut marks) = (0, 0, 0);
+            for q in 0..fwd.bn.queues() {
+                let rec = &fwd.bn.dir(q).rec.per_flow[i];
+                if access.dir_of(q) == data_dir {
+                    data += rec.drops;
+                    marks += rec.marks;
+                } else {
+                    acks += rec.drops;
+                }
+            }
+            (data, acks, marks)
         })
         .collect();
     let packets = fwd.dirs.iter().map(|d| d.counters.packets_in).sum::<u64>();
@@ -482,7 +518,10 @@ pub fn run(
         "emulator": {
             "timing_error_us": forwarder_report["timing_error_us"].clone(),
             "forwarder": forwarder_report,
-            "access_delay_added_ms": plan.extra_delay.as_millis_f64(),
+            "access_delay_added_ms": {
+                "down": plan.extra_delay[DOWN].as_millis_f64(),
+                "up": plan.extra_delay[UP].as_millis_f64(),
+            },
             "notes": plan.notes,
             "kernel": kernel_release(),
             "threads": {
@@ -581,6 +620,61 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("this kernel has no prague"), "{e}");
+    }
+
+    /// Two laptops with different access delays, a phone without an
+    /// access link: `extra` written under each host (TOML lines).
+    fn hosts(laptop2: &str, phone: &str) -> Scenario {
+        let text = format!(
+            "format = 1\nduration = \"5s\"\n[bottleneck]\nrate = \"100Mbit\"\n\
+             delay = \"5ms\"\nbuffer = \"100pkt\"\n\
+             [hosts.l1]\nside = \"client\"\naccess_delay = \"2ms\"\n\
+             access = {{ rate = \"10Mbit\", buffer = \"50pkt\" }}\n\
+             [hosts.l2]\nside = \"client\"\naccess_delay = \"30ms\"\n{laptop2}\n\
+             [hosts.phone]\nside = \"client\"\n{phone}\n\
+             [[flows]]\nclient = \"l1\"\n[[flows]]\nclient = \"l2\"\n[[flows]]\nclient = \"phone\"\n"
+        );
+        let opts = ParseOptions {
+            known_cc: shell::KERNEL_CC.to_vec(),
+            trace_dirs: vec![],
+        };
+        l4slab_scenario::parse_with(&text, "t.toml", &[], &opts).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn access_links_carry_their_hosts_delays_and_the_rest_must_agree() {
+        // Each laptop's link carries its own access delay (2 and 30 ms):
+        // different per-flow delays, nothing folded into the bottleneck.
+        let both = r#"access = { rate = "5Mbit", buffer = "50pkt" }"#;
+        let p = plan(&hosts(both, "")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.extra_delay, [Dur::ZERO; 2]);
+        // With the link in one direction only, the other direction's delay
+        // is folded; the phone's (none) then disagrees.
+        let up_only = r#"access = { up = { rate = "5Mbit", buffer = "50pkt" } }"#;
+        let e = plan(&hosts(up_only, "")).unwrap_err().to_string();
+        assert!(e.contains("flows[1] (flow1)"), "{e}");
+        assert!(e.contains("30ms down, 0ns up"), "{e}");
+        assert!(e.contains("[hosts.NAME.access]"), "{e}");
+        // A phone whose delay no link carries: the same total for all or
+        // refused, as without access links.
+        let e = plan(&hosts(both, r#"access_delay = "1ms""#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("flows[2] (flow2)"), "{e}");
+    }
+
+    #[test]
+    fn the_shell_refuses_an_access_link_it_cannot_route() {
+        let sets = [
+            "hosts.laptop.side=client".to_string(),
+            "hosts.laptop.access.rate=10Mbit".to_string(),
+            "hosts.laptop.access.buffer=50pkt".to_string(),
+        ];
+        let e = shell::resolve_links(&sets).unwrap_err().to_string();
+        assert!(e.starts_with("hosts.laptop.access: the shell runs"), "{e}");
+        assert!(e.contains("--backend emu"), "{e}");
+        // A host without an access link still resolves.
+        assert!(shell::resolve_links(&sets[..1]).is_ok());
     }
 
     #[test]

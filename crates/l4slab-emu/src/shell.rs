@@ -116,9 +116,11 @@ pub struct ShellOptions {
 /// Resolve link options against [`BASE_SCENARIO`].
 ///
 /// # Errors
-/// [`EmuError::Scenario`] naming the option's key path.
+/// [`EmuError::Scenario`] naming the option's key path;
+/// [`EmuError::Unsupported`] for a host's access link, which the shell
+/// cannot tell apart from other traffic (it has no scenario flows).
 pub fn resolve_links(sets: &[String]) -> Result<Scenario, EmuError> {
-    Ok(l4slab_scenario::parse_with(
+    let scn = l4slab_scenario::parse_with(
         BASE_SCENARIO,
         "<emu link options>",
         sets,
@@ -126,7 +128,17 @@ pub fn resolve_links(sets: &[String]) -> Result<Scenario, EmuError> {
             known_cc: KERNEL_CC.to_vec(),
             trace_dirs: vec![],
         },
-    )?)
+    )?;
+    if let Some(h) = scn.hosts.iter().find(|h| !h.access.is_empty()) {
+        return Err(EmuError::Unsupported(format!(
+            "hosts.{}.access: the shell runs one client and one server, with no scenario \
+             flows to tell a host's packets by, so it has no per-host access links; put \
+             the rate on the bottleneck (--rate, --down-rate, --up-rate) or run a scenario \
+             file with `l4slab run --backend emu`",
+            h.name
+        )));
+    }
+    Ok(scn)
 }
 
 /// Environment for commands in the namespaces.

@@ -1,9 +1,13 @@
-//! pcap capture files of the bottleneck, one definition for both backends:
-//! per queue, one file at its ingress (`in`: each packet as it reaches the
+//! pcap capture files of the network's queues, one definition for both
+//! backends: per queue (the bottleneck's two directions, each host's access
+//! link), one file at its ingress (`in`: each packet as it reaches the
 //! queue, dropped ones included) and one at its egress (`out`: each packet as
 //! it leaves the link, after serialization and the link's propagation
 //! delay, with the ECN field the queue and the path left it), under
-//! `<results>/pcap/`, e.g. `pcap/bottleneck.down.in.pcap`.
+//! `<results>/pcap/`, e.g. `pcap/bottleneck.down.in.pcap`,
+//! `pcap/access.laptop.up.out.pcap`. Which packet passes which point when
+//! is the bottleneck runtime's (`l4slab_link::bottleneck::QueueEventKind`
+//! `Arrive` and `Leave`); a backend only builds the record's bytes.
 //!
 //! The files are classic pcap (libpcap 2.4, nanosecond timestamps, little
 //! endian), link type `RAW` (101: each record is an IPv4 or IPv6 packet),
@@ -83,12 +87,13 @@ pub struct Captures {
 }
 
 impl Captures {
-    /// Create `<results>/pcap/` and a file per queue (`queues`, indexed by
-    /// queue id) and [`Point`], each with its pcap header.
+    /// Create `<results>/pcap/` and a file per queue (`queues`, the names
+    /// indexed by queue id: `Bottleneck::queue_names`) and [`Point`], each
+    /// with its pcap header.
     ///
     /// # Errors
     /// [`CaptureError`] naming the folder or file that could not be made.
-    pub fn create(results: &Path, queues: &[&str]) -> Result<Captures, CaptureError> {
+    pub fn create<N: AsRef<str>>(results: &Path, queues: &[N]) -> Result<Captures, CaptureError> {
         let dir = results.join(DIR);
         let failed = |path: &Path, e: &dyn std::fmt::Display| CaptureError {
             path: path.to_owned(),
@@ -109,7 +114,7 @@ impl Captures {
         let mut files = Vec::with_capacity(queues.len() * Point::ALL.len());
         for queue in queues {
             for point in Point::ALL {
-                let path = dir.join(file_name(queue, point));
+                let path = dir.join(file_name(queue.as_ref(), point));
                 let file = File::create(&path).map_err(|e| failed(&path, &e))?;
                 let writer =
                     PcapWriter::with_header(BufWriter::with_capacity(BUFFER, file), header)

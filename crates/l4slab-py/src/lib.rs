@@ -271,11 +271,11 @@ fn packet_chunk<'py>(
     d.set_item("sojourn_us", words(py, c.sojourn_us, f64::to_ne_bytes)?)?;
     // The run's queue names: code 0 is none (null), code i + 1 is the i-th name.
     let names = names.copy()?;
-    let coded = |list: &[&'static str]| {
-        let mut v: Vec<Option<&'static str>> = vec![None];
-        v.extend(list.iter().copied().map(Some));
+    fn coded<N: AsRef<str>>(list: &[N]) -> Vec<Option<&str>> {
+        let mut v = vec![None];
+        v.extend(list.iter().map(|n| Some(n.as_ref())));
         v
-    };
+    }
     names.set_item("queue", PyList::new(py, coded(&c.names.queues))?)?;
     names.set_item("subqueue", PyList::new(py, coded(&c.names.subqueues))?)?;
     d.set_item("names", names)?;

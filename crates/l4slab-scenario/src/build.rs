@@ -2,7 +2,8 @@
 //! point from a [`QdiscSpec`] / [`LossSpec`] / [`LinkSpec`] to a discipline,
 //! a loss model and a [`Link`].
 //!
-//! Both backends build their bottleneck here (the simulator in
+//! Both backends build their bottleneck (and the hosts' access links,
+//! [`network`]) here (the simulator in
 //! `l4slab-sim/src/setup.rs`, the emulator in `l4slab-emu`), so a scenario
 //! runs the *same* queue, rate and loss objects, seeded from the same
 //! streams, whichever backend carries the packets.
@@ -17,7 +18,7 @@ use l4slab_qdisc::{
 
 use l4slab_link::bottleneck::{DOWN, QUEUE_NAMES, UP};
 
-use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec, QdiscSpec};
+use crate::model::{Bottleneck, BufferLimit, Flow, Host, LinkSpec, LossSpec, QdiscSpec, Scenario};
 
 /// The discipline a [`QdiscSpec`] names.
 pub fn qdisc(spec: &QdiscSpec) -> Box<dyn Qdisc> {
@@ -90,4 +91,81 @@ pub fn bottleneck(b: &Bottleneck, seed: u64, flows: usize) -> l4slab_link::Bottl
         (link(spec, name, seed), qdisc_rng(seed, name))
     };
     l4slab_link::Bottleneck::new([mk(&b.down, DOWN), mk(&b.up, UP)], flows)
+}
+
+/// The queue name of host `host`'s access link in direction `dir`
+/// (`access.laptop.up`).
+pub fn access_queue_name(host: &str, dir: usize) -> String {
+    let d = if dir == DOWN { "down" } else { "up" };
+    format!("access.{host}.{d}")
+}
+
+/// Where the hosts' access links run among the runtime's queues (the `dir`
+/// of [`l4slab_link::Bottleneck`]'s methods): after the bottleneck's two,
+/// host by host in [`Scenario::hosts`] order, down before up.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessQueues {
+    /// Per host, per direction (`[DOWN, UP]`): its access link's queue.
+    pub hosts: Vec<[Option<usize>; 2]>,
+    /// Per queue: the direction of the bottleneck it carries.
+    dirs: Vec<usize>,
+}
+
+impl AccessQueues {
+    pub fn new(hosts: &[Host]) -> Self {
+        let mut dirs = vec![DOWN, UP];
+        let hosts = hosts
+            .iter()
+            .map(|h| {
+                [DOWN, UP].map(|dir| {
+                    h.access.dir(dir).map(|_| {
+                        dirs.push(dir);
+                        dirs.len() - 1
+                    })
+                })
+            })
+            .collect();
+        AccessQueues { hosts, dirs }
+    }
+
+    /// No host has an access link.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.len() == 2
+    }
+
+    /// The direction of the bottleneck queue `q` carries (`DOWN`, `UP`).
+    pub fn dir_of(&self, q: usize) -> usize {
+        self.dirs[q]
+    }
+
+    /// The access queues a packet of `flow` going in direction `dir` passes:
+    /// `[before the bottleneck, after it]` (the sending host's, the
+    /// receiving host's).
+    pub fn path(&self, flow: &Flow, dir: usize) -> [Option<usize>; 2] {
+        let (from, to) = if dir == DOWN {
+            (flow.server, flow.client)
+        } else {
+            (flow.client, flow.server)
+        };
+        [self.hosts[from][dir], self.hosts[to][dir]]
+    }
+}
+
+/// Every queue of a scenario's network: the bottleneck (as [`bottleneck`])
+/// and then each host's access links (as [`link`], named by
+/// [`access_queue_name`], their random streams by that name), numbered as
+/// the returned [`AccessQueues`] says. Both backends build theirs here.
+pub fn network(scn: &Scenario, seed: u64) -> (l4slab_link::Bottleneck, AccessQueues) {
+    let mut bn = bottleneck(&scn.bottleneck, seed, scn.flows.len());
+    let access = AccessQueues::new(&scn.hosts);
+    for (h, queues) in scn.hosts.iter().zip(&access.hosts) {
+        for (dir, q) in queues.iter().enumerate() {
+            if let (Some(q), Some(spec)) = (q, h.access.dir(dir)) {
+                let name = access_queue_name(&h.name, dir);
+                let added = bn.add_queue(&name, link(spec, &name, seed), qdisc_rng(seed, &name));
+                assert_eq!(added, *q, "{name}: queues numbered as AccessQueues says");
+            }
+        }
+    }
+    (bn, access)
 }

@@ -13,17 +13,19 @@
 //!   bulk flow, docs/PERFORMANCE.md).
 //! * **series rows**: `series.parquet` is recorded in memory during the run,
 //!   one row per (sample, series, key): `samples × rows per sample`, the
-//!   rows per sample counted from the queues the scenario builds and an
-//!   upper bound per flow.
+//!   rows per sample counted from the queues the scenario builds (the
+//!   bottleneck's and each host's access links) and an upper bound per flow.
 //! * **trace rows** (`packet_trace = true`): about four rows per packet
 //!   (send, enqueue, dequeue, deliver; a drop ends it sooner, a mark adds
-//!   one). The simulator streams them to disk (about 7.5 bytes a row in
+//!   one), two more (enqueue, dequeue) per access link it passes. The
+//!   simulator streams them to disk (about 7.5 bytes a row in
 //!   `packets.parquet`, docs/results.md); the emulator holds its trace in
 //!   memory until the run ends, so its limit is lower.
-//! * **pcap records** (`pcap = true`): two per packet (the bottleneck's
-//!   ingress and egress captures), about 68 bytes each on disk (a 16-byte
-//!   record header and the packet's IP and TCP headers). Both backends
-//!   stream them to disk.
+//! * **pcap records** (`pcap = true`): two per packet and queue it passes
+//!   (the queue's ingress and egress captures: the bottleneck's, and each
+//!   access link's), about 68 bytes each on disk (a 16-byte record header
+//!   and the packet's IP and TCP headers). Both backends stream them to
+//!   disk.
 
 use l4slab_core::{Dur, Time};
 
@@ -43,12 +45,14 @@ pub const ESTIMATE_PACKET_BYTES: u64 = 1500;
 /// Trace rows per packet through the bottleneck: its send, enqueue, dequeue
 /// and delivery (a drop ends the rows sooner, a CE mark adds one).
 pub const TRACE_ROWS_PER_PACKET: u64 = 4;
-/// Trace rows per data packet of a saturating flow: its own, plus those of
-/// one ACK for every two data packets.
-pub const TRACE_ROWS_PER_DATA_PACKET: u64 = TRACE_ROWS_PER_PACKET * 3 / 2;
 /// pcap records per packet: the bottleneck's ingress and egress captures of
 /// its direction (`bottleneck.<dir>.in`, `.out`).
 pub const PCAP_RECORDS_PER_PACKET: u64 = 2;
+/// What a packet adds per access link it passes besides the bottleneck: its
+/// enqueue and dequeue rows there, and its two records (`access.<host>.<dir>.in`,
+/// `.out`).
+pub const TRACE_ROWS_PER_ACCESS_LINK: u64 = 2;
+pub const PCAP_RECORDS_PER_ACCESS_LINK: u64 = 2;
 
 /// Which backend will run the scenario: the limits differ where the two
 /// hold different things in memory.
@@ -99,6 +103,10 @@ pub struct Cost {
     pub rows_per_sample: u64,
     /// `samples × rows_per_sample`.
     pub series_rows: u64,
+    /// The most access links a packet passes besides the bottleneck (0 to
+    /// 2: its sender's and its receiver's): the trace and pcap estimates
+    /// count every packet with that many.
+    pub access_links_per_packet: u64,
     /// Packet-trace rows (0 without `packet_trace`).
     pub trace_rows: u64,
     /// pcap records of all capture points (0 without `pcap`).
@@ -110,9 +118,15 @@ impl Cost {
     pub fn estimate(scn: &Scenario) -> Cost {
         let duration = scn.duration.saturating_since(Time::ZERO);
         let samples = duration.as_nanos() / scn.sample_interval.as_nanos().max(1);
-        let links = [&scn.bottleneck.down, &scn.bottleneck.up];
-        let queue_rows: u64 = links
+        // The bottleneck's two queues and every access link's.
+        let access = scn
+            .hosts
             .iter()
+            .flat_map(|h| [&h.access.down, &h.access.up]);
+        let links = [&scn.bottleneck.down, &scn.bottleneck.up]
+            .into_iter()
+            .chain(access.flatten());
+        let queue_rows: u64 = links
             .map(|spec| {
                 let q = build::qdisc(&spec.qdisc);
                 QUEUE_BASE_ROWS_PER_SAMPLE
@@ -128,14 +142,26 @@ impl Cost {
             0
         };
         let per = |on: bool, n: u64| if on { packets.saturating_mul(n) } else { 0 };
+        let access = access_links_per_packet(scn);
         Cost {
             flows,
             samples,
             rows_per_sample,
             series_rows: samples.saturating_mul(rows_per_sample),
-            trace_rows: per(scn.packet_trace, TRACE_ROWS_PER_PACKET),
-            pcap_records: per(scn.pcap, PCAP_RECORDS_PER_PACKET),
+            access_links_per_packet: access,
+            trace_rows: per(scn.packet_trace, Self::trace_rows_per_packet(access)),
+            pcap_records: per(scn.pcap, Self::pcap_records_per_packet(access)),
         }
+    }
+
+    /// Trace rows per packet through the bottleneck and `access` access links.
+    fn trace_rows_per_packet(access: u64) -> u64 {
+        TRACE_ROWS_PER_PACKET + TRACE_ROWS_PER_ACCESS_LINK * access
+    }
+
+    /// pcap records per packet through the bottleneck and `access` access links.
+    fn pcap_records_per_packet(access: u64) -> u64 {
+        PCAP_RECORDS_PER_PACKET + PCAP_RECORDS_PER_ACCESS_LINK * access
     }
 
     /// `Ok` when every quantity is within `limits`; otherwise an error for the
@@ -181,7 +207,8 @@ impl Cost {
                     "about {} packet-trace rows (about {} per data packet at the links' rates \
                      for duration = {}), past the limit of {} rows",
                     group(self.trace_rows),
-                    TRACE_ROWS_PER_DATA_PACKET,
+                    // A saturating flow's data packet and half an ACK.
+                    Self::trace_rows_per_packet(self.access_links_per_packet) * 3 / 2,
                     crate::values::show_dur(scn.duration.saturating_since(Time::ZERO)),
                     group(limits.trace_rows)
                 ),
@@ -195,7 +222,7 @@ impl Cost {
                     "about {} pcap records ({} per packet at the links' rates for \
                      duration = {}), past the limit of {} records",
                     group(self.pcap_records),
-                    PCAP_RECORDS_PER_PACKET,
+                    Self::pcap_records_per_packet(self.access_links_per_packet),
                     crate::values::show_dur(scn.duration.saturating_since(Time::ZERO)),
                     group(limits.pcap_records)
                 ),
@@ -286,6 +313,18 @@ fn bottleneck_packets(scn: &Scenario) -> u64 {
         packets = packets.saturating_add(data.saturating_mul(3) / 2);
     }
     packets
+}
+
+/// The most access links a packet of a flow passes: in each direction, its
+/// sender's (before the bottleneck) and its receiver's (after it), when
+/// those hosts have one there.
+fn access_links_per_packet(scn: &Scenario) -> u64 {
+    let has = |h: usize, dir: usize| u64::from(scn.hosts[h].access.dir(dir).is_some());
+    scn.flows
+        .iter()
+        .flat_map(|f| [0, 1].map(|dir| has(f.client, dir) + has(f.server, dir)))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Datagrams a cbr flow sends in `active` (from its start to the end): one

@@ -328,6 +328,8 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
             r#"[bottleneck] with rate = "20Mbit", delay = "10ms", buffer = "100pkt""#
         }
         ("bottleneck", "down" | "up") => r#"[bottleneck.down] with rate = "50Mbit""#,
+        ("access", "down" | "up") => r#"[hosts.laptop.access.up] with rate = "10Mbit""#,
+        (_, "access") => r#"[hosts.laptop.access] with rate = "50Mbit", buffer = "100pkt""#,
         ("", "hosts") => r#"[hosts.laptop] with side = "client""#,
         ("hosts", _) => r#"[hosts.laptop] with side = "client", access_delay = "2ms""#,
         ("", "flows") => r#"[[flows]] with cc = "reno""#,

@@ -14,6 +14,7 @@
 //!   a valid example.
 //!
 //! The file format is documented in `docs/scenarios.md`.
+mod access;
 mod app;
 pub mod build;
 pub mod cc;

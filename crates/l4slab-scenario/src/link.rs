@@ -1,6 +1,7 @@
 //! `[bottleneck]` -> [`Bottleneck`]: merging the shared keys with the
 //! per-direction `down`/`up` overrides, then the qdisc, its buffer, the
-//! loss model and the ECN rewrite (`crate::ecn`) of each direction.
+//! loss model and the ECN rewrite (`crate::ecn`) of each direction. A
+//! host's access link (`crate::access`) is resolved by the same code.
 //!
 //! Each key of a direction comes from `bottleneck.<dir>.<key>` if present,
 //! else from `bottleneck.<key>`; errors name the key where the value was
@@ -12,9 +13,10 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec, QdiscSpec};
-use crate::raw::{BernoulliTable, GilbertElliottTable, KindOnlyTable, RawBottleneck, RawLink};
+use crate::raw::{BernoulliTable, GilbertElliottTable, KindOnlyTable, LinkKeys, RawBottleneck};
 use crate::units::Buffer;
 use crate::values::{self, deserialize_at, join, kind_of};
+use l4slab_core::Dur;
 
 /// Loss models.
 pub const LOSS_MODELS: &[&str] = &["none", "bernoulli", "gilbert_elliott"];
@@ -31,61 +33,79 @@ pub(crate) fn resolve_bottleneck(
         return Err(ScenarioError::missing("bottleneck"));
     };
     Ok(Bottleneck {
-        down: resolve_direction(b, b.down.as_ref(), "down", trace_dirs)?,
-        up: resolve_direction(b, b.up.as_ref(), "up", trace_dirs)?,
+        down: resolve_link(&bottleneck_keys(b, "down"), None, trace_dirs)?,
+        up: resolve_link(&bottleneck_keys(b, "up"), None, trace_dirs)?,
     })
 }
 
-/// The keys of one direction: `bottleneck.<dir>.<key>` over `bottleneck.<key>`.
-struct Merged<'a> {
-    shared: &'a RawBottleneck,
-    dir: Option<&'a RawLink>,
-    dir_name: &'static str,
+/// The keys of direction `dir` (`"down"`, `"up"`) of `[bottleneck]`.
+pub(crate) fn bottleneck_keys<'a>(b: &'a RawBottleneck, dir: &str) -> Merged<'a> {
+    let d: Option<&dyn LinkKeys> = match dir {
+        "down" => b.down.as_ref().map(|d| d as &dyn LinkKeys),
+        _ => b.up.as_ref().map(|d| d as &dyn LinkKeys),
+    };
+    Merged {
+        shared: b,
+        shared_path: "bottleneck".into(),
+        dir: d,
+        dir_path: format!("bottleneck.{dir}"),
+    }
+}
+
+/// The keys of one direction of a link: `<dir_path>.<key>` (e.g.
+/// `bottleneck.down.rate`) over `<shared_path>.<key>` (`bottleneck.rate`).
+pub(crate) struct Merged<'a> {
+    pub shared: &'a dyn LinkKeys,
+    pub shared_path: String,
+    pub dir: Option<&'a dyn LinkKeys>,
+    pub dir_path: String,
 }
 
 impl<'a> Merged<'a> {
     /// The value of `key` and the path where it was written.
-    fn get(&self, key: &str) -> Option<(&'a Value, String)> {
+    pub fn get(&self, key: &str) -> Option<(&'a Value, String)> {
         if let Some(v) = self.dir.and_then(|d| d.field(key)) {
-            return Some((v, format!("bottleneck.{}.{key}", self.dir_name)));
+            return Some((v, join(&self.dir_path, key)));
         }
         self.shared
             .field(key)
-            .map(|v| (v, format!("bottleneck.{key}")))
+            .map(|v| (v, join(&self.shared_path, key)))
     }
 
     /// Like [`Merged::get`], but a missing key is an error that says where it may go.
-    fn require(&self, key: &str, example: &str) -> Result<(&'a Value, String), ScenarioError> {
+    pub fn require(&self, key: &str, example: &str) -> Result<(&'a Value, String), ScenarioError> {
         self.get(key).ok_or_else(|| {
             ScenarioError::missing_with(
-                &format!("bottleneck.{}.{key}", self.dir_name),
+                &join(&self.dir_path, key),
                 format!(
-                    "{key} = {example} under [bottleneck] (both directions) or [bottleneck.{}]",
-                    self.dir_name
+                    "{key} = {example} under [{}] (both directions) or [{}]",
+                    self.shared_path, self.dir_path
                 ),
             )
         })
     }
 }
 
-fn resolve_direction(
-    shared: &RawBottleneck,
-    dir: Option<&RawLink>,
-    dir_name: &'static str,
+/// One direction of a link from its keys. `delay`: the link's propagation
+/// delay when the table has no `delay` key (a host's access link takes the
+/// host's `access_delay`); `None` reads the required `delay` key.
+pub(crate) fn resolve_link(
+    m: &Merged<'_>,
+    delay: Option<Dur>,
     trace_dirs: &[std::path::PathBuf],
 ) -> Result<LinkSpec, ScenarioError> {
-    let m = Merged {
-        shared,
-        dir,
-        dir_name,
-    };
     let (v, p) = m.require("rate", r#""20Mbit""#)?;
     let (rate, rate_trace) = match v {
         Value::Table(_) => crate::trace::resolve(v, &p, trace_dirs)?,
         _ => (values::positive_rate(v, &p)?, None),
     };
-    let (v, p) = m.require("delay", r#""10ms""#)?;
-    let delay = values::duration(v, &p)?;
+    let delay = match delay {
+        Some(d) => d,
+        None => {
+            let (v, p) = m.require("delay", r#""10ms""#)?;
+            values::duration(v, &p)?
+        }
+    };
     let (v, p) = m.require("buffer", r#""100pkt""#)?;
     let limit = buffer_limit(values::buffer(v, &p)?, rate, &p)?;
     let qdisc = match m.get("qdisc") {

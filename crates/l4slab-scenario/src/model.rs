@@ -36,7 +36,7 @@ pub struct Scenario {
     pub sample_interval: Dur,
     /// Record `packets.parquet` (per-packet trace). Off by default.
     pub packet_trace: bool,
-    /// Write pcap captures of the bottleneck (`pcap/<queue>.<in|out>.pcap`).
+    /// Write pcap captures of every queue (`pcap/<queue>.<in|out>.pcap`).
     /// Off by default; written in the resolved scenario only when on, so
     /// scenarios without it resolve exactly as before.
     #[serde(skip_serializing_if = "is_false")]
@@ -183,6 +183,36 @@ pub struct Host {
     pub side: Side,
     /// One-way delay between the host and the bottleneck, both directions.
     pub access_delay: Dur,
+    /// The host's own access link, per direction (`[hosts.NAME.access]`);
+    /// written to the resolved scenario only when the host has one.
+    #[serde(skip_serializing_if = "AccessLinks::is_empty")]
+    pub access: AccessLinks,
+}
+
+/// A host's access link per direction of the bottleneck (`down` = server →
+/// client: what a client host receives, what a server host sends). A
+/// direction without one is pure delay (`access_delay`); a direction with
+/// one queues, serializes at its rate and then propagates for
+/// `access_delay` (its `delay`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AccessLinks {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub down: Option<LinkSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub up: Option<LinkSpec>,
+}
+
+impl AccessLinks {
+    /// No access link in either direction.
+    pub fn is_empty(&self) -> bool {
+        self.down.is_none() && self.up.is_none()
+    }
+
+    /// The link of direction `dir` (0 = down, 1 = up, as
+    /// `l4slab_link::bottleneck::{DOWN, UP}`).
+    pub fn dir(&self, dir: usize) -> Option<&LinkSpec> {
+        [&self.down, &self.up][dir].as_ref()
+    }
 }
 
 /// Who sends the application's data.

@@ -30,7 +30,7 @@ pub struct RawScenario {
     pub seed: Option<i64>,
     pub sample_interval: Option<Value>,
     pub packet_trace: Option<bool>,
-    /// Capture the bottleneck's packets in pcap files.
+    /// Capture the packets of every queue in pcap files.
     pub pcap: Option<bool>,
     pub bottleneck: Option<RawBottleneck>,
     /// Host name -> host; `BTreeMap` so iteration is in name order.
@@ -64,36 +64,31 @@ pub struct RawLink {
     pub ecn_rewrite: Option<Value>,
 }
 
-impl RawBottleneck {
-    /// A shared link key by name (`rate`, `delay`, `buffer`, `qdisc`, `loss`,
-    /// `ecn_rewrite`).
-    pub fn field(&self, key: &str) -> Option<&Value> {
-        match key {
-            "rate" => self.rate.as_ref(),
-            "delay" => self.delay.as_ref(),
-            "buffer" => self.buffer.as_ref(),
-            "qdisc" => self.qdisc.as_ref(),
-            "loss" => self.loss.as_ref(),
-            "ecn_rewrite" => self.ecn_rewrite.as_ref(),
-            _ => None,
-        }
-    }
+/// A table with link keys (`rate`, `delay`, `buffer`, `qdisc`, `loss`,
+/// `ecn_rewrite`), looked up by name: `[bottleneck]`, `[bottleneck.down]`,
+/// `[hosts.<name>.access]`, ...
+pub trait LinkKeys {
+    fn field(&self, key: &str) -> Option<&Value>;
 }
 
-impl RawLink {
-    /// A per-direction link key by name.
-    pub fn field(&self, key: &str) -> Option<&Value> {
-        match key {
-            "rate" => self.rate.as_ref(),
-            "delay" => self.delay.as_ref(),
-            "buffer" => self.buffer.as_ref(),
-            "qdisc" => self.qdisc.as_ref(),
-            "loss" => self.loss.as_ref(),
-            "ecn_rewrite" => self.ecn_rewrite.as_ref(),
-            _ => None,
+/// The [`LinkKeys`] lookup of a struct with those fields (`delay` or not).
+macro_rules! link_keys {
+    ($t:ty, $($key:ident),+) => {
+        impl LinkKeys for $t {
+            fn field(&self, key: &str) -> Option<&Value> {
+                match key {
+                    $(stringify!($key) => self.$key.as_ref(),)+
+                    _ => None,
+                }
+            }
         }
-    }
+    };
 }
+
+link_keys!(RawBottleneck, rate, delay, buffer, qdisc, loss, ecn_rewrite);
+link_keys!(RawLink, rate, delay, buffer, qdisc, loss, ecn_rewrite);
+link_keys!(RawAccess, rate, buffer, qdisc, loss, ecn_rewrite);
+link_keys!(RawAccessLink, rate, buffer, qdisc, loss, ecn_rewrite);
 
 /// `[hosts.<name>]`.
 #[derive(Debug, Default, Deserialize)]
@@ -101,6 +96,34 @@ impl RawLink {
 pub struct RawHost {
     pub side: Option<String>,
     pub access_delay: Option<Value>,
+    /// `[hosts.<name>.access]`: the host's own access link.
+    pub access: Option<RawAccess>,
+}
+
+/// `[hosts.<name>.access]`: the keys of `[bottleneck]` but `delay` (the
+/// host's `access_delay` is the link's), for both directions, and
+/// per-direction overrides.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawAccess {
+    pub rate: Option<Value>,
+    pub buffer: Option<Value>,
+    pub qdisc: Option<Value>,
+    pub loss: Option<Value>,
+    pub ecn_rewrite: Option<Value>,
+    pub down: Option<RawAccessLink>,
+    pub up: Option<RawAccessLink>,
+}
+
+/// `[hosts.<name>.access.down]` / `[hosts.<name>.access.up]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawAccessLink {
+    pub rate: Option<Value>,
+    pub buffer: Option<Value>,
+    pub qdisc: Option<Value>,
+    pub loss: Option<Value>,
+    pub ecn_rewrite: Option<Value>,
 }
 
 /// One `[[flows]]` entry.

@@ -3,7 +3,8 @@
 //! [`crate::link`], flows in [`crate::flows`]; this file has the top level
 //! and the hosts.
 //!
-//! Hosts: if the file defines no client-side host, a host `client` is added;
+//! Hosts: a host's access link (`[hosts.NAME.access]`) is resolved in
+//! [`crate::access`]. If the file defines no client-side host, a host `client` is added;
 //! if none on the server side, a host `server` (both with zero access delay).
 //! Hosts are ordered client side first, then server side, each by name
 //! (byte order), so host indices do not depend on how the file is written.
@@ -12,10 +13,11 @@ use std::collections::BTreeMap;
 
 use l4slab_core::{Dur, Time};
 
+use crate::access::{resolve_access, resolve_access_flow_classes};
 use crate::error::{Problem, ScenarioError};
 use crate::flows::resolve_flows;
-use crate::link::resolve_bottleneck;
-use crate::model::{Host, Scenario, Side, FORMAT_VERSION};
+use crate::link::{bottleneck_keys, resolve_bottleneck};
+use crate::model::{AccessLinks, Host, Scenario, Side, FORMAT_VERSION};
 use crate::parse::ParseOptions;
 use crate::raw::{RawHost, RawScenario};
 use crate::values;
@@ -86,11 +88,18 @@ pub(crate) fn resolve(
         ));
     }
     let mut bottleneck = resolve_bottleneck(raw.bottleneck.as_ref(), &opts.trace_dirs)?;
-    let hosts = resolve_hosts(raw.hosts.as_ref())?;
+    let mut hosts = resolve_hosts(raw.hosts.as_ref(), &opts.trace_dirs)?;
     let end = Time::ZERO + duration;
     let flows = resolve_flows(raw.flows.as_deref(), &hosts, end, opts)?;
     // Qdisc classifier rules name flows (dualpi2 `l_flows`): map them to ids.
-    crate::qdisc::resolve_flow_classes(raw.bottleneck.as_ref(), &mut bottleneck, &flows)?;
+    if let Some(b) = raw.bottleneck.as_ref() {
+        for (dir, spec) in [("down", &mut bottleneck.down), ("up", &mut bottleneck.up)] {
+            crate::qdisc::resolve_flow_classes(&bottleneck_keys(b, dir), spec, &flows)?;
+        }
+    }
+    if let Some(raw_hosts) = &raw.hosts {
+        resolve_access_flow_classes(raw_hosts, &mut hosts, &flows)?;
+    }
     Ok(Scenario {
         format: FORMAT_VERSION,
         name,
@@ -124,7 +133,10 @@ pub(crate) fn check_name(name: &str, path: &str) -> Result<(), ScenarioError> {
     }
 }
 
-fn resolve_hosts(raw: Option<&BTreeMap<String, RawHost>>) -> Result<Vec<Host>, ScenarioError> {
+fn resolve_hosts(
+    raw: Option<&BTreeMap<String, RawHost>>,
+    trace_dirs: &[std::path::PathBuf],
+) -> Result<Vec<Host>, ScenarioError> {
     let mut hosts = Vec::new();
     for (name, h) in raw.into_iter().flatten() {
         let path = values::join("hosts", name);
@@ -147,10 +159,12 @@ fn resolve_hosts(raw: Option<&BTreeMap<String, RawHost>>) -> Result<Vec<Host>, S
             Some(v) => values::duration(v, &values::join(&path, "access_delay"))?,
             None => Dur::ZERO,
         };
+        let access = resolve_access(name, h.access.as_ref(), access_delay, trace_dirs)?;
         hosts.push(Host {
             name: name.clone(),
             side,
             access_delay,
+            access,
         });
     }
     for (side, default) in [(Side::Client, "client"), (Side::Server, "server")] {
@@ -173,6 +187,7 @@ fn resolve_hosts(raw: Option<&BTreeMap<String, RawHost>>) -> Result<Vec<Host>, S
             name: default.to_string(),
             side,
             access_delay: Dur::ZERO,
+            access: AccessLinks::default(),
         });
     }
     hosts.sort_by(|a, b| (a.side == Side::Server, &a.name).cmp(&(b.side == Side::Server, &b.name)));

@@ -7,9 +7,9 @@ use common::{base_with, parse, parse_set, BASE};
 use l4slab_core::{Dur, Ecn, Rate, Time};
 use l4slab_link::EcnRewrite;
 use l4slab_scenario::{
-    parse_with, AppSpec, Bottleneck, BufferLimit, CbrSpec, CcSpec, Direction, Flow, FrameAppSpec,
-    Host, LinkSpec, LossSpec, QdiscSpec, Scenario, Side, TransportSpec, WebConnection,
-    WebObjectSpec, WebPage, WebSpec,
+    parse_with, AccessLinks, AppSpec, Bottleneck, BufferLimit, CbrSpec, CcSpec, Direction, Flow,
+    FrameAppSpec, Host, LinkSpec, LossSpec, QdiscSpec, Scenario, Side, TransportSpec,
+    WebConnection, WebObjectSpec, WebPage, WebSpec,
 };
 
 fn fifo_pkts(n: u32) -> QdiscSpec {
@@ -49,11 +49,13 @@ fn minimal_file_gets_every_default() {
                 name: "client".into(),
                 side: Side::Client,
                 access_delay: Dur::ZERO,
+                access: AccessLinks::default(),
             },
             Host {
                 name: "server".into(),
                 side: Side::Server,
                 access_delay: Dur::ZERO,
+                access: AccessLinks::default(),
             },
         ],
         flows: vec![Flow {

@@ -6,10 +6,15 @@
 //! runtime's `Up` direction ([`Bottleneck`]: qdisc, serializer, loss,
 //! propagation) → the server host's egress line (its access delay; none
 //! when it is zero) → endpoint.
-//! Access links are pure delay (no rate, no queue): the bottleneck is the only
-//! place packets queue. The engine is the bottleneck's clock: calendar
-//! events at its deadlines ([`Ev::BnTx`], [`Ev::BnTimer`], [`Ev::BnDepart`])
-//! run [`Bottleneck::advance`], and so does every arrival first, as the
+//! A host's access without a rate is pure delay (a line). A host with an
+//! access link in a direction (`[hosts.NAME.access]`) has a queue of the
+//! same runtime there instead of the line (`access.<host>.<dir>`: qdisc,
+//! serializer, loss, then its access delay): between the endpoint and the
+//! bottleneck when the host sends in that direction, between the bottleneck
+//! and the endpoint when it receives ([`QueueExit`]).
+//! The engine is the clock of every queue: calendar events at a queue's
+//! deadlines ([`Ev::BnTx`], [`Ev::BnTimer`], [`Ev::BnDepart`]) run
+//! [`Bottleneck::advance`] for it, and so does every arrival first, as the
 //! emulator's forwarder does. Packets in flight sit in delay lines, not on the calendar, so the
 //! calendar stays small and the cost of an event does not grow with the
 //! window or the queue depth.
@@ -17,6 +22,7 @@
 use l4slab_app::{Datagram, FlowApp, FlowIo};
 use l4slab_core::pkttrace::{AtQueue, PacketChunk, PktEvent, CHUNK_ROWS};
 use l4slab_core::{DropReason, Ecn, Packet, SimRng, Time};
+use l4slab_link::bottleneck::QueueEventKind;
 use l4slab_link::{Bottleneck, DelayLine};
 use l4slab_pcap::Point;
 use l4slab_scenario::Scenario;
@@ -31,7 +37,8 @@ use crate::segstore::{Carried, SegStore};
 use crate::{PacketTrace, SimError};
 use l4slab_core::{Name, SeriesStore};
 
-/// Bottleneck directions; the value is the queue's [`l4slab_core::QueueId`].
+/// Bottleneck directions; the value is the queue's [`l4slab_core::QueueId`]
+/// (the hosts' access queues follow, [`l4slab_scenario::build::AccessQueues`]).
 pub const DOWN: usize = 0;
 pub const UP: usize = 1;
 /// Endpoint sides of a flow.
@@ -50,19 +57,19 @@ pub enum Ev {
     Line {
         line: u32,
     },
-    /// Direction `dir` of the bottleneck: the packet on the wire finished
-    /// serializing (one such event at a time).
+    /// Queue `queue` (a bottleneck direction or an access link): the packet
+    /// on the wire finished serializing (one such event at a time).
     BnTx {
-        dir: u8,
+        queue: u32,
     },
     /// Its qdisc timer, armed for `at` (superseded when re-armed earlier).
     BnTimer {
-        dir: u8,
+        queue: u32,
         at: Time,
     },
     /// The head of its delay line leaves (one such event at a time).
     BnDepart {
-        dir: u8,
+        queue: u32,
     },
     EpTimer {
         flow: u32,
@@ -88,7 +95,27 @@ pub enum LineExit {
     Endpoint { side: usize },
 }
 
-/// The bottleneck deadlines of one direction on the calendar: one timer per
+/// Where a queue's departures go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueExit {
+    /// A bottleneck direction: to the far side's host (its access link, or
+    /// its egress line, or its endpoint).
+    FarSide,
+    /// A sending host's access link: into the bottleneck.
+    Bottleneck,
+    /// A receiving host's access link: to the endpoint on `side`.
+    Endpoint { side: usize },
+}
+
+/// A queue of the runtime as the engine routes it.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueRoute {
+    /// The bottleneck direction its packets travel (`DOWN`, `UP`).
+    pub dir: usize,
+    pub exit: QueueExit,
+}
+
+/// The deadlines of one queue on the calendar: one timer per
 /// kind, so a deadline moving earlier (an arrival at an idle link) never
 /// leaves a stale event behind, as a single "next deadline" timer would.
 #[derive(Clone, Copy, Debug, Default)]
@@ -173,10 +200,15 @@ pub struct Sim<'s> {
     pub scn: &'s Scenario,
     pub seed: u64,
     pub q: EventQueue<Ev>,
-    /// Both directions of the bottleneck (the runtime the emulator runs too).
+    /// Both directions of the bottleneck and the hosts' access links (the
+    /// runtime the emulator runs too).
     pub bn: Bottleneck,
-    /// Per direction: which of its deadlines are on the calendar.
-    pub bn_armed: [BnArmed; 2],
+    /// Per queue: which of its deadlines are on the calendar.
+    pub bn_armed: Vec<BnArmed>,
+    /// Per queue: its direction and where its departures go.
+    pub routes: Vec<QueueRoute>,
+    /// Per host, per direction: its access link's queue, if it has one.
+    pub access: Vec<[Option<usize>; 2]>,
     pub flows: Vec<FlowState>,
     /// Access lines: `lines[h]` carries host `h`'s packets to the bottleneck;
     /// `lines[n_hosts + h]` carries packets from the bottleneck to host `h`.
@@ -188,7 +220,7 @@ pub struct Sim<'s> {
     pub series: SeriesStore,
     pub keys: Keys,
     pub trace: Option<PacketTrace>,
-    /// The pcap capture of the bottleneck (`pcap = true` and a results folder).
+    /// The pcap capture of every queue (`pcap = true` and a results folder).
     pub pcap: Option<Capture>,
     pub counts: PacketCounts,
     pub events: u64,
@@ -272,25 +304,25 @@ impl Sim<'_> {
                 }
             }
             Ev::Line { line } => self.line_due(now, line as usize),
-            Ev::BnTx { dir } => {
-                let dir = usize::from(dir);
-                self.bn_armed[dir].tx = false;
-                self.advance_bottleneck(now, dir);
-                self.arm_bottleneck(dir);
+            Ev::BnTx { queue } => {
+                let q = queue as usize;
+                self.bn_armed[q].tx = false;
+                self.advance_queue(now, q);
+                self.arm_queue(q);
             }
-            Ev::BnTimer { dir, at } => {
-                let dir = usize::from(dir);
-                if self.bn_armed[dir].timer == Some(at) {
-                    self.bn_armed[dir].timer = None;
-                    self.advance_bottleneck(now, dir);
-                    self.arm_bottleneck(dir);
+            Ev::BnTimer { queue, at } => {
+                let q = queue as usize;
+                if self.bn_armed[q].timer == Some(at) {
+                    self.bn_armed[q].timer = None;
+                    self.advance_queue(now, q);
+                    self.arm_queue(q);
                 }
             }
-            Ev::BnDepart { dir } => {
-                let dir = usize::from(dir);
-                self.bn_armed[dir].depart = false;
-                self.advance_bottleneck(now, dir);
-                self.arm_bottleneck(dir);
+            Ev::BnDepart { queue } => {
+                let q = queue as usize;
+                self.bn_armed[q].depart = false;
+                self.advance_queue(now, q);
+                self.arm_queue(q);
             }
             Ev::EpTimer { flow, side, at } => {
                 let (f, s) = (flow as usize, usize::from(side));
@@ -325,106 +357,134 @@ impl Sim<'_> {
 
     // ---- network -------------------------------------------------------
 
-    fn arrive_at_bottleneck(&mut self, now: Time, dir: usize, pkt: Packet) {
-        // The runtime's protocol: run the direction up to `now`, then enqueue.
-        self.advance_bottleneck(now, dir);
-        if let Some(c) = &mut self.pcap {
-            c.packet(now, dir, Point::In, &pkt, self.segs.get(pkt.handle));
-        }
-        self.bn.enqueue(dir, now, pkt);
-        self.take_drops(dir);
-        self.arm_bottleneck(dir);
+    fn arrive_at_queue(&mut self, now: Time, q: usize, pkt: Packet) {
+        // The runtime's protocol: run the queue up to `now`, then enqueue.
+        self.advance_queue(now, q);
+        self.bn.enqueue(q, now, pkt);
+        self.take_events(q);
+        self.arm_queue(q);
     }
 
-    /// Run direction `dir` of the bottleneck to `now`; hand its departures
-    /// to the far side's hosts and account for its drops.
-    fn advance_bottleneck(&mut self, now: Time, dir: usize) {
-        self.bn.run_link(dir, now);
-        self.take_drops(dir);
+    /// Run queue `q` to `now`; hand its departures on ([`QueueExit`]) and
+    /// account for its drops.
+    fn advance_queue(&mut self, now: Time, q: usize) {
+        self.bn.run_link(q, now);
+        self.take_events(q);
+        let QueueRoute { dir, exit } = self.routes[q];
+        while let Some((at, pkt)) = self.bn.pop_departure(q, now) {
+            debug_assert_eq!(at, now, "the simulator runs a queue at its deadlines");
+            // Its capture at the link's far end, before it moves on.
+            self.take_events(q);
+            match exit {
+                QueueExit::Bottleneck => self.arrive_at_queue(now, dir, pkt),
+                QueueExit::Endpoint { side } => self.deliver(now, side, pkt),
+                QueueExit::FarSide => self.reach_far_side(now, dir, pkt),
+            }
+        }
+    }
+
+    /// A packet leaving bottleneck direction `dir` reaches the far side's
+    /// host: its access link in `dir`, else its access delay line, else
+    /// (no delay) its endpoint.
+    fn reach_far_side(&mut self, now: Time, dir: usize, pkt: Packet) {
         // Packets going down arrive at the client side, going up at the server side.
         let side = if dir == DOWN { CLIENT } else { SERVER };
-        while let Some((at, pkt)) = self.bn.pop_departure(dir, now) {
-            debug_assert_eq!(
-                at, now,
-                "the simulator runs the bottleneck at its deadlines"
-            );
-            if let Some(c) = &mut self.pcap {
-                c.packet(now, dir, Point::Out, &pkt, self.segs.get(pkt.handle));
-            }
-            let host = self.hosts_of[pkt.flow as usize][side];
-            let line = self.lines.len() / 2 + host;
-            if self.lines[line].line.delay().is_zero() {
-                self.deliver(now, side, pkt);
-            } else {
-                self.enter_line(now, line, pkt);
-            }
+        let host = self.hosts_of[pkt.flow as usize][side];
+        if let Some(q) = self.access[host][dir] {
+            self.arrive_at_queue(now, q, pkt);
+            return;
+        }
+        let line = self.lines.len() / 2 + host;
+        if self.lines[line].line.delay().is_zero() {
+            self.deliver(now, side, pkt);
+        } else {
+            self.enter_line(now, line, pkt);
         }
     }
 
-    /// Put direction `dir`'s deadlines on the calendar: its serialization
+    /// Put queue `q`'s deadlines on the calendar: its serialization
     /// and its delay line's head (each once), its qdisc timer (unless an
     /// earlier one is there). Every event runs [`Bottleneck::advance`].
-    fn arm_bottleneck(&mut self, dir: usize) {
+    fn arm_queue(&mut self, q: usize) {
         let now = self.q.now();
-        let armed = &mut self.bn_armed[dir];
-        let d = dir as u8;
+        let armed = &mut self.bn_armed[q];
+        let queue = q as u32;
         if !armed.tx {
-            if let Some(t) = self.bn.tx_done_at(dir) {
+            if let Some(t) = self.bn.tx_done_at(q) {
                 armed.tx = true;
-                self.q.schedule(t.max(now), Ev::BnTx { dir: d });
+                self.q.schedule(t.max(now), Ev::BnTx { queue });
             }
         }
         if !armed.depart {
-            if let Some(t) = self.bn.next_departure(dir) {
+            if let Some(t) = self.bn.next_departure(q) {
                 armed.depart = true;
-                self.q.schedule(t.max(now), Ev::BnDepart { dir: d });
+                self.q.schedule(t.max(now), Ev::BnDepart { queue });
             }
         }
-        if let Some(t) = self.bn.next_timer(dir) {
+        if let Some(t) = self.bn.next_timer(q) {
             let t = t.max(now);
             if armed.timer.is_none_or(|a| t < a) {
                 armed.timer = Some(t);
-                self.q.schedule(t, Ev::BnTimer { dir: d, at: t });
+                self.q.schedule(t, Ev::BnTimer { queue, at: t });
             }
         }
     }
 
-    /// After every bottleneck call: its queue events into the packet trace
-    /// (while the dropped packets' headers are still stored), then its drops.
+    /// After every runtime call on queue `q`: its packet events into the
+    /// packet trace and the pcap capture (while the packets' headers are
+    /// still stored), then its drops.
     #[inline]
-    fn take_drops(&mut self, dir: usize) {
-        if self.trace.is_some() && !self.bn.packet_events(dir).is_empty() {
-            self.trace_queue_events(dir);
+    fn take_events(&mut self, q: usize) {
+        if !self.bn.packet_events(q).is_empty() {
+            self.log_packet_events(q);
         }
-        if !self.bn.dropped(dir).is_empty() {
-            self.account_drops(dir);
+        if !self.bn.dropped(q).is_empty() {
+            self.account_drops(q);
         }
     }
 
-    fn trace_queue_events(&mut self, dir: usize) {
-        let tr = self.trace.as_mut().expect("checked by the caller");
+    /// Queue `q`'s events ([`l4slab_link::bottleneck::QueueEvent`]): a
+    /// queue event is a trace row, a capture point a pcap record.
+    fn log_packet_events(&mut self, q: usize) {
+        let dir = self.routes[q].dir;
         // Packets going down were sent by the server side.
         let sent_by = if dir == DOWN { SERVER } else { CLIENT };
-        for e in self.bn.packet_events(dir) {
-            let (event, at) = e.trace_columns(&tr.names, dir);
+        for e in self.bn.packet_events(q) {
             let carried = self.segs.get(e.pkt.handle);
-            let from_sender = sent_by == self.flows[e.pkt.flow as usize].sender;
-            pkttrace::row(tr, e.t, event, at, &e.pkt, carried, from_sender);
+            let point = match e.kind {
+                QueueEventKind::Arrive => Point::In,
+                QueueEventKind::Leave => Point::Out,
+                QueueEventKind::Enqueue { .. }
+                | QueueEventKind::Dequeue { .. }
+                | QueueEventKind::Mark(_)
+                | QueueEventKind::Drop(_) => {
+                    if let Some(tr) = &mut self.trace {
+                        let (event, at) = e.trace_columns(&tr.names, q).expect("a queue event");
+                        let from_sender = sent_by == self.flows[e.pkt.flow as usize].sender;
+                        pkttrace::row(tr, e.t, event, at, &e.pkt, carried, from_sender);
+                    }
+                    continue;
+                }
+            };
+            if let Some(c) = &mut self.pcap {
+                c.packet(e.t, q, dir, point, &e.pkt, carried);
+            }
         }
-        self.bn.clear_packet_events(dir);
+        self.bn.clear_packet_events(q);
     }
 
-    fn account_drops(&mut self, dir: usize) {
-        for i in 0..self.bn.dropped(dir).len() {
-            // Traced with the queue events (`trace_queue_events`).
-            let (_, pkt, reason) = self.bn.dropped(dir)[i];
+    fn account_drops(&mut self, q: usize) {
+        let dir = self.routes[q].dir;
+        for i in 0..self.bn.dropped(q).len() {
+            // Traced with the queue events (`log_packet_events`).
+            let (_, pkt, reason) = self.bn.dropped(q)[i];
             self.segs.remove(pkt.handle);
             self.counts.dropped[reason.index()] += 1;
             // Packets going down were sent by the server side.
             let sent_by = if dir == DOWN { SERVER } else { CLIENT };
             self.flows[pkt.flow as usize].lost_pkts[sent_by] += 1;
         }
-        self.bn.clear_dropped(dir);
+        self.bn.clear_dropped(q);
     }
 
     fn deliver(&mut self, now: Time, side: usize, pkt: Packet) {
@@ -484,7 +544,13 @@ impl Sim<'_> {
             );
         }
         let host = self.hosts_of[f][side];
-        self.enter_line(now, host, pkt);
+        // Clients send up, servers down: through the host's access link
+        // in that direction if it has one, else its access delay.
+        let dir = if side == CLIENT { UP } else { DOWN };
+        match self.access[host][dir] {
+            Some(q) => self.arrive_at_queue(now, q, pkt),
+            None => self.enter_line(now, host, pkt),
+        }
     }
 
     fn enter_line(&mut self, now: Time, line: usize, pkt: Packet) {
@@ -501,7 +567,7 @@ impl Sim<'_> {
         self.lines[line].armed = false;
         while let Some((_, pkt)) = self.lines[line].line.pop_due(now) {
             match self.lines[line].exit {
-                LineExit::Bottleneck { dir } => self.arrive_at_bottleneck(now, dir, pkt),
+                LineExit::Bottleneck { dir } => self.arrive_at_queue(now, dir, pkt),
                 LineExit::Endpoint { side } => self.deliver(now, side, pkt),
             }
         }
@@ -659,15 +725,12 @@ impl Sim<'_> {
     // ---- sampling -------------------------------------------------------
 
     /// The scenario's `warmup` (an event before anything else due then):
-    /// both directions of the bottleneck run to `now`, then the summary's
+    /// every queue runs to `now`, then the summary's
     /// window starts there: the queues' totals ([`Bottleneck::start_window`]),
     /// each flow's delivered bytes and RTT distribution. The series and the
     /// whole-run counters go on.
     fn start_window(&mut self, now: Time) {
-        for dir in [DOWN, UP] {
-            self.advance_bottleneck(now, dir);
-            self.arm_bottleneck(dir);
-        }
+        self.advance_all(now);
         self.bn.start_window(now);
         for (fl, rec) in self.flows.iter_mut().zip(&mut self.rec.flows) {
             fl.delivered_at_warmup = fl.delivered;
@@ -675,13 +738,18 @@ impl Sim<'_> {
         }
     }
 
+    /// Run every queue to `now` (bottleneck first, then the access links).
+    fn advance_all(&mut self, now: Time) {
+        for q in 0..self.bn.queues() {
+            self.advance_queue(now, q);
+            self.arm_queue(q);
+        }
+    }
+
     fn sample(&mut self, now: Time) {
         // Everything due by the sample's instant happens before it (as in the
-        // emulator): the bottleneck runs to `now` first.
-        for dir in [DOWN, UP] {
-            self.advance_bottleneck(now, dir);
-            self.arm_bottleneck(dir);
-        }
+        // emulator): every queue runs to `now` first.
+        self.advance_all(now);
         let t = now.as_secs_f64();
         let iv = self.scn.sample_interval.as_secs_f64();
         let k = &self.keys;

@@ -1,9 +1,9 @@
 //! l4slab-sim: the packet-level discrete-event simulator.
 //!
-//! `run(scenario)` builds a dumbbell (client hosts — access delays — a
-//! bottleneck link per direction — access delays — server hosts), starts the
-//! flows' transports and applications, and advances the event calendar to the
-//! scenario's duration. It returns the deterministic summary, the time series
+//! `run(scenario)` builds a dumbbell (client hosts — access delays or access
+//! links — a bottleneck link per direction — access delays or access links —
+//! server hosts), starts the flows' transports and applications, and
+//! advances the event calendar to the scenario's duration. It returns the deterministic summary, the time series
 //! and (on request) a per-packet trace: the results contract of DESIGN.md §5.
 
 mod capture;
@@ -108,7 +108,9 @@ pub fn run_streaming(
     let seed = opts.seed.unwrap_or(scenario.seed);
     let mut sim = setup::build(scenario, seed)?;
     if let Some(dir) = opts.pcap_dir.as_deref().filter(|_| scenario.pcap) {
-        sim.pcap = Some(capture::Capture::create(scenario, seed, dir)?);
+        let names = sim.bn.queue_names();
+        sim.pcap = Some(capture::Capture::create(scenario, seed, &names, dir)?);
+        sim.bn.record_captures();
     }
     sim.run(progress, packets)?;
     let pcap = sim.pcap.take();

@@ -1,7 +1,7 @@
 //! Building a [`Sim`] from a resolved scenario: where scenario names
 //! (`cc = "reno"` with its options, `app = "file"`) become objects. The bottleneck links
-//! (qdisc, rate, loss) come from [`l4slab_scenario::build`], which the
-//! emulator shares.
+//! (qdisc, rate, loss) and the hosts' access links come from
+//! [`l4slab_scenario::build`], which the emulator shares.
 
 use l4slab_app::cbr::{Cbr, CbrConfig};
 use l4slab_app::cloud_gaming::{CloudGaming, CloudGamingConfig};
@@ -17,14 +17,15 @@ use l4slab_scenario::{AppSpec, Direction, EcnSpec, Flow, Scenario, Side, WebConn
 use l4slab_transport::{EcnMode, Endpoint, Role, RtoFormula, TransportConfig};
 
 use crate::engine::{
-    BnArmed, EpState, Ev, FlowState, Keys, Line, LineExit, PacketCounts, Sim, CLIENT, DOWN, SERVER,
-    UP,
+    BnArmed, EpState, Ev, FlowState, Keys, Line, LineExit, PacketCounts, QueueExit, QueueRoute,
+    Sim, CLIENT, DOWN, SERVER, UP,
 };
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
 use crate::segstore::SegStore;
 use crate::SimError;
 use l4slab_core::SeriesStore;
+use l4slab_scenario::build::AccessQueues;
 
 /// A flow's ECN mode: as written, else Linux-like by controller
 /// (docs/models/ecn.md): AccECN for a controller that needs ECN (it asks for
@@ -148,9 +149,44 @@ fn build_lines(scn: &Scenario) -> Vec<Line> {
     ingress.chain(egress).collect()
 }
 
+/// Per queue of the runtime: the bottleneck's two go to the far side; a
+/// host's access link in the direction it sends feeds the bottleneck, in the
+/// direction it receives its endpoint.
+fn queue_routes(scn: &Scenario, access: &AccessQueues) -> Vec<QueueRoute> {
+    let mut routes = vec![
+        QueueRoute {
+            dir: DOWN,
+            exit: QueueExit::FarSide,
+        },
+        QueueRoute {
+            dir: UP,
+            exit: QueueExit::FarSide,
+        },
+    ];
+    for (h, queues) in scn.hosts.iter().zip(&access.hosts) {
+        let (side, sends) = match h.side {
+            Side::Client => (CLIENT, UP),
+            Side::Server => (SERVER, DOWN),
+        };
+        for (dir, q) in queues.iter().enumerate() {
+            if let Some(q) = *q {
+                assert_eq!(q, routes.len(), "access queues in AccessQueues order");
+                let exit = if dir == sends {
+                    QueueExit::Bottleneck
+                } else {
+                    QueueExit::Endpoint { side }
+                };
+                routes.push(QueueRoute { dir, exit });
+            }
+        }
+    }
+    routes
+}
+
 pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
     let mut series = SeriesStore::default();
-    let mut bn = l4slab_scenario::build::bottleneck(&scn.bottleneck, seed, scn.flows.len());
+    let (mut bn, access) = l4slab_scenario::build::network(scn, seed);
+    let routes = queue_routes(scn, &access);
     let trace = scn.packet_trace.then(|| crate::pkttrace::start(&mut bn));
     let mut q = EventQueue::default();
     // The measurement window starts before anything else due at `warmup`.
@@ -250,8 +286,10 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         scn,
         seed,
         q,
+        bn_armed: vec![BnArmed::default(); bn.queues()],
         bn,
-        bn_armed: [BnArmed::default(); 2],
+        routes,
+        access: access.hosts,
         hosts_of: scn.flows.iter().map(|f| [f.client, f.server]).collect(),
         lines: build_lines(scn),
         rec: Recorder::new(flows.len()),

@@ -104,6 +104,72 @@ fn pcap_estimate_is_within_a_quarter_of_a_saturating_flow() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The bulk flow to a laptop behind its own access link, both directions
+/// (as fast as the bottleneck: the flow saturates both): every packet
+/// passes two queues, a row pair and two records more each.
+const ACCESS: &str = r#"
+format = 1
+duration = "4s"
+packet_trace = true
+[bottleneck]
+rate = "50Mbit"
+delay = "5ms"
+buffer = "100pkt"
+[hosts.laptop]
+side = "client"
+access_delay = "1ms"
+access = { rate = "50Mbit", buffer = "100pkt" }
+[[flows]]
+name = "bulk"
+cc = "reno"
+app = "bulk"
+client = "laptop"
+"#;
+
+#[test]
+fn the_estimate_counts_the_access_links_a_packet_passes() {
+    let dir = std::env::temp_dir().join(format!("l4slab-cost-access-{}", std::process::id()));
+    let scn = common::scenario(ACCESS, &["pcap=true"]);
+    let cost = Cost::estimate(&scn);
+    assert_eq!(cost.access_links_per_packet, 1);
+    let plain = Cost::estimate(&common::scenario(BULK, &["pcap=true"]));
+    assert_eq!(plain.access_links_per_packet, 0);
+    assert_eq!(
+        cost.trace_rows * 4,
+        plain.trace_rows * 6,
+        "six rows a packet, not four"
+    );
+    assert_eq!(
+        cost.pcap_records,
+        plain.pcap_records * 2,
+        "four records, not two"
+    );
+    let opts = l4slab_sim::RunOptions {
+        pcap_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let out = l4slab_sim::run(&scn, &opts, &mut |_| true).expect("run");
+    let mut records = 0u64;
+    for f in &out.pcap_files {
+        let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(f).unwrap()).unwrap();
+        while let Some(p) = r.next_packet() {
+            p.unwrap();
+            records += 1;
+        }
+    }
+    for (what, estimate, actual) in [
+        ("trace rows", cost.trace_rows, trace_rows(&out)),
+        ("pcap records", cost.pcap_records, records),
+    ] {
+        let ratio = estimate as f64 / actual as f64;
+        assert!(
+            (0.75..=1.25).contains(&ratio),
+            "{what}: estimate {estimate} vs {actual}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_file_flow_is_estimated_by_its_size_not_the_link() {
     let sets = ["flows[0].app={kind=\"file\", size=\"1MB\"}"];

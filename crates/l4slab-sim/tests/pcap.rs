@@ -1,11 +1,13 @@
 //! The pcap capture (`pcap = true`): four files (each direction's ingress
-//! and egress), one record per packet seen there, headers-only records whose
-//! lengths are right, byte-identical for the same seed. The files are read
-//! back by tshark in `tests/test_pcap.py`; here they are checked against the
-//! packet trace of the same run.
+//! and egress), two more per access link and direction, one record per
+//! packet seen there, headers-only records whose lengths are right,
+//! byte-identical for the same seed. The files are read back by tshark in
+//! `tests/test_pcap.py`; here they are checked against the packet trace of
+//! the same run.
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -36,8 +38,38 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// Prague and Cubic downloads to a laptop behind its own 10 Mbit/s access
+/// link (DualPI2, both directions) on a 100 Mbit/s FIFO: the queue, the
+/// marks and the drops are the access link's.
+const ACCESS: &str = r#"
+format = 1
+duration = "2s"
+packet_trace = true
+pcap = true
+[bottleneck]
+rate = "100Mbit"
+delay = "10ms"
+buffer = "100pkt"
+[hosts.laptop]
+side = "client"
+access_delay = "2ms"
+access = { rate = "10Mbit", buffer = "30pkt", qdisc = "dualpi2" }
+[[flows]]
+name = "prague"
+cc = "prague"
+client = "laptop"
+[[flows]]
+name = "cubic"
+cc = "cubic"
+client = "laptop"
+"#;
+
 fn run_into(dir: &Path, sets: &[&str]) -> RunOutput {
-    let scn = common::scenario(DUALQ, sets);
+    run_toml_into(DUALQ, dir, sets)
+}
+
+fn run_toml_into(toml: &str, dir: &Path, sets: &[&str]) -> RunOutput {
+    let scn = common::scenario(toml, sets);
     let opts = RunOptions {
         pcap_dir: Some(dir.to_owned()),
         ..RunOptions::default()
@@ -102,6 +134,97 @@ fn four_files_one_record_per_packet_headers_only() {
     // Prague's data leaves the queue CE-marked now and then.
     let ce = files[1].iter().filter(|r| r.2[1] & 0b11 == 0b11).count();
     assert!(ce > 0);
+    fs::remove_dir_all(&d).unwrap();
+}
+
+/// (timestamp in ns, bytes) of each record.
+fn stamped(path: &Path) -> Vec<(u128, Vec<u8>)> {
+    let mut r = PcapReader::new(fs::File::open(path).unwrap()).unwrap();
+    let mut out = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let p = p.unwrap();
+        out.push((p.timestamp.as_nanos(), p.data.into_owned()));
+    }
+    out
+}
+
+#[test]
+fn an_access_link_has_its_own_queue_rows_and_capture_files() {
+    let d = scratch("access");
+    let out = run_toml_into(ACCESS, &d, &[]);
+    let queues = [
+        "bottleneck.down",
+        "bottleneck.up",
+        "access.laptop.down",
+        "access.laptop.up",
+    ];
+    let names: Vec<String> = out
+        .pcap_files
+        .iter()
+        .map(|p| p.strip_prefix(&d).unwrap().display().to_string())
+        .collect();
+    let expect: Vec<String> = queues
+        .iter()
+        .flat_map(|q| ["in", "out"].map(|p| format!("pcap/{q}.{p}.pcap")))
+        .collect();
+    assert_eq!(names, expect);
+    let file = |name: &str| stamped(&d.join("pcap").join(format!("{name}.pcap")));
+    let t = out.packets.expect("traced");
+    // The trace's queue rows name the access link: the laptop's data is
+    // queued and marked at its down direction, its ACKs at its up.
+    let rows = |queue: &str, event: &str| {
+        (0..t.rows())
+            .filter(|&i| t.queue_name(i) == Some(queue) && t.event_name(i).starts_with(event))
+            .count()
+    };
+    for queue in ["access.laptop.down", "access.laptop.up"] {
+        for event in ["enqueue", "dequeue"] {
+            assert!(
+                rows(queue, event) > 500,
+                "{queue} {event}: {}",
+                rows(queue, event)
+            );
+        }
+    }
+    assert!(rows("access.laptop.down", "mark:") > 0);
+    assert!(
+        rows("access.laptop.down", "drop:") > 0,
+        "Cubic fills the 30 packets"
+    );
+    // Every packet reaching a queue is one `in` record there and has rows
+    // there (an enqueue, or a drop on arrival).
+    for queue in queues {
+        let ids: BTreeSet<u64> = (0..t.rows())
+            .filter(|&i| t.queue_name(i) == Some(queue))
+            .map(|i| t.pkt_id[i])
+            .collect();
+        assert_eq!(file(&format!("{queue}.in")).len(), ids.len(), "{queue}");
+    }
+    // The queues are chained: what leaves one enters the next at that
+    // instant, with the same headers.
+    assert_eq!(file("bottleneck.down.out"), file("access.laptop.down.in"));
+    assert_eq!(file("access.laptop.up.out"), file("bottleneck.up.in"));
+    // The laptop sends its ACKs into its access link and receives the data
+    // out of it (its delay is the laptop's access_delay: no line follows).
+    let count = |event: &str, side: &str| {
+        (0..t.rows())
+            .filter(|&i| t.event_name(i) == event && t.side_name(i) == side)
+            .count()
+    };
+    assert_eq!(file("access.laptop.up.in").len(), count("send", "ack"));
+    assert_eq!(
+        file("access.laptop.down.out").len(),
+        count("deliver", "data")
+    );
+    // The marks are the access link's: CE leaves it, none arrives.
+    let ce = |name: &str| file(name).iter().filter(|r| r.1[1] & 0b11 == 0b11).count();
+    assert_eq!(ce("access.laptop.down.in"), 0);
+    assert!(ce("access.laptop.down.out") > 0);
+    // Each file is in time order.
+    for name in &names {
+        let times: Vec<u128> = stamped(&d.join(name)).iter().map(|r| r.0).collect();
+        assert!(times.is_sorted(), "{name}");
+    }
     fs::remove_dir_all(&d).unwrap();
 }
 

@@ -1,12 +1,22 @@
-//! The bottleneck's per-packet queue events, for the packet trace: every
-//! admission, dequeue (with its sojourn), CE mark and drop, in the order they
+//! The runtime's per-packet events of each queue, in the order they
 //! happened, each with the [`Packet`] as the queue saw it (so a backend finds
-//! its headers through `pkt.handle` and follows it by `pkt.id`).
+//! its headers through `pkt.handle` and follows it by `pkt.id`):
 //!
-//! Off unless a backend asks ([`crate::Bottleneck::record_packet_events`]):
-//! a run without a packet trace pays one branch per queue event. When on,
-//! the log is a vector whose capacity is reused: the backend drains it after
-//! every bottleneck call, as it drains the drops.
+//! * for the packet trace ([`crate::Bottleneck::record_packet_events`]):
+//!   every admission, dequeue (with its sojourn), CE mark and drop;
+//! * for the pcap capture ([`crate::Bottleneck::record_captures`]): the two
+//!   capture points of every queue, the packet reaching it ([`Arrive`]) and
+//!   leaving its link at the far end of the propagation delay ([`Leave`]).
+//!
+//! The runtime decides which queue saw which packet when, for the
+//! bottleneck's directions and every added queue (a host's access link)
+//! alike; a backend only turns an event into a trace row or a capture
+//! record. Off unless a backend asks: a run without either pays one branch
+//! per event. When on, the log is a vector whose capacity is reused: the
+//! backend drains it after every runtime call, as it drains the drops.
+//!
+//! [`Arrive`]: QueueEventKind::Arrive
+//! [`Leave`]: QueueEventKind::Leave
 
 use l4slab_core::pkttrace::{AtQueue, PktEvent, QueueNames};
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, Time, TraceEvent, Tracer};
@@ -25,9 +35,16 @@ pub enum QueueEventKind {
     Mark(MarkReason),
     /// Dropped by the ECN path, the qdisc or the wire.
     Drop(DropReason),
+    /// Capture point `in`: the packet reaches the queue (before the ECN
+    /// path and the qdisc; dropped packets too).
+    Arrive,
+    /// Capture point `out`: the packet leaves the link, after its
+    /// serialization and propagation delay, with the ECN field the queue and
+    /// the path left it; `t` is its exit time.
+    Leave,
 }
 
-/// One queue event of one direction.
+/// One event of one queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueEvent {
     pub t: Time,
@@ -36,17 +53,17 @@ pub struct QueueEvent {
 }
 
 impl QueueEvent {
-    /// The packet trace's `event` and queue columns of this event of
-    /// direction `dir` (`names`: [`crate::Bottleneck::queue_names`]): both
-    /// backends write queue rows through this.
-    pub fn trace_columns(&self, names: &QueueNames, dir: usize) -> (PktEvent, AtQueue) {
+    /// The packet trace's `event` and queue columns of this event of queue
+    /// `dir` (`names`: [`crate::Bottleneck::queue_names`]): both backends
+    /// write queue rows through this. `None` for a capture point (no row).
+    pub fn trace_columns(&self, names: &QueueNames, dir: usize) -> Option<(PktEvent, AtQueue)> {
         let q = dir as u16;
         let at = |subqueue: Option<u8>, sojourn_us: f64| AtQueue {
             queue: names.queue_code(q),
             subqueue: subqueue.map_or(0, |s| names.subqueue_code(q, s)),
             sojourn_us,
         };
-        match self.kind {
+        Some(match self.kind {
             QueueEventKind::Enqueue { subqueue } => {
                 (PktEvent::Enqueue, at(Some(subqueue), f64::NAN))
             }
@@ -56,7 +73,8 @@ impl QueueEvent {
             ),
             QueueEventKind::Mark(r) => (PktEvent::Mark(r), at(None, f64::NAN)),
             QueueEventKind::Drop(r) => (PktEvent::Drop(r), at(None, f64::NAN)),
-        }
+            QueueEventKind::Arrive | QueueEventKind::Leave => return None,
+        })
     }
 
     /// The queue event a trace event is, if it is one.
@@ -83,7 +101,7 @@ impl QueueEvent {
 }
 
 /// The tracer a direction's link calls run with: its queue recorder, and
-/// the event log when one is kept.
+/// the event log when queue events are kept.
 pub(super) struct DirTracer<'a> {
     pub rec: &'a mut QueueRecorder,
     pub log: Option<&'a mut Vec<QueueEvent>>,

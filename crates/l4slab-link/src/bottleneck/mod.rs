@@ -20,11 +20,13 @@
 //! 2. [`Bottleneck::enqueue`]`(dir, now, pkt)` for each arrival at `now`.
 //! 3. Drain [`Bottleneck::dropped`] (then [`Bottleneck::clear_dropped`]):
 //!    every packet the call dropped, with when and why. A backend that
-//!    keeps a packet trace ([`Bottleneck::record_packet_events`]) first
-//!    drains [`Bottleneck::packet_events`] (then
+//!    keeps a packet trace ([`Bottleneck::record_packet_events`]) or a pcap
+//!    capture ([`Bottleneck::record_captures`]) first drains
+//!    [`Bottleneck::packet_events`] (then
 //!    [`Bottleneck::clear_packet_events`]): every admission, dequeue, mark
-//!    and drop, in order, while the dropped packets' handles are still
-//!    valid.
+//!    and drop, and every packet reaching the queue or leaving its link, in
+//!    order, while the packets' handles are still valid (a departure's after
+//!    [`Bottleneck::pop_departure`] too, before the packet moves on).
 //! 4. Sleep until [`Bottleneck::next_deadline`]`(dir)`.
 //!
 //! The simulator calls `advance` exactly at each deadline (an event on its
@@ -38,6 +40,14 @@
 //! delay line ([`Bottleneck::in_network`]). The queue recorder counts drops
 //! and marks as they pass through the qdisc context, so the summary's
 //! `drops`/`marks` and the series' `drops`/`marks` are one count.
+//!
+//! **More queues.** The same runtime runs any further queue of the network
+//! ([`Bottleneck::add_queue`]: a host's access link, `access.<host>.<dir>`)
+//! next to the bottleneck's two directions: index `dir` is then any queue's
+//! index, and the summary, series, window, accounting, queue events and
+//! capture points cover them all, each under the queue's own name.
+//! Routing between queues is the clock's (the simulator's engine, the
+//! emulator's forwarder): each queue only sees its own arrivals.
 //!
 //! **Measurement window.** [`Bottleneck::start_window`]`(t)` (called once,
 //! at the scenario's `warmup`, after advancing both directions to `t`)
@@ -69,17 +79,22 @@ pub const UP: usize = 1;
 /// Queue names by direction, as results name them.
 pub const QUEUE_NAMES: [&str; 2] = ["bottleneck.down", "bottleneck.up"];
 
-/// One direction of the bottleneck.
+/// One direction of the bottleneck (or one more queue of the network).
 pub struct Direction {
+    /// The queue's name in the results (`bottleneck.down`, `access.laptop.up`).
+    name: Box<str>,
     link: Link,
     /// The qdisc's random stream (`link/<name>/qdisc`).
     rng: SimRng,
     pub rec: QueueRecorder,
     line: DelayLine,
     dropped: Vec<(Time, Packet, DropReason)>,
-    /// The per-packet queue events since the last drain, when recorded
-    /// ([`Bottleneck::record_packet_events`]).
-    events: Option<Vec<QueueEvent>>,
+    /// The per-packet events since the last drain ([`QueueEvent`]): queue
+    /// events when `log_queue` ([`Bottleneck::record_packet_events`]),
+    /// capture points when `log_capture` ([`Bottleneck::record_captures`]).
+    events: Vec<QueueEvent>,
+    log_queue: bool,
+    log_capture: bool,
     /// Scratch for the qdisc context (moved into `dropped` with the time).
     scratch: Vec<(Packet, DropReason)>,
     series: QueueSeries,
@@ -107,6 +122,11 @@ struct WindowStart {
 }
 
 impl Direction {
+    /// The queue's name in the results.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn link(&self) -> &Link {
         &self.link
     }
@@ -114,6 +134,23 @@ impl Direction {
     /// Numbers drawn from this direction's random streams (loss and qdisc).
     pub fn random_draws(&self) -> u64 {
         self.rng.draws() + self.link.random_draws()
+    }
+
+    /// Log a capture point of `pkt` at `t`.
+    #[inline]
+    fn capture(&mut self, t: Time, pkt: Packet, kind: QueueEventKind) {
+        self.events.push(QueueEvent { t, pkt, kind });
+    }
+
+    /// The next packet whose propagation ended by `now` (its capture point
+    /// `out` logged when captures are kept).
+    #[inline]
+    fn pop_due(&mut self, now: Time) -> Option<(Time, Packet)> {
+        let out = self.line.pop_due(now);
+        if let Some((at, pkt)) = out.filter(|_| self.log_capture) {
+            self.capture(at, pkt, QueueEventKind::Leave);
+        }
+        out
     }
 
     /// Packets queued, on the wire or propagating.
@@ -130,13 +167,13 @@ impl Direction {
         assert!(
             t >= self.clock,
             "{}: time went back from {} to {t}",
-            QUEUE_NAMES[dir],
+            self.name,
             self.clock
         );
         self.clock = t;
         let mut tracer = events::DirTracer {
             rec: &mut self.rec,
-            log: self.events.as_mut(),
+            log: self.log_queue.then_some(&mut self.events),
         };
         let mut ctx = QdiscCtx {
             queue: dir as u16,
@@ -153,36 +190,61 @@ impl Direction {
     }
 }
 
-/// The two directions of the bottleneck and what they record.
+/// The two directions of the bottleneck (and any queues added with
+/// [`Bottleneck::add_queue`]) and what they record.
 pub struct Bottleneck {
-    dirs: [Direction; 2],
+    /// `DOWN`, `UP`, then the added queues in order.
+    dirs: Vec<Direction>,
+    /// Per-flow statistics are kept for flow ids below this.
+    flows: usize,
 }
 
 impl Bottleneck {
     /// `links` = `[down, up]`, each with its qdisc's random stream. Per-flow
     /// statistics are kept for flow ids below `flows`.
     pub fn new(links: [(Link, SimRng); 2], flows: usize) -> Self {
-        let dir = |(link, rng): (Link, SimRng)| {
-            let subs = link.qdisc().subqueue_names().len();
-            let line = DelayLine::new(link.delay());
-            Direction {
-                rec: QueueRecorder::new(subs, flows),
-                series: QueueSeries::new(&link),
-                link,
-                rng,
-                line,
-                dropped: Vec::with_capacity(64),
-                events: None,
-                scratch: Vec::with_capacity(64),
-                clock: Time::ZERO,
-                timer: None,
-                window: WindowStart::default(),
-            }
-        };
         let [down, up] = links;
-        Bottleneck {
-            dirs: [dir(down), dir(up)],
-        }
+        let mut bn = Bottleneck {
+            dirs: Vec::with_capacity(2),
+            flows,
+        };
+        bn.add_queue(QUEUE_NAMES[DOWN], down.0, down.1);
+        bn.add_queue(QUEUE_NAMES[UP], up.0, up.1);
+        bn
+    }
+
+    /// Add a queue named `name` (`access.laptop.up`) that runs `link` with
+    /// the qdisc stream `rng`, as the bottleneck's directions run; returns
+    /// its index (the `dir` of every other method).
+    pub fn add_queue(&mut self, name: &str, link: Link, rng: SimRng) -> usize {
+        assert!(
+            self.dirs.iter().all(|d| &*d.name != name),
+            "two queues named {name}"
+        );
+        let subs = link.qdisc().subqueue_names().len();
+        let line = DelayLine::new(link.delay());
+        self.dirs.push(Direction {
+            name: name.into(),
+            rec: QueueRecorder::new(subs, self.flows),
+            series: QueueSeries::new(&link),
+            link,
+            rng,
+            line,
+            dropped: Vec::with_capacity(64),
+            events: Vec::new(),
+            log_queue: false,
+            log_capture: false,
+            scratch: Vec::with_capacity(64),
+            clock: Time::ZERO,
+            timer: None,
+            window: WindowStart::default(),
+        });
+        self.dirs.len() - 1
+    }
+
+    /// The number of queues (2 + those added).
+    pub fn queues(&self) -> usize {
+        self.dirs.len()
     }
 
     pub fn dir(&self, dir: usize) -> &Direction {
@@ -197,11 +259,11 @@ impl Bottleneck {
     /// length, and [`Bottleneck::check_accounting`] checks the changes since
     /// `t`.
     pub fn start_window(&mut self, t: Time) {
-        for (dir, d) in self.dirs.iter_mut().enumerate() {
+        for d in &mut self.dirs {
             assert!(
                 d.clock <= t,
                 "{}: window started at {t}, after the direction ran to {}",
-                QUEUE_NAMES[dir],
+                d.name,
                 d.clock
             );
             d.rec.start_window();
@@ -218,7 +280,11 @@ impl Bottleneck {
     /// at `now` (after [`Bottleneck::advance`] to `now`).
     #[inline]
     pub fn enqueue(&mut self, dir: usize, now: Time, pkt: Packet) {
-        self.dirs[dir].with_ctx(dir, now, |link, ctx| link.enqueue(now, pkt, ctx));
+        let d = &mut self.dirs[dir];
+        if d.log_capture {
+            d.capture(now, pkt, QueueEventKind::Arrive);
+        }
+        d.with_ctx(dir, now, |link, ctx| link.enqueue(now, pkt, ctx));
     }
 
     /// Protocol step 1: run direction `dir` up to `now` (see the module
@@ -229,7 +295,7 @@ impl Bottleneck {
     #[inline]
     pub fn advance(&mut self, dir: usize, now: Time, departed: &mut Vec<(Time, Packet)>) {
         self.run_link(dir, now);
-        while let Some(out) = self.dirs[dir].line.pop_due(now) {
+        while let Some(out) = self.dirs[dir].pop_due(now) {
             departed.push(out);
         }
     }
@@ -253,7 +319,7 @@ impl Bottleneck {
                     assert!(
                         d.timer.is_none_or(|next| Some(next) > due),
                         "{}: the qdisc's timer stayed at {due:?} after it ran",
-                        QUEUE_NAMES[dir]
+                        d.name
                     );
                 }
                 (None, None) => return,
@@ -265,7 +331,7 @@ impl Bottleneck {
     /// (after [`Bottleneck::run_link`] to `now`).
     #[inline]
     pub fn pop_departure(&mut self, dir: usize, now: Time) -> Option<(Time, Packet)> {
-        self.dirs[dir].line.pop_due(now)
+        self.dirs[dir].pop_due(now)
     }
 
     /// The end of a serialization at `t`: a survivor enters the delay line.
@@ -291,37 +357,49 @@ impl Bottleneck {
     }
 
     /// The names of the queues (and their sub-queues) for the packet
-    /// trace's `queue` and `subqueue` columns.
+    /// trace's `queue` and `subqueue` columns: every queue by its own name,
+    /// indexed like `dir`.
     pub fn queue_names(&self) -> QueueNames {
-        let queues: Vec<(&'static str, &'static [&'static str])> = QUEUE_NAMES
+        let queues: Vec<(&str, &'static [&'static str])> = self
+            .dirs
             .iter()
-            .zip(&self.dirs)
-            .map(|(&name, d)| (name, d.link.qdisc().subqueue_names()))
+            .map(|d| (d.name(), d.link.qdisc().subqueue_names()))
             .collect();
         QueueNames::new(&queues)
     }
 
-    /// Keep the per-packet queue events of both directions (for a packet
-    /// trace) from now on; see [`QueueEvent`].
+    /// Keep the per-packet queue events (admission, dequeue, mark, drop) of
+    /// every queue, for a packet trace, from now on; see [`QueueEvent`].
+    /// Call it after the last [`Bottleneck::add_queue`].
     pub fn record_packet_events(&mut self) {
         for d in &mut self.dirs {
-            d.events.get_or_insert_with(|| Vec::with_capacity(256));
+            d.log_queue = true;
+            d.events.reserve(256);
         }
     }
 
-    /// The queue events of direction `dir` since the last
+    /// Keep the capture points of every queue ([`QueueEventKind::Arrive`],
+    /// [`QueueEventKind::Leave`]), for a pcap capture, from now on. Call it
+    /// after the last [`Bottleneck::add_queue`].
+    pub fn record_captures(&mut self) {
+        for d in &mut self.dirs {
+            d.log_capture = true;
+            d.events.reserve(256);
+        }
+    }
+
+    /// The events of queue `dir` since the last
     /// [`Bottleneck::clear_packet_events`], in order (empty unless
-    /// [`Bottleneck::record_packet_events`] was called).
+    /// [`Bottleneck::record_packet_events`] or
+    /// [`Bottleneck::record_captures`] was called).
     #[inline]
     pub fn packet_events(&self, dir: usize) -> &[QueueEvent] {
-        self.dirs[dir].events.as_deref().unwrap_or_default()
+        &self.dirs[dir].events
     }
 
     #[inline]
     pub fn clear_packet_events(&mut self, dir: usize) {
-        if let Some(e) = &mut self.dirs[dir].events {
-            e.clear();
-        }
+        self.dirs[dir].events.clear();
     }
 
     /// Protocol step 4: the next instant direction `dir` needs
@@ -361,7 +439,7 @@ impl Bottleneck {
         self.dirs.iter().map(Direction::in_network).sum()
     }
 
-    /// Numbers drawn from all four random streams.
+    /// Numbers drawn from all random streams (two per queue).
     pub fn random_draws(&self) -> u64 {
         self.dirs.iter().map(Direction::random_draws).sum()
     }
@@ -376,6 +454,7 @@ impl Bottleneck {
 mod tests {
     use super::*;
     use crate::{ConstantRate, NoLoss};
+    use l4slab_core::pkttrace::PktEvent;
     use l4slab_core::stats::round6;
     use l4slab_core::{Ecn, Rate};
     use l4slab_qdisc::{Backlog, Fifo, FifoConfig, Qdisc, QdiscStats};
@@ -468,6 +547,56 @@ mod tests {
         bn.check_accounting();
     }
 
+    #[test]
+    fn an_added_queue_runs_and_reports_under_its_name() {
+        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
+        let link = Link::new(
+            Box::new(Fifo::new(FifoConfig::default())),
+            Box::new(ConstantRate::new(Rate::from_mbps(1)).unwrap()),
+            Box::new(NoLoss),
+            SimRng::derive(1, "access loss"),
+            Dur::from_millis(2),
+        );
+        let q = bn.add_queue("access.laptop.up", link, SimRng::derive(1, "access qdisc"));
+        assert_eq!((q, bn.queues()), (2, 3));
+        // 1250 B at 1 Mbit/s = 10 ms, then 2 ms.
+        bn.enqueue(q, Time::ZERO, Packet::new(3, 0, 1250, Ecn::NotEct));
+        assert_eq!(bn.next_deadline(q), Some(Time::from_millis(10)));
+        assert_eq!(bn.next_deadline(UP), None, "the queues are independent");
+        let mut out = Vec::new();
+        bn.advance(q, Time::from_millis(12), &mut out);
+        assert_eq!((out[0].0, out[0].1.id), (Time::from_millis(12), 3));
+        let mut store = l4slab_core::SeriesStore::default();
+        bn.sample(
+            Time::from_millis(20),
+            0.02,
+            Dur::from_millis(20),
+            &mut store,
+        );
+        let names: Vec<&str> = (0..store.len())
+            .map(|i| store.name(store.series[i]))
+            .collect();
+        assert!(names.contains(&"queue/access.laptop.up"), "{names:?}");
+        let json = bn.queues_json(Dur::from_millis(20), &["f"]);
+        assert_eq!(json["access.laptop.up"]["sent_packets"], 1, "{json}");
+        assert_eq!(json["access.laptop.up"]["utilization"], 0.5, "{json}");
+        bn.check_accounting();
+    }
+
+    #[test]
+    #[should_panic(expected = "two queues named bottleneck.up")]
+    fn queue_names_are_unique() {
+        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
+        let link = Link::new(
+            Box::new(Fifo::new(FifoConfig::default())),
+            Box::new(ConstantRate::new(Rate::from_mbps(1)).unwrap()),
+            Box::new(NoLoss),
+            SimRng::derive(1, "l"),
+            Dur::ZERO,
+        );
+        bn.add_queue("bottleneck.up", link, SimRng::derive(1, "q"));
+    }
+
     /// FIFO of 2 packets, 1250 B = 1 ms at 10 Mbit/s: five packets at 0
     /// (one on the wire, two queued, two dropped), the window from 1.5 ms
     /// (packet 1 half serialized, packet 2 queued), three more packets then
@@ -544,6 +673,87 @@ mod tests {
         assert_eq!(bn.dropped(DOWN).len(), 1, "drops are listed as before");
         bn.clear_packet_events(DOWN);
         assert!(bn.packet_events(DOWN).is_empty());
+    }
+
+    #[test]
+    fn an_added_queue_has_its_own_name_queue_events_and_capture_points() {
+        use QueueEventKind::{Arrive, Dequeue, Enqueue, Leave};
+        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
+        let link = Link::new(
+            Box::new(Fifo::new(FifoConfig::default())),
+            Box::new(ConstantRate::new(Rate::from_mbps(1)).unwrap()),
+            Box::new(NoLoss),
+            SimRng::derive(1, "access loss"),
+            Dur::from_millis(2),
+        );
+        let q = bn.add_queue("access.laptop.up", link, SimRng::derive(1, "access qdisc"));
+        let names = bn.queue_names();
+        let queues: Vec<&str> = names.queues.iter().map(|n| &**n).collect();
+        assert_eq!(
+            queues,
+            ["bottleneck.down", "bottleneck.up", "access.laptop.up"]
+        );
+        let events = |bn: &Bottleneck| -> Vec<(u64, u64, QueueEventKind)> {
+            bn.packet_events(q)
+                .iter()
+                .map(|e| (e.t.as_nanos() / 1_000_000, e.pkt.id, e.kind))
+                .collect()
+        };
+        // Captures only: the two points, no queue events.
+        bn.record_captures();
+        bn.enqueue(q, Time::ZERO, Packet::new(3, 0, 1250, Ecn::NotEct));
+        assert_eq!(events(&bn), [(0, 3, Arrive)]);
+        bn.clear_packet_events(q);
+        // 1250 B at 1 Mbit/s = 10 ms, then 2 ms: it leaves at 12 ms.
+        bn.run_link(q, Time::from_millis(12));
+        assert!(events(&bn).is_empty());
+        let (at, _) = bn.pop_departure(q, Time::from_millis(12)).unwrap();
+        assert_eq!(at, Time::from_millis(12));
+        assert_eq!(events(&bn), [(12, 3, Leave)], "logged as it is popped");
+        bn.clear_packet_events(q);
+        // Both: in the order they happened, the queue's rows under its name.
+        bn.record_packet_events();
+        bn.enqueue(
+            q,
+            Time::from_millis(20),
+            Packet::new(4, 0, 1250, Ecn::NotEct),
+        );
+        bn.advance(q, Time::from_millis(40), &mut Vec::new());
+        assert_eq!(
+            events(&bn),
+            [
+                (20, 4, Arrive),
+                (20, 4, Enqueue { subqueue: 0 }),
+                // An idle link takes it at once; serialized by 30 ms, out at 32.
+                (
+                    20,
+                    4,
+                    Dequeue {
+                        subqueue: 0,
+                        sojourn: Dur::ZERO
+                    }
+                ),
+                (32, 4, Leave),
+            ]
+        );
+        let rows: Vec<_> = bn
+            .packet_events(q)
+            .iter()
+            .filter_map(|e| e.trace_columns(&names, q))
+            .map(|(event, at)| (event, names.queue_name(at.queue)))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (PktEvent::Enqueue, Some("access.laptop.up")),
+                (PktEvent::Dequeue, Some("access.laptop.up")),
+            ],
+            "capture points are no trace rows"
+        );
+        assert!(
+            bn.packet_events(DOWN).is_empty(),
+            "the queues are independent"
+        );
     }
 
     #[test]

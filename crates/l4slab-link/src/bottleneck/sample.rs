@@ -10,7 +10,7 @@
 
 use l4slab_core::{Dur, Name, SeriesStore, Time};
 
-use super::{Bottleneck, Direction, QUEUE_NAMES};
+use super::{Bottleneck, Direction};
 use crate::Link;
 
 /// Interned names of one queue's series.
@@ -45,10 +45,10 @@ impl QueueSeries {
         }
     }
 
-    fn keys(&mut self, dir: usize, store: &mut SeriesStore) -> &mut Keys {
+    fn keys(&mut self, name: &str, store: &mut SeriesStore) -> &mut Keys {
         let subqueues = self.subqueues;
         self.keys.get_or_insert_with(|| Keys {
-            series: store.intern(&format!("queue/{}", QUEUE_NAMES[dir])),
+            series: store.intern(&format!("queue/{name}")),
             backlog_pkts: store.intern("backlog_pkts"),
             backlog_bytes: store.intern("backlog_bytes"),
             sojourn_ms: store.intern("sojourn_ms"),
@@ -66,24 +66,24 @@ impl QueueSeries {
 }
 
 impl Bottleneck {
-    /// Record one sample of both queues at `t` (written as `t_s`) for the
+    /// Record one sample of every queue at `t` (written as `t_s`) for the
     /// interval `iv` before it. Call it after [`Bottleneck::advance`] to `t`.
     pub fn sample(&mut self, t: Time, t_s: f64, iv: Dur, store: &mut SeriesStore) {
-        for (dir, d) in self.dirs.iter_mut().enumerate() {
-            d.sample(dir, t, t_s, iv, store);
+        for d in &mut self.dirs {
+            d.sample(t, t_s, iv, store);
         }
     }
 }
 
 impl Direction {
-    fn sample(&mut self, dir: usize, t: Time, t_s: f64, iv: Dur, store: &mut SeriesStore) {
+    fn sample(&mut self, t: Time, t_s: f64, iv: Dur, store: &mut SeriesStore) {
         let qdisc = self.link.qdisc();
         let b = qdisc.backlog();
         let busy = self.link.busy_time_at(t);
         let util = busy.saturating_sub(self.series.last_busy).as_secs_f64() / iv.as_secs_f64();
         self.series.last_busy = busy;
         let (drops, marks) = self.rec.take_interval_counts();
-        let k = self.series.keys(dir, store);
+        let k = self.series.keys(&self.name, store);
         let s = k.series;
         store.push(t_s, s, k.backlog_pkts, f64::from(b.packets));
         store.push(t_s, s, k.backlog_bytes, b.bytes as f64);

@@ -9,7 +9,7 @@ use l4slab_qdisc::QdiscStats;
 
 use crate::LinkStats;
 
-use super::{Bottleneck, Direction, QUEUE_NAMES};
+use super::{Bottleneck, Direction};
 
 impl Bottleneck {
     /// Per queue, by name: what happened in the measurement window, of
@@ -18,19 +18,19 @@ impl Bottleneck {
     /// per-flow sojourn is reported for.
     pub fn queues_json(&self, window: Dur, flows: &[&str]) -> Value {
         let mut queues = Map::new();
-        for (dir, d) in self.dirs.iter().enumerate() {
-            queues.insert(QUEUE_NAMES[dir].to_owned(), d.summary(window, flows));
+        for d in &self.dirs {
+            queues.insert(d.name.to_string(), d.summary(window, flows));
         }
         Value::Object(queues)
     }
 
-    /// The accounting identities of both queues, over the changes of the
+    /// The accounting identities of every queue, over the changes of the
     /// counters since the window's start (the whole run without one); panics
     /// naming the first that fails (a bug in a qdisc, the link or a
     /// backend).
     pub fn check_accounting(&self) {
-        for (dir, d) in self.dirs.iter().enumerate() {
-            d.check_accounting(QUEUE_NAMES[dir]);
+        for d in &self.dirs {
+            d.check_accounting(&d.name);
         }
     }
 }

@@ -46,9 +46,9 @@ use l4slab_qdisc::DualPi2Config;
 
 use super::params::{bad_value, packets_of, with_example, wrong_type};
 use crate::error::{Problem, ScenarioError};
-use crate::model::{Bottleneck, BufferLimit, Flow, QdiscSpec};
+use crate::link::Merged;
+use crate::model::{BufferLimit, Flow, LinkSpec, QdiscSpec};
 use crate::param::{read_table, Values};
-use crate::raw::RawBottleneck;
 use crate::units::Buffer;
 use crate::values::{self, describe, join};
 
@@ -273,53 +273,44 @@ fn flow_names<'v>(v: &'v Value, path: &str) -> Result<Vec<&'v str>, ScenarioErro
         .collect()
 }
 
-/// Map the `l_flows` / `llll_flows` names of each direction's dualpi2 to
-/// flow ids (indices into `flows`), once the flows are resolved.
+/// Map the `l_flows` / `llll_flows` names of a link direction's dualpi2 to
+/// flow ids (indices into `flows`), once the flows are resolved. `keys` are
+/// the direction's keys (the bottleneck's or a host's access link's), where
+/// the qdisc was written.
 pub(crate) fn resolve_flow_classes(
-    raw: Option<&RawBottleneck>,
-    bottleneck: &mut Bottleneck,
+    keys: &Merged<'_>,
+    spec: &mut LinkSpec,
     flows: &[Flow],
 ) -> Result<(), ScenarioError> {
-    let Some(raw) = raw else { return Ok(()) };
-    for (dir, spec, raw_dir) in [
-        ("down", &mut bottleneck.down, raw.down.as_ref()),
-        ("up", &mut bottleneck.up, raw.up.as_ref()),
+    let QdiscSpec::Dualpi2(cfg) = &mut spec.qdisc else {
+        return Ok(());
+    };
+    // The same precedence as crate::link: <dir>.qdisc over the shared qdisc.
+    let Some((Value::Table(table), path)) = keys.get("qdisc") else {
+        return Ok(());
+    };
+    for (key, ids) in [
+        ("l_flows", &mut cfg.l_flows),
+        ("llll_flows", &mut cfg.llll_flows),
     ] {
-        let QdiscSpec::Dualpi2(cfg) = &mut spec.qdisc else {
-            continue;
-        };
-        // The same precedence as crate::link: bottleneck.<dir>.qdisc over bottleneck.qdisc.
-        let (value, path) = match raw_dir.and_then(|d| d.field("qdisc")) {
-            Some(v) => (v, format!("bottleneck.{dir}.qdisc")),
-            None => match raw.field("qdisc") {
-                Some(v) => (v, "bottleneck.qdisc".to_string()),
-                None => continue,
-            },
-        };
-        let Value::Table(table) = value else { continue };
-        for (key, ids) in [
-            ("l_flows", &mut cfg.l_flows),
-            ("llll_flows", &mut cfg.llll_flows),
-        ] {
-            let Some(v) = table.get(key) else { continue };
-            let key_path = join(&path, key);
-            for (i, name) in flow_names(v, &key_path)?.into_iter().enumerate() {
-                let matched = flow_ids(flows, name);
-                if matched.is_empty() {
-                    let mut known: Vec<&str> = flows.iter().map(|f| f.name.as_str()).collect();
-                    known.truncate(20);
-                    return Err(ScenarioError::unknown_name(
-                        &format!("{key_path}[{i}]"),
-                        "flow",
-                        name,
-                        &known,
-                    ));
-                }
-                ids.extend(matched);
+        let Some(v) = table.get(key) else { continue };
+        let key_path = join(&path, key);
+        for (i, name) in flow_names(v, &key_path)?.into_iter().enumerate() {
+            let matched = flow_ids(flows, name);
+            if matched.is_empty() {
+                let mut known: Vec<&str> = flows.iter().map(|f| f.name.as_str()).collect();
+                known.truncate(20);
+                return Err(ScenarioError::unknown_name(
+                    &format!("{key_path}[{i}]"),
+                    "flow",
+                    name,
+                    &known,
+                ));
             }
-            ids.sort_unstable();
-            ids.dedup();
+            ids.extend(matched);
         }
+        ids.sort_unstable();
+        ids.dedup();
     }
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! The simulator's pcap capture (`pcap = true`): each packet at the
-//! bottleneck's ingress and egress, per direction, in the files of
-//! [`l4slab_pcap`], with real headers built from its segment or datagram
-//! ([`headers`]).
+//! ingress and egress of every queue it passes (the bottleneck's direction,
+//! the hosts' access links), at the instants the runtime's capture points
+//! give (`l4slab_link::bottleneck::QueueEventKind::{Arrive, Leave}`), in the
+//! files of [`l4slab_pcap`], with real headers built from its segment or
+//! datagram ([`headers`]).
 //!
 //! The model has no addresses or ports, so they are assigned: host `h`
 //! (its index in the scenario's hosts, client-side hosts first) is
@@ -17,8 +19,8 @@ pub mod headers;
 
 use std::path::{Path, PathBuf};
 
+use l4slab_core::pkttrace::QueueNames;
 use l4slab_core::{Packet, SimRng, Time};
-use l4slab_link::bottleneck::QUEUE_NAMES;
 use l4slab_pcap::{CaptureError, Captures, Point};
 use l4slab_scenario::{Scenario, Side};
 
@@ -60,12 +62,18 @@ fn wscale_for(max_wnd: u64) -> u8 {
 }
 
 impl Capture {
-    /// Open the capture files under `results` for `scn` run with `seed`.
+    /// Open the capture files under `results` for `scn` run with `seed`,
+    /// two per queue of `names` (`Bottleneck::queue_names`).
     ///
     /// # Errors
     /// [`CaptureError`] if a file cannot be created.
-    pub fn create(scn: &Scenario, seed: u64, results: &Path) -> Result<Capture, CaptureError> {
-        let files = Captures::create(results, &QUEUE_NAMES)?;
+    pub fn create(
+        scn: &Scenario,
+        seed: u64,
+        names: &QueueNames,
+        results: &Path,
+    ) -> Result<Capture, CaptureError> {
+        let files = Captures::create(results, &names.queues)?;
         let mut rng = SimRng::derive(seed, "pcap/isn");
         let flows = scn
             .flows
@@ -90,8 +98,16 @@ impl Capture {
     }
 
     /// Capture `pkt` (carrying `carried`) going in direction `dir` at
-    /// `point`, at `now`.
-    pub fn packet(&mut self, now: Time, dir: usize, point: Point, pkt: &Packet, carried: &Carried) {
+    /// `point` of queue `queue`, at `now`.
+    pub fn packet(
+        &mut self,
+        now: Time,
+        queue: usize,
+        dir: usize,
+        point: Point,
+        pkt: &Packet,
+        carried: &Carried,
+    ) {
         let w = &self.flows[pkt.flow as usize];
         // Packets going down were sent by the server side.
         let (from, to) = if dir == DOWN {
@@ -116,7 +132,7 @@ impl Capture {
             Carried::Dgram(dg) => headers::udp(&mut self.buf, &e, id, pkt.ecn, dg.payload),
         }
         let t = now.saturating_since(Time::ZERO);
-        self.files.write(dir, point, t, pkt.len, &self.buf);
+        self.files.write(queue, point, t, pkt.len, &self.buf);
     }
 
     /// Close the files; their paths.

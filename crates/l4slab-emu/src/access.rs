@@ -1,0 +1,81 @@
+//! The hosts' access links in the forwarder (`[hosts.NAME.access]`): which
+//! queues of the runtime a packet passes besides the bottleneck.
+//!
+//! Every scenario host maps onto the one client or the one server
+//! namespace, so the forwarder tells a host's packets by their flow (the
+//! [`crate::forwarder::Classifier::Ports`] flow id): a packet of flow `i`
+//! going in direction `d` passes the sending host's access link in `d` (if
+//! it has one) before the bottleneck, and the receiving host's after it.
+//! Packets of no scenario flow pass the bottleneck only.
+
+use l4slab_scenario::build::AccessQueues;
+use l4slab_scenario::Scenario;
+
+use crate::forwarder::{DOWN, UP};
+
+/// The access queues of a run, by flow and by direction.
+#[derive(Clone, Debug, Default)]
+pub struct AccessRoutes {
+    /// Per flow id, per direction: `[before the bottleneck, after it]`.
+    flows: Vec<[[Option<usize>; 2]; 2]>,
+    /// Per direction: the access queues before the bottleneck,
+    pub(crate) ingress: [Vec<usize>; 2],
+    /// and after it.
+    pub(crate) egress: [Vec<usize>; 2],
+    /// Per queue beyond the bottleneck's two: its direction.
+    dirs: Vec<usize>,
+}
+
+impl AccessRoutes {
+    /// The routes of `scn`'s flows through the queues `access` numbers.
+    pub fn new(scn: &Scenario, access: &AccessQueues) -> Self {
+        let queues = 2 + access.hosts.iter().flatten().flatten().count();
+        let mut routes = AccessRoutes {
+            dirs: (2..queues).map(|q| access.dir_of(q)).collect(),
+            ..AccessRoutes::default()
+        };
+        for f in &scn.flows {
+            routes.flows.push([DOWN, UP].map(|dir| access.path(f, dir)));
+        }
+        for (h, host) in access.hosts.iter().zip(&scn.hosts) {
+            let sends = match host.side {
+                l4slab_scenario::Side::Client => UP,
+                l4slab_scenario::Side::Server => DOWN,
+            };
+            for (dir, q) in h.iter().enumerate() {
+                if let Some(q) = *q {
+                    let list = if dir == sends {
+                        &mut routes.ingress[dir]
+                    } else {
+                        &mut routes.egress[dir]
+                    };
+                    list.push(q);
+                }
+            }
+        }
+        routes
+    }
+
+    /// The access queue a packet of `flow` going in `dir` enters before the
+    /// bottleneck.
+    #[inline]
+    pub fn ingress(&self, flow: u32, dir: usize) -> Option<usize> {
+        self.flows.get(flow as usize).and_then(|f| f[dir][0])
+    }
+
+    /// The access queue it enters after the bottleneck.
+    #[inline]
+    pub fn egress(&self, flow: u32, dir: usize) -> Option<usize> {
+        self.flows.get(flow as usize).and_then(|f| f[dir][1])
+    }
+
+    /// The direction of queue `q` (`DOWN`, `UP`, or an access queue's).
+    #[inline]
+    pub fn dir_of(&self, q: usize) -> usize {
+        if q < 2 {
+            q
+        } else {
+            self.dirs[q - 2]
+        }
+    }
+}
