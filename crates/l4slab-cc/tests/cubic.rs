@@ -35,7 +35,7 @@ fn w_cubic(t: f64, k: f64, w_max: f64) -> f64 {
 fn loss_then_first_ca_ack(w: u64, rtt_ms: u64) -> Driver<Cubic> {
     let mut d = at_window(w).rtt(Dur::from_millis(rtt_ms));
     d.lose(MSS, true);
-    assert_eq!(d.cc.cwnd(), w * MSS * 7 / 10, "cwnd = 0.7 * flight");
+    assert_eq!(d.cc.cwnd(), w * MSS * 7 / 10, "cwnd = 0.7 * cwnd before the loss");
     assert_eq!(d.cc.ssthresh(), Some(w * MSS * 7 / 10));
     assert_eq!(d.cc.metrics().state, "Recovery");
     d.recovery_end();
@@ -278,7 +278,7 @@ fn classic_ecn_echo_reduces_like_loss() {
 
 #[test]
 fn cwnd_sets_ssthresh_and_the_floor_is_two_segments() {
-    // Linux cubictcp_recalc_ssthresh: 0.7 * cwnd, whatever FlightSize is
+    // Linux cubictcp_recalc_ssthresh: ⌊0.7 · cwnd⌋ segments, whatever FlightSize is
     // (half the window in use, or a window of SACKed data behind a hole).
     for flight in [50, 160] {
         let mut d = at_window(100);
@@ -289,7 +289,7 @@ fn cwnd_sets_ssthresh_and_the_floor_is_two_segments() {
     }
     let mut d = at_window(2);
     d.lose(MSS, true);
-    assert_eq!(d.cc.ssthresh(), Some(2 * MSS)); // 0.7 * 2 = 1.4 -> 2
+    assert_eq!(d.cc.ssthresh(), Some(2 * MSS)); // ⌊0.7 · 2⌋ = 1 -> the floor, 2
     assert_eq!(d.cc.cwnd(), 2 * MSS);
 }
 
@@ -320,8 +320,9 @@ fn rto_collapses_then_the_next_epoch_has_k_zero() {
     assert!(close(w_max, ssthresh as f64 / MSS as f64, 1e-9), "{w_max}");
     assert_eq!(d.cc.stats().rtos, 2);
     // First the Reno-friendly region: W_cubic(t) = 70 + 0.4 t^3 is below
-    // W_est, which grows α = 0.529 segments per RTT (cwnd_prior = 100, the
-    // window before the timeout, is not reached yet).
+    // W_est, which grows α = 0.529 segments per RTT (Linux's α throughout;
+    // cwnd_prior = 100, the window before the timeout, is not reached here
+    // anyway).
     let mut incs = Vec::new();
     let mut last = d.cwnd_segments();
     for _ in 0..140 {

@@ -161,7 +161,8 @@ fn without_ce_it_is_reno() {
             2 => a.lose(MSS, false),
             3 => a.recovery_end(),
             4 => a.rto(),
-            // A loss while only half the window is in flight: FlightSize/2.
+            // A loss while only half the window is in flight: both halve
+            // cwnd (Linux), whatever FlightSize is.
             6 => a
                 .set_flight(Some(a.cc.cwnd() / 2))
                 .lose(MSS, true)
@@ -180,7 +181,8 @@ fn without_ce_it_is_reno() {
             2 => b.lose(MSS, false),
             3 => b.recovery_end(),
             4 => b.rto(),
-            // A loss while only half the window is in flight: FlightSize/2.
+            // A loss while only half the window is in flight: both halve
+            // cwnd (Linux), whatever FlightSize is.
             6 => b
                 .set_flight(Some(b.cc.cwnd() / 2))
                 .lose(MSS, true)
@@ -203,7 +205,7 @@ fn loss_halves_once_per_episode_and_beats_ce() {
     let mut d = dctcp();
     d.send_and_ack_rounds(3); // 80 segments
     d.lose(MSS, true);
-    assert_eq!(segs(d.cc.cwnd()), 40.0); // FlightSize / 2
+    assert_eq!(segs(d.cc.cwnd()), 40.0); // cwnd / 2, in whole segments
     assert_eq!(d.cc.metrics().state, "Recovery");
     // CE during recovery is counted for alpha but does not cut again.
     d.set_flight(Some(40 * MSS));

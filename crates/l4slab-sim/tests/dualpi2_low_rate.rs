@@ -24,7 +24,8 @@
 //! packets are then dropped with p'^2 and it dies in RTO backoff (ratio
 //! ~0.001). That start-up lock-in is not the step mechanism, so one seed
 //! would measure the wrong thing; it is printed (`overload` drops, RTOs)
-//! and documented in docs/models/dualpi2.md, not asserted. Published
+//! and documented in docs/models/dualpi2.md, not asserted. (No seed has
+//! shown it since Linux loss recovery, commit 6fc7ef7.) Published
 //! comparison (Heist & Morton's testbed, L4STeam sch_dualpi2): Prague at
 //! about 1.7 x CUBIC's rate. Measured figures are printed and recorded in
 //! docs/models/dualpi2.md ("Step marking at low rates"):
