@@ -35,7 +35,11 @@ fn w_cubic(t: f64, k: f64, w_max: f64) -> f64 {
 fn loss_then_first_ca_ack(w: u64, rtt_ms: u64) -> Driver<Cubic> {
     let mut d = at_window(w).rtt(Dur::from_millis(rtt_ms));
     d.lose(MSS, true);
-    assert_eq!(d.cc.cwnd(), w * MSS * 7 / 10, "cwnd = 0.7 * cwnd before the loss");
+    assert_eq!(
+        d.cc.cwnd(),
+        w * MSS * 7 / 10,
+        "cwnd = 0.7 * cwnd before the loss"
+    );
     assert_eq!(d.cc.ssthresh(), Some(w * MSS * 7 / 10));
     assert_eq!(d.cc.metrics().state, "Recovery");
     d.recovery_end();

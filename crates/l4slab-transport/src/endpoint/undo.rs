@@ -98,11 +98,12 @@ impl Endpoint {
     }
 
     /// Linux `tcp_may_undo`: every retransmission D-SACKed, or the ACK was
-    /// sent for a transmission older than the first retransmission.
+    /// sent for a transmission older than the first retransmission
+    /// (`tcp_packet_delayed`; an echo of 0 says nothing, as Linux requires
+    /// `rcv_tsecr != 0`).
     fn may_undo(&self, ts_ecr: Time) -> bool {
-        self.cfg.undo
-            && self.undo.marker.is_some()
-            && (self.undo.retrans == Some(0) || self.undo.stamp.is_some_and(|t| ts_ecr < t))
+        let delayed = ts_ecr > Time::ZERO && self.undo.stamp.is_some_and(|t| ts_ecr < t);
+        self.cfg.undo && self.undo.marker.is_some() && (self.undo.retrans == Some(0) || delayed)
     }
 
     /// Linux `tcp_undo_cwnd_reduction`: the controller restores its window
