@@ -39,6 +39,6 @@ echo "==> l4slab run $*"
 .venv/bin/python -m l4slab run "$@"
 if [ "$reproduce" -eq 1 ]; then
     echo
-    echo "==> l4slab reproduce all (the published studies: published vs measured, PASS/FAIL per claim)"
+    echo "==> l4slab reproduce all (the published studies: published vs measured, PASS/FAIL per claim, GAP for a declared model gap)"
     exec .venv/bin/python -m l4slab reproduce all
 fi
