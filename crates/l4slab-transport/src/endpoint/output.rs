@@ -193,21 +193,44 @@ impl Endpoint {
     }
 
     fn retransmit(&mut self, now: Time, idx: u64, ctx: &mut EndpointCtx<'_>) {
+        let reason = if self.sb.get(idx).rto_lost {
+            RetransmitReason::Rto
+        } else {
+            RetransmitReason::Fast
+        };
+        self.undo_on_retransmit(now);
+        self.resend(now, idx, reason, ctx);
+        if self.linux_timers() && idx == self.sb.front_idx() {
+            // Linux tcp_xmit_retransmit_queue: retransmitting the head
+            // restarts the timer (tcp_reset_xmit_timer with icsk_rto).
+            self.tlp_deadline = None;
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// Send segment `idx` again: a retransmission of a lost segment, or a
+    /// tail loss probe (`RetransmitReason::Tlp`: not marked lost, not counted
+    /// in `pipe` twice, `tlp.rs`).
+    pub(super) fn resend(
+        &mut self,
+        now: Time,
+        idx: u64,
+        reason: RetransmitReason,
+        ctx: &mut EndpointCtx<'_>,
+    ) {
         let s = *self.sb.get(idx);
         let tx = self
             .rate
             .on_send(now, false, self.sb.in_flight() + s.seq_len());
         self.tx_order += 1;
-        self.sb.on_retransmit(idx, now, self.tx_order, tx);
+        if reason == RetransmitReason::Tlp {
+            self.sb.on_probe(idx, now, self.tx_order, tx);
+        } else {
+            self.sb.on_retransmit(idx, now, self.tx_order, tx);
+        }
         self.rack.on_transmit(idx, self.tx_order);
         self.stats.retransmits += 1;
         self.stats.bytes_retransmitted += u64::from(s.len);
-        self.undo_on_retransmit(now);
-        let reason = if s.rto_lost {
-            RetransmitReason::Rto
-        } else {
-            RetransmitReason::Fast
-        };
         ctx.tracer.event(
             now,
             TraceEvent::Retransmit {
@@ -218,12 +241,6 @@ impl Endpoint {
             },
         );
         self.emit_data(now, idx, s.seq, s.len, s.fin, true, ctx);
-        if self.linux_timers() && idx == self.sb.front_idx() {
-            // Linux tcp_xmit_retransmit_queue: retransmitting the head
-            // restarts the timer (tcp_reset_xmit_timer with icsk_rto).
-            self.tlp_deadline = None;
-            self.rto_deadline = Some(now + self.rtt.rto());
-        }
     }
 
     /// Put a data (or FIN) segment (scoreboard index `idx`) on the wire and

@@ -27,7 +27,7 @@
 
 use l4slab_cc::CongestionEvent;
 use l4slab_core::trace::RetransmitReason;
-use l4slab_core::{Dur, Time, TraceEvent};
+use l4slab_core::{Dur, Time};
 
 use super::{Endpoint, EndpointCtx};
 use crate::config::RtoFormula;
@@ -125,7 +125,8 @@ impl Endpoint {
                 self.rearm_rto(now);
                 return;
             }
-            self.probe_retransmit(now, idx, ctx);
+            // Linux __tcp_retransmit_skb, without marking it lost.
+            self.resend(now, idx, RetransmitReason::Tlp, ctx);
             self.tlp_retrans = true;
         }
         self.tlp_high_seq = Some(self.snd_nxt);
@@ -133,30 +134,6 @@ impl Endpoint {
         // "Reset s.t. tcp_rearm_rto will restart timer from now."
         self.tlp_deadline = None;
         self.rto_deadline = Some(now + self.rtt.rto());
-    }
-
-    /// Send the last segment again as the probe (Linux `__tcp_retransmit_skb`
-    /// without marking it lost: it does not count in `pipe` twice).
-    fn probe_retransmit(&mut self, now: Time, idx: u64, ctx: &mut EndpointCtx<'_>) {
-        let s = *self.sb.get(idx);
-        let tx = self
-            .rate
-            .on_send(now, false, self.sb.in_flight() + s.seq_len());
-        self.tx_order += 1;
-        self.sb.on_probe(idx, now, self.tx_order, tx);
-        self.rack.on_transmit(idx, self.tx_order);
-        self.stats.retransmits += 1;
-        self.stats.bytes_retransmitted += u64::from(s.len);
-        ctx.tracer.event(
-            now,
-            TraceEvent::Retransmit {
-                flow: self.flow,
-                seq: s.seq,
-                bytes: s.len,
-                reason: RetransmitReason::Tlp,
-            },
-        );
-        self.emit_data(now, idx, s.seq, s.len, s.fin, true, ctx);
     }
 
     /// Linux `tcp_process_tlp_ack`, once per ACK before the recovery logic.
