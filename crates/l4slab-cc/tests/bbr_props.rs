@@ -135,12 +135,20 @@ fn apply<C: CongestionControl>(d: &mut Driver<C>, op: &Op, mss: u64) -> u64 {
     d.delivered() - before
 }
 
-/// A controller that records its metrics after every ACK, so that the
-/// per-ACK invariants are checked inside rounds too.
+/// A controller that records its metrics after every ACK, with what the ACK
+/// reported, so that the per-ACK invariants are checked inside rounds too.
 #[derive(Debug)]
 struct PerAck<C> {
     cc: C,
-    acks: Vec<CcMetrics>,
+    acks: Vec<Acked>,
+}
+
+/// One ACK as the controller saw it and its metrics after it.
+#[derive(Debug)]
+struct Acked {
+    bytes: u64,
+    in_flight: u64,
+    m: CcMetrics,
 }
 
 impl<C: CongestionControl> PerAck<C> {
@@ -161,7 +169,11 @@ impl<C: CongestionControl> CongestionControl for PerAck<C> {
     }
     fn on_ack(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>) {
         self.cc.on_ack(now, ack, ctx);
-        self.acks.push(self.cc.metrics());
+        self.acks.push(Acked {
+            bytes: ack.acked_bytes,
+            in_flight: ack.in_flight,
+            m: self.cc.metrics(),
+        });
     }
     fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>) {
         self.cc.on_congestion(now, ev, ctx);
@@ -259,10 +271,9 @@ proptest! {
         let mut peak = d.cc.cwnd();
         let (mut state, mut traced) = (d.cc.metrics().state, 0);
         for op in &ops {
-            let before = d.cc.cwnd();
+            let (before, state_before) = (d.cc.cwnd(), state);
             let no_restore = open && open_at_last_ack;
-            let flight_before = d.flight();
-            let acked = apply(&mut d, op, mss);
+            apply(&mut d, op, mss);
             let changes = changes_since(&d, traced);
             traced = d.tracer.0.len();
             match op {
@@ -285,33 +296,33 @@ proptest! {
                 state = to;
             }
             prop_assert_eq!(state, m.state);
-            let is_ack = matches!(op, Op::Ack { .. } | Op::Rounds(_)) && acked > 0;
-            if is_ack {
-                let left_probe_rtt = changes.iter().any(|(f, _)| *f == "ProbeRTT");
-                // (The floor may apply part-way through a multi-ACK op.)
-                let from = if left_probe_rtt || !no_restore { peak.max(before) } else { before };
-                let mut cap = from.max(min_cwnd) + acked;
-                if !open || !no_restore {
-                    // Packet conservation in the first round of recovery:
-                    // cwnd = in_flight + acked (what the ACK reported).
-                    cap = cap.max(flight_before);
-                }
-                prop_assert!(
-                    m.cwnd <= cap,
-                    "cwnd {} -> {} on {} acked bytes ({:?})", before, m.cwnd, acked, op
-                );
-                if open {
-                    prop_assert!(m.cwnd >= min_cwnd, "cwnd {} < {} after {:?}", m.cwnd, min_cwnd, op);
-                }
-                open_at_last_ack = open;
-            }
-            // After every ACK (data or not, inside rounds too).
+            // After every ACK (data or not, inside rounds too), in order.
+            let (mut prev, mut prev_state, mut no_restore) = (before, state_before, no_restore);
             for a in d.cc.acks.drain(..) {
-                if a.state == "ProbeRTT" {
-                    prop_assert!(a.cwnd <= min_cwnd, "ProbeRTT cwnd {}", a.cwnd);
+                if a.bytes > 0 {
+                    let left_probe_rtt = prev_state == "ProbeRTT" && a.m.state != "ProbeRTT";
+                    let from = if left_probe_rtt || !no_restore { peak.max(prev) } else { prev };
+                    let mut cap = from.max(min_cwnd) + a.bytes;
+                    if !open || !no_restore {
+                        // Packet conservation in the first round of recovery:
+                        // cwnd = in_flight + acked (what the ACK reported).
+                        cap = cap.max(a.in_flight + a.bytes);
+                    }
+                    prop_assert!(
+                        a.m.cwnd <= cap,
+                        "cwnd {} -> {} on an ACK of {} bytes ({:?})", prev, a.m.cwnd, a.bytes, op
+                    );
+                    if open {
+                        prop_assert!(a.m.cwnd >= min_cwnd, "cwnd {} < {} after {:?}", a.m.cwnd, min_cwnd, op);
+                    }
+                    open_at_last_ack = open;
+                    no_restore = open;
                 }
-                let (pg, cg) = (extra(&a, "pacing_gain"), extra(&a, "cwnd_gain"));
-                match a.state {
+                if a.m.state == "ProbeRTT" {
+                    prop_assert!(a.m.cwnd <= min_cwnd, "ProbeRTT cwnd {}", a.m.cwnd);
+                }
+                let (pg, cg) = (extra(&a.m, "pacing_gain"), extra(&a.m, "cwnd_gain"));
+                match a.m.state {
                     "Startup" => prop_assert_eq!((pg, cg), (high, high)),
                     "Drain" => prop_assert_eq!((pg, cg), (drain, high)),
                     "ProbeBW" => {
@@ -321,6 +332,8 @@ proptest! {
                     "ProbeRTT" => prop_assert_eq!((pg, cg), (1.0, 1.0)),
                     other => prop_assert!(false, "unknown state {}", other),
                 }
+                peak = peak.max(a.m.cwnd);
+                (prev, prev_state) = (a.m.cwnd, a.m.state);
             }
             peak = peak.max(m.cwnd);
         }
@@ -343,7 +356,7 @@ proptest! {
         let mut peak = d.cc.cwnd();
         let (mut state, mut traced) = (d.cc.metrics().state, 0);
         for op in &ops {
-            let before = d.cc.cwnd();
+            let (before, state_before) = (d.cc.cwnd(), state);
             let acked = apply(&mut d, op, mss);
             let changes = changes_since(&d, traced);
             traced = d.tracer.0.len();
@@ -367,28 +380,37 @@ proptest! {
             }
             prop_assert_eq!(state, m.state);
             prop_assert_eq!(state, d.cc.cc.mode_name());
-            let acks: Vec<CcMetrics> = d.cc.acks.drain(..).collect();
-            for a in acks.iter().chain([&m]) {
-            let (pg, cg) = (extra(a, "pacing_gain"), extra(a, "cwnd_gain"));
-            let want = match a.state {
-                "Startup" => (gains.startup_pacing_gain, gains.default_cwnd_gain),
-                "Drain" => (gains.drain_pacing_gain, gains.default_cwnd_gain),
-                "ProbeBW_DOWN" => (gains.probe_down_pacing_gain, gains.default_cwnd_gain),
-                "ProbeBW_CRUISE" | "ProbeBW_REFILL" => (1.0, gains.default_cwnd_gain),
-                "ProbeBW_UP" => (gains.probe_up_pacing_gain, gains.probe_up_cwnd_gain),
-                "ProbeRTT" => (1.0, gains.probe_rtt_cwnd_gain),
-                other => { prop_assert!(false, "unknown state {}", other); unreachable!() }
-            };
-            prop_assert_eq!((pg, cg), want, "gains in {}", a.state);
+            let acks: Vec<Acked> = d.cc.acks.drain(..).collect();
+            for a in acks.iter().map(|a| &a.m).chain([&m]) {
+                let (pg, cg) = (extra(a, "pacing_gain"), extra(a, "cwnd_gain"));
+                let want = match a.state {
+                    "Startup" => (gains.startup_pacing_gain, gains.default_cwnd_gain),
+                    "Drain" => (gains.drain_pacing_gain, gains.default_cwnd_gain),
+                    "ProbeBW_DOWN" => (gains.probe_down_pacing_gain, gains.default_cwnd_gain),
+                    "ProbeBW_CRUISE" | "ProbeBW_REFILL" => (1.0, gains.default_cwnd_gain),
+                    "ProbeBW_UP" => (gains.probe_up_pacing_gain, gains.probe_up_cwnd_gain),
+                    "ProbeRTT" => (1.0, gains.probe_rtt_cwnd_gain),
+                    other => { prop_assert!(false, "unknown state {}", other); unreachable!() }
+                };
+                prop_assert_eq!((pg, cg), want, "gains in {}", a.state);
+            }
+            // Each ACK of data raises cwnd by at most what it acknowledged,
+            // except the one that ends ProbeRTT (RestoreCwnd: back to the
+            // saved cwnd, which was seen before, possibly inside this op).
+            let (mut prev, mut prev_state) = (before, state_before);
+            for a in &acks {
+                if a.bytes > 0 {
+                    let left_probe_rtt = prev_state == "ProbeRTT" && a.m.state != "ProbeRTT";
+                    let from = if left_probe_rtt { peak.max(prev) } else { prev };
+                    prop_assert!(
+                        a.m.cwnd <= from.max(min_pipe) + a.bytes,
+                        "cwnd {} -> {} on an ACK of {} bytes ({:?})", prev, a.m.cwnd, a.bytes, op
+                    );
+                }
+                peak = peak.max(a.m.cwnd);
+                (prev, prev_state) = (a.m.cwnd, a.m.state);
             }
             if is_ack {
-                let left_probe_rtt = changes.iter().any(|(f, _)| *f == "ProbeRTT");
-                let from = if left_probe_rtt { peak.max(before) } else { before };
-                let cap = from.max(min_pipe) + acked;
-                prop_assert!(
-                    m.cwnd <= cap,
-                    "cwnd {} -> {} on {} acked bytes ({:?})", before, m.cwnd, acked, op
-                );
                 if m.state == "ProbeRTT" {
                     prop_assert!(m.cwnd <= d.cc.cc.probe_rtt_cwnd(), "ProbeRTT cwnd {} > {}", m.cwnd, d.cc.cc.probe_rtt_cwnd());
                 }

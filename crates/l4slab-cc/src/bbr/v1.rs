@@ -952,8 +952,10 @@ impl Bbr {
         }
         self.prev_ca = state;
         if self.packet_conservation {
-            // "yes, using packet conservation"
-            return ((cwnd).max(in_flight + acked), true);
+            // "yes, using packet conservation". Linux counts whole packets, so
+            // an ACK of data releases at least one: never below 1 SMSS here
+            // (a partial-segment ACK with nothing else in flight).
+            return (cwnd.max(in_flight + acked).max(self.mss()), true);
         }
         (cwnd, false)
     }
