@@ -40,15 +40,21 @@ from l4slab.tables import (
     format_bytes,
     format_count,
     format_number,
+    phy_text,
     queues_data,
     rtt_name,
     run_line,
     seed_text,
+    wifi_access_delay_data,
+    wifi_links_data,
+    wifi_stations_data,
 )
 
 __all__ = [
     "FIGURES_DIR",
     "REPORT_FILE",
+    "SECTIONS",
+    "WIFI_SECTION",
     "FigureSpec",
     "RenderedFigure",
     "figure_files",
@@ -57,6 +63,8 @@ __all__ = [
     "render_figure",
     "report_figures",
     "report_html",
+    "topology_text",
+    "wifi_text",
     "write_report",
 ]
 
@@ -69,17 +77,21 @@ WIDE_FIGSIZE = (13.0, 5.4)
 DPI = 110
 
 SECTIONS = ("Scenario", "Summary", "Figures", "All metrics", "Run")
+#: The section a run with a Wi-Fi cell adds, after the summary (its tables and figures).
+WIFI_SECTION = "Wi-Fi cell"
 
 
 @dataclass(frozen=True)
 class FigureSpec:
-    """A figure to draw: a file stem, a heading, a caption and how to draw it."""
+    """A figure to draw: a file stem, a heading, a caption and how to draw it; ``section``
+    is the report section that shows it."""
 
     slug: str
     title: str
     caption: str
     draw: Callable[[Axes], object]
     wide: bool = False
+    section: str = "Figures"
 
 
 @dataclass(frozen=True)
@@ -237,6 +249,7 @@ def report_figures(
                 ),
             )
         )
+    specs += _wifi_figures(results)
     names = flow_order(results.summary)
     if traced and names:
         chosen = flow if flow is not None else names[0]
@@ -272,6 +285,43 @@ def report_figures(
                 )
             )
     return specs
+
+
+def _wifi_figures(results: Results) -> list[FigureSpec]:
+    """The Wi-Fi cell's figures (shown in its own section); none without a cell."""
+    if not plots.has_wifi(results):
+        return []
+    return [
+        FigureSpec(
+            "wifi-airtime",
+            "Airtime per station",
+            "Each station's share of the airtime the stations used: the exchanges to and "
+            "from it, downlink from the AP and uplink (PPDU + SIFS + response, or + ACK "
+            "timeout when it failed). Labels: the share, its airtime as a share of the "
+            "measured time, and the fraction of its MPDU transmissions that failed "
+            "(lost to noise or a collision, then retried or dropped at the retry limit).",
+            lambda ax: plots.wifi_airtime(results, ax=ax),
+            section=WIFI_SECTION,
+        ),
+        FigureSpec(
+            "wifi-access-delay",
+            "Access delay per access category",
+            "MAC access delay: from the moment an access category has something to send "
+            "on a link to the start of its transmission there, over every transmitter of "
+            "the cell; p50, p90, p99, p99.9 and max, one line per AC that sent (VO voice, "
+            "VI video, BE best effort, BK background). Each step right is one more nine.",
+            lambda ax: plots.wifi_access_delay(results, ax=ax),
+            section=WIFI_SECTION,
+        ),
+        FigureSpec(
+            "wifi-ampdu",
+            "A-MPDU sizes",
+            "How many MPDUs each PPDU carried (A-MPDU aggregation), as a share of PPDUs; "
+            "the dashed line is the mean.",
+            lambda ax: plots.wifi_ampdu(results, ax=ax),
+            section=WIFI_SECTION,
+        ),
+    ]
 
 
 def _rtt_cdf_caption(results: Results, traced: bool, interval: str, per_ack: str) -> str:
@@ -397,14 +447,22 @@ def figure_files(figures: Sequence[RenderedFigure]) -> dict[str, bytes]:
 def report_html(results: Results, figures: Sequence[RenderedFigure]) -> str:
     """The whole report page as one HTML string."""
     name = results.name or "scenario"
+    wifi = plots.has_wifi(results)
+    titles = _sections(results)
     parts = [
         f'<h1>{_e(name)} <span class="kind">— l4slab report</span></h1>',
         f'<p class="lead">{_e(results.scenario.get("description") or "")}</p>',
-        _nav(SECTIONS),
+        _nav(titles),
         _glance(results),
         _section("Scenario", _scenario_html(results)),
         _section("Summary", _summary_html(results)),
-        _section("Figures", figures_html(figures)),
+    ]
+    # A figure is shown in its section when the page has it, else among the figures.
+    cell = [f for f in figures if wifi and f.spec.section == WIFI_SECTION]
+    if wifi:
+        parts.append(_section(WIFI_SECTION, _wifi_html(results, cell)))
+    parts += [
+        _section("Figures", figures_html([f for f in figures if f not in cell])),
         _section("All metrics", _all_metrics_html(results)),
         _section("Run", _run_html(results)),
     ]
@@ -481,6 +539,14 @@ def _section(title: str, body: str) -> str:
     return f'<section id="{_anchor(title)}"><h2>{_e(title)}</h2>\n{body}\n</section>'
 
 
+def _sections(results: Results) -> tuple[str, ...]:
+    """The page's sections in order: :data:`SECTIONS`, and the Wi-Fi cell's when it has one."""
+    if not plots.has_wifi(results):
+        return SECTIONS
+    at = SECTIONS.index("Summary") + 1
+    return (*SECTIONS[:at], WIFI_SECTION, *SECTIONS[at:])
+
+
 def _nav(titles: Iterable[str]) -> str:
     links = "".join(f'<a href="#{_anchor(title)}">{_e(title)}</a>' for title in titles)
     return f"<nav>{links}</nav>"
@@ -515,6 +581,20 @@ def _glance(results: Results) -> str:
             f'<div class="small">{format_count(drops)} drops · {format_count(marks)} CE marks'
             f" · {format_number(queue.get('utilization'), scale=100)} % busy</div></div>"
         )
+    wifi = results.summary.get("wifi")
+    links = wifi.get("links") if isinstance(wifi, Mapping) else None
+    for index, link in enumerate(links if isinstance(links, list) else []):
+        if not isinstance(link, Mapping):
+            continue
+        cards.append(
+            '<div class="card" style="border-top-color:#009e73">'
+            f'<div class="name">Wi-Fi link {index} <span class="small">'
+            f"{_e(phy_text(link.get('phy')))}</span></div>"
+            f'<div class="big">{format_number(link.get("busy_fraction"), scale=100)}'
+            ' <span class="small">% busy</span></div>'
+            f'<div class="small">{format_count(link.get("txops"))} TXOPs · '
+            f"{format_number(link.get('collision_fraction'), scale=100)} % collided</div></div>"
+        )
     return f'<div class="cards">{"".join(cards)}</div>' if cards else ""
 
 
@@ -543,7 +623,11 @@ def _scenario_html(results: Results) -> str:
 
 
 def topology_text(scenario: Mapping[str, Any]) -> str:
-    """E.g. ``client — 20 Mbit/s, 10 ms — server``; one line per direction if they differ."""
+    """E.g. ``client — 20 Mbit/s, 10 ms — server``; one line per direction if they differ.
+
+    With a Wi-Fi cell the clients reach the bottleneck through its AP
+    (``laptop ~ Wi-Fi ~ AP — 100 Mbit/s, ...``), and :func:`wifi_text` follows.
+    """
     hosts = [h for h in scenario.get("hosts") or [] if isinstance(h, Mapping)]
 
     def side(which: str) -> str:
@@ -553,13 +637,67 @@ def topology_text(scenario: Mapping[str, Any]) -> str:
     bottleneck = scenario.get("bottleneck") or {}
     down, up = bottleneck.get("down") or {}, bottleneck.get("up") or {}
     clients, servers = side("client"), side("server")
+    cell = wifi_text(scenario)
+    if cell:
+        clients += " ~ Wi-Fi ~ AP"
     if _link_text(down) == _link_text(up):
-        return f"{clients} — {_link_text(down)} — {servers}"
-    return (
-        f"{clients} ⇄ bottleneck ⇄ {servers}\n"
-        f"  down (server → client): {_link_text(down)}\n"
-        f"  up   (client → server): {_link_text(up)}"
+        text = f"{clients} — {_link_text(down)} — {servers}"
+    else:
+        text = (
+            f"{clients} ⇄ bottleneck ⇄ {servers}\n"
+            f"  down (server → client): {_link_text(down)}\n"
+            f"  up   (client → server): {_link_text(up)}"
+        )
+    return f"{text}\n{cell}" if cell else text
+
+
+def wifi_text(scenario: Mapping[str, Any]) -> str:
+    """The Wi-Fi cell of a resolved scenario in a few lines: its stations, the PHY of each
+    link, the queues, and each station's SNR, MCS and scans; ``""`` without a cell."""
+    wifi = scenario.get("wifi")
+    if not isinstance(wifi, Mapping):
+        return ""
+    hosts = [h for h in scenario.get("hosts") or [] if isinstance(h, Mapping)]
+    stations = [s for s in wifi.get("stations") or [] if isinstance(s, Mapping)]
+
+    def name(station: Mapping[str, Any]) -> str:
+        index = station.get("host")
+        if isinstance(index, int) and 0 <= index < len(hosts):
+            return str(hosts[index].get("name"))
+        return f"host {index}"
+
+    links = list(wifi.get("links") or [])
+    lines = [
+        "Wi-Fi cell: an AP at the bottleneck's client end; stations "
+        + (", ".join(name(s) for s in stations) or "none")
+    ]
+    lines += [f"  link {i}: {phy_text(phy)}" for i, phy in enumerate(links)]
+    queues = (
+        f"  queues: AP {_qdisc_kind(wifi.get('ap_qdisc'))} (one per station and AC), "
+        f"stations {_qdisc_kind(wifi.get('station_qdisc'))} (one per AC)"
     )
+    if wifi.get("retry_limit") is not None:
+        queues += f"; retry limit {wifi.get('retry_limit')}"
+    lines.append(queues)
+    for station in stations:
+        own = [link for link in station.get("links") or [] if isinstance(link, Mapping)]
+        radio = [
+            ("" if len(links) < 2 else f"link {link.get('link')} ")
+            + f"SNR {_value(link.get('snr_db'))} dB, MCS {_value(link.get('mcs'))}"
+            for link in own
+        ] or ["no link"]
+        scan = station.get("scan")
+        if isinstance(scan, Mapping):
+            radio.append(
+                f"scans for {_ms(scan.get('duration'))} every {_seconds(scan.get('every'))}"
+                f" (first at {_seconds(scan.get('first'))})"
+            )
+        lines.append(f"  {name(station)}: {'; '.join(radio)}")
+    return "\n".join(lines)
+
+
+def _qdisc_kind(qdisc: Any) -> str:
+    return str(qdisc.get("kind") or "?") if isinstance(qdisc, Mapping) else "?"
 
 
 def _host_text(host: Mapping[str, Any]) -> str:
@@ -596,6 +734,12 @@ def _qdisc_html(scenario: Mapping[str, Any]) -> str:
     directions = [(d, (bottleneck.get(d) or {}).get("qdisc") or {}) for d in ("down", "up")]
     if directions[0][1] == directions[1][1]:
         directions = [("both directions", directions[0][1])]
+    wifi = scenario.get("wifi")
+    if isinstance(wifi, Mapping):
+        directions += [
+            ("Wi-Fi AP, a queue per station and AC", wifi.get("ap_qdisc") or {}),
+            ("Wi-Fi stations, a queue per AC", wifi.get("station_qdisc") or {}),
+        ]
     parts = []
     for where, qdisc in directions:
         if not isinstance(qdisc, Mapping):
@@ -627,6 +771,8 @@ def _scenario_flows(scenario: Mapping[str, Any]) -> TableData:
     def host(index: Any) -> Mapping[str, Any]:
         return hosts[index] if isinstance(index, int) and 0 <= index < len(hosts) else {}
 
+    wifi = isinstance(scenario.get("wifi"), Mapping)
+
     rows = []
     for flow in scenario.get("flows") or []:
         client, server = host(flow.get("client")), host(flow.get("server"))
@@ -646,6 +792,7 @@ def _scenario_flows(scenario: Mapping[str, Any]) -> TableData:
                     format_number((flow.get("start") or 0) / 1e9, digits=3),
                     format_number((one_way + 2 * access) / 1e6, digits=1),
                     format_count((flow.get("transport") or {}).get("mss")),
+                    *([str(flow.get("wifi_ac") or "be")] if wifi else []),
                 )
             )
         )
@@ -657,6 +804,18 @@ def _scenario_flows(scenario: Mapping[str, Any]) -> TableData:
         Column("start\ns"),
         Column("base RTT\nms"),
         Column("MSS\nbytes"),
+        *(
+            [
+                Column(
+                    "Wi-Fi\nAC",
+                    numeric=False,
+                    tip="the access category its packets use in the Wi-Fi cell (wifi_ac): "
+                    "vo voice, vi video, be best effort, bk background",
+                )
+            ]
+            if wifi
+            else []
+        ),
     )
     return TableData("flows", columns, tuple(rows))
 
@@ -681,6 +840,39 @@ def _summary_html(results: Results) -> str:
     return "\n".join(parts)
 
 
+def _wifi_html(results: Results, figures: Sequence[RenderedFigure]) -> str:
+    """The Wi-Fi cell: its tables (stations, links, access delay), A-MPDU sizes, figures."""
+    summary = results.summary
+    wifi = summary.get("wifi") or {}
+    parts = [
+        '<p class="note">What the cell counted over the measured time (summary.json '
+        "<code>wifi</code>): airtime, MPDU retries and drops per station (its downlink "
+        "from the AP and its uplink together), how busy each link was and how often "
+        "transmissions collided, the MAC access delay per access category, and A-MPDU "
+        "sizes. The cell's queues (<code>wifi.&lt;station&gt;.down|up.&lt;ac&gt;</code>) "
+        "are in the queue table.</p>"
+    ]
+    tables = [
+        table
+        for table in (
+            wifi_stations_data(summary),
+            wifi_links_data(summary),
+            wifi_access_delay_data(summary),
+        )
+        if table is not None and table.rows
+    ]
+    parts.append('<div class="tables">' + "".join(html_table(t) for t in tables) + "</div>")
+    ampdu = wifi.get("ampdu") if isinstance(wifi, Mapping) else None
+    if isinstance(ampdu, Mapping) and ampdu.get("ppdus"):
+        parts.append(
+            f"<p>A-MPDUs: {_e(format_count(ampdu.get('ppdus')))} PPDUs carried "
+            f"{_e(format_number(ampdu.get('mean_mpdus'), digits=1))} MPDUs on average.</p>"
+        )
+    if figures:
+        parts.append(figures_html(figures))
+    return "\n".join(parts)
+
+
 def _all_metrics_html(results: Results) -> str:
     parts = [
         '<p class="note">Every metric of summary.json, by flow and by queue (keys as '
@@ -701,12 +893,17 @@ def _all_metrics_html(results: Results) -> str:
             + _metric_matrix(results.queues(), "queue")
             + "</details>"
         )
+    wifi = results.summary.get("wifi")
+    if isinstance(wifi, Mapping):
+        parts.append(_wifi_metrics_html(wifi))
     parts.append(
         "<details><summary>Time series: samples, min, mean, max</summary>"
         + _series_stats(results)
         + "</details>"
     )
-    extra = {k: v for k, v in results.summary.items() if k not in ("flows", "queues", "scenario")}
+    extra = {
+        k: v for k, v in results.summary.items() if k not in ("flows", "queues", "scenario", "wifi")
+    }
     if extra:
         rows = "".join(
             f'<tr><td class="key">{_e(k)}</td><td class="num">{_e(_value(v))}</td></tr>'
@@ -718,6 +915,32 @@ def _all_metrics_html(results: Results) -> str:
             f"</tr></thead><tbody>{rows}</tbody></table></div></details>"
         )
     return "\n".join(parts)
+
+
+def _wifi_metrics_html(wifi: Mapping[str, Any]) -> str:
+    """Every metric of summary.json's ``wifi``: by station, by link, by AC, A-MPDU sizes."""
+    stations = wifi.get("stations") or {}
+    links = {
+        f"link {i}": link
+        for i, link in enumerate(wifi.get("links") or [])
+        if isinstance(link, Mapping)
+    }
+    delays = wifi.get("access_delay_ms") or {}
+    parts = []
+    for items, what in ((stations, "station"), (links, "link"), (delays, "access_delay_ms")):
+        if isinstance(items, Mapping) and items:
+            parts.append(_metric_matrix(items, what))
+    ampdu = wifi.get("ampdu")
+    if isinstance(ampdu, Mapping) and ampdu:
+        rows = "".join(
+            f'<tr><td class="key">{_e(k)}</td><td class="num">{_e(_value(v))}</td></tr>'
+            for k, v in _flatten({"ampdu": ampdu})
+        )
+        parts.append(
+            '<div class="scroll"><table><thead><tr><th>key</th><th class="num">value</th>'
+            f"</tr></thead><tbody>{rows}</tbody></table></div>"
+        )
+    return "<details><summary>Wi-Fi cell: every metric</summary>" + "".join(parts) + "</details>"
 
 
 def _metric_matrix(items: Mapping[str, Mapping[str, Any]], what: str) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "MISSING",
     "RTT_MEANING",
     "SOJOURN_MEANING",
+    "WIFI_ACS",
     "Column",
     "Row",
     "TableData",
@@ -35,6 +36,7 @@ __all__ = [
     "format_bytes",
     "format_count",
     "format_number",
+    "phy_text",
     "queues_data",
     "queues_table",
     "rich_table",
@@ -42,6 +44,10 @@ __all__ = [
     "run_line",
     "seed_text",
     "summary_view",
+    "wifi_access_delay_data",
+    "wifi_links_data",
+    "wifi_station_order",
+    "wifi_stations_data",
 ]
 
 #: What a cell shows when the value is missing, null or not finite.
@@ -273,6 +279,180 @@ def queues_data(summary: Mapping[str, Any]) -> TableData:
                 )
             )
     return TableData("queues", columns, tuple(rows))
+
+
+def wifi_stations_data(summary: Mapping[str, Any]) -> TableData | None:
+    """The cells of the Wi-Fi station table (one row per station, in scenario order):
+    airtime, MPDU retries and drops, collisions, scans. ``None`` without a Wi-Fi cell."""
+    wifi = summary.get("wifi")
+    if not isinstance(wifi, Mapping):
+        return None
+    stations: Mapping[str, Mapping[str, Any]] = wifi.get("stations") or {}
+    columns = (
+        Column("station", numeric=False, no_wrap=True),
+        Column(
+            "airtime\nshare %",
+            tip="share of the airtime of all stations: exchanges to and from this station "
+            "(PPDU + SIFS + response, or + ACK timeout when it failed); summary.json "
+            "wifi.stations.*.airtime_share",
+        ),
+        Column("airtime\n% of time", tip="its airtime over the measured time"),
+        Column("MPDU\nattempts", tip="MPDU transmissions, first attempts and retries"),
+        Column(
+            "MPDU\nretries %",
+            tip="failed MPDU transmissions (lost to noise or a collision) over attempts",
+        ),
+        Column("MPDU\ndrops", tip="MPDUs dropped at the retry limit"),
+        Column("colli-\nsions", tip="collided exchanges it took part in"),
+        Column("scans", tip="times it left the channel to scan"),
+        Column("longest\nscan ms", tip="the longest gap in its service: a scan"),
+    )
+    rows = []
+    for name in wifi_station_order(summary):
+        station = stations[name]
+        rows.append(
+            Row(
+                (
+                    name,
+                    format_number(station.get("airtime_share"), scale=100.0, digits=1),
+                    format_number(station.get("airtime_fraction"), scale=100.0, digits=1),
+                    format_count(station.get("mpdu_attempts")),
+                    format_number(station.get("mpdu_retry_fraction"), scale=100.0, digits=1),
+                    format_count(station.get("mpdu_drops")),
+                    format_count(station.get("collisions")),
+                    format_count(station.get("scans")),
+                    format_number(station.get("longest_scan_ms"), digits=1)
+                    if station.get("scans")
+                    else MISSING,
+                )
+            )
+        )
+    return TableData("Wi-Fi stations", columns, tuple(rows))
+
+
+def wifi_links_data(summary: Mapping[str, Any]) -> TableData | None:
+    """The cells of the Wi-Fi link table (one row per channel): PHY, how busy, TXOPs,
+    collisions. ``None`` without a Wi-Fi cell."""
+    wifi = summary.get("wifi")
+    if not isinstance(wifi, Mapping):
+        return None
+    columns = (
+        Column("link", numeric=False, no_wrap=True),
+        Column("PHY", numeric=False, no_wrap=True),
+        Column(
+            "busy\n%",
+            tip="time the medium was busy (PPDUs, responses, collisions, timeouts) over "
+            "the measured time",
+        ),
+        Column("TXOPs", tip="channel accesses won, collided ones included"),
+        Column("PPDUs"),
+        Column(
+            "colli-\nsions", tip="accesses where two or more transmitters started in the same slot"
+        ),
+        Column("collisions\n% of TXOPs"),
+        Column(
+            "internal\ncollisions",
+            tip="two ACs of one transmitter counted down together; the higher priority sent",
+        ),
+    )
+    rows = []
+    for index, link in enumerate(wifi.get("links") or []):
+        if not isinstance(link, Mapping):
+            continue
+        rows.append(
+            Row(
+                (
+                    str(index),
+                    phy_text(link.get("phy")),
+                    format_number(link.get("busy_fraction"), scale=100.0, digits=1),
+                    format_count(link.get("txops")),
+                    format_count(link.get("ppdus")),
+                    format_count(link.get("collisions")),
+                    format_number(link.get("collision_fraction"), scale=100.0, digits=1),
+                    format_count(link.get("internal_collisions")),
+                )
+            )
+        )
+    return TableData("Wi-Fi links", columns, tuple(rows))
+
+
+#: Access categories, highest priority first, and their names.
+WIFI_ACS = (("vo", "voice"), ("vi", "video"), ("be", "best effort"), ("bk", "background"))
+
+
+def wifi_access_delay_data(summary: Mapping[str, Any]) -> TableData | None:
+    """The cells of the Wi-Fi access-delay table: one row per access category that had
+    samples, in priority order. ``None`` without a Wi-Fi cell."""
+    wifi = summary.get("wifi")
+    if not isinstance(wifi, Mapping):
+        return None
+    delays: Mapping[str, Any] = wifi.get("access_delay_ms") or {}
+    tip = (
+        "MAC access delay: from the moment the AC has something to send on a link to the "
+        "start of its transmission there; summary.json wifi.access_delay_ms"
+    )
+    columns = (
+        Column("AC", numeric=False, no_wrap=True),
+        Column("samples"),
+        *(Column(f"{key}\nms", tip=tip) for key in ("mean", "p50", "p99", "p99.9", "max")),
+    )
+    rows = []
+    for ac, name in WIFI_ACS:
+        stats = delays.get(ac)
+        if not isinstance(stats, Mapping):
+            continue
+        rows.append(
+            Row(
+                (
+                    f"{ac.upper()} ({name})",
+                    format_count(stats.get("samples")),
+                    *(
+                        format_number(stats.get(key), digits=3)
+                        for key in ("mean", "p50", "p99", "p999", "max")
+                    ),
+                )
+            )
+        )
+    return TableData("Wi-Fi access delay", columns, tuple(rows))
+
+
+def wifi_station_order(summary: Mapping[str, Any]) -> list[str]:
+    """Station names of ``summary["wifi"]`` in scenario order (the resolved
+    ``wifi.stations``, by host index), then any other (summary.json sorts its keys)."""
+    wifi = summary.get("wifi")
+    stations: Mapping[str, Any] = (wifi.get("stations") or {}) if isinstance(wifi, Mapping) else {}
+    scenario = summary.get("scenario") or {}
+    hosts = [h for h in scenario.get("hosts") or [] if isinstance(h, Mapping)]
+    cell = scenario.get("wifi")
+    declared = (cell.get("stations") or []) if isinstance(cell, Mapping) else []
+    ordered: list[str] = []
+    for station in declared:
+        index = station.get("host") if isinstance(station, Mapping) else None
+        if isinstance(index, int) and 0 <= index < len(hosts):
+            name = str(hosts[index].get("name"))
+            if name in stations and name not in ordered:
+                ordered.append(name)
+    return ordered + [str(name) for name in stations if name not in ordered]
+
+
+#: The 802.11 amendment of each resolved ``standard``.
+_STANDARDS = {"a": "802.11a", "n": "802.11n", "ac": "802.11ac", "ax": "802.11ax", "be": "802.11be"}
+
+
+def phy_text(phy: Any) -> str:
+    """A Wi-Fi link's PHY, e.g. ``802.11ax, 5GHz, 80 MHz, 2 streams``."""
+    if not isinstance(phy, Mapping):
+        return MISSING
+    standard = str(phy.get("standard", "?"))
+    nss = phy.get("nss")
+    return ", ".join(
+        [
+            _STANDARDS.get(standard, standard),
+            str(phy.get("band", "?")),
+            f"{phy.get('width_mhz', '?')} MHz",
+            f"{nss if nss is not None else '?'} stream{'' if nss == 1 else 's'}",
+        ]
+    )
 
 
 def flow_order(summary: Mapping[str, Any]) -> list[str]:

@@ -205,6 +205,7 @@ pub const fn drop_event(r: DropReason) -> &'static str {
         DropReason::StepNonEct => "drop:step_non_ect",
         DropReason::LinkLoss => "drop:link_loss",
         DropReason::EcnBlackhole => "drop:ecn_blackhole",
+        DropReason::WifiRetries => "drop:wifi_retries",
     }
 }
 

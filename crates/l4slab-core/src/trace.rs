@@ -23,10 +23,12 @@ pub enum DropReason {
     LinkLoss,
     /// The path drops ECN-capable packets (an ECN black hole, for validation tests).
     EcnBlackhole,
+    /// A Wi-Fi MPDU that failed more times than the retry limit allows.
+    WifiRetries,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 7] = [
+    pub const ALL: [DropReason; 8] = [
         DropReason::Overlimit,
         DropReason::HeadDrop,
         DropReason::AqmDrop,
@@ -34,6 +36,7 @@ impl DropReason {
         DropReason::StepNonEct,
         DropReason::LinkLoss,
         DropReason::EcnBlackhole,
+        DropReason::WifiRetries,
     ];
     /// Stable name used as a key in results.
     pub const fn name(self) -> &'static str {
@@ -45,6 +48,7 @@ impl DropReason {
             DropReason::StepNonEct => "step_non_ect",
             DropReason::LinkLoss => "link_loss",
             DropReason::EcnBlackhole => "ecn_blackhole",
+            DropReason::WifiRetries => "wifi_retries",
         }
     }
     pub const fn index(self) -> usize {

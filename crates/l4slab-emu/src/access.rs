@@ -8,6 +8,7 @@
 //! it has one) before the bottleneck, and the receiving host's after it.
 //! Packets of no scenario flow pass the bottleneck only.
 
+use l4slab_link::wifi::edca::Ac;
 use l4slab_scenario::build::AccessQueues;
 use l4slab_scenario::Scenario;
 
@@ -29,7 +30,11 @@ pub struct AccessRoutes {
 impl AccessRoutes {
     /// The routes of `scn`'s flows through the queues `access` numbers.
     pub fn new(scn: &Scenario, access: &AccessQueues) -> Self {
-        let queues = 2 + access.hosts.iter().flatten().flatten().count();
+        let cell_queues = (0..scn.hosts.len())
+            .flat_map(|h| Ac::ALL.map(|ac| [DOWN, UP].map(|dir| access.cell_queue(h, dir, ac))))
+            .flatten()
+            .flatten();
+        let queues = 2 + access.hosts.iter().flatten().flatten().count() + cell_queues.count();
         let mut routes = AccessRoutes {
             dirs: (2..queues).map(|q| access.dir_of(q)).collect(),
             ..AccessRoutes::default()
@@ -50,6 +55,20 @@ impl AccessRoutes {
                         &mut routes.egress[dir]
                     };
                     list.push(q);
+                }
+            }
+        }
+        // A Wi-Fi cell's queues: the stations' feed the bottleneck's up
+        // direction, the AP's take its down direction's packets. One cell
+        // couples them (one medium): the forwarder runs down before up, so
+        // the cell never goes back in time.
+        for h in 0..scn.hosts.len() {
+            for ac in Ac::ALL {
+                if let Some(q) = access.cell_queue(h, UP, ac) {
+                    routes.ingress[UP].push(q);
+                }
+                if let Some(q) = access.cell_queue(h, DOWN, ac) {
+                    routes.egress[DOWN].push(q);
                 }
             }
         }

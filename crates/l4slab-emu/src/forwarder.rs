@@ -493,13 +493,15 @@ impl Forwarder {
     }
 
     /// The next instant direction `d` needs attention (its bottleneck's or
-    /// one of its access links').
+    /// one of its access links', or a Wi-Fi cell's medium, which both
+    /// directions share).
     fn next_event(&self, d: usize) -> Option<Time> {
         let a = &self.cfg.access;
         let access = a.ingress[d].iter().chain(&a.egress[d]);
         access
             .filter_map(|&q| self.bn.next_deadline(q))
             .chain(self.bn.next_deadline(d))
+            .chain((0..self.bn.cells()).filter_map(|c| self.bn.cell_deadline(c)))
             .min()
     }
 

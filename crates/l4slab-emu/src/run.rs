@@ -242,9 +242,16 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
 /// link carries: each host's `access_delay` in the directions it has no
 /// access link in.
 fn uncarried_delay(scn: &Scenario, f: &l4slab_scenario::Flow) -> [Dur; 2] {
+    // A Wi-Fi station's access delay rides on its cell queues.
+    let station = |h: usize| {
+        scn.wifi
+            .as_ref()
+            .is_some_and(|w| w.stations.iter().any(|s| s.host == h))
+    };
     [DOWN, UP].map(|dir| {
         [f.client, f.server]
             .into_iter()
+            .filter(|&h| !station(h))
             .map(|h| &scn.hosts[h])
             .filter(|h| h.access.dir(dir).is_none())
             .map(|h| h.access_delay)

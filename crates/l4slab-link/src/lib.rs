@@ -59,6 +59,7 @@ pub mod ecn;
 pub mod loss;
 pub mod rate;
 pub mod trace;
+pub mod wifi;
 
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, SimRng, Time};
 use l4slab_qdisc::{Qdisc, QdiscCtx};
@@ -109,6 +110,10 @@ pub struct LinkStats {
     /// before the queue.
     pub ecn_dropped_packets: u64,
     pub ecn_dropped_bytes: u64,
+    /// On a shared medium ([`Link::for_air`]): packets dropped after too
+    /// many failed attempts ([`DropReason::WifiRetries`]).
+    pub retry_dropped_packets: u64,
+    pub retry_dropped_bytes: u64,
 }
 
 /// The packet being serialized.
@@ -131,7 +136,21 @@ pub struct Link {
     delay: Dur,
     ecn_rewrite: EcnRewrite,
     on_wire: Option<OnWire>,
+    /// A queue of a shared medium ([`Link::for_air`]): packets taken by the
+    /// medium and not yet resolved.
+    air: Option<u64>,
     stats: LinkStats,
+}
+
+/// The rate model of a link whose medium decides when packets leave
+/// ([`Link::for_air`]): it is never asked.
+#[derive(Clone, Copy, Debug)]
+pub struct SharedMedium;
+
+impl RateModel for SharedMedium {
+    fn tx_done(&mut self, _: Time, _: u32) -> Time {
+        unreachable!("a queue of a shared medium never serializes by itself")
+    }
 }
 
 impl Link {
@@ -153,8 +172,80 @@ impl Link {
             delay,
             ecn_rewrite: EcnRewrite::None,
             on_wire: None,
+            air: None,
             stats: LinkStats::default(),
         }
+    }
+
+    /// A queue of a shared medium (a Wi-Fi cell): the qdisc, the ECN path
+    /// rewrite and a propagation `delay` after the medium, but no
+    /// serializer of its own. The medium takes packets with
+    /// [`Link::take_for_air`] and reports each one's fate with
+    /// [`Link::air_delivered`] or [`Link::air_dropped`]; loss on the air is
+    /// the medium's business (retries), so the link has no loss model.
+    pub fn for_air(qdisc: Box<dyn Qdisc>, delay: Dur) -> Self {
+        let mut link = Link::new(
+            qdisc,
+            Box::new(SharedMedium),
+            Box::new(NoLoss),
+            SimRng::derive(0, "unused"),
+            delay,
+        );
+        link.air = Some(0);
+        link
+    }
+
+    /// Whether this is a queue of a shared medium ([`Link::for_air`]).
+    pub fn is_air(&self) -> bool {
+        self.air.is_some()
+    }
+
+    /// Packets the medium took and has not resolved (0 for other links).
+    pub fn in_air(&self) -> u64 {
+        self.air.unwrap_or(0)
+    }
+
+    /// The medium takes the next packet from the qdisc at `now`.
+    pub fn take_for_air(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
+        let air = self
+            .air
+            .as_mut()
+            .expect("take_for_air on a link with its own serializer");
+        let pkt = self.qdisc.dequeue(now, ctx)?;
+        *air += 1;
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += u64::from(pkt.len);
+        Some(pkt)
+    }
+
+    /// A packet the medium took reached the far side at `now`: it arrives
+    /// at the end of the link `delay` later.
+    pub fn air_delivered(&mut self, now: Time, pkt: Packet) -> (Time, Packet) {
+        let air = self
+            .air
+            .as_mut()
+            .expect("air_delivered on a link with its own serializer");
+        *air -= 1;
+        self.stats.delivered_packets += 1;
+        self.stats.delivered_bytes += u64::from(pkt.len);
+        (now + self.delay, pkt)
+    }
+
+    /// A packet the medium took was dropped at `now` (retry limit).
+    pub fn air_dropped(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
+        let air = self
+            .air
+            .as_mut()
+            .expect("air_dropped on a link with its own serializer");
+        *air -= 1;
+        self.stats.retry_dropped_packets += 1;
+        self.stats.retry_dropped_bytes += u64::from(pkt.len);
+        ctx.drop_packet(now, pkt, DropReason::WifiRetries);
+    }
+
+    /// Airtime spent on this queue's packets (its busy time).
+    pub fn add_airtime(&mut self, d: Dur) {
+        self.stats.busy_time += d;
     }
 
     /// Rewrite the IP-ECN field of the packets offered to this link (before
@@ -317,7 +408,7 @@ impl Link {
 
     /// If idle, take the next packet from the qdisc and put it on the wire.
     fn start_next(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) {
-        if self.on_wire.is_some() {
+        if self.on_wire.is_some() || self.air.is_some() {
             return;
         }
         if let Some(pkt) = self.qdisc.dequeue(now, ctx) {

@@ -2,8 +2,8 @@
 //! point from a [`QdiscSpec`] / [`LossSpec`] / [`LinkSpec`] to a discipline,
 //! a loss model and a [`Link`].
 //!
-//! Both backends build their bottleneck (and the hosts' access links,
-//! [`network`]) here (the simulator in
+//! Both backends build their bottleneck (and the hosts' access links and
+//! the Wi-Fi cell, [`network`]) here (the simulator in
 //! `l4slab-sim/src/setup.rs`, the emulator in `l4slab-emu`), so a scenario
 //! runs the *same* queue, rate and loss objects, seeded from the same
 //! streams, whichever backend carries the packets.
@@ -17,6 +17,9 @@ use l4slab_qdisc::{
 };
 
 use l4slab_link::bottleneck::{DOWN, QUEUE_NAMES, UP};
+use l4slab_link::wifi::cell::Cell;
+use l4slab_link::wifi::config::{AirDir, CellConfig, QueueSpec, StationConfig};
+use l4slab_link::wifi::edca::Ac;
 
 use crate::model::{Bottleneck, BufferLimit, Flow, Host, LinkSpec, LossSpec, QdiscSpec, Scenario};
 
@@ -100,18 +103,80 @@ pub fn access_queue_name(host: &str, dir: usize) -> String {
     format!("access.{host}.{d}")
 }
 
-/// Where the hosts' access links run among the runtime's queues (the `dir`
-/// of [`l4slab_link::Bottleneck`]'s methods): after the bottleneck's two,
-/// host by host in [`Scenario::hosts`] order, down before up.
+/// The queue name of station `host`'s queue in the Wi-Fi cell for bottleneck
+/// direction `dir` and access category `ac`: the AP's queue for it
+/// (`DOWN`, `wifi.laptop.down.vi`) or its own (`UP`, `wifi.laptop.up.vi`).
+pub fn cell_queue_name(host: &str, dir: usize, ac: Ac) -> String {
+    let d = if dir == DOWN { "down" } else { "up" };
+    format!("wifi.{host}.{d}.{}", ac.name())
+}
+
+/// The bottleneck direction a cell queue carries: the AP's queues the
+/// downlink, the stations' the uplink.
+fn air_dir(dir: AirDir) -> usize {
+    match dir {
+        AirDir::ApToStation => DOWN,
+        AirDir::StationToAp => UP,
+    }
+}
+
+/// The Wi-Fi cell of a scenario (`None` without `[wifi]`): its links, the
+/// AP's EDCA, one station per client host, and its queues: per station (in
+/// host order), per access category at least one of its flows uses (`vo`,
+/// `vi`, `be`, `bk`), the AP's queue for it then its own. A station with
+/// no flows has no queues.
+pub fn cell_config(scn: &Scenario) -> Option<CellConfig> {
+    let wifi = scn.wifi.as_ref()?;
+    let mut queues = Vec::new();
+    for (station, s) in wifi.stations.iter().enumerate() {
+        for ac in Ac::ALL {
+            if scn
+                .flows
+                .iter()
+                .any(|f| f.client == s.host && f.wifi_ac == ac)
+            {
+                for dir in [AirDir::ApToStation, AirDir::StationToAp] {
+                    queues.push(QueueSpec { station, ac, dir });
+                }
+            }
+        }
+    }
+    Some(CellConfig {
+        links: wifi.links.clone(),
+        ap_edca: wifi.ap_edca,
+        retry_limit: wifi.retry_limit,
+        stations: wifi
+            .stations
+            .iter()
+            .map(|s| StationConfig {
+                name: scn.hosts[s.host].name.clone(),
+                edca: s.edca,
+                links: s.links.clone(),
+                scan: s.scan,
+            })
+            .collect(),
+        queues,
+    })
+}
+
+/// Where the hosts' access links and the Wi-Fi cell's queues run among the
+/// runtime's queues (the `dir` of [`l4slab_link::Bottleneck`]'s methods):
+/// after the bottleneck's two, the access links host by host in
+/// [`Scenario::hosts`] order, down before up; then the cell's queues in
+/// [`cell_config`]'s order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AccessQueues {
     /// Per host, per direction (`[DOWN, UP]`): its access link's queue.
     pub hosts: Vec<[Option<usize>; 2]>,
+    /// Per host, per direction, per access category ([`Ac::index`]): its
+    /// queue in the Wi-Fi cell (the AP's for it down, its own up).
+    cell: Vec<[[Option<usize>; 4]; 2]>,
     /// Per queue: the direction of the bottleneck it carries.
     dirs: Vec<usize>,
 }
 
 impl AccessQueues {
+    /// The access links of `hosts` (no Wi-Fi cell: [`AccessQueues::of`]).
     pub fn new(hosts: &[Host]) -> Self {
         let mut dirs = vec![DOWN, UP];
         let hosts = hosts
@@ -125,10 +190,29 @@ impl AccessQueues {
                 })
             })
             .collect();
-        AccessQueues { hosts, dirs }
+        AccessQueues {
+            hosts,
+            cell: Vec::new(),
+            dirs,
+        }
     }
 
-    /// No host has an access link.
+    /// Every queue of `scn` after the bottleneck's: the hosts' access links
+    /// and the Wi-Fi cell's queues.
+    pub fn of(scn: &Scenario) -> Self {
+        let mut a = Self::new(&scn.hosts);
+        if let (Some(wifi), Some(cfg)) = (&scn.wifi, cell_config(scn)) {
+            a.cell = vec![[[None; 4]; 2]; scn.hosts.len()];
+            for q in &cfg.queues {
+                let dir = air_dir(q.dir);
+                a.dirs.push(dir);
+                a.cell[wifi.stations[q.station].host][dir][q.ac.index()] = Some(a.dirs.len() - 1);
+            }
+        }
+        a
+    }
+
+    /// No host has an access link and there is no Wi-Fi cell queue.
     pub fn is_empty(&self) -> bool {
         self.dirs.len() == 2
     }
@@ -138,26 +222,37 @@ impl AccessQueues {
         self.dirs[q]
     }
 
+    /// Station `host`'s queue in the Wi-Fi cell for direction `dir` and
+    /// access category `ac`, if it has one (its flows use `ac`).
+    pub fn cell_queue(&self, host: usize, dir: usize, ac: Ac) -> Option<usize> {
+        self.cell.get(host).and_then(|c| c[dir][ac.index()])
+    }
+
     /// The access queues a packet of `flow` going in direction `dir` passes:
     /// `[before the bottleneck, after it]` (the sending host's, the
-    /// receiving host's).
+    /// receiving host's). A station's is its cell queue for the flow's
+    /// access category (`wifi_ac`).
     pub fn path(&self, flow: &Flow, dir: usize) -> [Option<usize>; 2] {
         let (from, to) = if dir == DOWN {
             (flow.server, flow.client)
         } else {
             (flow.client, flow.server)
         };
-        [self.hosts[from][dir], self.hosts[to][dir]]
+        let q = |h: usize| self.cell_queue(h, dir, flow.wifi_ac).or(self.hosts[h][dir]);
+        [q(from), q(to)]
     }
 }
 
-/// Every queue of a scenario's network: the bottleneck (as [`bottleneck`])
-/// and then each host's access links (as [`link`], named by
-/// [`access_queue_name`], their random streams by that name), numbered as
+/// Every queue of a scenario's network: the bottleneck (as [`bottleneck`]),
+/// each host's access links (as [`link`], named by [`access_queue_name`],
+/// their random streams by that name), then the Wi-Fi cell ([`cell_config`],
+/// its random stream `wifi/cell`) and its queues ([`Link::for_air`] with the
+/// AP's or the stations' qdisc and the station host's `access_delay`, named
+/// by [`cell_queue_name`], their qdisc streams by that name), numbered as
 /// the returned [`AccessQueues`] says. Both backends build theirs here.
 pub fn network(scn: &Scenario, seed: u64) -> (l4slab_link::Bottleneck, AccessQueues) {
     let mut bn = bottleneck(&scn.bottleneck, seed, scn.flows.len());
-    let access = AccessQueues::new(&scn.hosts);
+    let access = AccessQueues::of(scn);
     for (h, queues) in scn.hosts.iter().zip(&access.hosts) {
         for (dir, q) in queues.iter().enumerate() {
             if let (Some(q), Some(spec)) = (q, h.access.dir(dir)) {
@@ -165,6 +260,36 @@ pub fn network(scn: &Scenario, seed: u64) -> (l4slab_link::Bottleneck, AccessQue
                 let added = bn.add_queue(&name, link(spec, &name, seed), qdisc_rng(seed, &name));
                 assert_eq!(added, *q, "{name}: queues numbered as AccessQueues says");
             }
+        }
+    }
+    if let (Some(wifi), Some(cfg)) = (&scn.wifi, cell_config(scn)) {
+        let mut expect = Vec::with_capacity(cfg.queues.len());
+        let queues = cfg
+            .queues
+            .iter()
+            .map(|q| {
+                let host = wifi.stations[q.station].host;
+                let h = &scn.hosts[host];
+                let dir = air_dir(q.dir);
+                let spec = if dir == DOWN {
+                    &wifi.ap_qdisc
+                } else {
+                    &wifi.station_qdisc
+                };
+                let name = cell_queue_name(&h.name, dir, q.ac);
+                expect.push((access.cell_queue(host, dir, q.ac), name.clone()));
+                let rng = qdisc_rng(seed, &name);
+                (name, Link::for_air(qdisc(spec), h.access_delay), rng)
+            })
+            .collect();
+        let cell = Cell::new(cfg, SimRng::derive(seed, "wifi/cell"));
+        let c = bn.add_cell(cell, queues);
+        for (&added, (q, name)) in bn.cell_queues(c).iter().zip(&expect) {
+            assert_eq!(
+                Some(added),
+                *q,
+                "{name}: queues numbered as AccessQueues says"
+            );
         }
     }
     (bn, access)

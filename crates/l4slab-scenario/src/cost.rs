@@ -14,10 +14,12 @@
 //! * **series rows**: `series.parquet` is recorded in memory during the run,
 //!   one row per (sample, series, key): `samples × rows per sample`, the
 //!   rows per sample counted from the queues the scenario builds (the
-//!   bottleneck's and each host's access links) and an upper bound per flow.
+//!   bottleneck's, each host's access links and the Wi-Fi cell's queues)
+//!   and an upper bound per flow.
 //! * **trace rows** (`packet_trace = true`): about four rows per packet
 //!   (send, enqueue, dequeue, deliver; a drop ends it sooner, a mark adds
-//!   one), two more (enqueue, dequeue) per access link it passes. The
+//!   one), two more (enqueue, dequeue) per access link (or Wi-Fi cell
+//!   queue) it passes. The
 //!   simulator streams them to disk (about 7.5 bytes a row in
 //!   `packets.parquet`, docs/results.md); the emulator holds its trace in
 //!   memory until the run ends, so its limit is lower.
@@ -31,7 +33,9 @@ use l4slab_core::{Dur, Time};
 
 use crate::build;
 use crate::error::{Problem, ScenarioError};
-use crate::model::{AppSpec, CbrSpec, Direction, Scenario};
+use l4slab_link::wifi::config::AirDir;
+
+use crate::model::{AppSpec, CbrSpec, Direction, Scenario, Side};
 
 /// Series rows a flow adds per sample, at most: goodput, cwnd, ssthresh,
 /// pacing, inflight, unsent, srtt, rtt and loss (`l4slab-sim` `sample`), plus
@@ -118,17 +122,27 @@ impl Cost {
     pub fn estimate(scn: &Scenario) -> Cost {
         let duration = scn.duration.saturating_since(Time::ZERO);
         let samples = duration.as_nanos() / scn.sample_interval.as_nanos().max(1);
-        // The bottleneck's two queues and every access link's.
+        // The bottleneck's two queues, every access link's and every queue
+        // of the Wi-Fi cell.
         let access = scn
             .hosts
             .iter()
             .flat_map(|h| [&h.access.down, &h.access.up]);
         let links = [&scn.bottleneck.down, &scn.bottleneck.up]
             .into_iter()
-            .chain(access.flatten());
+            .chain(access.flatten())
+            .map(|spec| &spec.qdisc);
+        let cell = build::cell_config(scn).into_iter().flat_map(|cfg| {
+            let wifi = scn.wifi.as_ref().expect("a cell comes from [wifi]");
+            cfg.queues.into_iter().map(move |q| match q.dir {
+                AirDir::ApToStation => &wifi.ap_qdisc,
+                AirDir::StationToAp => &wifi.station_qdisc,
+            })
+        });
         let queue_rows: u64 = links
+            .chain(cell)
             .map(|spec| {
-                let q = build::qdisc(&spec.qdisc);
+                let q = build::qdisc(spec);
                 QUEUE_BASE_ROWS_PER_SAMPLE
                     + q.subqueue_names().len() as u64
                     + q.xstats().len() as u64
@@ -319,7 +333,10 @@ fn bottleneck_packets(scn: &Scenario) -> u64 {
 /// sender's (before the bottleneck) and its receiver's (after it), when
 /// those hosts have one there.
 fn access_links_per_packet(scn: &Scenario) -> u64 {
-    let has = |h: usize, dir: usize| u64::from(scn.hosts[h].access.dir(dir).is_some());
+    // A station (a client host with [wifi]) passes its cell queue both ways.
+    let station = |h: usize| scn.wifi.is_some() && scn.hosts[h].side == Side::Client;
+    let has =
+        |h: usize, dir: usize| u64::from(scn.hosts[h].access.dir(dir).is_some() || station(h));
     scn.flows
         .iter()
         .flat_map(|f| [0, 1].map(|dir| has(f.client, dir) + has(f.server, dir)))

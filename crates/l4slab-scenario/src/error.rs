@@ -259,7 +259,44 @@ fn last_keys(path: &str) -> (&str, &str) {
 /// A valid value for the key at `path`, as TOML: `"20Mbit"` for a rate.
 pub(crate) fn example_value(path: &str) -> Option<String> {
     let (parent, key) = last_keys(path);
+    // `links` is the cell's (tables) at `wifi.links`, a station's (indices) elsewhere.
+    if path == "wifi.links" {
+        return Some(
+            r#"[{ standard = "be", band = "5GHz" }, { standard = "be", band = "6GHz", width = "160MHz" }]"#
+                .into(),
+        );
+    }
+    if path.starts_with("wifi.links[") && key == "links" {
+        return Some(r#"{ standard = "be", band = "6GHz", width = "160MHz" }"#.into());
+    }
     let v = match (parent, key) {
+        ("", "wifi") => r#"[wifi] with standard = "ax", band = "5GHz""#,
+        (_, "wifi") => "[hosts.laptop.wifi] with snr_db = 25",
+        ("wifi", "ap") => r#"[wifi.ap] with qdisc = "fifo", buffer = "1000pkt""#,
+        ("wifi", "stations") => "[wifi.stations] with snr_db = 40",
+        (_, "standard") => r#""ax""#,
+        (_, "band") => r#""5GHz""#,
+        (_, "width") => r#""80MHz""#,
+        (_, "nss") => "2",
+        (_, "retry_limit") => "7",
+        (_, "edca") => "{ be = { cw_min = 15, cw_max = 1023 } }",
+        ("edca", "vo" | "vi" | "be" | "bk") => {
+            r#"{ aifsn = 3, cw_min = 15, cw_max = 1023, txop = "0ms" }"#
+        }
+        (_, "aifsn") => "3",
+        (_, "cw_min") => "15",
+        (_, "cw_max") => "1023",
+        (_, "txop") => r#""3.008ms""#,
+        (_, "snr_db") => "30",
+        (_, "mcs") => "7",
+        (_, "links") if path.ends_with(']') => "0",
+        (_, "links") => "[0, 1]",
+        (_, "scan") => r#"{ every = "30s", duration = "100ms" }"#,
+        ("scan", "every") => r#""30s""#,
+        ("scan", "duration") => r#""100ms""#,
+        ("scan", "first") => r#""10s""#,
+        (_, "wifi_ac") => r#""vi""#,
+        ("ap" | "stations", "buffer") => r#""1000pkt""#,
         ("qdisc", "kind") => r#""fifo""#,
         ("loss", "kind") => r#""bernoulli""#,
         ("app", "kind") => r#""file""#,

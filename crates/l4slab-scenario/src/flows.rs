@@ -172,6 +172,11 @@ fn resolve_flow(
             .as_ref()
             .map(|v| crate::ecn::mode(v, &join(path, "ecn")))
             .transpose()?,
+        // Without [wifi] it does nothing (so a file keeps working with the cell removed).
+        wifi_ac: match &f.wifi_ac {
+            Some(v) => crate::wifi::access_category(v, &join(path, "wifi_ac"))?,
+            None => l4slab_link::wifi::edca::Ac::Be,
+        },
     })
 }
 

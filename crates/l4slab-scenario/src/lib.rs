@@ -10,6 +10,7 @@
 //! * [`build`]: resolved parts -> the qdisc, loss model and link both backends run.
 //! * [`cost`]: what a run will cost (flows, series rows, trace rows), and the limits.
 //! * [`cc`]: `cc = "prague"` or `cc = { kind = "prague", ... }` -> [`CcSpec`].
+//! * [`wifi`]: `[wifi]` -> the Wi-Fi cell the client hosts reach the bottleneck through.
 //! * [`ScenarioError`]: every error names its key path and, where it helps,
 //!   a valid example.
 //!
@@ -33,6 +34,7 @@ mod resolve;
 mod trace;
 pub mod units;
 mod values;
+pub mod wifi;
 
 pub use app::APPS;
 pub use error::{Problem, ScenarioError};

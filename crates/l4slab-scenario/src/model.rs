@@ -42,10 +42,49 @@ pub struct Scenario {
     #[serde(skip_serializing_if = "is_false")]
     pub pcap: bool,
     pub bottleneck: Bottleneck,
+    /// A Wi-Fi cell as the client hosts' access network (`[wifi]`): the AP
+    /// sits at the bottleneck's client end, every client host is a station.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<WifiSpec>,
     /// Hosts in name order; client-side hosts first, then server-side.
     pub hosts: Vec<Host>,
     /// Flows, expanded (`count = N` gives N entries named `name.0`..`name.N-1`).
     pub flows: Vec<Flow>,
+}
+
+/// `[wifi]`: one AP and its stations (the client hosts) on one or more
+/// links (docs/models/wifi.md). Downstream a packet leaves the bottleneck
+/// into the AP's queue for its station and access category; upstream it
+/// waits in the station's queue for its AC; both contend for the same
+/// airtime, then the host's `access_delay` applies.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WifiSpec {
+    /// The cell's channels (two or more: multi-link operation).
+    pub links: Vec<l4slab_link::wifi::phy::Phy>,
+    /// Failed attempts of one MPDU before it is dropped.
+    pub retry_limit: u32,
+    /// The AP's own EDCA parameters per AC.
+    pub ap_edca: l4slab_link::wifi::edca::EdcaSet,
+    /// The qdisc of each AP queue (one per station and AC), and of each
+    /// station's queue per AC.
+    pub ap_qdisc: QdiscSpec,
+    pub station_qdisc: QdiscSpec,
+    /// One per client host, in [`Scenario::hosts`] order.
+    pub stations: Vec<WifiStation>,
+}
+
+/// A client host as a station of the cell (`[wifi.stations]` defaults,
+/// `[hosts.NAME.wifi]` for this one).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WifiStation {
+    /// Index into [`Scenario::hosts`].
+    pub host: usize,
+    /// The EDCA parameters it uses (the advertised ones unless it ignores them).
+    pub edca: l4slab_link::wifi::edca::EdcaSet,
+    /// Its links: SNR and MCS on each.
+    pub links: Vec<l4slab_link::wifi::config::StationLink>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan: Option<l4slab_link::wifi::config::Scan>,
 }
 
 /// The bottleneck between the client side and the server side, per direction.
@@ -248,6 +287,15 @@ pub struct Flow {
     /// decided by the backend (Linux-like: `accecn` for `dctcp`/`prague`,
     /// `off` otherwise; docs/models/ecn.md).
     pub ecn: Option<EcnSpec>,
+    /// The Wi-Fi access category its packets (both ways) travel in, as an
+    /// app's DSCP would choose it (`wifi_ac = "vi"`); best effort unless set,
+    /// and written to the resolved scenario only when set otherwise.
+    #[serde(skip_serializing_if = "is_best_effort")]
+    pub wifi_ac: l4slab_link::wifi::edca::Ac,
+}
+
+fn is_best_effort(ac: &l4slab_link::wifi::edca::Ac) -> bool {
+    *ac == l4slab_link::wifi::edca::Ac::Be
 }
 
 /// A flow's congestion control (`cc = "prague"` or `cc = { kind = "prague",

@@ -33,6 +33,8 @@ pub struct RawScenario {
     /// Capture the packets of every queue in pcap files.
     pub pcap: Option<bool>,
     pub bottleneck: Option<RawBottleneck>,
+    /// `[wifi]`: a Wi-Fi cell as the client hosts' access network.
+    pub wifi: Option<RawWifi>,
     /// Host name -> host; `BTreeMap` so iteration is in name order.
     pub hosts: Option<BTreeMap<String, RawHost>>,
     pub flows: Option<Vec<RawFlow>>,
@@ -98,6 +100,8 @@ pub struct RawHost {
     pub access_delay: Option<Value>,
     /// `[hosts.<name>.access]`: the host's own access link.
     pub access: Option<RawAccess>,
+    /// `[hosts.<name>.wifi]`: this station's overrides of `[wifi.stations]`.
+    pub wifi: Option<RawStation>,
 }
 
 /// `[hosts.<name>.access]`: the keys of `[bottleneck]` but `delay` (the
@@ -143,6 +147,104 @@ pub struct RawFlow {
     pub app: Option<Value>,
     pub transport: Option<RawTransport>,
     pub ecn: Option<Value>,
+    /// The Wi-Fi access category of the flow's packets (`"vi"`).
+    pub wifi_ac: Option<Value>,
+}
+
+/// `[wifi]`: the cell's PHY (one link by the top-level keys, or several
+/// in `links`), its retry limit, the AP and the stations' defaults.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawWifi {
+    pub standard: Option<Value>,
+    pub band: Option<Value>,
+    /// `"80MHz"` or `80`.
+    pub width: Option<Value>,
+    pub nss: Option<i64>,
+    pub retry_limit: Option<i64>,
+    /// Multi-link operation: one table per link (exclusive with the four
+    /// keys above).
+    pub links: Option<Vec<RawWifiLink>>,
+    pub ap: Option<RawWifiAp>,
+    pub stations: Option<RawStation>,
+}
+
+/// One entry of `wifi.links`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawWifiLink {
+    pub standard: Option<Value>,
+    pub band: Option<Value>,
+    pub width: Option<Value>,
+    pub nss: Option<i64>,
+}
+
+/// `[wifi.ap]`: the AP's queues (one per station and AC) and its EDCA.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawWifiAp {
+    pub qdisc: Option<Value>,
+    pub buffer: Option<Value>,
+    pub edca: Option<RawEdcaSet>,
+}
+
+/// `edca = { vo = {...}, be = {...} }`: overrides per access category.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawEdcaSet {
+    pub vo: Option<RawEdcaParams>,
+    pub vi: Option<RawEdcaParams>,
+    pub be: Option<RawEdcaParams>,
+    pub bk: Option<RawEdcaParams>,
+}
+
+impl RawEdcaSet {
+    /// The overrides of access category `ac`.
+    pub fn ac(&self, ac: l4slab_link::wifi::edca::Ac) -> Option<&RawEdcaParams> {
+        use l4slab_link::wifi::edca::Ac;
+        match ac {
+            Ac::Vo => self.vo.as_ref(),
+            Ac::Vi => self.vi.as_ref(),
+            Ac::Be => self.be.as_ref(),
+            Ac::Bk => self.bk.as_ref(),
+        }
+    }
+}
+
+/// One access category's EDCA overrides.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawEdcaParams {
+    pub aifsn: Option<i64>,
+    pub cw_min: Option<i64>,
+    pub cw_max: Option<i64>,
+    pub txop: Option<Value>,
+}
+
+/// `[wifi.stations]` (every station's defaults) and `[hosts.<name>.wifi]`
+/// (one station's overrides; `qdisc` and `buffer` are rejected there).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawStation {
+    pub qdisc: Option<Value>,
+    pub buffer: Option<Value>,
+    pub edca: Option<RawEdcaSet>,
+    /// A number, or an array of one per link.
+    pub snr_db: Option<Value>,
+    /// An integer, or an array of one per link.
+    pub mcs: Option<Value>,
+    pub links: Option<Vec<i64>>,
+    /// A table, or `false`.
+    pub scan: Option<Value>,
+}
+
+/// `scan = { every = "30s", duration = "100ms", first = "10s" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawScan {
+    pub every: Option<Value>,
+    pub duration: Option<Value>,
+    pub first: Option<Value>,
 }
 
 /// `[flows.transport]`: overrides of `model::TransportSpec`.

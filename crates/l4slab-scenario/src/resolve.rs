@@ -4,8 +4,9 @@
 //! and the hosts.
 //!
 //! Hosts: a host's access link (`[hosts.NAME.access]`) is resolved in
-//! [`crate::access`]. If the file defines no client-side host, a host `client` is added;
-//! if none on the server side, a host `server` (both with zero access delay).
+//! [`crate::access`], the Wi-Fi cell (`[wifi]`, `[hosts.NAME.wifi]`) in
+//! [`crate::wifi`] once the hosts and flows are known. If the file defines
+//! no client-side host, a host `client` is added; if none on the server side, a host `server` (both with zero access delay).
 //! Hosts are ordered client side first, then server side, each by name
 //! (byte order), so host indices do not depend on how the file is written.
 
@@ -100,6 +101,7 @@ pub(crate) fn resolve(
     if let Some(raw_hosts) = &raw.hosts {
         resolve_access_flow_classes(raw_hosts, &mut hosts, &flows)?;
     }
+    let wifi = crate::wifi::resolve(raw.wifi.as_ref(), raw.hosts.as_ref(), &hosts, &flows)?;
     Ok(Scenario {
         format: FORMAT_VERSION,
         name,
@@ -111,6 +113,7 @@ pub(crate) fn resolve(
         packet_trace: raw.packet_trace.unwrap_or(false),
         pcap: raw.pcap.unwrap_or(false),
         bottleneck,
+        wifi,
         hosts,
         flows,
     })

@@ -71,7 +71,7 @@ const CASES: &[Case] = &[
     text(NO_FORMAT, "format", Missing, "format: missing; write e.g. format = 1"),
     set(&["format=2"], "format", Unsupported, "format: unsupported version 2; this l4slab reads format = 1"),
     set(&["format=\"1\""], "format", WrongType, "expected an integer, found a string (\"1\"); write e.g. 1"),
-    set(&["rtt=1"], "rtt", UnknownKey, "valid keys here: format, name, description, duration, warmup, seed, sample_interval, packet_trace, pcap, bottleneck, hosts, flows"),
+    set(&["rtt=1"], "rtt", UnknownKey, "valid keys here: format, name, description, duration, warmup, seed, sample_interval, packet_trace, pcap, bottleneck, wifi, hosts, flows"),
     set(&["name=\"\""], "name", BadValue, "must not be empty"),
     set(&["name=5"], "name", WrongType, "expected a string, found an integer (5)"),
     set(&["description=true"], "description", WrongType, "expected a string"),
@@ -150,7 +150,7 @@ const CASES: &[Case] = &[
     set(&["hosts.laptop.access_delay=2ms"], "hosts.laptop.side", Missing, "hosts.laptop.side: missing; write e.g. side = \"client\""),
     set(&["hosts.laptop.side=middle"], "hosts.laptop.side", UnknownName, "unknown side 'middle'; choose one of: client, server"),
     set(&["hosts.laptop.side=client", "hosts.laptop.access_delay=fast"], "hosts.laptop.access_delay", BadValue, "\"fast\" is not a duration; write e.g. \"2ms\""),
-    set(&["hosts.laptop.side=client", "hosts.laptop.rtt=1"], "hosts.laptop.rtt", UnknownKey, "valid keys here: side, access_delay, access"),
+    set(&["hosts.laptop.side=client", "hosts.laptop.rtt=1"], "hosts.laptop.rtt", UnknownKey, "valid keys here: side, access_delay, access, wifi"),
     // a host's access link
     set(&["hosts.laptop.side=client", "hosts.laptop.access=50Mbit"], "hosts.laptop.access", WrongType, "expected a table, found a string (\"50Mbit\"); write e.g. [hosts.laptop.access] with rate = \"50Mbit\", buffer = \"100pkt\""),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.buffer=100pkt"], "hosts.laptop.access.rate", Missing, "hosts.laptop.access.rate: missing; write e.g. rate = \"50Mbit\" under [hosts.laptop.access] (both directions), [hosts.laptop.access.down] or [hosts.laptop.access.up]; an access link needs a rate"),

@@ -44,6 +44,7 @@ fn minimal_file_gets_every_default() {
             down: link.clone(),
             up: link,
         },
+        wifi: None,
         hosts: vec![
             Host {
                 name: "client".into(),
@@ -69,6 +70,7 @@ fn minimal_file_gets_every_default() {
             app: AppSpec::Bulk,
             transport: TransportSpec::default(),
             ecn: None,
+            wifi_ac: l4slab_link::wifi::edca::Ac::Be,
         }],
     };
     assert_eq!(s, expect);

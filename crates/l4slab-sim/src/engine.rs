@@ -84,6 +84,11 @@ pub enum Ev {
     Sample,
     /// The scenario's `warmup`: the summary's measurement window starts.
     Warmup,
+    /// Wi-Fi cell `cell`'s medium, armed for `at` (superseded when re-armed).
+    Cell {
+        cell: u32,
+        at: Time,
+    },
 }
 
 /// Where a line's packets go when they come out.
@@ -207,8 +212,13 @@ pub struct Sim<'s> {
     pub bn_armed: Vec<BnArmed>,
     /// Per queue: its direction and where its departures go.
     pub routes: Vec<QueueRoute>,
-    /// Per host, per direction: its access link's queue, if it has one.
-    pub access: Vec<[Option<usize>; 2]>,
+    /// Per flow, per direction: the access queues its packets pass
+    /// (`[before the bottleneck, after it]`: access links, Wi-Fi queues).
+    pub paths: Vec<[[Option<usize>; 2]; 2]>,
+    /// Per Wi-Fi cell: the deadline on the calendar.
+    pub cell_armed: Vec<Option<Time>>,
+    /// Scratch: queues a cell touched.
+    pub touched: Vec<usize>,
     pub flows: Vec<FlowState>,
     /// Access lines: `lines[h]` carries host `h`'s packets to the bottleneck;
     /// `lines[n_hosts + h]` carries packets from the bottleneck to host `h`.
@@ -345,6 +355,14 @@ impl Sim<'_> {
                 }
             }
             Ev::Warmup => self.start_window(now),
+            Ev::Cell { cell, at } => {
+                let c = cell as usize;
+                if self.cell_armed[c] == Some(at) {
+                    self.cell_armed[c] = None;
+                    self.bn.run_cell(c, now);
+                    self.flush_cell(c);
+                }
+            }
             Ev::Sample => {
                 self.sample(now);
                 let next = now + self.scn.sample_interval;
@@ -363,6 +381,44 @@ impl Sim<'_> {
         self.bn.enqueue(q, now, pkt);
         self.take_events(q);
         self.arm_queue(q);
+        if let Some(c) = self.bn.cell_of(q) {
+            self.flush_cell(c);
+        }
+    }
+
+    /// After a runtime call that ran Wi-Fi cell `c` (or told it of an
+    /// arrival): drain and re-arm every queue it touched (their delay lines,
+    /// drops and events), then put the medium's next deadline on the calendar.
+    fn flush_cell(&mut self, c: usize) {
+        loop {
+            let mut touched = std::mem::take(&mut self.touched);
+            self.bn.take_touched(&mut touched);
+            if touched.is_empty() {
+                self.touched = touched;
+                break;
+            }
+            for &q in &touched {
+                self.take_events(q);
+                self.arm_queue(q);
+            }
+            touched.clear();
+            self.touched = touched;
+        }
+        let now = self.q.now();
+        match self.bn.cell_deadline(c).map(|t| t.max(now)) {
+            Some(t) if self.cell_armed[c] != Some(t) => {
+                self.cell_armed[c] = Some(t);
+                self.q.schedule(
+                    t,
+                    Ev::Cell {
+                        cell: c as u32,
+                        at: t,
+                    },
+                );
+            }
+            Some(_) => {}
+            None => self.cell_armed[c] = None,
+        }
     }
 
     /// Run queue `q` to `now`; hand its departures on ([`QueueExit`]) and
@@ -381,16 +437,19 @@ impl Sim<'_> {
                 QueueExit::FarSide => self.reach_far_side(now, dir, pkt),
             }
         }
+        if let Some(c) = self.bn.cell_of(q) {
+            self.flush_cell(c);
+        }
     }
 
     /// A packet leaving bottleneck direction `dir` reaches the far side's
-    /// host: its access link in `dir`, else its access delay line, else
-    /// (no delay) its endpoint.
+    /// host: its access queue in `dir` (an access link, a Wi-Fi queue), else
+    /// its access delay line, else (no delay) its endpoint.
     fn reach_far_side(&mut self, now: Time, dir: usize, pkt: Packet) {
         // Packets going down arrive at the client side, going up at the server side.
         let side = if dir == DOWN { CLIENT } else { SERVER };
         let host = self.hosts_of[pkt.flow as usize][side];
-        if let Some(q) = self.access[host][dir] {
+        if let Some(q) = self.paths[pkt.flow as usize][dir][1] {
             self.arrive_at_queue(now, q, pkt);
             return;
         }
@@ -544,10 +603,10 @@ impl Sim<'_> {
             );
         }
         let host = self.hosts_of[f][side];
-        // Clients send up, servers down: through the host's access link
+        // Clients send up, servers down: through the host's access queue
         // in that direction if it has one, else its access delay.
         let dir = if side == CLIENT { UP } else { DOWN };
-        match self.access[host][dir] {
+        match self.paths[f][dir][0] {
             Some(q) => self.arrive_at_queue(now, q, pkt),
             None => self.enter_line(now, host, pkt),
         }

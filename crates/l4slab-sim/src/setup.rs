@@ -180,6 +180,26 @@ fn queue_routes(scn: &Scenario, access: &AccessQueues) -> Vec<QueueRoute> {
             }
         }
     }
+    // A Wi-Fi cell's queues, in the cell's order (station by station, AC by
+    // AC, down then up): the AP's to the station's endpoint, the station's
+    // into the bottleneck.
+    if scn.wifi.is_some() {
+        for h in 0..scn.hosts.len() {
+            for ac in l4slab_link::wifi::edca::Ac::ALL {
+                for dir in [DOWN, UP] {
+                    if let Some(q) = access.cell_queue(h, dir, ac) {
+                        assert_eq!(q, routes.len(), "cell queues in AccessQueues order");
+                        let exit = if dir == UP {
+                            QueueExit::Bottleneck
+                        } else {
+                            QueueExit::Endpoint { side: CLIENT }
+                        };
+                        routes.push(QueueRoute { dir, exit });
+                    }
+                }
+            }
+        }
+    }
     routes
 }
 
@@ -287,9 +307,15 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         seed,
         q,
         bn_armed: vec![BnArmed::default(); bn.queues()],
+        cell_armed: vec![None; bn.cells()],
         bn,
         routes,
-        access: access.hosts,
+        paths: scn
+            .flows
+            .iter()
+            .map(|f| [DOWN, UP].map(|dir| access.path(f, dir)))
+            .collect(),
+        touched: Vec::new(),
         hosts_of: scn.flows.iter().map(|f| [f.client, f.server]).collect(),
         lines: build_lines(scn),
         rec: Recorder::new(flows.len()),

@@ -151,6 +151,10 @@ impl Sim<'_> {
             },
             "events": self.events,
         });
+        let mut summary = summary;
+        if let Some(w) = self.bn.wifi_json(end.saturating_since(warmup)) {
+            summary["wifi"] = w;
+        }
         let stats = RunStats {
             events: self.events,
             packets: self.counts.created,

@@ -19,6 +19,9 @@ The time-sequence graph needs the packet trace (``packet_trace = true``). The tr
 is read as a stream (row group by row group, one flow at a time, reduced as it is
 read), so plots of a trace of tens of millions of packets stay within a bounded
 amount of memory.
+
+A run with a Wi-Fi cell (``[wifi]``) has three more: :func:`wifi_airtime`,
+:func:`wifi_access_delay` and :func:`wifi_ampdu` (see :mod:`l4slab.plots.wifi`).
 """
 
 from __future__ import annotations
@@ -50,8 +53,18 @@ from l4slab.plots.cdf import (
 )
 from l4slab.plots.timeseries import aqm_probability, drops_marks, queue_delay, timeseries
 from l4slab.plots.tsg import draw_time_sequence, interesting_window, time_sequence
+from l4slab.plots.wifi import (
+    AC_COLORS,
+    AC_NAMES,
+    has_wifi,
+    wifi_access_delay,
+    wifi_airtime,
+    wifi_ampdu,
+)
 
 __all__ = [
+    "AC_COLORS",
+    "AC_NAMES",
     "COLORS",
     "TSG_BINS",
     "TSG_MAX_EVENTS",
@@ -68,6 +81,7 @@ __all__ = [
     "first_event_time",
     "flow_trace",
     "has_packet_trace",
+    "has_wifi",
     "interesting_window",
     "key_info",
     "percentile_markers",
@@ -81,4 +95,7 @@ __all__ = [
     "time_sequence",
     "timeseries",
     "tsg_data",
+    "wifi_access_delay",
+    "wifi_airtime",
+    "wifi_ampdu",
 ]

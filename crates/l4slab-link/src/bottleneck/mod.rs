@@ -56,6 +56,7 @@
 //! accumulators are untouched, and the accounting check compares the
 //! counters' changes since `t`.
 
+mod cell;
 mod events;
 mod recorder;
 mod sample;
@@ -106,6 +107,8 @@ pub struct Direction {
     /// The counters at the start of the measurement window (all zero until
     /// [`Bottleneck::start_window`]).
     window: WindowStart,
+    /// Listed in [`Bottleneck::take_touched`]'s list.
+    touched: bool,
 }
 
 /// A direction's counters when the measurement window started: the summary
@@ -157,6 +160,7 @@ impl Direction {
     pub fn in_network(&self) -> u64 {
         u64::from(self.link.qdisc().backlog().packets)
             + u64::from(self.link.in_transmission().is_some())
+            + self.link.in_air()
             + self.line.len() as u64
     }
 
@@ -197,6 +201,11 @@ pub struct Bottleneck {
     dirs: Vec<Direction>,
     /// Per-flow statistics are kept for flow ids below this.
     flows: usize,
+    /// Wi-Fi cells ([`Bottleneck::add_cell`]); per queue, its cell and its
+    /// index there; the queues cells touched since [`Bottleneck::take_touched`].
+    cells: Vec<cell::CellRt>,
+    cell_of: Vec<Option<(usize, usize)>>,
+    touched: Vec<usize>,
 }
 
 impl Bottleneck {
@@ -207,6 +216,9 @@ impl Bottleneck {
         let mut bn = Bottleneck {
             dirs: Vec::with_capacity(2),
             flows,
+            cells: Vec::new(),
+            cell_of: Vec::new(),
+            touched: Vec::new(),
         };
         bn.add_queue(QUEUE_NAMES[DOWN], down.0, down.1);
         bn.add_queue(QUEUE_NAMES[UP], up.0, up.1);
@@ -238,6 +250,7 @@ impl Bottleneck {
             clock: Time::ZERO,
             timer: None,
             window: WindowStart::default(),
+            touched: false,
         });
         self.dirs.len() - 1
     }
@@ -274,6 +287,9 @@ impl Bottleneck {
                 busy: d.link.busy_time_at(t),
             };
         }
+        for c in &mut self.cells {
+            c.cell.clear_stats();
+        }
     }
 
     /// Protocol step 2: a packet reaches the bottleneck in direction `dir`
@@ -285,6 +301,7 @@ impl Bottleneck {
             d.capture(now, pkt, QueueEventKind::Arrive);
         }
         d.with_ctx(dir, now, |link, ctx| link.enqueue(now, pkt, ctx));
+        self.cell_arrival(dir, now);
     }
 
     /// Protocol step 1: run direction `dir` up to `now` (see the module
@@ -304,6 +321,9 @@ impl Bottleneck {
     /// timers), each at its intended time; ties: the serialization first.
     #[inline]
     pub fn run_link(&mut self, dir: usize, now: Time) {
+        if let Some(c) = self.cell_of(dir) {
+            self.run_cell(c, now);
+        }
         let d = &mut self.dirs[dir];
         loop {
             let tx = d.link.tx_done_at().filter(|&t| t <= now);

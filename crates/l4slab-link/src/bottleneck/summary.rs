@@ -74,6 +74,8 @@ impl Direction {
             ecn_rewritten_packets: l.ecn_rewritten_packets - w.ecn_rewritten_packets,
             ecn_dropped_packets: l.ecn_dropped_packets - w.ecn_dropped_packets,
             ecn_dropped_bytes: l.ecn_dropped_bytes - w.ecn_dropped_bytes,
+            retry_dropped_packets: l.retry_dropped_packets - w.retry_dropped_packets,
+            retry_dropped_bytes: l.retry_dropped_bytes - w.retry_dropped_bytes,
         };
         (qdisc, link)
     }
@@ -160,7 +162,8 @@ impl Direction {
         // and the ECN path's drops.
         let rec = &self.rec;
         let at = |r: DropReason| rec.drops[r.index()];
-        let link_drops = at(DropReason::LinkLoss) + at(DropReason::EcnBlackhole);
+        let link_drops =
+            at(DropReason::LinkLoss) + at(DropReason::EcnBlackhole) + at(DropReason::WifiRetries);
         assert_eq!(
             rec.total_drops() - link_drops,
             s.dropped_at_enqueue + s.dropped_after_dequeue,
@@ -175,6 +178,11 @@ impl Direction {
             at(DropReason::EcnBlackhole),
             ls.ecn_dropped_packets,
             "{name}: ECN path drops"
+        );
+        assert_eq!(
+            at(DropReason::WifiRetries),
+            ls.retry_dropped_packets,
+            "{name}: drops at the Wi-Fi retry limit"
         );
         assert_eq!(
             rec.marks[MarkReason::LinkMark.index()],

@@ -282,11 +282,23 @@ pub(crate) fn resolve_flow_classes(
     spec: &mut LinkSpec,
     flows: &[Flow],
 ) -> Result<(), ScenarioError> {
-    let QdiscSpec::Dualpi2(cfg) = &mut spec.qdisc else {
+    // The same precedence as crate::link: <dir>.qdisc over the shared qdisc.
+    let written = keys.get("qdisc");
+    resolve_qdisc_flow_classes(written, &mut spec.qdisc, flows)
+}
+
+/// Map the `l_flows` / `llll_flows` names of a dualpi2 written as `written`
+/// (its value and key path; `None`: not written) to flow ids. Any other
+/// qdisc is left as it is.
+pub(crate) fn resolve_qdisc_flow_classes(
+    written: Option<(&Value, String)>,
+    qdisc: &mut QdiscSpec,
+    flows: &[Flow],
+) -> Result<(), ScenarioError> {
+    let QdiscSpec::Dualpi2(cfg) = qdisc else {
         return Ok(());
     };
-    // The same precedence as crate::link: <dir>.qdisc over the shared qdisc.
-    let Some((Value::Table(table), path)) = keys.get("qdisc") else {
+    let Some((Value::Table(table), path)) = written else {
         return Ok(());
     };
     for (key, ids) in [

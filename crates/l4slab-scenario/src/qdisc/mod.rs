@@ -15,7 +15,7 @@ mod fq_pie;
 pub(crate) mod params;
 mod pie;
 
-pub(crate) use dualpi2::resolve_flow_classes;
+pub(crate) use dualpi2::{resolve_flow_classes, resolve_qdisc_flow_classes};
 
 use l4slab_core::Rate;
 use toml::Value;
