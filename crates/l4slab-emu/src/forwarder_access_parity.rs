@@ -71,13 +71,67 @@ client = "cc"
 server = "sb"
 "#;
 
+/// The same four flows through a Wi-Fi cell (two stations, `ca` and `cb`,
+/// both on a slow 802.11n channel so the cell is the bottleneck): every
+/// queue of the cell couples both directions through one medium. `ca` is
+/// far from the AP (retries, drops at the retry limit) and scans; the AP
+/// runs DualPI2 per station and AC; flows `b` and `c` travel in VI.
+const WIFI: &str = r#"
+format = 1
+duration = "20s"
+[bottleneck]
+rate = "50Mbit"
+delay = "4ms"
+buffer = "200pkt"
+[wifi]
+standard = "n"
+width = "20MHz"
+nss = 1
+retry_limit = 3
+[wifi.ap]
+qdisc = "dualpi2"
+buffer = "200pkt"
+[wifi.stations]
+buffer = "100pkt"
+[hosts.ca]
+side = "client"
+access_delay = "2ms"
+wifi = { snr_db = 14, mcs = 2, scan = { every = "1s", duration = "150ms", first = "700ms" } }
+[hosts.cb]
+side = "client"
+wifi = { snr_db = 25 }
+[hosts.sa]
+side = "server"
+[[flows]]
+name = "a"
+client = "ca"
+server = "sa"
+[[flows]]
+name = "b"
+client = "cb"
+server = "sa"
+wifi_ac = "vi"
+[[flows]]
+name = "c"
+client = "ca"
+server = "sa"
+wifi_ac = "vi"
+[[flows]]
+name = "d"
+client = "cb"
+server = "sa"
+"#;
+
 fn scenario() -> Scenario {
+    parse(NETWORK)
+}
+
+fn parse(text: &str) -> Scenario {
     let opts = ParseOptions {
         known_cc: vec!["reno"],
         trace_dirs: vec![],
     };
-    l4slab_scenario::parse_with(NETWORK, "access.toml", &[], &opts)
-        .unwrap_or_else(|e| panic!("{e}"))
+    l4slab_scenario::parse_with(text, "access.toml", &[], &opts).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The queues of `scn` and the routes through them.
@@ -153,7 +207,10 @@ fn by_calendar(
     let mut next = 0;
     let mut sample_at = Time::ZERO + SAMPLE;
     loop {
-        let deadline = (0..bn.queues()).filter_map(|q| bn.next_deadline(q)).min();
+        let deadline = (0..bn.queues())
+            .filter_map(|q| bn.next_deadline(q))
+            .chain((0..bn.cells()).filter_map(|c| bn.cell_deadline(c)))
+            .min();
         let arrival = arrivals.get(next).map(|a| a.at);
         let t = [deadline, arrival, Some(sample_at), window]
             .into_iter()
@@ -251,4 +308,44 @@ fn the_forwarder_passes_access_links_as_the_simulators_clock_does() {
         );
         assert_eq!(a_rows.len(), b_rows.len(), "{name}: queue series rows");
     }
+}
+
+#[test]
+fn the_forwarder_runs_a_wifi_cell_as_the_simulators_clock_does() {
+    let scn = parse(WIFI);
+    let arrivals = arrivals(13);
+    let end = arrivals.last().unwrap().at + Dur::from_secs(3);
+    let (bn, _, routes) = network(&scn);
+    let (a, a_summary, a_series) = by_calendar(bn, &routes, &arrivals, end, None);
+    let (bn, _, routes) = network(&scn);
+    let (b, b_summary, b_series) = by_forwarder(bn, routes, &arrivals, end, 29, Dur::ZERO);
+    let queues = a_summary.as_object().unwrap();
+    // The bottleneck's two and, per station, VI and BE both ways.
+    assert_eq!(queues.len(), 2 + 8, "{:?}", queues.keys());
+    let n = |q: &str, k: &str| queues[q][k]["total"].as_u64().unwrap();
+    for (q, v) in queues.iter().filter(|(q, _)| q.starts_with("wifi.")) {
+        assert!(v["sent_packets"].as_u64().unwrap() > 20, "{q}: {v}");
+    }
+    // The weak station retries and drops at the limit; DualPI2 marks.
+    let retried: u64 = [
+        "wifi.ca.down.be",
+        "wifi.ca.down.vi",
+        "wifi.ca.up.be",
+        "wifi.ca.up.vi",
+    ]
+    .iter()
+    .map(|q| queues[*q]["drops"]["wifi_retries"].as_u64().unwrap())
+    .sum();
+    assert!(retried > 0, "retry-limit drops at the weak station");
+    assert!(n("wifi.cb.down.be", "marks") + n("wifi.ca.down.be", "marks") > 0);
+    let (a_flows, b_flows) = (by_flow(&a, &arrivals), by_flow(&b, &arrivals));
+    for (i, (x, y)) in a_flows.iter().zip(&b_flows).enumerate() {
+        let (d, f) = (i / FLOWS.len(), FLOWS[i % FLOWS.len()]);
+        let first = x.iter().zip(y).position(|(x, y)| x != y);
+        assert_eq!(first, None, "direction {d}, flow {f}: released differently");
+        assert_eq!(x.len(), y.len(), "direction {d}, flow {f}");
+    }
+    assert_eq!(a_summary, b_summary, "queue summaries");
+    let (a_rows, b_rows) = (series_rows(&a_series), series_rows(&b_series));
+    assert_eq!(a_rows, b_rows, "queue series");
 }

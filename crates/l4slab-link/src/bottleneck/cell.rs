@@ -127,15 +127,39 @@ impl Bottleneck {
         self.cells[c].cell.next_event()
     }
 
-    /// Run cell `c`'s medium up to `now`, each event at its own time.
+    /// Run cell `c` up to `now`: its medium's events and its queues' qdisc
+    /// timers (a PI update, say), each at its own time, in time order (a
+    /// timer first on a tie), so a dequeue sees every update due before it
+    /// whichever queue the clock advanced.
     pub fn run_cell(&mut self, c: usize, now: Time) {
+        loop {
+            let medium = self.cells[c].cell.next_event().filter(|&t| t <= now);
+            let timer = self.cells[c]
+                .queues
+                .iter()
+                .filter_map(|&q| self.dirs[q].timer.map(|t| (t.max(self.dirs[q].clock), q)))
+                .filter(|&(t, _)| t <= now)
+                .min();
+            match (medium, timer) {
+                (m, Some((t, q))) if m.is_none_or(|m| t <= m) => {
+                    Self::run_timer(&mut self.dirs[q], q, t);
+                }
+                (Some(m), _) => self.medium_to(c, m),
+                (None, _) => break,
+            }
+        }
+        self.medium_to(c, now);
+    }
+
+    /// Cell `c`'s medium events due by `t` (no qdisc timer is due before).
+    fn medium_to(&mut self, c: usize, t: Time) {
         let rt = &mut self.cells[c];
         let mut air = Air {
             dirs: &mut self.dirs,
             map: &rt.queues,
             touched: &mut self.touched,
         };
-        rt.cell.advance(now, &mut air);
+        rt.cell.advance(t, &mut air);
     }
 
     /// A packet entered cell queue `dir` at `now`: the cell may contend.

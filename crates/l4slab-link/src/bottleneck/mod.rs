@@ -333,18 +333,23 @@ impl Bottleneck {
             match (tx, timer) {
                 (Some(t), Some(m)) if t <= m => Self::tx_done(d, dir, t),
                 (Some(t), None) => Self::tx_done(d, dir, t),
-                (_, Some(m)) => {
-                    d.with_ctx(dir, m, |link, ctx| link.on_timer(m, ctx));
-                    // A qdisc timer must move on, or this loop never ends.
-                    assert!(
-                        d.timer.is_none_or(|next| Some(next) > due),
-                        "{}: the qdisc's timer stayed at {due:?} after it ran",
-                        d.name
-                    );
-                }
+                (_, Some(m)) => Self::run_timer(d, dir, m),
                 (None, None) => return,
             }
         }
+    }
+
+    /// Run queue `dir`'s qdisc timer at `t` (its due time, or the queue's
+    /// clock if that is later).
+    fn run_timer(d: &mut Direction, dir: usize, t: Time) {
+        let due = d.timer;
+        d.with_ctx(dir, t, |link, ctx| link.on_timer(t, ctx));
+        // A qdisc timer must move on, or the caller's loop never ends.
+        assert!(
+            d.timer.is_none_or(|next| Some(next) > due),
+            "{}: the qdisc's timer stayed at {due:?} after it ran",
+            d.name
+        );
     }
 
     /// The next packet whose propagation ended by `now`, with its exit time
