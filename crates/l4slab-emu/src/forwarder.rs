@@ -769,15 +769,27 @@ impl Forwarder {
     /// They cover the measurement window (`Config::warmup`) when it started,
     /// else the whole run.
     pub fn queues_json(&self, flows: &[&str]) -> Value {
-        let window = match self.window_start {
-            Some(w) => self.clock.now().saturating_since(w),
-            None => self.elapsed(),
-        };
+        let window = self.window();
         let mut queues = self.bn.queues_json(window, flows);
         for (d, dir) in self.dirs.iter().enumerate() {
             queues[QUEUE_NAMES[d]]["timing_error_us"] = summary_us(&dir.lateness);
         }
         queues
+    }
+
+    /// The Wi-Fi cell's results (`summary.json`'s `wifi`), over the same
+    /// window as [`Forwarder::queues_json`]; `None` without a cell.
+    pub fn wifi_json(&self) -> Option<Value> {
+        self.bn.wifi_json(self.window())
+    }
+
+    /// What the results cover: the measurement window if it started, else
+    /// the whole run.
+    fn window(&self) -> Dur {
+        match self.window_start {
+            Some(w) => self.clock.now().saturating_since(w),
+            None => self.elapsed(),
+        }
     }
 
     /// Forwarder counters, CPU use and the timing report.

@@ -427,6 +427,7 @@ pub fn run(
     fwd.finish_capture()?;
     let flow_names: Vec<&str> = scn.flows.iter().map(|f| f.name.as_str()).collect();
     let queues = fwd.queues_json(&flow_names);
+    let wifi = fwd.wifi_json();
     let forwarder_report = fwd.forwarder_json(cpu0);
     let mut series = fwd.series_rows();
     let per_flow: Vec<(u64, u64, u64)> = (0..scn.flows.len())
@@ -508,7 +509,7 @@ pub fn run(
             }),
         );
     }
-    let summary = json!({
+    let mut summary = json!({
         "format_version": 1,
         "tool_version": env!("CARGO_PKG_VERSION"),
         "backend": "emu",
@@ -541,6 +542,9 @@ pub fn run(
             "tcp_congestion_control": namespace_cc,
         },
     });
+    if let Some(w) = wifi {
+        summary["wifi"] = w;
+    }
     series.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     let (t_s, names, keys, values): (Vec<f64>, Vec<String>, Vec<String>, Vec<f64>) =
         series.into_iter().fold(
