@@ -173,6 +173,9 @@ pub struct Cell {
     up_q: Vec<[Option<usize>; 4]>,
     down_q: Vec<[Option<usize>; 4]>,
     stations: Vec<StationState>,
+    /// The earliest scan event of any station (kept, so that finding the
+    /// next event does not cost a pass over the stations).
+    next_scan: Option<(Time, usize)>,
     rng: SimRng,
     clock: Time,
     stats: CellStats,
@@ -241,7 +244,7 @@ impl Cell {
                 }
             })
             .collect();
-        let stations = cfg
+        let stations: Vec<StationState> = cfg
             .stations
             .iter()
             .map(|s| {
@@ -256,9 +259,11 @@ impl Cell {
                 }
             })
             .collect();
+        let next_scan = earliest_scan(&stations);
         let max_ba = cfg.links.iter().map(|p| usize::from(p.ba_window())).max();
         let stats = CellStats::new(cfg.links.len(), n, max_ba.unwrap_or(1));
         Cell {
+            next_scan,
             cfg,
             links,
             queues,
@@ -309,13 +314,9 @@ impl Cell {
             };
             t.map(|t| (t, Due::Link(i)))
         });
-        let scans = self
-            .stations
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.next_scan.map(|t| (t, Due::Scan(i))));
+        let scan = self.next_scan.map(|(t, s)| (t, Due::Scan(s)));
         // Ties: links in order, then scans (a fixed order, for determinism).
-        links.chain(scans).min_by_key(|(t, _)| *t)
+        links.chain(scan).min_by_key(|(t, _)| *t)
     }
 
     /// Run every event due by `now`, each at its own time.
@@ -738,12 +739,22 @@ impl Cell {
             st.next_scan = Some(t + sc.duration);
             self.stats.stations[s].scans += 1;
         }
+        self.next_scan = earliest_scan(&self.stations);
         for l in 0..self.links.len() {
             if self.stations[s].on_link[l].is_some() {
                 self.refresh(l, t, qs);
             }
         }
     }
+}
+
+/// The earliest scan start or end of any station (ties: the first station).
+fn earliest_scan(stations: &[StationState]) -> Option<(Time, usize)> {
+    stations
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.next_scan.map(|t| (t, i)))
+        .min()
 }
 
 /// When EDCA function `e`, contending since `since`, gets the medium that
