@@ -289,6 +289,8 @@ fn a_scanning_station_receives_nothing_while_away() {
         every: Dur::from_secs(1),
         duration: Dur::from_millis(200),
         first: Dur::from_millis(500),
+        visits: 1,
+        gap: Dur::ZERO,
     };
     let mut s = station("s", &[(0, 7, 60.0)]);
     s.scan = Some(scan);
@@ -315,6 +317,47 @@ fn a_scanning_station_receives_nothing_while_away() {
     let st = &cell.stats().stations[0];
     assert_eq!((st.scans, st.scan_time), (3, Dur::from_millis(600)));
     assert!(!h.delivered[0].is_empty());
+}
+
+#[test]
+fn a_scan_visits_channel_after_channel_and_comes_back_between() {
+    // Every 2 s from 0.5 s: 4 channels of 50 ms, 100 ms home between.
+    let scan = Scan {
+        every: Dur::from_secs(2),
+        duration: Dur::from_millis(50),
+        first: Dur::from_millis(500),
+        visits: 4,
+        gap: Dur::from_millis(100),
+    };
+    let mut s = station("s", &[(0, 7, 60.0)]);
+    s.scan = Some(scan);
+    let cfg = CellConfig {
+        links: vec![phy_ax()],
+        ap_edca: EdcaSet::AP,
+        retry_limit: 7,
+        stations: vec![s],
+        queues: vec![down(0, Ac::Be)],
+    };
+    let mut cell = Cell::new(cfg, SimRng::derive(1, "wifi/cell"));
+    let mut h = Harness::new(1, 1200);
+    h.saturated[0] = true;
+    run(&mut cell, &mut h, Time::from_millis(4400));
+    let got = |from: u64, to: u64| {
+        h.delivered[0]
+            .iter()
+            .filter(|(t, _)| *t > Time::from_millis(from) && *t < Time::from_millis(to))
+            .count()
+    };
+    for start in [500, 2500] {
+        for k in 0..4 {
+            let away = start + 150 * k;
+            assert_eq!(got(away + 6, away + 50), 0, "away from {away} ms");
+            assert!(got(away + 56, away + 150) > 0, "home after {away} ms");
+        }
+    }
+    let st = &cell.stats().stations[0];
+    assert_eq!((st.scans, st.scan_time), (2, Dur::from_millis(400)));
+    assert_eq!(st.longest_scan, Dur::from_millis(50));
 }
 
 #[test]

@@ -295,6 +295,8 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         ("scan", "every") => r#""30s""#,
         ("scan", "duration") => r#""100ms""#,
         ("scan", "first") => r#""10s""#,
+        ("scan", "visits") => "20",
+        ("scan", "gap") => r#""150ms""#,
         (_, "wifi_ac") => r#""vi""#,
         ("ap" | "stations", "buffer") => r#""1000pkt""#,
         ("qdisc", "kind") => r#""fifo""#,

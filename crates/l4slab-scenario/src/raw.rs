@@ -245,6 +245,8 @@ pub struct RawScan {
     pub every: Option<Value>,
     pub duration: Option<Value>,
     pub first: Option<Value>,
+    pub visits: Option<Value>,
+    pub gap: Option<Value>,
 }
 
 /// `[flows.transport]`: overrides of `model::TransportSpec`.

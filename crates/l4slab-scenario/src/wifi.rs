@@ -606,7 +606,7 @@ fn mcs_value(v: &Value, path: &str) -> Result<u8, ScenarioError> {
     }
 }
 
-/// `scan = { every, duration, first }` or `false`.
+/// `scan = { every, duration, first, visits, gap }` or `false`.
 fn resolve_scan(v: &Value, path: &str) -> Result<Option<Scan>, ScenarioError> {
     match v {
         Value::Boolean(false) => return Ok(None),
@@ -635,12 +635,41 @@ fn resolve_scan(v: &Value, path: &str) -> Result<Option<Scan>, ScenarioError> {
     };
     let every = required(&raw.every, "every")?;
     let duration = required(&raw.duration, "duration")?;
-    if duration >= every {
+    let visits = match &raw.visits {
+        Some(v) => {
+            let p = join(path, "visits");
+            let n = v.as_integer().ok_or_else(|| {
+                ScenarioError::wrong_type(
+                    &p,
+                    "an integer (channels visited per scan)",
+                    &describe(v),
+                )
+            })?;
+            u32::try_from(n)
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .ok_or_else(|| {
+                    ScenarioError::bad_value(
+                        &p,
+                        format!("{n} is not a number of channels in 1..=1000"),
+                    )
+                })?
+        }
+        None => 1,
+    };
+    let gap = match &raw.gap {
+        Some(v) => values::duration(v, &join(path, "gap"))?,
+        None => Dur::ZERO,
+    };
+    let span =
+        duration.saturating_mul(u64::from(visits)) + gap.saturating_mul(u64::from(visits - 1));
+    if span >= every {
         return Err(ScenarioError::conflict(
             &join(path, "duration"),
             format!(
-                "{} must be shorter than every = {} (the station returns between scans)",
-                values::show_dur(duration),
+                "a scan takes {} (visits x duration + gaps), which must be shorter than every = {} \
+                 (the station returns between scans)",
+                values::show_dur(span),
                 values::show_dur(every)
             ),
         ));
@@ -653,6 +682,8 @@ fn resolve_scan(v: &Value, path: &str) -> Result<Option<Scan>, ScenarioError> {
         every,
         duration,
         first,
+        visits,
+        gap,
     }))
 }
 

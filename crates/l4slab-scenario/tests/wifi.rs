@@ -285,6 +285,8 @@ mcs = 8
         every: Dur::from_secs(30),
         duration: Dur::from_millis(100),
         first: Dur::from_secs(30),
+        visits: 1,
+        gap: Dur::ZERO,
     };
     assert_eq!(laptop.scan, Some(scan));
     assert_eq!(laptop.links[0].snr_db, 20.0);
@@ -481,11 +483,13 @@ fn station_errors_name_the_key() {
         (gamer("snr_db = [40, 30]"), "hosts.gamer.wifi.snr_db", "2 values for 1 link (wifi.stations.links = [0])"),
         (gamer("links = [1]"), "hosts.gamer.wifi.links[0]", "1 is not a link of the cell: [wifi] has 1 link, numbered 0..=0"),
         (gamer("links = []"), "hosts.gamer.wifi.links", "at least one link"),
-        (stations("scan = { every = \"1s\", duration = \"1s\" }"), "wifi.stations.scan.duration", "1s must be shorter than every = 1s"),
+        (stations("scan = { every = \"1s\", duration = \"1s\" }"), "wifi.stations.scan.duration", "a scan takes 1s (visits x duration + gaps), which must be shorter than every = 1s"),
         (stations("scan = { duration = \"100ms\" }"), "wifi.stations.scan.every", "missing"),
         (stations("scan = { every = \"30s\", duration = \"0s\" }"), "wifi.stations.scan.duration", "greater than zero"),
         (stations("scan = true"), "wifi.stations.scan", "give a table, or false"),
-        (stations("scan = { every = \"30s\", duration = \"1s\", period = \"1s\" }"), "wifi.stations.scan.period", "unknown key; valid keys here: every, duration, first"),
+        (stations("scan = { every = \"1s\", duration = \"100ms\", visits = 0 }"), "wifi.stations.scan.visits", "not a number of channels in 1..=1000"),
+        (stations("scan = { every = \"1s\", duration = \"100ms\", visits = 6, gap = \"100ms\" }"), "wifi.stations.scan.duration", "a scan takes 1.1s"),
+        (stations("scan = { every = \"30s\", duration = \"1s\", period = \"1s\" }"), "wifi.stations.scan.period", "unknown key; valid keys here: every, duration, first, visits, gap"),
         (gamer("qdisc = \"fq_codel\""), "hosts.gamer.wifi.qdisc", "set it under [wifi.stations]"),
         (gamer("buffer = \"10pkt\""), "hosts.gamer.wifi.buffer", "set it under [wifi.stations]"),
         (gamer("ssid = \"home\""), "hosts.gamer.wifi.ssid", "unknown key; valid keys here: qdisc, buffer, edca, snr_db, mcs, links, scan"),

@@ -38,9 +38,10 @@
 //! Failed MPDUs are retried up to the retry limit, then dropped
 //! ([`DropReason::WifiRetries`](l4slab_core::DropReason)).
 //!
-//! **Scanning.** A station with a scan schedule leaves the channel for
-//! `duration` every `every`: it does not contend and the AP does not send to
-//! it; what arrives meanwhile waits. An exchange already under way finishes.
+//! **Scanning.** A station with a scan schedule leaves its channel every
+//! `every`, `visits` times for `duration` with `gap` back home between two:
+//! away, it does not contend and the AP does not send to it; what arrives
+//! meanwhile waits. An exchange already under way finishes.
 //!
 //! **Multi-link.** A station on two links contends on each independently;
 //! both take from the same queues and Block Ack window, so frames leave on
@@ -152,8 +153,11 @@ struct QueueState {
 
 struct StationState {
     away: bool,
-    /// Next scan start (or end, while away).
+    /// Next scan event: an absence starts (or ends, while away).
     next_scan: Option<Time>,
+    /// Absences of the scan under way so far, and when it started.
+    visit: u32,
+    scan_start: Time,
     /// Per link of the cell: (mcs, snr) if the station is on it.
     on_link: Vec<Option<(u8, f64)>>,
 }
@@ -255,6 +259,8 @@ impl Cell {
                 StationState {
                     away: false,
                     next_scan: s.scan.map(|sc| Time::ZERO + sc.first),
+                    visit: 0,
+                    scan_start: Time::ZERO,
                     on_link,
                 }
             })
@@ -729,15 +735,26 @@ impl Cell {
         let sc = self.cfg.stations[s].scan.expect("a scan schedule");
         let st = &mut self.stations[s];
         if st.away {
+            // Back on its channel: the next channel after `gap`, or the
+            // next scan `every` after this one started.
             st.away = false;
-            st.next_scan = Some(t - sc.duration + sc.every);
+            st.visit += 1;
+            st.next_scan = Some(if st.visit < sc.visits {
+                t + sc.gap
+            } else {
+                st.visit = 0;
+                st.scan_start + sc.every
+            });
             let stats = &mut self.stats.stations[s];
             stats.scan_time += sc.duration;
             stats.longest_scan = stats.longest_scan.max(sc.duration);
         } else {
+            if st.visit == 0 {
+                st.scan_start = t;
+                self.stats.stations[s].scans += 1;
+            }
             st.away = true;
             st.next_scan = Some(t + sc.duration);
-            self.stats.stations[s].scans += 1;
         }
         self.next_scan = earliest_scan(&self.stations);
         for l in 0..self.links.len() {

@@ -28,13 +28,28 @@ pub struct StationLink {
     pub mcs: u8,
 }
 
-/// A station leaving the channel to scan: away for `duration` every
-/// `every`, first at `first`.
+/// A station leaving the channel to scan, every `every` from `first`: a
+/// scan visits `visits` other channels one after another, away for
+/// `duration` on each and back on its own channel for `gap` between two
+/// (how drivers scan channel by channel while associated; `visits = 1`:
+/// one absence of `duration`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Scan {
     pub every: Dur,
     pub duration: Dur,
     pub first: Dur,
+    pub visits: u32,
+    pub gap: Dur,
+}
+
+impl Scan {
+    /// From the first absence to the end of the last.
+    pub fn span(&self) -> Dur {
+        self.duration.saturating_mul(u64::from(self.visits))
+            + self
+                .gap
+                .saturating_mul(u64::from(self.visits.saturating_sub(1)))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -93,10 +108,10 @@ pub enum CellError {
     DuplicateLink { station: String, link: usize },
     #[error("stations.{station}.mcs: {mcs} is above the link's highest MCS {max}")]
     Mcs { station: String, mcs: u8, max: u8 },
-    #[error("stations.{station}.scan: duration {duration} must be shorter than every {every}")]
+    #[error("stations.{station}.scan: a scan (visits x duration + gaps = {span}) must end before the next (every {every}), with at least one visit")]
     Scan {
         station: String,
-        duration: Dur,
+        span: Dur,
         every: Dur,
     },
     #[error("queues: queue {0} names a station that does not exist")]
@@ -148,10 +163,10 @@ impl CellConfig {
                 }
             }
             if let Some(sc) = s.scan {
-                if sc.duration >= sc.every || sc.every.is_zero() {
+                if sc.span() >= sc.every || sc.visits == 0 || sc.duration.is_zero() {
                     return Err(CellError::Scan {
                         station: s.name.clone(),
-                        duration: sc.duration,
+                        span: sc.span(),
                         every: sc.every,
                     });
                 }
