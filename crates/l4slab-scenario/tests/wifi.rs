@@ -488,7 +488,7 @@ fn station_errors_name_the_key() {
         (stations("scan = { every = \"30s\", duration = \"0s\" }"), "wifi.stations.scan.duration", "greater than zero"),
         (stations("scan = true"), "wifi.stations.scan", "give a table, or false"),
         (stations("scan = { every = \"1s\", duration = \"100ms\", visits = 0 }"), "wifi.stations.scan.visits", "not a number of channels in 1..=1000"),
-        (stations("scan = { every = \"1s\", duration = \"100ms\", visits = 6, gap = \"100ms\" }"), "wifi.stations.scan.duration", "a scan takes 1.1s"),
+        (stations("scan = { every = \"1s\", duration = \"100ms\", visits = 6, gap = \"100ms\" }"), "wifi.stations.scan.duration", "a scan takes 1100ms"),
         (stations("scan = { every = \"30s\", duration = \"1s\", period = \"1s\" }"), "wifi.stations.scan.period", "unknown key; valid keys here: every, duration, first, visits, gap"),
         (gamer("qdisc = \"fq_codel\""), "hosts.gamer.wifi.qdisc", "set it under [wifi.stations]"),
         (gamer("buffer = \"10pkt\""), "hosts.gamer.wifi.buffer", "set it under [wifi.stations]"),
