@@ -290,6 +290,7 @@ def test_every_shipped_study_loads():
         "cheshire-notsent-lowat",
         "l4s-building-blocks",
         "apple-video-call",
+        "excentis-wifi",
     }
     for path in found:
         study = load_study(path)

@@ -464,9 +464,15 @@ impl Bottleneck {
         self.dirs.iter().map(Direction::in_network).sum()
     }
 
-    /// Numbers drawn from all random streams (two per queue).
+    /// Numbers drawn from all random streams (two per queue, one per Wi-Fi
+    /// cell: its backoffs and MPDU losses).
     pub fn random_draws(&self) -> u64 {
-        self.dirs.iter().map(Direction::random_draws).sum()
+        self.dirs.iter().map(Direction::random_draws).sum::<u64>()
+            + self
+                .cells
+                .iter()
+                .map(|c| c.cell.random_draws())
+                .sum::<u64>()
     }
 
     /// The propagation delay of direction `dir`.

@@ -473,9 +473,15 @@ impl Cell {
         self.links[l].busy_from = t;
         let ack_timeout = self.links[l].phy.ack_timeout();
         match n {
-            // Every winner's qdisc yielded nothing (its AQM dropped what it
-            // held): nobody transmits.
-            0 => self.refresh(l, t, qs),
+            // Nobody transmits after all: every winner's qdisc yielded
+            // nothing (its AQM dropped what it held), or another link of a
+            // multi-link station took it first. The counters froze at `t`
+            // as if the medium had gone busy, so everyone counts again from
+            // `t` (an AIFS more than strictly needed; rare).
+            0 => {
+                self.links[l].medium = Medium::Idle { since: t };
+                self.refresh(l, t, qs);
+            }
             1 => {
                 self.stats.links[l].txops += 1;
                 let until = t + self.ppdu_duration(l, 0);
