@@ -466,3 +466,24 @@ fn same_seed_same_history() {
     assert_eq!(go(9), go(9));
     assert_ne!(go(9), go(10));
 }
+
+#[test]
+fn an_access_with_nothing_left_to_send_does_not_turn_time_back() {
+    // HE on two links: one A-MPDU fills the 256-MPDU Block Ack window, so the
+    // AP often wins the second link with nothing it may send, while the
+    // station's uplink contends there too (frozen, then counting again).
+    let links = vec![phy_ax(), Phy::new(Standard::Ax, Band::G6, 160, 2).unwrap()];
+    let cfg = CellConfig {
+        links,
+        ap_edca: EdcaSet::AP,
+        retry_limit: 7,
+        stations: vec![station("s", &[(0, 7, 60.0), (1, 7, 60.0)])],
+        queues: vec![down(0, Ac::Be), up(0, Ac::Be)],
+    };
+    let mut cell = Cell::new(cfg, SimRng::derive(4, "wifi/cell"));
+    let mut h = Harness::new(2, 1500);
+    h.saturated = vec![true, true];
+    run(&mut cell, &mut h, Time::from_secs(2));
+    assert!(h.bytes(0) > 0 && h.bytes(1) > 0);
+    assert!(cell.stats().links.iter().all(|l| l.txops > 0));
+}
