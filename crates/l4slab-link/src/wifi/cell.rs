@@ -453,6 +453,9 @@ impl Cell {
         debug_assert!(!won.is_empty(), "an access event without a winner");
         let mut n = 0;
         for &(tx, ac) in &won {
+            // Its backoff is spent: if it has nothing to send after all, the
+            // next frame goes after AIFS alone (§10.23.2.2).
+            self.links[l].edca[tx][ac].bo.counter = 0;
             let Some(q) = self.pick_queue(l, tx, ac, qs) else {
                 continue;
             };
