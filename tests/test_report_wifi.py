@@ -257,6 +257,18 @@ def test_the_wifi_tables_show_the_cells_counters(wifi_results):
     ]
 
 
+def test_show_prints_the_wifi_tables(wifi_results):
+    from rich.console import Console
+
+    from l4slab.tables import summary_view
+
+    console = Console(record=True, width=200)
+    console.print(summary_view(wifi_results))
+    text = console.export_text()
+    for expected in ("gamer", "laptop", "802.11ax, 5GHz, 80 MHz, 2 streams", "VO (voice)", "8.9"):
+        assert expected in text
+
+
 def test_stations_are_in_scenario_order_not_summary_order():
     summary = {
         "scenario": {

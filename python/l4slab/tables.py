@@ -90,6 +90,13 @@ def summary_view(results: Results) -> RenderableType:
         parts.append(rich_table(apps))
     if results.queues():
         parts.append(queues_table(results.summary))
+    for wifi in (
+        wifi_stations_data(results.summary),
+        wifi_links_data(results.summary),
+        wifi_access_delay_data(results.summary),
+    ):
+        if wifi is not None:
+            parts.append(rich_table(wifi))
     line = run_line(results.stats)
     if line:
         parts.append(Text(line, style="dim"))
