@@ -12,7 +12,7 @@
 //! it of the arrival, so a clock that only knows queues still gets every
 //! packet's fate right; after any of these calls, [`Bottleneck::take_touched`]
 //! lists the queues whose delay line, drops or events the cell changed
-//! (other than the one called), for the clock to re-arm and drain.
+//! (the one called among them, possibly), for the clock to re-arm and drain.
 
 use l4slab_core::{Packet, SimRng, Time};
 
