@@ -11,7 +11,11 @@
 //! same runtime there instead of the line (`access.<host>.<dir>`: qdisc,
 //! serializer, loss, then its access delay): between the endpoint and the
 //! bottleneck when the host sends in that direction, between the bottleneck
-//! and the endpoint when it receives ([`QueueExit`]).
+//! and the endpoint when it receives ([`QueueExit`]). A Wi-Fi cell's
+//! queues (`wifi.<host>.<dir>.<ac>`) sit where a client host's access links
+//! would, chosen per flow by its access category; the cell's medium has a
+//! calendar event of its own ([`Ev::Cell`]), and every queue the cell
+//! touches is drained and re-armed after it runs.
 //! The engine is the clock of every queue: calendar events at a queue's
 //! deadlines ([`Ev::BnTx`], [`Ev::BnTimer`], [`Ev::BnDepart`]) run
 //! [`Bottleneck::advance`] for it, and so does every arrival first, as the
