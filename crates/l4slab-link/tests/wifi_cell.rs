@@ -10,7 +10,7 @@ use l4slab_core::{Dur, Ecn, Packet, SimRng, Time};
 use l4slab_link::wifi::bianchi::{self, BianchiParams};
 use l4slab_link::wifi::cell::{AirQueues, Cell};
 use l4slab_link::wifi::config::{
-    AirDir, CellConfig, QueueSpec, Scan, StationConfig, StationLink, MAC_OVERHEAD,
+    AirDir, CellConfig, QueueSpec, Scan, StationConfig, StationLink, MAC_OVERHEAD, RETRY_LIMIT,
 };
 use l4slab_link::wifi::edca::{Ac, EdcaSet};
 use l4slab_link::wifi::phy::{Band, Phy, Standard};
@@ -115,6 +115,17 @@ fn down(station: usize, ac: Ac) -> QueueSpec {
     }
 }
 
+/// A cell with the AP's default EDCA and the default retry limit.
+fn config(links: Vec<Phy>, stations: Vec<StationConfig>, queues: Vec<QueueSpec>) -> CellConfig {
+    CellConfig {
+        links,
+        ap_edca: EdcaSet::AP,
+        retry_limit: RETRY_LIMIT,
+        stations,
+        queues,
+    }
+}
+
 /// Run `cell` to `end`, as a clock would (event by event); saturated
 /// queues have their first packet at 0.
 fn run(cell: &mut Cell, h: &mut Harness, end: Time) {
@@ -211,13 +222,11 @@ fn one_station_gets_the_airtime_arithmetic() {
 fn voice_gets_the_medium_before_best_effort() {
     // Two stations, one saturated in VO and one in BE: VO's shorter AIFS
     // and CW give it the shorter access delay and most of the airtime.
-    let cfg = CellConfig {
-        links: vec![phy_ax()],
-        ap_edca: EdcaSet::AP,
-        retry_limit: 7,
-        stations: vec![station("v", &[(0, 9, 60.0)]), station("b", &[(0, 9, 60.0)])],
-        queues: vec![up(0, Ac::Vo), up(1, Ac::Be)],
-    };
+    let cfg = config(
+        vec![phy_ax()],
+        vec![station("v", &[(0, 9, 60.0)]), station("b", &[(0, 9, 60.0)])],
+        vec![up(0, Ac::Vo), up(1, Ac::Be)],
+    );
     let mut cell = Cell::new(cfg, SimRng::derive(3, "wifi/cell"));
     let mut h = Harness::new(2, 1500);
     h.saturated = vec![true, true];
@@ -234,13 +243,11 @@ fn voice_gets_the_medium_before_best_effort() {
 fn aggregates_respect_the_ppdu_time_the_txop_and_the_block_ack_window() {
     // HE, a saturated BE download: A-MPDUs up to aPPDUMaxTime (5.484 ms).
     let phy = phy_ax();
-    let cfg = CellConfig {
-        links: vec![phy],
-        ap_edca: EdcaSet::AP,
-        retry_limit: 7,
-        stations: vec![station("s", &[(0, 4, 60.0)])],
-        queues: vec![down(0, Ac::Be)],
-    };
+    let cfg = config(
+        vec![phy],
+        vec![station("s", &[(0, 4, 60.0)])],
+        vec![down(0, Ac::Be)],
+    );
     let mut cell = Cell::new(cfg, SimRng::derive(1, "wifi/cell"));
     let mut h = Harness::new(1, 1500);
     h.saturated[0] = true;
@@ -262,13 +269,11 @@ fn aggregates_respect_the_ppdu_time_the_txop_and_the_block_ack_window() {
     );
 
     // VO with a 1.504 ms TXOP: every PPDU (with its Block Ack) inside it.
-    let cfg = CellConfig {
-        links: vec![phy],
-        ap_edca: EdcaSet::AP,
-        retry_limit: 7,
-        stations: vec![station("s", &[(0, 4, 60.0)])],
-        queues: vec![down(0, Ac::Vo)],
-    };
+    let cfg = config(
+        vec![phy],
+        vec![station("s", &[(0, 4, 60.0)])],
+        vec![down(0, Ac::Vo)],
+    );
     let mut cell = Cell::new(cfg, SimRng::derive(1, "wifi/cell"));
     let mut h = Harness::new(1, 1500);
     h.saturated[0] = true;
@@ -294,13 +299,7 @@ fn a_scanning_station_receives_nothing_while_away() {
     };
     let mut s = station("s", &[(0, 7, 60.0)]);
     s.scan = Some(scan);
-    let cfg = CellConfig {
-        links: vec![phy_ax()],
-        ap_edca: EdcaSet::AP,
-        retry_limit: 7,
-        stations: vec![s],
-        queues: vec![down(0, Ac::Be)],
-    };
+    let cfg = config(vec![phy_ax()], vec![s], vec![down(0, Ac::Be)]);
     let mut cell = Cell::new(cfg, SimRng::derive(1, "wifi/cell"));
     let mut h = Harness::new(1, 1200);
     h.saturated[0] = true;
@@ -331,13 +330,7 @@ fn a_scan_visits_channel_after_channel_and_comes_back_between() {
     };
     let mut s = station("s", &[(0, 7, 60.0)]);
     s.scan = Some(scan);
-    let cfg = CellConfig {
-        links: vec![phy_ax()],
-        ap_edca: EdcaSet::AP,
-        retry_limit: 7,
-        stations: vec![s],
-        queues: vec![down(0, Ac::Be)],
-    };
+    let cfg = config(vec![phy_ax()], vec![s], vec![down(0, Ac::Be)]);
     let mut cell = Cell::new(cfg, SimRng::derive(1, "wifi/cell"));
     let mut h = Harness::new(1, 1200);
     h.saturated[0] = true;
@@ -367,13 +360,11 @@ fn a_multi_link_station_sends_on_both_links() {
         Phy::new(Standard::Be, Band::G5, 80, 2).unwrap(),
         Phy::new(Standard::Be, Band::G6, 160, 2).unwrap(),
     ];
-    let one = CellConfig {
-        links: links.clone(),
-        ap_edca: EdcaSet::AP,
-        retry_limit: 7,
-        stations: vec![station("s", &[(0, 7, 60.0)])],
-        queues: vec![down(0, Ac::Be)],
-    };
+    let one = config(
+        links.clone(),
+        vec![station("s", &[(0, 7, 60.0)])],
+        vec![down(0, Ac::Be)],
+    );
     let mut two = one.clone();
     two.stations[0] = station("s", &[(0, 7, 60.0), (1, 7, 60.0)]);
     let mut got = Vec::new();
@@ -425,13 +416,11 @@ fn weak_signal_means_retries_drops_and_in_order_delivery() {
 
 #[test]
 fn an_idle_queue_that_gets_a_packet_sends_it_after_aifs_and_its_backoff() {
-    let cfg = CellConfig {
-        links: vec![phy_a()],
-        ap_edca: EdcaSet::AP,
-        retry_limit: 7,
-        stations: vec![station("s", &[(0, 7, 60.0)])],
-        queues: vec![up(0, Ac::Vo)],
-    };
+    let cfg = config(
+        vec![phy_a()],
+        vec![station("s", &[(0, 7, 60.0)])],
+        vec![up(0, Ac::Vo)],
+    );
     let mut cell = Cell::new(cfg, SimRng::derive(1, "wifi/cell"));
     let mut h = Harness::new(1, 100);
     assert_eq!(cell.next_event(), None, "nothing to send, nothing to do");
@@ -473,13 +462,11 @@ fn an_access_with_nothing_left_to_send_does_not_turn_time_back() {
     // AP often wins the second link with nothing it may send, while the
     // station's uplink contends there too (frozen, then counting again).
     let links = vec![phy_ax(), Phy::new(Standard::Ax, Band::G6, 160, 2).unwrap()];
-    let cfg = CellConfig {
+    let cfg = config(
         links,
-        ap_edca: EdcaSet::AP,
-        retry_limit: 7,
-        stations: vec![station("s", &[(0, 7, 60.0), (1, 7, 60.0)])],
-        queues: vec![down(0, Ac::Be), up(0, Ac::Be)],
-    };
+        vec![station("s", &[(0, 7, 60.0), (1, 7, 60.0)])],
+        vec![down(0, Ac::Be), up(0, Ac::Be)],
+    );
     let mut cell = Cell::new(cfg, SimRng::derive(4, "wifi/cell"));
     let mut h = Harness::new(2, 1500);
     h.saturated = vec![true, true];

@@ -35,6 +35,7 @@ use l4slab_link::wifi::phy::{Band, Phy, PhyError, Standard};
 use crate::error::{Problem, ScenarioError};
 use crate::link::buffer_limit;
 use crate::model::{BufferLimit, Flow, Host, QdiscSpec, Side, WifiSpec, WifiStation};
+use crate::qdisc::params::choice;
 use crate::raw::{RawEdcaSet, RawHost, RawScan, RawStation, RawWifi};
 use crate::values::{self, describe, deserialize_at, join};
 
@@ -275,7 +276,7 @@ fn resolve_phy(
     let standard = match standard {
         Some(v) => {
             let p = join(path, "standard");
-            match name_in(v, &p, "Wi-Fi standard", STANDARDS)? {
+            match choice(v, &p, "Wi-Fi standard", STANDARDS)? {
                 "a" => Standard::A,
                 "n" => Standard::N,
                 "ac" => Standard::Ac,
@@ -286,7 +287,7 @@ fn resolve_phy(
         None => Standard::Ax,
     };
     let band = match band {
-        Some(v) => match name_in(v, &join(path, "band"), "band", BANDS)? {
+        Some(v) => match choice(v, &join(path, "band"), "band", BANDS)? {
             "2.4GHz" => Band::G2_4,
             "5GHz" => Band::G5,
             _ => Band::G6,
@@ -356,24 +357,6 @@ fn channel_width(v: &Value, path: &str) -> Result<u32, ScenarioError> {
         other => Err(ScenarioError::wrong_type(
             path,
             "a width such as \"80MHz\"",
-            &describe(other),
-        )),
-    }
-}
-
-/// A string that is one of `choices`.
-fn name_in<'v>(
-    v: &'v Value,
-    path: &str,
-    what: &str,
-    choices: &[&str],
-) -> Result<&'v str, ScenarioError> {
-    match v {
-        Value::String(s) if choices.contains(&s.as_str()) => Ok(s),
-        Value::String(s) => Err(ScenarioError::unknown_name(path, what, s, choices)),
-        other => Err(ScenarioError::wrong_type(
-            path,
-            "a string",
             &describe(other),
         )),
     }
@@ -754,5 +737,5 @@ fn edca_error(e: &EdcaError, from: &[Option<(usize, String)>; 4]) -> ScenarioErr
 
 /// `wifi_ac = "vi"`.
 pub(crate) fn access_category(v: &Value, path: &str) -> Result<Ac, ScenarioError> {
-    name_in(v, path, "access category", ACS).map(|s| Ac::parse(s).expect("listed in ACS"))
+    choice(v, path, "access category", ACS).map(|s| Ac::parse(s).expect("listed in ACS"))
 }

@@ -49,6 +49,21 @@ def new_axes(ax: Axes | None, *, figsize: tuple[float, float] = FIGSIZE) -> Axes
     return figure.add_subplot()
 
 
+def note(ax: Axes, text: str) -> None:
+    """Say on an empty plot why it is empty."""
+    ax.text(
+        0.5,
+        0.5,
+        text,
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize="small",
+        color="#555555",
+        wrap=True,
+    )
+
+
 def styles() -> Iterator[tuple[str, str]]:
     """``(colour, linestyle)`` pairs: every colour solid, then every colour dashed, ..."""
     pairs = [(color, style) for style in LINESTYLES for color in COLORS]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.axes import Axes
 
-from l4slab.plots._style import key_info, new_axes, styles
+from l4slab.plots._style import key_info, new_axes, note, styles
 from l4slab.results import Results
 from l4slab.tables import flow_order
 
@@ -116,7 +116,7 @@ def aqm_probability(
             color, linestyle = next(pairs)
             ax.plot(t, v, color=color, linestyle=linestyle, label=label)
     if not ax.get_lines():
-        _note(
+        note(
             ax,
             "always 0: " + ", ".join(idle)
             if idle
@@ -156,7 +156,7 @@ def drops_marks(
                 label=f"{name} {what}",
             )
     if not ax.get_lines():
-        _note(ax, "no drops and no CE marks at any queue")
+        note(ax, "no drops and no CE marks at any queue")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("packets per second")
     ax.set_title("Drops (solid) and CE marks (dashed) per second")
@@ -199,20 +199,6 @@ def _interval_s(results: Results, t: np.ndarray) -> float:
 
 def _any_dual(results: Results) -> bool:
     return any(queue.get("subqueues") for queue in results.queues().values())
-
-
-def _note(ax: Axes, text: str) -> None:
-    ax.text(
-        0.5,
-        0.5,
-        text,
-        transform=ax.transAxes,
-        ha="center",
-        va="center",
-        fontsize="small",
-        color="#555555",
-        wrap=True,
-    )
 
 
 def _finish(ax: Axes, results: Results, note: str = "") -> None:

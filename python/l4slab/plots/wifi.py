@@ -21,7 +21,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter
 
-from l4slab.plots._style import COLORS, new_axes
+from l4slab.plots._style import COLORS, new_axes, note
 from l4slab.results import Results
 from l4slab.tables import WIFI_ACS, wifi_station_order
 
@@ -88,7 +88,7 @@ def wifi_airtime(results: Results, ax: Axes | None = None) -> Axes:
     ax.set_title("Airtime share per station", fontsize="medium")
     ax.set_xlabel("share of the stations' airtime (%)")
     if not names:
-        _note(ax, _absent(results, "no station"))
+        note(ax, _absent(results, "no station"))
         return ax
     shares = np.nan_to_num([_number(stations[n].get("airtime_share")) * 100 for n in names])
     rows = np.arange(len(names))
@@ -170,7 +170,7 @@ def wifi_access_delay(
     ax.set_title("Wi-Fi access delay per access category", fontsize="medium")
     lines = [np.asarray(line.get_ydata(), dtype=np.float64) for line in ax.get_lines()]
     if not lines:
-        _note(ax, _absent(results, "no access delay was measured"))
+        note(ax, _absent(results, "no access delay was measured"))
         return ax
     ys = np.concatenate(lines)
     finite = ys[np.isfinite(ys)]
@@ -200,7 +200,7 @@ def wifi_ampdu(results: Results, ax: Axes | None = None) -> Axes:
         f"A-MPDU sizes of {int(total):,} PPDUs" if total else "A-MPDU sizes", fontsize="medium"
     )
     if not total:
-        _note(ax, _absent(results, "no PPDU was sent"))
+        note(ax, _absent(results, "no PPDU was sent"))
         return ax
     ax.bar(sizes, counts / total * 100.0, width=0.9, color=COLORS[0], label="_PPDUs")
     mean = _number(ampdu.get("mean_mpdus"))
@@ -241,17 +241,3 @@ def _number(value: Any) -> float:
 
 def _absent(results: Results, what: str) -> str:
     return what if has_wifi(results) else "no Wi-Fi cell in this run (no [wifi] table)"
-
-
-def _note(ax: Axes, text: str) -> None:
-    ax.text(
-        0.5,
-        0.5,
-        text,
-        transform=ax.transAxes,
-        ha="center",
-        va="center",
-        fontsize="small",
-        color="#555555",
-        wrap=True,
-    )

@@ -93,14 +93,10 @@ impl CellStats {
                 json!({
                     "airtime_s": round6(air),
                     "airtime_fraction": round6(air / span_s),
-                    "airtime_share": round6(if total_air > 0.0 { air / total_air } else { 0.0 }),
+                    "airtime_share": ratio(air, total_air),
                     "mpdu_attempts": s.mpdu_attempts,
                     "mpdu_failures": s.mpdu_failures,
-                    "mpdu_retry_fraction": round6(if s.mpdu_attempts > 0 {
-                        s.mpdu_failures as f64 / s.mpdu_attempts as f64
-                    } else {
-                        0.0
-                    }),
+                    "mpdu_retry_fraction": ratio(s.mpdu_failures as f64, s.mpdu_attempts as f64),
                     "mpdu_drops": s.mpdu_drops,
                     "collisions": s.collisions,
                     "scans": s.scans,
@@ -117,11 +113,7 @@ impl CellStats {
                     "txops": l.txops,
                     "ppdus": l.ppdus,
                     "collisions": l.collisions,
-                    "collision_fraction": round6(if l.txops > 0 {
-                        l.collisions as f64 / l.txops as f64
-                    } else {
-                        0.0
-                    }),
+                    "collision_fraction": ratio(l.collisions as f64, l.txops as f64),
                     "internal_collisions": l.internal_collisions,
             }));
         }
@@ -152,9 +144,14 @@ impl CellStats {
             "access_delay_ms": ad,
             "ampdu": {
                 "ppdus": ppdus,
-                "mean_mpdus": round6(if ppdus > 0 { mpdus as f64 / ppdus as f64 } else { 0.0 }),
+                "mean_mpdus": ratio(mpdus as f64, ppdus as f64),
                 "mpdus_histogram": sizes,
             },
         })
     }
+}
+
+/// `num / den` rounded for the summary; 0 when nothing was counted.
+fn ratio(num: f64, den: f64) -> f64 {
+    round6(if den > 0.0 { num / den } else { 0.0 })
 }
