@@ -57,7 +57,7 @@ impl Default for CloudGamingConfig {
     }
 }
 
-const SERIES: SeriesNames = SeriesNames {
+pub const SERIES: SeriesNames = SeriesNames {
     frame_rate: "frame_rate_fps",
     bitrate: "app_bitrate_bps",
     target: "target_bitrate_bps",

@@ -35,6 +35,7 @@ pub mod cloud_gaming;
 pub mod frames;
 pub mod ping;
 pub mod rate_control;
+pub mod rtp;
 pub mod screen_share;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -15,7 +15,17 @@ use serde_json::Value;
 use l4slab_core::{Dur, Time};
 
 use crate::frames::FrameStream;
+use crate::rate_control::SeriesNames;
 use crate::{FlowApp, FlowIo, Role, SampleSink};
+
+/// Series of a screen share (over TCP the encoder has no target: that name
+/// is used over RTP only).
+pub const SERIES: SeriesNames = SeriesNames {
+    frame_rate: "frame_rate_fps",
+    bitrate: "app_bitrate_bps",
+    target: "target_bitrate_bps",
+    latency: "frame_latency_ms",
+};
 
 /// Screen-sharing parameters (scenario `app = { kind = "screen_share", ... }`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -118,10 +128,10 @@ impl FlowApp for ScreenShare {
     fn sample(&mut self, _now: Time, interval: Dur, out: &mut SampleSink<'_>) {
         let (shown, bytes) = self.frames.take_interval();
         let iv = interval.as_secs_f64();
-        out("frame_rate_fps", shown as f64 / iv);
-        out("app_bitrate_bps", bytes as f64 * 8.0 / iv);
+        out(SERIES.frame_rate, shown as f64 / iv);
+        out(SERIES.bitrate, bytes as f64 * 8.0 / iv);
         if let Some(ms) = self.frames.take_latency_interval() {
-            out("frame_latency_ms", ms);
+            out(SERIES.latency, ms);
         }
     }
 }

@@ -62,14 +62,14 @@ impl Default for VideoCallConfig {
 }
 
 /// Series of the frames the client sends (client → server).
-const UP: SeriesNames = SeriesNames {
+pub const UP: SeriesNames = SeriesNames {
     frame_rate: "frame_rate_fps.up",
     bitrate: "app_bitrate_bps.up",
     target: "target_bitrate_bps.up",
     latency: "frame_latency_ms.up",
 };
 /// Series of the frames the server sends (server → client).
-const DOWN: SeriesNames = SeriesNames {
+pub const DOWN: SeriesNames = SeriesNames {
     frame_rate: "frame_rate_fps.down",
     bitrate: "app_bitrate_bps.down",
     target: "target_bitrate_bps.down",

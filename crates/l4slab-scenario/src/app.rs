@@ -13,8 +13,8 @@ use l4slab_core::Dur;
 
 use crate::error::ScenarioError;
 use crate::model::{
-    AppSpec, CbrSpec, FrameAppSpec, PingSpec, ScreenShareSpec, WebConnection, WebObjectSpec,
-    WebSpec,
+    AppSpec, CbrSpec, FrameAppSpec, FrameTransport, MediaCcSpec, PingSpec, ScreenShareSpec,
+    WebConnection, WebObjectSpec, WebSpec,
 };
 use crate::raw::KindOnlyTable;
 use crate::values::{self, describe, deserialize_at, join, kind_of};
@@ -74,6 +74,9 @@ struct ScreenShareTable {
     frame_size: Option<Value>,
     max_fps: Option<i64>,
     stall_threshold: Option<Value>,
+    transport: Option<Value>,
+    media_cc: Option<Value>,
+    playout_delay: Option<Value>,
 }
 
 /// `app = { kind = "web", request_size = "500B", connection = "existing",
@@ -110,7 +113,24 @@ struct FrameAppTable {
     max_bitrate: Option<Value>,
     late_threshold: Option<Value>,
     stall_threshold: Option<Value>,
+    transport: Option<Value>,
+    media_cc: Option<Value>,
+    playout_delay: Option<Value>,
 }
+
+/// `media_cc = { kind = "scream", l4s = false }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct MediaCcTable {
+    #[allow(dead_code)]
+    kind: String,
+    l4s: Option<bool>,
+}
+
+/// Values of a frame app's `transport`.
+const FRAME_TRANSPORTS: &[&str] = &["tcp", "rtp"];
+/// Media congestion controllers (`app.media_cc`).
+pub const MEDIA_CCS: &[&str] = &["gcc", "scream"];
 
 /// `app = "bulk"`, `{ kind = "bulk" }`, `{ kind = "file", size = "10MB" }`, ...
 pub(crate) fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, ScenarioError> {
@@ -258,6 +278,7 @@ fn screen_share(t: Option<ScreenShareTable>, path: &str) -> Result<AppSpec, Scen
     if let Some(v) = &t.stall_threshold {
         s.stall_threshold = values::positive_duration(v, &p("stall_threshold"))?;
     }
+    s.transport = frame_transport(&t.transport, &t.media_cc, &t.playout_delay, path)?;
     Ok(AppSpec::ScreenShare(s))
 }
 
@@ -362,6 +383,7 @@ fn frame_defaults(kind: &str) -> FrameAppSpec {
                 max_bitrate: c.max_bitrate,
                 late_threshold: c.late_threshold,
                 stall_threshold: c.stall_threshold,
+                transport: FrameTransport::Tcp,
             }
         }
         "video_call" => {
@@ -373,6 +395,7 @@ fn frame_defaults(kind: &str) -> FrameAppSpec {
                 max_bitrate: c.max_bitrate,
                 late_threshold: c.late_threshold,
                 stall_threshold: c.stall_threshold,
+                transport: FrameTransport::Tcp,
             }
         }
         k => unreachable!("no frame-app defaults for {k}"),
@@ -435,7 +458,90 @@ fn frame_app(
     if let Some(v) = &t.stall_threshold {
         s.stall_threshold = values::positive_duration(v, &p("stall_threshold"))?;
     }
+    s.transport = frame_transport(&t.transport, &t.media_cc, &t.playout_delay, path)?;
     Ok(s)
+}
+
+/// `transport`, `media_cc` and `playout_delay` of a frame app.
+fn frame_transport(
+    transport: &Option<Value>,
+    media_cc_v: &Option<Value>,
+    playout_delay_v: &Option<Value>,
+    path: &str,
+) -> Result<FrameTransport, ScenarioError> {
+    let p = |k: &str| join(path, k);
+    let rtp = match transport {
+        None => false,
+        Some(Value::String(s)) if s == "tcp" => false,
+        Some(Value::String(s)) if s == "rtp" => true,
+        Some(Value::String(s)) => {
+            return Err(ScenarioError::unknown_name(
+                &p("transport"),
+                "transport",
+                s,
+                FRAME_TRANSPORTS,
+            ))
+        }
+        Some(other) => {
+            return Err(ScenarioError::wrong_type(
+                &p("transport"),
+                "a string",
+                &describe(other),
+            ))
+        }
+    };
+    if !rtp {
+        for (k, given) in [
+            ("media_cc", media_cc_v.is_some()),
+            ("playout_delay", playout_delay_v.is_some()),
+        ] {
+            if given {
+                return Err(ScenarioError::conflict(
+                    &p(k),
+                    format!("{k} applies to RTP media; add transport = \"rtp\""),
+                ));
+            }
+        }
+        return Ok(FrameTransport::Tcp);
+    }
+    let media_cc = match media_cc_v {
+        None => MediaCcSpec::Gcc,
+        Some(v) => media_cc(v, &p("media_cc"))?,
+    };
+    let playout_delay = match playout_delay_v {
+        None => Dur::ZERO,
+        Some(v) => values::duration(v, &p("playout_delay"))?,
+    };
+    Ok(FrameTransport::Rtp {
+        media_cc,
+        playout_delay,
+    })
+}
+
+/// `media_cc = "gcc"`, `"scream"` or `{ kind = "scream", l4s = false }`.
+fn media_cc(v: &Value, path: &str) -> Result<MediaCcSpec, ScenarioError> {
+    let (kind, kind_path) = kind_of(v, path)?;
+    let l4s = match v {
+        Value::Table(_) => deserialize_at::<MediaCcTable>(v.clone(), path)?.l4s,
+        _ => None,
+    };
+    match kind {
+        "gcc" => {
+            if l4s.is_some() {
+                return Err(ScenarioError::conflict(
+                    &join(path, "l4s"),
+                    "GCC is a classic controller (Not-ECT); l4s applies to scream",
+                ));
+            }
+            Ok(MediaCcSpec::Gcc)
+        }
+        "scream" => Ok(MediaCcSpec::Scream {
+            l4s: l4s.unwrap_or(true),
+        }),
+        k => Err(ScenarioError::unknown_name(
+            &kind_path, "media_cc", k, MEDIA_CCS,
+        )),
+    }
 }
 
 impl Default for PingSpec {
@@ -468,6 +574,7 @@ impl Default for ScreenShareSpec {
             frame_size: c.frame_size,
             max_fps: c.max_fps,
             stall_threshold: c.stall_threshold,
+            transport: FrameTransport::Tcp,
         }
     }
 }

@@ -157,6 +157,24 @@ fn resolve_flow(
         }
         None => Time::ZERO,
     };
+    let app = crate::app::resolve_app(f.app.as_ref(), &join(path, "app"))?;
+    if app.is_rtp() {
+        // An RTP flow's congestion control and ECN are the media controller's.
+        for (k, given) in [
+            ("cc", f.cc.is_some()),
+            ("ecn", f.ecn.is_some()),
+            ("transport", f.transport.is_some()),
+        ] {
+            if given {
+                return Err(ScenarioError::conflict(
+                    &join(path, k),
+                    format!(
+                        "the flow's app runs over RTP (app.transport = \"rtp\"); its congestion control and ECN are app.media_cc (e.g. media_cc = \"scream\"), and it has no TCP {k}"
+                    ),
+                ));
+            }
+        }
+    }
     Ok(Flow {
         name,
         entry: i,
@@ -165,7 +183,7 @@ fn resolve_flow(
         direction,
         cc,
         start,
-        app: crate::app::resolve_app(f.app.as_ref(), &join(path, "app"))?,
+        app,
         transport: resolve_transport(f.transport.as_ref(), &join(path, "transport"))?,
         ecn: f
             .ecn

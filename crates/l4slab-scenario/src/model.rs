@@ -382,6 +382,34 @@ pub enum AppSpec {
 }
 
 impl AppSpec {
+    /// A frame app whose frames travel as RTP over UDP.
+    pub fn is_rtp(&self) -> bool {
+        self.media_cc().is_some()
+    }
+
+    /// The media congestion controller of an RTP frame app, as the scenario
+    /// names it (`"gcc"`, `"scream"`).
+    pub fn media_cc(&self) -> Option<&'static str> {
+        match self {
+            AppSpec::CloudGaming(FrameAppSpec {
+                transport: FrameTransport::Rtp { media_cc, .. },
+                ..
+            })
+            | AppSpec::VideoCall(FrameAppSpec {
+                transport: FrameTransport::Rtp { media_cc, .. },
+                ..
+            })
+            | AppSpec::ScreenShare(ScreenShareSpec {
+                transport: FrameTransport::Rtp { media_cc, .. },
+                ..
+            }) => Some(match media_cc {
+                MediaCcSpec::Gcc => "gcc",
+                MediaCcSpec::Scream { .. } => "scream",
+            }),
+            _ => None,
+        }
+    }
+
     /// The scenario-file `kind`.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -430,6 +458,33 @@ pub struct ScreenShareSpec {
     pub max_fps: u32,
     /// Inter-frame gap counted as a stall (200 ms).
     pub stall_threshold: Dur,
+    /// How the frames travel (`app.transport`): over the flow's TCP
+    /// connection (default) or as RTP over UDP.
+    pub transport: FrameTransport,
+}
+
+/// `app.transport` of a frame app.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FrameTransport {
+    /// Over the flow's congestion-controlled TCP connection.
+    Tcp,
+    /// RTP over UDP with a media congestion controller (`app.media_cc`) and
+    /// a playout buffer (`app.playout_delay`).
+    Rtp {
+        media_cc: MediaCcSpec,
+        playout_delay: Dur,
+    },
+}
+
+/// `app.media_cc`: the media congestion controller of an RTP frame app.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MediaCcSpec {
+    /// Google Congestion Control (delay gradient and loss; Not-ECT).
+    Gcc,
+    /// SCReAM v2; with `l4s` (default) ECT(1) and the scalable CE response.
+    Scream { l4s: bool },
 }
 
 /// The retransmission timeout's formula (docs/models/transport.md).
@@ -505,6 +560,9 @@ pub struct FrameAppSpec {
     pub late_threshold: Dur,
     /// Inter-frame gap counted as a stall (200 ms).
     pub stall_threshold: Dur,
+    /// How the frames travel (`app.transport`): over the flow's TCP
+    /// connection (default) or as RTP over UDP.
+    pub transport: FrameTransport,
 }
 
 /// Transport knobs (Linux sysctl / socket option equivalents in comments).

@@ -8,8 +8,8 @@ use l4slab_core::{Dur, Ecn, Rate, Time};
 use l4slab_link::EcnRewrite;
 use l4slab_scenario::{
     parse_with, AccessLinks, AppSpec, Bottleneck, BufferLimit, CbrSpec, CcSpec, Direction, Flow,
-    FrameAppSpec, Host, LinkSpec, LossSpec, QdiscSpec, Scenario, Side, TransportSpec,
-    WebConnection, WebObjectSpec, WebPage, WebSpec,
+    FrameAppSpec, FrameTransport, Host, LinkSpec, LossSpec, MediaCcSpec, QdiscSpec, Scenario, Side,
+    TransportSpec, WebConnection, WebObjectSpec, WebPage, WebSpec,
 };
 
 fn fifo_pkts(n: u32) -> QdiscSpec {
@@ -423,6 +423,7 @@ fn frame_apps_have_their_defaults_and_a_start_within_the_limits() {
         max_bitrate: Rate::from_mbps(40),
         late_threshold: Dur::from_millis(50),
         stall_threshold: Dur::from_millis(200),
+        transport: FrameTransport::Tcp,
     };
     assert_eq!(app("cloud_gaming"), AppSpec::CloudGaming(game));
     let call = FrameAppSpec {
@@ -432,6 +433,7 @@ fn frame_apps_have_their_defaults_and_a_start_within_the_limits() {
         max_bitrate: Rate::from_kbps(2_500),
         late_threshold: Dur::from_millis(150),
         stall_threshold: Dur::from_millis(200),
+        transport: FrameTransport::Tcp,
     };
     assert_eq!(app("{ kind = \"video_call\" }"), AppSpec::VideoCall(call));
     // The default start follows a lower max (and a higher min).
@@ -679,4 +681,111 @@ fn stagger_needs_count_and_its_last_copy_must_start_in_the_run() {
         err.to_string(),
         r#"flows[0].stagger: "soon" is not a duration; write e.g. "100ms""#
     );
+}
+
+#[test]
+fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
+    let transport = |v: &str| match &base_with(&[&format!("flows[0].app={v}")]).flows[0].app {
+        AppSpec::CloudGaming(s) | AppSpec::VideoCall(s) => s.transport,
+        AppSpec::ScreenShare(s) => s.transport,
+        other => panic!("not a frame app: {other:?}"),
+    };
+    assert_eq!(
+        transport(r#"{ kind = "video_call", transport = "tcp" }"#),
+        FrameTransport::Tcp
+    );
+    assert_eq!(
+        transport(r#"{ kind = "video_call", transport = "rtp" }"#),
+        FrameTransport::Rtp {
+            media_cc: MediaCcSpec::Gcc,
+            playout_delay: Dur::ZERO
+        }
+    );
+    assert_eq!(
+        transport(
+            r#"{ kind = "cloud_gaming", transport = "rtp", media_cc = "scream", playout_delay = "20ms" }"#
+        ),
+        FrameTransport::Rtp {
+            media_cc: MediaCcSpec::Scream { l4s: true },
+            playout_delay: Dur::from_millis(20)
+        }
+    );
+    assert_eq!(
+        transport(
+            r#"{ kind = "video_call", transport = "rtp", media_cc = { kind = "scream", l4s = false } }"#
+        ),
+        FrameTransport::Rtp {
+            media_cc: MediaCcSpec::Scream { l4s: false },
+            playout_delay: Dur::ZERO
+        }
+    );
+    assert_eq!(
+        transport(r#"{ kind = "screen_share", transport = "rtp", media_cc = "scream" }"#),
+        FrameTransport::Rtp {
+            media_cc: MediaCcSpec::Scream { l4s: true },
+            playout_delay: Dur::ZERO
+        }
+    );
+    assert_eq!(
+        transport(r#"{ kind = "screen_share" }"#),
+        FrameTransport::Tcp
+    );
+    let j = serde_json::to_value(base_with(&[
+        r#"flows[0].app={ kind = "video_call", transport = "rtp", media_cc = "scream" }"#,
+    ]))
+    .unwrap();
+    assert_eq!(j["flows"][0]["app"]["transport"]["kind"], "rtp");
+    assert_eq!(
+        j["flows"][0]["app"]["transport"]["media_cc"]["kind"],
+        "scream"
+    );
+}
+
+#[test]
+fn rtp_key_errors_name_their_path() {
+    use l4slab_scenario::Problem;
+    let cases: &[(&[&str], &str, Problem, &str)] = &[
+        (
+            &[r#"flows[0].app={ kind = "video_call", transport = "quic" }"#],
+            "flows[0].app.transport",
+            Problem::UnknownName,
+            "choose one of: tcp, rtp",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", media_cc = "scream" }"#],
+            "flows[0].app.media_cc",
+            Problem::Conflict,
+            "add transport = \"rtp\"",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", transport = "rtp", media_cc = "bbr" }"#],
+            "flows[0].app.media_cc",
+            Problem::UnknownName,
+            "choose one of: gcc, scream",
+        ),
+        (
+            &[
+                r#"flows[0].app={ kind = "video_call", transport = "rtp", media_cc = { kind = "gcc", l4s = true } }"#,
+            ],
+            "flows[0].app.media_cc.l4s",
+            Problem::Conflict,
+            "GCC is a classic controller",
+        ),
+        (
+            &[
+                "flows[0].cc=cubic",
+                r#"flows[0].app={ kind = "cloud_gaming", transport = "rtp" }"#,
+            ],
+            "flows[0].cc",
+            Problem::Conflict,
+            "app.media_cc",
+        ),
+    ];
+    for (sets, path, problem, fragment) in cases {
+        let e = parse_set(BASE, sets).expect_err("must not parse");
+        let msg = e.to_string();
+        assert_eq!(e.path(), Some(*path), "{msg}");
+        assert_eq!(e.problem(), Some(*problem), "{msg}");
+        assert!(msg.contains(fragment), "{msg}");
+    }
 }

@@ -4,16 +4,20 @@
 //! [`l4slab_scenario::build`], which the emulator shares.
 
 use l4slab_app::cbr::{Cbr, CbrConfig};
-use l4slab_app::cloud_gaming::{CloudGaming, CloudGamingConfig};
+use l4slab_app::cloud_gaming::{self, CloudGaming, CloudGamingConfig};
 use l4slab_app::ping::{Ping, PingConfig};
-use l4slab_app::screen_share::{ScreenShare, ScreenShareConfig};
-use l4slab_app::video_call::{VideoCall, VideoCallConfig};
+use l4slab_app::rtp::{self, MediaCcKind, RtpConfig, RtpMedia};
+use l4slab_app::screen_share::{self, ScreenShare, ScreenShareConfig};
+use l4slab_app::video_call::{self, VideoCall, VideoCallConfig};
 use l4slab_app::web::{Web, WebConfig, WebObject};
 use l4slab_app::{Bulk, File, FlowApp, OneWay};
 use l4slab_cc::{CongestionControl, EcnCodepoint};
-use l4slab_core::{Ecn, SimRng, Time};
+use l4slab_core::{Ecn, Rate, SimRng, Time};
 use l4slab_link::DelayLine;
-use l4slab_scenario::{AppSpec, Direction, EcnSpec, Flow, Scenario, Side, WebConnection};
+use l4slab_scenario::{
+    AppSpec, Direction, EcnSpec, Flow, FrameAppSpec, FrameTransport, MediaCcSpec, Scenario,
+    ScreenShareSpec, Side, WebConnection,
+};
 use l4slab_transport::{EcnMode, Endpoint, Role, RtoFormula, TransportConfig};
 
 use crate::engine::{
@@ -70,6 +74,9 @@ fn build_app(f: &Flow, sender: Role) -> Box<dyn FlowApp> {
             },
             sender,
         )),
+        AppSpec::ScreenShare(p) if matches!(p.transport, FrameTransport::Rtp { .. }) => {
+            screen_share_rtp(p, sender)
+        }
         AppSpec::ScreenShare(p) => Box::new(ScreenShare::new(
             ScreenShareConfig {
                 frame_size: p.frame_size,
@@ -100,6 +107,11 @@ fn build_app(f: &Flow, sender: Role) -> Box<dyn FlowApp> {
                 flow: f.name.clone(),
             };
             Box::new(Web::new(cfg, requester))
+        }
+        AppSpec::CloudGaming(p) | AppSpec::VideoCall(p)
+            if matches!(p.transport, FrameTransport::Rtp { .. }) =>
+        {
+            rtp_app(&f.app, p, sender)
         }
         AppSpec::CloudGaming(p) => Box::new(CloudGaming::new(
             CloudGamingConfig {
@@ -331,4 +343,77 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         dgrams: Vec::with_capacity(8),
         app_events: Vec::with_capacity(8),
     })
+}
+
+/// A frame app over RTP: one stream from the sender (cloud gaming) or one
+/// each way (a video call), with the series names of the TCP variant.
+fn rtp_app(app: &AppSpec, p: &FrameAppSpec, sender: Role) -> Box<dyn FlowApp> {
+    let FrameTransport::Rtp {
+        media_cc,
+        playout_delay,
+    } = p.transport
+    else {
+        unreachable!("called for RTP apps only")
+    };
+    let mut cfg = RtpConfig::new(
+        p.fps,
+        p.start_bitrate,
+        p.min_bitrate,
+        p.max_bitrate,
+        p.stall_threshold,
+        Some(p.late_threshold),
+    );
+    cfg.cc = media_cc_kind(media_cc);
+    cfg.min_playout_delay = playout_delay;
+    match app {
+        AppSpec::VideoCall(_) => Box::new(RtpMedia::new(
+            "video_call",
+            cfg,
+            &[
+                (Role::Client, video_call::UP, rtp::RTT_UP),
+                (Role::Server, video_call::DOWN, rtp::RTT_DOWN),
+            ],
+        )),
+        _ => Box::new(RtpMedia::new(
+            "cloud_gaming",
+            cfg,
+            &[(sender, cloud_gaming::SERIES, rtp::RTT)],
+        )),
+    }
+}
+
+fn media_cc_kind(m: MediaCcSpec) -> MediaCcKind {
+    match m {
+        MediaCcSpec::Gcc => MediaCcKind::Gcc,
+        MediaCcSpec::Scream { l4s } => MediaCcKind::Scream { l4s },
+    }
+}
+
+/// A screen share over RTP: frames at `max_fps`, at most `frame_size` each
+/// (the encoder's ceiling is `frame_size · 8 · max_fps`), adapting down to a
+/// tenth of that, starting at the ceiling (docs/apps.md#screen_share).
+fn screen_share_rtp(p: &ScreenShareSpec, sender: Role) -> Box<dyn FlowApp> {
+    let FrameTransport::Rtp {
+        media_cc,
+        playout_delay,
+    } = p.transport
+    else {
+        unreachable!("called for RTP apps only")
+    };
+    let max = Rate::from_bps(p.frame_size * 8 * u64::from(p.max_fps));
+    let mut cfg = RtpConfig::new(
+        p.max_fps,
+        max,
+        Rate::from_bps((max.as_bps() / 10).max(1)),
+        max,
+        p.stall_threshold,
+        None,
+    );
+    cfg.cc = media_cc_kind(media_cc);
+    cfg.min_playout_delay = playout_delay;
+    Box::new(RtpMedia::new(
+        "screen_share",
+        cfg,
+        &[(sender, screen_share::SERIES, rtp::RTT)],
+    ))
 }

@@ -57,10 +57,11 @@ impl Sim<'_> {
             };
             let rec = &self.rec.flows[f];
             let mut entry = json!({
-                    "cc": spec.cc.kind,
+                    // An RTP app's congestion control is its media controller.
+                    "cc": spec.app.media_cc().unwrap_or(&spec.cc.kind),
                     "app": spec.app.kind(),
                     // Datagram apps (ping) use no connection and no congestion control.
-                    "transport": if fl.app.uses_connection() { "tcp" } else { "udp" },
+                    "transport": if spec.app.is_rtp() { "rtp" } else if fl.app.uses_connection() { "tcp" } else { "udp" },
                     "direction": match spec.direction { Direction::Down => "down", Direction::Up => "up" },
                     "client": self.scn.hosts[spec.client].name,
                     "server": self.scn.hosts[spec.server].name,

@@ -50,6 +50,11 @@ access_delay = "15ms"
                 format!(r#"{{ kind = "cloud_gaming", max_bitrate = "{mbit}Mbit" }}"#)
             }
             App::VideoCall => r#""video_call""#.to_string(),
+            App::Rtp(kind, cc) => format!(
+                r#"{{ kind = "{}", transport = "rtp", media_cc = "{}" }}"#,
+                ["cloud_gaming", "video_call", "screen_share"][*kind as usize],
+                ["gcc", "scream"][*cc as usize]
+            ),
         };
         s += &format!(
             r#"
@@ -76,6 +81,9 @@ enum App {
     Web(u32, u32, bool),
     CloudGaming(u32),
     VideoCall,
+    /// A cloud game (0), a call (1) or a screen share (2) over RTP, with
+    /// GCC (0) or SCReAM (1).
+    Rtp(u8, u8),
 }
 
 fn app() -> impl Strategy<Value = App> {
@@ -87,6 +95,7 @@ fn app() -> impl Strategy<Value = App> {
         (1u32..400, 0u32..1400, any::<bool>()).prop_map(|(kb, at, new)| App::Web(kb, at, new)),
         (1u32..50).prop_map(App::CloudGaming),
         Just(App::VideoCall),
+        (0u8..3, 0u8..2).prop_map(|(k, cc)| App::Rtp(k, cc)),
     ]
 }
 
@@ -144,7 +153,17 @@ proptest! {
             // Frames shown never outnumber frames captured, in each direction.
             let m = &by_name(name)["app_metrics"];
             for d in [m, &m["up"], &m["down"]] {
-                if let Some(shown) = d["frames_displayed"].as_u64() {
+                if let Some(expected) = d["frames_expected"].as_u64() {
+                    // Over RTP: every frame the receiver learnt of was shown,
+                    // dropped or is still buffered; it never learns of more
+                    // than were captured.
+                    let n = |k: &str| d[k].as_u64().unwrap();
+                    prop_assert_eq!(
+                        n("frames_displayed") + n("frames_dropped") + n("frames_buffered_at_end"),
+                        expected, "{}", d
+                    );
+                    prop_assert!(expected <= n("frames_captured"), "{}", d);
+                } else if let Some(shown) = d["frames_displayed"].as_u64() {
                     prop_assert!(shown + d["frames_in_flight_at_end"].as_u64().unwrap()
                         == d["frames_captured"].as_u64().unwrap(), "{}", d);
                 }

@@ -57,6 +57,12 @@ name = "game"
 cc = "bbr"
 app = { kind = "cloud_gaming", max_bitrate = "5Mbit" }
 [[flows]]
+name = "rtp_call"
+app = { kind = "video_call", transport = "rtp", media_cc = "scream" }
+[[flows]]
+name = "rtp_game"
+app = { kind = "cloud_gaming", transport = "rtp", media_cc = "gcc", max_bitrate = "5Mbit" }
+[[flows]]
 name = "page"
 [flows.app]
 kind = "web"

@@ -1,0 +1,354 @@
+//! The RTP sender's mechanics with a fixed controller, and whole streams
+//! through a scripted network (a fixed delay, chosen packets lost).
+
+use std::collections::VecDeque;
+
+use l4slab_core::{Dur, Ecn, Rate, Time};
+use l4slab_media::ccfb::{Entry, Report};
+use l4slab_media::{Feedback, MediaCc};
+
+use super::sender::{Sender, SenderConfig};
+use super::*;
+
+fn ms(x: u64) -> Time {
+    Time::from_millis(x)
+}
+
+/// A controller with a fixed target, pacing rate and window.
+#[derive(Debug)]
+struct Fixed {
+    target: Rate,
+    pacing: Rate,
+    window: u64,
+    reports: usize,
+}
+
+impl MediaCc for Fixed {
+    fn name(&self) -> &'static str {
+        "fixed"
+    }
+    fn on_sent(&mut self, _: Time, _: u64, _: u32) {}
+    fn on_feedback(&mut self, _: Time, fb: &Feedback<'_>) {
+        self.reports += fb.packets.len();
+    }
+    fn target_rate(&self) -> Rate {
+        self.target
+    }
+    fn pacing_rate(&self) -> Rate {
+        self.pacing
+    }
+    fn window(&self) -> u64 {
+        self.window
+    }
+}
+
+fn sender(target_kbps: u64, pacing_kbps: u64, window: u64) -> Sender {
+    Sender::new(
+        SenderConfig {
+            fps: 10,
+            min_bitrate: Rate::from_kbps(10),
+            max_bitrate: Rate::from_mbps(100),
+            keyframe_ratio: 4,
+            queue_discard: Dur::from_millis(100),
+            history: Dur::from_secs(1),
+        },
+        Box::new(Fixed {
+            target: Rate::from_kbps(target_kbps),
+            pacing: Rate::from_kbps(pacing_kbps),
+            window,
+            reports: 0,
+        }),
+    )
+}
+
+/// Everything the sender lets out from `now` on, following its pacer.
+fn drain(s: &mut Sender, now: Time) -> Vec<sender::Outgoing> {
+    let mut v = Vec::new();
+    let mut t = now;
+    loop {
+        match s.poll_send(t) {
+            Ok(o) => v.push(o),
+            Err(Some(next)) => t = next,
+            Err(None) => return v,
+        }
+    }
+}
+
+#[test]
+fn a_keyframe_first_then_delta_frames_split_into_marked_packets() {
+    // 960 kbit/s at 10 fps: 12,000 B frames, the first a 48,000 B keyframe.
+    let mut s = sender(960, 1_000_000, u64::MAX);
+    s.on_frame(ms(0));
+    let key = drain(&mut s, ms(0));
+    assert_eq!(
+        key.iter().map(|o| o.header.media.payload).sum::<u32>(),
+        48_000
+    );
+    assert!(key
+        .iter()
+        .all(|o| o.header.media.keyframe && o.header.media.frame == 0));
+    assert_eq!(key.iter().filter(|o| o.header.media.last).count(), 1);
+    assert!(key.last().unwrap().header.media.last && key[0].header.media.first);
+    // Transport-wide and media sequence numbers count up from 0.
+    assert!(key
+        .iter()
+        .enumerate()
+        .all(|(i, o)| o.header.transport_seq == i as u64 && o.header.media.seq == i as u64));
+    s.on_frame(ms(100));
+    let delta = drain(&mut s, ms(100));
+    assert_eq!(
+        delta.iter().map(|o| o.header.media.payload).sum::<u32>(),
+        12_000
+    );
+    assert!(delta
+        .iter()
+        .all(|o| !o.header.media.keyframe && o.header.media.frame == 1));
+    assert!(delta
+        .iter()
+        .all(|o| o.wire == o.header.wire_bytes() && o.wire <= l4slab_media::rtp::MAX_PACKET_BYTES));
+}
+
+#[test]
+fn the_pacer_spaces_packets_at_the_pacing_rate_and_the_window_holds_them() {
+    let mut s = sender(960, 8_000, u64::MAX);
+    s.on_frame(ms(0));
+    let first = s.poll_send(ms(0)).expect("the first packet leaves at once");
+    // 8 Mbit/s: the next may leave wire*8/8e6 s later.
+    let gap = Dur::from_nanos(u64::from(first.wire) * 1_000);
+    assert_eq!(s.poll_send(ms(0)).err(), Some(Some(ms(0) + gap)));
+    assert!(s.poll_send(ms(0) + gap).is_ok());
+    // A window of one packet: the next waits for feedback.
+    let mut w = sender(960, 1_000_000, 1_500);
+    w.on_frame(ms(0));
+    assert!(w.poll_send(ms(0)).is_ok());
+    assert_eq!(w.poll_send(ms(1)).err(), Some(None));
+    let r = Report {
+        report_time: ms(30),
+        begin: 0,
+        entries: vec![Entry {
+            arrival: Some(ms(25)),
+            ecn: Ecn::NotEct,
+        }],
+    };
+    w.on_report(ms(40), &r);
+    assert!(w.poll_send(ms(40)).is_ok());
+    // RTT = 40 - 0 - (30 - 25) ms.
+    assert_eq!(w.srtt(), Some(Dur::from_millis(35)));
+}
+
+#[test]
+fn a_stale_queue_is_discarded_and_the_next_frame_is_a_keyframe() {
+    // Pacing at 100 kbit/s cannot keep up with 960 kbit/s.
+    let mut s = sender(960, 100, u64::MAX);
+    s.on_frame(ms(0));
+    assert!(s.poll_send(ms(0)).is_ok());
+    s.on_frame(ms(100)); // the head waited 100 ms: not more than the limit
+    s.on_frame(ms(200)); // now it has: discard, keyframe
+    let r = s.report(1.0);
+    assert_eq!(r["queue_discards"], 1);
+    assert_eq!(r["keyframes"], 2);
+    // A NACK for a packet sent before the discard still finds it; one for a
+    // discarded (never sent) packet finds nothing.
+    s.on_nack(ms(200), 0);
+    s.on_nack(ms(200), 3);
+    let next = s.poll_send(ms(10_000)).unwrap();
+    assert!(next.header.retransmission && next.header.media.seq == 0 && next.header.media.rtx);
+    assert!(!s.poll_send(ms(10_200)).unwrap().header.retransmission);
+}
+
+#[test]
+fn retransmissions_are_limited_to_the_target_rate_per_second() {
+    // 96 kbit/s target: 12,000 B of retransmissions per second.
+    let mut s = sender(96, 1_000_000, u64::MAX);
+    for f in 0..20 {
+        s.on_frame(ms(f * 100));
+        drain(&mut s, ms(f * 100));
+    }
+    let sent = s.report(2.0)["packets_sent"].as_u64().unwrap();
+    for seq in 0..sent {
+        s.on_nack(ms(2_000), seq);
+    }
+    let rtx: u32 = drain(&mut s, ms(2_000))
+        .iter()
+        .filter(|o| o.header.retransmission)
+        .map(|o| o.wire)
+        .sum();
+    assert!(
+        rtx <= 12_000 && rtx > 12_000 - l4slab_media::rtp::MAX_PACKET_BYTES,
+        "{rtx}"
+    );
+    assert!(
+        s.report(2.0)["retransmissions_rate_limited"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
+
+/// One side's datagrams and wake-up.
+#[derive(Debug, Default)]
+struct Io {
+    datagrams: Vec<Datagram>,
+    wake: Option<Time>,
+}
+
+impl l4slab_transport::AppIo for Io {
+    fn write(&mut self, _: u64) -> u64 {
+        panic!("an RTP app writes no stream")
+    }
+    fn wake_at(&mut self, at: Time) {
+        self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
+    }
+    fn finish(&mut self) {}
+}
+
+impl FlowIo for Io {
+    fn send_datagram(&mut self, dg: Datagram) {
+        self.datagrams.push(dg);
+    }
+}
+
+struct Socks {
+    now: Time,
+    io: [Io; 2],
+}
+
+impl Socks {
+    fn get(&mut self, side: Role) -> &mut Io {
+        &mut self.io[usize::from(side == Role::Server)]
+    }
+}
+
+/// Both ends of `app` through a network of fixed one-way `delay` in which
+/// the datagrams `lose` names (by index in sending order and send time) are
+/// lost; returns how many were.
+fn run(
+    app: &mut RtpMedia,
+    until: Time,
+    delay: Dur,
+    lose: &dyn Fn(&Datagram, u64, Time) -> bool,
+) -> u64 {
+    let mut socks = Socks {
+        now: Time::ZERO,
+        io: [Io::default(), Io::default()],
+    };
+    let mut wire: VecDeque<(Time, Role, Datagram)> = VecDeque::new();
+    let mut sent = 0u64;
+    let mut lost = 0u64;
+    for side in [Role::Client, Role::Server] {
+        app.on_connected(Time::ZERO, side, socks.get(side));
+    }
+    loop {
+        let now = socks.now;
+        for side in [Role::Client, Role::Server] {
+            for dg in socks.get(side).datagrams.drain(..) {
+                if lose(&dg, sent, now) {
+                    lost += 1;
+                } else {
+                    let to = if side == Role::Client {
+                        Role::Server
+                    } else {
+                        Role::Client
+                    };
+                    let at = now + delay;
+                    wire.push_back((at, to, dg));
+                }
+                sent += 1;
+            }
+        }
+        let next_dg = wire.front().map(|w| w.0);
+        let wakes = [Role::Client, Role::Server].map(|s| socks.get(s).wake);
+        let t = [next_dg, wakes[0], wakes[1]].into_iter().flatten().min();
+        let Some(t) = t.filter(|t| *t < until) else {
+            break;
+        };
+        socks.now = t;
+        if next_dg == Some(t) {
+            let (_, to, dg) = wire.pop_front().unwrap();
+            app.on_datagram(t, to, dg, socks.get(to));
+            continue;
+        }
+        for side in [Role::Client, Role::Server] {
+            if socks.get(side).wake == Some(t) {
+                socks.get(side).wake = None;
+                app.on_timer(t, side, socks.get(side));
+            }
+        }
+    }
+    lost
+}
+
+fn game(cc: MediaCcKind) -> RtpMedia {
+    let mut cfg = RtpConfig::new(
+        30,
+        Rate::from_mbps(2),
+        Rate::from_kbps(100),
+        Rate::from_mbps(2),
+        Dur::from_millis(200),
+        Some(Dur::from_millis(100)),
+    );
+    cfg.cc = cc;
+    RtpMedia::new(
+        "cloud_gaming",
+        cfg,
+        &[(Role::Server, crate::cloud_gaming::SERIES, RTT)],
+    )
+}
+
+#[test]
+fn a_lost_packet_is_nacked_and_repaired_without_a_stall() {
+    for cc in [MediaCcKind::Gcc, MediaCcKind::Scream { l4s: true }] {
+        let mut app = game(cc);
+        // Lose one media packet: the first sent after the 40th datagram.
+        let done = std::cell::Cell::new(false);
+        let lost = run(&mut app, ms(3_000), Dur::from_millis(20), &|dg, i, _| {
+            let hit = i >= 40 && dg.tag >> 62 == MEDIA && !done.get();
+            done.set(done.get() || hit);
+            hit
+        });
+        assert_eq!(lost, 1);
+        let r = app.report(ms(3_000));
+        assert!(
+            r["sender"]["retransmissions"].as_u64().unwrap() >= 1,
+            "{cc:?}: {r}"
+        );
+        assert_eq!(r["packets_unrepaired"], 0, "{cc:?}: {r}");
+        assert_eq!(r["stalls"], 0, "{cc:?}: {r}");
+        assert_eq!(r["frames_dropped"], 0, "{cc:?}: {r}");
+        // Every frame captured 60+ ms before the end was shown.
+        let shown = r["frames_displayed"].as_u64().unwrap();
+        let captured = r["frames_captured"].as_u64().unwrap();
+        assert!(shown + 3 >= captured, "{cc:?}: {shown} of {captured}");
+        // The RTT from the reports is the path's 40 ms (to the ATO's ~1 ms).
+        let rtt = r["sender"]["rtt_ms"]["p50"].as_f64().unwrap();
+        assert!((40.0..42.0).contains(&rtt), "{cc:?}: {rtt}");
+        assert_eq!(
+            app.streams[0].tx.cc().ecn(),
+            if cc == MediaCcKind::Gcc {
+                Ecn::NotEct
+            } else {
+                Ecn::Ect1
+            }
+        );
+    }
+}
+
+#[test]
+fn an_outage_shows_as_a_stall_and_a_bad_second_and_the_stream_recovers() {
+    let mut app = game(MediaCcKind::Gcc);
+    // Nothing gets through between 1.0 and 1.5 s, either way.
+    let lost = run(&mut app, ms(4_000), Dur::from_millis(20), &|_, _, t| {
+        (ms(1_000)..ms(1_500)).contains(&t)
+    });
+    assert!(lost > 0);
+    let r = app.report(ms(4_000));
+    // One stall covering the outage (no frame for over 200 ms), and the
+    // worst whole second shows fewer than half the 30 frames.
+    assert_eq!(r["stalls"], 1, "{r}");
+    let stalled = r["stall_time_s"].as_f64().unwrap();
+    assert!((0.5..1.0).contains(&stalled), "{r}");
+    assert!(r["worst_second_fps"].as_u64().unwrap() < 15, "{r}");
+    // After it, frames play again: most of the last two seconds' 60.
+    let shown = r["frames_displayed"].as_u64().unwrap();
+    assert!(shown > 30 + 50, "{r}");
+}
