@@ -1,0 +1,200 @@
+//! What the buffer reports: counters, per-interval values for the series
+//! and the metrics for `summary.json`.
+
+use serde_json::{json, Value};
+
+use l4slab_core::stats::{round6, DurStats};
+use l4slab_core::{Dur, Time};
+
+use super::{FrameDrop, Playout};
+
+impl FrameDrop {
+    const ALL: [FrameDrop; 3] = [
+        FrameDrop::Incomplete,
+        FrameDrop::Undecodable,
+        FrameDrop::Overflow,
+    ];
+
+    fn key(self) -> &'static str {
+        match self {
+            FrameDrop::Incomplete => "frames_dropped_incomplete",
+            FrameDrop::Undecodable => "frames_dropped_undecodable",
+            FrameDrop::Overflow => "frames_dropped_overflow",
+        }
+    }
+}
+
+/// Wrapper so `Debug` does not dump histogram buckets.
+pub(super) struct LatencyStats(pub(super) DurStats);
+
+impl core::fmt::Debug for LatencyStats {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "LatencyStats({} samples)", self.0.count())
+    }
+}
+
+/// One sampling interval's worth of playout, from [`Playout::take_interval`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PlayoutInterval {
+    pub frames_displayed: u64,
+    pub frames_dropped: u64,
+    /// Mean render − capture of the frames rendered, in ms.
+    pub latency_mean_ms: Option<f64>,
+    /// Payload bytes of distinct packets received.
+    pub received_bytes: u64,
+    pub nacks: u64,
+    pub keyframe_requests: u64,
+}
+
+/// Series names for [`Playout::sample`] (one set per stream direction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlayoutSeries {
+    /// Frames rendered per second.
+    pub frame_rate: &'static str,
+    /// Mean frame latency (ms), only for intervals with a render.
+    pub latency: &'static str,
+    /// Frames dropped per second.
+    pub drop_rate: &'static str,
+    /// Received payload bits per second.
+    pub bitrate: &'static str,
+    /// NACKs per second.
+    pub nack_rate: &'static str,
+    /// Keyframe requests per second.
+    pub keyframe_request_rate: &'static str,
+}
+
+impl PlayoutSeries {
+    pub const DEFAULT: PlayoutSeries = PlayoutSeries {
+        frame_rate: "frame_rate_fps",
+        latency: "frame_latency_ms",
+        drop_rate: "frame_drop_rate_fps",
+        bitrate: "received_bitrate_bps",
+        nack_rate: "nack_rate_per_s",
+        keyframe_request_rate: "keyframe_request_rate_per_s",
+    };
+}
+
+impl Playout {
+    pub fn displayed(&self) -> u64 {
+        self.displayed
+    }
+
+    /// Frames never rendered, for any reason.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.iter().sum()
+    }
+
+    pub fn dropped_for(&self, why: FrameDrop) -> u64 {
+        self.dropped[why as usize]
+    }
+
+    /// What happened since the last call.
+    pub fn take_interval(&mut self) -> PlayoutInterval {
+        let r = PlayoutInterval {
+            frames_displayed: self.int_displayed,
+            frames_dropped: self.int_dropped,
+            latency_mean_ms: self.latency.0.take_interval().map(|(mean, _)| mean),
+            received_bytes: self.int_bytes,
+            nacks: self.missing.nacks_sent - self.int_nacks_base,
+            keyframe_requests: self.int_keyframe_requests,
+        };
+        self.int_displayed = 0;
+        self.int_dropped = 0;
+        self.int_bytes = 0;
+        self.int_nacks_base = self.missing.nacks_sent;
+        self.int_keyframe_requests = 0;
+        r
+    }
+
+    /// Values for the `interval` just ended, as rates per second (latency
+    /// in ms, only when a frame rendered), under `names`.
+    pub fn sample(
+        &mut self,
+        interval: Dur,
+        names: &PlayoutSeries,
+        out: &mut dyn FnMut(&'static str, f64),
+    ) {
+        let i = self.take_interval();
+        let secs = interval.as_secs_f64();
+        if secs <= 0.0 {
+            return;
+        }
+        out(names.frame_rate, i.frames_displayed as f64 / secs);
+        out(names.drop_rate, i.frames_dropped as f64 / secs);
+        if let Some(ms) = i.latency_mean_ms {
+            out(names.latency, ms);
+        }
+        out(names.bitrate, i.received_bytes as f64 * 8.0 / secs);
+        out(names.nack_rate, i.nacks as f64 / secs);
+        out(
+            names.keyframe_request_rate,
+            i.keyframe_requests as f64 / secs,
+        );
+    }
+
+    /// Metrics for `summary.json`: `FrameStream`'s receiver-side keys with
+    /// the same meanings (`frames_displayed`, `frame_rate_fps`,
+    /// `frame_latency_ms`, `stalls`, `stall_time_s`, `stall_pct`,
+    /// `stall_threshold_ms`, and with a late threshold `frames_late`,
+    /// `late_pct`, `late_threshold_ms`), plus the RTP receiver's own. The
+    /// sender-side keys (`frames_captured`, `frames_skipped`,
+    /// `bitrate_bps`) are the sender's to add.
+    pub fn report(&self, end: Time) -> Value {
+        let (stalls, stalled) = self
+            .started
+            .map_or((0, Dur::ZERO), |s| self.stalls.until(s, end));
+        let active = self
+            .started
+            .map_or(Dur::ZERO, |s| end.saturating_since(s))
+            .as_secs_f64();
+        let per_s = |x: f64| {
+            if active > 0.0 {
+                round6(x / active)
+            } else {
+                0.0
+            }
+        };
+        let worst = self.started.and_then(|s| self.worst.until(s, end));
+        let mut r = json!({
+            "frames_expected": self.next_frame + self.frames.len() as u64,
+            "frames_received": self.frames_received,
+            "frames_displayed": self.displayed,
+            "frames_dropped": self.dropped(),
+            "frames_buffered_at_end": self.frames.len(),
+            "frame_rate_fps": per_s(self.displayed as f64),
+            "worst_second_fps": worst,
+            "frame_latency_ms": self.latency.0.summary_ms(),
+            "stalls": stalls,
+            "stall_time_s": round6(stalled.as_secs_f64()),
+            "stall_pct": if active > 0.0 { round6(100.0 * stalled.as_secs_f64() / active) } else { 0.0 },
+            "stall_threshold_ms": round6(self.stalls.threshold().as_millis_f64()),
+            "freezes": self.freezes.freezes,
+            "freeze_time_s": round6(self.freezes.frozen_ms as f64 / 1e3),
+            "chain_breaks": self.chain_breaks,
+            "packets_received": self.packets_received,
+            "packets_duplicate": self.packets_duplicate,
+            "packets_retransmitted": self.packets_retransmitted,
+            "packets_late": self.packets_late,
+            "packets_unrepaired": self.missing.given_up,
+            "received_bitrate_bps": per_s(self.received_bytes as f64 * 8.0).round(),
+            "nacks_sent": self.missing.nacks_sent,
+            "nack_list_overflows": self.missing.overflows,
+            "keyframe_requests": self.keyframe_requests,
+            "playout_delay_ms": round6(self.extra_delay().as_millis_f64()),
+        });
+        for why in FrameDrop::ALL {
+            r[why.key()] = self.dropped[why as usize].into();
+        }
+        if let Some(t) = self.cfg.late_threshold {
+            r["frames_late"] = self.late.into();
+            r["late_pct"] = if self.displayed > 0 {
+                round6(100.0 * self.late as f64 / self.displayed as f64)
+            } else {
+                0.0
+            }
+            .into();
+            r["late_threshold_ms"] = round6(t.as_millis_f64()).into();
+        }
+        r
+    }
+}
