@@ -5,10 +5,13 @@
 //! * [`rng`]: [`SimRng`] streams derived from one root seed by a fixed hash.
 //! * [`stats`]: [`stats::DurStats`], duration distributions for summaries.
 //! * [`pkttrace`]: [`pkttrace::PacketTrace`], the per-packet trace columns of both backends.
+//! * [`datagram`]: [`datagram::DatagramEndpoint`], the sans-IO shape of a datagram
+//!   protocol that the UDP driver and the simulator both drive.
 //! * [`trace`]: the one typed event channel ([`TraceEvent`], [`Tracer`]) and the
 //!   typed [`DropReason`] / [`MarkReason`].
 //!
 //! No I/O and no clock: `now` is always passed in by the caller.
+pub mod datagram;
 pub mod packet;
 pub mod param;
 pub mod pkttrace;

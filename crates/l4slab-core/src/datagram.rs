@@ -1,0 +1,28 @@
+//! The sans-IO shape of a datagram protocol (a QUIC-style connection, an
+//! RTP session): whoever owns the socket — the real-time UDP driver
+//! (`l4slab-udp`) or the simulator — hands it datagrams and the time, and
+//! asks it what to send and when to call again. The protocol never reads a
+//! clock and never touches a socket, so one implementation runs in both.
+
+use std::net::SocketAddr;
+
+use crate::{Ecn, Time};
+
+/// A sans-IO datagram protocol: it sees time only as the `now` it is given
+/// and bytes only through these calls.
+pub trait DatagramEndpoint {
+    /// A datagram of `data` arrived from `from` with IP-ECN field `ecn`.
+    fn handle_datagram(&mut self, now: Time, from: SocketAddr, data: &[u8], ecn: Ecn);
+    /// The next datagram to send, written into `buf`: `(len, to, ecn)`;
+    /// `None` when nothing may go now (nothing to send, or the pacer or the
+    /// congestion window holds it: [`DatagramEndpoint::poll_timeout`] says
+    /// when to ask again).
+    fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<(usize, SocketAddr, Ecn)>;
+    /// When [`DatagramEndpoint::handle_timeout`] is next needed (pacing
+    /// deadlines included); `None`: only a datagram can wake it.
+    fn poll_timeout(&self) -> Option<Time>;
+    /// The time [`DatagramEndpoint::poll_timeout`] named has come.
+    fn handle_timeout(&mut self, now: Time);
+    /// Finished: its driver may stop.
+    fn is_done(&self) -> bool;
+}
