@@ -195,10 +195,15 @@ impl Connection {
                 self.stats.protocol_violations += 1;
                 return;
             }
+            // §3.2: "Before a stream is created, all streams of the same type
+            // with lower-numbered stream IDs MUST be created."
             let peer_limit = self.peer_params.map_or(0, |p| p.max_stream_data);
-            self.streams.insert(id.0, Stream::new(id, peer_limit, self.cfg.max_stream_data));
+            for index in self.peer_streams_opened..=id.index() {
+                let sid = StreamId::bidi(self.role == Role::Server, index);
+                self.streams.insert(sid.0, Stream::new(sid, peer_limit, self.cfg.max_stream_data));
+                self.push_event(Event::StreamOpened(sid));
+            }
             self.peer_streams_opened = id.index() + 1;
-            self.push_event(Event::StreamOpened(id));
         }
         let s = self.streams.get_mut(&id.0).expect("present");
         let Some(end) = f.offset.checked_add(len) else {
