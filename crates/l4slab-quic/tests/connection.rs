@@ -87,7 +87,13 @@ struct Sim {
 }
 
 impl Sim {
-    fn new(ccfg: ConnectionConfig, scfg: ConnectionConfig, ticket: Option<ResumptionTicket>, c2s: Link, s2c: Link) -> Self {
+    fn new(
+        ccfg: ConnectionConfig,
+        scfg: ConnectionConfig,
+        ticket: Option<ResumptionTicket>,
+        c2s: Link,
+        s2c: Link,
+    ) -> Self {
         Sim {
             now: Time::ZERO,
             c: Connection::client(ccfg, Time::ZERO, addr("10.0.0.2:443"), ticket).unwrap(),
@@ -120,10 +126,18 @@ impl Sim {
 
     /// Run until `until` or both are done; `app` sees every event (and a
     /// `None` tick each step) and may act on the connection.
-    fn run(&mut self, until: Time, mut app: impl FnMut(Time, Side, Option<Event>, &mut Connection)) {
+    fn run(
+        &mut self,
+        until: Time,
+        mut app: impl FnMut(Time, Side, Option<Event>, &mut Connection),
+    ) {
         loop {
             for side in [Side::Client, Side::Server] {
-                let conn = if side == Side::Client { &mut self.c } else { &mut self.s };
+                let conn = if side == Side::Client {
+                    &mut self.c
+                } else {
+                    &mut self.s
+                };
                 while let Some(ev) = conn.poll_event() {
                     app(self.now, side, Some(ev), conn);
                 }
@@ -164,7 +178,10 @@ impl Sim {
 }
 
 fn cfg(cc: &str) -> ConnectionConfig {
-    ConnectionConfig { cc: cc.into(), ..ConnectionConfig::default() }
+    ConnectionConfig {
+        cc: cc.into(),
+        ..ConnectionConfig::default()
+    }
 }
 
 /// A deterministic pseudo-random loss pattern (xorshift), probability `p`.
@@ -199,7 +216,13 @@ fn has_stream(d: &[u8], id: u64, offset: u64) -> bool {
 #[test]
 fn handshake_completes_in_one_rtt_within_the_amplification_limit() {
     // 10 ms each way, 100 Mbit/s: RTT ≈ 20 ms.
-    let mut sim = Sim::new(cfg("cubic"), cfg("cubic"), None, Link::new(10, 100), Link::new(10, 100));
+    let mut sim = Sim::new(
+        cfg("cubic"),
+        cfg("cubic"),
+        None,
+        Link::new(10, 100),
+        Link::new(10, 100),
+    );
     let mut t_client = None;
     let mut t_server = None;
     let mut t_data = None;
@@ -221,8 +244,14 @@ fn handshake_completes_in_one_rtt_within_the_amplification_limit() {
     });
     let (tc, ts, td) = (t_client.unwrap(), t_server.unwrap(), t_data.unwrap());
     // One round trip plus serialization of ~4 datagrams at 100 Mbit/s.
-    assert!(tc >= Time::from_millis(20) && tc < Time::from_millis(21), "client connected at {tc}");
-    assert!(ts >= Time::from_millis(30) && ts < Time::from_millis(31), "server connected at {ts}");
+    assert!(
+        tc >= Time::from_millis(20) && tc < Time::from_millis(21),
+        "client connected at {tc}"
+    );
+    assert!(
+        ts >= Time::from_millis(30) && ts < Time::from_millis(31),
+        "server connected at {ts}"
+    );
     // The client's 1-RTT data left at 1 RTT and arrives at 1.5 RTT.
     assert!(td < Time::from_millis(31), "first stream data at {td}");
     assert!(amp_ok, "amplification limit exceeded");
@@ -230,35 +259,71 @@ fn handshake_completes_in_one_rtt_within_the_amplification_limit() {
     let first = sim.trace.iter().find(|x| x.1 == Side::Client).unwrap();
     assert!(first.2 >= 1200);
     // The server's first flight was within 3 × 1200.
-    let server_first: usize = sim.trace.iter().filter(|x| x.1 == Side::Server && x.0 < Time::from_millis(11)).map(|x| x.2).sum();
-    assert!(server_first <= 3600 && server_first > 1200, "server first flight {server_first} B");
+    let server_first: usize = sim
+        .trace
+        .iter()
+        .filter(|x| x.1 == Side::Server && x.0 < Time::from_millis(11))
+        .map(|x| x.2)
+        .sum();
+    assert!(
+        server_first <= 3600 && server_first > 1200,
+        "server first flight {server_first} B"
+    );
     let s = sim.s.stats();
     assert!(s.handshake_time.is_some());
-    assert!(sim.c.resumption_ticket().is_some(), "NEW_TOKEN ticket received");
+    assert!(
+        sim.c.resumption_ticket().is_some(),
+        "NEW_TOKEN ticket received"
+    );
 }
 
 #[test]
 fn zero_rtt_data_arrives_in_the_first_rtt() {
-    let mut first = Sim::new(cfg("cubic"), cfg("cubic"), None, Link::new(10, 100), Link::new(10, 100));
+    let mut first = Sim::new(
+        cfg("cubic"),
+        cfg("cubic"),
+        None,
+        Link::new(10, 100),
+        Link::new(10, 100),
+    );
     first.run(Time::from_millis(100), |_, _, _, _| {});
     let ticket = first.c.resumption_ticket().expect("ticket");
-    let mut sim = Sim::new(cfg("cubic"), cfg("cubic"), Some(ticket), Link::new(10, 100), Link::new(10, 100));
-    let id = sim.c.open_stream().expect("0-RTT stream from the remembered limits");
+    let mut sim = Sim::new(
+        cfg("cubic"),
+        cfg("cubic"),
+        Some(ticket),
+        Link::new(10, 100),
+        Link::new(10, 100),
+    );
+    let id = sim
+        .c
+        .open_stream()
+        .expect("0-RTT stream from the remembered limits");
     assert_eq!(sim.c.write(id, 5000).unwrap(), 5000);
     sim.c.finish(id).unwrap();
     let mut got = 0;
     let mut t_done = None;
     let mut accepted = false;
-    sim.run(Time::from_millis(200), |now, side, ev, _| match (side, ev) {
-        (Side::Server, Some(Event::StreamData { new_in_order_bytes, .. })) => got += new_in_order_bytes,
-        (Side::Server, Some(Event::StreamFinished(_))) => t_done = Some(now),
-        (Side::Client, Some(Event::ZeroRttAccepted)) => accepted = true,
-        _ => {}
+    sim.run(Time::from_millis(200), |now, side, ev, _| {
+        match (side, ev) {
+            (
+                Side::Server,
+                Some(Event::StreamData {
+                    new_in_order_bytes, ..
+                }),
+            ) => got += new_in_order_bytes,
+            (Side::Server, Some(Event::StreamFinished(_))) => t_done = Some(now),
+            (Side::Client, Some(Event::ZeroRttAccepted)) => accepted = true,
+            _ => {}
+        }
     });
     assert!(accepted);
     assert_eq!(got, 5000);
     let t = t_done.unwrap();
-    assert!(t < Time::from_millis(12), "0-RTT data complete at {t} (one-way delay 10 ms)");
+    assert!(
+        t < Time::from_millis(12),
+        "0-RTT data complete at {t} (one-way delay 10 ms)"
+    );
     assert_eq!(sim.s.stats().zero_rtt_bytes_accepted, 5000);
 }
 
@@ -270,21 +335,28 @@ fn bulk(cc: &str, total: u64, c2s: Link, until_ms: u64) -> (Sim, u64, Option<Tim
     let mut written = 0u64;
     let mut delivered = 0u64;
     let mut done = None;
-    sim.run(Time::from_millis(until_ms), |now, side, ev, conn| match (side, ev) {
-        (Side::Client, Some(Event::Connected)) => stream = Some(conn.open_stream().unwrap()),
-        (Side::Client, None) => {
-            if let Some(id) = stream {
-                if written < total {
-                    written += conn.write(id, total - written).unwrap();
-                    if written == total {
-                        conn.finish(id).unwrap();
+    sim.run(Time::from_millis(until_ms), |now, side, ev, conn| {
+        match (side, ev) {
+            (Side::Client, Some(Event::Connected)) => stream = Some(conn.open_stream().unwrap()),
+            (Side::Client, None) => {
+                if let Some(id) = stream {
+                    if written < total {
+                        written += conn.write(id, total - written).unwrap();
+                        if written == total {
+                            conn.finish(id).unwrap();
+                        }
                     }
                 }
             }
+            (
+                Side::Server,
+                Some(Event::StreamData {
+                    new_in_order_bytes, ..
+                }),
+            ) => delivered += new_in_order_bytes,
+            (Side::Server, Some(Event::StreamFinished(_))) => done = Some(now),
+            _ => {}
         }
-        (Side::Server, Some(Event::StreamData { new_in_order_bytes, .. })) => delivered += new_in_order_bytes,
-        (Side::Server, Some(Event::StreamFinished(_))) => done = Some(now),
-        _ => {}
     });
     (sim, delivered, done)
 }
@@ -299,7 +371,10 @@ fn bulk_transfer_under_one_percent_loss_delivers_exactly() {
     eprintln!("{}", c.report());
     assert_eq!(delivered, total);
     assert!(done.is_some());
-    assert!(c.packets_lost > 0 && c.lost_by_packet_threshold > 0, "{c:?}");
+    assert!(
+        c.packets_lost > 0 && c.lost_by_packet_threshold > 0,
+        "{c:?}"
+    );
     assert!(c.retransmitted_bytes > 0);
     assert_eq!(sim.s.stats().stream_bytes_delivered, total);
 }
@@ -350,16 +425,20 @@ fn a_loss_on_one_stream_does_not_delay_another() {
         }
         let mut sim = Sim::new(cfg("cubic"), cfg("cubic"), None, link, Link::new(10, 100));
         let mut fin = [None, None];
-        sim.run(Time::from_millis(1000), |now, side, ev, conn| match (side, ev) {
-            (Side::Client, Some(Event::Connected)) => {
-                for _ in 0..2 {
-                    let id = conn.open_stream().unwrap();
-                    conn.write(id, 4000).unwrap();
-                    conn.finish(id).unwrap();
+        sim.run(Time::from_millis(1000), |now, side, ev, conn| {
+            match (side, ev) {
+                (Side::Client, Some(Event::Connected)) => {
+                    for _ in 0..2 {
+                        let id = conn.open_stream().unwrap();
+                        conn.write(id, 4000).unwrap();
+                        conn.finish(id).unwrap();
+                    }
                 }
+                (Side::Server, Some(Event::StreamFinished(StreamId(id)))) => {
+                    fin[(id / 4) as usize] = Some(now)
+                }
+                _ => {}
             }
-            (Side::Server, Some(Event::StreamFinished(StreamId(id)))) => fin[(id / 4) as usize] = Some(now),
-            _ => {}
         });
         (fin[0].unwrap(), fin[1].unwrap())
     };
@@ -367,8 +446,14 @@ fn a_loss_on_one_stream_does_not_delay_another() {
     let (a1, b1) = run(true);
     // B completes no later than without the loss (a little earlier: the
     // dropped datagram no longer occupies the link ahead of B's).
-    assert!(b1 <= b0, "stream B is not delayed by stream A's loss: {b0} -> {b1}");
-    assert!(a1 > a0 + Dur::from_millis(5), "stream A waits for its retransmission: {a0} -> {a1}");
+    assert!(
+        b1 <= b0,
+        "stream B is not delayed by stream A's loss: {b0} -> {b1}"
+    );
+    assert!(
+        a1 > a0 + Dur::from_millis(5),
+        "stream A waits for its retransmission: {a0} -> {a1}"
+    );
     assert!(b1 < a1);
 }
 
@@ -380,18 +465,30 @@ fn bleaching_fails_validation_and_later_packets_are_not_ect() {
     link.bleach = true;
     let (sim, delivered, _) = bulk("prague", 200_000, link, 3_000);
     assert_eq!(delivered, 200_000);
-    assert_eq!(sim.c.ecn_state(), EcnState::Failed(EcnFailure::CountsMissing));
+    assert_eq!(
+        sim.c.ecn_state(),
+        EcnState::Failed(EcnFailure::CountsMissing)
+    );
     let client: Vec<_> = sim.trace.iter().filter(|x| x.1 == Side::Client).collect();
     assert_eq!(client[0].3, Ecn::Ect1, "prague marks ECT(1)");
     let marked = client.iter().filter(|x| x.3 != Ecn::NotEct).count();
-    assert!(marked <= 10, "at most the testing period is marked: {marked}");
+    assert!(
+        marked <= 10,
+        "at most the testing period is marked: {marked}"
+    );
     assert!(client.iter().rev().take(50).all(|x| x.3 == Ecn::NotEct));
 }
 
 /// cwnd samples (time, bytes) of the client during a marked bulk transfer.
 fn marked_bulk(cc: &str) -> (Sim, Vec<(Time, u64)>) {
     let total = 3 << 20;
-    let mut sim = Sim::new(cfg(cc), cfg(cc), None, Link::new(10, 20), Link::new(10, 100));
+    let mut sim = Sim::new(
+        cfg(cc),
+        cfg(cc),
+        None,
+        Link::new(10, 20),
+        Link::new(10, 100),
+    );
     // CE above ~5 packets of backlog (a step AQM at 20 Mbit/s ≈ 2.4 ms).
     sim.c2s.ce_threshold = Some(6000);
     let mut stream = None;
@@ -424,9 +521,16 @@ fn prague_shrinks_in_proportion_to_marking_cubic_once_per_rtt() {
     assert_eq!(pst.ecn_state, EcnState::Capable);
     assert!(pst.ce_reported > 0);
     assert_eq!(pst.packets_lost, 0);
-    assert_eq!(pst.congestion_events_ce, 0, "no classic reductions for a scalable controller");
+    assert_eq!(
+        pst.congestion_events_ce, 0,
+        "no classic reductions for a scalable controller"
+    );
     // Reductions happen, and none halves the window.
-    let drops: Vec<f64> = ps.windows(2).filter(|w| w[1].1 < w[0].1).map(|w| w[1].1 as f64 / w[0].1 as f64).collect();
+    let drops: Vec<f64> = ps
+        .windows(2)
+        .filter(|w| w[1].1 < w[0].1)
+        .map(|w| w[1].1 as f64 / w[0].1 as f64)
+        .collect();
     assert!(!drops.is_empty());
     assert!(drops.iter().all(|&r| r > 0.6), "prague drops {drops:?}");
 
@@ -437,9 +541,18 @@ fn prague_shrinks_in_proportion_to_marking_cubic_once_per_rtt() {
     assert!(cst.congestion_events_ce > 0);
     assert_eq!(cst.packets_lost, 0);
     // One reduction per round trip: successive reductions at least min_rtt apart.
-    let times: Vec<Time> = cs.windows(2).filter(|w| (w[1].1 as f64) < 0.9 * w[0].1 as f64).map(|w| w[1].0).collect();
+    let times: Vec<Time> = cs
+        .windows(2)
+        .filter(|w| (w[1].1 as f64) < 0.9 * w[0].1 as f64)
+        .map(|w| w[1].0)
+        .collect();
     assert_eq!(times.len() as u64, cst.congestion_events_ce, "{times:?}");
-    assert!(times.windows(2).all(|w| w[1].saturating_since(w[0]) >= cst.min_rtt), "{times:?}");
+    assert!(
+        times
+            .windows(2)
+            .all(|w| w[1].saturating_since(w[0]) >= cst.min_rtt),
+        "{times:?}"
+    );
 }
 
 // ------------------------------------------------------------- determinism
@@ -461,18 +574,26 @@ fn same_inputs_give_identical_outputs() {
 // ------------------------------------------------------------- fuzz
 
 fn recorded_datagrams() -> Vec<(Side, Vec<u8>)> {
-    let mut sim = Sim::new(cfg("cubic"), cfg("cubic"), None, Link::new(5, 100), Link::new(5, 100));
+    let mut sim = Sim::new(
+        cfg("cubic"),
+        cfg("cubic"),
+        None,
+        Link::new(5, 100),
+        Link::new(5, 100),
+    );
     let mut out = Vec::new();
     let mut buf = [0u8; 2048];
     // Capture the first exchanges by hand.
     for _ in 0..6 {
         while let Some((n, _, _)) = sim.c.poll_transmit(sim.now, &mut buf) {
             out.push((Side::Client, buf[..n].to_vec()));
-            sim.s.handle_datagram(sim.now, addr("10.0.0.1:1000"), &buf[..n], Ecn::Ect0);
+            sim.s
+                .handle_datagram(sim.now, addr("10.0.0.1:1000"), &buf[..n], Ecn::Ect0);
         }
         while let Some((n, _, _)) = sim.s.poll_transmit(sim.now, &mut buf) {
             out.push((Side::Server, buf[..n].to_vec()));
-            sim.c.handle_datagram(sim.now, addr("10.0.0.2:443"), &buf[..n], Ecn::Ect0);
+            sim.c
+                .handle_datagram(sim.now, addr("10.0.0.2:443"), &buf[..n], Ecn::Ect0);
         }
         if sim.c.is_established() {
             if let Ok(id) = sim.c.open_stream() {

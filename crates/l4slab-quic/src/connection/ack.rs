@@ -46,7 +46,8 @@ impl AckState {
         if self.received.contains(pn) {
             return true;
         }
-        self.received.len() >= MAX_TRACKED_RANGES && self.received.first().is_some_and(|(s, _)| pn < s)
+        self.received.len() >= MAX_TRACKED_RANGES
+            && self.received.first().is_some_and(|(s, _)| pn < s)
     }
 
     pub fn largest(&self) -> Option<u64> {
@@ -130,7 +131,11 @@ impl AckState {
             self.received.iter().rev().map(|(s, e)| s..=e - 1),
             delay_us >> ACK_DELAY_EXPONENT,
         )?;
-        Some(if self.ecn_seen { ack.with_ecn(self.ecn) } else { ack })
+        Some(if self.ecn_seen {
+            ack.with_ecn(self.ecn)
+        } else {
+            ack
+        })
     }
 
     pub fn on_ack_sent(&mut self) {

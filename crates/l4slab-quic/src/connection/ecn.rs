@@ -98,7 +98,10 @@ pub(crate) fn space_index(s: PnSpace) -> usize {
 impl EcnValidator {
     /// `codepoint` is ECT(0) or ECT(1); `enabled = false` starts `Failed(Disabled)`.
     pub fn new(enabled: bool, codepoint: Ecn) -> Self {
-        assert!(codepoint.is_ect() && codepoint != Ecn::Ce, "ECN codepoint must be ECT(0) or ECT(1)");
+        assert!(
+            codepoint.is_ect() && codepoint != Ecn::Ce,
+            "ECN codepoint must be ECT(0) or ECT(1)"
+        );
         EcnValidator {
             state: if enabled {
                 EcnState::Testing { marked: 0 }
@@ -134,7 +137,11 @@ impl EcnValidator {
                 | (Unknown, Failed(_))
                 | (Capable, Failed(_))
         );
-        assert!(legal, "illegal ECN validation transition {:?} -> {:?}", self.state, next);
+        assert!(
+            legal,
+            "illegal ECN validation transition {:?} -> {:?}",
+            self.state, next
+        );
         self.state = next;
     }
 
@@ -219,11 +226,13 @@ impl EcnValidator {
         // ECT(0) and ECN-CE counts is less than the number of newly
         // acknowledged packets that were originally sent with an ECT(0)
         // marking. Similarly, ... ECT(1) ...".
-        let too_low = (acked_ect0 > 0 && d0 + dce < acked_ect0) || (acked_ect1 > 0 && d1 + dce < acked_ect1);
+        let too_low =
+            (acked_ect0 > 0 && d0 + dce < acked_ect0) || (acked_ect1 > 0 && d1 + dce < acked_ect1);
         // §13.4.2.1: "ECN validation can fail if the received total count for
         // either ECT(0) or ECT(1) exceeds the total number of packets sent
         // with each corresponding ECT codepoint."
-        let too_high = n.ect0 > c.sent_ect0 || n.ect1 > c.sent_ect1 || n.ce > c.sent_ect0 + c.sent_ect1;
+        let too_high =
+            n.ect0 > c.sent_ect0 || n.ect1 > c.sent_ect1 || n.ce > c.sent_ect0 + c.sent_ect1;
         let s = &mut self.spaces[space_index(space)];
         s.reported.ect0 = s.reported.ect0.max(n.ect0);
         s.reported.ect1 = s.reported.ect1.max(n.ect1);

@@ -20,7 +20,11 @@ pub struct SendCredit {
 
 impl SendCredit {
     pub fn new(max: u64) -> Self {
-        SendCredit { max, used: 0, blocked_at: None }
+        SendCredit {
+            max,
+            used: 0,
+            blocked_at: None,
+        }
     }
 
     pub fn available(&self) -> u64 {
@@ -58,7 +62,11 @@ pub struct RecvWindow {
 
 impl RecvWindow {
     pub fn new(window: u64) -> Self {
-        RecvWindow { window, max: window, ..Default::default() }
+        RecvWindow {
+            window,
+            max: window,
+            ..Default::default()
+        }
     }
 
     /// Data up to `end` arrived. Errors (a FLOW_CONTROL_ERROR, §4.1) if it

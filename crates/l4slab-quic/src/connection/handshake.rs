@@ -124,7 +124,11 @@ impl ResumptionTicket {
         let u = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().unwrap());
         Some(ResumptionTicket {
             ticket: u(0),
-            params: TransportParams { max_data: u(8), max_stream_data: u(16), max_streams_bidi: u(24) },
+            params: TransportParams {
+                max_data: u(8),
+                max_stream_data: u(16),
+                max_streams_bidi: u(24),
+            },
         })
     }
 }
@@ -167,7 +171,11 @@ impl Message {
             len,
             flags: head[3],
             ticket: u(4),
-            params: TransportParams { max_data: u(12), max_stream_data: u(20), max_streams_bidi: u(28) },
+            params: TransportParams {
+                max_data: u(12),
+                max_stream_data: u(20),
+                max_streams_bidi: u(28),
+            },
         })
     }
 }
@@ -186,7 +194,11 @@ impl Connection {
             (_, Closing | Draining | Closed) => true,
             _ => false,
         };
-        assert!(legal, "illegal handshake transition {:?} -> {:?}", self.state, next);
+        assert!(
+            legal,
+            "illegal handshake transition {:?} -> {:?}",
+            self.state, next
+        );
         self.state = next;
     }
 
@@ -212,7 +224,13 @@ impl Connection {
             Some(t) => (FLAG_TICKET, t.ticket, CLIENT_HELLO_LEN + PSK_EXTENSION_LEN),
             None => (0, 0, CLIENT_HELLO_LEN),
         };
-        let msg = Message { ty: MSG_CLIENT_HELLO, len, flags, ticket, params: self.local_params() };
+        let msg = Message {
+            ty: MSG_CLIENT_HELLO,
+            len,
+            flags,
+            ticket,
+            params: self.local_params(),
+        };
         self.queue_crypto(PnSpace::Initial, msg.encode());
     }
 
@@ -234,7 +252,9 @@ impl Connection {
             let n = (s.crypto_head.len() - o).min(data.len());
             s.crypto_head[o..o + n].copy_from_slice(&data[..n]);
         }
-        s.crypto_recv.on_data(offset, data.len() as u64, false).is_ok()
+        s.crypto_recv
+            .on_data(offset, data.len() as u64, false)
+            .is_ok()
     }
 
     fn message(&self, space: PnSpace) -> Option<Message> {
@@ -246,17 +266,36 @@ impl Connection {
     pub(super) fn drive_handshake(&mut self, now: Time) {
         match (self.role, self.state) {
             (Role::Server, HandshakeState::AwaitingClientHello) => {
-                let Some(ch) = self.message(PnSpace::Initial).filter(|m| m.ty == MSG_CLIENT_HELLO) else {
+                let Some(ch) = self
+                    .message(PnSpace::Initial)
+                    .filter(|m| m.ty == MSG_CLIENT_HELLO)
+                else {
                     return;
                 };
                 self.apply_peer_params(ch.params);
                 let resumed = ch.flags & FLAG_TICKET != 0 && ch.ticket == self.cfg.ticket_key;
                 let accept = resumed && self.cfg.accept_zero_rtt;
-                self.zero_rtt = if accept { ZeroRtt::Accepted } else if ch.flags & FLAG_TICKET != 0 { ZeroRtt::Rejected } else { ZeroRtt::None };
-                let sh = Message { ty: MSG_SERVER_HELLO, len: SERVER_HELLO_LEN.max(HEAD_LEN), flags: 0, ticket: 0, params: self.local_params() };
+                self.zero_rtt = if accept {
+                    ZeroRtt::Accepted
+                } else if ch.flags & FLAG_TICKET != 0 {
+                    ZeroRtt::Rejected
+                } else {
+                    ZeroRtt::None
+                };
+                let sh = Message {
+                    ty: MSG_SERVER_HELLO,
+                    len: SERVER_HELLO_LEN.max(HEAD_LEN),
+                    flags: 0,
+                    ticket: 0,
+                    params: self.local_params(),
+                };
                 self.queue_crypto(PnSpace::Initial, sh.encode());
                 // Resumption (RFC 8446 §2.2): no Certificate/CertificateVerify.
-                let cert = if resumed { 0 } else { self.cfg.certificate_len + CERTIFICATE_VERIFY_LEN };
+                let cert = if resumed {
+                    0
+                } else {
+                    self.cfg.certificate_len + CERTIFICATE_VERIFY_LEN
+                };
                 let flight = Message {
                     ty: MSG_SERVER_FLIGHT,
                     len: ENCRYPTED_EXTENSIONS_LEN + cert + FINISHED_LEN,
@@ -269,17 +308,29 @@ impl Connection {
                 self.transition_to(HandshakeState::ServerFlightSent);
             }
             (Role::Client, HandshakeState::ClientHelloSent) => {
-                if self.message(PnSpace::Initial).is_some_and(|m| m.ty == MSG_SERVER_HELLO) {
+                if self
+                    .message(PnSpace::Initial)
+                    .is_some_and(|m| m.ty == MSG_SERVER_HELLO)
+                {
                     self.handshake_keys = true;
                 }
-                let Some(flight) = self.message(PnSpace::Handshake).filter(|m| m.ty == MSG_SERVER_FLIGHT) else {
+                let Some(flight) = self
+                    .message(PnSpace::Handshake)
+                    .filter(|m| m.ty == MSG_SERVER_FLIGHT)
+                else {
                     return;
                 };
                 if !self.handshake_keys {
                     return;
                 }
                 self.apply_peer_params(flight.params);
-                let fin = Message { ty: MSG_CLIENT_FINISHED, len: FINISHED_LEN.max(HEAD_LEN), flags: 0, ticket: 0, params: self.local_params() };
+                let fin = Message {
+                    ty: MSG_CLIENT_FINISHED,
+                    len: FINISHED_LEN.max(HEAD_LEN),
+                    flags: 0,
+                    ticket: 0,
+                    params: self.local_params(),
+                };
                 self.queue_crypto(PnSpace::Handshake, fin.encode());
                 self.transition_to(HandshakeState::Complete);
                 self.stats.handshake_time = Some(now.saturating_since(self.start));
@@ -296,7 +347,10 @@ impl Connection {
                 self.events.push_back(Event::Connected);
             }
             (Role::Server, HandshakeState::ServerFlightSent) => {
-                if self.message(PnSpace::Handshake).is_some_and(|m| m.ty == MSG_CLIENT_FINISHED) {
+                if self
+                    .message(PnSpace::Handshake)
+                    .is_some_and(|m| m.ty == MSG_CLIENT_FINISHED)
+                {
                     self.transition_to(HandshakeState::Confirmed);
                     self.stats.handshake_time = Some(now.saturating_since(self.start));
                     // RFC 9001 §4.9.2: "the server MUST send a HANDSHAKE_DONE
@@ -321,7 +375,10 @@ impl Connection {
 
     /// The server's ticket for later resumption.
     pub(super) fn issued_ticket(&self) -> ResumptionTicket {
-        ResumptionTicket { ticket: self.cfg.ticket_key, params: self.local_params() }
+        ResumptionTicket {
+            ticket: self.cfg.ticket_key,
+            params: self.local_params(),
+        }
     }
 
     /// RFC 9000 §8.1: "Prior to validating the client address, servers MUST
@@ -382,15 +439,28 @@ mod tests {
 
     #[test]
     fn message_and_ticket_round_trip() {
-        let p = TransportParams { max_data: 1, max_stream_data: 2, max_streams_bidi: 3 };
-        let m = Message { ty: MSG_CLIENT_HELLO, len: 300, flags: FLAG_TICKET, ticket: 9, params: p };
+        let p = TransportParams {
+            max_data: 1,
+            max_stream_data: 2,
+            max_streams_bidi: 3,
+        };
+        let m = Message {
+            ty: MSG_CLIENT_HELLO,
+            len: 300,
+            flags: FLAG_TICKET,
+            ticket: 9,
+            params: p,
+        };
         let bytes = m.encode();
         assert_eq!(bytes.len(), 300);
         let mut head = [0u8; 64];
         head.copy_from_slice(&bytes[..64]);
         assert_eq!(Message::decode(&head, 299), None);
         assert_eq!(Message::decode(&head, 300), Some(m));
-        let t = ResumptionTicket { ticket: 7, params: p };
+        let t = ResumptionTicket {
+            ticket: 7,
+            params: p,
+        };
         assert_eq!(ResumptionTicket::decode(&t.encode()), Some(t));
     }
 }

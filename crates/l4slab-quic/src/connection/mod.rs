@@ -140,7 +140,10 @@ pub enum Event {
     /// The peer opened a stream.
     StreamOpened(StreamId),
     /// Bytes that became readable in order on a stream (content not simulated).
-    StreamData { id: StreamId, new_in_order_bytes: u64 },
+    StreamData {
+        id: StreamId,
+        new_in_order_bytes: u64,
+    },
     /// The peer's FIN and all data before it arrived.
     StreamFinished(StreamId),
     Closed(CloseReason),
@@ -297,7 +300,9 @@ impl Connection {
         }
         let mds64 = mds as u64;
         // RFC 9002 §7.2: "min(10 * max_datagram_size, max(14720, 2 * max_datagram_size))".
-        let iw = cfg.initial_window.unwrap_or((10 * mds64).min(14720.max(2 * mds64)));
+        let iw = cfg
+            .initial_window
+            .unwrap_or((10 * mds64).min(14720.max(2 * mds64)));
         if iw < 2 * mds64 {
             return Err(ConfigError::InitialWindow(iw));
         }
@@ -311,7 +316,8 @@ impl Connection {
                 return Err(ConfigError::Zero(name));
             }
         }
-        let mut opts = CcOptions::defaults(&cfg.cc).ok_or_else(|| ConfigError::UnknownCc(cfg.cc.clone()))?;
+        let mut opts =
+            CcOptions::defaults(&cfg.cc).ok_or_else(|| ConfigError::UnknownCc(cfg.cc.clone()))?;
         if cfg.cc == "dctcp" {
             // L4S DCTCP: ECT(1) (Linux dctcp_ect = 1).
             opts.set("ect1", ParamValue::Flag(true));
@@ -410,7 +416,10 @@ impl Connection {
         }
         let id = StreamId::bidi(self.role == Role::Client, self.next_local_stream);
         self.next_local_stream += 1;
-        self.streams.insert(id.0, Stream::new(id, p.max_stream_data, self.cfg.max_stream_data));
+        self.streams.insert(
+            id.0,
+            Stream::new(id, p.max_stream_data, self.cfg.max_stream_data),
+        );
         Ok(id)
     }
 
@@ -420,7 +429,10 @@ impl Connection {
             return Err(StreamError::Closed);
         }
         let buf = self.cfg.send_buffer;
-        let s = self.streams.get_mut(&stream.0).ok_or(StreamError::UnknownStream(stream))?;
+        let s = self
+            .streams
+            .get_mut(&stream.0)
+            .ok_or(StreamError::UnknownStream(stream))?;
         if s.send.fin {
             return Err(StreamError::Finished(stream));
         }
@@ -431,7 +443,10 @@ impl Connection {
 
     /// No more data on `stream`: send FIN after what is written.
     pub fn finish(&mut self, stream: StreamId) -> Result<(), StreamError> {
-        let s = self.streams.get_mut(&stream.0).ok_or(StreamError::UnknownStream(stream))?;
+        let s = self
+            .streams
+            .get_mut(&stream.0)
+            .ok_or(StreamError::UnknownStream(stream))?;
         if s.send.fin {
             return Err(StreamError::Finished(stream));
         }
@@ -474,7 +489,10 @@ impl Connection {
 
     /// Application data may flow (client: handshake complete; server: confirmed).
     pub fn is_established(&self) -> bool {
-        matches!(self.state, HandshakeState::Complete | HandshakeState::Confirmed)
+        matches!(
+            self.state,
+            HandshakeState::Complete | HandshakeState::Confirmed
+        )
     }
 
     pub fn zero_rtt(&self) -> ZeroRtt {
@@ -535,8 +553,16 @@ impl Connection {
 
     fn push_event(&mut self, ev: Event) {
         // Merge consecutive data events for one stream (bounded queue).
-        if let (Event::StreamData { id, new_in_order_bytes: n }, Some(Event::StreamData { id: last, new_in_order_bytes: m })) =
-            (ev, self.events.back_mut())
+        if let (
+            Event::StreamData {
+                id,
+                new_in_order_bytes: n,
+            },
+            Some(Event::StreamData {
+                id: last,
+                new_in_order_bytes: m,
+            }),
+        ) = (ev, self.events.back_mut())
         {
             if *last == id {
                 *m += n;
@@ -551,7 +577,10 @@ impl Connection {
             self.close = Some(reason);
             self.events.push_back(Event::Closed(reason));
         }
-        if !matches!(self.state, HandshakeState::Draining | HandshakeState::Closed) {
+        if !matches!(
+            self.state,
+            HandshakeState::Draining | HandshakeState::Closed
+        ) {
             self.transition_to(HandshakeState::Draining);
             // §10.2.2: the draining state lasts "at least three times the current PTO".
             self.closing_until = Some(now + self.rtt.pto_base() * 3);
@@ -614,7 +643,8 @@ impl DatagramEndpoint for Connection {
         if now >= self.idle_deadline {
             // §10.1: "the connection is silently closed and its state is discarded".
             self.close = Some(CloseReason::IdleTimeout);
-            self.events.push_back(Event::Closed(CloseReason::IdleTimeout));
+            self.events
+                .push_back(Event::Closed(CloseReason::IdleTimeout));
             self.terminate();
             return;
         }

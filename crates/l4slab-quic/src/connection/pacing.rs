@@ -83,7 +83,9 @@ impl Pacer {
 
     pub fn on_sent(&mut self, now: Time, bytes: u64) {
         self.refill(now);
-        self.tokens_nb = self.tokens_nb.saturating_sub(u128::from(bytes) * 1_000_000_000);
+        self.tokens_nb = self
+            .tokens_nb
+            .saturating_sub(u128::from(bytes) * 1_000_000_000);
     }
 }
 
@@ -98,7 +100,10 @@ mod tests {
         p.on_sent(Time::ZERO, 1500);
         p.on_sent(Time::ZERO, 1500);
         assert_eq!(p.next_send(Time::ZERO, 1500), Time::from_micros(1500));
-        assert_eq!(p.next_send(Time::from_micros(1500), 1500), Time::from_micros(1500));
+        assert_eq!(
+            p.next_send(Time::from_micros(1500), 1500),
+            Time::from_micros(1500)
+        );
         let r = Pacer::rate_for(None, 10_000, Some(Dur::from_millis(10))).unwrap();
         assert_eq!(r, Rate::from_bps(10_000_000)); // 12500 B / 10 ms
     }

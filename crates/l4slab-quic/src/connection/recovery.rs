@@ -36,7 +36,11 @@ const PACKET_THRESHOLD: u64 = 3;
 /// RFC 9002 §7.6.1: "kPersistentCongestionThreshold: 3".
 const PERSISTENT_CONGESTION_THRESHOLD: u64 = 3;
 
-const SPACES: [PnSpace; 3] = [PnSpace::Initial, PnSpace::Handshake, PnSpace::ApplicationData];
+const SPACES: [PnSpace; 3] = [
+    PnSpace::Initial,
+    PnSpace::Handshake,
+    PnSpace::ApplicationData,
+];
 
 /// What one round of loss detection found.
 #[derive(Debug, Default, Clone, Copy)]
@@ -51,7 +55,12 @@ struct Lost {
 
 impl Connection {
     pub(super) fn cc_congestion(&mut self, now: Time, ev: CongestionEvent) {
-        let mut ctx = CcCtx { flow: 0, mss: self.mds(), rng: &mut self.rng, tracer: &mut self.tracer };
+        let mut ctx = CcCtx {
+            flow: 0,
+            mss: self.mds(),
+            rng: &mut self.rng,
+            tracer: &mut self.tracer,
+        };
         self.cc.on_congestion(now, &ev, &mut ctx);
     }
 
@@ -63,7 +72,11 @@ impl Connection {
     pub(super) fn max_ack_delay_for(&self, space: usize) -> Dur {
         // §6.2.1: "When the PTO is armed for Initial or Handshake packet
         // number spaces, the max_ack_delay in the PTO period computation is set to 0".
-        if space == 2 { self.cfg.max_ack_delay } else { Dur::ZERO }
+        if space == 2 {
+            self.cfg.max_ack_delay
+        } else {
+            Dur::ZERO
+        }
     }
 
     /// An ACK frame arrived in `sp` (RFC 9002 A.7 OnAckReceived).
@@ -79,7 +92,10 @@ impl Connection {
         }
         let prev_largest = space.largest_acked;
         space.largest_acked = Some(prev_largest.map_or(ack.largest(), |l| l.max(ack.largest())));
-        let (Some(front), Some(back)) = (space.sent.front().map(|p| p.pn), space.sent.back().map(|p| p.pn)) else {
+        let (Some(front), Some(back)) = (
+            space.sent.front().map(|p| p.pn),
+            space.sent.back().map(|p| p.pn),
+        ) else {
             return;
         };
         let mut acked_bytes = 0u64;
@@ -94,7 +110,9 @@ impl Connection {
                 continue;
             }
             for pn in (lo..=hi).rev() {
-                let Some(p) = self.spaces[sp].get_mut(pn) else { continue };
+                let Some(p) = self.spaces[sp].get_mut(pn) else {
+                    continue;
+                };
                 let prev = p.state;
                 if prev == SentState::Acked {
                     continue;
@@ -117,7 +135,8 @@ impl Connection {
                 if self.spaces[sp].leave_flight(pn).is_some() {
                     acked_bytes += u64::from(p.size);
                     acked_packets += 1;
-                    self.rate.on_acked(now, u64::from(p.size), p.time_sent, &p.rate);
+                    self.rate
+                        .on_acked(now, u64::from(p.size), p.time_sent, &p.rate);
                     if self.in_recovery && !self.in_congestion_recovery(p.time_sent) {
                         ends_recovery = true;
                     }
@@ -137,7 +156,11 @@ impl Connection {
         let mut rtt_sample = None;
         if let Some(lp) = largest_newly.filter(|_| any_eliciting) {
             let latest = now.saturating_since(lp.time_sent);
-            let mut ack_delay = Dur::from_micros(ack.ack_delay.saturating_mul(1 << super::ack::ACK_DELAY_EXPONENT).min(1 << 40));
+            let mut ack_delay = Dur::from_micros(
+                ack.ack_delay
+                    .saturating_mul(1 << super::ack::ACK_DELAY_EXPONENT)
+                    .min(1 << 40),
+            );
             if sp != 2 {
                 // §5.3: "MAY ignore the acknowledgment delay for Initial packets"
                 // (and Handshake ones: the peer does not delay them).
@@ -165,7 +188,10 @@ impl Connection {
         if sp == 1 && self.role == Role::Client {
             self.handshake_acked = true;
         }
-        if self.role == Role::Server || self.handshake_acked || self.state == HandshakeState::Confirmed {
+        if self.role == Role::Server
+            || self.handshake_acked
+            || self.state == HandshakeState::Confirmed
+        {
             self.pto_count = 0;
         }
         let lost = self.detect_lost(now, sp);
@@ -174,7 +200,11 @@ impl Connection {
         if new_ce > 0 {
             let largest_sent = largest_newly.map_or(now, |p| p.time_sent);
             if self.scalable_ecn {
-                let avg = if acked_packets > 0 { acked_bytes / acked_packets } else { self.mds() };
+                let avg = if acked_packets > 0 {
+                    acked_bytes / acked_packets
+                } else {
+                    self.mds()
+                };
                 self.ce_carry += new_ce * avg;
             } else if !self.in_congestion_recovery(largest_sent) {
                 // RFC 9002 B.7 OnCongestionEvent via ProcessECN: a new period.
@@ -216,7 +246,12 @@ impl Connection {
                 rs_prior_lost: sample.map_or(0, |s| s.prior_lost),
                 total_lost: self.rate.lost,
             };
-            let mut ctx = CcCtx { flow: 0, mss: self.mds(), rng: &mut self.rng, tracer: &mut self.tracer };
+            let mut ctx = CcCtx {
+                flow: 0,
+                mss: self.mds(),
+                rng: &mut self.rng,
+                tracer: &mut self.tracer,
+            };
             self.cc.on_ack(now, &ev, &mut ctx);
             self.cwnd_limited = false;
             self.update_pacing_rate(now);
@@ -234,8 +269,17 @@ impl Connection {
     fn on_packet_acked(&mut self, sp: usize, p: &SentPacket) {
         for c in p.chunks() {
             match c {
-                Chunk::Crypto { offset, len } => self.spaces[sp].crypto_send.on_acked(offset, u64::from(len), false),
-                Chunk::Stream { id, offset, len, fin } => {
+                Chunk::Crypto { offset, len } => {
+                    self.spaces[sp]
+                        .crypto_send
+                        .on_acked(offset, u64::from(len), false)
+                }
+                Chunk::Stream {
+                    id,
+                    offset,
+                    len,
+                    fin,
+                } => {
                     if let Some(s) = self.streams.get_mut(&id) {
                         s.send.on_acked(offset, u64::from(len), fin);
                     }
@@ -310,8 +354,17 @@ impl Connection {
     pub(super) fn requeue(&mut self, sp: usize, p: &SentPacket) {
         for c in p.chunks() {
             match c {
-                Chunk::Crypto { offset, len } => self.spaces[sp].crypto_send.on_lost(offset, u64::from(len), false),
-                Chunk::Stream { id, offset, len, fin } => {
+                Chunk::Crypto { offset, len } => {
+                    self.spaces[sp]
+                        .crypto_send
+                        .on_lost(offset, u64::from(len), false)
+                }
+                Chunk::Stream {
+                    id,
+                    offset,
+                    len,
+                    fin,
+                } => {
                     if let Some(s) = self.streams.get_mut(&id) {
                         s.send.on_lost(offset, u64::from(len), fin);
                     }
@@ -360,17 +413,29 @@ impl Connection {
             self.in_recovery = true;
             self.stats.congestion_events_loss += 1;
         }
-        self.cc_congestion(now, CongestionEvent::Loss { lost_bytes: lost.bytes, in_flight, first_in_episode: first });
+        self.cc_congestion(
+            now,
+            CongestionEvent::Loss {
+                lost_bytes: lost.bytes,
+                in_flight,
+                first_in_episode: first,
+            },
+        );
         if let (Some((pn0, t0)), Some((pn1, t1))) = (lost.pc_first, lost.pc_last) {
             // §7.6.1: "(smoothed_rtt + max(4*rttvar, kGranularity) + max_ack_delay)
             // * kPersistentCongestionThreshold".
-            let duration = (self.rtt.pto_base() + self.cfg.max_ack_delay) * PERSISTENT_CONGESTION_THRESHOLD;
+            let duration =
+                (self.rtt.pto_base() + self.cfg.max_ack_delay) * PERSISTENT_CONGESTION_THRESHOLD;
             if t1.saturating_since(t0) > duration {
                 // §7.6.2: "none of the packets sent between the send times of
                 // these two packets are acknowledged".
                 let space = &self.spaces[sp];
                 let acked_between = (pn0..=pn1).any(|pn| {
-                    space.sent.front().and_then(|f| space.sent.get((pn - f.pn) as usize)).is_some_and(|p| p.state == SentState::Acked)
+                    space
+                        .sent
+                        .front()
+                        .and_then(|f| space.sent.get((pn - f.pn) as usize))
+                        .is_some_and(|p| p.state == SentState::Acked)
                 });
                 if !acked_between {
                     self.stats.persistent_congestion += 1;
@@ -384,7 +449,10 @@ impl Connection {
 
     /// RFC 9002 A.8 GetLossTimeAndSpace.
     fn loss_time_and_space(&self) -> Option<(Time, usize)> {
-        (0..3).filter(|&i| !self.spaces[i].discarded).filter_map(|i| self.spaces[i].loss_time.map(|t| (t, i))).min()
+        (0..3)
+            .filter(|&i| !self.spaces[i].discarded)
+            .filter_map(|i| self.spaces[i].loss_time.map(|t| (t, i)))
+            .min()
     }
 
     fn no_ack_eliciting_in_flight(&self) -> bool {
@@ -393,7 +461,9 @@ impl Connection {
 
     /// The client has not yet seen its address validated (§6.2.2.1).
     fn peer_awaiting_address_validation(&self) -> bool {
-        self.role == Role::Client && !self.handshake_acked && self.state != HandshakeState::Confirmed
+        self.role == Role::Client
+            && !self.handshake_acked
+            && self.state != HandshakeState::Confirmed
     }
 
     /// RFC 9002 A.8 GetPtoTimeAndSpace.
@@ -405,8 +475,14 @@ impl Connection {
                 return None;
             }
             // §6.2.2.1 anti-deadlock: arm from the last send.
-            let sp = if self.handshake_keys && !self.spaces[1].discarded { 1 } else { 0 };
-            let base = self.spaces[sp].time_of_last_ack_eliciting.unwrap_or(self.start);
+            let sp = if self.handshake_keys && !self.spaces[1].discarded {
+                1
+            } else {
+                0
+            };
+            let base = self.spaces[sp]
+                .time_of_last_ack_eliciting
+                .unwrap_or(self.start);
             return Some((base + duration, sp));
         }
         let mut best: Option<(Time, usize)> = None;
@@ -415,13 +491,18 @@ impl Connection {
             if s.discarded || s.ack_eliciting_in_flight == 0 {
                 continue;
             }
-            if sp == 2 && self.state != HandshakeState::Confirmed && !(self.role == Role::Client && self.is_established()) {
+            if sp == 2
+                && self.state != HandshakeState::Confirmed
+                && !(self.role == Role::Client && self.is_established())
+            {
                 // §6.2.1: "An endpoint MUST NOT set its PTO timer for the
                 // Application Data packet number space until the handshake is
                 // confirmed." (A completed client arms it too: see the docs.)
                 continue;
             }
-            let t = s.time_of_last_ack_eliciting.unwrap_or(self.start) + duration + self.max_ack_delay_for(sp) * backoff;
+            let t = s.time_of_last_ack_eliciting.unwrap_or(self.start)
+                + duration
+                + self.max_ack_delay_for(sp) * backoff;
             if best.is_none_or(|(b, _)| t < b) {
                 best = Some((t, sp));
             }
@@ -453,7 +534,9 @@ impl Connection {
             }
             return;
         }
-        let Some((_, sp)) = self.pto_time_and_space() else { return };
+        let Some((_, sp)) = self.pto_time_and_space() else {
+            return;
+        };
         if self.no_ack_eliciting_in_flight() {
             // §6.2.2.1: "the client MUST send an Initial packet in a UDP datagram
             // that contains at least 1200 bytes" or a Handshake packet.

@@ -14,11 +14,19 @@ use l4slab_core::{Ecn, Time};
 use super::handshake::{space_idx, HandshakeState};
 use super::streams::{Stream, StreamId};
 use super::{CloseReason, Connection, Event, ResumptionTicket, Role, ZeroRtt, CID_LEN};
-use crate::wire::{decode_packet_number, Frame, Header, Packet, PacketType, PnSpace, StreamDir, StreamFrame, MIN_INITIAL_DATAGRAM};
+use crate::wire::{
+    decode_packet_number, Frame, Header, Packet, PacketType, PnSpace, StreamDir, StreamFrame,
+    MIN_INITIAL_DATAGRAM,
+};
 
 impl Connection {
     pub(super) fn on_datagram(&mut self, now: Time, from: SocketAddr, data: &[u8], ecn: Ecn) {
-        if self.done || matches!(self.state, HandshakeState::Draining | HandshakeState::Closed) {
+        if self.done
+            || matches!(
+                self.state,
+                HandshakeState::Draining | HandshakeState::Closed
+            )
+        {
             return;
         }
         self.stats.datagrams_received += 1;
@@ -46,7 +54,14 @@ impl Connection {
     }
 
     /// One packet; returns whether it was accepted.
-    fn on_packet(&mut self, now: Time, from: SocketAddr, p: &Packet<'_>, datagram_len: usize, ecn: Ecn) -> bool {
+    fn on_packet(
+        &mut self,
+        now: Time,
+        from: SocketAddr,
+        p: &Packet<'_>,
+        datagram_len: usize,
+        ecn: Ecn,
+    ) -> bool {
         let ty = p.packet_type();
         if !self.can_receive(ty) {
             self.stats.dropped_packets += 1;
@@ -83,7 +98,10 @@ impl Connection {
         let sp = space_idx(ty.space());
         let pn = decode_packet_number(self.spaces[sp].rx.largest(), p.header().pn());
         let mad = self.cfg.max_ack_delay;
-        if !self.spaces[sp].rx.on_packet(now, ty.space(), pn, eliciting, ecn, mad) {
+        if !self.spaces[sp]
+            .rx
+            .on_packet(now, ty.space(), pn, eliciting, ecn, mad)
+        {
             self.stats.dropped_packets += 1;
             return false;
         }
@@ -97,7 +115,8 @@ impl Connection {
         // First packet from the peer.
         if self.role == Role::Server && self.peer_addr.is_none() {
             self.peer_addr = Some(from);
-            self.original_dcid.copy_from_slice(&dcid[..CID_LEN.min(dcid.len())]);
+            self.original_dcid
+                .copy_from_slice(&dcid[..CID_LEN.min(dcid.len())]);
         }
         if let Header::Long(h) = p.header() {
             if h.scid.len() == CID_LEN && (self.role == Role::Server || ty != PacketType::ZeroRtt) {
@@ -146,7 +165,10 @@ impl Connection {
                     s.credit.raise(maximum);
                 }
             }
-            Frame::MaxStreams { dir: StreamDir::Bidi, maximum } => {
+            Frame::MaxStreams {
+                dir: StreamDir::Bidi,
+                maximum,
+            } => {
                 self.peer_max_streams = self.peer_max_streams.max(maximum);
             }
             Frame::MaxStreams { .. }
@@ -157,7 +179,13 @@ impl Connection {
             | Frame::StopSending { .. } => {}
             Frame::ConnectionClose(c) => {
                 let application = matches!(c.kind, crate::wire::CloseKind::Application);
-                self.enter_draining(now, CloseReason::Peer { error_code: c.error_code, application });
+                self.enter_draining(
+                    now,
+                    CloseReason::Peer {
+                        error_code: c.error_code,
+                        application,
+                    },
+                );
             }
             Frame::HandshakeDone => {
                 if self.role == Role::Client {
@@ -200,7 +228,10 @@ impl Connection {
             let peer_limit = self.peer_params.map_or(0, |p| p.max_stream_data);
             for index in self.peer_streams_opened..=id.index() {
                 let sid = StreamId::bidi(self.role == Role::Server, index);
-                self.streams.insert(sid.0, Stream::new(sid, peer_limit, self.cfg.max_stream_data));
+                self.streams.insert(
+                    sid.0,
+                    Stream::new(sid, peer_limit, self.cfg.max_stream_data),
+                );
                 self.push_event(Event::StreamOpened(sid));
             }
             self.peer_streams_opened = id.index() + 1;
@@ -216,7 +247,11 @@ impl Connection {
             return;
         }
         let grow = end.saturating_sub(s.recv.highest);
-        if self.conn_window.on_received(self.conn_window.received + grow).is_err() {
+        if self
+            .conn_window
+            .on_received(self.conn_window.received + grow)
+            .is_err()
+        {
             self.stats.protocol_violations += 1;
             return;
         }
@@ -234,9 +269,13 @@ impl Connection {
         s.window.on_consumed(delivered);
         let finished = s.recv.take_finished();
         if new > 0 {
-            self.conn_window.on_consumed(self.conn_window.consumed + new);
+            self.conn_window
+                .on_consumed(self.conn_window.consumed + new);
             self.stats.stream_bytes_delivered += new;
-            self.push_event(Event::StreamData { id, new_in_order_bytes: new });
+            self.push_event(Event::StreamData {
+                id,
+                new_in_order_bytes: new,
+            });
         }
         if finished {
             self.push_event(Event::StreamFinished(id));

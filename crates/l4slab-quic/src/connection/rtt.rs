@@ -112,7 +112,14 @@ mod tests {
         // §6.2.2: 333 ms gives a 1 s first PTO (333 + 4*166.5).
         assert_eq!(r.pto_base(), Dur::from_millis(999));
         r.update(Dur::from_millis(100), Dur::from_millis(10));
-        assert_eq!((r.smoothed(), r.rttvar(), r.min()), (Dur::from_millis(100), Dur::from_millis(50), Dur::from_millis(100)));
+        assert_eq!(
+            (r.smoothed(), r.rttvar(), r.min()),
+            (
+                Dur::from_millis(100),
+                Dur::from_millis(50),
+                Dur::from_millis(100)
+            )
+        );
         // 120 - 10 = 110 >= min: adjusted.
         r.update(Dur::from_millis(120), Dur::from_millis(10));
         assert_eq!(r.smoothed(), Dur::from_micros(101_250));

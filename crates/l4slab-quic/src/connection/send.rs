@@ -12,8 +12,8 @@ use super::handshake::HandshakeState;
 use super::spaces::{ctrl, Chunk, SentPacket, SentState, MAX_CHUNKS};
 use super::{Connection, Role, ZeroRtt, CID_LEN};
 use crate::wire::{
-    encode_packet_number, varint_len, CloseKind, ConnectionClose, Frame, Header, LongHeader, LongType, PacketBuilder,
-    PnSpace, ShortHeader, StreamDir, StreamFrame, MIN_INITIAL_DATAGRAM,
+    encode_packet_number, varint_len, CloseKind, ConnectionClose, Frame, Header, LongHeader,
+    LongType, PacketBuilder, PnSpace, ShortHeader, StreamDir, StreamFrame, MIN_INITIAL_DATAGRAM,
 };
 
 /// Zero bytes for STREAM and CRYPTO frame payloads (content is not simulated).
@@ -22,7 +22,11 @@ static ZEROS: [u8; 16384] = [0; 16384];
 /// The smallest room worth starting a packet in.
 const MIN_PACKET_ROOM: usize = 64;
 
-const SPACES: [PnSpace; 3] = [PnSpace::Initial, PnSpace::Handshake, PnSpace::ApplicationData];
+const SPACES: [PnSpace; 3] = [
+    PnSpace::Initial,
+    PnSpace::Handshake,
+    PnSpace::ApplicationData,
+];
 
 impl Connection {
     /// Whether an ack-eliciting packet may go now in space `sp` (window and,
@@ -52,8 +56,11 @@ impl Connection {
             return false;
         }
         let credit = self.conn_credit.available();
-        self.streams.values().any(|s| s.send.has_data(credit.min(s.credit.available())) || s.window.update_pending || s.credit.needs_blocked() && s.send.next < s.send.written)
-            || self.handshake_done_pending
+        self.streams.values().any(|s| {
+            s.send.has_data(credit.min(s.credit.available()))
+                || s.window.update_pending
+                || s.credit.needs_blocked() && s.send.next < s.send.written
+        }) || self.handshake_done_pending
             || self.new_token_pending && self.role == Role::Server
             || self.conn_window.update_pending
             || self.max_streams_pending
@@ -76,7 +83,11 @@ impl Connection {
         self.has_ack_eliciting(sp) && self.congestion_allows(now, sp)
     }
 
-    pub(super) fn transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<(usize, SocketAddr, Ecn)> {
+    pub(super) fn transmit(
+        &mut self,
+        now: Time,
+        buf: &mut [u8],
+    ) -> Option<(usize, SocketAddr, Ecn)> {
         if self.done {
             return None;
         }
@@ -103,8 +114,16 @@ impl Connection {
             let last = !wants[sp + 1..].iter().any(|&w| w);
             // §14.1: datagrams with an ack-eliciting Initial are padded to 1200
             // bytes (the client: all its Initial datagrams). Pad the last packet.
-            let pad_to = (self.role == Role::Client && sp == 0 || last).then(|| MIN_INITIAL_DATAGRAM.saturating_sub(pos).min(limit - pos));
-            let (n, eliciting) = self.build_packet(now, sp, &mut buf[pos..limit], ecn, pad_to, ack_eliciting_initial);
+            let pad_to = (self.role == Role::Client && sp == 0 || last)
+                .then(|| MIN_INITIAL_DATAGRAM.saturating_sub(pos).min(limit - pos));
+            let (n, eliciting) = self.build_packet(
+                now,
+                sp,
+                &mut buf[pos..limit],
+                ecn,
+                pad_to,
+                ack_eliciting_initial,
+            );
             if n > 0 {
                 spaces_sent[sp] = true;
                 ack_eliciting_initial |= sp == 0 && eliciting;
@@ -151,12 +170,29 @@ impl Connection {
         let dcid: &[u8] = &self.peer_cid;
         let scid: &[u8] = &self.local_cid;
         match sp {
-            0 => Header::Long(LongHeader { ty: LongType::Initial { token: &[] }, dcid, scid, pn }),
-            1 => Header::Long(LongHeader { ty: LongType::Handshake, dcid, scid, pn }),
-            _ if self.role == Role::Client && !self.is_established() => {
-                Header::Long(LongHeader { ty: LongType::ZeroRtt, dcid, scid, pn })
-            }
-            _ => Header::Short(ShortHeader { dcid, spin: false, pn }),
+            0 => Header::Long(LongHeader {
+                ty: LongType::Initial { token: &[] },
+                dcid,
+                scid,
+                pn,
+            }),
+            1 => Header::Long(LongHeader {
+                ty: LongType::Handshake,
+                dcid,
+                scid,
+                pn,
+            }),
+            _ if self.role == Role::Client && !self.is_established() => Header::Long(LongHeader {
+                ty: LongType::ZeroRtt,
+                dcid,
+                scid,
+                pn,
+            }),
+            _ => Header::Short(ShortHeader {
+                dcid,
+                spin: false,
+                pn,
+            }),
         }
     }
 
@@ -197,17 +233,27 @@ impl Connection {
             // CRYPTO (Initial, Handshake).
             while sp < 2 && nch < MAX_CHUNKS && b.remaining() > 16 {
                 let room = (b.remaining() - 1 - 8 - 2) as u64;
-                let Some(c) = self.spaces[sp].crypto_send.next_chunk(room, u64::MAX) else { break };
+                let Some(c) = self.spaces[sp].crypto_send.next_chunk(room, u64::MAX) else {
+                    break;
+                };
                 let s = &self.spaces[sp];
                 let data = &s.crypto_out[c.offset as usize..(c.offset + c.len) as usize];
-                if b.push(&Frame::Crypto { offset: c.offset, data }).is_err() {
+                if b.push(&Frame::Crypto {
+                    offset: c.offset,
+                    data,
+                })
+                .is_err()
+                {
                     self.spaces[sp].crypto_send.on_lost(c.offset, c.len, false);
                     break;
                 }
                 if !c.new {
                     retx_bytes += c.len;
                 }
-                chunks[nch] = Chunk::Crypto { offset: c.offset, len: c.len as u32 };
+                chunks[nch] = Chunk::Crypto {
+                    offset: c.offset,
+                    len: c.len as u32,
+                };
                 nch += 1;
                 eliciting = true;
             }
@@ -234,7 +280,9 @@ impl Connection {
                 let _ = b.pad_to(target);
             }
         }
-        let Ok(size) = b.finish() else { return (0, false) };
+        let Ok(size) = b.finish() else {
+            return (0, false);
+        };
         // Bookkeeping.
         let space = &mut self.spaces[sp];
         space.next_pn += 1;
@@ -268,8 +316,14 @@ impl Connection {
         }
         if eliciting {
             let in_flight = self.bytes_in_flight();
-            let mut ctx = l4slab_cc::CcCtx { flow: 0, mss: self.mds(), rng: &mut self.rng, tracer: &mut self.tracer };
-            self.cc.on_packet_sent(now, size as u64, in_flight, &mut ctx);
+            let mut ctx = l4slab_cc::CcCtx {
+                flow: 0,
+                mss: self.mds(),
+                rng: &mut self.rng,
+                tracer: &mut self.tracer,
+            };
+            self.cc
+                .on_packet_sent(now, size as u64, in_flight, &mut ctx);
             if sp == 2 {
                 self.pacer.on_sent(now, size as u64);
             }
@@ -284,13 +338,26 @@ impl Connection {
         (size, eliciting)
     }
 
-    fn push_app_control(&mut self, b: &mut PacketBuilder<'_>, chunks: &mut [Chunk; MAX_CHUNKS], nch: &mut usize, bits: &mut u8, zero_rtt: bool) {
+    fn push_app_control(
+        &mut self,
+        b: &mut PacketBuilder<'_>,
+        chunks: &mut [Chunk; MAX_CHUNKS],
+        nch: &mut usize,
+        bits: &mut u8,
+        zero_rtt: bool,
+    ) {
         if !zero_rtt {
-            if self.handshake_done_pending && self.role == Role::Server && b.push(&Frame::HandshakeDone).is_ok() {
+            if self.handshake_done_pending
+                && self.role == Role::Server
+                && b.push(&Frame::HandshakeDone).is_ok()
+            {
                 self.handshake_done_pending = false;
                 *bits |= ctrl::HANDSHAKE_DONE;
             }
-            if self.new_token_pending && self.role == Role::Server && self.state == HandshakeState::Confirmed {
+            if self.new_token_pending
+                && self.role == Role::Server
+                && self.state == HandshakeState::Confirmed
+            {
                 let t = self.issued_ticket().encode();
                 if b.push(&Frame::NewToken { token: &t }).is_ok() {
                     self.new_token_pending = false;
@@ -298,15 +365,25 @@ impl Connection {
                 }
             }
         }
-        if self.conn_window.update_pending && b.push(&Frame::MaxData(self.conn_window.max)).is_ok() {
+        if self.conn_window.update_pending && b.push(&Frame::MaxData(self.conn_window.max)).is_ok()
+        {
             self.conn_window.update_pending = false;
             *bits |= ctrl::MAX_DATA;
         }
-        if self.max_streams_pending && b.push(&Frame::MaxStreams { dir: StreamDir::Bidi, maximum: self.local_max_streams }).is_ok() {
+        if self.max_streams_pending
+            && b.push(&Frame::MaxStreams {
+                dir: StreamDir::Bidi,
+                maximum: self.local_max_streams,
+            })
+            .is_ok()
+        {
             self.max_streams_pending = false;
             *bits |= ctrl::MAX_STREAMS;
         }
-        if self.can_send_app_data() && self.conn_credit.needs_blocked() && self.streams.values().any(|s| s.send.next < s.send.written) {
+        if self.can_send_app_data()
+            && self.conn_credit.needs_blocked()
+            && self.streams.values().any(|s| s.send.next < s.send.written)
+        {
             // §4.1 / §19.12 DATA_BLOCKED.
             if b.push(&Frame::DataBlocked(self.conn_credit.max)).is_ok() {
                 self.conn_credit.blocked_at = Some(self.conn_credit.max);
@@ -318,7 +395,11 @@ impl Connection {
                 break;
             }
             if s.window.update_pending
-                && b.push(&Frame::MaxStreamData { stream_id: s.id.0, maximum: s.window.max }).is_ok()
+                && b.push(&Frame::MaxStreamData {
+                    stream_id: s.id.0,
+                    maximum: s.window.max,
+                })
+                .is_ok()
             {
                 s.window.update_pending = false;
                 chunks[*nch] = Chunk::MaxStreamData { id: s.id.0 };
@@ -327,7 +408,11 @@ impl Connection {
             if *nch < MAX_CHUNKS
                 && s.credit.needs_blocked()
                 && s.send.next < s.send.written
-                && b.push(&Frame::StreamDataBlocked { stream_id: s.id.0, maximum: s.credit.max }).is_ok()
+                && b.push(&Frame::StreamDataBlocked {
+                    stream_id: s.id.0,
+                    maximum: s.credit.max,
+                })
+                .is_ok()
             {
                 s.credit.blocked_at = Some(s.credit.max);
                 chunks[*nch] = Chunk::StreamDataBlocked { id: s.id.0 };
@@ -338,7 +423,12 @@ impl Connection {
 
     /// STREAM frames, retransmissions first within a stream, round-robin
     /// across streams. Returns (new bytes, retransmitted bytes, any frame).
-    fn push_stream_frames(&mut self, b: &mut PacketBuilder<'_>, chunks: &mut [Chunk; MAX_CHUNKS], nch: &mut usize) -> (u64, u64, bool) {
+    fn push_stream_frames(
+        &mut self,
+        b: &mut PacketBuilder<'_>,
+        chunks: &mut [Chunk; MAX_CHUNKS],
+        nch: &mut usize,
+    ) -> (u64, u64, bool) {
         let (mut new_bytes, mut retx, mut any) = (0, 0, false);
         let mut tries = self.streams.len();
         while *nch < MAX_CHUNKS && b.remaining() > 24 && tries > 0 {
@@ -357,13 +447,24 @@ impl Connection {
             self.rr_cursor = id + 1;
             let s = self.streams.get_mut(&id).expect("found above");
             let room = b.remaining();
-            let ovh = 1 + varint_len(id) + varint_len(s.send.next.max(s.send.retx.first().map_or(0, |r| r.0))) + varint_len(room as u64);
+            let ovh = 1
+                + varint_len(id)
+                + varint_len(s.send.next.max(s.send.retx.first().map_or(0, |r| r.0)))
+                + varint_len(room as u64);
             if room <= ovh {
                 break;
             }
             let max = ((room - ovh) as u64).min(ZEROS.len() as u64);
-            let Some(c) = s.send.next_chunk(max, credit.min(s.credit.available())) else { continue };
-            let frame = Frame::Stream(StreamFrame { stream_id: id, offset: c.offset, data: &ZEROS[..c.len as usize], fin: c.fin, has_length: true });
+            let Some(c) = s.send.next_chunk(max, credit.min(s.credit.available())) else {
+                continue;
+            };
+            let frame = Frame::Stream(StreamFrame {
+                stream_id: id,
+                offset: c.offset,
+                data: &ZEROS[..c.len as usize],
+                fin: c.fin,
+                has_length: true,
+            });
             if b.push(&frame).is_err() {
                 // Undo: put it back as a retransmission.
                 s.send.on_lost(c.offset, c.len, c.fin);
@@ -376,7 +477,12 @@ impl Connection {
             } else {
                 retx += c.len;
             }
-            chunks[*nch] = Chunk::Stream { id, offset: c.offset, len: c.len as u32, fin: c.fin };
+            chunks[*nch] = Chunk::Stream {
+                id,
+                offset: c.offset,
+                len: c.len as u32,
+                fin: c.fin,
+            };
             *nch += 1;
             any = true;
         }
@@ -384,12 +490,20 @@ impl Connection {
     }
 
     /// §10.2.1: one CONNECTION_CLOSE in the highest space with keys.
-    fn transmit_close(&mut self, buf: &mut [u8], limit: usize, to: SocketAddr) -> Option<(usize, SocketAddr, Ecn)> {
+    fn transmit_close(
+        &mut self,
+        buf: &mut [u8],
+        limit: usize,
+        to: SocketAddr,
+    ) -> Option<(usize, SocketAddr, Ecn)> {
         if !self.close_pending || limit < MIN_PACKET_ROOM {
             return None;
         }
         self.close_pending = false;
-        let sp = (0..3).rev().find(|&sp| self.can_send_in(sp) && !(sp == 2 && self.role == Role::Client && !self.is_established()))?;
+        let sp = (0..3).rev().find(|&sp| {
+            self.can_send_in(sp)
+                && !(sp == 2 && self.role == Role::Client && !self.is_established())
+        })?;
         let code = match self.close {
             Some(super::CloseReason::Local { error_code }) => error_code,
             _ => 0,
@@ -399,9 +513,18 @@ impl Connection {
         let header = self.header(sp, tpn);
         let mut b = PacketBuilder::new(&mut buf[..limit], &header).ok()?;
         // §10.2.3: an application close in Initial/Handshake becomes a transport one.
-        let kind = if sp == 2 { CloseKind::Application } else { CloseKind::Transport { frame_type: 0 } };
+        let kind = if sp == 2 {
+            CloseKind::Application
+        } else {
+            CloseKind::Transport { frame_type: 0 }
+        };
         let code = if sp == 2 { code } else { 0x0c }; // APPLICATION_ERROR
-        b.push(&Frame::ConnectionClose(ConnectionClose { kind, error_code: code, reason: b"" })).ok()?;
+        b.push(&Frame::ConnectionClose(ConnectionClose {
+            kind,
+            error_code: code,
+            reason: b"",
+        }))
+        .ok()?;
         let n = b.finish().ok()?;
         self.spaces[sp].next_pn += 1;
         self.stats.datagrams_sent += 1;

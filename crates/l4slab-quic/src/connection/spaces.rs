@@ -23,10 +23,22 @@ use crate::wire::PnSpace;
 pub enum Chunk {
     #[default]
     None,
-    Crypto { offset: u64, len: u32 },
-    Stream { id: u64, offset: u64, len: u32, fin: bool },
-    MaxStreamData { id: u64 },
-    StreamDataBlocked { id: u64 },
+    Crypto {
+        offset: u64,
+        len: u32,
+    },
+    Stream {
+        id: u64,
+        offset: u64,
+        len: u32,
+        fin: bool,
+    },
+    MaxStreamData {
+        id: u64,
+    },
+    StreamDataBlocked {
+        id: u64,
+    },
 }
 
 /// Chunks a packet records; a packet carries at most this many.
@@ -47,7 +59,9 @@ pub enum SentState {
     Outstanding,
     Acked,
     /// Declared lost at this time; kept a while to notice a spurious loss.
-    Lost { at: Time },
+    Lost {
+        at: Time,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +84,10 @@ pub struct SentPacket {
 
 impl SentPacket {
     pub fn chunks(&self) -> impl Iterator<Item = Chunk> + '_ {
-        self.chunks.iter().copied().take_while(|c| *c != Chunk::None)
+        self.chunks
+            .iter()
+            .copied()
+            .take_while(|c| *c != Chunk::None)
     }
 }
 
@@ -157,7 +174,9 @@ impl PacketSpace {
             let done = match f.state {
                 SentState::Acked => true,
                 SentState::Lost { at } => at < lost_horizon,
-                SentState::Outstanding => !f.in_flight && self.largest_acked.is_some_and(|l| l >= f.pn),
+                SentState::Outstanding => {
+                    !f.in_flight && self.largest_acked.is_some_and(|l| l >= f.pn)
+                }
             };
             if !done {
                 break;

@@ -107,21 +107,50 @@ impl ConnectionStats {
     /// A human-readable multi-line summary.
     pub fn report(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "sent: {} datagrams, {} packets, {} bytes ({} stream bytes, {} retransmitted)",
-            self.datagrams_sent, self.packets_sent, self.bytes_sent, self.stream_bytes_sent, self.retransmitted_bytes);
+        let _ = writeln!(
+            s,
+            "sent: {} datagrams, {} packets, {} bytes ({} stream bytes, {} retransmitted)",
+            self.datagrams_sent,
+            self.packets_sent,
+            self.bytes_sent,
+            self.stream_bytes_sent,
+            self.retransmitted_bytes
+        );
         let _ = writeln!(s, "received: {} datagrams, {} packets, {} bytes ({} stream bytes in order); malformed {}, dropped {}, violations {}",
             self.datagrams_received, self.packets_received, self.bytes_received, self.stream_bytes_delivered,
             self.malformed, self.dropped_packets, self.protocol_violations);
         let _ = writeln!(s, "lost: {} packets ({} by packet threshold, {} by time threshold), {} bytes, {} spurious; PTOs {}, persistent congestion {}",
             self.packets_lost, self.lost_by_packet_threshold, self.lost_by_time_threshold, self.bytes_lost,
             self.spurious_losses, self.pto_count, self.persistent_congestion);
-        let _ = writeln!(s, "rtt: srtt {} min {} latest {}; cwnd {} B; congestion events: {} loss, {} CE",
-            self.srtt, self.min_rtt, self.latest_rtt, self.cwnd, self.congestion_events_loss, self.congestion_events_ce);
-        let _ = writeln!(s, "ecn: {} (sent ECT0 {} ECT1 {}, peer reported CE {}; received ECT0 {} ECT1 {} CE {})",
-            self.ecn_state.name(), self.ect0_sent, self.ect1_sent, self.ce_reported,
-            self.ect0_received, self.ect1_received, self.ce_received);
-        let hs = self.handshake_time.map_or_else(|| "-".to_string(), |d| d.to_string());
-        let _ = writeln!(s, "handshake: {hs}; 0-RTT bytes sent {} accepted {}", self.zero_rtt_bytes_sent, self.zero_rtt_bytes_accepted);
+        let _ = writeln!(
+            s,
+            "rtt: srtt {} min {} latest {}; cwnd {} B; congestion events: {} loss, {} CE",
+            self.srtt,
+            self.min_rtt,
+            self.latest_rtt,
+            self.cwnd,
+            self.congestion_events_loss,
+            self.congestion_events_ce
+        );
+        let _ = writeln!(
+            s,
+            "ecn: {} (sent ECT0 {} ECT1 {}, peer reported CE {}; received ECT0 {} ECT1 {} CE {})",
+            self.ecn_state.name(),
+            self.ect0_sent,
+            self.ect1_sent,
+            self.ce_reported,
+            self.ect0_received,
+            self.ect1_received,
+            self.ce_received
+        );
+        let hs = self
+            .handshake_time
+            .map_or_else(|| "-".to_string(), |d| d.to_string());
+        let _ = writeln!(
+            s,
+            "handshake: {hs}; 0-RTT bytes sent {} accepted {}",
+            self.zero_rtt_bytes_sent, self.zero_rtt_bytes_accepted
+        );
         s
     }
 }

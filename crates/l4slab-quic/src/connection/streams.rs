@@ -80,7 +80,9 @@ impl SendBuf {
 
     /// Whether a frame could go, with `credit` bytes of new data allowed.
     pub fn has_data(&self, credit: u64) -> bool {
-        !self.retx.is_empty() || (self.next < self.written && credit > 0) || (self.fin_pending && self.next == self.written)
+        !self.retx.is_empty()
+            || (self.next < self.written && credit > 0)
+            || (self.fin_pending && self.next == self.written)
     }
 
     /// The next chunk of at most `max` bytes; `credit` bounds new data.
@@ -90,14 +92,24 @@ impl SendBuf {
             if fin {
                 self.fin_pending = false;
             }
-            return Some(SendChunk { offset: s, len: e - s, fin, new: false });
+            return Some(SendChunk {
+                offset: s,
+                len: e - s,
+                fin,
+                new: false,
+            });
         }
         let len = max.min(self.written - self.next).min(credit);
         let fin = self.fin_pending && self.next + len == self.written;
         if len == 0 && !fin {
             return None;
         }
-        let c = SendChunk { offset: self.next, len, fin, new: true };
+        let c = SendChunk {
+            offset: self.next,
+            len,
+            fin,
+            new: true,
+        };
         self.next += len;
         if fin {
             self.fin_pending = false;
@@ -125,7 +137,13 @@ impl SendBuf {
                 s = acked_end;
                 continue;
             }
-            let next_acked = self.acked.iter().map(|(a, _)| a).find(|&a| a > s).unwrap_or(end).min(end);
+            let next_acked = self
+                .acked
+                .iter()
+                .map(|(a, _)| a)
+                .find(|&a| a > s)
+                .unwrap_or(end)
+                .min(end);
             self.retx.insert(s, next_acked);
             s = next_acked;
         }
@@ -243,14 +261,22 @@ mod tests {
 
     #[test]
     fn retransmit_skips_acked_and_reassembly_is_per_offset() {
-        let mut s = SendBuf { written: 3000, fin: true, fin_pending: true, ..Default::default() };
+        let mut s = SendBuf {
+            written: 3000,
+            fin: true,
+            fin_pending: true,
+            ..Default::default()
+        };
         let a = s.next_chunk(1000, u64::MAX).unwrap();
         let b = s.next_chunk(1000, u64::MAX).unwrap();
         let c = s.next_chunk(1000, u64::MAX).unwrap();
         assert!(c.fin && !a.fin);
         s.on_acked(b.offset + 200, 100, false);
         s.on_lost(a.offset, 2000, false);
-        assert_eq!(s.retx.iter().collect::<Vec<_>>(), vec![(0, 1200), (1300, 2000)]);
+        assert_eq!(
+            s.retx.iter().collect::<Vec<_>>(),
+            vec![(0, 1200), (1300, 2000)]
+        );
         let mut r = RecvBuf::default();
         assert_eq!(r.on_data(1000, 1000, false), Ok(0));
         assert_eq!(r.on_data(2000, 1000, true), Ok(0));
