@@ -1,0 +1,662 @@
+//! A sans-IO QUIC-style connection (RFC 9000 / 9002, no TLS) implementing
+//! [`DatagramEndpoint`], so the simulator and the real UDP driver
+//! (`l4slab-udp`) both drive it.
+//!
+//! Files, one concern each:
+//! * [`handshake`]: the TLS-less handshake state machine, its CRYPTO
+//!   stand-in messages, transport parameters, 0-RTT tickets, key discard.
+//! * [`spaces`]: the three packet number spaces and the sent-packet record.
+//! * [`ack`]: what arrived and when to acknowledge it (§13.2).
+//! * [`recovery`]: RFC 9002 loss detection, PTO, persistent congestion and
+//!   the congestion-controller glue (l4slab-cc, shared with the TCP model).
+//! * [`rtt`]: RFC 9002 §5. [`ecn`]: §13.4.2 validation. [`pacing`]: §7.7.
+//! * [`streams`], [`flow_control`]: §2–§4. [`send`], [`recv`]: building and
+//!   parsing packets. [`stats`]: [`ConnectionStats`].
+//!
+//! Determinism: no clock, no global RNG; the same calls give the same bytes.
+//! The only RNG is the controller's [`SimRng`] stream, derived from
+//! [`ConnectionConfig::seed`].
+
+pub mod ack;
+pub mod ecn;
+pub mod flow_control;
+pub mod handshake;
+pub mod pacing;
+pub mod ranges;
+pub mod rate;
+mod recovery;
+mod recv;
+pub mod rtt;
+mod send;
+pub mod spaces;
+pub mod stats;
+pub mod streams;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+
+use l4slab_cc::{CcOptions, CongestionControl, EcnCodepoint, ParamValue};
+use l4slab_core::datagram::DatagramEndpoint;
+use l4slab_core::{Dur, Ecn, NullTracer, SimRng, Time};
+
+pub use ecn::{EcnFailure, EcnState};
+pub use handshake::{HandshakeState, ResumptionTicket, TransportParams};
+pub use stats::ConnectionStats;
+pub use streams::StreamId;
+
+use ecn::EcnValidator;
+use flow_control::{RecvWindow, SendCredit};
+use pacing::Pacer;
+use rate::RateEstimator;
+use rtt::RttEstimator;
+use spaces::PacketSpace;
+use streams::Stream;
+
+use crate::wire::PnSpace;
+
+/// Length of the connection IDs l4slab issues.
+pub const CID_LEN: usize = 8;
+
+/// Connection parameters. Defaults follow RFC 9000/9002 (see
+/// `docs/models/quic.md` for sources).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionConfig {
+    /// Any `l4slab_cc::CC_NAMES` entry: reno, cubic, dctcp, prague, bbr, bbr3.
+    pub cc: String,
+    /// RFC 9000 §14: the smallest allowed maximum datagram size is 1200.
+    pub max_datagram_size: usize,
+    /// Bytes; `None`: RFC 9002 §7.2 `min(10*mds, max(14720, 2*mds))`.
+    pub initial_window: Option<u64>,
+    /// Send ECT (the controller's codepoint: ECT(1) for prague and dctcp,
+    /// ECT(0) otherwise) and validate it (§13.4.2).
+    pub ecn: bool,
+    /// RFC 9000 §18.2: max_ack_delay default 25 ms. Used for our own delayed
+    /// ACKs and assumed for the peer.
+    pub max_ack_delay: Dur,
+    /// §18.2 initial_max_data: connection receive window (bytes).
+    pub max_data: u64,
+    /// §18.2 initial_max_stream_data_bidi_*: per-stream receive window.
+    pub max_stream_data: u64,
+    /// Per-stream send buffer: `write` accepts at most this much unacked data.
+    pub send_buffer: u64,
+    /// §18.2 initial_max_streams_bidi: concurrent peer-initiated streams.
+    pub max_streams_bidi: u64,
+    /// §10.1 max_idle_timeout; the effective value is at least 3 PTOs.
+    pub idle_timeout: Dur,
+    /// Bytes of the certificate stand-in in the server's Handshake flight.
+    pub certificate_len: usize,
+    /// Server: the key its tickets carry; a client ticket matching it is
+    /// accepted for 0-RTT.
+    pub ticket_key: u64,
+    /// Server: accept 0-RTT with a valid ticket.
+    pub accept_zero_rtt: bool,
+    /// Seed for the connection IDs and the controller's RNG stream.
+    pub seed: u64,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            cc: "cubic".into(),
+            max_datagram_size: 1200,
+            initial_window: None,
+            ecn: true,
+            max_ack_delay: Dur::from_millis(25),
+            max_data: 16 << 20,
+            max_stream_data: 4 << 20,
+            send_buffer: 4 << 20,
+            max_streams_bidi: 100,
+            idle_timeout: Dur::from_secs(30),
+            certificate_len: 1000,
+            ticket_key: 0x4c34_534c_4142_0001,
+            accept_zero_rtt: true,
+            seed: 1,
+        }
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cc: {0:?} is not a congestion controller; use one of reno, cubic, dctcp, prague, bbr, bbr3")]
+    UnknownCc(String),
+    #[error("max_datagram_size: {0} is outside 1200..=16383 (RFC 9000 §14: at least 1200)")]
+    DatagramSize(usize),
+    #[error("initial_window: {0} bytes is below 2 datagrams (RFC 9002 §7.2 kMinimumWindow)")]
+    InitialWindow(u64),
+    #[error("{0}: must be positive")]
+    Zero(&'static str),
+}
+
+/// What the application hears (see [`Connection::poll_event`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Client: the server's flight was processed and Finished sent (1-RTT
+    /// data may flow). Server: the client's Finished arrived.
+    Connected,
+    ZeroRttAccepted,
+    /// The client's 0-RTT data will be sent again in 1-RTT packets.
+    ZeroRttRejected,
+    /// The peer opened a stream.
+    StreamOpened(StreamId),
+    /// Bytes that became readable in order on a stream (content not simulated).
+    StreamData {
+        id: StreamId,
+        new_in_order_bytes: u64,
+    },
+    /// The peer's FIN and all data before it arrived.
+    StreamFinished(StreamId),
+    Closed(CloseReason),
+}
+
+/// Why the connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// [`Connection::close`] was called.
+    Local { error_code: u64 },
+    /// The peer sent CONNECTION_CLOSE.
+    Peer { error_code: u64, application: bool },
+    /// RFC 9000 §10.1.
+    IdleTimeout,
+}
+
+/// Why a stream operation was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    #[error("the peer's stream limit ({0} bidirectional streams) is reached")]
+    StreamLimit(u64),
+    #[error("the peer's limits are not known yet (no ticket and handshake not complete)")]
+    LimitsUnknown,
+    #[error("{0} does not exist (never opened, or closed)")]
+    UnknownStream(StreamId),
+    #[error("{0} is already finished")]
+    Finished(StreamId),
+    #[error("the connection is closing or closed")]
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Client,
+    Server,
+}
+
+/// 0-RTT from this endpoint's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZeroRtt {
+    None,
+    /// Client: sending 0-RTT data, verdict pending.
+    Sending,
+    Accepted,
+    Rejected,
+}
+
+/// One QUIC-style connection endpoint.
+#[derive(Debug)]
+pub struct Connection {
+    cfg: ConnectionConfig,
+    role: Role,
+    state: HandshakeState,
+    start: Time,
+    now: Time,
+    local_cid: [u8; CID_LEN],
+    peer_cid: [u8; CID_LEN],
+    /// The client's first Destination CID (also accepted by the server).
+    original_dcid: [u8; CID_LEN],
+    peer_addr: Option<SocketAddr>,
+    spaces: [PacketSpace; 3],
+    /// Handshake keys installed (client: ServerHello processed).
+    handshake_keys: bool,
+    rtt: RttEstimator,
+    /// When the first RTT sample was taken (§7.6.2).
+    first_rtt_sample: Option<Time>,
+    cc: Box<dyn CongestionControl>,
+    /// Scalable CE response (AckEvent::ce_bytes) rather than a classic one.
+    scalable_ecn: bool,
+    rng: SimRng,
+    tracer: NullTracer,
+    pacer: Pacer,
+    pacing_wakeup: Option<Time>,
+    ecn: EcnValidator,
+    rate: RateEstimator,
+    pto_count: u32,
+    /// RFC 9002 §7.3.2 congestion_recovery_start_time.
+    recovery_start: Option<Time>,
+    in_recovery: bool,
+    ce_carry: u64,
+    cwnd_limited: bool,
+    /// Client: a Handshake packet of ours was acked (peer validated us).
+    handshake_acked: bool,
+    streams: BTreeMap<u64, Stream>,
+    rr_cursor: u64,
+    next_local_stream: u64,
+    /// The peer's MAX_STREAMS for our bidirectional streams.
+    peer_max_streams: u64,
+    /// Our MAX_STREAMS for the peer's.
+    local_max_streams: u64,
+    max_streams_pending: bool,
+    /// Peer-initiated streams seen (index of the next new one).
+    peer_streams_opened: u64,
+    conn_credit: SendCredit,
+    conn_window: RecvWindow,
+    peer_params: Option<TransportParams>,
+    /// Client: the ticket it was built with, then the one the server sent.
+    ticket: Option<ResumptionTicket>,
+    zero_rtt: ZeroRtt,
+    handshake_done_pending: bool,
+    new_token_pending: bool,
+    address_validated: bool,
+    amp_received: u64,
+    amp_sent: u64,
+    close: Option<CloseReason>,
+    close_pending: bool,
+    closing_until: Option<Time>,
+    idle_deadline: Time,
+    /// No ack-eliciting packet sent since the last one received (§10.1).
+    idle_restart_on_send: bool,
+    events: VecDeque<Event>,
+    done: bool,
+    stats: ConnectionStats,
+}
+
+fn cid(seed: u64, label: &str) -> [u8; CID_LEN] {
+    SimRng::derive(seed, label).next_u64().to_be_bytes()
+}
+
+impl Connection {
+    /// A client talking to `server`. With `ticket` (from an earlier
+    /// connection's [`Connection::resumption_ticket`]) it sends 0-RTT data
+    /// written before the handshake completes in its first flight.
+    pub fn client(
+        cfg: ConnectionConfig,
+        now: Time,
+        server: SocketAddr,
+        ticket: Option<ResumptionTicket>,
+    ) -> Result<Self, ConfigError> {
+        let mut c = Self::new(cfg, now, Role::Client)?;
+        c.peer_addr = Some(server);
+        c.original_dcid = cid(c.cfg.seed, "quic.client.odcid");
+        c.peer_cid = c.original_dcid;
+        c.address_validated = true;
+        if let Some(t) = ticket {
+            // RFC 9000 §7.4.1: 0-RTT uses the remembered transport parameters.
+            c.apply_peer_params(t.params);
+            c.zero_rtt = ZeroRtt::Sending;
+            c.ticket = Some(t);
+        }
+        c.start_client_handshake();
+        Ok(c)
+    }
+
+    /// A server; it learns its peer from the first datagram.
+    pub fn server(cfg: ConnectionConfig, now: Time) -> Result<Self, ConfigError> {
+        Self::new(cfg, now, Role::Server)
+    }
+
+    fn new(cfg: ConnectionConfig, now: Time, role: Role) -> Result<Self, ConfigError> {
+        let mds = cfg.max_datagram_size;
+        if !(1200..=16383).contains(&mds) {
+            return Err(ConfigError::DatagramSize(mds));
+        }
+        let mds64 = mds as u64;
+        // RFC 9002 §7.2: "min(10 * max_datagram_size, max(14720, 2 * max_datagram_size))".
+        let iw = cfg
+            .initial_window
+            .unwrap_or((10 * mds64).min(14720.max(2 * mds64)));
+        if iw < 2 * mds64 {
+            return Err(ConfigError::InitialWindow(iw));
+        }
+        for (v, name) in [
+            (cfg.max_data, "max_data"),
+            (cfg.max_stream_data, "max_stream_data"),
+            (cfg.send_buffer, "send_buffer"),
+            (cfg.max_streams_bidi, "max_streams_bidi"),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::Zero(name));
+            }
+        }
+        let mut opts =
+            CcOptions::defaults(&cfg.cc).ok_or_else(|| ConfigError::UnknownCc(cfg.cc.clone()))?;
+        if cfg.cc == "dctcp" {
+            // L4S DCTCP: ECT(1) (Linux dctcp_ect = 1).
+            opts.set("ect1", ParamValue::Flag(true));
+        }
+        let cc = opts.build(mds64, iw.div_ceil(mds64));
+        let (codepoint, scalable) = match cc.ecn_codepoint() {
+            EcnCodepoint::NotEct => (Ecn::Ect0, false),
+            EcnCodepoint::Ect0 => (Ecn::Ect0, true),
+            EcnCodepoint::Ect1 => (Ecn::Ect1, true),
+        };
+        let label = match role {
+            Role::Client => "quic.client",
+            Role::Server => "quic.server",
+        };
+        let conn = Connection {
+            role,
+            state: match role {
+                Role::Client => HandshakeState::ClientHelloSent,
+                Role::Server => HandshakeState::AwaitingClientHello,
+            },
+            start: now,
+            now,
+            local_cid: cid(cfg.seed, label),
+            peer_cid: [0; CID_LEN],
+            original_dcid: [0; CID_LEN],
+            peer_addr: None,
+            spaces: [
+                PacketSpace::new(PnSpace::Initial),
+                PacketSpace::new(PnSpace::Handshake),
+                PacketSpace::new(PnSpace::ApplicationData),
+            ],
+            handshake_keys: false,
+            rtt: RttEstimator::default(),
+            first_rtt_sample: None,
+            cc,
+            scalable_ecn: scalable,
+            rng: SimRng::derive(cfg.seed, label),
+            tracer: NullTracer,
+            pacer: Pacer::new(iw, now),
+            pacing_wakeup: None,
+            ecn: EcnValidator::new(cfg.ecn, codepoint),
+            rate: RateEstimator::default(),
+            pto_count: 0,
+            recovery_start: None,
+            in_recovery: false,
+            ce_carry: 0,
+            cwnd_limited: false,
+            handshake_acked: false,
+            streams: BTreeMap::new(),
+            rr_cursor: 0,
+            next_local_stream: 0,
+            peer_max_streams: 0,
+            local_max_streams: cfg.max_streams_bidi,
+            max_streams_pending: false,
+            peer_streams_opened: 0,
+            conn_credit: SendCredit::new(0),
+            conn_window: RecvWindow::new(cfg.max_data),
+            peer_params: None,
+            ticket: None,
+            zero_rtt: ZeroRtt::None,
+            handshake_done_pending: false,
+            new_token_pending: false,
+            address_validated: false,
+            amp_received: 0,
+            amp_sent: 0,
+            close: None,
+            close_pending: false,
+            closing_until: None,
+            idle_deadline: now + cfg.idle_timeout,
+            idle_restart_on_send: true,
+            events: VecDeque::new(),
+            done: false,
+            stats: ConnectionStats::default(),
+            cfg,
+        };
+        Ok(conn)
+    }
+
+    // ------------------------------------------------------------ app API
+
+    /// Open a bidirectional stream (§2.1 IDs: client 0, 4, 8...; server 1, 5...).
+    pub fn open_stream(&mut self) -> Result<StreamId, StreamError> {
+        if self.close.is_some() {
+            return Err(StreamError::Closed);
+        }
+        let Some(p) = self.peer_params else {
+            return Err(StreamError::LimitsUnknown);
+        };
+        if self.role == Role::Server && !self.is_established() {
+            return Err(StreamError::LimitsUnknown);
+        }
+        // §4.6: "An endpoint MUST NOT open more streams than permitted by
+        // the current stream limit set by its peer."
+        if self.next_local_stream >= self.peer_max_streams {
+            return Err(StreamError::StreamLimit(self.peer_max_streams));
+        }
+        let id = StreamId::bidi(self.role == Role::Client, self.next_local_stream);
+        self.next_local_stream += 1;
+        self.streams.insert(
+            id.0,
+            Stream::new(id, p.max_stream_data, self.cfg.max_stream_data),
+        );
+        Ok(id)
+    }
+
+    /// Queue `bytes` on `stream`; returns how many the send buffer accepted.
+    pub fn write(&mut self, stream: StreamId, bytes: u64) -> Result<u64, StreamError> {
+        if self.close.is_some() {
+            return Err(StreamError::Closed);
+        }
+        let buf = self.cfg.send_buffer;
+        let s = self
+            .streams
+            .get_mut(&stream.0)
+            .ok_or(StreamError::UnknownStream(stream))?;
+        if s.send.fin {
+            return Err(StreamError::Finished(stream));
+        }
+        let n = bytes.min(buf.saturating_sub(s.send.unacked()));
+        s.send.written += n;
+        Ok(n)
+    }
+
+    /// No more data on `stream`: send FIN after what is written.
+    pub fn finish(&mut self, stream: StreamId) -> Result<(), StreamError> {
+        let s = self
+            .streams
+            .get_mut(&stream.0)
+            .ok_or(StreamError::UnknownStream(stream))?;
+        if s.send.fin {
+            return Err(StreamError::Finished(stream));
+        }
+        s.send.fin = true;
+        s.send.fin_pending = true;
+        Ok(())
+    }
+
+    /// Bytes written to `stream` and not yet acknowledged in order.
+    pub fn unacked(&self, stream: StreamId) -> Option<u64> {
+        self.streams.get(&stream.0).map(|s| s.send.unacked())
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Close gracefully: CONNECTION_CLOSE, then 3 PTOs of closing (§10.2).
+    pub fn close(&mut self, now: Time, error_code: u64) {
+        if self.close.is_some() {
+            return;
+        }
+        let reason = CloseReason::Local { error_code };
+        self.close = Some(reason);
+        self.close_pending = true;
+        self.closing_until = Some(now + self.rtt.pto_base() * 3);
+        self.transition_to(HandshakeState::Closing);
+        self.events.push_back(Event::Closed(reason));
+    }
+
+    // ------------------------------------------------------------ queries
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub fn state(&self) -> HandshakeState {
+        self.state
+    }
+
+    /// Application data may flow (client: handshake complete; server: confirmed).
+    pub fn is_established(&self) -> bool {
+        matches!(
+            self.state,
+            HandshakeState::Complete | HandshakeState::Confirmed
+        )
+    }
+
+    pub fn zero_rtt(&self) -> ZeroRtt {
+        self.zero_rtt
+    }
+
+    /// Client: the ticket the server issued (NEW_TOKEN), for a later 0-RTT.
+    pub fn resumption_ticket(&self) -> Option<ResumptionTicket> {
+        self.ticket.filter(|_| self.role == Role::Client)
+    }
+
+    pub fn ecn_state(&self) -> EcnState {
+        self.ecn.state()
+    }
+
+    /// The sending window in bytes: the controller's, floored at RFC 9002
+    /// §7.2 kMinimumWindow = 2 datagrams.
+    pub fn cwnd(&self) -> u64 {
+        self.cc.cwnd().max(2 * self.mds())
+    }
+
+    pub fn cc(&self) -> &dyn CongestionControl {
+        self.cc.as_ref()
+    }
+
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.spaces.iter().map(|s| s.bytes_in_flight).sum()
+    }
+
+    pub fn srtt(&self) -> Option<Dur> {
+        self.rtt.has_sample().then(|| self.rtt.smoothed())
+    }
+
+    /// Counters, with the RTT, cwnd and ECN snapshot filled in.
+    pub fn stats(&self) -> ConnectionStats {
+        let mut s = self.stats.clone();
+        s.srtt = self.srtt().unwrap_or_default();
+        s.min_rtt = self.rtt.min();
+        s.latest_rtt = self.rtt.latest();
+        s.cwnd = self.cwnd();
+        s.ecn_state = self.ecn.state();
+        s
+    }
+
+    /// [`ConnectionStats::report`] of [`Connection::stats`].
+    pub fn report(&self) -> String {
+        self.stats().report()
+    }
+
+    fn mds(&self) -> u64 {
+        self.cfg.max_datagram_size as u64
+    }
+
+    /// §10.1: "the effective value ... is ... at least three times the current PTO".
+    fn idle_timeout(&self) -> Dur {
+        self.cfg.idle_timeout.max(self.rtt.pto_base() * 3)
+    }
+
+    fn push_event(&mut self, ev: Event) {
+        // Merge consecutive data events for one stream (bounded queue).
+        if let (
+            Event::StreamData {
+                id,
+                new_in_order_bytes: n,
+            },
+            Some(Event::StreamData {
+                id: last,
+                new_in_order_bytes: m,
+            }),
+        ) = (ev, self.events.back_mut())
+        {
+            if *last == id {
+                *m += n;
+                return;
+            }
+        }
+        self.events.push_back(ev);
+    }
+
+    fn enter_draining(&mut self, now: Time, reason: CloseReason) {
+        if self.close.is_none() {
+            self.close = Some(reason);
+            self.events.push_back(Event::Closed(reason));
+        }
+        if !matches!(
+            self.state,
+            HandshakeState::Draining | HandshakeState::Closed
+        ) {
+            self.transition_to(HandshakeState::Draining);
+            // §10.2.2: the draining state lasts "at least three times the current PTO".
+            self.closing_until = Some(now + self.rtt.pto_base() * 3);
+        }
+    }
+
+    fn terminate(&mut self) {
+        if self.state != HandshakeState::Closed {
+            self.transition_to(HandshakeState::Closed);
+        }
+        self.done = true;
+    }
+}
+
+impl DatagramEndpoint for Connection {
+    fn handle_datagram(&mut self, now: Time, from: SocketAddr, data: &[u8], ecn: Ecn) {
+        self.now = self.now.max(now);
+        self.on_datagram(now, from, data, ecn);
+    }
+
+    fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<(usize, SocketAddr, Ecn)> {
+        self.now = self.now.max(now);
+        self.transmit(now, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        if self.done {
+            return None;
+        }
+        if let Some(t) = self.closing_until {
+            return Some(t);
+        }
+        let mut t = self.idle_deadline;
+        let mut min = |x: Option<Time>| {
+            if let Some(x) = x {
+                t = t.min(x);
+            }
+        };
+        min(self.loss_detection_timer());
+        for s in &self.spaces {
+            if !s.discarded {
+                min(s.rx.deadline());
+            }
+        }
+        min(self.pacing_wakeup);
+        Some(t)
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.now = self.now.max(now);
+        if self.done {
+            return;
+        }
+        if let Some(until) = self.closing_until {
+            if now >= until {
+                self.terminate();
+            }
+            return;
+        }
+        if now >= self.idle_deadline {
+            // §10.1: "the connection is silently closed and its state is discarded".
+            self.close = Some(CloseReason::IdleTimeout);
+            self.events
+                .push_back(Event::Closed(CloseReason::IdleTimeout));
+            self.terminate();
+            return;
+        }
+        if self.pacing_wakeup.is_some_and(|t| t <= now) {
+            self.pacing_wakeup = None;
+        }
+        if self.loss_detection_timer().is_some_and(|t| t <= now) {
+            self.on_loss_detection_timeout(now);
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
