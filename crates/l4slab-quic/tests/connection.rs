@@ -600,7 +600,7 @@ fn recorded_datagrams() -> Vec<(Side, Vec<u8>)> {
                 let _ = sim.c.write(id, 3000);
             }
         }
-        sim.now = sim.now + Dur::from_nanos(5 * MS);
+        sim.now += Dur::from_nanos(5 * MS);
     }
     out
 }

@@ -346,20 +346,19 @@ impl Connection {
                 }
                 self.events.push_back(Event::Connected);
             }
-            (Role::Server, HandshakeState::ServerFlightSent) => {
+            (Role::Server, HandshakeState::ServerFlightSent)
                 if self
                     .message(PnSpace::Handshake)
-                    .is_some_and(|m| m.ty == MSG_CLIENT_FINISHED)
-                {
-                    self.transition_to(HandshakeState::Confirmed);
-                    self.stats.handshake_time = Some(now.saturating_since(self.start));
-                    // RFC 9001 §4.9.2: "the server MUST send a HANDSHAKE_DONE
-                    // frame as soon as the handshake is complete".
-                    self.handshake_done_pending = true;
-                    self.new_token_pending = true;
-                    self.discard_space(PnSpace::Handshake);
-                    self.events.push_back(Event::Connected);
-                }
+                    .is_some_and(|m| m.ty == MSG_CLIENT_FINISHED) =>
+            {
+                self.transition_to(HandshakeState::Confirmed);
+                self.stats.handshake_time = Some(now.saturating_since(self.start));
+                // RFC 9001 §4.9.2: "the server MUST send a HANDSHAKE_DONE
+                // frame as soon as the handshake is complete".
+                self.handshake_done_pending = true;
+                self.new_token_pending = true;
+                self.discard_space(PnSpace::Handshake);
+                self.events.push_back(Event::Connected);
             }
             _ => {}
         }

@@ -200,11 +200,9 @@ impl Connection {
         if new_ce > 0 {
             let largest_sent = largest_newly.map_or(now, |p| p.time_sent);
             if self.scalable_ecn {
-                let avg = if acked_packets > 0 {
-                    acked_bytes / acked_packets
-                } else {
-                    self.mds()
-                };
+                let avg = acked_bytes
+                    .checked_div(acked_packets)
+                    .unwrap_or_else(|| self.mds());
                 self.ce_carry += new_ce * avg;
             } else if !self.in_congestion_recovery(largest_sent) {
                 // RFC 9002 B.7 OnCongestionEvent via ProcessECN: a new period.

@@ -76,13 +76,14 @@ impl Connection {
             self.stats.dropped_packets += 1;
             return false;
         }
-        if self.role == Role::Server && self.state == HandshakeState::AwaitingClientHello {
-            if ty != PacketType::Initial || datagram_len < MIN_INITIAL_DATAGRAM {
-                // §14.1: "A server MUST discard an Initial packet that is carried
-                // in a UDP datagram with a payload that is smaller than 1200".
-                self.stats.dropped_packets += 1;
-                return false;
-            }
+        if self.role == Role::Server
+            && self.state == HandshakeState::AwaitingClientHello
+            && (ty != PacketType::Initial || datagram_len < MIN_INITIAL_DATAGRAM)
+        {
+            // §14.1: "A server MUST discard an Initial packet that is carried
+            // in a UDP datagram with a payload that is smaller than 1200".
+            self.stats.dropped_packets += 1;
+            return false;
         }
         // Validate every frame before acting on any.
         let mut eliciting = false;
