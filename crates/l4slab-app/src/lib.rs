@@ -34,6 +34,7 @@ pub mod cbr;
 pub mod cloud_gaming;
 pub mod frames;
 pub mod ping;
+pub mod quic;
 pub mod rate_control;
 pub mod rtp;
 pub mod screen_share;
@@ -69,6 +70,12 @@ impl Datagram {
 pub trait FlowIo: AppIo {
     /// Send a datagram from this side to the other.
     fn send_datagram(&mut self, dg: Datagram);
+    /// Send a UDP datagram whose payload is `data` (bytes the backend
+    /// carries to the other side's [`FlowApp::on_bytes`]), with IP-ECN `ecn`.
+    fn send_bytes(&mut self, data: &[u8], ecn: Ecn) {
+        let _ = (data, ecn);
+        unimplemented!("this backend does not carry byte datagrams")
+    }
 }
 
 /// Receives the values an app reports for one sampling interval.
@@ -105,6 +112,11 @@ pub trait FlowApp: fmt::Debug + Send {
     /// A datagram arrived at `side`.
     fn on_datagram(&mut self, now: Time, side: Role, dg: Datagram, io: &mut dyn FlowIo) {
         let _ = (now, side, dg, io);
+    }
+    /// A datagram sent with [`FlowIo::send_bytes`] arrived at `side` with
+    /// IP-ECN field `ecn` (as the network left it).
+    fn on_bytes(&mut self, now: Time, side: Role, data: &[u8], ecn: Ecn, io: &mut dyn FlowIo) {
+        let _ = (now, side, data, ecn, io);
     }
     /// What the app measured, for `summary.json` (`flows.<name>.app_metrics`);
     /// `Null` when it has nothing beyond the transport's own figures.

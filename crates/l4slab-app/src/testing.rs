@@ -17,6 +17,8 @@ pub struct FakeSock {
     pub wake: Option<Time>,
     pub finished: bool,
     pub datagrams: Vec<Datagram>,
+    /// Byte datagrams sent ([`FlowIo::send_bytes`]).
+    pub bytes: Vec<(Vec<u8>, l4slab_core::Ecn)>,
 }
 
 impl FakeSock {
@@ -31,6 +33,7 @@ impl FakeSock {
             wake: None,
             finished: false,
             datagrams: Vec::new(),
+            bytes: Vec::new(),
         }
     }
 }
@@ -62,6 +65,9 @@ impl AppIo for FakeSock {
 impl FlowIo for FakeSock {
     fn send_datagram(&mut self, dg: Datagram) {
         self.datagrams.push(dg);
+    }
+    fn send_bytes(&mut self, data: &[u8], ecn: l4slab_core::Ecn) {
+        self.bytes.push((data.to_vec(), ecn));
     }
 }
 

@@ -208,6 +208,10 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
             (t.tlp != defaults.tlp, "tlp (kernel: tcp_early_retrans = 3)"),
             (t.frto != defaults.frto, "frto (kernel: tcp_frto = 2)"),
             (t.undo != defaults.undo, "undo (kernel: always)"),
+            (
+                t.fastopen != defaults.fastopen,
+                "fastopen (the emulator does not set TCP_FASTOPEN yet)",
+            ),
             (t.dsack != defaults.dsack, "dsack (kernel: tcp_dsack = 1)"),
             (
                 t.pacing != defaults.pacing,

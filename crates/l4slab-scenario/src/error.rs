@@ -360,6 +360,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "rto_formula") => r#""rfc6298""#,
         (_, "pacing") => "true",
         (_, "tlp" | "frto" | "undo" | "dsack") => "false",
+        (_, "fastopen") => "true",
         (_, "send_buffer") => r#""4MiB""#,
         (_, "notsent_lowat") => r#""128KiB""#,
         (_, "receive_buffer") => r#""6MiB""#,

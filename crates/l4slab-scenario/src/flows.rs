@@ -356,6 +356,7 @@ fn resolve_transport(
         (raw.undo, &mut t.undo),
         (raw.dsack, &mut t.dsack),
         (raw.pacing, &mut t.pacing),
+        (raw.fastopen, &mut t.fastopen),
     ] {
         if let Some(b) = raw {
             *spec = b;

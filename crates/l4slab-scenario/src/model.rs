@@ -599,6 +599,13 @@ pub struct TransportSpec {
     /// IP-ECN codepoint on data once ECN is negotiated, instead of the
     /// congestion control's (`ect0`, `ect1`, `not_ect`); `None` = the controller's.
     pub ecn_codepoint: Option<l4slab_core::Ecn>,
+    /// TCP Fast Open (RFC 7413): the client asks for a cookie, then sends its
+    /// first write in the SYN; the server accepts it (Linux sysctl
+    /// `net.ipv4.tcp_fastopen` = 0x1 client / 0x2 server, used by the app
+    /// through `TCP_FASTOPEN_CONNECT` or `sendto(MSG_FASTOPEN)`, and the
+    /// `TCP_FASTOPEN` listen option). Default off (Linux `tcp_fastopen` = 1
+    /// enables the client side, but only for apps that ask).
+    pub fastopen: bool,
 }
 
 impl Default for TransportSpec {
@@ -619,6 +626,7 @@ impl Default for TransportSpec {
             notsent_lowat: None,
             receive_buffer: 6 * 1024 * 1024,
             ecn_codepoint: None,
+            fastopen: false,
         }
     }
 }

@@ -269,6 +269,7 @@ pub struct RawTransport {
     pub notsent_lowat: Option<Value>,
     pub receive_buffer: Option<Value>,
     pub ecn_codepoint: Option<Value>,
+    pub fastopen: Option<bool>,
 }
 
 /// `{ kind = "none" }` (loss) or `{ kind = "bulk" }` (app): no parameters.

@@ -256,6 +256,7 @@ const CASES: &[Case] = &[
     set(&["flows[0].transport.delayed_ack_timeout=0ms"], "flows[0].transport.delayed_ack_timeout", BadValue, "must be greater than zero; write e.g. \"40ms\""),
     set(&["flows[0].transport.min_rto=fast"], "flows[0].transport.min_rto", BadValue, "write e.g. \"200ms\""),
     set(&["flows[0].transport.pacing=yes"], "flows[0].transport.pacing", WrongType, "expected true or false"),
+    set(&["flows[0].transport.fastopen=1"], "flows[0].transport.fastopen", WrongType, "expected true or false, found an integer (1); write e.g. true"),
     set(&["flows[0].transport.send_buffer=1KB"], "flows[0].transport.send_buffer", Conflict, "1000 B is smaller than one segment (mss = 1448 B)"),
     set(&["flows[0].transport.receive_buffer=1KB"], "flows[0].transport.receive_buffer", Conflict, "smaller than one segment"),
     set(&["flows[0].transport.send_buffer=1MiB", "flows[0].transport.notsent_lowat=2MiB"], "flows[0].transport.notsent_lowat", Conflict, "2097152 B is larger than send_buffer (1048576 B)"),

@@ -141,6 +141,7 @@ pacing = true
 send_buffer = "1MiB"
 notsent_lowat = "128KiB"
 receive_buffer = "2MiB"
+fastopen = true
 
 [[flows]]
 name = "backup"
@@ -230,6 +231,7 @@ app = "bulk"
             notsent_lowat: Some(128 << 10),
             receive_buffer: 2 << 20,
             ecn_codepoint: None,
+            fastopen: true,
         }
     );
     let backup = &s.flows[1];

@@ -31,7 +31,9 @@ use l4slab_link::{Bottleneck, DelayLine};
 use l4slab_pcap::Point;
 use l4slab_scenario::Scenario;
 use l4slab_transport::app::{AppIo, EndpointIo};
-use l4slab_transport::{AppEvent, Endpoint, EndpointCtx, Role, SocketInfo, Transmit};
+use l4slab_transport::{
+    AppEvent, Endpoint, EndpointCtx, FastOpenCache, Role, SocketInfo, Transmit,
+};
 
 use crate::capture::Capture;
 use crate::event::EventQueue;
@@ -229,6 +231,14 @@ pub struct Sim<'s> {
     pub lines: Vec<Line>,
     /// Per flow: host index of (client, server).
     pub hosts_of: Vec<[usize; 2]>,
+    /// TCP Fast Open caches, one per (client host, server host) pair that
+    /// some flow connects (`l4slab_transport::fastopen`): the client's cached
+    /// cookie outlives the connection, so a later flow between the same
+    /// hosts (a web page's `connection = "new"` object) finds it. Built
+    /// fresh for every run; lent to the endpoints in their `EndpointCtx`.
+    pub fastopen: Vec<FastOpenCache>,
+    /// Per flow: its index in `fastopen`.
+    pub fastopen_of: Vec<usize>,
     pub segs: SegStore,
     pub rec: Recorder,
     pub series: SeriesStore,
@@ -661,6 +671,7 @@ impl Sim<'_> {
                 tracer: &mut self.rec,
                 out: &mut self.out,
                 events: &mut self.app_events,
+                fastopen: Some(&mut self.fastopen[self.fastopen_of[f]]),
             };
             op(&mut fl.eps[side].ep, now, &mut ctx);
         }
@@ -757,6 +768,7 @@ impl Sim<'_> {
                 tracer: &mut self.rec,
                 out: &mut self.out,
                 events: &mut self.app_events,
+                fastopen: Some(&mut self.fastopen[self.fastopen_of[f]]),
             };
             let mut io = SimIo {
                 sock: EndpointIo {

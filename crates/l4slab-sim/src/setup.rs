@@ -18,7 +18,9 @@ use l4slab_scenario::{
     AppSpec, Direction, EcnSpec, Flow, FrameAppSpec, FrameTransport, MediaCcSpec, Scenario,
     ScreenShareSpec, Side, WebConnection,
 };
-use l4slab_transport::{EcnMode, Endpoint, Role, RtoFormula, TransportConfig};
+use l4slab_transport::{
+    EcnMode, Endpoint, FastOpenCache, FastOpenCookie, Role, RtoFormula, TransportConfig,
+};
 
 use crate::engine::{
     BnArmed, EpState, Ev, FlowState, Keys, Line, LineExit, PacketCounts, QueueExit, QueueRoute,
@@ -135,6 +137,31 @@ fn build_app(f: &Flow, sender: Role) -> Box<dyn FlowApp> {
     }
 }
 
+/// One TCP Fast Open cache per (client host, server host) pair of the
+/// scenario's flows, in order of first use, and each flow's index into them.
+/// The server's cookie for a client is derived from the two host indices
+/// ([`FastOpenCookie::derive`]): deterministic, no random draw, the same in
+/// every run of the scenario; every run starts with empty client caches.
+fn fastopen_caches(scn: &Scenario) -> (Vec<FastOpenCache>, Vec<usize>) {
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let of = scn
+        .flows
+        .iter()
+        .map(|f| {
+            let pair = (f.client, f.server);
+            pairs.iter().position(|&p| p == pair).unwrap_or_else(|| {
+                pairs.push(pair);
+                pairs.len() - 1
+            })
+        })
+        .collect();
+    let caches = pairs
+        .iter()
+        .map(|&(c, s)| FastOpenCache::new(FastOpenCookie::derive(s as u64, c as u64)))
+        .collect();
+    (caches, of)
+}
+
 /// Ingress lines (host -> bottleneck), then egress lines (bottleneck -> host):
 /// the hosts' access delays. The link's propagation delay is the bottleneck
 /// runtime's.
@@ -247,6 +274,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             notsent_lowat: t.notsent_lowat,
             receive_buffer: t.receive_buffer,
             ecn_codepoint: t.ecn_codepoint.map(ecn_codepoint),
+            fastopen: t.fastopen,
             ..TransportConfig::default()
         };
         // The scenario resolved the name and the options (crate::cc there).
@@ -302,6 +330,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
     if scn.sample_interval.as_nanos() > 0 {
         q.schedule(Time::ZERO + scn.sample_interval, Ev::Sample);
     }
+    let (fastopen, fastopen_of) = fastopen_caches(scn);
     let keys = Keys {
         goodput_bps: series.intern("goodput_bps"),
         cwnd_bytes: series.intern("cwnd_bytes"),
@@ -329,6 +358,8 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             .collect(),
         touched: Vec::new(),
         hosts_of: scn.flows.iter().map(|f| [f.client, f.server]).collect(),
+        fastopen,
+        fastopen_of,
         lines: build_lines(scn),
         rec: Recorder::new(flows.len()),
         flows,

@@ -3,7 +3,8 @@
 //! ones), every packet created is delivered, dropped
 //! with a typed reason, or still in the network at the end — `Sim::finish`
 //! asserts this and the qdisc identities on every run — and the summary's
-//! counters agree with each other.
+//! counters agree with each other. TCP flows run with or without TCP Fast
+//! Open (RFC 7413), whose SYN data must not break any of this.
 
 mod common;
 
@@ -15,6 +16,7 @@ fn scenario(
     buffer_pkts: u32,
     loss: &str,
     flows: &[(bool, App, u32)],
+    fastopen: bool,
 ) -> String {
     let mut s = format!(
         r#"
@@ -35,6 +37,7 @@ access_delay = "15ms"
 "#
     );
     for (i, (up, app, start_ms)) in flows.iter().enumerate() {
+        let app_kind = app;
         let app = match app {
             App::File(kb) => format!(r#"{{ kind = "file", size = "{kb}KB" }}"#),
             App::Bulk => r#""bulk""#.to_string(),
@@ -56,6 +59,12 @@ access_delay = "15ms"
                 ["gcc", "scream"][*cc as usize]
             ),
         };
+        // An RTP flow has no TCP transport to configure.
+        let transport = if fastopen && !matches!(app_kind, App::Rtp(..)) {
+            "transport = { fastopen = true }\n"
+        } else {
+            ""
+        };
         s += &format!(
             r#"
 [[flows]]
@@ -63,7 +72,7 @@ client = "{}"
 direction = "{}"
 start = "{start_ms}ms"
 app = {app}
-"#,
+{transport}"#,
             if i % 2 == 0 { "near" } else { "far" },
             if *up { "up" } else { "down" },
         );
@@ -120,8 +129,9 @@ proptest! {
         buffer in 2u32..200,
         loss in loss_model(),
         flows in prop::collection::vec((any::<bool>(), app(), 0u32..1500), 1..4),
+        fastopen in any::<bool>(),
     ) {
-        let text = scenario(rate, delay, buffer, &loss, &flows);
+        let text = scenario(rate, delay, buffer, &loss, &flows, fastopen);
         let out = common::run_toml(&text, &[]);
         let s = &out.summary;
         let p = &s["packets"];

@@ -126,6 +126,14 @@ pub struct TransportConfig {
     /// RFC 3168 §6.1.1.1 SYN fallback, validation of the feedback (bleaching,
     /// re-marking, black hole). `false` keeps ECN on whatever happens.
     pub ecn_fallback: bool,
+    /// TCP Fast Open (RFC 7413; `crate::fastopen`, docs/models/transport.md).
+    /// A client asks for a cookie on its first SYN and, once it holds one,
+    /// sends its first write in the SYN (Linux `TCP_FASTOPEN_CONNECT` or
+    /// `sendto(MSG_FASTOPEN)` with sysctl `net.ipv4.tcp_fastopen` bit 0x1);
+    /// a server issues cookies and accepts data in a SYN with a valid one
+    /// (the `TCP_FASTOPEN` listen option with bit 0x2). Off: a plain SYN;
+    /// a server ignores the option, so the client falls back.
+    pub fastopen: bool,
 }
 
 impl Default for TransportConfig {
@@ -150,6 +158,7 @@ impl Default for TransportConfig {
             ecn_codepoint: None, // the controller's choice (Linux TCP_CONG_ECT_1_NEGOTIATION)
             accecn_option: true, // Linux tcp_ecn_option = 2 (TCP_ACCECN_OPTION_FULL)
             ecn_fallback: true, // Linux tcp_ecn_fallback = 1
+            fastopen: false, // Linux tcp_fastopen = 1: client only, and only for an app that asks
         }
     }
 }

@@ -22,12 +22,18 @@
 //!   controller, and the sender's validation of the path ([`EcnValidation`]:
 //!   bleaching, re-marking, black holes) with Linux's fallbacks.
 //!
-//! Not yet: tail loss probe, D-SACK, Nagle.
+//! * TCP Fast Open (`fastopen.rs`, RFC 7413): cookie request, data in the
+//!   SYN accepted before the handshake completes, the fallback; the cookie
+//!   cache is shared by a host pair's connections through
+//!   [`EndpointCtx::fastopen`].
+//!
+//! Not yet: Nagle.
 
 pub mod app;
 pub mod config;
 mod ecn;
 mod endpoint;
+pub mod fastopen;
 mod pacing;
 mod prr;
 mod rack;
@@ -43,6 +49,7 @@ pub use app::{App, AppIo, Bulk, EndpointIo, File, Sink, SocketInfo};
 pub use config::{EcnMode, RtoFormula, TransportConfig, TransportConfigError};
 pub use ecn::EcnValidation;
 pub use endpoint::{AppEvent, Endpoint, EndpointCtx, Role};
+pub use fastopen::{FastOpenCache, FastOpenCookie, FastOpenOption, FastOpenOutcome};
 pub use rate::RateSample;
 pub use segment::{AccEcnOption, Flags, SackBlock, Segment, Transmit};
 pub use state::ConnState;

@@ -17,13 +17,23 @@
 //! SYN/ACK 8 B more for MSS (4), SACK-permitted (2) and window scale (3) with
 //! padding, as Linux lays out its SYN options (60 B SYN in total) + the AccECN
 //! option when present ([`AccEcnOption::wire_bytes`]: 12 B with three
-//! counters). A full data segment is therefore 1448 + 52 = 1500 B and a pure
-//! ACK 52 B (64 B with a full AccECN option).
+//! counters) + the TCP Fast Open option on a SYN or SYN/ACK that carries one
+//! ([`FastOpenOption::wire_bytes`], RFC 7413 §4.1.1: kind 34, length, cookie,
+//! padded with NOPs to 4 B as Linux writes it: 4 B for a cookie request, 12 B
+//! with Linux's 8-byte cookie). A full data segment is therefore 1448 + 52 =
+//! 1500 B and a pure ACK 52 B (64 B with a full AccECN option); a Fast Open
+//! SYN with a cookie and its most data, 1420 B, is 1420 + 60 + 12 = 1492 B.
+//!
+//! **SYN data** (RFC 7413): a SYN's payload occupies the sequence numbers
+//! after the SYN's own (`seq + 1 .. seq + 1 + len`), as any segment's
+//! payload follows its SYN (RFC 9293 §3.4); [`Segment::seq_len`] counts both.
 
 use core::fmt;
 use core::ops::{BitOr, BitOrAssign};
 
 use l4slab_core::{Ecn, Time};
+
+pub use crate::fastopen::FastOpenOption;
 
 /// TCP header flags that the model uses, at their header bit positions
 /// (RFC 9293 §3.1; AE is the former NS bit, RFC 9768 §3.2.2).
@@ -187,6 +197,8 @@ pub struct Segment {
     pub ts_ecr: Time,
     /// The AccECN option, if present (RFC 9768 §3.2.3).
     pub accecn: Option<AccEcnOption>,
+    /// The TCP Fast Open option (RFC 7413 §4.1.1), SYN and SYN/ACK only.
+    pub fastopen: Option<FastOpenOption>,
     /// Not on the wire: this data segment is a retransmission (for packet traces).
     pub retransmission: bool,
 }
@@ -224,7 +236,8 @@ impl Segment {
             0
         };
         let accecn = self.accecn.map_or(0, |o| o.wire_bytes());
-        header_bytes + self.len + sack_option_bytes(self.sack_count) + syn + accecn
+        let fastopen = self.fastopen.map_or(0, |o| o.wire_bytes());
+        header_bytes + self.len + sack_option_bytes(self.sack_count) + syn + accecn + fastopen
     }
 }
 
@@ -276,6 +289,23 @@ mod tests {
             ..Segment::default()
         };
         assert_eq!(ack.wire_len(52), 76);
+        // TCP Fast Open (RFC 7413 §4.1.1): a cookie request adds 4 B (kind,
+        // length, 2 NOPs), an 8-byte cookie 12 B; SYN data counts once in
+        // the wire length and once in the sequence space, after the SYN.
+        let request = Segment {
+            fastopen: Some(FastOpenOption::Request),
+            ..syn
+        };
+        assert_eq!(request.wire_len(52), 64);
+        let cookie = crate::fastopen::FastOpenCookie::derive(1, 2);
+        let syn_data = Segment {
+            len: 1420,
+            fastopen: Some(FastOpenOption::Cookie(cookie)),
+            ..syn
+        };
+        assert_eq!(syn_data.wire_len(52), 1492);
+        assert_eq!(syn_data.seq_len(), 1421);
+        assert_eq!(syn_data.end(), 1421);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use crate::config::EcnMode;
 use crate::ecn::EcnValidation;
+use crate::fastopen::FastOpenOutcome;
 
 /// Counters (all monotonic), plus the negotiated ECN mode and the ECN
 /// validation verdict.
@@ -56,6 +57,11 @@ pub struct EndpointStats {
     pub spurious_rtos: u64,
     /// RTT samples taken (RFC 7323 §4.2 timestamp echoes).
     pub rtt_samples: u64,
+    /// What TCP Fast Open did in the handshake (RFC 7413; `crate::fastopen`).
+    pub fastopen: FastOpenOutcome,
+    /// Client: payload bytes sent in the SYN (RFC 7413 §4.2.2), whether or
+    /// not the server took them (they are counted in `bytes_sent` too).
+    pub syn_data_bytes_sent: u64,
     // ----- ECN (docs/models/ecn.md) -----
     /// Negotiated ECN mode (`Off` until the handshake completes).
     pub ecn_mode: EcnMode,

@@ -6,7 +6,10 @@
 //! ECN mode (off, classic, AccECN, with or without the option) and what the
 //! wire does to the IP-ECN field (nothing, random CE marks, bleaching,
 //! re-marking, or dropping ECT packets in one direction), so validation and
-//! its fallbacks must never cost a byte or a deadlock.
+//! its fallbacks must never cost a byte or a deadlock. With TCP Fast Open
+//! too (RFC 7413): off, a cookie request, SYN data with a valid cookie, with
+//! a stale one, or to a server without Fast Open — SYN data and the data a
+//! Fast Open server sends in SYN-RECEIVED must never be lost or duplicated.
 
 mod common;
 
@@ -14,7 +17,9 @@ use common::cc::{Fixed, MiniReno};
 use common::{dms, Dir, Net};
 use l4slab_cc::{CongestionControl, EcnCodepoint, Reno, RenoConfig};
 use l4slab_core::{Dur, Ecn, Rate, Time};
-use l4slab_transport::{AppEvent, ConnState, EcnMode, File, TransportConfig};
+use l4slab_transport::{
+    AppEvent, ConnState, EcnMode, FastOpenCookie, File, Flags, Segment, TransportConfig,
+};
 use proptest::prelude::*;
 
 const MSS: u32 = 1448;
@@ -59,6 +64,10 @@ struct Case {
     /// 0 off, 1 classic, 2 AccECN, 3 AccECN without the option.
     ecn: u8,
     wire: EcnWire,
+    /// TCP Fast Open: 0 off; 1 on, no cookie yet (a request); 2 on with a
+    /// valid cookie; 3 a valid cookie but the server has Fast Open off;
+    /// 4 on with a stale cookie.
+    fastopen: u8,
 }
 
 fn ecn_wire() -> impl Strategy<Value = EcnWire> {
@@ -90,13 +99,13 @@ fn case() -> impl Strategy<Value = Case> {
             0u8..4,
             any::<u64>(),
         ),
-        (0u8..4, ecn_wire()),
+        (0u8..4, ecn_wire(), 0u8..5),
     )
         .prop_map(
             |(
                 (size, reply, l0, l1, delay_ms, jitter_ms),
                 (rate_mbps, delayed_ack, pacing, rwnd_segs, lowat, cc, seed),
-                (ecn, wire),
+                (ecn, wire, fastopen),
             )| {
                 Case {
                     size,
@@ -113,9 +122,15 @@ fn case() -> impl Strategy<Value = Case> {
                     seed,
                     ecn,
                     wire,
+                    fastopen,
                 }
             },
         )
+}
+
+/// Sequence number of a segment's first payload byte.
+fn payload_start(seg: &Segment) -> u64 {
+    seg.seq + u64::from(seg.flags.contains(Flags::SYN))
 }
 
 fn run(c: &Case) {
@@ -129,20 +144,31 @@ fn run(c: &Case) {
             _ => EcnMode::AccEcn,
         },
         accecn_option: c.ecn != 3,
+        fastopen: c.fastopen > 0,
         ..TransportConfig::default()
     };
     if let Some(s) = c.rwnd_segs {
         cfg.receive_buffer = s * u64::from(MSS);
     }
+    let server_cfg = TransportConfig {
+        fastopen: c.fastopen > 0 && c.fastopen != 3,
+        ..cfg.clone()
+    };
     let mut n = Net::new(
-        cfg.clone(),
+        cfg,
         controller(c.cc),
         Box::new(File::new(c.size)),
-        cfg,
+        server_cfg,
         controller(c.cc),
         dms(c.delay_ms),
     )
     .with_seed(c.seed);
+    let valid = n.fastopen.issued();
+    match c.fastopen {
+        2 | 3 => n.fastopen.set_cookie(Some(valid)),
+        4 => n.fastopen.set_cookie(Some(FastOpenCookie([7; 8]))),
+        _ => {}
+    }
     n.rate = [
         c.rate_mbps.map(Rate::from_mbps),
         c.rate_mbps.map(Rate::from_mbps),
@@ -210,9 +236,10 @@ fn run(c: &Case) {
         .rfind(|e| matches!(e.1, AppEvent::Delivered { .. } | AppEvent::PeerFinished));
     assert_eq!(last_rx.map(|e| e.1), Some(AppEvent::PeerFinished));
     assert_eq!(n.client.ep.stats().bytes_acked, c.size);
-    // Nothing outside the file was ever sent.
+    // Nothing outside the file was ever sent (a SYN's data follows the SYN).
     for s in n.sent(Dir::C2S).filter(|s| s.seg.len > 0) {
-        assert!(s.seg.seq >= 1 && s.seg.seq + u64::from(s.seg.len) <= 1 + c.size);
+        let start = payload_start(&s.seg);
+        assert!(start >= 1 && start + u64::from(s.seg.len) <= 1 + c.size);
     }
     // Nothing is left in flight and no timer keeps running on the sender.
     assert_eq!(n.client.ep.bytes_in_flight(), 0);
@@ -233,7 +260,8 @@ fn run(c: &Case) {
         assert_eq!(n.client.count(AppEvent::PeerFinished), 1);
         assert_eq!(n.server.ep.stats().bytes_acked, r);
         for s in n.sent(Dir::S2C).filter(|s| s.seg.len > 0) {
-            assert!(s.seg.seq >= 1 && s.seg.seq + u64::from(s.seg.len) <= 1 + r);
+            let start = payload_start(&s.seg);
+            assert!(start >= 1 && start + u64::from(s.seg.len) <= 1 + r);
         }
         assert_eq!(n.server.ep.bytes_in_flight(), 0);
         assert_eq!(n.server.ep.next_timer(), None);
@@ -275,6 +303,7 @@ fn heavy_loss_regression_cases() {
             seed,
             ecn: (seed % 4) as u8,
             wire: [EcnWire::Mark(0.2), EcnWire::DropEct(0), EcnWire::Bleach][(seed % 3) as usize],
+            fastopen: (seed % 5) as u8,
         });
     }
 }

@@ -206,6 +206,9 @@ impl FlowIo for Io {
     fn send_datagram(&mut self, dg: Datagram) {
         self.datagrams.push(dg);
     }
+    fn send_bytes(&mut self, _: &[u8], _: Ecn) {
+        panic!("RTP media sends datagram records, not bytes")
+    }
 }
 
 struct Socks {

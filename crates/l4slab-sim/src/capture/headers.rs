@@ -6,6 +6,10 @@
 //!
 //! * SYN, SYN-ACK: MSS, SACK-permitted, timestamps, NOP, window scale (20 B);
 //! * any other segment: NOP, NOP, timestamps (12 B);
+//! * then the TCP Fast Open option when present (RFC 7413 §4.1.1: kind 34,
+//!   length, the cookie; NOPs after it pad it to 4 bytes, as Linux's
+//!   `tcp_options_write` puts them: 4 B for a cookie request, 12 B with an
+//!   8-byte cookie);
 //! * then the AccECN option when present (kind 174, order 1: EE1B, ECEB,
 //!   EE0B; NOPs in front pad it to 4 bytes), then the SACK blocks (NOP,
 //!   NOP, kind 5, 8 B a block).
@@ -22,6 +26,7 @@
 
 use etherparse::{IpEcn, IpNumber, Ipv4Header, TcpHeader, TcpOptionElement, TcpOptions, UdpHeader};
 use l4slab_core::{Ecn, Time};
+use l4slab_transport::fastopen::TCPOPT_FASTOPEN;
 use l4slab_transport::{Flags, Segment};
 
 /// Linux's initial TTL (`ip_default_ttl`).
@@ -81,6 +86,17 @@ fn tcp_options(e: &Ends, seg: &Segment) -> TcpOptions {
     let mut raw = [0u8; TcpOptions::MAX_LEN];
     let mut n = head.len();
     raw[..n].copy_from_slice(head.as_slice());
+    if let Some(fo) = seg.fastopen {
+        // RFC 7413 §4.1.1: kind 34, length 2 + cookie; NOPs to 4 B.
+        let cookie = fo.cookie_bytes();
+        let len = 2 + cookie.len();
+        raw[n] = TCPOPT_FASTOPEN;
+        raw[n + 1] = len as u8;
+        raw[n + 2..n + len].copy_from_slice(cookie);
+        let padded = fo.wire_bytes() as usize;
+        raw[n + len..n + padded].fill(1); // NOP
+        n += padded;
+    }
     if let Some(a) = seg.accecn {
         // RFC 9768 §3.2.3: kind, length 2 + 3 B per field, 24-bit counters.
         let len = 2 + 3 * usize::from(a.fields);
@@ -297,6 +313,45 @@ mod tests {
             .calc_checksum_ipv4(&ip.header().to_header(), &zeros)
             .unwrap();
         assert_eq!(sum, hdr.checksum);
+    }
+
+    #[test]
+    fn a_fast_open_syn_shows_its_cookie_and_its_data() {
+        use l4slab_transport::{FastOpenCookie, FastOpenOption};
+        let cookie = FastOpenCookie([1, 2, 3, 4, 5, 6, 7, 8]);
+        // RFC 7413 §4.2.2: SYN with the cookie and 500 B of data.
+        let seg = Segment {
+            flags: Flags::SYN,
+            len: 500,
+            wnd: 65_535,
+            fastopen: Some(FastOpenOption::Cookie(cookie)),
+            ..Segment::default()
+        };
+        let b = built(&seg, Ecn::NotEct);
+        assert_eq!(b.len(), 72, "IPv4 20 + TCP 20 + options 20 + Fast Open 12");
+        assert_eq!(
+            b[2..4],
+            572u16.to_be_bytes(),
+            "IP total length with the data"
+        );
+        let t = &b[20..];
+        assert_eq!(t[12] >> 4, 13, "data offset: 52 B of TCP header");
+        assert_eq!(t[40..52], [34, 10, 1, 2, 3, 4, 5, 6, 7, 8, 1, 1]);
+        // A cookie request: the empty option and two NOPs.
+        let req = Segment {
+            len: 0,
+            fastopen: Some(FastOpenOption::Request),
+            ..seg
+        };
+        let b = built(&req, Ecn::NotEct);
+        assert_eq!(b.len(), 64);
+        assert_eq!(b[60..64], [34, 2, 1, 1]);
+        // etherparse reads it back (a data-less one: only headers are kept).
+        let p = SlicedPacket::from_ip(&b).unwrap();
+        let Some(TransportSlice::Tcp(tcp)) = p.transport else {
+            panic!("TCP")
+        };
+        assert!(tcp.syn() && !tcp.ack());
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! internal queues have grown to the window.
 //!
 //! Files: this one holds the public API, timers and the send buffer;
-//! `handshake.rs` opens and closes the connection (RFC 9293 §3.5-§3.6);
+//! `handshake.rs` opens and closes the connection (RFC 9293 §3.5-§3.6),
+//! with TCP Fast Open (RFC 7413; `crate::fastopen`);
 //! `ack.rs` processes ACKs (RTT, SACK, RACK, recovery, congestion-control
 //! hooks); `output.rs` decides what to send (retransmissions first, then new
 //! data, within cwnd, rwnd and pacing) and builds segments; `tlp.rs` has
@@ -32,6 +33,7 @@ use l4slab_core::{Dur, Ecn, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
 
 use crate::config::{EcnMode, TransportConfig};
 use crate::ecn::{EcnState, EcnValidation};
+use crate::fastopen::{FastOpen, FastOpenCache};
 use crate::pacing::{self, Pacer};
 use crate::rack::Rack;
 use crate::rate::{RateEstimator, RateSample};
@@ -72,6 +74,14 @@ pub struct EndpointCtx<'a> {
     pub tracer: &'a mut dyn Tracer,
     pub out: &'a mut Vec<Transmit>,
     pub events: &'a mut Vec<AppEvent>,
+    /// TCP Fast Open state shared by the connections between this
+    /// connection's two hosts (`crate::fastopen`): the client's cookie cache
+    /// and the cookie the server issues. Host state that outlives the
+    /// connection, so the driver owns it and lends it per call, as it does
+    /// the RNG. `None`: no cache — a client cannot remember a cookie (it
+    /// asks again each time) and a server neither issues nor accepts one.
+    /// Only read with [`TransportConfig::fastopen`] on.
+    pub fastopen: Option<&'a mut FastOpenCache>,
 }
 
 /// Our initial sequence number. Fixed (RFC 9293 §3.4.1's clock-driven ISN
@@ -136,6 +146,11 @@ pub struct Endpoint {
     rack_deadline: Option<Time>,
     /// Writability as last reported to the application.
     writable_reported: bool,
+    /// `AppEvent::Connected` was emitted (with Fast Open, before the
+    /// handshake completes: `handshake.rs`).
+    connected_reported: bool,
+    /// TCP Fast Open (`crate::fastopen`, `handshake.rs`).
+    tfo: FastOpen,
     ecn: EcnState,
     stats: EndpointStats,
 }
@@ -197,6 +212,8 @@ impl Endpoint {
             cwnd_usage_seq: 0,
             rack_deadline: None,
             writable_reported: true,
+            connected_reported: false,
+            tfo: FastOpen::Off,
             ecn: EcnState::new(&cfg),
             stats: EndpointStats {
                 ecn_validation: if cfg.ecn == EcnMode::Off {
@@ -213,12 +230,18 @@ impl Endpoint {
 
     // ----- public API -------------------------------------------------------
 
-    /// Client: send the SYN (RFC 9293 §3.5).
+    /// Client: send the SYN (RFC 9293 §3.5). With [`TransportConfig::fastopen`]
+    /// and a cached cookie the SYN waits for the first write, at the latest
+    /// until the end of this instant, and the app is told `Connected` at
+    /// once (Linux `TCP_FASTOPEN_CONNECT`; `handshake.rs`).
     pub fn connect(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
         assert_eq!(self.role, Role::Client, "only a client connects");
         self.transition_to(ConnState::SynSent);
         self.snd_una = ISS;
         self.snd_nxt = ISS + 1;
+        if self.fastopen_defer_connect(now, ctx) {
+            return;
+        }
         self.send_syn(now, false, ctx);
     }
 
@@ -236,7 +259,9 @@ impl Endpoint {
                 }
             }
             ConnState::SynSent => {
-                if syn && has_ack && seg.ack == ISS + 1 {
+                // RFC 9293 §3.10.7.3: "If SND.UNA < SEG.ACK =< SND.NXT then the
+                // ACK is acceptable" (SND.NXT is past a Fast Open SYN's data).
+                if syn && has_ack && seg.ack > ISS && seg.ack <= self.snd_nxt {
                     self.on_syn_ack(now, seg, ecn, ctx);
                 }
             }
@@ -247,18 +272,29 @@ impl Endpoint {
                     self.ecn.on_repeated_syn(seg.flags, &mut self.stats);
                     self.rcv.update_ts_recent(seg.seq, seg.ts_val);
                     self.send_syn(now, true, ctx);
-                } else if has_ack && seg.ack == ISS + 1 {
+                } else if has_ack && seg.ack > ISS && seg.ack <= self.snd_nxt {
                     // RFC 9293 §3.10.7.4: "If SND.UNA < SEG.ACK =< SND.NXT, then
-                    // enter ESTABLISHED state and continue processing".
+                    // enter ESTABLISHED state and continue processing". SND.NXT
+                    // is past ISS + 1 only after Fast Open data sent in
+                    // SYN-RECEIVED (handshake.rs).
                     let pure =
                         seg.len == 0 && seg.sack_count == 0 && !seg.flags.contains(Flags::FIN);
                     let cp = self.cc.ecn_codepoint();
                     self.ecn
                         .on_handshake_ack(seg.flags, pure, cp, &mut self.stats);
                     self.ecn_receive(seg, ecn);
-                    self.snd_una = seg.ack;
-                    self.take_rtt_sample(now, seg.ts_ecr, ctx);
+                    // The SYN/ACK is acknowledged; data beyond it by `on_ack`
+                    // below, which then takes the RTT sample.
+                    self.snd_una = ISS + 1;
+                    if seg.ack == ISS + 1 {
+                        self.take_rtt_sample(now, seg.ts_ecr, ctx);
+                    }
                     self.rto_deadline = None;
+                    // Linux tcp_rcv_synrecv_state_fastopen -> tcp_rearm_rto:
+                    // data sent in SYN-RECEIVED keeps a retransmission timer.
+                    if !self.sb.is_empty() {
+                        self.rto_deadline = Some(now + self.rtt.rto());
+                    }
                     self.update_window(seg);
                     self.establish(ctx);
                     self.on_synchronized(now, seg, ctx);
@@ -276,6 +312,10 @@ impl Endpoint {
 
     /// Run every timer whose deadline is `<= now`.
     pub fn on_timer(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
+        if self.fastopen_deadline().is_some_and(|t| t <= now) {
+            // A deferred Fast Open connect nobody wrote to: the SYN leaves now.
+            self.send_syn(now, false, ctx);
+        }
         if self.rcv.delack_deadline().is_some_and(|t| t <= now) {
             self.rcv.on_delack_timer();
         }
@@ -301,7 +341,7 @@ impl Endpoint {
     }
 
     /// Earliest pending deadline (RTO or loss probe, delayed ACK, pacing
-    /// release, RACK reorder timer).
+    /// release, RACK reorder timer, a deferred Fast Open SYN).
     pub fn next_timer(&self) -> Option<Time> {
         [
             self.rto_deadline,
@@ -309,6 +349,7 @@ impl Endpoint {
             self.rcv.delack_deadline(),
             self.pacing_deadline,
             self.rack_deadline,
+            self.fastopen_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -325,6 +366,11 @@ impl Endpoint {
         if n > 0 {
             self.write_end += n;
             self.stats.bytes_written += n;
+            if self.fastopen_deadline().is_some() {
+                // Linux tcp_sendmsg_fastopen: the first write sends the
+                // deferred SYN, with as much of it as fits (handshake.rs).
+                self.send_syn(now, false, ctx);
+            }
             self.try_send(now, ctx);
         }
         self.sync_writable(ctx);
@@ -356,6 +402,11 @@ impl Endpoint {
 
     pub fn stats(&self) -> &EndpointStats {
         &self.stats
+    }
+
+    /// What TCP Fast Open did on this connection so far.
+    pub fn fastopen_outcome(&self) -> crate::FastOpenOutcome {
+        self.stats.fastopen
     }
 
     /// The negotiated ECN mode (`Off` before the handshake completes).

@@ -23,7 +23,7 @@ use super::{Endpoint, EndpointCtx};
 use crate::ecn::Kind;
 use crate::scoreboard::SentSeg;
 use crate::segment::{Flags, Segment, Transmit};
-use crate::state::Recovery;
+use crate::state::{ConnState, Recovery};
 
 /// Why the send loop stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +40,7 @@ impl Endpoint {
     /// Send everything the windows and the pacer allow now.
     pub(super) fn try_send(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
         self.pacing_deadline = None;
-        if !self.state.may_send_data() {
+        if !self.state.may_send_data() && !self.fastopen_may_send() {
             return;
         }
         let mut sent = false;
@@ -150,13 +150,16 @@ impl Endpoint {
 
     /// The next new segment: `(payload, carries FIN)`, if any.
     pub(super) fn next_new_segment(&self) -> Option<(u64, bool)> {
+        // A Fast Open server sending in SYN-RECEIVED keeps its FIN for
+        // ESTABLISHED (a deviation: Linux may send it from SYN-RECV).
+        let fin_ok = self.state != ConnState::SynReceived;
         if self.snd_nxt < self.write_end {
             let len = (self.write_end - self.snd_nxt).min(u64::from(self.cfg.mss));
             // The FIN rides on the last data segment when it is already queued
             // (Linux tcp_send_fin sets it on the tail skb).
-            let fin = self.fin_seq == Some(self.snd_nxt + len);
+            let fin = fin_ok && self.fin_seq == Some(self.snd_nxt + len);
             Some((len, fin))
-        } else if self.fin_seq == Some(self.snd_nxt) {
+        } else if fin_ok && self.fin_seq == Some(self.snd_nxt) {
             Some((0, true))
         } else {
             None
@@ -189,7 +192,15 @@ impl Endpoint {
             .push(SentSeg::new(seq, len, fin, now, self.tx_order, tx));
         self.rack.on_transmit(idx, self.tx_order);
         self.snd_nxt = seq + seg_len;
-        self.emit_data(now, idx, seq, len, fin, false, ctx);
+        // Data a Fast Open SYN carried that the SYN/ACK did not acknowledge
+        // is sent again as new data (handshake.rs): a retransmission on the
+        // wire and in the counters, a first transmission to the scoreboard.
+        let again = self.fastopen_resent_bytes(seq, len);
+        if again > 0 {
+            self.stats.retransmits += 1;
+            self.stats.bytes_retransmitted += again;
+        }
+        self.emit_data(now, idx, seq, len, fin, again > 0, ctx);
     }
 
     fn retransmit(&mut self, now: Time, idx: u64, ctx: &mut EndpointCtx<'_>) {
@@ -340,6 +351,7 @@ impl Endpoint {
             ts_val: now,
             ts_ecr: self.rcv.ts_recent(),
             accecn,
+            fastopen: None,
             retransmission: rtx,
         };
         self.rcv.on_ack_sent();

@@ -59,7 +59,13 @@ impl Endpoint {
     /// about to restart the RTO (the full RTO is the bound), else the bound
     /// is when the running RTO would fire for the first unacknowledged segment.
     pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing: bool) -> bool {
-        if !self.cfg.tlp || self.sb.is_empty() || self.recovery != Recovery::Open {
+        // Not while a Fast Open server sends in SYN-RECEIVED: the RTO there
+        // is the SYN/ACK's (Linux tcp_fastopen_synack_timer).
+        if !self.cfg.tlp
+            || self.sb.is_empty()
+            || self.recovery != Recovery::Open
+            || !self.state.synchronized()
+        {
             return false;
         }
         let one_out = self.sb.end_idx() - self.sb.front_idx() == 1;

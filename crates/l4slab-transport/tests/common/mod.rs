@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use l4slab_core::{Dur, Ecn, Rate, SimRng, Time, TraceEvent, VecTracer};
 use l4slab_transport::app::{self, App};
 use l4slab_transport::{
-    AppEvent, Endpoint, EndpointCtx, Flags, Role, Segment, Sink, Transmit, TransportConfig,
+    AppEvent, Endpoint, EndpointCtx, FastOpenCache, Flags, Role, Segment, Sink, Transmit,
+    TransportConfig,
 };
 
 /// The RFC-only loss recovery, for tests that pin RFC timelines: the RFC
@@ -92,6 +93,7 @@ impl Side {
     fn call(
         &mut self,
         now: Time,
+        fastopen: &mut FastOpenCache,
         f: impl FnOnce(&mut Endpoint, &mut dyn App, &mut EndpointCtx<'_>) -> Option<Time>,
     ) -> Vec<Transmit> {
         let Side {
@@ -110,6 +112,7 @@ impl Side {
             tracer,
             out,
             events: evbuf,
+            fastopen: Some(fastopen),
         };
         let w0 = f(ep, app.as_mut(), &mut ctx);
         let w = app::pump(app.as_mut(), ep, now, &mut ctx, scratch, &mut |ev| {
@@ -169,6 +172,9 @@ pub struct Net {
     pub rate: [Option<Rate>; 2],
     busy_until: [Time; 2],
     pub log: Vec<Sent>,
+    /// The TCP Fast Open cache the two hosts share. It outlives the
+    /// connection: a test moves it to the next `Net` for a second one.
+    pub fastopen: FastOpenCache,
     drop: DropRule,
     ecn_rule: EcnRule,
     jitter: JitterRule,
@@ -209,6 +215,7 @@ impl Net {
             rate: [None, None],
             busy_until: [Time::ZERO; 2],
             log: Vec::new(),
+            fastopen: FastOpenCache::default(),
             drop: Box::new(|_, _, _| false),
             ecn_rule: Box::new(|_, _, e, _| Some(e)),
             jitter: Box::new(|_, _, _| Dur::ZERO),
@@ -266,10 +273,11 @@ impl Net {
         });
     }
 
-    fn side(&mut self, d: Dir) -> &mut Side {
+    /// The side a segment travelling in `d` arrives at, and the cache.
+    fn side(&mut self, d: Dir) -> (&mut Side, &mut FastOpenCache) {
         match d {
-            Dir::C2S => &mut self.server,
-            Dir::S2C => &mut self.client,
+            Dir::C2S => (&mut self.server, &mut self.fastopen),
+            Dir::S2C => (&mut self.client, &mut self.fastopen),
         }
     }
 
@@ -315,7 +323,7 @@ impl Net {
     /// The client connects now.
     pub fn connect(&mut self) {
         let now = self.now;
-        let txs = self.client.call(now, |ep, _, ctx| {
+        let txs = self.client.call(now, &mut self.fastopen, |ep, _, ctx| {
             ep.connect(now, ctx);
             None
         });
@@ -352,7 +360,8 @@ impl Net {
                     Dir::C2S => Dir::S2C,
                     Dir::S2C => Dir::C2S,
                 };
-                let txs = self.side(dir).call(now, |ep, _, ctx| {
+                let (side, cache) = self.side(dir);
+                let txs = side.call(now, cache, |ep, _, ctx| {
                     ep.on_segment(now, &seg, ecn, ctx);
                     None
                 });
@@ -367,9 +376,9 @@ impl Net {
                 Dir::S2C => Dir::C2S,
                 Dir::C2S => Dir::S2C,
             };
-            let side = self.side(d);
+            let (side, cache) = self.side(d);
             if side.ep.next_timer().is_some_and(|x| x <= now) {
-                let txs = side.call(now, |ep, _, ctx| {
+                let txs = side.call(now, cache, |ep, _, ctx| {
                     ep.on_timer(now, ctx);
                     None
                 });
@@ -379,7 +388,7 @@ impl Net {
             }
             if side.wake.is_some_and(|x| x <= now) {
                 side.wake = None;
-                let txs = side.call(now, |ep, app, ctx| {
+                let txs = side.call(now, cache, |ep, app, ctx| {
                     let mut io = l4slab_transport::EndpointIo {
                         ep,
                         now,
@@ -528,7 +537,7 @@ impl Net {
     /// Close the server's sending direction now.
     pub fn server_close(&mut self) {
         let now = self.now;
-        let txs = self.server.call(now, |ep, _, ctx| {
+        let txs = self.server.call(now, &mut self.fastopen, |ep, _, ctx| {
             ep.close(now, ctx);
             None
         });
