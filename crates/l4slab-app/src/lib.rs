@@ -118,6 +118,17 @@ pub trait FlowApp: fmt::Debug + Send {
     fn on_bytes(&mut self, now: Time, side: Role, data: &[u8], ecn: Ecn, io: &mut dyn FlowIo) {
         let _ = (now, side, data, ecn, io);
     }
+    /// Bytes delivered in order to the receiving side so far, for an app
+    /// that runs its own transport over datagrams (QUIC): the flow's
+    /// `bytes_delivered` and goodput then count these. `None`: the backend
+    /// counts the connection's bytes (or none, for datagram apps).
+    fn delivered_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// When such an app's transfer completed (a file's last byte arrived).
+    fn completed_at(&self) -> Option<Time> {
+        None
+    }
     /// What the app measured, for `summary.json` (`flows.<name>.app_metrics`);
     /// `Null` when it has nothing beyond the transport's own figures.
     fn report(&self, end: Time) -> Value {

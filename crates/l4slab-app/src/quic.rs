@@ -212,6 +212,14 @@ impl FlowApp for QuicFlow {
         self.run(now, side, io);
     }
 
+    fn delivered_bytes(&self) -> Option<u64> {
+        Some(self.delivered)
+    }
+
+    fn completed_at(&self) -> Option<Time> {
+        self.completion
+    }
+
     fn report(&self, end: Time) -> Value {
         let start = self.start.unwrap_or(end);
         let until = self.completion.unwrap_or(end);

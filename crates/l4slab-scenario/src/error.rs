@@ -361,6 +361,7 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "pacing") => "true",
         (_, "tlp" | "frto" | "undo" | "dsack") => "false",
         (_, "fastopen") => "true",
+        (_, "protocol") => r#""quic""#,
         (_, "send_buffer") => r#""4MiB""#,
         (_, "notsent_lowat") => r#""128KiB""#,
         (_, "receive_buffer") => r#""6MiB""#,

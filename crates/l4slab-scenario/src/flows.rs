@@ -13,7 +13,8 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::model::{
-    AppSpec, Direction, Flow, Host, RtoFormulaSpec, Side, TransportSpec, WebConnection, WebPage,
+    AppSpec, Direction, Flow, Host, Protocol, RtoFormulaSpec, Side, TransportSpec, WebConnection,
+    WebPage,
 };
 use crate::parse::ParseOptions;
 use crate::raw::{RawFlow, RawTransport};
@@ -175,6 +176,17 @@ fn resolve_flow(
             }
         }
     }
+    let transport = resolve_transport(f.transport.as_ref(), &join(path, "transport"))?;
+    if transport.protocol == Protocol::Quic && !matches!(app, AppSpec::Bulk | AppSpec::File { .. })
+    {
+        return Err(ScenarioError::conflict(
+            &join(path, "transport.protocol"),
+            format!(
+                "\"quic\" carries the bulk and file apps for now, not \"{}\"; use app = \"bulk\" or {{ kind = \"file\", size = \"10MB\" }}",
+                app.kind()
+            ),
+        ));
+    }
     Ok(Flow {
         name,
         entry: i,
@@ -184,7 +196,7 @@ fn resolve_flow(
         cc,
         start,
         app,
-        transport: resolve_transport(f.transport.as_ref(), &join(path, "transport"))?,
+        transport,
         ecn: f
             .ecn
             .as_ref()
@@ -346,6 +358,28 @@ fn resolve_transport(
                     "RTO formula",
                     other,
                     &["rfc6298", "linux"],
+                ))
+            }
+        };
+    }
+    if let Some(v) = &raw.protocol {
+        let fp = p("protocol");
+        let Value::String(name) = v else {
+            return Err(ScenarioError::wrong_type(
+                &fp,
+                "a string",
+                &values::describe(v),
+            ));
+        };
+        t.protocol = match name.as_str() {
+            "tcp" => Protocol::Tcp,
+            "quic" => Protocol::Quic,
+            other => {
+                return Err(ScenarioError::unknown_name(
+                    &fp,
+                    "transport protocol",
+                    other,
+                    &["tcp", "quic"],
                 ))
             }
         };

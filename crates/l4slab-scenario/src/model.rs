@@ -606,6 +606,9 @@ pub struct TransportSpec {
     /// `TCP_FASTOPEN` listen option). Default off (Linux `tcp_fastopen` = 1
     /// enables the client side, but only for apps that ask).
     pub fastopen: bool,
+    /// `"tcp"` (default) or `"quic"`: l4slab's QUIC-style transport over UDP
+    /// (docs/models/quic.md), for `bulk` and `file` flows.
+    pub protocol: Protocol,
 }
 
 impl Default for TransportSpec {
@@ -627,6 +630,17 @@ impl Default for TransportSpec {
             receive_buffer: 6 * 1024 * 1024,
             ecn_codepoint: None,
             fastopen: false,
+            protocol: Protocol::Tcp,
         }
     }
+}
+
+/// `[flows.transport] protocol`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// The TCP model (RFC 9293 and Linux).
+    Tcp,
+    /// l4slab's QUIC-style transport (RFC 9000/9002 without TLS).
+    Quic,
 }

@@ -270,6 +270,7 @@ pub struct RawTransport {
     pub receive_buffer: Option<Value>,
     pub ecn_codepoint: Option<Value>,
     pub fastopen: Option<bool>,
+    pub protocol: Option<Value>,
 }
 
 /// `{ kind = "none" }` (loss) or `{ kind = "bulk" }` (app): no parameters.

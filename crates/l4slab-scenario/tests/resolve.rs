@@ -8,8 +8,8 @@ use l4slab_core::{Dur, Ecn, Rate, Time};
 use l4slab_link::EcnRewrite;
 use l4slab_scenario::{
     parse_with, AccessLinks, AppSpec, Bottleneck, BufferLimit, CbrSpec, CcSpec, Direction, Flow,
-    FrameAppSpec, FrameTransport, Host, LinkSpec, LossSpec, MediaCcSpec, QdiscSpec, Scenario, Side,
-    TransportSpec, WebConnection, WebObjectSpec, WebPage, WebSpec,
+    FrameAppSpec, FrameTransport, Host, LinkSpec, LossSpec, MediaCcSpec, Protocol, QdiscSpec,
+    Scenario, Side, TransportSpec, WebConnection, WebObjectSpec, WebPage, WebSpec,
 };
 
 fn fifo_pkts(n: u32) -> QdiscSpec {
@@ -232,6 +232,7 @@ app = "bulk"
             receive_buffer: 2 << 20,
             ecn_codepoint: None,
             fastopen: true,
+            protocol: Protocol::Tcp,
         }
     );
     let backup = &s.flows[1];
@@ -790,4 +791,27 @@ fn rtp_key_errors_name_their_path() {
         assert_eq!(e.problem(), Some(*problem), "{msg}");
         assert!(msg.contains(fragment), "{msg}");
     }
+}
+
+#[test]
+fn quic_is_a_transport_protocol_for_bulk_and_file() {
+    use l4slab_scenario::Problem;
+    let f = &base_with(&[r#"flows[0].transport={ protocol = "quic" }"#]).flows[0];
+    assert_eq!(f.transport.protocol, Protocol::Quic);
+    assert_eq!(base_with(&[]).flows[0].transport.protocol, Protocol::Tcp);
+    let e = parse_set(BASE, &[r#"flows[0].transport={ protocol = "sctp" }"#]).unwrap_err();
+    assert_eq!(e.path(), Some("flows[0].transport.protocol"));
+    assert_eq!(e.problem(), Some(Problem::UnknownName));
+    assert!(e.to_string().contains("choose one of: tcp, quic"), "{e}");
+    let e = parse_set(
+        BASE,
+        &[
+            r#"flows[0].transport={ protocol = "quic" }"#,
+            r#"flows[0].app={ kind = "ping" }"#,
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.path(), Some("flows[0].transport.protocol"));
+    assert_eq!(e.problem(), Some(Problem::Conflict));
+    assert!(e.to_string().contains("bulk and file"), "{e}");
 }

@@ -39,7 +39,7 @@ use crate::capture::Capture;
 use crate::event::EventQueue;
 use crate::pkttrace;
 use crate::recorder::Recorder;
-use crate::segstore::{Carried, SegStore};
+use crate::segstore::{BytePool, Carried, SegStore};
 use crate::{PacketTrace, SimError};
 use l4slab_core::{Name, SeriesStore};
 
@@ -176,6 +176,19 @@ pub struct FlowState {
     pub cc_keys: Vec<Name>,
 }
 
+impl FlowState {
+    /// For an app with its own transport over datagrams (QUIC), take its
+    /// delivered bytes and completion as the flow's.
+    pub fn sync_app_delivery(&mut self) {
+        if let Some(d) = self.app.delivered_bytes() {
+            self.delivered = d;
+        }
+        if self.completion.is_none() {
+            self.completion = self.app.completed_at();
+        }
+    }
+}
+
 /// The endpoint side index (`CLIENT`/`SERVER`) as the app's [`Role`].
 pub fn role_of(side: usize) -> Role {
     if side == CLIENT {
@@ -240,6 +253,10 @@ pub struct Sim<'s> {
     /// Per flow: its index in `fastopen`.
     pub fastopen_of: Vec<usize>,
     pub segs: SegStore,
+    /// Payloads of byte datagrams in flight.
+    pub bytes: BytePool,
+    /// Byte datagrams an app callback sent: (slot, length, IP-ECN).
+    pub byte_out: Vec<(u32, u32, Ecn)>,
     pub rec: Recorder,
     pub series: SeriesStore,
     pub keys: Keys,
@@ -540,7 +557,7 @@ impl Sim<'_> {
                 }
             };
             if let Some(c) = &mut self.pcap {
-                c.packet(e.t, q, dir, point, &e.pkt, carried);
+                c.packet(e.t, q, dir, point, &e.pkt, (carried, &self.bytes));
             }
         }
         self.bn.clear_packet_events(q);
@@ -551,7 +568,9 @@ impl Sim<'_> {
         for i in 0..self.bn.dropped(q).len() {
             // Traced with the queue events (`log_packet_events`).
             let (_, pkt, reason) = self.bn.dropped(q)[i];
-            self.segs.remove(pkt.handle);
+            if let Carried::Bytes { buf, .. } = self.segs.remove(pkt.handle) {
+                self.bytes.free(buf);
+            }
             self.counts.dropped[reason.index()] += 1;
             // Packets going down were sent by the server side.
             let sent_by = if dir == DOWN { SERVER } else { CLIENT };
@@ -580,6 +599,13 @@ impl Sim<'_> {
                 self.app_callback(now, f, side, |app, now, r, io| {
                     app.on_datagram(now, r, dg, io)
                 });
+            }
+            Carried::Bytes { buf, .. } => {
+                let data = self.bytes.take(buf);
+                self.app_callback(now, f, side, |app, now, r, io| {
+                    app.on_bytes(now, r, &data, ecn, io)
+                });
+                self.bytes.give_back(buf, data);
             }
         }
     }
@@ -690,6 +716,12 @@ impl Sim<'_> {
                 self.transmit_datagram(now, f, side, dg);
             }
             self.dgrams.clear();
+            for i in 0..self.byte_out.len() {
+                let (buf, len, ecn) = self.byte_out[i];
+                let c = Carried::Bytes { buf, len };
+                self.send_packet(now, f, side, c, len + Datagram::HEADER_BYTES, ecn);
+            }
+            self.byte_out.clear();
             if self.app_events.is_empty() {
                 break;
             }
@@ -778,6 +810,8 @@ impl Sim<'_> {
                     wake: None,
                 },
                 dgrams: &mut self.dgrams,
+                bytes: &mut self.bytes,
+                byte_out: &mut self.byte_out,
             };
             cb(fl.app.as_mut(), now, role_of(side), &mut io);
             io.sock.wake
@@ -808,6 +842,7 @@ impl Sim<'_> {
         self.advance_all(now);
         self.bn.start_window(now);
         for (fl, rec) in self.flows.iter_mut().zip(&mut self.rec.flows) {
+            fl.sync_app_delivery();
             fl.delivered_at_warmup = fl.delivered;
             rec.rtt.clear_totals();
         }
@@ -829,6 +864,7 @@ impl Sim<'_> {
         let iv = self.scn.sample_interval.as_secs_f64();
         let k = &self.keys;
         for (f, fl) in self.flows.iter_mut().enumerate() {
+            fl.sync_app_delivery();
             let s = fl.series;
             let delta = fl.delivered - fl.delivered_last_sample;
             fl.delivered_last_sample = fl.delivered;
@@ -896,6 +932,8 @@ impl Sim<'_> {
 struct SimIo<'e, 'c> {
     sock: EndpointIo<'e, 'c>,
     dgrams: &'e mut Vec<Datagram>,
+    bytes: &'e mut BytePool,
+    byte_out: &'e mut Vec<(u32, u32, Ecn)>,
 }
 
 impl AppIo for SimIo<'_, '_> {
@@ -916,5 +954,10 @@ impl AppIo for SimIo<'_, '_> {
 impl FlowIo for SimIo<'_, '_> {
     fn send_datagram(&mut self, dg: Datagram) {
         self.dgrams.push(dg);
+    }
+    fn send_bytes(&mut self, data: &[u8], ecn: Ecn) {
+        let len = u32::try_from(data.len()).expect("a UDP payload fits 64 KiB");
+        let buf = self.bytes.store(data);
+        self.byte_out.push((buf, len, ecn));
     }
 }

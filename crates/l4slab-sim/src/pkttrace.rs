@@ -52,6 +52,14 @@ pub fn row(
             len: dg.payload,
             ..row
         }),
+        // A byte datagram (a QUIC packet): the trace shows its length; its
+        // bytes are in the pcap.
+        Carried::Bytes { len, .. } => tr.push(Row {
+            side: Side::Dgram,
+            seq: 0,
+            len: *len,
+            ..row
+        }),
         Carried::Seg(seg) => {
             tr.push(Row {
                 side: if from_sender { Side::Data } else { Side::Ack },

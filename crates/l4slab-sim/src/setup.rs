@@ -6,6 +6,7 @@
 use l4slab_app::cbr::{Cbr, CbrConfig};
 use l4slab_app::cloud_gaming::{self, CloudGaming, CloudGamingConfig};
 use l4slab_app::ping::{Ping, PingConfig};
+use l4slab_app::quic::{QuicApp, QuicFlow};
 use l4slab_app::rtp::{self, MediaCcKind, RtpConfig, RtpMedia};
 use l4slab_app::screen_share::{self, ScreenShare, ScreenShareConfig};
 use l4slab_app::video_call::{self, VideoCall, VideoCallConfig};
@@ -15,8 +16,8 @@ use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, Rate, SimRng, Time};
 use l4slab_link::DelayLine;
 use l4slab_scenario::{
-    AppSpec, Direction, EcnSpec, Flow, FrameAppSpec, FrameTransport, MediaCcSpec, Scenario,
-    ScreenShareSpec, Side, WebConnection,
+    AppSpec, Direction, EcnSpec, Flow, FrameAppSpec, FrameTransport, MediaCcSpec, Protocol,
+    Scenario, ScreenShareSpec, Side, WebConnection,
 };
 use l4slab_transport::{
     EcnMode, Endpoint, FastOpenCache, FastOpenCookie, Role, RtoFormula, TransportConfig,
@@ -55,6 +56,24 @@ fn ecn_codepoint(e: Ecn) -> EcnCodepoint {
         Ecn::Ect1 | Ecn::Ce => EcnCodepoint::Ect1,
         Ecn::NotEct => EcnCodepoint::NotEct,
     }
+}
+
+/// A `bulk` or `file` flow over the QUIC-style transport: the flow's
+/// controller, ECN unless the flow turns it off (RFC 9000 §13.4: QUIC
+/// endpoints use and validate ECN), the scenario's datagram size.
+fn quic_app(f: &Flow, sender: Role, seed: u64) -> Box<dyn FlowApp> {
+    let app = match f.app {
+        AppSpec::Bulk => QuicApp::Bulk,
+        AppSpec::File { size } => QuicApp::File { size },
+        _ => unreachable!("the scenario allows bulk and file over QUIC only"),
+    };
+    let cfg = l4slab_quic::ConnectionConfig {
+        cc: f.cc.kind.clone(),
+        ecn: f.ecn != Some(EcnSpec::Off),
+        seed: SimRng::derive(seed, &format!("quic/{}", f.name)).next_u64(),
+        ..l4slab_quic::ConnectionConfig::default()
+    };
+    Box::new(QuicFlow::new(app, cfg, sender))
 }
 
 /// The application of flow `f`, whose main data goes from `sender`.
@@ -306,7 +325,10 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
                 },
             ],
             sender,
-            app: build_app(f, crate::engine::role_of(sender)),
+            app: match f.transport.protocol {
+                Protocol::Tcp => build_app(f, crate::engine::role_of(sender)),
+                Protocol::Quic => quic_app(f, crate::engine::role_of(sender), seed),
+            },
             app_timer: [None; 2],
             rng: SimRng::derive(seed, &format!("flow/{}", f.name)),
             start: f.start,
@@ -364,6 +386,8 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         rec: Recorder::new(flows.len()),
         flows,
         segs: SegStore::default(),
+        bytes: Default::default(),
+        byte_out: Vec::with_capacity(64),
         series,
         keys,
         trace,

@@ -36,8 +36,11 @@ impl Sim<'_> {
         self.bn.random_draws() + flows
     }
 
-    pub fn finish(self) -> RunOutput {
+    pub fn finish(mut self) -> RunOutput {
         self.check_conservation();
+        for fl in &mut self.flows {
+            fl.sync_app_delivery();
+        }
         let end = self.scn.duration;
         // The measurement window (docs/results.md): `[warmup, end]`.
         let warmup = Time::ZERO + self.scn.warmup;
@@ -61,7 +64,15 @@ impl Sim<'_> {
                     "cc": spec.app.media_cc().unwrap_or(&spec.cc.kind),
                     "app": spec.app.kind(),
                     // Datagram apps (ping) use no connection and no congestion control.
-                    "transport": if spec.app.is_rtp() { "rtp" } else if fl.app.uses_connection() { "tcp" } else { "udp" },
+                    "transport": if spec.app.is_rtp() {
+                        "rtp"
+                    } else if spec.transport.protocol == l4slab_scenario::Protocol::Quic {
+                        "quic"
+                    } else if fl.app.uses_connection() {
+                        "tcp"
+                    } else {
+                        "udp"
+                    },
                     "direction": match spec.direction { Direction::Down => "down", Direction::Up => "up" },
                     "client": self.scn.hosts[spec.client].name,
                     "server": self.scn.hosts[spec.server].name,

@@ -53,17 +53,20 @@ access_delay = "15ms"
                 format!(r#"{{ kind = "cloud_gaming", max_bitrate = "{mbit}Mbit" }}"#)
             }
             App::VideoCall => r#""video_call""#.to_string(),
+            App::QuicBulk => r#""bulk""#.to_string(),
+            App::QuicFile(kb) => format!(r#"{{ kind = "file", size = "{kb}KB" }}"#),
             App::Rtp(kind, cc) => format!(
                 r#"{{ kind = "{}", transport = "rtp", media_cc = "{}" }}"#,
                 ["cloud_gaming", "video_call", "screen_share"][*kind as usize],
                 ["gcc", "scream"][*cc as usize]
             ),
         };
-        // An RTP flow has no TCP transport to configure.
-        let transport = if fastopen && !matches!(app_kind, App::Rtp(..)) {
-            "transport = { fastopen = true }\n"
-        } else {
-            ""
+        // An RTP flow has no TCP transport to configure; a QUIC one names it.
+        let transport = match app_kind {
+            App::QuicBulk | App::QuicFile(_) => "transport = { protocol = \"quic\" }\n",
+            App::Rtp(..) => "",
+            _ if fastopen => "transport = { fastopen = true }\n",
+            _ => "",
         };
         s += &format!(
             r#"
@@ -90,6 +93,9 @@ enum App {
     Web(u32, u32, bool),
     CloudGaming(u32),
     VideoCall,
+    /// Bulk, or a `kb` KB file, over the QUIC-style transport.
+    QuicBulk,
+    QuicFile(u32),
     /// A cloud game (0), a call (1) or a screen share (2) over RTP, with
     /// GCC (0) or SCReAM (1).
     Rtp(u8, u8),
@@ -105,6 +111,8 @@ fn app() -> impl Strategy<Value = App> {
         (1u32..50).prop_map(App::CloudGaming),
         Just(App::VideoCall),
         (0u8..3, 0u8..2).prop_map(|(k, cc)| App::Rtp(k, cc)),
+        Just(App::QuicBulk),
+        (1u32..400).prop_map(App::QuicFile),
     ]
 }
 

@@ -57,6 +57,11 @@ name = "game"
 cc = "bbr"
 app = { kind = "cloud_gaming", max_bitrate = "5Mbit" }
 [[flows]]
+name = "quic_file"
+cc = "prague"
+transport = { protocol = "quic" }
+app = { kind = "file", size = "200KB" }
+[[flows]]
 name = "rtp_call"
 app = { kind = "video_call", transport = "rtp", media_cc = "scream" }
 [[flows]]

@@ -193,6 +193,18 @@ pub fn udp(out: &mut Vec<u8>, e: &Ends, id: u16, ecn: Ecn, payload: u32) {
     u.write(out).expect("a Vec grows");
 }
 
+/// IPv4 and UDP headers followed by the datagram's own bytes (a byte
+/// datagram: the capture shows what the protocol wrote).
+pub fn udp_payload(out: &mut Vec<u8>, e: &Ends, id: u16, ecn: Ecn, payload: &[u8]) {
+    let mut iph = ip(e, IpNumber::UDP, UdpHeader::LEN + payload.len(), id, ecn);
+    let u = UdpHeader::with_ipv4_checksum(e.sport, e.dport, &iph, payload).expect("below 64 KiB");
+    iph.header_checksum = iph.calc_header_checksum();
+    out.clear();
+    iph.write(out).expect("a Vec grows");
+    u.write(out).expect("a Vec grows");
+    out.extend_from_slice(payload);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

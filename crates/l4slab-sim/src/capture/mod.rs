@@ -25,7 +25,7 @@ use l4slab_pcap::{CaptureError, Captures, Point};
 use l4slab_scenario::{Scenario, Side};
 
 use crate::engine::{CLIENT, DOWN, SERVER};
-use crate::segstore::Carried;
+use crate::segstore::{BytePool, Carried};
 use headers::Ends;
 
 /// The wire identity of one flow's two ends, indexed by `CLIENT`/`SERVER`.
@@ -106,7 +106,7 @@ impl Capture {
         dir: usize,
         point: Point,
         pkt: &Packet,
-        carried: &Carried,
+        (carried, bytes): (&Carried, &BytePool),
     ) {
         let w = &self.flows[pkt.flow as usize];
         // Packets going down were sent by the server side.
@@ -130,6 +130,9 @@ impl Capture {
         match carried {
             Carried::Seg(seg) => headers::tcp(&mut self.buf, &e, id, pkt.ecn, seg, pkt.len),
             Carried::Dgram(dg) => headers::udp(&mut self.buf, &e, id, pkt.ecn, dg.payload),
+            Carried::Bytes { buf, .. } => {
+                headers::udp_payload(&mut self.buf, &e, id, pkt.ecn, bytes.get(*buf))
+            }
         }
         let t = now.saturating_since(Time::ZERO);
         self.files.write(queue, point, t, pkt.len, &self.buf);

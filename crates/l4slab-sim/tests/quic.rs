@@ -1,0 +1,122 @@
+//! Flows over the QUIC-style transport (`[flows.transport] protocol =
+//! "quic"`, docs/models/quic.md) through the simulator: the connection's
+//! datagrams are carried as bytes through the same queues and links as TCP
+//! segments. Bounds come from the path and the specs, not from measured runs.
+
+mod common;
+
+use common::{f64_of, flow, run_toml};
+
+const FILE: &str = r#"
+format = 1
+duration = "10s"
+[bottleneck]
+rate = "20Mbit"
+delay = "10ms"
+buffer = "100ms"
+[[flows]]
+name = "q"
+cc = "cubic"
+transport = { protocol = "quic" }
+app = { kind = "file", size = "2MB" }
+"#;
+
+#[test]
+fn a_file_over_quic_arrives_whole_after_the_handshake() {
+    let out = run_toml(FILE, &[]);
+    let f = flow(&out, "q");
+    assert_eq!(f["transport"], "quic");
+    assert_eq!(f["bytes_delivered"], 2_000_000);
+    // 2 MB at 20 Mbit/s is 0.8 s of payload; the handshake takes 1.5 RTT
+    // (30 ms) before the server may send; slow start adds round trips.
+    let done = f64_of(&f["completion_s"]);
+    assert!(done > 0.8 + 0.03, "{done}");
+    assert!(done < 3.0, "{done}");
+    let server = &f["app_metrics"]["server"];
+    // Every datagram went through the bottleneck as a packet of its size.
+    assert!(server["datagrams_sent"].as_u64().unwrap() > 2_000_000 / 1200);
+    assert_eq!(server["ecn"]["validation"], "Capable", "{server}");
+    // The packet accounting covers QUIC datagrams: sent = delivered + dropped.
+    let q = &out.summary["queues"]["bottleneck.down"];
+    assert_eq!(
+        q["offered_packets"].as_u64().unwrap(),
+        q["sent_packets"].as_u64().unwrap() + q["drops"]["total"].as_u64().unwrap(),
+        "{q}"
+    );
+}
+
+#[test]
+fn losses_on_the_path_are_repaired_and_counted_in_new_packets() {
+    let out = run_toml(FILE, &["bottleneck.loss=1%"]);
+    let f = flow(&out, "q");
+    assert_eq!(f["bytes_delivered"], 2_000_000);
+    let server = &f["app_metrics"]["server"];
+    assert!(server["packets_lost"].as_u64().unwrap() > 0, "{server}");
+    assert!(
+        server["retransmitted_bytes"].as_u64().unwrap() > 0,
+        "{server}"
+    );
+    assert!(f["lost_packets"].as_u64().unwrap() > 0);
+}
+
+/// Prague over QUIC next to Cubic over TCP, through DualPI2 at 50 Mbit/s.
+const L4S: &str = r#"
+format = 1
+duration = "20s"
+warmup = "5s"
+[bottleneck]
+rate = "50Mbit"
+delay = "10ms"
+buffer = "10000pkt"
+qdisc = "dualpi2"
+[[flows]]
+name = "prague_quic"
+cc = "prague"
+transport = { protocol = "quic" }
+app = "bulk"
+[[flows]]
+name = "cubic_tcp"
+cc = "cubic"
+app = "bulk"
+"#;
+
+#[test]
+fn prague_over_quic_sends_ect1_into_the_l_queue_next_to_cubic() {
+    let out = run_toml(L4S, &[]);
+    let q = &out.summary["queues"]["bottleneck.down"];
+    // The L queue holds only the QUIC flow's ECT(1) packets and keeps them
+    // near the 1 ms step; the C queue holds Cubic's standing queue.
+    let l = &q["subqueues"]["l"]["sojourn_ms"];
+    assert!(f64_of(&l["p99"]) < 2.0, "{q}");
+    assert!(l["samples"].as_u64().unwrap() > 10_000, "{q}");
+    let prague = flow(&out, "prague_quic");
+    let cubic = flow(&out, "cubic_tcp");
+    let server = &prague["app_metrics"]["server"];
+    assert_eq!(server["ecn"]["validation"], "Capable", "{server}");
+    assert!(server["ecn"]["ect1_sent"].as_u64().unwrap() > 0);
+    assert!(server["ecn"]["ce_reported"].as_u64().unwrap() > 0);
+    // Both get a real share of the link (the coupling, RFC 9332).
+    let (p, c) = (
+        f64_of(&prague["goodput_bps"]),
+        f64_of(&cubic["goodput_bps"]),
+    );
+    assert!(p > 10e6 && c > 10e6, "prague {p} cubic {c}");
+    assert!(
+        p + c > 0.9 * 50e6 * 1448.0 / 1500.0 * 0.9,
+        "prague {p} cubic {c}"
+    );
+}
+
+#[test]
+fn a_bleaching_path_fails_ecn_validation_and_the_flow_goes_on_without_ecn() {
+    let out = run_toml(L4S, &["bottleneck.down.ecn_rewrite=bleach"]);
+    let server = &flow(&out, "prague_quic")["app_metrics"]["server"];
+    let validation = server["ecn"]["validation"].as_str().unwrap();
+    assert!(validation.starts_with("Failed"), "{server}");
+    // RFC 9000 §13.4.2: at most the testing period's packets were marked.
+    assert!(
+        server["ecn"]["ect1_sent"].as_u64().unwrap() <= 10,
+        "{server}"
+    );
+    assert!(f64_of(&flow(&out, "prague_quic")["goodput_bps"]) > 5e6);
+}
