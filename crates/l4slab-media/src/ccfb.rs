@@ -405,4 +405,16 @@ mod tests {
         assert_eq!(out.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![2, 3]);
         assert_eq!((h.take_unreported(), h.in_flight()), (2, 0));
     }
+
+    #[test]
+    fn without_feedback_the_history_stays_bounded() {
+        let mut h = History::new();
+        for s in 0..(HISTORY_CAP as u64 + 10) {
+            h.on_sent(ms(s), s, 100);
+        }
+        assert_eq!(h.take_unreported(), 10);
+        assert_eq!(h.in_flight(), HISTORY_CAP as u64 * 100);
+        assert_eq!(h.sent_at(9), None);
+        assert_eq!(h.sent_at(10), Some(ms(10)));
+    }
 }

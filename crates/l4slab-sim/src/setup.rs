@@ -403,13 +403,6 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
 /// A frame app over RTP: one stream from the sender (cloud gaming) or one
 /// each way (a video call), with the series names of the TCP variant.
 fn rtp_app(app: &AppSpec, p: &FrameAppSpec, sender: Role) -> Box<dyn FlowApp> {
-    let FrameTransport::Rtp {
-        media_cc,
-        playout_delay,
-    } = p.transport
-    else {
-        unreachable!("called for RTP apps only")
-    };
     let mut cfg = RtpConfig::new(
         p.fps,
         p.start_bitrate,
@@ -418,8 +411,7 @@ fn rtp_app(app: &AppSpec, p: &FrameAppSpec, sender: Role) -> Box<dyn FlowApp> {
         p.stall_threshold,
         Some(p.late_threshold),
     );
-    cfg.cc = media_cc_kind(media_cc);
-    cfg.min_playout_delay = playout_delay;
+    with_transport(&mut cfg, p.transport);
     match app {
         AppSpec::VideoCall(_) => Box::new(RtpMedia::new(
             "video_call",
@@ -437,24 +429,26 @@ fn rtp_app(app: &AppSpec, p: &FrameAppSpec, sender: Role) -> Box<dyn FlowApp> {
     }
 }
 
-fn media_cc_kind(m: MediaCcSpec) -> MediaCcKind {
-    match m {
+/// The media controller and playout delay an RTP app's `transport` names.
+fn with_transport(cfg: &mut RtpConfig, t: FrameTransport) {
+    let FrameTransport::Rtp {
+        media_cc,
+        playout_delay,
+    } = t
+    else {
+        unreachable!("called for RTP apps only")
+    };
+    cfg.cc = match media_cc {
         MediaCcSpec::Gcc => MediaCcKind::Gcc,
         MediaCcSpec::Scream { l4s } => MediaCcKind::Scream { l4s },
-    }
+    };
+    cfg.min_playout_delay = playout_delay;
 }
 
 /// A screen share over RTP: frames at `max_fps`, at most `frame_size` each
 /// (the encoder's ceiling is `frame_size · 8 · max_fps`), adapting down to a
 /// tenth of that, starting at the ceiling (docs/apps.md#screen_share).
 fn screen_share_rtp(p: &ScreenShareSpec, sender: Role) -> Box<dyn FlowApp> {
-    let FrameTransport::Rtp {
-        media_cc,
-        playout_delay,
-    } = p.transport
-    else {
-        unreachable!("called for RTP apps only")
-    };
     let max = Rate::from_bps(p.frame_size * 8 * u64::from(p.max_fps));
     let mut cfg = RtpConfig::new(
         p.max_fps,
@@ -464,8 +458,7 @@ fn screen_share_rtp(p: &ScreenShareSpec, sender: Role) -> Box<dyn FlowApp> {
         p.stall_threshold,
         None,
     );
-    cfg.cc = media_cc_kind(media_cc);
-    cfg.min_playout_delay = playout_delay;
+    with_transport(&mut cfg, p.transport);
     Box::new(RtpMedia::new(
         "screen_share",
         cfg,

@@ -184,13 +184,9 @@ pub fn tcp(out: &mut Vec<u8>, e: &Ends, id: u16, ecn: Ecn, seg: &Segment, wire_l
 
 /// Write the IPv4 and UDP headers of a `payload`-byte datagram into `out`.
 pub fn udp(out: &mut Vec<u8>, e: &Ends, id: u16, ecn: Ecn, payload: u32) {
-    let payload = &ZEROS[..payload as usize];
-    let mut iph = ip(e, IpNumber::UDP, UdpHeader::LEN + payload.len(), id, ecn);
-    let u = UdpHeader::with_ipv4_checksum(e.sport, e.dport, &iph, payload).expect("below 64 KiB");
-    iph.header_checksum = iph.calc_header_checksum();
-    out.clear();
-    iph.write(out).expect("a Vec grows");
-    u.write(out).expect("a Vec grows");
+    udp_payload(out, e, id, ecn, &ZEROS[..payload as usize]);
+    // The payload of a datagram record is not simulated: headers only.
+    out.truncate(Ipv4Header::MIN_LEN + UdpHeader::LEN);
 }
 
 /// IPv4 and UDP headers followed by the datagram's own bytes (a byte
