@@ -27,6 +27,10 @@ use l4slab_core::{Dur, Ecn, Time};
 
 use crate::PacketReport;
 
+/// Most packets the sender's history keeps without a verdict (RFC 8888's
+/// 16-bit sequence space).
+pub const HISTORY_CAP: usize = 1 << 16;
+
 /// Most packets one report lists (RFC 8888: `num_reports` is 16 bits; kept
 /// well below so a report fits a datagram: 2 B each).
 pub const MAX_PER_REPORT: usize = 8192;
@@ -241,7 +245,9 @@ impl History {
         }
     }
 
-    /// A packet left; sequence numbers increase by one.
+    /// A packet left; sequence numbers increase by one. The history keeps at
+    /// most [`HISTORY_CAP`] packets: when feedback stops (a dead return
+    /// path), the oldest leave without a verdict, as a lost report's do.
     pub fn on_sent(&mut self, now: Time, seq: u64, size: u32) {
         if let Some(last) = self.sent.back() {
             assert_eq!(
@@ -249,6 +255,11 @@ impl History {
                 last.seq + 1,
                 "transport-wide sequence numbers are consecutive"
             );
+        }
+        if self.sent.len() >= HISTORY_CAP {
+            let old = self.sent.pop_front().expect("non-empty");
+            self.in_flight -= u64::from(old.size);
+            self.unreported += 1;
         }
         self.sent.push_back(Sent {
             seq,

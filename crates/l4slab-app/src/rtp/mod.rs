@@ -304,10 +304,11 @@ impl FlowApp for RtpMedia {
             let s = &mut self.streams[i];
             match kind {
                 MEDIA if s.from != side => {
-                    let h =
-                        s.tx.header(id)
-                            .expect("a packet in the network keeps its header");
-                    s.rx.on_packet(now, id, dg.ecn, h.media);
+                    // A packet older than the sender's header ring (2^16
+                    // packets, RTP's sequence space) is too late to use.
+                    if let Some(h) = s.tx.header(id) {
+                        s.rx.on_packet(now, id, dg.ecn, h.media);
+                    }
                 }
                 REPORT if s.from == side => {
                     if let Some(r) = s.rx.take_report(id) {
