@@ -48,6 +48,21 @@ struct SendTimeGroup {
     last_system: Time,
 }
 
+impl SendTimeGroup {
+    /// A new, empty group opened by a packet sent at `send` that arrived at
+    /// `arrival` (its size is added by the caller).
+    fn start(send: Time, arrival: Time, system: Time) -> Self {
+        SendTimeGroup {
+            size: 0,
+            first_send: send,
+            send,
+            first_arrival: arrival,
+            complete: arrival,
+            last_system: system,
+        }
+    }
+}
+
 /// The deltas between two consecutive complete groups.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GroupDeltas {
@@ -107,14 +122,7 @@ impl InterArrival {
                 // "We don't have enough data to update the filter, so we store
                 // it until we have two frames of data to process."
                 self.groups += 1;
-                self.current = Some(SendTimeGroup {
-                    size: 0,
-                    first_send: send,
-                    send,
-                    first_arrival: arrival,
-                    complete: arrival,
-                    last_system: system,
-                });
+                self.current = Some(SendTimeGroup::start(send, arrival, system));
             }
             Some(cur) if cur.first_send > send => {
                 // inter_arrival_delta.cc: reordered packet, ignored.
@@ -152,14 +160,7 @@ impl InterArrival {
                 }
                 self.prev = Some(cur);
                 self.groups += 1;
-                self.current = Some(SendTimeGroup {
-                    size: 0,
-                    first_send: send,
-                    send,
-                    first_arrival: arrival,
-                    complete: arrival,
-                    last_system: system,
-                });
+                self.current = Some(SendTimeGroup::start(send, arrival, system));
             }
             Some(ref mut cur) => {
                 cur.send = cur.send.max(send);
