@@ -63,120 +63,59 @@ struct Outcome {
     done: Option<Time>,
 }
 
+/// A page's objects in request order and what happened to each: the
+/// bookkeeping and the report that every transport's web app shares (TCP:
+/// [`Web`]; QUIC: `web_quic::WebStreams`). `k` is an object's
+/// position in request order.
 #[derive(Debug)]
-pub struct Web {
+pub(crate) struct Objects {
     cfg: WebConfig,
-    requester: Role,
-    /// Response stream offset just past object `k` (in request order).
-    ends: Vec<u64>,
     outcomes: Vec<Outcome>,
-    // The requesting side.
-    next_request: usize,
-    request_unwritten: u64,
-    response_delivered: u64,
-    first_bytes_seen: usize,
-    completed: usize,
-    // The responding side.
-    request_received: u64,
-    answered: usize,
-    response_unwritten: u64,
 }
 
-impl Web {
-    /// `requester` is the side that receives the responses.
-    pub fn new(mut cfg: WebConfig, requester: Role) -> Self {
+impl Objects {
+    pub(crate) fn new(mut cfg: WebConfig) -> Self {
         assert!(cfg.request_size > 0, "a request has at least one byte");
         assert!(cfg.objects.iter().all(|o| o.size > 0), "{cfg:?}");
         // Requests go out in time order; ties in list order.
         cfg.objects.sort_by_key(|o| (o.at, o.index));
-        let ends = cfg
-            .objects
-            .iter()
-            .scan(0u64, |end, o| {
-                *end += o.size;
-                Some(*end)
-            })
-            .collect();
-        Web {
+        Objects {
             outcomes: vec![Outcome::default(); cfg.objects.len()],
             cfg,
-            requester,
-            ends,
-            next_request: 0,
-            request_unwritten: 0,
-            response_delivered: 0,
-            first_bytes_seen: 0,
-            completed: 0,
-            request_received: 0,
-            answered: 0,
-            response_unwritten: 0,
         }
     }
 
-    fn due(&self, k: usize) -> Time {
+    pub(crate) fn len(&self) -> usize {
+        self.cfg.objects.len()
+    }
+
+    pub(crate) fn request_size(&self) -> u64 {
+        self.cfg.request_size
+    }
+
+    /// Object `k`'s response bytes.
+    pub(crate) fn size(&self, k: usize) -> u64 {
+        self.cfg.objects[k].size
+    }
+
+    /// When the user asks for object `k`.
+    pub(crate) fn due(&self, k: usize) -> Time {
         self.cfg.page_start + self.cfg.objects[k].at
     }
 
-    /// Objects completed so far.
-    pub fn completed(&self) -> usize {
-        self.completed
+    /// Object `k`'s request was handed to the transport at `now`.
+    pub(crate) fn requested(&mut self, k: usize, now: Time) {
+        self.outcomes[k].requested = Some(now);
     }
 
-    /// Write every request that is due, then wait for the next one.
-    fn request(&mut self, now: Time, io: &mut dyn FlowIo) {
-        while self.next_request < self.cfg.objects.len() && self.due(self.next_request) <= now {
-            self.request_unwritten += self.cfg.request_size;
-            self.outcomes[self.next_request].requested = Some(now);
-            self.next_request += 1;
-        }
-        write_all(&mut self.request_unwritten, io);
-        if self.next_request < self.cfg.objects.len() {
-            io.wake_at(self.due(self.next_request));
-        }
+    /// Object `k`'s first response byte arrived (the first call counts).
+    pub(crate) fn first_byte(&mut self, k: usize, now: Time) {
+        self.outcomes[k].first_byte.get_or_insert(now);
     }
 
-    /// Response bytes arrived at the requester.
-    fn on_response(&mut self, now: Time, bytes: u64) {
-        self.response_delivered += bytes;
-        let n = self.cfg.objects.len();
-        assert!(
-            n > 0 && self.response_delivered <= self.ends[n - 1],
-            "web: {} response bytes delivered, {} expected in all",
-            self.response_delivered,
-            self.ends.last().copied().unwrap_or(0)
-        );
-        // Object k's bytes are (ends[k-1], ends[k]] of the response stream.
-        while self.first_bytes_seen < n {
-            let start = self
-                .first_bytes_seen
-                .checked_sub(1)
-                .map_or(0, |k| self.ends[k]);
-            if self.response_delivered <= start {
-                break;
-            }
-            self.outcomes[self.first_bytes_seen].first_byte = Some(now);
-            self.first_bytes_seen += 1;
-        }
-        while self.completed < n && self.response_delivered >= self.ends[self.completed] {
-            self.outcomes[self.completed].done = Some(now);
-            self.completed += 1;
-        }
-    }
-
-    /// Request bytes arrived at the responder: answer each complete request.
-    fn on_request(&mut self, bytes: u64, io: &mut dyn FlowIo) {
-        self.request_received += bytes;
-        let n = self.cfg.objects.len() as u64;
-        assert!(
-            self.request_received <= n * self.cfg.request_size,
-            "web: more request bytes than requests"
-        );
-        let complete = (self.request_received / self.cfg.request_size) as usize;
-        while self.answered < complete {
-            self.response_unwritten += self.cfg.objects[self.answered].size;
-            self.answered += 1;
-        }
-        write_all(&mut self.response_unwritten, io);
+    /// Object `k`'s last response byte arrived.
+    pub(crate) fn done(&mut self, k: usize, now: Time) {
+        self.outcomes[k].done = Some(now);
     }
 
     fn object_report(&self, k: usize) -> Value {
@@ -195,6 +134,122 @@ impl Web {
             "response_s": r.done.zip(r.requested).map(|(d, q)| secs(d.saturating_since(q))),
             "completion_s": r.done.map(|t| secs(t.saturating_since(asked))),
         })
+    }
+
+    /// The web app's `app_metrics`: the page figures over every object
+    /// (see [`summarize`]) and the request size.
+    pub(crate) fn report(&self) -> Value {
+        let objects = (0..self.len()).map(|k| self.object_report(k)).collect();
+        let mut r = summarize(objects);
+        r["request_size_bytes"] = self.cfg.request_size.into();
+        r
+    }
+}
+
+#[derive(Debug)]
+pub struct Web {
+    objects: Objects,
+    requester: Role,
+    /// Response stream offset just past object `k` (in request order).
+    ends: Vec<u64>,
+    // The requesting side.
+    next_request: usize,
+    request_unwritten: u64,
+    response_delivered: u64,
+    first_bytes_seen: usize,
+    completed: usize,
+    // The responding side.
+    request_received: u64,
+    answered: usize,
+    response_unwritten: u64,
+}
+
+impl Web {
+    /// `requester` is the side that receives the responses.
+    pub fn new(cfg: WebConfig, requester: Role) -> Self {
+        let objects = Objects::new(cfg);
+        let ends = (0..objects.len())
+            .scan(0u64, |end, k| {
+                *end += objects.size(k);
+                Some(*end)
+            })
+            .collect();
+        Web {
+            objects,
+            requester,
+            ends,
+            next_request: 0,
+            request_unwritten: 0,
+            response_delivered: 0,
+            first_bytes_seen: 0,
+            completed: 0,
+            request_received: 0,
+            answered: 0,
+            response_unwritten: 0,
+        }
+    }
+
+    /// Objects completed so far.
+    pub fn completed(&self) -> usize {
+        self.completed
+    }
+
+    /// Write every request that is due, then wait for the next one.
+    fn request(&mut self, now: Time, io: &mut dyn FlowIo) {
+        let n = self.objects.len();
+        while self.next_request < n && self.objects.due(self.next_request) <= now {
+            self.request_unwritten += self.objects.request_size();
+            self.objects.requested(self.next_request, now);
+            self.next_request += 1;
+        }
+        write_all(&mut self.request_unwritten, io);
+        if self.next_request < n {
+            io.wake_at(self.objects.due(self.next_request));
+        }
+    }
+
+    /// Response bytes arrived at the requester.
+    fn on_response(&mut self, now: Time, bytes: u64) {
+        self.response_delivered += bytes;
+        let n = self.objects.len();
+        assert!(
+            n > 0 && self.response_delivered <= self.ends[n - 1],
+            "web: {} response bytes delivered, {} expected in all",
+            self.response_delivered,
+            self.ends.last().copied().unwrap_or(0)
+        );
+        // Object k's bytes are (ends[k-1], ends[k]] of the response stream.
+        while self.first_bytes_seen < n {
+            let start = self
+                .first_bytes_seen
+                .checked_sub(1)
+                .map_or(0, |k| self.ends[k]);
+            if self.response_delivered <= start {
+                break;
+            }
+            self.objects.first_byte(self.first_bytes_seen, now);
+            self.first_bytes_seen += 1;
+        }
+        while self.completed < n && self.response_delivered >= self.ends[self.completed] {
+            self.objects.done(self.completed, now);
+            self.completed += 1;
+        }
+    }
+
+    /// Request bytes arrived at the responder: answer each complete request.
+    fn on_request(&mut self, bytes: u64, io: &mut dyn FlowIo) {
+        self.request_received += bytes;
+        let (n, size) = (self.objects.len() as u64, self.objects.request_size());
+        assert!(
+            self.request_received <= n * size,
+            "web: more request bytes than requests"
+        );
+        let complete = (self.request_received / size) as usize;
+        while self.answered < complete {
+            self.response_unwritten += self.objects.size(self.answered);
+            self.answered += 1;
+        }
+        write_all(&mut self.response_unwritten, io);
     }
 }
 
@@ -280,12 +335,7 @@ impl FlowApp for Web {
         }
     }
     fn report(&self, _end: Time) -> Value {
-        let objects = (0..self.cfg.objects.len())
-            .map(|k| self.object_report(k))
-            .collect();
-        let mut r = summarize(objects);
-        r["request_size_bytes"] = self.cfg.request_size.into();
-        r
+        self.objects.report()
     }
 }
 
