@@ -42,6 +42,7 @@ pub mod screen_share;
 pub(crate) mod testing;
 pub mod video_call;
 pub mod web;
+pub mod web_quic;
 
 /// A UDP datagram an app sends outside its connection. The payload is not
 /// simulated; `tag` is what the app needs to recognise it (e.g. a probe's

@@ -4,11 +4,14 @@
 //! (queues, links, loss, ECN marks) and calls back with what arrives — the
 //! same connection code the real UDP driver runs.
 //!
-//! The sending side (the flow's `direction`) opens one bidirectional stream
-//! once its end is connected (a server-initiated stream for `down`) and
-//! writes: without end for `bulk`, `size` bytes then FIN for `file`. The
-//! receiving side counts the bytes that become readable in order; a file
-//! completes when its FIN and everything before it arrived.
+//! [`QuicFlow`] drives the two connections; what runs over them is a
+//! [`QuicStreams`]. [`Transfer`] (bulk and file): the sending side (the
+//! flow's `direction`) opens one bidirectional stream once its end is
+//! connected (a server-initiated stream for `down`) and writes: without end
+//! for `bulk`, `size` bytes then FIN for `file`. The receiving side counts
+//! the bytes that become readable in order; a file completes when its FIN
+//! and everything before it arrived. `web` runs one stream per object
+//! ([`crate::web_quic`]).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -46,70 +49,66 @@ fn ix(side: Role) -> usize {
     usize::from(side == Role::Server)
 }
 
-/// Both ends of a QUIC flow (see the module documentation).
-pub struct QuicFlow {
+/// What runs over a QUIC flow's connection: the streams each side opens,
+/// writes and reads ([`Transfer`] for bulk and file, and
+/// [`crate::web_quic::WebStreams`] for web). [`QuicFlow`] drives the
+/// connections and calls these.
+pub trait QuicStreams: core::fmt::Debug + Send {
+    /// The scenario's `app.kind`.
+    fn kind(&self) -> &'static str;
+    /// Write what `side` has to send on its connection (which may not be
+    /// established yet); ask for wake-ups through `io`.
+    fn drive(&mut self, now: Time, side: Role, conn: &mut Connection, io: &mut dyn FlowIo);
+    /// `side`'s connection reported `ev`.
+    fn on_event(&mut self, now: Time, side: Role, ev: Event);
+    /// The flow's data bytes delivered in order to the receiving side.
+    fn delivered(&self) -> u64;
+    /// When the flow's transfer completed, if it has an end.
+    fn completion(&self) -> Option<Time>;
+    /// The app's figures for `app_metrics` (a JSON object); the flow adds
+    /// `transport` and each end's connection counters.
+    fn report(&self, start: Time, end: Time) -> Value;
+}
+
+/// One stream from the sending side (the flow's `direction`), opened once
+/// its end is connected (a server-initiated stream for `down`): without end
+/// for `bulk`, `size` bytes then FIN for `file`.
+#[derive(Debug)]
+pub struct Transfer {
     app: QuicApp,
-    cfg: ConnectionConfig,
     /// The side that sends the data.
     sender: Role,
-    ends: [Option<Connection>; 2],
-    buf: Vec<u8>,
     stream: Option<StreamId>,
     written: u64,
     finished: bool,
-    start: Option<Time>,
     delivered: u64,
     completion: Option<Time>,
 }
 
-impl core::fmt::Debug for QuicFlow {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("QuicFlow")
-            .field("app", &self.app)
-            .field("sender", &self.sender)
-            .field("delivered", &self.delivered)
-            .finish_non_exhaustive()
-    }
-}
-
-impl QuicFlow {
-    pub fn new(app: QuicApp, cfg: ConnectionConfig, sender: Role) -> Self {
-        QuicFlow {
+impl Transfer {
+    pub fn new(app: QuicApp, sender: Role) -> Self {
+        Transfer {
             app,
-            cfg,
             sender,
-            ends: [None, None],
-            buf: vec![0; MAX_DATAGRAM],
             stream: None,
             written: 0,
             finished: false,
-            start: None,
             delivered: 0,
             completion: None,
         }
     }
+}
 
-    /// The connection on `side` (after the flow started).
-    pub fn end(&self, side: Role) -> Option<&Connection> {
-        self.ends[ix(side)].as_ref()
+impl QuicStreams for Transfer {
+    fn kind(&self) -> &'static str {
+        match self.app {
+            QuicApp::Bulk => "bulk",
+            QuicApp::File { .. } => "file",
+        }
     }
 
-    /// Bytes readable in order at the receiving side so far.
-    pub fn delivered(&self) -> u64 {
-        self.delivered
-    }
-
-    /// When a file's last byte (and FIN) arrived.
-    pub fn completion(&self) -> Option<Time> {
-        self.completion
-    }
-
-    /// Write what the sender may; returns whether it wrote.
-    fn feed(&mut self) {
-        let Some(conn) = self.ends[ix(self.sender)].as_mut() else {
-            return;
-        };
-        if !conn.is_established() || self.finished {
+    fn drive(&mut self, _now: Time, side: Role, conn: &mut Connection, _io: &mut dyn FlowIo) {
+        if side != self.sender || !conn.is_established() || self.finished {
             return;
         }
         let id = match self.stream {
@@ -133,21 +132,104 @@ impl QuicFlow {
         }
     }
 
+    fn on_event(&mut self, now: Time, side: Role, ev: Event) {
+        match ev {
+            Event::StreamData {
+                new_in_order_bytes, ..
+            } if side != self.sender => self.delivered += new_in_order_bytes,
+            Event::StreamFinished(_) if side != self.sender => {
+                self.completion.get_or_insert(now);
+            }
+            _ => {}
+        }
+    }
+
+    fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    fn completion(&self) -> Option<Time> {
+        self.completion
+    }
+
+    fn report(&self, start: Time, end: Time) -> Value {
+        let until = self.completion.unwrap_or(end);
+        let active = until.saturating_since(start).as_secs_f64();
+        json!({
+            "bytes_delivered": self.delivered,
+            "completion_s": self.completion.map(|t| round6(t.saturating_since(start).as_secs_f64())),
+            "goodput_bps": if active > 0.0 { (self.delivered as f64 * 8.0 / active).round() } else { 0.0 },
+        })
+    }
+}
+
+/// Both ends of a QUIC flow (see the module documentation) running `S`.
+pub struct QuicFlow<S = Transfer> {
+    streams: S,
+    cfg: ConnectionConfig,
+    ends: [Option<Connection>; 2],
+    buf: Vec<u8>,
+    start: Option<Time>,
+}
+
+impl<S: QuicStreams> core::fmt::Debug for QuicFlow<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QuicFlow")
+            .field("streams", &self.streams)
+            .finish_non_exhaustive()
+    }
+}
+
+impl QuicFlow<Transfer> {
+    /// A bulk or file flow whose data goes from `sender`.
+    pub fn new(app: QuicApp, cfg: ConnectionConfig, sender: Role) -> Self {
+        QuicFlow::with_streams(Transfer::new(app, sender), cfg)
+    }
+}
+
+impl<S: QuicStreams> QuicFlow<S> {
+    pub fn with_streams(streams: S, cfg: ConnectionConfig) -> Self {
+        QuicFlow {
+            streams,
+            cfg,
+            ends: [None, None],
+            buf: vec![0; MAX_DATAGRAM],
+            start: None,
+        }
+    }
+
+    /// What runs over the connection.
+    pub fn streams(&self) -> &S {
+        &self.streams
+    }
+
+    /// The connection on `side` (after the flow started).
+    pub fn end(&self, side: Role) -> Option<&Connection> {
+        self.ends[ix(side)].as_ref()
+    }
+
+    /// Bytes readable in order at the receiving side so far.
+    pub fn delivered(&self) -> u64 {
+        self.streams.delivered()
+    }
+
+    /// When the transfer's last byte (and FIN) arrived.
+    pub fn completion(&self) -> Option<Time> {
+        self.streams.completion()
+    }
+
     /// Everything due on `side` at `now`, its datagrams, its next wake-up.
     fn run(&mut self, now: Time, side: Role, io: &mut dyn FlowIo) {
-        let i = ix(side);
-        if let Some(conn) = self.ends[i].as_mut() {
-            if conn.poll_timeout().is_some_and(|t| t <= now) {
-                conn.handle_timeout(now);
-            }
-        }
-        self.events(now, side);
-        if side == self.sender {
-            self.feed();
-        }
-        let Some(conn) = self.ends[i].as_mut() else {
+        let Some(conn) = self.ends[ix(side)].as_mut() else {
             return;
         };
+        if conn.poll_timeout().is_some_and(|t| t <= now) {
+            conn.handle_timeout(now);
+        }
+        while let Some(ev) = conn.poll_event() {
+            self.streams.on_event(now, side, ev);
+        }
+        self.streams.drive(now, side, conn, io);
         while let Some((len, _to, ecn)) = conn.poll_transmit(now, &mut self.buf) {
             io.send_bytes(&self.buf[..len], ecn);
         }
@@ -155,31 +237,11 @@ impl QuicFlow {
             io.wake_at(t.max(now));
         }
     }
-
-    fn events(&mut self, now: Time, side: Role) {
-        let Some(conn) = self.ends[ix(side)].as_mut() else {
-            return;
-        };
-        while let Some(ev) = conn.poll_event() {
-            match ev {
-                Event::StreamData {
-                    new_in_order_bytes, ..
-                } if side != self.sender => self.delivered += new_in_order_bytes,
-                Event::StreamFinished(_) if side != self.sender => {
-                    self.completion.get_or_insert(now);
-                }
-                _ => {}
-            }
-        }
-    }
 }
 
-impl FlowApp for QuicFlow {
+impl<S: QuicStreams> FlowApp for QuicFlow<S> {
     fn kind(&self) -> &'static str {
-        match self.app {
-            QuicApp::Bulk => "bulk",
-            QuicApp::File { .. } => "file",
-        }
+        self.streams.kind()
     }
 
     fn uses_connection(&self) -> bool {
@@ -213,26 +275,20 @@ impl FlowApp for QuicFlow {
     }
 
     fn delivered_bytes(&self) -> Option<u64> {
-        Some(self.delivered)
+        Some(self.streams.delivered())
     }
 
     fn completed_at(&self) -> Option<Time> {
-        self.completion
+        self.streams.completion()
     }
 
     fn report(&self, end: Time) -> Value {
-        let start = self.start.unwrap_or(end);
-        let until = self.completion.unwrap_or(end);
-        let active = until.saturating_since(start).as_secs_f64();
+        let mut r = self.streams.report(self.start.unwrap_or(end), end);
         let side = |s: Role| self.end(s).map_or(Value::Null, |c| stats_json(&c.stats()));
-        json!({
-            "transport": "quic",
-            "bytes_delivered": self.delivered,
-            "completion_s": self.completion.map(|t| round6(t.saturating_since(start).as_secs_f64())),
-            "goodput_bps": if active > 0.0 { (self.delivered as f64 * 8.0 / active).round() } else { 0.0 },
-            "client": side(Role::Client),
-            "server": side(Role::Server),
-        })
+        r["transport"] = "quic".into();
+        r["client"] = side(Role::Client);
+        r["server"] = side(Role::Server);
+        r
     }
 }
 
@@ -266,7 +322,7 @@ fn stats_json(st: &l4slab_quic::ConnectionStats) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::VecDeque;
 
     use l4slab_core::Dur;
@@ -303,7 +359,13 @@ mod tests {
     /// `flow` over a path of one-way `delay` and `rate` (serialized FIFO,
     /// no queue limit) that loses every `lose_every`-th datagram (0: none),
     /// until `until`.
-    fn run(flow: &mut QuicFlow, until: Time, delay: Dur, rate_bps: u64, lose_every: u64) {
+    pub(crate) fn run<S: QuicStreams>(
+        flow: &mut QuicFlow<S>,
+        until: Time,
+        delay: Dur,
+        rate_bps: u64,
+        lose_every: u64,
+    ) {
         let mut io = [Io::default(), Io::default()];
         let mut wire: VecDeque<(Time, Role, Vec<u8>, Ecn)> = VecDeque::new();
         let mut link_free = [Time::ZERO; 2];
@@ -355,7 +417,7 @@ mod tests {
         }
     }
 
-    fn cfg() -> ConnectionConfig {
+    pub(crate) fn cfg() -> ConnectionConfig {
         ConnectionConfig {
             cc: "cubic".into(),
             ..ConnectionConfig::default()

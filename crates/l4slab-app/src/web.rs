@@ -20,7 +20,8 @@
 //!
 //! Not modelled: DNS, TLS (one more round trip per new connection, two
 //! before TLS 1.3), HTTP headers beyond the fixed request size, server think
-//! time, HTTP/2 multiplexing, a browser's limit of six connections per host,
+//! time, HTTP/2 multiplexing (over QUIC each object is a stream of its own:
+//! [`crate::web_quic`]), a browser's limit of six connections per host,
 //! closing idle connections.
 
 use serde_json::{json, Value};
@@ -65,7 +66,7 @@ struct Outcome {
 
 /// A page's objects in request order and what happened to each: the
 /// bookkeeping and the report that every transport's web app shares (TCP:
-/// [`Web`]; QUIC: `web_quic::WebStreams`). `k` is an object's
+/// [`Web`]; QUIC: [`crate::web_quic::WebStreams`]). `k` is an object's
 /// position in request order.
 #[derive(Debug)]
 pub(crate) struct Objects {

@@ -177,12 +177,13 @@ fn resolve_flow(
         }
     }
     let transport = resolve_transport(f.transport.as_ref(), &join(path, "transport"))?;
-    if transport.protocol == Protocol::Quic && !matches!(app, AppSpec::Bulk | AppSpec::File { .. })
+    if transport.protocol == Protocol::Quic
+        && !matches!(app, AppSpec::Bulk | AppSpec::File { .. } | AppSpec::Web(_))
     {
         return Err(ScenarioError::conflict(
             &join(path, "transport.protocol"),
             format!(
-                "\"quic\" carries the bulk and file apps for now, not \"{}\"; use app = \"bulk\" or {{ kind = \"file\", size = \"10MB\" }}",
+                "\"quic\" carries the bulk, file and web apps for now, not \"{}\"; use app = \"bulk\", {{ kind = \"file\", size = \"10MB\" }} or {{ kind = \"web\", objects = [...] }}",
                 app.kind()
             ),
         ));

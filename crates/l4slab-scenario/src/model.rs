@@ -607,7 +607,7 @@ pub struct TransportSpec {
     /// enables the client side, but only for apps that ask).
     pub fastopen: bool,
     /// `"tcp"` (default) or `"quic"`: l4slab's QUIC-style transport over UDP
-    /// (docs/models/quic.md), for `bulk` and `file` flows.
+    /// (docs/models/quic.md), for `bulk`, `file` and `web` flows.
     pub protocol: Protocol,
 }
 

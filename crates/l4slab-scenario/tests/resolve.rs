@@ -794,7 +794,7 @@ fn rtp_key_errors_name_their_path() {
 }
 
 #[test]
-fn quic_is_a_transport_protocol_for_bulk_and_file() {
+fn quic_is_a_transport_protocol_for_bulk_file_and_web() {
     use l4slab_scenario::Problem;
     let f = &base_with(&[r#"flows[0].transport={ protocol = "quic" }"#]).flows[0];
     assert_eq!(f.transport.protocol, Protocol::Quic);
@@ -813,5 +813,15 @@ fn quic_is_a_transport_protocol_for_bulk_and_file() {
     .unwrap_err();
     assert_eq!(e.path(), Some("flows[0].transport.protocol"));
     assert_eq!(e.problem(), Some(Problem::Conflict));
-    assert!(e.to_string().contains("bulk and file"), "{e}");
+    assert!(e.to_string().contains("bulk, file and web"), "{e}");
+    // A web page over QUIC: its new-connection object is a QUIC flow too.
+    let s = base_with(&[
+        r#"flows[0].transport={ protocol = "quic" }"#,
+        r#"flows[0].app={ kind = "web", objects = [{ size = "10KB" }, { size = "1KB", connection = "new" }] }"#,
+    ]);
+    assert_eq!(s.flows.len(), 2);
+    assert!(s
+        .flows
+        .iter()
+        .all(|f| f.transport.protocol == Protocol::Quic));
 }

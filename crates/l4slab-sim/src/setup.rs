@@ -11,13 +11,14 @@ use l4slab_app::rtp::{self, MediaCcKind, RtpConfig, RtpMedia};
 use l4slab_app::screen_share::{self, ScreenShare, ScreenShareConfig};
 use l4slab_app::video_call::{self, VideoCall, VideoCallConfig};
 use l4slab_app::web::{Web, WebConfig, WebObject};
+use l4slab_app::web_quic::WebStreams;
 use l4slab_app::{Bulk, File, FlowApp, OneWay};
 use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, Rate, SimRng, Time};
 use l4slab_link::DelayLine;
 use l4slab_scenario::{
     AppSpec, Direction, EcnSpec, Flow, FrameAppSpec, FrameTransport, MediaCcSpec, Protocol,
-    Scenario, ScreenShareSpec, Side, WebConnection,
+    Scenario, ScreenShareSpec, Side, WebConnection, WebSpec,
 };
 use l4slab_transport::{
     EcnMode, Endpoint, FastOpenCache, FastOpenCookie, Role, RtoFormula, TransportConfig,
@@ -58,22 +59,61 @@ fn ecn_codepoint(e: Ecn) -> EcnCodepoint {
     }
 }
 
-/// A `bulk` or `file` flow over the QUIC-style transport: the flow's
-/// controller, ECN unless the flow turns it off (RFC 9000 §13.4: QUIC
-/// endpoints use and validate ECN), the scenario's datagram size.
+/// A `bulk`, `file` or `web` flow over the QUIC-style transport: the
+/// flow's controller, ECN unless the flow turns it off (RFC 9000 §13.4: QUIC
+/// endpoints use and validate ECN), the scenario's datagram size. A web
+/// page opens one stream per object and the connection issues no
+/// MAX_STREAMS, so the peer allows at least as many streams as objects.
 fn quic_app(f: &Flow, sender: Role, seed: u64) -> Box<dyn FlowApp> {
-    let app = match f.app {
-        AppSpec::Bulk => QuicApp::Bulk,
-        AppSpec::File { size } => QuicApp::File { size },
-        _ => unreachable!("the scenario allows bulk and file over QUIC only"),
-    };
-    let cfg = l4slab_quic::ConnectionConfig {
+    let mut cfg = l4slab_quic::ConnectionConfig {
         cc: f.cc.kind.clone(),
         ecn: f.ecn != Some(EcnSpec::Off),
         seed: SimRng::derive(seed, &format!("quic/{}", f.name)).next_u64(),
         ..l4slab_quic::ConnectionConfig::default()
     };
-    Box::new(QuicFlow::new(app, cfg, sender))
+    match &f.app {
+        AppSpec::Bulk => Box::new(QuicFlow::new(QuicApp::Bulk, cfg, sender)),
+        AppSpec::File { size } => {
+            Box::new(QuicFlow::new(QuicApp::File { size: *size }, cfg, sender))
+        }
+        AppSpec::Web(w) => {
+            let web = web_config(f, w);
+            cfg.max_streams_bidi = cfg.max_streams_bidi.max(web.objects.len() as u64);
+            Box::new(QuicFlow::with_streams(
+                WebStreams::new(web, peer_of(sender)),
+                cfg,
+            ))
+        }
+        _ => unreachable!("the scenario allows bulk, file and web over QUIC only"),
+    }
+}
+
+/// The other side.
+fn peer_of(side: Role) -> Role {
+    match side {
+        Role::Client => Role::Server,
+        Role::Server => Role::Client,
+    }
+}
+
+/// A web flow's objects and request size, whatever carries them.
+fn web_config(f: &Flow, w: &WebSpec) -> WebConfig {
+    WebConfig {
+        request_size: w.request_size,
+        // A split-off object's flow starts at its time; `at` counts from the page's start.
+        page_start: w.page.as_ref().map_or(f.start, |p| p.start),
+        objects: w
+            .objects
+            .iter()
+            .map(|o| WebObject {
+                index: o.index,
+                size: o.size,
+                at: o.at,
+                new_connection: o.connection == WebConnection::New,
+            })
+            .collect(),
+        flow: f.name.clone(),
+    }
 }
 
 /// The application of flow `f`, whose main data goes from `sender`.
@@ -106,29 +146,7 @@ fn build_app(f: &Flow, sender: Role) -> Box<dyn FlowApp> {
             },
             sender,
         )),
-        AppSpec::Web(w) => {
-            let requester = match sender {
-                Role::Client => Role::Server,
-                Role::Server => Role::Client,
-            };
-            let cfg = WebConfig {
-                request_size: w.request_size,
-                // A split-off object's flow starts at its time; `at` counts from the page's start.
-                page_start: w.page.as_ref().map_or(f.start, |p| p.start),
-                objects: w
-                    .objects
-                    .iter()
-                    .map(|o| WebObject {
-                        index: o.index,
-                        size: o.size,
-                        at: o.at,
-                        new_connection: o.connection == WebConnection::New,
-                    })
-                    .collect(),
-                flow: f.name.clone(),
-            };
-            Box::new(Web::new(cfg, requester))
-        }
+        AppSpec::Web(w) => Box::new(Web::new(web_config(f, w), peer_of(sender))),
         AppSpec::CloudGaming(p) | AppSpec::VideoCall(p)
             if matches!(p.transport, FrameTransport::Rtp { .. }) =>
         {

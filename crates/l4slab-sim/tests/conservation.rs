@@ -55,6 +55,10 @@ access_delay = "15ms"
             App::VideoCall => r#""video_call""#.to_string(),
             App::QuicBulk => r#""bulk""#.to_string(),
             App::QuicFile(kb) => format!(r#"{{ kind = "file", size = "{kb}KB" }}"#),
+            App::QuicWeb(kb, at_ms, new) => format!(
+                r#"{{ kind = "web", objects = [{{ size = "{kb}KB" }}, {{ size = "1KB", at = "{at_ms}ms", connection = "{}" }}] }}"#,
+                if *new { "new" } else { "existing" }
+            ),
             App::Rtp(kind, cc) => format!(
                 r#"{{ kind = "{}", transport = "rtp", media_cc = "{}" }}"#,
                 ["cloud_gaming", "video_call", "screen_share"][*kind as usize],
@@ -63,7 +67,9 @@ access_delay = "15ms"
         };
         // An RTP flow has no TCP transport to configure; a QUIC one names it.
         let transport = match app_kind {
-            App::QuicBulk | App::QuicFile(_) => "transport = { protocol = \"quic\" }\n",
+            App::QuicBulk | App::QuicFile(_) | App::QuicWeb(..) => {
+                "transport = { protocol = \"quic\" }\n"
+            }
             App::Rtp(..) => "",
             _ if fastopen => "transport = { fastopen = true }\n",
             _ => "",
@@ -96,6 +102,9 @@ enum App {
     /// Bulk, or a `kb` KB file, over the QUIC-style transport.
     QuicBulk,
     QuicFile(u32),
+    /// `Web` over the QUIC-style transport: one stream per object on the
+    /// page's connection, a QUIC flow of its own for a new connection.
+    QuicWeb(u32, u32, bool),
     /// A cloud game (0), a call (1) or a screen share (2) over RTP, with
     /// GCC (0) or SCReAM (1).
     Rtp(u8, u8),
@@ -113,6 +122,7 @@ fn app() -> impl Strategy<Value = App> {
         (0u8..3, 0u8..2).prop_map(|(k, cc)| App::Rtp(k, cc)),
         Just(App::QuicBulk),
         (1u32..400).prop_map(App::QuicFile),
+        (1u32..400, 0u32..1400, any::<bool>()).prop_map(|(kb, at, new)| App::QuicWeb(kb, at, new)),
     ]
 }
 
@@ -204,6 +214,21 @@ proptest! {
                 let m = &f["app_metrics"];
                 let n = |k: &str| m[k].as_u64().unwrap();
                 prop_assert_eq!(n("probes_sent"), n("replies") + n("lost") + n("pending_at_end"));
+            }
+            // A page over QUIC delivers at most its objects' bytes on its
+            // connection; every completed object's bytes all arrived.
+            if let App::QuicWeb(kb, _, new) = flows[i].1 {
+                let m = &f["app_metrics"];
+                let on_page: u64 = m["objects"].as_array().unwrap().iter()
+                    .filter(|o| o["flow"] == f["app_metrics"]["objects"][0]["flow"])
+                    .map(|o| o["size_bytes"].as_u64().unwrap()).sum();
+                prop_assert_eq!(on_page, u64::from(kb) * 1000 + if new { 0 } else { 1000 });
+                let done: u64 = m["objects"].as_array().unwrap().iter()
+                    .filter(|o| o["flow"] == m["objects"][0]["flow"] && !o["completion_s"].is_null())
+                    .map(|o| o["size_bytes"].as_u64().unwrap()).sum();
+                let got = f["bytes_delivered"].as_u64().unwrap();
+                prop_assert!(done <= got && got <= on_page, "{} <= {} <= {}", done, got, on_page);
+                prop_assert_eq!(&f["transport"], "quic");
             }
             // A file never delivers more than its size; a finished one delivered all of it.
             if let App::File(kb) = flows[i].1 {

@@ -120,3 +120,89 @@ fn a_bleaching_path_fails_ecn_validation_and_the_flow_goes_on_without_ecn() {
     );
     assert!(f64_of(&flow(&out, "prague_quic")["goodput_bps"]) > 5e6);
 }
+
+/// A page over 20 Mbit/s and a 20 ms RTT with a one-RTT buffer: 2 MB asked
+/// for at 0 s and 1 KB at 0.2 s, on the page's connection.
+const PAGE: &str = r#"
+format = 1
+duration = "5s"
+[bottleneck]
+rate = "20Mbit"
+delay = "10ms"
+buffer = "20ms"
+[[flows]]
+name = "page"
+cc = "cubic"
+transport = { protocol = "quic" }
+app = { kind = "web", objects = [{ size = "2MB", at = "0s" }, { size = "1KB", at = "0.2s" }] }
+"#;
+
+/// Completion of object `i` of the page (seconds from when it was asked for).
+fn object_done(out: &l4slab_sim::RunOutput, i: usize) -> f64 {
+    f64_of(&flow(out, "page")["app_metrics"]["objects"][i]["completion_s"])
+}
+
+#[test]
+fn over_quic_a_small_object_is_not_blocked_behind_a_large_one() {
+    let out = run_toml(PAGE, &[]);
+    let f = flow(&out, "page");
+    assert_eq!(f["transport"], "quic");
+    assert_eq!(f["bytes_delivered"], 2_001_000);
+    let m = &f["app_metrics"];
+    assert_eq!(m["objects_completed"], 2, "{m}");
+    // The 2 MB need 0.8 s of the link. The 1 KB object's own stream: its
+    // request takes half an RTT to the server (the uplink carries only
+    // ACKs), the response's one or two datagrams go out with the next
+    // packets the round-robin sends, wait behind at most the buffer (one
+    // RTT) and take half an RTT back: 2 RTTs. Allow 3 more for one loss of
+    // the response in the large stream's slow-start overshoot (detection
+    // after about an RTT, the repair's RTT, the ACK delay): 5 × 20 ms.
+    let (large, small) = (object_done(&out, 0), object_done(&out, 1));
+    assert!(large > 0.8, "{m}");
+    assert!(small < 5.0 * 0.020, "{m}");
+    assert!(0.2 + small < large, "{m}");
+    // Per object, exactly the keys the TCP web app reports.
+    let tcp = run_toml(PAGE, &[r#"flows[0].transport={ protocol = "tcp" }"#]);
+    let keys = |v: &serde_json::Value| {
+        v["app_metrics"]["objects"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(f), keys(flow(&tcp, "page")));
+}
+
+#[test]
+fn over_tcp_the_small_object_waits_for_the_large_response() {
+    let out = run_toml(PAGE, &[r#"flows[0].transport={ protocol = "tcp" }"#]);
+    let m = &flow(&out, "page")["app_metrics"];
+    assert_eq!(m["objects_completed"], 2, "{m}");
+    // HTTP/1.1 answers in request order on the one byte stream: the 1 KB
+    // come after the 2 MB, which need 0.8 s of the link.
+    let (large, small) = (object_done(&out, 0), object_done(&out, 1));
+    assert!(0.2 + small >= large, "{m}");
+    assert!(0.2 + small > 0.8, "{m}");
+}
+
+#[test]
+fn a_page_over_quic_is_reproducible_and_its_new_connection_objects_are_quic_flows() {
+    let sets = [
+        "bottleneck.loss=1%",
+        r#"flows[0].app={ kind = "web", objects = [{ size = "500KB" }, { size = "1KB", at = "0.2s" }, { size = "30KB", at = "0.3s", connection = "new" }] }"#,
+    ];
+    let a = run_toml(PAGE, &sets);
+    let b = run_toml(PAGE, &sets);
+    assert_eq!(
+        serde_json::to_string(&a.summary).unwrap(),
+        serde_json::to_string(&b.summary).unwrap()
+    );
+    let part = flow(&a, "page.obj2");
+    assert_eq!(part["transport"], "quic");
+    let m = &flow(&a, "page")["app_metrics"];
+    assert_eq!(m["objects_total"], 3, "{m}");
+    assert_eq!(m["objects_completed"], 3, "{m}");
+    assert_eq!(m["objects"][2]["flow"], "page.obj2");
+    assert_eq!(m["objects"][2]["connection"], "new");
+}
