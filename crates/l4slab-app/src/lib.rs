@@ -141,6 +141,32 @@ pub trait FlowApp: fmt::Debug + Send {
     fn sample(&mut self, now: Time, interval: Dur, out: &mut SampleSink<'_>) {
         let _ = (now, interval, out);
     }
+    /// For an app that carries its data over its own transport (QUIC): the
+    /// sending side's transport, which the flow's series (`cwnd_bytes`,
+    /// `srtt_ms`, ...) come from instead of the flow's unused TCP endpoint.
+    /// `None` before that side's connection exists, and for other apps.
+    fn own_transport(&self) -> Option<OwnTransport<'_>> {
+        None
+    }
+    /// The same app's flow-level summary keys (`cwnd_final_bytes`,
+    /// `ecn_validation`, `losses_detected`, ...), which replace the TCP
+    /// endpoint's in `summary.json` (TCP-only keys become `null`).
+    fn own_transport_summary(&self) -> Option<serde_json::Map<String, Value>> {
+        None
+    }
+    /// The RTT samples the sending side's own transport took since the last
+    /// call (one per ACK that gave one), for the flow's `rtt_ms` statistics.
+    fn take_rtt_samples(&mut self, out: &mut dyn FnMut(Dur)) {
+        let _ = out;
+    }
+}
+
+/// The sending side's own transport ([`FlowApp::own_transport`]).
+pub struct OwnTransport<'a> {
+    pub cc: &'a dyn l4slab_cc::CongestionControl,
+    pub bytes_in_flight: u64,
+    pub pacing_rate: Option<l4slab_core::Rate>,
+    pub srtt: Option<Dur>,
 }
 
 /// A one-ended [`l4slab_transport::App`] running on the sending side of a

@@ -15,14 +15,14 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use l4slab_core::datagram::DatagramEndpoint;
 use l4slab_core::stats::round6;
-use l4slab_core::{Ecn, Time};
+use l4slab_core::{Dur, Ecn, Time};
 use l4slab_quic::{Connection, ConnectionConfig, Event, StreamId};
 
-use crate::{FlowApp, FlowIo, Role};
+use crate::{FlowApp, FlowIo, OwnTransport, Role};
 
 /// The largest UDP payload a connection may send (IPv4: 65,535 − 20 − 8).
 const MAX_DATAGRAM: usize = 65_507;
@@ -170,6 +170,12 @@ pub struct QuicFlow<S = Transfer> {
     ends: [Option<Connection>; 2],
     buf: Vec<u8>,
     start: Option<Time>,
+    /// The side whose transport the flow's metrics describe.
+    sender: Role,
+    /// The sender's RTT samples not yet taken ([`FlowApp::take_rtt_samples`]),
+    /// and how many its connection had taken when last looked at.
+    rtt_samples: Vec<Dur>,
+    rtt_seen: u64,
 }
 
 impl<S: QuicStreams> core::fmt::Debug for QuicFlow<S> {
@@ -183,18 +189,23 @@ impl<S: QuicStreams> core::fmt::Debug for QuicFlow<S> {
 impl QuicFlow<Transfer> {
     /// A bulk or file flow whose data goes from `sender`.
     pub fn new(app: QuicApp, cfg: ConnectionConfig, sender: Role) -> Self {
-        QuicFlow::with_streams(Transfer::new(app, sender), cfg)
+        QuicFlow::with_streams(Transfer::new(app, sender), cfg, sender)
     }
 }
 
 impl<S: QuicStreams> QuicFlow<S> {
-    pub fn with_streams(streams: S, cfg: ConnectionConfig) -> Self {
+    /// `streams` over one connection; `sender` is the side whose transport
+    /// the flow's metrics describe (the one the main data goes from).
+    pub fn with_streams(streams: S, cfg: ConnectionConfig, sender: Role) -> Self {
         QuicFlow {
             streams,
             cfg,
             ends: [None, None],
             buf: vec![0; MAX_DATAGRAM],
             start: None,
+            sender,
+            rtt_samples: Vec::with_capacity(64),
+            rtt_seen: 0,
         }
     }
 
@@ -270,6 +281,14 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
         });
         if let Some(conn) = self.ends[ix(side)].as_mut() {
             conn.handle_datagram(now, from, data, ecn);
+            if side == self.sender {
+                // At most one RTT sample per datagram (an ACK frame gives one).
+                let (rtt, n) = conn.latest_rtt();
+                if n != self.rtt_seen {
+                    self.rtt_seen = n;
+                    self.rtt_samples.push(rtt);
+                }
+            }
         }
         self.run(now, side, io);
     }
@@ -282,6 +301,30 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
         self.streams.completion()
     }
 
+    fn own_transport(&self) -> Option<OwnTransport<'_>> {
+        let c = self.end(self.sender)?;
+        Some(OwnTransport {
+            cc: c.cc(),
+            bytes_in_flight: c.bytes_in_flight(),
+            pacing_rate: c.pacing_rate(),
+            srtt: c.srtt(),
+        })
+    }
+
+    fn own_transport_summary(&self) -> Option<Map<String, Value>> {
+        let receiver = match self.sender {
+            Role::Client => Role::Server,
+            Role::Server => Role::Client,
+        };
+        Some(flow_metrics(self.end(self.sender)?, self.end(receiver)))
+    }
+
+    fn take_rtt_samples(&mut self, out: &mut dyn FnMut(Dur)) {
+        for d in self.rtt_samples.drain(..) {
+            out(d);
+        }
+    }
+
     fn report(&self, end: Time) -> Value {
         let mut r = self.streams.report(self.start.unwrap_or(end), end);
         let side = |s: Role| self.end(s).map_or(Value::Null, |c| stats_json(&c.stats()));
@@ -289,6 +332,49 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
         r["client"] = side(Role::Client);
         r["server"] = side(Role::Server);
         r
+    }
+}
+
+/// A QUIC flow's flow-level keys of `summary.json` (docs/results.md), from
+/// its sending connection (and the receiving one's CE count): what the TCP
+/// model reports under the same names, with QUIC's meaning where it differs
+/// (`retransmitted_bytes`: stream bytes sent again in new packets;
+/// `losses_detected`: packets declared lost, RFC 9002 §6.1; `rto_count`:
+/// probe timeouts, §6.2; `ecn`: `quic`, ACK frames' ECN counts, RFC 9000
+/// §13.4), and `null` for what only TCP has (TLP, DSACK, undo, SACK-based
+/// recovery, data segments). Both backends report a QUIC flow through this.
+pub fn flow_metrics(sender: &Connection, receiver: Option<&Connection>) -> Map<String, Value> {
+    let st = sender.stats();
+    let ecn_on = !matches!(
+        st.ecn_state,
+        l4slab_quic::EcnState::Failed(l4slab_quic::EcnFailure::Disabled)
+    );
+    let v = json!({
+        "retransmits": Value::Null,
+        "retransmitted_bytes": st.retransmitted_bytes,
+        "losses_detected": st.packets_lost,
+        "rto_count": st.pto_count,
+        "ce_marks_received": receiver.map(|r| r.stats().ce_received),
+        "ce_packets_fed_back": st.ce_reported,
+        "ce_bytes_fed_back": Value::Null,
+        "ecn_echo_events": st.congestion_events_ce,
+        "ecn": if ecn_on { "quic" } else { "off" },
+        "ecn_validation": st.ecn_state.result_name(),
+        "segments_sent": st.packets_sent,
+        "data_segments_sent": Value::Null,
+        "recovery_episodes": st.congestion_events_loss,
+        "spurious_retransmits": st.spurious_losses,
+        "tlp_probes": Value::Null,
+        "tlp_recoveries": Value::Null,
+        "dsacks_received": Value::Null,
+        "undos": Value::Null,
+        "spurious_rtos": Value::Null,
+        "cwnd_final_bytes": sender.cwnd(),
+        "cc_states": sender.cc().states(),
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("a JSON object"),
     }
 }
 
@@ -324,8 +410,6 @@ fn stats_json(st: &l4slab_quic::ConnectionStats) -> Value {
 #[cfg(test)]
 pub(crate) mod tests {
     use std::collections::VecDeque;
-
-    use l4slab_core::Dur;
 
     use super::*;
     use crate::Datagram;

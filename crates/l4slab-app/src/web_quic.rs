@@ -252,7 +252,11 @@ mod tests {
             },
             requester,
         );
-        QuicFlow::with_streams(web, cfg())
+        let responder = match requester {
+            Role::Client => Role::Server,
+            Role::Server => Role::Client,
+        };
+        QuicFlow::with_streams(web, cfg(), responder)
     }
 
     #[test]

@@ -22,6 +22,6 @@ pub mod connection;
 pub mod wire;
 
 pub use connection::{
-    CloseReason, ConfigError, Connection, ConnectionConfig, ConnectionStats, EcnState, Event,
-    HandshakeState, ResumptionTicket, StreamError, StreamId, TransportParams,
+    CloseReason, ConfigError, Connection, ConnectionConfig, ConnectionStats, EcnFailure, EcnState,
+    Event, HandshakeState, ResumptionTicket, StreamError, StreamId, TransportParams,
 };

@@ -22,6 +22,7 @@ pub mod cc;
 pub mod cost;
 pub mod ecn;
 pub mod error;
+pub mod flow_app;
 mod flows;
 mod link;
 pub mod model;

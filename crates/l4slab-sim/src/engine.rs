@@ -606,6 +606,9 @@ impl Sim<'_> {
                     app.on_bytes(now, r, &data, ecn, io)
                 });
                 self.bytes.give_back(buf, data);
+                // An app's own transport (QUIC) takes its RTT samples from datagrams.
+                let rtt = &mut self.rec.flows[f].rtt;
+                self.flows[f].app.take_rtt_samples(&mut |d| rtt.record(d));
             }
         }
     }
@@ -874,14 +877,17 @@ impl Sim<'_> {
             let ss = &mut self.series;
             ss.push(t, s, k.goodput_bps, delta as f64 * 8.0 / iv);
             let ep = &fl.eps[fl.sender].ep;
-            let m = ep.cc_metrics();
+            // An app with its own transport (QUIC): its sender's, not the idle TCP endpoint's.
+            let own = fl.app.own_transport();
+            let cc = own.as_ref().map_or(ep.cc(), |o| o.cc);
+            let m = cc.metrics();
             ss.push(t, s, k.cwnd_bytes, m.cwnd as f64);
             if let Some(st) = m.ssthresh {
                 ss.push(t, s, k.ssthresh_bytes, st as f64);
             }
             // The controller's mode, as an index into its `states()` (summary
             // `cc_states`), and its own state variables.
-            let states = ep.cc().states();
+            let states = cc.states();
             if let Some(i) = states.iter().position(|&n| n == m.state) {
                 ss.push(t, s, k.cc_state, i as f64);
             } else {
@@ -895,13 +901,19 @@ impl Sim<'_> {
                     ss.push(t, s, fl.cc_keys[i], v);
                 }
             }
-            if let Some(p) = ep.pacing_rate() {
+            let (pacing, inflight, srtt) = match &own {
+                Some(o) => (o.pacing_rate, o.bytes_in_flight, o.srtt),
+                None => (ep.pacing_rate(), ep.bytes_in_flight(), ep.srtt()),
+            };
+            if let Some(p) = pacing {
                 ss.push(t, s, k.pacing_bps, p.as_bps() as f64);
             }
-            ss.push(t, s, k.inflight_bytes, ep.bytes_in_flight() as f64);
+            ss.push(t, s, k.inflight_bytes, inflight as f64);
             // Written but not yet sent: the wait inside the sending host.
-            ss.push(t, s, k.unsent_bytes, ep.unsent_bytes() as f64);
-            if let Some(srtt) = ep.srtt() {
+            if own.is_none() {
+                ss.push(t, s, k.unsent_bytes, ep.unsent_bytes() as f64);
+            }
+            if let Some(srtt) = srtt {
                 ss.push(t, s, k.srtt_ms, srtt.as_millis_f64());
             }
             if let Some((mean, _)) = self.rec.flows[f].rtt.take_interval() {

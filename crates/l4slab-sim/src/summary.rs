@@ -114,6 +114,12 @@ impl Sim<'_> {
                     // What the series' `cc_state` codes mean.
                     "cc_states": sender.cc().states(),
             });
+            // An app with its own transport (QUIC) reports its sender's.
+            if let Some(own) = fl.app.own_transport_summary() {
+                for (k, v) in own {
+                    entry[k.as_str()] = v;
+                }
+            }
             if spec.cc.has_options() {
                 entry["cc_options"] = json!(spec.cc.options);
             }

@@ -25,3 +25,12 @@ pub fn flow<'a>(out: &'a RunOutput, name: &str) -> &'a serde_json::Value {
 pub fn f64_of(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
+
+/// The values of series `series` (e.g. `flow/f`), key `key`, in time order.
+pub fn series(out: &RunOutput, series: &str, key: &str) -> Vec<f64> {
+    let s = &out.series;
+    (0..s.len())
+        .filter(|&i| s.name(s.series[i]) == series && s.name(s.key[i]) == key)
+        .map(|i| s.value[i])
+        .collect()
+}

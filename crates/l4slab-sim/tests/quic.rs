@@ -105,6 +105,31 @@ fn prague_over_quic_sends_ect1_into_the_l_queue_next_to_cubic() {
         p + c > 0.9 * 50e6 * 1448.0 / 1500.0 * 0.9,
         "prague {p} cubic {c}"
     );
+    // The flow-level keys describe the QUIC sender, not an idle TCP endpoint.
+    assert_eq!(prague["ecn"], "quic");
+    assert_eq!(prague["ecn_validation"], "capable");
+    assert_eq!(prague["ce_packets_fed_back"], server["ecn"]["ce_reported"]);
+    assert!(prague["ce_marks_received"].as_u64().unwrap() > 0, "{prague}");
+    assert_eq!(prague["cwnd_final_bytes"], server["cwnd_bytes"]);
+    assert_eq!(prague["segments_sent"], server["packets_sent"]);
+    assert!(prague["tlp_probes"].is_null());
+    // One RTT sample per ACK that gave one: base RTT 20 ms, L queue ~1 ms.
+    let rtt = &prague["rtt_ms"];
+    assert!(rtt["samples"].as_u64().unwrap() > 1_000, "{rtt}");
+    assert!(f64_of(&rtt["min"]) >= 20.0, "{rtt}");
+    assert!(f64_of(&rtt["p99"]) < 25.0, "{rtt}");
+}
+
+#[test]
+fn a_quic_flows_series_are_its_connections() {
+    let out = run_toml(L4S, &["duration=3s", "warmup=0s"]);
+    let cwnd: Vec<f64> = common::series(&out, "flow/prague_quic", "cwnd_bytes");
+    let srtt: Vec<f64> = common::series(&out, "flow/prague_quic", "srtt_ms");
+    assert!(!cwnd.is_empty() && !srtt.is_empty());
+    // Prague's window moves (slow start, CE responses); an idle TCP endpoint's
+    // would stay at its initial 10 segments.
+    assert!(cwnd.iter().any(|&c| c != cwnd[0]), "{cwnd:?}");
+    assert!(srtt.iter().all(|&r| (20.0..40.0).contains(&r)), "{srtt:?}");
 }
 
 #[test]
@@ -113,6 +138,7 @@ fn a_bleaching_path_fails_ecn_validation_and_the_flow_goes_on_without_ecn() {
     let server = &flow(&out, "prague_quic")["app_metrics"]["server"];
     let validation = server["ecn"]["validation"].as_str().unwrap();
     assert!(validation.starts_with("Failed"), "{server}");
+    assert_eq!(flow(&out, "prague_quic")["ecn_validation"], "bleached");
     // RFC 9000 §13.4.2: at most the testing period's packets were marked.
     assert!(
         server["ecn"]["ect1_sent"].as_u64().unwrap() <= 10,

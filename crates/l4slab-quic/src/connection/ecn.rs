@@ -58,6 +58,24 @@ impl EcnState {
             EcnState::Failed(_) => "failed",
         }
     }
+
+    /// The state in the vocabulary of the TCP model's results
+    /// (`ecn_validation` in summary.json, docs/results.md): `testing`,
+    /// `unknown`, `capable`, or why validation failed — `bleached` (no ECN
+    /// counts came back, as when the path clears the field and the receiver
+    /// has nothing to count, or counts below what was acked), `remarked` (a
+    /// count above what was sent with that mark, as when ECT(1) arrives as
+    /// ECT(0)), `blackholed` (every marked packet lost), `not_negotiated`
+    /// (ECN off). [`EcnFailure`] keeps the exact reason.
+    pub fn result_name(&self) -> &'static str {
+        match self {
+            EcnState::Failed(EcnFailure::Disabled) => "not_negotiated",
+            EcnState::Failed(EcnFailure::CountsMissing | EcnFailure::CountsTooLow) => "bleached",
+            EcnState::Failed(EcnFailure::CountsTooHigh) => "remarked",
+            EcnState::Failed(EcnFailure::AllMarkedLost) => "blackholed",
+            other => other.name(),
+        }
+    }
 }
 
 /// Per-space counters the checks need.

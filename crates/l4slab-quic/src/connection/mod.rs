@@ -526,6 +526,19 @@ impl Connection {
         self.rtt.has_sample().then(|| self.rtt.smoothed())
     }
 
+    /// The latest RTT sample (RFC 9002 §5.1 `latest_rtt`) and how many
+    /// samples the connection has taken: a caller that remembers the count
+    /// sees each new sample once.
+    pub fn latest_rtt(&self) -> (Dur, u64) {
+        (self.rtt.latest(), self.rtt.samples())
+    }
+
+    /// The rate the connection paces at (RFC 9002 §7.7: the controller's,
+    /// else 1.25 · cwnd / srtt); `None` before the first RTT sample.
+    pub fn pacing_rate(&self) -> Option<l4slab_core::Rate> {
+        self.pacer.rate()
+    }
+
     /// Counters, with the RTT, cwnd and ECN snapshot filled in.
     pub fn stats(&self) -> ConnectionStats {
         let mut s = self.stats.clone();
