@@ -171,6 +171,8 @@ fn transient(e: &io::Error) -> bool {
 
 /// One flow's two sockets and what its applications did.
 pub(crate) struct FlowRt {
+    /// The flow's index in the scenario.
+    pub(crate) index: usize,
     pub(crate) name: String,
     pub(crate) start: Time,
     pub(crate) down: bool,
@@ -197,8 +199,9 @@ pub(crate) struct FlowRt {
 
 impl FlowRt {
     /// Flow `f` before it starts, with its listener in the server namespace.
-    pub(crate) fn new(f: &l4slab_scenario::Flow, listener: OwnedFd) -> FlowRt {
+    pub(crate) fn new(index: usize, f: &l4slab_scenario::Flow, listener: OwnedFd) -> FlowRt {
         FlowRt {
+            index,
             name: f.name.clone(),
             start: f.start,
             down: f.direction == Direction::Down,
@@ -294,10 +297,10 @@ impl Apps<'_> {
                     f.rtt.clear_totals();
                 }
             }
-            for (i, f) in flows.iter_mut().enumerate() {
+            for f in flows.iter_mut() {
                 if !f.started && now >= self.origin + (f.start - Time::ZERO) {
                     f.started = true;
-                    if let Err(e) = self.connect(i, f) {
+                    if let Err(e) = self.connect(f) {
                         f.error = Some(format!("connect: {e}"));
                     }
                 }
@@ -371,9 +374,9 @@ impl Apps<'_> {
         }
     }
 
-    fn connect(&self, i: usize, f: &mut FlowRt) -> io::Result<()> {
-        let spec = &self.scn.flows[i];
-        let plan = &self.plan.flows[i];
+    fn connect(&self, f: &mut FlowRt) -> io::Result<()> {
+        let spec = &self.scn.flows[f.index];
+        let plan = &self.plan.flows[f.index];
         let ip = if plan.ecn {
             netns::SERVER_ECN_ADDR
         } else {

@@ -30,6 +30,7 @@ pub mod apps;
 pub mod capture;
 pub mod cli;
 pub mod coalesce;
+pub mod dgram;
 pub mod ecncheck;
 pub mod forwarder;
 pub mod netns;

@@ -45,10 +45,11 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use l4slab_core::{Dur, Time};
-use l4slab_scenario::{AppSpec, Direction, EcnSpec, ParseOptions, Scenario};
+use l4slab_scenario::{AppSpec, Direction, EcnSpec, ParseOptions, Protocol, Scenario};
 
 use crate::access::AccessRoutes;
 use crate::apps::{listen_on, socket_options, Apps, AppsOut, FlowRt, APPS_PRIORITY};
+use crate::dgram::{self, DgramFlow, DgramOut, Dgrams};
 use crate::forwarder::{self, Classifier, Forwarder, Hooks, Step, DOWN, UP};
 use crate::netns::Topology;
 use crate::shell::{self, RunTuning};
@@ -68,6 +69,18 @@ pub struct FlowPlan {
     /// Negotiate classic ECN.
     pub ecn: bool,
     pub port: u16,
+    pub carrier: Carrier,
+}
+
+/// What carries a flow in the emulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carrier {
+    /// Kernel TCP sockets ([`crate::apps`]).
+    Kernel,
+    /// l4slab's own endpoints on UDP sockets ([`crate::dgram`]), reported
+    /// with this `transport`: `quic` (the QUIC-style transport; `bytes`),
+    /// `rtp` or `udp` (datagram apps).
+    Own { transport: &'static str },
 }
 
 /// A scenario the kernel can carry.
@@ -114,61 +127,8 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
     let defaults = l4slab_scenario::TransportSpec::default();
     for (i, f) in scn.flows.iter().enumerate() {
         let at = format!("flows[{i}] ({})", f.name);
-        let cc = f.cc.kind.as_str();
-        if !shell::KERNEL_CC.contains(&cc) {
-            return Err(EmuError::Unsupported(format!(
-                "{at}.cc = \"{cc}\": this kernel has no {cc} (only {}); such flows will be carried \
-                 by l4slab's own transport over UDP in a later version. Run this scenario \
-                 with --backend sim for now.",
-                shell::KERNEL_CC.join(", ")
-            )));
-        }
-        if f.cc.has_options() {
-            let set = serde_json::to_value(&f.cc.options)
-                .ok()
-                .and_then(|v| v.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()))
-                .unwrap_or_default();
-            return Err(EmuError::Unsupported(format!(
-                "{at}.cc: options ({}) cannot be applied to kernel TCP: tcp_{cc}'s \
-                 parameters are global to the host (/sys/module/tcp_{cc}/parameters), \
-                 not per socket; remove them to run the kernel's defaults, or use \
-                 --backend sim",
-                set.join(", ")
-            )));
-        }
-        if !matches!(f.app, AppSpec::Bulk | AppSpec::File { .. }) {
-            return Err(EmuError::Unsupported(format!(
-                "{at}.app = \"{}\": the emulator's kernel-TCP flows run the bulk and file \
-                 apps only; run this scenario with --backend sim, or run your own program \
-                 through the bottleneck with `l4slab emu -- COMMAND`",
-                f.app.kind()
-            )));
-        }
-        let ecn = match f.ecn {
-            None | Some(EcnSpec::Off) => false,
-            Some(EcnSpec::Classic) => true,
-            Some(EcnSpec::AccEcn) => {
-                return Err(EmuError::Unsupported(format!(
-                    "{at}.ecn = \"accecn\": this kernel cannot negotiate AccECN \
-                     (net.ipv4.tcp_ecn accepts 0-2 only); use \"classic\" or --backend sim"
-                )))
-            }
-        };
-        match f.transport.ecn_codepoint {
-            Some(l4slab_core::Ecn::Ect1) => {
-                return Err(EmuError::Unsupported(format!(
-                    "{at}.transport.ecn_codepoint = \"ect1\": kernel TCP cannot send ECT(1) \
-                     (it clears the ECN bits of IP_TOS); use --backend sim"
-                )))
-            }
-            Some(l4slab_core::Ecn::NotEct) if ecn => {
-                return Err(EmuError::Unsupported(format!(
-                    "{at}.transport.ecn_codepoint = \"not_ect\" with ECN on: kernel TCP always \
-                     sends ECT(0) once ECN is negotiated"
-                )))
-            }
-            _ => {}
-        }
+        let carrier = carrier(f, &at, &mut notes)?;
+        let ecn = carrier == Carrier::Kernel && f.ecn == Some(EcnSpec::Classic);
         let access = uncarried_delay(scn, f);
         match extra {
             None => extra = Some(access),
@@ -187,6 +147,8 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
             }
         }
         let t = &f.transport;
+        // A flow on l4slab's own endpoints runs these as in the simulator.
+        let kernel = carrier == Carrier::Kernel;
         for (differs, what) in [
             (
                 t.initial_window != defaults.initial_window,
@@ -218,7 +180,7 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
                 "pacing (kernel TCP paces internally for bbr only)",
             ),
         ] {
-            if differs {
+            if differs && kernel {
                 notes.push(format!(
                     "{at}.transport.{what} is not applied by kernel TCP"
                 ));
@@ -228,10 +190,15 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
             cc: f.cc.kind.clone(),
             ecn,
             port: BASE_PORT + i as u16,
+            carrier,
         });
     }
-    let namespace_cc = match flows.split_first() {
-        Some((first, rest)) if rest.iter().all(|f| f.cc == first.cc) => first.cc.clone(),
+    let mut kernel_ccs = flows
+        .iter()
+        .filter(|f| f.carrier == Carrier::Kernel)
+        .map(|f| &f.cc);
+    let namespace_cc = match kernel_ccs.next() {
+        Some(first) if kernel_ccs.all(|c| c == first) => first.clone(),
         _ => shell::DEFAULT_CC.to_string(),
     };
     Ok(Plan {
@@ -240,6 +207,93 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
         notes,
         namespace_cc,
     })
+}
+
+/// What carries flow `f` (`at` names it in messages): kernel TCP when it
+/// can; l4slab's own endpoints over UDP for the QUIC-style transport, the
+/// datagram and RTP apps, and TCP flows the kernel cannot carry (those run
+/// over the QUIC-style transport with the same controller, said in `notes`).
+///
+/// # Errors
+/// [`EmuError::Unsupported`] for a frame app over TCP with a controller the
+/// kernel lacks (l4slab has no frame app over its QUIC-style transport).
+fn carrier(
+    f: &l4slab_scenario::Flow,
+    at: &str,
+    notes: &mut Vec<String>,
+) -> Result<Carrier, EmuError> {
+    let quic = Carrier::Own { transport: "quic" };
+    if f.app.is_rtp() {
+        return Ok(Carrier::Own { transport: "rtp" });
+    }
+    if matches!(f.app, AppSpec::Ping(_) | AppSpec::Cbr(_)) {
+        return Ok(Carrier::Own { transport: "udp" });
+    }
+    if f.transport.protocol == Protocol::Quic {
+        return Ok(quic);
+    }
+    let cc = f.cc.kind.as_str();
+    // Why kernel TCP here cannot carry it, if it cannot.
+    let why = if !shell::KERNEL_CC.contains(&cc) {
+        Some(format!(
+            "this kernel has no {cc} (only {})",
+            shell::KERNEL_CC.join(", ")
+        ))
+    } else if f.cc.has_options() {
+        Some(format!(
+            "tcp_{cc}'s parameters are global to the host (/sys/module/tcp_{cc}/parameters), \
+             not per socket"
+        ))
+    } else if f.ecn == Some(EcnSpec::AccEcn) {
+        Some("this kernel cannot negotiate AccECN (net.ipv4.tcp_ecn accepts 0-2 only)".into())
+    } else if f.transport.ecn_codepoint == Some(l4slab_core::Ecn::Ect1) {
+        Some("kernel TCP cannot send ECT(1) (it clears the ECN bits of IP_TOS)".into())
+    } else {
+        None
+    };
+    let kernel_app = matches!(f.app, AppSpec::Bulk | AppSpec::File { .. });
+    match why {
+        None if kernel_app => {
+            if f.ecn == Some(EcnSpec::Classic)
+                && f.transport.ecn_codepoint == Some(l4slab_core::Ecn::NotEct)
+            {
+                return Err(EmuError::Unsupported(format!(
+                    "{at}.transport.ecn_codepoint = \"not_ect\" with ECN on: kernel TCP always \
+                     sends ECT(0) once ECN is negotiated"
+                )));
+            }
+            Ok(Carrier::Kernel)
+        }
+        None if matches!(f.app, AppSpec::Web(_)) => {
+            notes.push(format!(
+                "{at}: the emulator's kernel-TCP flows run bulk and file only; this web page \
+                 runs over l4slab's QUIC-style transport on UDP (one stream per object; \
+                 compare with transport.protocol = \"quic\" in --backend sim)"
+            ));
+            Ok(quic)
+        }
+        None => Err(EmuError::Unsupported(format!(
+            "{at}.app = \"{}\": the emulator's kernel-TCP flows run the bulk and file apps \
+             only; run its frames over RTP (app.transport = \"rtp\"), run this scenario with \
+             --backend sim, or run your own program through the bottleneck with \
+             `l4slab emu -- COMMAND`",
+            f.app.kind()
+        ))),
+        Some(why) if kernel_app || matches!(f.app, AppSpec::Web(_)) => {
+            notes.push(format!(
+                "{at}: kernel TCP cannot carry it ({why}); it runs over l4slab's QUIC-style \
+                 transport on UDP with the same controller and ECN by ACK-frame counts \
+                 (RFC 9000 §13.4); compare with transport.protocol = \"quic\" in --backend sim"
+            ));
+            Ok(quic)
+        }
+        Some(why) => Err(EmuError::Unsupported(format!(
+            "{at}.app = \"{}\" over TCP: kernel TCP cannot carry it ({why}) and l4slab's \
+             QUIC-style transport carries bulk, file and web only; run its frames over RTP \
+             (app.transport = \"rtp\") or use --backend sim",
+            f.app.kind()
+        ))),
+    }
 }
 
 /// Flow `f`'s access delay per direction (`[DOWN, UP]`) that no access
@@ -366,13 +420,39 @@ pub fn run(
         fwd.capture(files);
     }
     // Listeners in the server namespace, before any flow starts.
+    // and l4slab's own endpoints' sockets, bound in theirs.
     let mut flows = Vec::new();
+    let mut own = Vec::new();
     for (i, f) in scn.flows.iter().enumerate() {
         let p = &plan.flows[i];
-        let l = sys::in_netns(&topo.server.fd, || listen_on(p.port))
-            .and_then(|l| socket_options(l.as_raw_fd(), f, p).map(|()| l))
-            .map_err(|e| EmuError::io(&format!("listening for flow {}", f.name), e))?;
-        flows.push(FlowRt::new(f, l));
+        match p.carrier {
+            Carrier::Kernel => {
+                let l = sys::in_netns(&topo.server.fd, || listen_on(p.port))
+                    .and_then(|l| socket_options(l.as_raw_fd(), f, p).map(|()| l))
+                    .map_err(|e| EmuError::io(&format!("listening for flow {}", f.name), e))?;
+                flows.push(FlowRt::new(i, f, l));
+            }
+            Carrier::Own { transport } => {
+                // The simulator's own app for the flow; a TCP flow the kernel
+                // cannot carry runs over the QUIC-style transport.
+                let mut carried = f.clone();
+                if transport == "quic" {
+                    carried.transport.protocol = Protocol::Quic;
+                }
+                let app = l4slab_scenario::flow_app::flow_app(&carried, seed);
+                let d = DgramFlow::new(
+                    scn,
+                    i,
+                    app,
+                    transport == "quic",
+                    p.port,
+                    &topo.client.fd,
+                    &topo.server.fd,
+                )
+                .map_err(|e| EmuError::io(&format!("UDP sockets for flow {}", f.name), e))?;
+                own.push(d);
+            }
+        }
     }
     let (fwd_cpu, app_cpus) = shell::cpu_split(tuning.pin);
     let stop = Arc::new(AtomicBool::new(false));
@@ -385,7 +465,7 @@ pub fn run(
     fwd.set_origin(origin);
     let end = origin + (scn.duration - Time::ZERO);
     let mut fwd_sched = sys::SchedStat::default();
-    let apps_out = std::thread::scope(|scope| -> Result<AppsOut, EmuError> {
+    let apps_out = std::thread::scope(|scope| -> Result<(AppsOut, Option<DgramOut>), EmuError> {
         let apps = Apps {
             scn,
             plan: &plan,
@@ -394,21 +474,38 @@ pub fn run(
             origin,
             stop: stop.clone(),
         };
-        let cpus = app_cpus.clone();
         // `L4SLAB_APPS_REALTIME=0`: experiment switch to reproduce the
         // measurement in the comment on [`Apps`].
         let realtime =
             tuning.realtime && std::env::var("L4SLAB_APPS_REALTIME").as_deref() != Ok("0");
-        let handle = scope.spawn(move || {
+        // Both endpoint threads run on the applications' CPUs, real-time
+        // below the forwarder. Best effort, as for the forwarder: without it
+        // the run is still correct, only more exposed to the machine's load.
+        let prepare = move |cpus: Option<Vec<usize>>| {
             if let Some(c) = cpus {
                 let _ = sys::set_affinity(&c);
             }
             if realtime {
-                // Best effort, as for the forwarder: without it the run is
-                // still correct, only more exposed to the machine's load.
                 let _ = sys::realtime(APPS_PRIORITY);
             }
+        };
+        let cpus = app_cpus.clone();
+        let handle = scope.spawn(move || {
+            prepare(cpus);
             apps.run(flows)
+        });
+        let own_handle = (!own.is_empty()).then(|| {
+            let dgrams = Dgrams {
+                scn,
+                clock,
+                origin,
+                stop: stop.clone(),
+            };
+            let cpus = app_cpus.clone();
+            scope.spawn(move || {
+                prepare(cpus);
+                dgrams.run(own)
+            })
         });
         let stop_apps = StopOnDrop(stop.clone());
         shell::become_forwarder(fwd_cpu, tuning.realtime, true);
@@ -421,11 +518,12 @@ pub fn run(
         fwd_sched = sys::SchedStat::now().since(sched0);
         drop(stop_apps);
         let out = handle.join().expect("applications thread panicked");
+        let own_out = own_handle.map(|h| h.join().expect("datagram endpoints thread panicked"));
         r?;
         if let Some(s) = hooks.stopped_by_signal {
             return Err(EmuError::Interrupted(s));
         }
-        Ok(out)
+        Ok((out, own_out))
     });
     let wall = fwd.elapsed();
     fwd.finish_capture()?;
@@ -465,10 +563,14 @@ pub fn run(
         "server": Topology::tcp_counters(&topo.server),
     });
     topo.teardown();
-    let mut apps_out = apps_out?;
+    let (mut apps_out, mut own_out) = apps_out?;
     series.append(&mut apps_out.series);
+    if let Some(o) = own_out.as_mut() {
+        series.append(&mut o.series);
+    }
     let mut flows_json = Map::new();
-    for (i, (f, rt)) in scn.flows.iter().zip(&apps_out.flows).enumerate() {
+    for rt in &apps_out.flows {
+        let (i, f) = (rt.index, &scn.flows[rt.index]);
         let info = rt.info.unwrap_or_default();
         // The window's goodput (docs/results.md): bytes read after `warmup`
         // over the flow's time in [warmup, end] (its completion `completion_s`
@@ -513,6 +615,22 @@ pub fn run(
             }),
         );
     }
+    for d in own_out.iter().flat_map(|o| &o.flows) {
+        let Carrier::Own { transport } = plan.flows[d.index].carrier else {
+            unreachable!("own endpoints carry Own flows only")
+        };
+        let (lost, ack_lost, marks) = per_flow[d.index];
+        flows_json.insert(
+            d.name.clone(),
+            dgram::flow_json(scn, d, transport, lost, ack_lost, marks),
+        );
+    }
+    // In the scenario's order, as the simulator lists them.
+    let flows_json: Map<String, Value> = scn
+        .flows
+        .iter()
+        .filter_map(|f| flows_json.remove(&f.name).map(|v| (f.name.clone(), v)))
+        .collect();
     let mut summary = json!({
         "format_version": 1,
         "tool_version": env!("CARGO_PKG_VERSION"),
@@ -535,10 +653,12 @@ pub fn run(
                 "up": plan.extra_delay[UP].as_millis_f64(),
             },
             "notes": plan.notes,
+            "datagram_endpoints": own_out.as_ref().map(dgram::report_json),
             "kernel": kernel_release(),
             "threads": {
                 "forwarder": sched_json(fwd_sched),
                 "applications": sched_json(apps_out.sched),
+                "datagram_endpoints": own_out.as_ref().map(|o| sched_json(o.sched)),
             },
             "kernel_tcp_counters": counters,
             // Each namespace's default (read back); every flow's sender
@@ -610,7 +730,7 @@ mod tests {
     }
 
     #[test]
-    fn congestion_control_options_are_refused_with_the_reason() {
+    fn flows_the_kernel_cannot_carry_run_on_l4slabs_own_endpoints() {
         // Defaults, written either way, run with the kernel's module.
         for cc in [
             r#""cubic""#,
@@ -619,22 +739,47 @@ mod tests {
         ] {
             let plan = plan(&scenario(cc)).unwrap_or_else(|e| panic!("{cc}: {e}"));
             assert!(plan.flows[0].cc == "cubic" || plan.flows[0].cc == "reno");
+            assert_eq!(plan.flows[0].carrier, Carrier::Kernel);
+            assert!(plan.notes.is_empty(), "{:?}", plan.notes);
         }
-        let e = plan(&scenario(
-            r#"{ kind = "cubic", hystart = false, beta = 0.5 }"#,
-        ))
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("flows[0] (flow0).cc: options (beta, hystart) cannot be applied"),
-            "{e}"
-        );
-        assert!(e.contains("/sys/module/tcp_cubic/parameters"), "{e}");
-        // A controller the kernel lacks is refused for that reason first.
-        let e = plan(&scenario(r#"{ kind = "prague", rtt_scaling = "none" }"#))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("this kernel has no prague"), "{e}");
+        // Options (global to the host in Linux), a controller the kernel
+        // lacks, AccECN, ECT(1): the QUIC-style transport with the same
+        // controller, and a note saying why.
+        let quic = Carrier::Own { transport: "quic" };
+        for (cc, flow, why) in [
+            (
+                r#"{ kind = "cubic", hystart = false, beta = 0.5 }"#,
+                "",
+                "/sys/module/tcp_cubic/parameters",
+            ),
+            (
+                r#"{ kind = "prague", rtt_scaling = "none" }"#,
+                "",
+                "this kernel has no prague",
+            ),
+            (r#""dctcp""#, "", "this kernel has no dctcp"),
+            (r#""cubic""#, r#"ecn = "accecn""#, "cannot negotiate AccECN"),
+            (
+                r#""cubic""#,
+                "transport.ecn_codepoint = \"ect1\"",
+                "cannot send ECT(1)",
+            ),
+        ] {
+            let p = plan(&scenario_with(&format!("cc = {cc}\n{flow}")))
+                .unwrap_or_else(|e| panic!("{cc} {flow}: {e}"));
+            assert_eq!(p.flows[0].carrier, quic, "{cc} {flow}");
+            let note = p.notes.join("\n");
+            assert!(
+                note.contains("flows[0] (flow0): kernel TCP cannot carry it"),
+                "{note}"
+            );
+            assert!(note.contains(why), "{note}");
+            assert!(note.contains("QUIC-style transport"), "{note}");
+        }
+        // Already QUIC: no note.
+        let p = plan(&scenario_with(r#"transport = { protocol = "quic" }"#)).unwrap();
+        assert_eq!(p.flows[0].carrier, quic);
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
     }
 
     /// Two laptops with different access delays, a phone without an
@@ -693,17 +838,26 @@ mod tests {
     }
 
     #[test]
-    fn a_cbr_flow_is_refused_naming_the_key() {
-        // Kernel TCP cannot carry an unresponsive UDP stream; the error names
-        // the flow's `app` and points at the simulator.
-        let e = plan(&scenario_with(
+    fn datagram_and_media_apps_run_on_own_endpoints_and_tcp_frame_apps_are_refused() {
+        let p = plan(&scenario_with(
             r#"app = { kind = "cbr", rate = "5Mbit", size = "1200B" }"#,
         ))
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains(r#"flows[0] (flow0).app = "cbr""#), "{e}");
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.flows[0].carrier, Carrier::Own { transport: "udp" });
+        let p = plan(&scenario_with(
+            r#"app = { kind = "video_call", transport = "rtp" }"#,
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.flows[0].carrier, Carrier::Own { transport: "rtp" });
+        // Frames over kernel TCP: the kernel flows run bulk and file only.
+        let e = plan(&scenario_with(r#"app = { kind = "video_call" }"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(r#"flows[0] (flow0).app = "video_call""#), "{e}");
         assert!(e.contains("--backend sim"), "{e}");
-        // The same flow with a bulk app plans.
-        assert!(plan(&scenario_with(r#"app = "bulk""#)).is_ok());
+        assert!(e.contains(r#"app.transport = "rtp""#), "{e}");
+        // The same flow with a bulk app runs on kernel TCP.
+        let p = plan(&scenario_with(r#"app = "bulk""#)).unwrap();
+        assert_eq!(p.flows[0].carrier, Carrier::Kernel);
     }
 }

@@ -16,8 +16,6 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
-use l4slab_core::Time;
-
 /// A libc return value as a `Result` (negative: `errno`).
 pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
@@ -27,37 +25,9 @@ pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// The emulator's clock: [`Time`] since `epoch` (a `monotonic_ns` reading).
-#[derive(Clone, Copy, Debug)]
-pub struct Clock {
-    epoch: u64,
-}
-
-impl Clock {
-    pub fn start() -> Self {
-        Clock {
-            epoch: monotonic_ns(),
-        }
-    }
-    pub fn now(&self) -> Time {
-        Time::from_nanos(monotonic_ns().saturating_sub(self.epoch))
-    }
-    /// The monotonic-clock reading of emulator time `t`.
-    pub fn to_monotonic(&self, t: Time) -> u64 {
-        self.epoch + t.as_nanos()
-    }
-}
+/// The emulator's clock, the real-time UDP driver's: `CLOCK_MONOTONIC` as
+/// [`Time`] since an epoch (`l4slab_udp::clock`).
+pub use l4slab_udp::clock::{monotonic_ns, Clock};
 
 pub fn is_root() -> bool {
     // SAFETY: no arguments, cannot fail.

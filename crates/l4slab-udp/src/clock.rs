@@ -1,9 +1,8 @@
 //! The driver's clock and timer setup: `CLOCK_MONOTONIC` as l4slab
 //! [`Time`], and the calling thread's timer slack.
 //!
-//! Same idea as `l4slab_emu::sys::{monotonic_ns, Clock}` (that crate is
-//! the TUN emulator and too heavy a dependency for a socket driver; the
-//! core crate deliberately has no clock).
+//! The emulator (`l4slab_emu::sys`) uses this clock too (the core crate
+//! deliberately has no clock).
 
 use l4slab_core::{Dur, Time};
 
@@ -46,20 +45,25 @@ impl Clock {
     pub fn now(&self) -> Time {
         Time::from_nanos(monotonic_ns().saturating_sub(self.epoch_ns))
     }
+
+    /// The `CLOCK_MONOTONIC` reading of clock time `t`.
+    pub fn to_monotonic(&self, t: Time) -> u64 {
+        self.epoch_ns + t.as_nanos()
+    }
 }
 
 /// Sets the calling thread's timer slack (prctl(2) `PR_SET_TIMERSLACK`)
 /// and puts the previous value back when dropped. A normal thread's
 /// `ppoll` timeouts may fire up to its slack late (default 50 µs);
 /// real-time threads have none.
-pub(crate) struct TimerSlack {
+pub struct TimerSlack {
     previous: Option<libc::c_ulong>,
 }
 
 impl TimerSlack {
     /// Set the slack to `slack` (at least 1 ns: 0 would mean "the default").
     /// Best effort: a refusal leaves the slack as it was.
-    pub(crate) fn set(slack: Dur) -> TimerSlack {
+    pub fn set(slack: Dur) -> TimerSlack {
         // SAFETY: plain prctl; PR_GET_TIMERSLACK returns the slack.
         let prev = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
         if prev < 0 {
