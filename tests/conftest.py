@@ -163,6 +163,9 @@ SMALL_RUNS: dict[str, tuple[Path, list[str]]] = {
         REPO / "scenarios" / "examples" / "file-under-loss.toml",
         ["duration=3s", "packet_trace=true", "flows[0].app.size=1MB"],
     ),
+    # A web page: a 10 MB object that does not finish in 4 s on the page's connection and a
+    # 20 KB one asked for at 3 s on a connection of its own (flow page.obj1).
+    "web": (REPO / "scenarios" / "examples" / "web-small-behind-large.toml", ["duration=4s"]),
 }
 
 

@@ -14,9 +14,9 @@ import pytest
 
 from l4slab import load, studies
 from l4slab.cli import main
-from l4slab.studies.metrics import METRICS, delivery_advances
-from l4slab.studies.report import measures_data
-from l4slab.studies.runner import Job, run_jobs
+from l4slab.studies.metrics import METRICS, MetricError, delivery_advances
+from l4slab.studies.report import measures_data, pivot_data
+from l4slab.studies.runner import Job, JobResult, evaluate, run_jobs
 
 SCENARIO = """\
 format = 1
@@ -437,6 +437,50 @@ def test_flow_and_series_statistics(small_runs):
     assert peak == backlog.max()
     with pytest.raises(ValueError, match="no flow matches 'x\\*'"):
         stat(results, stat.check_args({"flows": "x*", "key": "goodput_bps"}))
+
+
+def test_object_stat_over_a_pages_objects(small_runs):
+    results = load(small_runs["web"])
+    objects = results.flow("page")["app_metrics"]["objects"]
+    stat = METRICS["object_stat"]
+
+    def value(**args: object) -> float | None:
+        return stat(results, stat.check_args({"flow": "page", **args}))
+
+    # Object 1 was fetched on its own flow; the page lists it with its index.
+    assert [o["index"] for o in objects] == [0, 1] and objects[1]["flow"] == "page.obj1"
+    tiny = objects[1]["completion_s"]
+    assert tiny is not None and objects[0]["completion_s"] is None  # 10 MB take over 4 s
+    assert value(first=1) == tiny and value(first=1, stat="max") == tiny
+    assert value(first=1, key="size_bytes", stat="sum") == 20_000
+    assert value(stat="count") == 2 and value(last=0, stat="count") == 1
+    assert value() is None  # object 0 has no completion_s
+    with pytest.raises(MetricError, match="no object from 2 to the last; its objects are 0 to 1"):
+        value(first=2)
+    with pytest.raises(MetricError, match="no flow 'nope'"):
+        stat(results, stat.check_args({"flow": "nope"}))
+    bulk = load(small_runs["fifo"])
+    with pytest.raises(MetricError, match=r"no app_metrics\.objects"):
+        stat(bulk, stat.check_args({"flow": next(iter(bulk.flows()))}))
+
+
+def test_side_by_side_tables_leave_out_measures_of_other_groups(tmp_path):
+    study = STUDY.replace('name = "clean"\n', 'name = "clean"\ngroup = "sensitivity"\n').replace(
+        "scale = 1e-6\n", 'scale = 1e-6\nruns = ["clean"]\n'
+    )
+    study = study[: study.index('[[claims]]\nid = "impossible"')]
+    folder = make_study(tmp_path, study=study)
+    loaded = studies.load_study(folder)
+    jobs = [
+        JobResult(run, 1, run, {"time": 0.5, "plateau": 10.0, "goodput": 4.0}, 0.1)
+        for run in ("rate_5Mbit", "rate_20Mbit", "clean")
+    ]
+    outcome = evaluate(loaded, jobs)
+
+    main_rows = [row.cells[0] for row in pivot_data(outcome, "main").rows]
+    other_rows = [row.cells[0] for row in pivot_data(outcome, "sensitivity").rows]
+    assert main_rows == ["time (s)", "plateau (ms)"]
+    assert other_rows == ["time (s)", "plateau (ms)", "goodput (Mbit/s)"]
 
 
 def test_series_fraction_and_path_equals(small_runs):

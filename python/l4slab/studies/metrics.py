@@ -191,6 +191,46 @@ def flow_stat(results: Results, flows: str, key: str, stat: str) -> float | None
 
 
 @metric(
+    "object_stat",
+    args={
+        "flow": Arg(str, doc="the page's flow (app web)"),
+        "key": Arg(str, "completion_s", required=False, doc="a key of each object's entry"),
+        "stat": Arg(str, "mean", required=False, choices=tuple(_STATS)),
+        "first": Arg(int, 0, required=False, doc="the first object: its position in `objects`"),
+        "last": Arg(int, None, required=False, doc="the last object (default: the last one)"),
+    },
+    doc="A statistic of one key over a web page's objects `first` to `last` (their "
+    "positions in the page's `objects` list, both included), from the page's "
+    "app_metrics.objects, which also lists the objects fetched on connections of their "
+    "own. An object without a value (a null completion_s: it never finished) makes the "
+    "result null, except for count.",
+    example='args = { flow = "page", first = 1, key = "completion_s", stat = "median" }',
+)
+def object_stat(
+    results: Results, flow: str, key: str, stat: str, first: int, last: int | None
+) -> float | None:
+    try:
+        page = results.flow(flow)
+    except KeyError as exc:
+        raise MetricError(str(exc.args[0])) from None
+    objects = (page.get("app_metrics") or {}).get("objects")
+    if not isinstance(objects, list):
+        raise MetricError(f"flow {flow!r} has no app_metrics.objects (is it a web page?)")
+    chosen = [o for o in objects if o["index"] >= first and (last is None or o["index"] <= last)]
+    if not chosen:
+        raise MetricError(
+            f"flow {flow!r} has no object from {first} to {'the last' if last is None else last}; "
+            f"its objects are 0 to {len(objects) - 1}"
+        )
+    if stat == "count":
+        return float(len(chosen))
+    values = [summary_path(o, tuple(key.split("."))) for o in chosen]
+    if any(value is None for value in values):
+        return None
+    return float(_STATS[stat]([float(v) for v in values if v is not None]))
+
+
+@metric(
     "path_equals",
     args={
         "path": Arg(str, doc="a dotted path in summary.json, e.g. flows.prague.ecn_validation"),

@@ -126,13 +126,16 @@ def measures_data(outcome: Outcome, *, group: str | None = None) -> TableData:
 def pivot_data(outcome: Outcome, group: str) -> TableData:
     """The runs of one group side by side: a row per measure, a column per run.
 
-    A cell is the measured value, with the published one in brackets.
+    A cell is the measured value, with the published one in brackets. A measure that
+    applies to none of the group's runs (its ``runs`` are elsewhere) has no row.
     """
     study = outcome.study
     runs = [run for run in study.runs if run.group == group]
     columns = (Column("measure", numeric=False), *(Column(run.name) for run in runs))
     rows = []
     for measure in study.measures:
+        if not any((measure.name, run.name) in outcome.values for run in runs):
+            continue
         cells = [f"{measure.label} ({measure.unit})" if measure.unit else measure.label]
         for run in runs:
             value = outcome.values.get((measure.name, run.name))
