@@ -251,15 +251,33 @@ def _emulator_or_skip_build() -> list[str]:
         pytest.skip(str(exc))
 
 
-def test_backend_emu_refuses_what_kernel_tcp_cannot_do(
+def test_backend_emu_carries_what_kernel_tcp_cannot_on_its_own_endpoints(
     example_scenario: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _emulator_or_skip_build()
-    # Validation needs no root: the refusal comes before anything is created.
-    code = main(["run", str(example_scenario), "--backend", "emu", "--set", "flows[0].cc=prague"])
+    # Validation needs no root: the plan comes before anything is created.
+    resolved = emu.validate(
+        example_scenario.read_text(), str(example_scenario), ["flows[0].cc=prague"]
+    )
+    notes = "\n".join(resolved["emulator_notes"])
+    assert "kernel TCP cannot carry it (this kernel has no prague" in notes
+    assert "QUIC-style transport on UDP" in notes
+    # A frame app over TCP with a controller the kernel lacks is refused, naming the key.
+    code = main(
+        [
+            "run",
+            str(example_scenario),
+            "--backend",
+            "emu",
+            "--set",
+            "flows[0].cc=prague",
+            "--set",
+            'flows[0].app={ kind = "video_call" }',
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err
-    assert "this kernel has no prague" in err and "--backend sim" in err
+    assert 'flows[0] (' in err and '.app = "video_call" over TCP' in err and "--backend sim" in err
     assert main(["run", str(example_scenario), "--backend", "nope"]) == 2
 
 

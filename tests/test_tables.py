@@ -9,6 +9,7 @@ from rich.console import Console
 
 from l4slab.results import Results
 from l4slab.tables import (
+    apps_data,
     flows_data,
     flows_table,
     queues_data,
@@ -99,6 +100,16 @@ def test_dualpi2_sub_queues_get_their_own_rows():
     l_row = next(line for line in lines if "l queue" in line)
     assert "14.75" in c_row and "31.50" in c_row
     assert "0.35" in l_row and "1.85" in l_row
+
+
+def test_a_flow_whose_app_metrics_fill_no_column_gets_no_app_row():
+    # A bulk flow over QUIC reports its connections' counters, nothing the table shows.
+    quic = {"app": "bulk", "app_metrics": {"transport": "quic", "client": {"srtt_ms": 20.0}}}
+    ping = {"app": "ping", "app_metrics": {"rtt_ms": {"p50": 21.0, "p99": 25.0}, "loss_pct": 0}}
+    data = apps_data({"flows": {"bulk": quic, "probe": ping}})
+    assert data is not None
+    assert [row.cells[0] for row in data.rows] == ["probe"]
+    assert apps_data({"flows": {"bulk": quic}}) is None
 
 
 def test_missing_values_show_a_dash():

@@ -350,8 +350,9 @@ def run_command(
         typer.Option(
             "--backend",
             metavar="sim|emu",
-            help="sim: the simulator. emu: real time through the emulator, with kernel TCP "
-            "flows (needs root; see docs/emulator.md).",
+            help="sim: the simulator. emu: real time through the emulator (needs root; see "
+            "docs/emulator.md): kernel TCP flows, and l4slab's own endpoints on UDP for what "
+            "the kernel cannot carry (Prague, DCTCP, BBRv3, ECT(1), QUIC, RTP media, ping).",
         ),
     ] = "sim",
     allow_large: AllowLargeOpt = False,

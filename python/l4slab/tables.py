@@ -220,10 +220,17 @@ def apps_data(summary: Mapping[str, Any]) -> TableData | None:
         metrics = flow.get("app_metrics")
         if not isinstance(metrics, Mapping):
             continue
-        rows.append(Row((name, _text(flow.get("app")), *_app_cells(metrics, flow))))
-        for part, sub in metrics.items():
-            if isinstance(sub, Mapping) and any(k in sub for k in _APP_LATENCY_KEYS):
-                rows.append(Row((part, "", *_app_cells(sub, {})), sub=True))
+        cells = _app_cells(metrics, flow)
+        subs = [
+            Row((part, "", *_app_cells(sub, {})), sub=True)
+            for part, sub in metrics.items()
+            if isinstance(sub, Mapping) and any(k in sub for k in _APP_LATENCY_KEYS)
+        ]
+        # A bulk or file flow over QUIC reports its connections, nothing for this table.
+        if not subs and all(c == format_number(None) for c in cells):
+            continue
+        rows.append(Row((name, _text(flow.get("app")), *cells)))
+        rows.extend(subs)
     if not rows:
         return None
     return TableData("applications", columns, tuple(rows))

@@ -15,12 +15,14 @@
 //!   socket). Classic ECN is negotiated by connecting to the server address
 //!   whose route has `features ecn` ([`crate::netns::SERVER_ECN_ADDR`]).
 //!   `bulk` writes until the end; `file` writes its size, then closes.
-//! * **What the kernel cannot do is refused**, with the reason: congestion
-//!   controls it lacks (DCTCP, Prague: later carried by l4slab's own
-//!   transport over UDP), congestion-control options (`cc = { kind =
+//! * **What the kernel cannot carry** runs on l4slab's own endpoints over
+//!   UDP ([`crate::dgram`]; [`Carrier`]): congestion controls it lacks
+//!   (DCTCP, Prague, BBRv3), congestion-control options (`cc = { kind =
 //!   "cubic", hystart = false }`: Linux's module parameters are global to the
 //!   host, not per socket), AccECN (this kernel's `tcp_ecn` takes 0-2 only),
-//!   ECT(1) on data (kernel TCP strips it).
+//!   ECT(1) on data (kernel TCP strips it) — over the QUIC-style transport,
+//!   said in the notes — and QUIC flows, datagram and RTP apps. Frame apps
+//!   over TCP with such a controller are refused with the reason.
 //! * **Measurements.** Goodput is what the receiver read; cwnd, ssthresh,
 //!   pacing rate, in-flight and RTT come from the sender's `TCP_INFO`,
 //!   sampled every 10 ms (RTT percentiles are of the kernel's smoothed RTT
@@ -593,6 +595,7 @@ pub fn run(
                 // listener's choice reaches accepted sockets through the kernel.
                 "kernel_cc": rt.cc_in_use,
                 "app": f.app.kind(),
+                "transport": "tcp",
                 "direction": if f.direction == Direction::Down { "down" } else { "up" },
                 "client": scn.hosts[f.client].name,
                 "server": scn.hosts[f.server].name,
