@@ -277,7 +277,7 @@ def test_backend_emu_carries_what_kernel_tcp_cannot_on_its_own_endpoints(
     )
     assert code == 2
     err = capsys.readouterr().err
-    assert 'flows[0] (' in err and '.app = "video_call" over TCP' in err and "--backend sim" in err
+    assert "flows[0] (" in err and '.app = "video_call" over TCP' in err and "--backend sim" in err
     assert main(["run", str(example_scenario), "--backend", "nope"]) == 2
 
 
