@@ -190,6 +190,19 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
                 ));
             }
         }
+        if carrier == (Carrier::Own { transport: "quic" }) && t.protocol == Protocol::Tcp {
+            // A TCP flow carried over the QUIC-style transport runs with
+            // QUIC's transport defaults (its keys mean other things there).
+            for k in l4slab_scenario::quic::KEYS {
+                if k.differs(t, &defaults) {
+                    notes.push(format!(
+                        "{at}.transport.{} is not applied: the flow runs over l4slab's \
+                         QUIC-style transport with QUIC's transport defaults",
+                        k.key
+                    ));
+                }
+            }
+        }
         flows.push(FlowPlan {
             cc: f.cc.kind.clone(),
             ecn,
@@ -374,6 +387,31 @@ impl Hooks for RunHooks {
     }
 }
 
+/// IPv4 and UDP headers around a QUIC datagram.
+const UDP_IP_HEADERS: u32 = 28;
+
+/// Every QUIC flow's datagrams (its `mss`, the maximum datagram size) fit
+/// the namespaces' MTU with their IPv4 and UDP headers.
+///
+/// # Errors
+/// [`EmuError::Unsupported`] naming the flow.
+fn check_datagram_sizes(scn: &Scenario, mtu: u32) -> Result<(), EmuError> {
+    for (i, f) in scn.flows.iter().enumerate() {
+        let mss = f.transport.mss;
+        if f.transport.protocol == Protocol::Quic && mss + UDP_IP_HEADERS > mtu {
+            return Err(EmuError::Unsupported(format!(
+                "flows[{i}] ({}).transport.mss = {mss}: a QUIC datagram of that size with its \
+                 IPv4 and UDP headers ({UDP_IP_HEADERS} B) is larger than the emulator's MTU \
+                 ({mtu} B); use mss = {} or less, or --mtu {}",
+                f.name,
+                mtu - UDP_IP_HEADERS,
+                mss + UDP_IP_HEADERS
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Run `scn` with kernel TCP through the emulator; returns what
 /// `l4slab._native.run` returns (`summary_json`, `series`, `packets`, `stats`).
 ///
@@ -387,6 +425,7 @@ pub fn run(
     pcap_dir: Option<&std::path::Path>,
 ) -> Result<Value, EmuError> {
     let plan = plan(scn)?;
+    check_datagram_sizes(scn, tuning.mtu)?;
     if !sys::is_root() {
         return Err(EmuError::NotRoot);
     }
@@ -454,8 +493,10 @@ pub fn run(
                 // The simulator's own app for the flow; a TCP flow the kernel
                 // cannot carry runs over the QUIC-style transport.
                 let mut carried = f.clone();
-                if transport == "quic" {
-                    carried.transport.protocol = Protocol::Quic;
+                if transport == "quic" && f.transport.protocol == Protocol::Tcp {
+                    // QUIC's defaults: the TCP keys do not apply (see `plan`'s notes).
+                    carried.transport =
+                        l4slab_scenario::TransportSpec::defaults_for(Protocol::Quic);
                 }
                 let app = l4slab_scenario::flow_app::flow_app(&carried, seed);
                 let d = DgramFlow::new(
@@ -794,11 +835,38 @@ mod tests {
             );
             assert!(note.contains(why), "{note}");
             assert!(note.contains("QUIC-style transport"), "{note}");
+            // A TCP key the carrier does not apply is said, not dropped.
+            assert_eq!(
+                note.contains(
+                    "flows[0] (flow0).transport.ecn_codepoint is not applied: the flow runs \
+                     over l4slab's QUIC-style transport"
+                ),
+                flow.contains("ecn_codepoint"),
+                "{note}"
+            );
         }
         // Already QUIC: no note.
         let p = plan(&scenario_with(r#"transport = { protocol = "quic" }"#)).unwrap();
         assert_eq!(p.flows[0].carrier, quic);
         assert!(p.notes.is_empty(), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn a_quic_flows_datagrams_must_fit_the_mtu() {
+        let quic = |mss: u32| {
+            scenario_with(&format!(
+                "transport = {{ protocol = \"quic\", mss = {mss} }}"
+            ))
+        };
+        check_datagram_sizes(&quic(1472), 1500).unwrap();
+        let e = check_datagram_sizes(&quic(1473), 1500)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("flows[0] (flow0).transport.mss = 1473"), "{e}");
+        assert!(e.contains("use mss = 1472 or less, or --mtu 1501"), "{e}");
+        check_datagram_sizes(&quic(9000), 9028).unwrap();
+        // TCP flows' mss is checked by the kernel (TCP_MAXSEG), not here.
+        check_datagram_sizes(&scenario_with("transport = { mss = 9000 }"), 1500).unwrap();
     }
 
     /// Two laptops with different access delays, a phone without an

@@ -22,6 +22,7 @@ pub mod connection;
 pub mod wire;
 
 pub use connection::{
-    CloseReason, ConfigError, Connection, ConnectionConfig, ConnectionStats, EcnFailure, EcnState,
-    Event, HandshakeState, ResumptionTicket, StreamError, StreamId, TransportParams,
+    default_initial_window, CloseReason, ConfigError, Connection, ConnectionConfig,
+    ConnectionStats, EcnFailure, EcnState, Event, HandshakeState, ResumptionTicket, StreamError,
+    StreamId, TransportParams, MAX_ACK_DELAY_LIMIT,
 };

@@ -39,17 +39,18 @@ pub fn flow_app(f: &Flow, seed: u64) -> Box<dyn FlowApp> {
 }
 
 /// A `bulk`, `file` or `web` flow over the QUIC-style transport: the
-/// flow's controller, ECN unless the flow turns it off (RFC 9000 §13.4: QUIC
-/// endpoints use and validate ECN), the scenario's datagram size. A web
-/// page opens one stream per object and the connection issues no
-/// MAX_STREAMS, so the peer allows at least as many streams as objects.
+/// flow's controller with its options, ECN unless the flow turns it off
+/// (RFC 9000 §13.4: QUIC endpoints use and validate ECN), and the transport
+/// keys QUIC applies ([`crate::quic::connection_config`]). A web page opens
+/// one stream per object and the connection issues no MAX_STREAMS, so the
+/// peer allows at least as many streams as objects.
 fn quic_app(f: &Flow, sender: Role, seed: u64) -> Box<dyn FlowApp> {
-    let mut cfg = l4slab_quic::ConnectionConfig {
-        cc: f.cc.kind.clone(),
-        ecn: f.ecn != Some(EcnSpec::Off),
-        seed: SimRng::derive(seed, &format!("quic/{}", f.name)).next_u64(),
-        ..l4slab_quic::ConnectionConfig::default()
-    };
+    let mut cfg = crate::quic::connection_config(
+        &f.cc,
+        &f.transport,
+        f.ecn != Some(EcnSpec::Off),
+        SimRng::derive(seed, &format!("quic/{}", f.name)).next_u64(),
+    );
     match &f.app {
         AppSpec::Bulk => Box::new(QuicFlow::new(QuicApp::Bulk, cfg, sender)),
         AppSpec::File { size } => {

@@ -310,16 +310,43 @@ fn pick_host(
     }
 }
 
-/// `[flows.transport]` over [`TransportSpec::default`].
+/// `[flows.transport]` over the defaults of its `protocol`
+/// ([`TransportSpec::defaults_for`]); a QUIC flow's keys are then checked
+/// against what QUIC applies ([`crate::quic::check`]).
 fn resolve_transport(
     raw: Option<&RawTransport>,
     path: &str,
 ) -> Result<TransportSpec, ScenarioError> {
-    let mut t = TransportSpec::default();
     let Some(raw) = raw else {
-        return Ok(t);
+        return Ok(TransportSpec::default());
     };
     let p = |key: &str| join(path, key);
+    let protocol = match &raw.protocol {
+        None => Protocol::Tcp,
+        Some(v) => {
+            let fp = p("protocol");
+            let Value::String(name) = v else {
+                return Err(ScenarioError::wrong_type(
+                    &fp,
+                    "a string",
+                    &values::describe(v),
+                ));
+            };
+            match name.as_str() {
+                "tcp" => Protocol::Tcp,
+                "quic" => Protocol::Quic,
+                other => {
+                    return Err(ScenarioError::unknown_name(
+                        &fp,
+                        "transport protocol",
+                        other,
+                        &["tcp", "quic"],
+                    ))
+                }
+            }
+        }
+    };
+    let mut t = TransportSpec::defaults_for(protocol);
     if let Some(v) = &raw.mss {
         let mp = p("mss");
         let mss = match v {
@@ -327,10 +354,17 @@ fn resolve_transport(
             Value::Integer(i) => *i,
             v => i64::try_from(values::size(v, &mp)?).unwrap_or(i64::MAX),
         };
-        t.mss = values::int_in(mss, &mp, MSS_RANGE.0, MSS_RANGE.1)? as u32;
+        t.mss = match protocol {
+            Protocol::Tcp => values::int_in(mss, &mp, MSS_RANGE.0, MSS_RANGE.1)? as u32,
+            // QUIC's maximum datagram size.
+            Protocol::Quic => crate::quic::mss(mss, &mp)?,
+        };
     }
     if let Some(iw) = raw.initial_window {
         t.initial_window = values::int_in(iw, &p("initial_window"), 1, i64::from(u32::MAX))? as u32;
+    } else if protocol == Protocol::Quic {
+        // RFC 9002 §7.2's default for the datagram size.
+        t.initial_window = l4slab_quic::default_initial_window(u64::from(t.mss.max(1))) as u32;
     }
     if let Some(b) = raw.delayed_ack {
         t.delayed_ack = b;
@@ -363,28 +397,6 @@ fn resolve_transport(
             }
         };
     }
-    if let Some(v) = &raw.protocol {
-        let fp = p("protocol");
-        let Value::String(name) = v else {
-            return Err(ScenarioError::wrong_type(
-                &fp,
-                "a string",
-                &values::describe(v),
-            ));
-        };
-        t.protocol = match name.as_str() {
-            "tcp" => Protocol::Tcp,
-            "quic" => Protocol::Quic,
-            other => {
-                return Err(ScenarioError::unknown_name(
-                    &fp,
-                    "transport protocol",
-                    other,
-                    &["tcp", "quic"],
-                ))
-            }
-        };
-    }
     for (raw, spec) in [
         (raw.tlp, &mut t.tlp),
         (raw.frto, &mut t.frto),
@@ -403,7 +415,13 @@ fn resolve_transport(
         if bytes < mss {
             return Err(ScenarioError::conflict(
                 &p(key),
-                format!("{bytes} B is smaller than one segment (mss = {mss} B)"),
+                format!(
+                    "{bytes} B is smaller than one {} (mss = {mss} B)",
+                    match protocol {
+                        Protocol::Tcp => "segment",
+                        Protocol::Quic => "datagram",
+                    }
+                ),
             ));
         }
         Ok(bytes)
@@ -430,6 +448,9 @@ fn resolve_transport(
             ));
         }
         t.notsent_lowat = Some(lowat);
+    }
+    if protocol == Protocol::Quic {
+        crate::quic::check(&t, path)?;
     }
     Ok(t)
 }

@@ -10,6 +10,8 @@
 //! * [`build`]: resolved parts -> the qdisc, loss model and link both backends run.
 //! * [`cost`]: what a run will cost (flows, series rows, trace rows), and the limits.
 //! * [`cc`]: `cc = "prague"` or `cc = { kind = "prague", ... }` -> [`CcSpec`].
+//! * [`quic`]: `[flows.transport]` of a `protocol = "quic"` flow: which keys
+//!   QUIC applies, its defaults, refusals, the connection's config.
 //! * [`wifi`]: `[wifi]` -> the Wi-Fi cell the client hosts reach the bottleneck through.
 //! * [`ScenarioError`]: every error names its key path and, where it helps,
 //!   a valid example.
@@ -30,6 +32,7 @@ mod overrides;
 mod param;
 pub mod parse;
 pub mod qdisc;
+pub mod quic;
 mod raw;
 mod resolve;
 mod trace;

@@ -566,6 +566,10 @@ pub struct FrameAppSpec {
 }
 
 /// Transport knobs (Linux sysctl / socket option equivalents in comments).
+/// The defaults are TCP's; a `protocol = "quic"` flow starts from
+/// [`TransportSpec::defaults_for`] and reads some keys with QUIC's meaning
+/// (`crate::quic::KEYS`: `mss` is the maximum datagram size,
+/// `initial_window` counts datagrams, ...).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TransportSpec {
     /// Payload bytes per segment. Default 1448 (1500 MTU - 20 IP - 20 TCP - 12 timestamps).
@@ -631,6 +635,18 @@ impl Default for TransportSpec {
             ecn_codepoint: None,
             fastopen: false,
             protocol: Protocol::Tcp,
+        }
+    }
+}
+
+impl TransportSpec {
+    /// The defaults of a flow over `protocol`: [`TransportSpec::default`]
+    /// for TCP; for QUIC, what the QUIC-style transport does
+    /// ([`crate::quic::defaults`]: `mss` 1200, paced, 25 ms max_ack_delay).
+    pub fn defaults_for(protocol: Protocol) -> Self {
+        match protocol {
+            Protocol::Tcp => TransportSpec::default(),
+            Protocol::Quic => crate::quic::defaults(),
         }
     }
 }

@@ -1,9 +1,10 @@
 //! The receive side of acknowledgement, RFC 9000 §13.2: which packet
 //! numbers arrived in a space, the cumulative ECN counts (§13.4.1), and when
-//! an ACK is due.
+//! an ACK is due ([`AckPolicy`]).
 //!
 //! §13.2.1: Initial and Handshake packets are acknowledged immediately;
-//! Application Data after two ack-eliciting packets or max_ack_delay, and at
+//! Application Data after two ack-eliciting packets (the policy's
+//! threshold; 1 acknowledges every one at once) or max_ack_delay, and at
 //! once on a gap, on reordering and on a CE mark (§13.2.1: "SHOULD
 //! immediately acknowledge all ... packets ... marked with the ECN CE
 //! codepoint"). An ACK-only packet answers only ack-eliciting packets
@@ -22,7 +23,19 @@ pub const MAX_TRACKED_RANGES: usize = AckFrame::MAX_RANGES;
 pub const ACK_DELAY_EXPONENT: u32 = 3;
 /// §13.2.2: "A receiver SHOULD send an ACK frame after receiving at least two
 /// ack-eliciting packets."
-const ACK_ELICITING_THRESHOLD: u32 = 2;
+pub const ACK_ELICITING_THRESHOLD: u32 = 2;
+
+/// When Application Data packets are acknowledged (RFC 9000 §13.2.1-§13.2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckPolicy {
+    /// §13.2.1: "within its advertised max_ack_delay".
+    pub max_ack_delay: Dur,
+    /// An ACK goes at once after this many ack-eliciting packets:
+    /// [`ACK_ELICITING_THRESHOLD`] by default, 1 to acknowledge every one
+    /// without delay (the ack-eliciting threshold of
+    /// draft-ietf-quic-ack-frequency §4, fixed here rather than negotiated).
+    pub threshold: u32,
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AckState {
@@ -62,7 +75,7 @@ impl AckState {
         pn: u64,
         ack_eliciting: bool,
         ecn: Ecn,
-        max_ack_delay: Dur,
+        policy: AckPolicy,
     ) -> bool {
         if self.is_duplicate(pn) {
             return false;
@@ -90,12 +103,12 @@ impl AckState {
             if space != PnSpace::ApplicationData
                 || gap_or_reorder
                 || ecn == Ecn::Ce
-                || self.unacked_eliciting >= ACK_ELICITING_THRESHOLD
+                || self.unacked_eliciting >= policy.threshold
             {
                 self.immediate = true;
             } else if self.deadline.is_none() {
                 // §13.2.1: "within its advertised max_ack_delay".
-                self.deadline = Some(now + max_ack_delay);
+                self.deadline = Some(now + policy.max_ack_delay);
             }
         }
         true
@@ -151,30 +164,52 @@ mod tests {
     use super::*;
 
     const MAD: Dur = Dur::from_millis(25);
+    const POLICY: AckPolicy = AckPolicy {
+        max_ack_delay: MAD,
+        threshold: ACK_ELICITING_THRESHOLD,
+    };
 
     #[test]
     fn app_data_acks_every_second_packet_or_on_gap() {
         let mut a = AckState::default();
         let t = Time::ZERO;
         let app = PnSpace::ApplicationData;
-        assert!(a.on_packet(t, app, 0, true, Ecn::NotEct, MAD));
+        assert!(a.on_packet(t, app, 0, true, Ecn::NotEct, POLICY));
         assert!(!a.ack_due(t));
         assert_eq!(a.deadline(), Some(t + MAD));
-        assert!(a.on_packet(t, app, 1, true, Ecn::NotEct, MAD));
+        assert!(a.on_packet(t, app, 1, true, Ecn::NotEct, POLICY));
         assert!(a.ack_due(t));
         a.on_ack_sent();
-        assert!(!a.on_packet(t, app, 1, true, Ecn::NotEct, MAD));
-        assert!(a.on_packet(t, app, 3, true, Ecn::NotEct, MAD));
+        assert!(!a.on_packet(t, app, 1, true, Ecn::NotEct, POLICY));
+        assert!(a.on_packet(t, app, 3, true, Ecn::NotEct, POLICY));
         assert!(a.ack_due(t), "gap");
         let f = a.frame(t, true).unwrap();
         assert_eq!(f.ranges().collect::<Vec<_>>(), vec![3..=3, 0..=1]);
         assert!(f.ecn.is_none());
         a.on_ack_sent();
-        assert!(a.on_packet(t, app, 4, true, Ecn::Ce, MAD));
+        assert!(a.on_packet(t, app, 4, true, Ecn::Ce, POLICY));
         assert!(a.ack_due(t), "CE");
         assert_eq!(a.frame(t, true).unwrap().ecn.unwrap().ce, 1);
         a.on_ack_sent();
-        assert!(a.on_packet(t, app, 5, false, Ecn::NotEct, MAD));
+        assert!(a.on_packet(t, app, 5, false, Ecn::NotEct, POLICY));
+        assert!(!a.ack_due(t + MAD) && a.has_pending());
+    }
+
+    #[test]
+    fn a_threshold_of_one_acks_every_packet_at_once() {
+        let mut a = AckState::default();
+        let t = Time::ZERO;
+        let every = AckPolicy {
+            threshold: 1,
+            ..POLICY
+        };
+        let app = PnSpace::ApplicationData;
+        assert!(a.on_packet(t, app, 0, true, Ecn::NotEct, every));
+        assert!(a.ack_due(t));
+        assert_eq!(a.deadline(), None);
+        a.on_ack_sent();
+        // A non-ack-eliciting packet still waits for something to ride on.
+        assert!(a.on_packet(t, app, 1, false, Ecn::NotEct, every));
         assert!(!a.ack_due(t + MAD) && a.has_pending());
     }
 }

@@ -35,7 +35,7 @@ pub mod streams;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
-use l4slab_cc::{CcOptions, CongestionControl, EcnCodepoint, ParamValue};
+use l4slab_cc::{CcOptions, CongestionControl, EcnCodepoint};
 use l4slab_core::datagram::DatagramEndpoint;
 use l4slab_core::{Dur, Ecn, NullTracer, SimRng, Time};
 
@@ -59,20 +59,45 @@ pub const CID_LEN: usize = 8;
 
 /// Connection parameters. Defaults follow RFC 9000/9002 (see
 /// `docs/models/quic.md` for sources).
+///
+/// The congestion controller is `cc` (a name) with `cc_options` over its
+/// defaults: [`ConnectionConfig::with_cc`] builds a config by name (checked),
+/// [`ConnectionConfig::with_cc_options`] from the options the scenario
+/// resolved (`cc = { kind = "cubic", beta = 0.8 }`), as the TCP model gets
+/// them. Either way the controller is built with [`CcOptions::build`] in
+/// QUIC's units: `max_datagram_size` bytes where TCP passes its MSS, and
+/// `initial_window` datagrams where TCP passes segments.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConnectionConfig {
     /// Any `l4slab_cc::CC_NAMES` entry: reno, cubic, dctcp, prague, bbr, bbr3.
     pub cc: String,
+    /// The controller's options over its defaults (`None`: all defaults).
+    /// Must be options of the controller `cc` names
+    /// ([`ConfigError::CcMismatch`] otherwise). DCTCP's `ect1` defaults to
+    /// true here (L4S DCTCP, Linux `dctcp_ect = 1`); one set in the options wins.
+    pub cc_options: Option<CcOptions>,
     /// RFC 9000 §14: the smallest allowed maximum datagram size is 1200.
     pub max_datagram_size: usize,
-    /// Bytes; `None`: RFC 9002 §7.2 `min(10*mds, max(14720, 2*mds))`.
+    /// Initial congestion window in datagrams (at least 2, RFC 9002 §7.2
+    /// kMinimumWindow); `None`: [`default_initial_window`], the RFC 9002
+    /// §7.2 recommendation `min(10*mds, max(14720, 2*mds))` in whole
+    /// datagrams. §7.2 makes that a SHOULD and App. B.1 calls
+    /// kInitialWindow a "Default limit", so another value is allowed (as
+    /// RFC 6928's 10 segments are for TCP); it is not capped at 14720 bytes.
     pub initial_window: Option<u64>,
     /// Send ECT (the controller's codepoint: ECT(1) for prague and dctcp,
     /// ECT(0) otherwise) and validate it (§13.4.2).
     pub ecn: bool,
-    /// RFC 9000 §18.2: max_ack_delay default 25 ms. Used for our own delayed
-    /// ACKs and assumed for the peer.
+    /// RFC 9002 §7.7: pace at `1.25 * cwnd / smoothed_rtt` when the
+    /// controller has no pacing rate of its own. Off: only a controller with
+    /// its own rate (BBR) paces, as the TCP model's `pacing = false`.
+    pub pacing: bool,
+    /// RFC 9000 §18.2: max_ack_delay default 25 ms (below 2^14 ms). Used for
+    /// our own delayed ACKs and assumed for the peer.
     pub max_ack_delay: Dur,
+    /// Acknowledge Application Data at once after this many ack-eliciting
+    /// packets (RFC 9000 §13.2.2: 2); 1 acknowledges every one without delay.
+    pub ack_eliciting_threshold: u32,
     /// §18.2 initial_max_data: connection receive window (bytes).
     pub max_data: u64,
     /// §18.2 initial_max_stream_data_bidi_*: per-stream receive window.
@@ -98,10 +123,13 @@ impl Default for ConnectionConfig {
     fn default() -> Self {
         ConnectionConfig {
             cc: "cubic".into(),
+            cc_options: None,
             max_datagram_size: 1200,
             initial_window: None,
             ecn: true,
+            pacing: true,
             max_ack_delay: Dur::from_millis(25),
+            ack_eliciting_threshold: ack::ACK_ELICITING_THRESHOLD,
             max_data: 16 << 20,
             max_stream_data: 4 << 20,
             send_buffer: 4 << 20,
@@ -115,15 +143,76 @@ impl Default for ConnectionConfig {
     }
 }
 
+impl ConnectionConfig {
+    /// The defaults with the controller `cc` (by name, with its defaults).
+    ///
+    /// # Errors
+    /// [`ConfigError::UnknownCc`] for a name `l4slab-cc` does not have.
+    pub fn with_cc(cc: &str) -> Result<Self, ConfigError> {
+        let options = CcOptions::defaults(cc).ok_or_else(|| ConfigError::UnknownCc(cc.into()))?;
+        Ok(Self::with_cc_options(options))
+    }
+
+    /// The defaults with the controller `options` name, and those options.
+    pub fn with_cc_options(options: CcOptions) -> Self {
+        ConnectionConfig {
+            cc: options.name().into(),
+            cc_options: Some(options),
+            ..ConnectionConfig::default()
+        }
+    }
+
+    /// The controller the connection builds: `cc_options`, else `cc`'s
+    /// defaults, with QUIC's DCTCP default (ECT(1)) where the options leave it.
+    ///
+    /// # Errors
+    /// [`ConfigError::UnknownCc`], [`ConfigError::CcMismatch`].
+    pub fn controller(&self) -> Result<CcOptions, ConfigError> {
+        let mut options = match &self.cc_options {
+            Some(o) if o.name() != self.cc => {
+                return Err(ConfigError::CcMismatch {
+                    cc: self.cc.clone(),
+                    options: o.name(),
+                })
+            }
+            Some(o) => o.clone(),
+            None => CcOptions::defaults(&self.cc)
+                .ok_or_else(|| ConfigError::UnknownCc(self.cc.clone()))?,
+        };
+        if let CcOptions::Dctcp(o) = &mut options {
+            // L4S DCTCP: ECT(1) (Linux dctcp_ect = 1) unless the options say.
+            o.ect1.get_or_insert(true);
+        }
+        Ok(options)
+    }
+}
+
+/// RFC 9002 §7.2: "Endpoints SHOULD use an initial congestion window of ten
+/// times the maximum datagram size (max_datagram_size), while limiting the
+/// window to the larger of 14,720 bytes or twice the maximum datagram
+/// size", in whole datagrams of `max_datagram_size` bytes: 10 up to 1472
+/// bytes, fewer above (rounded down, so never above the byte limit), at
+/// least 2.
+pub fn default_initial_window(max_datagram_size: u64) -> u64 {
+    (14_720 / max_datagram_size.max(1)).clamp(2, 10)
+}
+
+/// RFC 9000 §18.2: "Values of 2^14 or greater are invalid" (max_ack_delay, ms).
+pub const MAX_ACK_DELAY_LIMIT: Dur = Dur::from_millis(1 << 14);
+
 /// Why a configuration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error("cc: {0:?} is not a congestion controller; use one of reno, cubic, dctcp, prague, bbr, bbr3")]
     UnknownCc(String),
+    #[error("cc_options: options of {options}, but cc = {cc:?}; give the options of the controller cc names")]
+    CcMismatch { cc: String, options: &'static str },
     #[error("max_datagram_size: {0} is outside 1200..=16383 (RFC 9000 §14: at least 1200)")]
     DatagramSize(usize),
-    #[error("initial_window: {0} bytes is below 2 datagrams (RFC 9002 §7.2 kMinimumWindow)")]
+    #[error("initial_window: {0} datagrams is below 2 (RFC 9002 §7.2 kMinimumWindow)")]
     InitialWindow(u64),
+    #[error("max_ack_delay: {0} is not below 2^14 ms (RFC 9000 §18.2)")]
+    MaxAckDelay(Dur),
     #[error("{0}: must be positive")]
     Zero(&'static str),
 }
@@ -299,30 +388,36 @@ impl Connection {
             return Err(ConfigError::DatagramSize(mds));
         }
         let mds64 = mds as u64;
-        // RFC 9002 §7.2: "min(10 * max_datagram_size, max(14720, 2 * max_datagram_size))".
+        // In datagrams: the controllers count windows in units of `mss`.
         let iw = cfg
             .initial_window
-            .unwrap_or((10 * mds64).min(14720.max(2 * mds64)));
-        if iw < 2 * mds64 {
+            .unwrap_or_else(|| default_initial_window(mds64));
+        // RFC 9002 §7.2: "The RECOMMENDED value is 2 * max_datagram_size" (kMinimumWindow).
+        if iw < 2 {
             return Err(ConfigError::InitialWindow(iw));
+        }
+        if cfg.max_ack_delay >= MAX_ACK_DELAY_LIMIT {
+            return Err(ConfigError::MaxAckDelay(cfg.max_ack_delay));
         }
         for (v, name) in [
             (cfg.max_data, "max_data"),
             (cfg.max_stream_data, "max_stream_data"),
             (cfg.send_buffer, "send_buffer"),
             (cfg.max_streams_bidi, "max_streams_bidi"),
+            (
+                u64::from(cfg.ack_eliciting_threshold),
+                "ack_eliciting_threshold",
+            ),
         ] {
             if v == 0 {
                 return Err(ConfigError::Zero(name));
             }
         }
-        let mut opts =
-            CcOptions::defaults(&cfg.cc).ok_or_else(|| ConfigError::UnknownCc(cfg.cc.clone()))?;
-        if cfg.cc == "dctcp" {
-            // L4S DCTCP: ECT(1) (Linux dctcp_ect = 1).
-            opts.set("ect1", ParamValue::Flag(true));
-        }
-        let cc = opts.build(mds64, iw.div_ceil(mds64));
+        // The TCP model's construction (l4slab-sim setup.rs), in QUIC's
+        // units: max_datagram_size where TCP passes the MSS, datagrams where
+        // it passes segments (RFC 9002 §7.2 counts both windows in
+        // max_datagram_size).
+        let cc = cfg.controller()?.build(mds64, iw);
         let (codepoint, scalable) = match cc.ecn_codepoint() {
             EcnCodepoint::NotEct => (Ecn::Ect0, false),
             EcnCodepoint::Ect0 => (Ecn::Ect0, true),
@@ -356,7 +451,7 @@ impl Connection {
             scalable_ecn: scalable,
             rng: SimRng::derive(cfg.seed, label),
             tracer: NullTracer,
-            pacer: Pacer::new(iw, now),
+            pacer: Pacer::new(iw.saturating_mul(mds64), now),
             pacing_wakeup: None,
             ecn: EcnValidator::new(cfg.ecn, codepoint),
             rate: RateEstimator::default(),
@@ -559,6 +654,13 @@ impl Connection {
         self.cfg.max_datagram_size as u64
     }
 
+    fn ack_policy(&self) -> ack::AckPolicy {
+        ack::AckPolicy {
+            max_ack_delay: self.cfg.max_ack_delay,
+            threshold: self.cfg.ack_eliciting_threshold,
+        }
+    }
+
     /// §10.1: "the effective value ... is ... at least three times the current PTO".
     fn idle_timeout(&self) -> Dur {
         self.cfg.idle_timeout.max(self.rtt.pto_base() * 3)
@@ -671,5 +773,139 @@ impl DatagramEndpoint for Connection {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use l4slab_cc::options::{CubicOptions, DctcpOptions};
+
+    use super::*;
+
+    fn server(cfg: ConnectionConfig) -> Result<Connection, ConfigError> {
+        Connection::server(cfg, Time::ZERO)
+    }
+
+    #[test]
+    fn the_default_initial_window_is_rfc_9002s_in_whole_datagrams() {
+        // §7.2: min(10 * mds, max(14720, 2 * mds)) bytes.
+        for (mds, datagrams) in [(1200, 10), (1472, 10), (1500, 9), (7360, 2), (16383, 2)] {
+            assert_eq!(default_initial_window(mds), datagrams, "{mds}");
+            let bytes = (10 * mds).min(14720.max(2 * mds));
+            assert!(datagrams * mds <= bytes, "{mds}");
+            let c = server(ConnectionConfig {
+                max_datagram_size: mds as usize,
+                ..ConnectionConfig::default()
+            })
+            .unwrap();
+            assert_eq!(c.cwnd(), datagrams * mds, "{mds}");
+        }
+    }
+
+    #[test]
+    fn the_initial_window_is_in_datagrams_of_the_datagram_size() {
+        let c = server(ConnectionConfig {
+            initial_window: Some(32),
+            max_datagram_size: 1472,
+            ..ConnectionConfig::default()
+        })
+        .unwrap();
+        assert_eq!(c.cwnd(), 32 * 1472);
+        assert_eq!(
+            server(ConnectionConfig {
+                initial_window: Some(1),
+                ..ConnectionConfig::default()
+            })
+            .unwrap_err(),
+            ConfigError::InitialWindow(1)
+        );
+    }
+
+    #[test]
+    fn options_reach_the_controller_built_in_quic_units() {
+        let beta = CcOptions::Cubic(CubicOptions {
+            beta: Some(0.5),
+            hystart: Some(false),
+            ..CubicOptions::default()
+        });
+        let cfg = ConnectionConfig {
+            initial_window: Some(4),
+            ..ConnectionConfig::with_cc_options(beta.clone())
+        };
+        assert_eq!(cfg.cc, "cubic");
+        let c = server(cfg).unwrap();
+        // Exactly what the TCP model builds, with the datagram size for the MSS.
+        assert_eq!(
+            format!("{:?}", c.cc()),
+            format!("{:?}", beta.build(1200, 4))
+        );
+        assert_ne!(
+            format!("{:?}", c.cc()),
+            format!("{:?}", CcOptions::defaults("cubic").unwrap().build(1200, 4))
+        );
+    }
+
+    #[test]
+    fn a_config_by_name_is_checked_and_options_must_match_the_name() {
+        assert_eq!(
+            ConnectionConfig::with_cc("vegas").unwrap_err(),
+            ConfigError::UnknownCc("vegas".into())
+        );
+        let by_name = ConnectionConfig::with_cc("bbr").unwrap();
+        assert_eq!(server(by_name).unwrap().cc().name(), "bbr");
+        // A struct literal by name, as before options existed.
+        let literal = ConnectionConfig {
+            cc: "reno".into(),
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(server(literal).unwrap().cc().name(), "reno");
+        let mismatch = ConnectionConfig {
+            cc: "reno".into(),
+            ..ConnectionConfig::with_cc_options(CcOptions::defaults("cubic").unwrap())
+        };
+        assert_eq!(
+            server(mismatch).unwrap_err(),
+            ConfigError::CcMismatch {
+                cc: "reno".into(),
+                options: "cubic"
+            }
+        );
+    }
+
+    #[test]
+    fn dctcp_sends_ect1_unless_its_options_say_otherwise() {
+        let dctcp = |ect1| {
+            let o = CcOptions::Dctcp(DctcpOptions {
+                ect1,
+                ..DctcpOptions::default()
+            });
+            server(ConnectionConfig::with_cc_options(o))
+                .unwrap()
+                .cc()
+                .ecn_codepoint()
+        };
+        assert_eq!(dctcp(None), EcnCodepoint::Ect1);
+        assert_eq!(dctcp(Some(true)), EcnCodepoint::Ect1);
+        assert_eq!(dctcp(Some(false)), EcnCodepoint::Ect0);
+    }
+
+    #[test]
+    fn max_ack_delay_and_the_ack_threshold_are_checked() {
+        let bad = ConnectionConfig {
+            max_ack_delay: MAX_ACK_DELAY_LIMIT,
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(
+            server(bad).unwrap_err(),
+            ConfigError::MaxAckDelay(MAX_ACK_DELAY_LIMIT)
+        );
+        let zero = ConnectionConfig {
+            ack_eliciting_threshold: 0,
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(
+            server(zero).unwrap_err(),
+            ConfigError::Zero("ack_eliciting_threshold")
+        );
     }
 }

@@ -1,6 +1,9 @@
 //! Pacing, RFC 9002 §7.7: a token bucket whose rate is the controller's
 //! pacing rate when it has one, else `N * cwnd / smoothed_rtt` with N = 1.25,
-//! and whose depth (the largest burst) is the initial window.
+//! and whose depth (the largest burst) is the initial window. With
+//! [`crate::ConnectionConfig::pacing`] off only a controller with a rate of
+//! its own (BBR) paces, as the TCP model's `pacing = false` (§7.7 says
+//! SHOULD pace, so off is a deviation a scenario asks for).
 //!
 //! §7.7: "Senders SHOULD limit bursts to the initial congestion window".
 //! Only ack-eliciting Application Data packets are paced; ACK-only packets,
@@ -35,9 +38,18 @@ impl Pacer {
         }
     }
 
-    /// The rate §7.7 asks for, given the controller's own rate if any.
-    pub fn rate_for(cc_rate: Option<Rate>, cwnd: u64, srtt: Option<Dur>) -> Option<Rate> {
+    /// The rate §7.7 asks for, given the controller's own rate if any;
+    /// without one, the §7.7 default rate if `default_rate`, else none.
+    pub fn rate_for(
+        cc_rate: Option<Rate>,
+        cwnd: u64,
+        srtt: Option<Dur>,
+        default_rate: bool,
+    ) -> Option<Rate> {
         cc_rate.filter(|r| r.as_bps() > 0).or_else(|| {
+            if !default_rate {
+                return None;
+            }
             let srtt = srtt?;
             // §7.7: "rate = N * congestion_window / smoothed_rtt".
             Rate::from_bytes_per(cwnd * N_NUM / N_DEN, srtt)
@@ -104,7 +116,12 @@ mod tests {
             p.next_send(Time::from_micros(1500), 1500),
             Time::from_micros(1500)
         );
-        let r = Pacer::rate_for(None, 10_000, Some(Dur::from_millis(10))).unwrap();
+        let srtt = Some(Dur::from_millis(10));
+        let r = Pacer::rate_for(None, 10_000, srtt, true).unwrap();
         assert_eq!(r, Rate::from_bps(10_000_000)); // 12500 B / 10 ms
+                                                   // Pacing off: only a controller's own rate paces.
+        assert_eq!(Pacer::rate_for(None, 10_000, srtt, false), None);
+        let bbr = Some(Rate::from_mbps(3));
+        assert_eq!(Pacer::rate_for(bbr, 10_000, srtt, false), bbr);
     }
 }

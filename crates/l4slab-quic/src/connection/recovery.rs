@@ -259,7 +259,12 @@ impl Connection {
     }
 
     pub(super) fn update_pacing_rate(&mut self, now: Time) {
-        let rate = super::pacing::Pacer::rate_for(self.cc.pacing_rate(), self.cwnd(), self.srtt());
+        let rate = super::pacing::Pacer::rate_for(
+            self.cc.pacing_rate(),
+            self.cwnd(),
+            self.srtt(),
+            self.cfg.pacing,
+        );
         self.pacer.set_rate(now, rate);
     }
 

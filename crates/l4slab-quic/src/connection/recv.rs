@@ -98,10 +98,10 @@ impl Connection {
         }
         let sp = space_idx(ty.space());
         let pn = decode_packet_number(self.spaces[sp].rx.largest(), p.header().pn());
-        let mad = self.cfg.max_ack_delay;
+        let policy = self.ack_policy();
         if !self.spaces[sp]
             .rx
-            .on_packet(now, ty.space(), pn, eliciting, ecn, mad)
+            .on_packet(now, ty.space(), pn, eliciting, ecn, policy)
         {
             self.stats.dropped_packets += 1;
             return false;
