@@ -174,8 +174,9 @@ struct EmuIo<'a> {
 }
 
 impl EmuIo<'_> {
-    fn send(&mut self, len: usize, ecn: Ecn, from_scratch: Option<&[u8]>) {
-        let buf = from_scratch.unwrap_or(&self.scratch[..len]);
+    /// Send `data`, or else the first `len` bytes of the scratch buffer.
+    fn send(&mut self, len: usize, ecn: Ecn, data: Option<&[u8]>) {
+        let buf = data.unwrap_or(&self.scratch[..len]);
         match self.sock.send_to(buf, self.to, ecn) {
             Ok(_) => {
                 self.counts.datagrams_sent += 1;
