@@ -8,20 +8,18 @@
 //! receiving side can tell which frames completed and how long each took
 //! (capture → display), without frame headers in the simulated bytes.
 //!
-//! Stalls follow the usual video-freeze definition (e.g. WebRTC's
-//! `freezeCount`/`totalFreezesDuration`, which use an inter-frame gap
-//! threshold): a gap between two displayed frames — or between the start and
-//! the first frame, or the last frame and the end — longer than
-//! `stall_threshold` is a stall, and the whole gap counts as stalled time.
-//! With a `late_threshold` ([`FrameStream::with_late_threshold`]), a frame
-//! displayed more than that after its capture also counts as late.
+//! What the receiver sees of the displayed frames — latency, stalls (a gap
+//! between displays longer than `stall_threshold`, counted whole) and, with
+//! a `late_threshold` ([`FrameStream::with_late_threshold`]), late frames —
+//! is [`l4slab_media::viewer::Viewer`]'s rule, the one the RTP playout
+//! buffer reports by too.
 
 use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
-use l4slab_core::stats::{round6, DurStats};
 use l4slab_core::{Dur, Time};
+use l4slab_media::viewer::Viewer;
 use l4slab_transport::AppIo;
 
 #[derive(Clone, Copy, Debug)]
@@ -34,11 +32,8 @@ struct InFlight {
 /// One direction of frames over a stream (see the module documentation).
 #[derive(Debug)]
 pub struct FrameStream {
-    stall_threshold: Dur,
-    late_threshold: Option<Dur>,
-    late: u64,
-    /// When the receiver starts expecting frames (the connection is up).
-    started: Option<Time>,
+    /// The receiving side's displays.
+    viewer: Viewer,
     /// Stream offset past the last frame captured.
     queued: u64,
     /// Bytes the socket accepted.
@@ -46,62 +41,38 @@ pub struct FrameStream {
     /// Bytes delivered in order at the receiver.
     delivered: u64,
     in_flight: VecDeque<InFlight>,
-    latency: LatencyStats,
     captured: u64,
     captured_bytes: u64,
-    displayed: u64,
     skipped: u64,
-    last_display: Option<Time>,
-    stalls: u64,
-    stalled: Dur,
-    // Per sampling interval.
-    int_displayed: u64,
+    /// Bytes captured since the last [`Self::take_interval`].
     int_captured_bytes: u64,
-}
-
-/// Wrapper so `Debug` does not dump histogram buckets.
-struct LatencyStats(DurStats);
-
-impl core::fmt::Debug for LatencyStats {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "LatencyStats({} samples)", self.0.count())
-    }
 }
 
 impl FrameStream {
     pub fn new(stall_threshold: Dur) -> Self {
         FrameStream {
-            stall_threshold,
-            late_threshold: None,
-            late: 0,
-            started: None,
+            viewer: Viewer::new(stall_threshold),
             queued: 0,
             accepted: 0,
             delivered: 0,
             in_flight: VecDeque::new(),
-            // Frame latency in µs up to 1000 s.
-            latency: LatencyStats(DurStats::new(1_000, 1_000_000_000)),
             captured: 0,
             captured_bytes: 0,
-            displayed: 0,
             skipped: 0,
-            last_display: None,
-            stalls: 0,
-            stalled: Dur::ZERO,
-            int_displayed: 0,
             int_captured_bytes: 0,
         }
     }
 
     /// Also count frames whose capture → display latency exceeds `d`.
     pub fn with_late_threshold(mut self, d: Dur) -> Self {
-        self.late_threshold = Some(d);
+        self.viewer = self.viewer.with_late_threshold(d);
         self
     }
 
-    /// The receiver starts expecting frames at `now` (first call wins).
+    /// The receiver starts expecting frames (the connection is up) at `now`
+    /// (first call wins).
     pub fn start(&mut self, now: Time) {
-        self.started.get_or_insert(now);
+        self.viewer.start(now);
     }
 
     /// Capture a frame of `size` bytes at `now`; write it with [`Self::write`].
@@ -155,34 +126,14 @@ impl FrameStream {
                 break;
             }
             self.in_flight.pop_front();
-            self.display(now, f);
+            self.viewer.on_display(now, f.captured);
             n += 1;
         }
         n
     }
 
-    fn display(&mut self, now: Time, f: InFlight) {
-        let latency = now.saturating_since(f.captured);
-        self.latency.0.record(latency);
-        if self.late_threshold.is_some_and(|t| latency > t) {
-            self.late += 1;
-        }
-        let since = self.last_display.or(self.started).unwrap_or(f.captured);
-        self.note_gap(now.saturating_since(since));
-        self.last_display = Some(now);
-        self.displayed += 1;
-        self.int_displayed += 1;
-    }
-
-    fn note_gap(&mut self, gap: Dur) {
-        if gap > self.stall_threshold {
-            self.stalls += 1;
-            self.stalled += gap;
-        }
-    }
-
     pub fn displayed(&self) -> u64 {
-        self.displayed
+        self.viewer.displayed()
     }
 
     pub fn captured(&self) -> u64 {
@@ -195,72 +146,29 @@ impl FrameStream {
 
     /// Frames displayed later than the late threshold.
     pub fn late(&self) -> u64 {
-        self.late
+        self.viewer.late()
     }
 
     /// Frames displayed and bytes captured since the last call.
     pub fn take_interval(&mut self) -> (u64, u64) {
-        let r = (self.int_displayed, self.int_captured_bytes);
-        self.int_displayed = 0;
-        self.int_captured_bytes = 0;
-        r
+        let bytes = core::mem::take(&mut self.int_captured_bytes);
+        (self.viewer.take_displayed(), bytes)
     }
 
     /// Mean frame latency over the interval since the last call, in ms.
     pub fn take_latency_interval(&mut self) -> Option<f64> {
-        self.latency.0.take_interval().map(|(mean, _)| mean)
+        self.viewer.take_latency_ms()
     }
 
-    /// Stalls and stalled time up to `end`, counting a trailing gap.
-    fn stalls_until(&self, end: Time) -> (u64, Dur) {
-        let Some(start) = self.started else {
-            return (0, Dur::ZERO);
-        };
-        let tail = end.saturating_since(self.last_display.unwrap_or(start));
-        if tail > self.stall_threshold {
-            (self.stalls + 1, self.stalled + tail)
-        } else {
-            (self.stalls, self.stalled)
-        }
-    }
-
-    /// Metrics for `summary.json`.
+    /// Metrics for `summary.json`: the sender's and the [`Viewer`]'s.
     pub fn report(&self, end: Time) -> Value {
-        let (stalls, stalled) = self.stalls_until(end);
-        let active = self
-            .started
-            .map_or(Dur::ZERO, |s| end.saturating_since(s))
-            .as_secs_f64();
-        let per_s = |x: f64| {
-            if active > 0.0 {
-                round6(x / active)
-            } else {
-                0.0
-            }
-        };
         let mut r = json!({
             "frames_captured": self.captured,
-            "frames_displayed": self.displayed,
             "frames_skipped": self.skipped,
             "frames_in_flight_at_end": self.in_flight.len(),
-            "frame_rate_fps": per_s(self.displayed as f64),
-            "bitrate_bps": per_s(self.captured_bytes as f64 * 8.0).round(),
-            "frame_latency_ms": self.latency.0.summary_ms(),
-            "stalls": stalls,
-            "stall_time_s": round6(stalled.as_secs_f64()),
-            "stall_pct": if active > 0.0 { round6(100.0 * stalled.as_secs_f64() / active) } else { 0.0 },
-            "stall_threshold_ms": round6(self.stall_threshold.as_millis_f64()),
+            "bitrate_bps": self.viewer.per_s(end, self.captured_bytes as f64 * 8.0).round(),
         });
-        if let Some(t) = self.late_threshold {
-            r["frames_late"] = self.late.into();
-            r["late_pct"] = if self.displayed > 0 {
-                round6(100.0 * self.late as f64 / self.displayed as f64)
-            } else {
-                0.0
-            }
-            .into();
-            r["late_threshold_ms"] = round6(t.as_millis_f64()).into();
-        }
+        self.viewer.report_into(end, &mut r);
         r
     }
 }

@@ -409,40 +409,15 @@ fn stats_json(st: &l4slab_quic::ConnectionStats) -> Value {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::collections::VecDeque;
+    use l4slab_core::testing::{Loss, TestLink, TestPath};
+    use l4slab_core::Rate;
 
     use super::*;
-    use crate::Datagram;
-
-    /// One side's byte datagrams and wake-up.
-    #[derive(Default)]
-    struct Io {
-        out: Vec<(Vec<u8>, Ecn)>,
-        wake: Option<Time>,
-    }
-
-    impl l4slab_transport::AppIo for Io {
-        fn write(&mut self, _: u64) -> u64 {
-            panic!("a QUIC flow writes no TCP stream")
-        }
-        fn wake_at(&mut self, at: Time) {
-            self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
-        }
-        fn finish(&mut self) {}
-    }
-
-    impl FlowIo for Io {
-        fn send_datagram(&mut self, _: Datagram) {
-            panic!("a QUIC flow sends byte datagrams")
-        }
-        fn send_bytes(&mut self, data: &[u8], ecn: Ecn) {
-            self.out.push((data.to_vec(), ecn));
-        }
-    }
+    use crate::testing::Script;
 
     /// `flow` over a path of one-way `delay` and `rate` (serialized FIFO,
-    /// no queue limit) that loses every `lose_every`-th datagram (0: none),
-    /// until `until`.
+    /// no queue limit, datagrams counted with their IPv4 and UDP headers)
+    /// that loses every `lose_every`-th datagram (0: none), until `until`.
     pub(crate) fn run<S: QuicStreams>(
         flow: &mut QuicFlow<S>,
         until: Time,
@@ -450,55 +425,9 @@ pub(crate) mod tests {
         rate_bps: u64,
         lose_every: u64,
     ) {
-        let mut io = [Io::default(), Io::default()];
-        let mut wire: VecDeque<(Time, Role, Vec<u8>, Ecn)> = VecDeque::new();
-        let mut link_free = [Time::ZERO; 2];
-        let mut n = 0u64;
-        let mut now = Time::ZERO;
-        for side in [Role::Client, Role::Server] {
-            flow.on_connected(now, side, &mut io[ix(side)]);
-        }
-        loop {
-            for side in [Role::Client, Role::Server] {
-                let i = ix(side);
-                for (data, ecn) in io[i].out.drain(..) {
-                    n += 1;
-                    if lose_every > 0 && n.is_multiple_of(lose_every) {
-                        continue;
-                    }
-                    let tx =
-                        Dur::from_nanos((data.len() as u64 + 28) * 8 * 1_000_000_000 / rate_bps);
-                    link_free[i] = link_free[i].max(now) + tx;
-                    let to = if side == Role::Client {
-                        Role::Server
-                    } else {
-                        Role::Client
-                    };
-                    let at = link_free[i] + delay;
-                    let pos = wire.iter().position(|w| w.0 > at).unwrap_or(wire.len());
-                    wire.insert(pos, (at, to, data, ecn));
-                }
-            }
-            let next = [wire.front().map(|w| w.0), io[0].wake, io[1].wake]
-                .into_iter()
-                .flatten()
-                .min();
-            let Some(t) = next.filter(|t| *t < until) else {
-                break;
-            };
-            now = t;
-            if wire.front().is_some_and(|w| w.0 == t) {
-                let (_, to, data, ecn) = wire.pop_front().unwrap();
-                flow.on_bytes(now, to, &data, ecn, &mut io[ix(to)]);
-                continue;
-            }
-            for side in [Role::Client, Role::Server] {
-                if io[ix(side)].wake == Some(t) {
-                    io[ix(side)].wake = None;
-                    flow.on_timer(now, side, &mut io[ix(side)]);
-                }
-            }
-        }
+        let link = TestLink::new(delay).rate(Rate::from_bps(rate_bps));
+        let mut path = TestPath::new(link).with_loss(Loss::EveryNth(lose_every));
+        Script::new().run(flow, &mut path, until);
     }
 
     pub(crate) fn cfg() -> ConnectionConfig {

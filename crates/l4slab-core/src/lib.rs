@@ -9,6 +9,8 @@
 //!   protocol that the UDP driver and the simulator both drive.
 //! * [`trace`]: the one typed event channel ([`TraceEvent`], [`Tracer`]) and the
 //!   typed [`DropReason`] / [`MarkReason`].
+//! * [`testing`]: for tests only — [`testing::TestPath`], a scripted two-ended
+//!   network (delay, rate, loss, ECN) that every crate's tests share.
 //!
 //! No I/O and no clock: `now` is always passed in by the caller.
 pub mod datagram;
@@ -18,6 +20,7 @@ pub mod pkttrace;
 pub mod rng;
 pub mod series;
 pub mod stats;
+pub mod testing;
 pub mod trace;
 pub mod units;
 

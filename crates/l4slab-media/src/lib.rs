@@ -19,6 +19,9 @@
 //!   generator (receiver) and send history (sender).
 //! * [`playout`]: the receiver's frame buffer — which frames play, when,
 //!   and which freeze or are skipped; NACK and keyframe requests.
+//! * [`viewer`]: what the viewer sees of the displayed frames (latency,
+//!   stalls, late frames) — one rule for RTP playout and for frames over a
+//!   byte stream (`l4slab-app`'s `FrameStream`).
 //!
 //! Clocks: the sender's and receiver's clocks may differ by a constant
 //! offset. Controllers use only differences of arrival times, or one-way
@@ -36,6 +39,7 @@ pub mod gcc;
 pub mod playout;
 pub mod rtp;
 pub mod scream;
+pub mod viewer;
 
 /// What the sender learns about one media packet from a feedback report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,11 +1,13 @@
-//! End-to-end tests of the connection: two endpoints wired through a small
-//! deterministic in-memory link (one-way delay, serialization rate, a loss
-//! pattern, CE marking above a queue threshold, ECN bleaching).
+//! Side-to-end tests of the connection: two endpoints wired through a small
+//! deterministic in-memory network, [`l4slab_core::testing::TestPath`]
+//! (one-way delay, serialization rate, a loss pattern on the client's
+//! datagrams, CE marking above a queue threshold, ECN bleaching).
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use l4slab_core::datagram::DatagramEndpoint;
+// The path's ends are the connection's sides.
+use l4slab_core::testing::{End as Side, Loss, TestLink, TestPath};
 use l4slab_core::{Dur, Ecn, Rate, Time};
 use l4slab_quic::connection::EcnFailure;
 use l4slab_quic::wire::{Frame, Packet};
@@ -18,60 +20,19 @@ fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
-type LossFn = Box<dyn FnMut(u64, &[u8]) -> bool>;
-
-struct Link {
-    delay: Dur,
-    rate: Rate,
-    free_at: Time,
-    q: VecDeque<(Time, Vec<u8>, Ecn)>,
-    loss: LossFn,
-    n: u64,
-    /// Mark ECT packets CE when the backlog exceeds this many bytes.
-    ce_threshold: Option<u64>,
-    bleach: bool,
-    dropped: u64,
+/// A link of one-way `delay_ms` at `mbps`.
+fn link(delay_ms: u64, mbps: u64) -> TestLink {
+    TestLink::new(Dur::from_millis(delay_ms)).rate(Rate::from_mbps(mbps))
 }
 
-impl Link {
-    fn new(delay_ms: u64, mbps: u64) -> Self {
-        Link {
-            delay: Dur::from_millis(delay_ms),
-            rate: Rate::from_mbps(mbps),
-            free_at: Time::ZERO,
-            q: VecDeque::new(),
-            loss: Box::new(|_, _| false),
-            n: 0,
-            ce_threshold: None,
-            bleach: false,
-            dropped: 0,
-        }
-    }
-
-    fn send(&mut self, now: Time, data: &[u8], mut ecn: Ecn) {
-        let i = self.n;
-        self.n += 1;
-        if (self.loss)(i, data) {
-            self.dropped += 1;
-            return;
-        }
-        let backlog = self.rate.bytes_in(self.free_at.saturating_since(now));
-        if self.ce_threshold.is_some_and(|t| backlog > t) && ecn.is_ect() {
-            ecn = Ecn::Ce;
-        }
-        if self.bleach {
-            ecn = Ecn::NotEct;
-        }
-        let depart = self.free_at.max(now) + self.rate.tx_time(data.len() as u64);
-        self.free_at = depart;
-        self.q.push_back((depart + self.delay, data.to_vec(), ecn));
-    }
+/// Client to server over `c2s`, back over 10 ms at 100 Mbit/s.
+fn path(c2s: TestLink) -> TestPath<Vec<u8>> {
+    TestPath::asymmetric(c2s, link(10, 100))
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Side {
-    Client,
-    Server,
+/// Loses the client's datagrams `rule` picks (it sees only those).
+fn client_loss(mut rule: impl FnMut(&[u8]) -> bool + 'static) -> Loss<Vec<u8>> {
+    Loss::<Vec<u8>>::when(move |d| d.from == Side::Client && rule(d.payload))
 }
 
 /// (time, side, datagram length, ECN) of every datagram sent.
@@ -81,8 +42,7 @@ struct Sim {
     now: Time,
     c: Connection,
     s: Connection,
-    c2s: Link,
-    s2c: Link,
+    path: TestPath<Vec<u8>>,
     trace: Trace,
 }
 
@@ -91,15 +51,13 @@ impl Sim {
         ccfg: ConnectionConfig,
         scfg: ConnectionConfig,
         ticket: Option<ResumptionTicket>,
-        c2s: Link,
-        s2c: Link,
+        path: TestPath<Vec<u8>>,
     ) -> Self {
         Sim {
             now: Time::ZERO,
             c: Connection::client(ccfg, Time::ZERO, addr("10.0.0.2:443"), ticket).unwrap(),
             s: Connection::server(scfg, Time::ZERO).unwrap(),
-            c2s,
-            s2c,
+            path,
             trace: Vec::new(),
         }
     }
@@ -110,12 +68,14 @@ impl Sim {
             let mut any = false;
             while let Some((n, _, ecn)) = self.c.poll_transmit(self.now, &mut buf) {
                 self.trace.push((self.now, Side::Client, n, ecn));
-                self.c2s.send(self.now, &buf[..n], ecn);
+                self.path
+                    .send(self.now, Side::Client, buf[..n].to_vec(), ecn);
                 any = true;
             }
             while let Some((n, _, ecn)) = self.s.poll_transmit(self.now, &mut buf) {
                 self.trace.push((self.now, Side::Server, n, ecn));
-                self.s2c.send(self.now, &buf[..n], ecn);
+                self.path
+                    .send(self.now, Side::Server, buf[..n].to_vec(), ecn);
                 any = true;
             }
             if !any {
@@ -145,8 +105,7 @@ impl Sim {
             }
             self.flush();
             let next = [
-                self.c2s.q.front().map(|x| x.0),
-                self.s2c.q.front().map(|x| x.0),
+                self.path.next_arrival(),
                 self.c.poll_timeout(),
                 self.s.poll_timeout(),
             ]
@@ -159,13 +118,13 @@ impl Sim {
             }
             self.now = self.now.max(next);
             let now = self.now;
-            while self.c2s.q.front().is_some_and(|x| x.0 <= now) {
-                let (_, d, ecn) = self.c2s.q.pop_front().unwrap();
-                self.s.handle_datagram(now, addr("10.0.0.1:1000"), &d, ecn);
+            while let Some(a) = self.path.pop_due(Side::Server, now) {
+                self.s
+                    .handle_datagram(now, addr("10.0.0.1:1000"), &a.payload, a.ecn);
             }
-            while self.s2c.q.front().is_some_and(|x| x.0 <= now) {
-                let (_, d, ecn) = self.s2c.q.pop_front().unwrap();
-                self.c.handle_datagram(now, addr("10.0.0.2:443"), &d, ecn);
+            while let Some(a) = self.path.pop_due(Side::Client, now) {
+                self.c
+                    .handle_datagram(now, addr("10.0.0.2:443"), &a.payload, a.ecn);
             }
             if self.c.poll_timeout().is_some_and(|t| t <= now) {
                 self.c.handle_timeout(now);
@@ -185,14 +144,14 @@ fn cfg(cc: &str) -> ConnectionConfig {
 }
 
 /// A deterministic pseudo-random loss pattern (xorshift), probability `p`.
-fn random_loss(seed: u64, p: f64) -> LossFn {
+fn random_loss(seed: u64, p: f64) -> impl FnMut(&[u8]) -> bool {
     let mut x = seed | 1;
-    Box::new(move |_, _| {
+    move |_| {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         (x >> 11) as f64 / (1u64 << 53) as f64 <= p
-    })
+    }
 }
 
 /// Whether a datagram carries a STREAM frame for `id` at `offset`.
@@ -220,8 +179,7 @@ fn handshake_completes_in_one_rtt_within_the_amplification_limit() {
         cfg("cubic"),
         cfg("cubic"),
         None,
-        Link::new(10, 100),
-        Link::new(10, 100),
+        TestPath::new(link(10, 100)),
     );
     let mut t_client = None;
     let mut t_server = None;
@@ -283,8 +241,7 @@ fn zero_rtt_data_arrives_in_the_first_rtt() {
         cfg("cubic"),
         cfg("cubic"),
         None,
-        Link::new(10, 100),
-        Link::new(10, 100),
+        TestPath::new(link(10, 100)),
     );
     first.run(Time::from_millis(100), |_, _, _, _| {});
     let ticket = first.c.resumption_ticket().expect("ticket");
@@ -292,8 +249,7 @@ fn zero_rtt_data_arrives_in_the_first_rtt() {
         cfg("cubic"),
         cfg("cubic"),
         Some(ticket),
-        Link::new(10, 100),
-        Link::new(10, 100),
+        TestPath::new(link(10, 100)),
     );
     let id = sim
         .c
@@ -329,8 +285,8 @@ fn zero_rtt_data_arrives_in_the_first_rtt() {
 
 // ------------------------------------------------------------- bulk + loss
 
-fn bulk(cc: &str, total: u64, c2s: Link, until_ms: u64) -> (Sim, u64, Option<Time>) {
-    let mut sim = Sim::new(cfg(cc), cfg(cc), None, c2s, Link::new(10, 100));
+fn bulk(cc: &str, total: u64, path: TestPath<Vec<u8>>, until_ms: u64) -> (Sim, u64, Option<Time>) {
+    let mut sim = Sim::new(cfg(cc), cfg(cc), None, path);
     let mut stream = None;
     let mut written = 0u64;
     let mut delivered = 0u64;
@@ -364,9 +320,8 @@ fn bulk(cc: &str, total: u64, c2s: Link, until_ms: u64) -> (Sim, u64, Option<Tim
 #[test]
 fn bulk_transfer_under_one_percent_loss_delivers_exactly() {
     let total = 2 << 20;
-    let mut link = Link::new(10, 20);
-    link.loss = random_loss(7, 0.01);
-    let (sim, delivered, done) = bulk("cubic", total, link, 20_000);
+    let path = path(link(10, 20)).with_loss(client_loss(random_loss(7, 0.01)));
+    let (sim, delivered, done) = bulk("cubic", total, path, 20_000);
     let c = sim.c.stats();
     eprintln!("{}", c.report());
     assert_eq!(delivered, total);
@@ -384,9 +339,8 @@ fn tail_loss_is_recovered_by_pto() {
     // Drop the first transmission of every datagram carrying the last 3000
     // bytes of a short transfer: no later packet reveals them, only a PTO does.
     let total = 20_000;
-    let mut link = Link::new(10, 20);
     let mut seen = std::collections::BTreeSet::new();
-    link.loss = Box::new(move |_, d| {
+    let loss = client_loss(move |d| {
         let mut drop = false;
         let mut rest = d;
         while let Ok((p, r)) = Packet::decode(rest, 8) {
@@ -401,7 +355,7 @@ fn tail_loss_is_recovered_by_pto() {
         }
         drop
     });
-    let (sim, delivered, done) = bulk("reno", total, link, 5_000);
+    let (sim, delivered, done) = bulk("reno", total, path(link(10, 20)).with_loss(loss), 5_000);
     let c = sim.c.stats();
     eprintln!("{}", c.report());
     assert_eq!(delivered, total);
@@ -412,18 +366,18 @@ fn tail_loss_is_recovered_by_pto() {
 #[test]
 fn a_loss_on_one_stream_does_not_delay_another() {
     let run = |lose: bool| {
-        let mut link = Link::new(10, 100);
+        let mut path = path(link(10, 100));
         let mut dropped = false;
         if lose {
-            link.loss = Box::new(move |_, d| {
+            path = path.with_loss(client_loss(move |d| {
                 if !dropped && has_stream(d, 0, 0) {
                     dropped = true;
                     return true;
                 }
                 false
-            });
+            }));
         }
-        let mut sim = Sim::new(cfg("cubic"), cfg("cubic"), None, link, Link::new(10, 100));
+        let mut sim = Sim::new(cfg("cubic"), cfg("cubic"), None, path);
         let mut fin = [None, None];
         sim.run(Time::from_millis(1000), |now, side, ev, conn| {
             match (side, ev) {
@@ -461,9 +415,7 @@ fn a_loss_on_one_stream_does_not_delay_another() {
 
 #[test]
 fn bleaching_fails_validation_and_later_packets_are_not_ect() {
-    let mut link = Link::new(10, 20);
-    link.bleach = true;
-    let (sim, delivered, _) = bulk("prague", 200_000, link, 3_000);
+    let (sim, delivered, _) = bulk("prague", 200_000, path(link(10, 20).bleach()), 3_000);
     assert_eq!(delivered, 200_000);
     assert_eq!(
         sim.c.ecn_state(),
@@ -482,15 +434,13 @@ fn bleaching_fails_validation_and_later_packets_are_not_ect() {
 /// cwnd samples (time, bytes) of the client during a marked bulk transfer.
 fn marked_bulk(cc: &str) -> (Sim, Vec<(Time, u64)>) {
     let total = 3 << 20;
+    // CE above ~5 packets of backlog (a step AQM at 20 Mbit/s ≈ 2.4 ms).
     let mut sim = Sim::new(
         cfg(cc),
         cfg(cc),
         None,
-        Link::new(10, 20),
-        Link::new(10, 100),
+        path(link(10, 20).mark_ce_above(6000)),
     );
-    // CE above ~5 packets of backlog (a step AQM at 20 Mbit/s ≈ 2.4 ms).
-    sim.c2s.ce_threshold = Some(6000);
     let mut stream = None;
     let mut written = 0u64;
     let mut samples = Vec::new();
@@ -560,9 +510,8 @@ fn prague_shrinks_in_proportion_to_marking_cubic_once_per_rtt() {
 #[test]
 fn same_inputs_give_identical_outputs() {
     let go = || {
-        let mut link = Link::new(10, 20);
-        link.loss = random_loss(3, 0.02);
-        let (sim, delivered, done) = bulk("bbr", 300_000, link, 10_000);
+        let path = path(link(10, 20)).with_loss(client_loss(random_loss(3, 0.02)));
+        let (sim, delivered, done) = bulk("bbr", 300_000, path, 10_000);
         (sim.trace, delivered, done, sim.c.report(), sim.s.report())
     };
     let a = go();
@@ -578,8 +527,7 @@ fn recorded_datagrams() -> Vec<(Side, Vec<u8>)> {
         cfg("cubic"),
         cfg("cubic"),
         None,
-        Link::new(5, 100),
-        Link::new(5, 100),
+        TestPath::new(link(5, 100)),
     );
     let mut out = Vec::new();
     let mut buf = [0u8; 2048];

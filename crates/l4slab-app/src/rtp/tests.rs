@@ -1,14 +1,15 @@
 //! The RTP sender's mechanics with a fixed controller, and whole streams
-//! through a scripted network (a fixed delay, chosen packets lost).
+//! through a scripted network (a fixed delay, chosen packets lost:
+//! [`l4slab_core::testing::TestPath`]).
 
-use std::collections::VecDeque;
-
+use l4slab_core::testing::{Loss, Offer, TestLink, TestPath};
 use l4slab_core::{Dur, Ecn, Rate, Time};
 use l4slab_media::ccfb::{Entry, Report};
 use l4slab_media::{Feedback, MediaCc};
 
 use super::sender::{Sender, SenderConfig};
 use super::*;
+use crate::testing::{Script, Sent};
 
 fn ms(x: u64) -> Time {
     Time::from_millis(x)
@@ -185,100 +186,12 @@ fn retransmissions_are_limited_to_the_target_rate_per_second() {
     );
 }
 
-/// One side's datagrams and wake-up.
-#[derive(Debug, Default)]
-struct Io {
-    datagrams: Vec<Datagram>,
-    wake: Option<Time>,
-}
-
-impl l4slab_transport::AppIo for Io {
-    fn write(&mut self, _: u64) -> u64 {
-        panic!("an RTP app writes no stream")
-    }
-    fn wake_at(&mut self, at: Time) {
-        self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
-    }
-    fn finish(&mut self) {}
-}
-
-impl FlowIo for Io {
-    fn send_datagram(&mut self, dg: Datagram) {
-        self.datagrams.push(dg);
-    }
-    fn send_bytes(&mut self, _: &[u8], _: Ecn) {
-        panic!("RTP media sends datagram records, not bytes")
-    }
-}
-
-struct Socks {
-    now: Time,
-    io: [Io; 2],
-}
-
-impl Socks {
-    fn get(&mut self, side: Role) -> &mut Io {
-        &mut self.io[usize::from(side == Role::Server)]
-    }
-}
-
 /// Both ends of `app` through a network of fixed one-way `delay` in which
-/// the datagrams `lose` names (by index in sending order and send time) are
-/// lost; returns how many were.
-fn run(
-    app: &mut RtpMedia,
-    until: Time,
-    delay: Dur,
-    lose: &dyn Fn(&Datagram, u64, Time) -> bool,
-) -> u64 {
-    let mut socks = Socks {
-        now: Time::ZERO,
-        io: [Io::default(), Io::default()],
-    };
-    let mut wire: VecDeque<(Time, Role, Datagram)> = VecDeque::new();
-    let mut sent = 0u64;
-    let mut lost = 0u64;
-    for side in [Role::Client, Role::Server] {
-        app.on_connected(Time::ZERO, side, socks.get(side));
-    }
-    loop {
-        let now = socks.now;
-        for side in [Role::Client, Role::Server] {
-            for dg in socks.get(side).datagrams.drain(..) {
-                if lose(&dg, sent, now) {
-                    lost += 1;
-                } else {
-                    let to = if side == Role::Client {
-                        Role::Server
-                    } else {
-                        Role::Client
-                    };
-                    let at = now + delay;
-                    wire.push_back((at, to, dg));
-                }
-                sent += 1;
-            }
-        }
-        let next_dg = wire.front().map(|w| w.0);
-        let wakes = [Role::Client, Role::Server].map(|s| socks.get(s).wake);
-        let t = [next_dg, wakes[0], wakes[1]].into_iter().flatten().min();
-        let Some(t) = t.filter(|t| *t < until) else {
-            break;
-        };
-        socks.now = t;
-        if next_dg == Some(t) {
-            let (_, to, dg) = wire.pop_front().unwrap();
-            app.on_datagram(t, to, dg, socks.get(to));
-            continue;
-        }
-        for side in [Role::Client, Role::Server] {
-            if socks.get(side).wake == Some(t) {
-                socks.get(side).wake = None;
-                app.on_timer(t, side, socks.get(side));
-            }
-        }
-    }
-    lost
+/// the datagrams `lose` picks are lost; returns how many were.
+fn run(app: &mut RtpMedia, until: Time, delay: Dur, lose: Loss<Sent>) -> u64 {
+    let mut path = TestPath::new(TestLink::new(delay)).with_loss(lose);
+    Script::new().run(app, &mut path, until);
+    path.lost()
 }
 
 fn game(cc: MediaCcKind) -> RtpMedia {
@@ -303,12 +216,14 @@ fn a_lost_packet_is_nacked_and_repaired_without_a_stall() {
     for cc in [MediaCcKind::Gcc, MediaCcKind::Scream { l4s: true }] {
         let mut app = game(cc);
         // Lose one media packet: the first sent after the 40th datagram.
-        let done = std::cell::Cell::new(false);
-        let lost = run(&mut app, ms(3_000), Dur::from_millis(20), &|dg, i, _| {
-            let hit = i >= 40 && dg.tag >> 62 == MEDIA && !done.get();
-            done.set(done.get() || hit);
+        let mut done = false;
+        let lose = Loss::when(move |d: &Offer<'_, Sent>| {
+            let media = d.payload.record().is_some_and(|dg| dg.tag >> 62 == MEDIA);
+            let hit = d.index >= 40 && media && !done;
+            done |= hit;
             hit
         });
+        let lost = run(&mut app, ms(3_000), Dur::from_millis(20), lose);
         assert_eq!(lost, 1);
         let r = app.report(ms(3_000));
         assert!(
@@ -340,9 +255,8 @@ fn a_lost_packet_is_nacked_and_repaired_without_a_stall() {
 fn an_outage_shows_as_a_stall_and_a_bad_second_and_the_stream_recovers() {
     let mut app = game(MediaCcKind::Gcc);
     // Nothing gets through between 1.0 and 1.5 s, either way.
-    let lost = run(&mut app, ms(4_000), Dur::from_millis(20), &|_, _, t| {
-        (ms(1_000)..ms(1_500)).contains(&t)
-    });
+    let lose = Loss::when(|d: &Offer<'_, Sent>| (ms(1_000)..ms(1_500)).contains(&d.at));
+    let lost = run(&mut app, ms(4_000), Dur::from_millis(20), lose);
     assert!(lost > 0);
     let r = app.report(ms(4_000));
     // One stall covering the outage (no frame for over 200 ms), and the

@@ -1,62 +1,13 @@
-//! What the viewer sees, measured from render times: stalls (the rule of
-//! `l4slab-app`'s `FrameStream`), freezes (WebRTC's rule) and the worst
-//! whole second's frame rate. Each keeps O(1) state however long the run.
+//! The RTP receiver's own figures from render times, beside the
+//! [`crate::viewer::Viewer`]'s (latency, stalls, late frames): freezes
+//! (WebRTC's rule) and the worst whole second's frame rate. Each keeps O(1)
+//! state however long the run.
 
 use std::collections::VecDeque;
 
-use l4slab_core::{Dur, Time};
+use l4slab_core::Time;
 
 use super::FreezeRule;
-
-/// Stalls as `l4slab_app::frames::FrameStream` counts them: a gap between
-/// two rendered frames — or between the start and the first frame, or the
-/// last frame and the end — longer than the threshold is a stall, and the
-/// whole gap counts as stalled time.
-#[derive(Debug)]
-pub(crate) struct Stalls {
-    threshold: Dur,
-    last: Option<Time>,
-    stalls: u64,
-    stalled: Dur,
-}
-
-impl Stalls {
-    pub(crate) fn new(threshold: Dur) -> Self {
-        Stalls {
-            threshold,
-            last: None,
-            stalls: 0,
-            stalled: Dur::ZERO,
-        }
-    }
-
-    pub(crate) fn threshold(&self) -> Dur {
-        self.threshold
-    }
-
-    /// A frame rendered at `at`; the receiver started at `start`.
-    pub(crate) fn on_render(&mut self, start: Time, at: Time) {
-        self.note_gap(at.saturating_since(self.last.unwrap_or(start)));
-        self.last = Some(at);
-    }
-
-    fn note_gap(&mut self, gap: Dur) {
-        if gap > self.threshold {
-            self.stalls += 1;
-            self.stalled += gap;
-        }
-    }
-
-    /// Stalls and stalled time up to `end`, counting a trailing gap.
-    pub(crate) fn until(&self, start: Time, end: Time) -> (u64, Dur) {
-        let tail = end.saturating_since(self.last.unwrap_or(start));
-        if tail > self.threshold {
-            (self.stalls + 1, self.stalled + tail)
-        } else {
-            (self.stalls, self.stalled)
-        }
-    }
-}
 
 /// Freezes by libwebrtc `video/video_quality_observer2.cc`
 /// (`OnRenderedFrame`, REFERENCES C6): the render interval, in integer ms,

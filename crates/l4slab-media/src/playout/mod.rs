@@ -81,11 +81,11 @@
 //!   rounded down) is a freeze and counts whole → `freezes`,
 //!   `freeze_time_s`. Only intervals between two renders count (as in
 //!   libwebrtc); the start and the tail are covered by stalls.
-//! * **Stall** (the rule of `l4slab-app`'s `FrameStream`, same keys): a gap
-//!   longer than `stall_threshold` between renders, or from the start to the
-//!   first render, or from the last render to the end, counts whole.
-//! * **Late**: with `late_threshold`, a frame whose render − capture exceeds
-//!   it is late (same keys as `FrameStream`).
+//! * **Stall** and **late** ([`crate::viewer`]'s rule, which `l4slab-app`'s
+//!   `FrameStream` reports by too, same keys): a gap longer than
+//!   `stall_threshold` between renders, or from the start to the first
+//!   render, or from the last render to the end, counts whole; with
+//!   `late_threshold`, a frame whose render − capture exceeds it is late.
 //! * **Worst second**: the fewest frames rendered in any whole 1-s bin from
 //!   the start (`worst_second_fps`; a 1-s outage reads 0). A partial last
 //!   bin is not counted.
@@ -117,8 +117,9 @@
 //! `poll`, `next_wake`). `config.rs`: [`PlayoutConfig`]. `seqs.rs`: the
 //! duplicate-detection bitmap. `frames.rs`: the frame table, completeness
 //! and the reference chain. `render.rs`: due times and the render / drop
-//! walk. `nack.rs`: the missing-packet list. `metrics.rs`: stalls, freezes,
-//! worst second. `report.rs`: counters, series and `summary.json`.
+//! walk. `nack.rs`: the missing-packet list. `metrics.rs`: freezes and the
+//! worst second (latency, stalls and late frames: [`crate::viewer::Viewer`]).
+//! `report.rs`: counters, series and `summary.json`.
 
 mod config;
 mod frames;
@@ -130,13 +131,12 @@ mod seqs;
 
 use std::collections::VecDeque;
 
-use l4slab_core::stats::DurStats;
 use l4slab_core::{Dur, Time};
 
+use crate::viewer::Viewer;
 use frames::{Chain, Slot};
-use metrics::{Freezes, Stalls, WorstSecond};
+use metrics::{Freezes, WorstSecond};
 use nack::MissingList;
-use report::LatencyStats;
 use seqs::{Arrival, SeqWindow};
 
 pub use config::{FreezeRule, PlayoutConfig};
@@ -202,7 +202,8 @@ pub enum FrameDrop {
 pub struct Playout {
     cfg: PlayoutConfig,
     rtt: Dur,
-    started: Option<Time>,
+    /// Renders as the viewer sees them; knows when the receiver started.
+    viewer: Viewer,
     /// The latest `now` seen (by `on_packet` or `poll`).
     now: Time,
     /// Until then, numbers below the first packet received may still come.
@@ -225,15 +226,11 @@ pub struct Playout {
     transit_pos: usize,
     jitter_ns: i64,
     last_keyframe_request: Option<Time>,
-    latency: LatencyStats,
-    stalls: Stalls,
     freezes: Freezes,
     worst: WorstSecond,
     // Counters.
     frames_received: u64,
-    displayed: u64,
     dropped: [u64; 3],
-    late: u64,
     chain_breaks: u64,
     packets_received: u64,
     packets_duplicate: u64,
@@ -242,7 +239,6 @@ pub struct Playout {
     received_bytes: u64,
     keyframe_requests: u64,
     // Per sampling interval.
-    int_displayed: u64,
     int_dropped: u64,
     int_bytes: u64,
     int_nacks_base: u64,
@@ -251,10 +247,14 @@ pub struct Playout {
 
 impl Playout {
     pub fn new(cfg: PlayoutConfig) -> Self {
+        let mut viewer = Viewer::new(cfg.stall_threshold);
+        if let Some(t) = cfg.late_threshold {
+            viewer = viewer.with_late_threshold(t);
+        }
         Playout {
             cfg,
             rtt: cfg.initial_rtt,
-            started: None,
+            viewer,
             now: Time::ZERO,
             start_grace: None,
             frames: VecDeque::with_capacity(MAX_FRAMES),
@@ -271,15 +271,10 @@ impl Playout {
             transit_pos: 0,
             jitter_ns: 0,
             last_keyframe_request: None,
-            // Frame latency in µs up to 1000 s, as FrameStream.
-            latency: LatencyStats(DurStats::new(1_000, 1_000_000_000)),
-            stalls: Stalls::new(cfg.stall_threshold),
             freezes: Freezes::new(cfg.freeze),
             worst: WorstSecond::default(),
             frames_received: 0,
-            displayed: 0,
             dropped: [0; 3],
-            late: 0,
             chain_breaks: 0,
             packets_received: 0,
             packets_duplicate: 0,
@@ -287,7 +282,6 @@ impl Playout {
             packets_late: 0,
             received_bytes: 0,
             keyframe_requests: 0,
-            int_displayed: 0,
             int_dropped: 0,
             int_bytes: 0,
             int_nacks_base: 0,
@@ -298,7 +292,7 @@ impl Playout {
     /// The receiver starts expecting frames at `now` (first call wins; the
     /// first packet's arrival otherwise).
     pub fn start(&mut self, now: Time) {
-        self.started.get_or_insert(now);
+        self.viewer.start(now);
     }
 
     /// The session's RTT estimate (NACK and keyframe-request timing).

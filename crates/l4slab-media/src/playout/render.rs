@@ -87,17 +87,10 @@ impl Playout {
         let frame = self.next_frame;
         let s = self.pop_head();
         self.chain.decoded(frame, s.keyframe);
-        let latency = now.saturating_since(s.capture);
-        self.latency.0.record(latency);
-        if self.cfg.late_threshold.is_some_and(|t| latency > t) {
-            self.late += 1;
-        }
-        let start = self.started.expect("started by the first packet");
-        self.stalls.on_render(start, now);
+        let start = self.viewer.started().expect("started by the first packet");
+        self.viewer.on_display(now, s.capture);
         self.freezes.on_render(now);
         self.worst.on_render(start, now);
-        self.displayed += 1;
-        self.int_displayed += 1;
         out(PlayoutEvent::Rendered {
             frame,
             capture: s.capture,

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use l4slab_core::stats::{round6, DurStats};
+use l4slab_core::stats::round6;
 use l4slab_core::{Dur, Time};
 
 use super::{FrameDrop, Playout};
@@ -21,15 +21,6 @@ impl FrameDrop {
             FrameDrop::Undecodable => "frames_dropped_undecodable",
             FrameDrop::Overflow => "frames_dropped_overflow",
         }
-    }
-}
-
-/// Wrapper so `Debug` does not dump histogram buckets.
-pub(super) struct LatencyStats(pub(super) DurStats);
-
-impl core::fmt::Debug for LatencyStats {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "LatencyStats({} samples)", self.0.count())
     }
 }
 
@@ -76,7 +67,7 @@ impl PlayoutSeries {
 
 impl Playout {
     pub fn displayed(&self) -> u64 {
-        self.displayed
+        self.viewer.displayed()
     }
 
     /// Frames never rendered, for any reason.
@@ -91,14 +82,13 @@ impl Playout {
     /// What happened since the last call.
     pub fn take_interval(&mut self) -> PlayoutInterval {
         let r = PlayoutInterval {
-            frames_displayed: self.int_displayed,
+            frames_displayed: self.viewer.take_displayed(),
             frames_dropped: self.int_dropped,
-            latency_mean_ms: self.latency.0.take_interval().map(|(mean, _)| mean),
+            latency_mean_ms: self.viewer.take_latency_ms(),
             received_bytes: self.int_bytes,
             nacks: self.missing.nacks_sent - self.int_nacks_base,
             keyframe_requests: self.int_keyframe_requests,
         };
-        self.int_displayed = 0;
         self.int_dropped = 0;
         self.int_bytes = 0;
         self.int_nacks_base = self.missing.nacks_sent;
@@ -132,42 +122,20 @@ impl Playout {
         );
     }
 
-    /// Metrics for `summary.json`: `FrameStream`'s receiver-side keys with
-    /// the same meanings (`frames_displayed`, `frame_rate_fps`,
-    /// `frame_latency_ms`, `stalls`, `stall_time_s`, `stall_pct`,
-    /// `stall_threshold_ms`, and with a late threshold `frames_late`,
-    /// `late_pct`, `late_threshold_ms`), plus the RTP receiver's own. The
-    /// sender-side keys (`frames_captured`, `frames_skipped`,
-    /// `bitrate_bps`) are the sender's to add.
+    /// Metrics for `summary.json`: the [`crate::viewer::Viewer`]'s keys,
+    /// as `FrameStream` reports them (`frames_displayed`, `frame_rate_fps`,
+    /// `frame_latency_ms`, `stalls`, ..., with a late threshold
+    /// `frames_late`, ...), plus the RTP receiver's own. The sender-side
+    /// keys (`frames_captured`, `frames_skipped`, `bitrate_bps`) are the
+    /// sender's to add.
     pub fn report(&self, end: Time) -> Value {
-        let (stalls, stalled) = self
-            .started
-            .map_or((0, Dur::ZERO), |s| self.stalls.until(s, end));
-        let active = self
-            .started
-            .map_or(Dur::ZERO, |s| end.saturating_since(s))
-            .as_secs_f64();
-        let per_s = |x: f64| {
-            if active > 0.0 {
-                round6(x / active)
-            } else {
-                0.0
-            }
-        };
-        let worst = self.started.and_then(|s| self.worst.until(s, end));
+        let worst = self.viewer.started().and_then(|s| self.worst.until(s, end));
         let mut r = json!({
             "frames_expected": self.next_frame + self.frames.len() as u64,
             "frames_received": self.frames_received,
-            "frames_displayed": self.displayed,
             "frames_dropped": self.dropped(),
             "frames_buffered_at_end": self.frames.len(),
-            "frame_rate_fps": per_s(self.displayed as f64),
             "worst_second_fps": worst,
-            "frame_latency_ms": self.latency.0.summary_ms(),
-            "stalls": stalls,
-            "stall_time_s": round6(stalled.as_secs_f64()),
-            "stall_pct": if active > 0.0 { round6(100.0 * stalled.as_secs_f64() / active) } else { 0.0 },
-            "stall_threshold_ms": round6(self.stalls.threshold().as_millis_f64()),
             "freezes": self.freezes.freezes,
             "freeze_time_s": round6(self.freezes.frozen_ms as f64 / 1e3),
             "chain_breaks": self.chain_breaks,
@@ -176,24 +144,15 @@ impl Playout {
             "packets_retransmitted": self.packets_retransmitted,
             "packets_late": self.packets_late,
             "packets_unrepaired": self.missing.given_up,
-            "received_bitrate_bps": per_s(self.received_bytes as f64 * 8.0).round(),
+            "received_bitrate_bps": self.viewer.per_s(end, self.received_bytes as f64 * 8.0).round(),
             "nacks_sent": self.missing.nacks_sent,
             "nack_list_overflows": self.missing.overflows,
             "keyframe_requests": self.keyframe_requests,
             "playout_delay_ms": round6(self.extra_delay().as_millis_f64()),
         });
+        self.viewer.report_into(end, &mut r);
         for why in FrameDrop::ALL {
             r[why.key()] = self.dropped[why as usize].into();
-        }
-        if let Some(t) = self.cfg.late_threshold {
-            r["frames_late"] = self.late.into();
-            r["late_pct"] = if self.displayed > 0 {
-                round6(100.0 * self.late as f64 / self.displayed as f64)
-            } else {
-                0.0
-            }
-            .into();
-            r["late_threshold_ms"] = round6(t.as_millis_f64()).into();
         }
         r
     }
