@@ -57,6 +57,17 @@ use crate::wire::PnSpace;
 /// Length of the connection IDs l4slab issues.
 pub const CID_LEN: usize = 8;
 
+/// The most out-of-order ranges one stream's reassembly keeps: a packet
+/// whose STREAM frame would open one more gap is refused unacknowledged
+/// (and sent again by the peer). With 16 bytes a range, at most 16 KiB per
+/// stream (plus the frames of one datagram). Loss-free reordering needs a
+/// few; 1024 gaps is a 1.2 MB window of single-packet holes.
+pub const MAX_RECV_RANGES: usize = 1024;
+
+/// The longest Retry token a client accepts (a longer one discards the
+/// Retry); l4slab's servers issue tokens of under 64 bytes.
+pub const MAX_RETRY_TOKEN: usize = 256;
+
 /// Connection parameters. Defaults follow RFC 9000/9002 (see
 /// `docs/models/quic.md` for sources).
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +81,10 @@ pub struct ConnectionConfig {
     /// Send ECT (the controller's codepoint: ECT(1) for prague and dctcp,
     /// ECT(0) otherwise) and validate it (§13.4.2).
     pub ecn: bool,
+    /// Send this codepoint (ECT(0) or ECT(1)) instead of the controller's;
+    /// the controller's response to CE stays its own. `None`: the
+    /// controller's.
+    pub ecn_codepoint: Option<Ecn>,
     /// RFC 9000 §18.2: max_ack_delay default 25 ms. Used for our own delayed
     /// ACKs and assumed for the peer.
     pub max_ack_delay: Dur,
@@ -101,6 +116,7 @@ impl Default for ConnectionConfig {
             max_datagram_size: 1200,
             initial_window: None,
             ecn: true,
+            ecn_codepoint: None,
             max_ack_delay: Dur::from_millis(25),
             max_data: 16 << 20,
             max_stream_data: 4 << 20,
@@ -126,6 +142,8 @@ pub enum ConfigError {
     InitialWindow(u64),
     #[error("{0}: must be positive")]
     Zero(&'static str),
+    #[error("ecn_codepoint: {0:?} is not ECT(0) or ECT(1)")]
+    EcnCodepoint(Ecn),
 }
 
 /// What the application hears (see [`Connection::poll_event`]).
@@ -203,6 +221,12 @@ pub struct Connection {
     peer_cid: [u8; CID_LEN],
     /// The client's first Destination CID (also accepted by the server).
     original_dcid: [u8; CID_LEN],
+    /// Client: the token of the Retry it followed, carried in every later
+    /// Initial (RFC 9000 §17.2.5.2); empty before (and without) a Retry.
+    retry_token: Vec<u8>,
+    /// Client: a Retry was processed (at most one, §17.2.5.2). Server: the
+    /// connection was created for an Initial with a valid Retry token.
+    retried: bool,
     peer_addr: Option<SocketAddr>,
     spaces: [PacketSpace; 3],
     /// Handshake keys installed (client: ServerHello processed).
@@ -293,6 +317,60 @@ impl Connection {
         Self::new(cfg, now, Role::Server)
     }
 
+    /// A server for a client whose Initial carried a valid Retry token
+    /// (checked by the caller, e.g. a server demultiplexer): `local_cid` is
+    /// the Source Connection ID of the Retry (the Destination CID of that
+    /// Initial) and stays this connection's ID; `original_dcid` is the
+    /// client's first Destination CID, which the token recovered.
+    ///
+    /// RFC 9000 §8.1.2: the token lets the server validate the client's
+    /// address before the handshake, so the 3x anti-amplification limit
+    /// of §8.1 no longer applies ("Prior to validating the client address,
+    /// servers MUST NOT send more than three times as many bytes").
+    pub fn server_after_retry(
+        cfg: ConnectionConfig,
+        now: Time,
+        local_cid: [u8; CID_LEN],
+        original_dcid: [u8; CID_LEN],
+    ) -> Result<Self, ConfigError> {
+        let mut c = Self::new(cfg, now, Role::Server)?;
+        c.local_cid = local_cid;
+        c.original_dcid = original_dcid;
+        c.retried = true;
+        c.address_validated = true;
+        Ok(c)
+    }
+
+    /// This endpoint's connection ID (what the peer's packets carry as
+    /// their Destination Connection ID once it has switched to it).
+    pub fn local_cid(&self) -> [u8; CID_LEN] {
+        self.local_cid
+    }
+
+    /// Whether a Retry was followed (client) or validated the client's
+    /// address (server).
+    pub fn retried(&self) -> bool {
+        self.retried
+    }
+
+    /// The peer's address (a server learns it from the first packet).
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer_addr
+    }
+
+    /// Stream bytes acknowledged in order on `stream` (written and no longer
+    /// unacknowledged): what the peer has surely received.
+    pub fn acked_in_order(&self, stream: StreamId) -> Option<u64> {
+        self.streams
+            .get(&stream.0)
+            .map(|s| s.send.written - s.send.unacked())
+    }
+
+    /// The pacing rate in bit/s, once the pacer has one.
+    pub fn pacing_rate(&self) -> Option<l4slab_core::Rate> {
+        self.pacer.rate()
+    }
+
     fn new(cfg: ConnectionConfig, now: Time, role: Role) -> Result<Self, ConfigError> {
         let mds = cfg.max_datagram_size;
         if !(1200..=16383).contains(&mds) {
@@ -328,6 +406,11 @@ impl Connection {
             EcnCodepoint::Ect0 => (Ecn::Ect0, true),
             EcnCodepoint::Ect1 => (Ecn::Ect1, true),
         };
+        let codepoint = match cfg.ecn_codepoint {
+            None => codepoint,
+            Some(c @ (Ecn::Ect0 | Ecn::Ect1)) => c,
+            Some(c) => return Err(ConfigError::EcnCodepoint(c)),
+        };
         let label = match role {
             Role::Client => "quic.client",
             Role::Server => "quic.server",
@@ -343,6 +426,8 @@ impl Connection {
             local_cid: cid(cfg.seed, label),
             peer_cid: [0; CID_LEN],
             original_dcid: [0; CID_LEN],
+            retry_token: Vec::new(),
+            retried: false,
             peer_addr: None,
             spaces: [
                 PacketSpace::new(PnSpace::Initial),

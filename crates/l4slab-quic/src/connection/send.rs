@@ -171,7 +171,11 @@ impl Connection {
         let scid: &[u8] = &self.local_cid;
         match sp {
             0 => Header::Long(LongHeader {
-                ty: LongType::Initial { token: &[] },
+                // §17.2.5.2: after a Retry, "the client MUST include the token"
+                // in every Initial it sends (empty before and without one).
+                ty: LongType::Initial {
+                    token: &self.retry_token,
+                },
                 dcid,
                 scid,
                 pn,
