@@ -232,6 +232,42 @@ fn initial_fields(d: &[u8]) -> (Vec<u8>, Vec<u8>, Vec<u8>, u32) {
 }
 
 #[test]
+fn a_close_after_the_handshake_reaches_the_peer_which_drains() {
+    let mut sim = Sim::new(
+        cfg("cubic"),
+        cfg("cubic"),
+        None,
+        Link::new(10, 100),
+        Link::new(10, 100),
+    );
+    let mut closed_at = None;
+    sim.run(Time::from_millis(500), |now, side, ev, conn| {
+        if let (Side::Client, Some(Event::Connected)) = (side, ev) {
+            let id = conn.open_stream().unwrap();
+            conn.write(id, 2_000_000).unwrap();
+        }
+        if side == Side::Client && closed_at.is_none() && now >= Time::from_millis(100) {
+            conn.close(now, 7);
+            closed_at = Some(now);
+        }
+        if let (Side::Server, Some(Event::Closed(r))) = (side, ev) {
+            assert_eq!(
+                r,
+                l4slab_quic::CloseReason::Peer {
+                    error_code: 7,
+                    application: true
+                }
+            );
+        }
+    });
+    assert!(closed_at.is_some());
+    // RFC 9000 §10.2: the client's CONNECTION_CLOSE (1-RTT, still keyed
+    // while closing) arrived; both are done after their 3-PTO periods.
+    assert!(sim.s.is_done() && sim.c.is_done());
+    assert_eq!(sim.s.state(), l4slab_quic::HandshakeState::Closed);
+}
+
+#[test]
 fn a_client_follows_one_retry_and_the_handshake_completes_through_it() {
     let server = addr("10.0.0.2:443");
     let mut c = Connection::client(cfg("cubic"), Time::ZERO, server, None).unwrap();

@@ -54,6 +54,12 @@ impl Connection {
                 }
             }
         }
+        if any && self.state == HandshakeState::Closing {
+            // §10.2.1: "An endpoint in the closing state sends a packet
+            // containing a CONNECTION_CLOSE frame in response to any incoming
+            // packet that it attributes to the connection" (one per datagram).
+            self.close_pending = true;
+        }
         if any && !self.address_validated {
             // §8.1: bytes received from the unvalidated address count for
             // the amplification budget (a datagram with a packet we accepted).
