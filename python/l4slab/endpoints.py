@@ -15,9 +15,12 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from l4slab.results import Results, check_output_dir, output_path
+
+if TYPE_CHECKING:
+    from l4slab._types import NativeResult
 
 __all__ = ["EndpointError", "EndpointInputError", "available", "send", "serve"]
 
@@ -95,7 +98,10 @@ def send(
         raise EndpointInputError(str(exc)) from None
     except RuntimeError as exc:
         raise EndpointError(str(exc)) from None
-    results = Results.from_native(raw, command=list(sys.argv if command is None else command))
+    native_result = cast("NativeResult", {**raw, "packets": None})
+    results = Results.from_native(
+        native_result, command=list(sys.argv if command is None else command)
+    )
     if target is not None:
         results.save(target)
     return results, raw
@@ -135,7 +141,9 @@ def serve(
         raw = json.loads(text)
         target = output_path(root / f"session-{raw['session']}")
         check_output_dir(target)
-        Results.from_native(raw, command=argv).save(target)
+        Results.from_native(cast("NativeResult", {**raw, "packets": None}), command=argv).save(
+            target
+        )
         saved[int(raw["session"])] = target
         on_line(f"[session-{raw['session']}] results in {target}")
 

@@ -182,19 +182,16 @@ impl FlowRecord {
         }
     }
 
-    /// The flow's entry in `summary.json`: `bytes` of the app's data
-    /// acknowledged (sender) or delivered (receiver) in order, the time it
-    /// completed (a file), `app_metrics`, and `extra` keys.
-    pub fn summary(
-        &self,
-        conn: &Connection,
-        app: &str,
-        bytes: u64,
-        completion: Option<Time>,
-        end: Time,
-        app_metrics: Value,
-        extra: Value,
-    ) -> Value {
+    /// The flow's entry in `summary.json` (see [`Outcome`]).
+    pub fn summary(&self, conn: &Connection, o: Outcome<'_>) -> Value {
+        let Outcome {
+            app,
+            bytes,
+            completion,
+            end,
+            app_metrics,
+            extra,
+        } = o;
         let st = conn.stats();
         let until = completion.unwrap_or(end);
         let active = until.saturating_since(self.start).as_secs_f64();
@@ -247,6 +244,20 @@ impl FlowRecord {
         }
         v
     }
+}
+
+/// How a flow ended, for [`FlowRecord::summary`].
+pub struct Outcome<'a> {
+    /// The app's kind (`bulk`, `file`, `frames`; `receive` at the server).
+    pub app: &'a str,
+    /// The app's bytes acknowledged (sender) or delivered (receiver) in order.
+    pub bytes: u64,
+    /// When a file completed.
+    pub completion: Option<Time>,
+    pub end: Time,
+    pub app_metrics: Value,
+    /// More keys for the flow's entry.
+    pub extra: Value,
 }
 
 /// The live line for one interval (`[flow] t  bytes  rate  rtt  CE  cwnd  ECN`).

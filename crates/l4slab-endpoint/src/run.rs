@@ -17,7 +17,7 @@ use l4slab_scenario::units::{parse_duration, parse_rate, parse_size};
 use l4slab_udp::{Driver, DriverConfig, DriverError, RunOutcome, UdpError, UdpSocket};
 
 use crate::client::{Client, Failure};
-use crate::record::{human_bytes, human_rate, ms, SeriesColumns};
+use crate::record::{human_bytes, human_rate, ms, Outcome, SeriesColumns};
 use crate::server::{FinishedSession, Server, ServerConfig};
 use crate::token::{TokenKey, DEFAULT_LIFETIME};
 
@@ -358,8 +358,6 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         .map_err(|e| bad("--cc", e.to_string()))?;
     let ecn_name = if !ecn {
         "off"
-    } else if client.conn.stats().ecn_state.name() == "failed" {
-        "off"
     } else {
         match codepoint.unwrap_or_else(|| client_codepoint(&cc)) {
             Ecn::Ect1 => "ect1",
@@ -387,7 +385,7 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
             let (_, line) = client.sample(now);
             obs.line(&line);
             last_sample = now;
-            next = next + interval;
+            next += interval;
         }
         if !interrupted && !obs.keep_going() {
             interrupted = true;
@@ -421,19 +419,21 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
     };
     let flow = client.record.summary(
         &client.conn,
-        client_app_kind(&app),
-        bytes,
-        client.completed_at(),
-        end,
-        app_metrics,
-        json!({
+        Outcome {
+            app: client_app_kind(&app),
+            bytes,
+            completion: client.completed_at(),
+            end,
+            app_metrics,
+            extra: json!({
             "cc": cc,
             "ecn": ecn_name,
             "direction": "up",
             "client": local.to_string(),
             "server": server.to_string(),
             "handshake_ms": st.handshake_time.map(ms),
-        }),
+            }),
+        },
     );
     let wall = end.saturating_since(start);
     for l in final_lines("send", &flow, wall) {
@@ -642,7 +642,7 @@ pub fn run_serve(
             for iv in server.sample(now) {
                 obs.line(&iv.line);
             }
-            next = next + interval;
+            next += interval;
         }
         for f in server.take_finished() {
             report(f, obs, &driver);

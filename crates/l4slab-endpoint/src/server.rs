@@ -48,7 +48,7 @@ use l4slab_quic::wire::{Header, LongType, Packet, PacketType, RetryPacket, MIN_I
 use l4slab_quic::{Connection, ConnectionConfig};
 
 use crate::heap::TimerHeap;
-use crate::record::{interval_line, FlowRecord, Interval, SeriesColumns, Side};
+use crate::record::{interval_line, FlowRecord, Interval, Outcome, SeriesColumns, Side};
 use crate::token::{TokenError, TokenKey};
 
 /// Stateless answers (Retry) waiting to be sent.
@@ -184,12 +184,14 @@ impl Session {
         // The server receives whatever the client's app sends.
         self.record.summary(
             &self.conn,
-            "receive",
-            self.app.delivered(),
-            self.app.completion(),
-            end,
-            self.app.report(self.record.start(), end),
-            extra,
+            Outcome {
+                app: "receive",
+                bytes: self.app.delivered(),
+                completion: self.app.completion(),
+                end,
+                app_metrics: self.app.report(self.record.start(), end),
+                extra,
+            },
         )
     }
 }

@@ -85,7 +85,7 @@ impl Net {
             for (addr, c) in &mut self.clients {
                 while let Some((n, _, ecn)) = c.poll_transmit(self.now, &mut buf) {
                     // A 1 Gbit/s path without delay: 10 µs a datagram.
-                    self.now = self.now + Dur::from_micros(10);
+                    self.now += Dur::from_micros(10);
                     self.server.handle_datagram(self.now, *addr, &buf[..n], ecn);
                     moved = true;
                 }
@@ -324,7 +324,11 @@ fn mutate(d: &[u8], rng: &mut Rng) -> Vec<u8> {
     let mut m = d.to_vec();
     for _ in 0..=rng.next() % 8 {
         // Mostly the header and token; sometimes anywhere.
-        let span = if rng.next() % 4 == 0 { m.len() } else { 64 };
+        let span = if rng.next().is_multiple_of(4) {
+            m.len()
+        } else {
+            64
+        };
         let i = 5 + (rng.next() as usize) % (span - 5);
         m[i] ^= 1 << (rng.next() % 8);
     }
