@@ -20,6 +20,8 @@ __all__ = [
     "qdisc_names",
     "qdisc_params",
     "run",
+    "send_run",
+    "serve_run",
     "validate",
 ]
 
@@ -132,3 +134,16 @@ if sys.platform == "linux":
         GIL is released for the whole run: call it from a process of its own, as
         ``python -m l4slab._emu`` does. Linux only.
         """
+
+if sys.platform == "linux":
+    def send_run(options: dict[str, object], on_line: Callable[[str], object]) -> str:
+        """Run ``l4slab send`` (options as strings, missing ones default); returns the
+        result as JSON text. Raises ``ValueError`` for a bad option. Linux only."""
+
+    def serve_run(
+        options: dict[str, object],
+        on_line: Callable[[str], object],
+        on_session: Callable[[str], object],
+    ) -> str:
+        """Run ``l4slab serve``; ``on_session`` gets each session's result (JSON text)
+        as it ends; returns the whole run as JSON text. Linux only."""

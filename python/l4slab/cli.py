@@ -958,6 +958,12 @@ from l4slab.emu_cli import app as _emu_app  # noqa: E402  (registered after the 
 
 app.add_typer(_emu_app, name="emu")
 
+# --------------------------------------------------------------------------- send / serve
+
+from l4slab.send_cli import register as _register_send  # noqa: E402
+
+_register_send(app)
+
 
 # --------------------------------------------------------------------------- main
 

@@ -34,6 +34,11 @@ pub enum QuicApp {
     Bulk,
     /// `size` bytes, then FIN.
     File { size: u64 },
+    /// A frame of `frame_bytes` every `interval` (a call or a game at a
+    /// constant rate), from the moment the stream opens, without end. A
+    /// frame the send buffer cannot take at once is written as room
+    /// returns, before the next.
+    Frames { frame_bytes: u64, interval: Dur },
 }
 
 /// The address a side's peer sees it at (the simulator has no addresses;
@@ -80,6 +85,9 @@ pub struct Transfer {
     sender: Role,
     stream: Option<StreamId>,
     written: u64,
+    /// Frames: when the first was captured, and how many so far.
+    frames_start: Option<Time>,
+    frames: u64,
     finished: bool,
     delivered: u64,
     completion: Option<Time>,
@@ -92,6 +100,8 @@ impl Transfer {
             sender,
             stream: None,
             written: 0,
+            frames_start: None,
+            frames: 0,
             finished: false,
             delivered: 0,
             completion: None,
@@ -104,10 +114,11 @@ impl QuicStreams for Transfer {
         match self.app {
             QuicApp::Bulk => "bulk",
             QuicApp::File { .. } => "file",
+            QuicApp::Frames { .. } => "frames",
         }
     }
 
-    fn drive(&mut self, _now: Time, side: Role, conn: &mut Connection, _io: &mut dyn FlowIo) {
+    fn drive(&mut self, now: Time, side: Role, conn: &mut Connection, io: &mut dyn FlowIo) {
         if side != self.sender || !conn.is_established() || self.finished {
             return;
         }
@@ -121,6 +132,17 @@ impl QuicStreams for Transfer {
         let want = match self.app {
             QuicApp::Bulk => u64::MAX,
             QuicApp::File { size } => size - self.written,
+            QuicApp::Frames {
+                frame_bytes,
+                interval,
+            } => {
+                let start = *self.frames_start.get_or_insert(now);
+                // Frames captured by now: one at the start, one each interval.
+                let step = interval.as_nanos().max(1);
+                self.frames = now.saturating_since(start).as_nanos() / step + 1;
+                io.wake_at(start + Dur::from_nanos(step * self.frames));
+                (self.frames * frame_bytes).saturating_sub(self.written)
+            }
         };
         if want > 0 {
             self.written += conn.write(id, want).unwrap_or(0);
@@ -155,11 +177,15 @@ impl QuicStreams for Transfer {
     fn report(&self, start: Time, end: Time) -> Value {
         let until = self.completion.unwrap_or(end);
         let active = until.saturating_since(start).as_secs_f64();
-        json!({
+        let mut r = json!({
             "bytes_delivered": self.delivered,
             "completion_s": self.completion.map(|t| round6(t.saturating_since(start).as_secs_f64())),
             "goodput_bps": if active > 0.0 { (self.delivered as f64 * 8.0 / active).round() } else { 0.0 },
-        })
+        });
+        if let QuicApp::Frames { .. } = self.app {
+            r["frames_captured"] = self.frames.into();
+        }
+        r
     }
 }
 
@@ -378,8 +404,9 @@ pub fn flow_metrics(sender: &Connection, receiver: Option<&Connection>) -> Map<S
     }
 }
 
-/// A connection's counters for `summary.json`.
-fn stats_json(st: &l4slab_quic::ConnectionStats) -> Value {
+/// A connection's counters for `summary.json` (also the real endpoints',
+/// `l4slab-endpoint`).
+pub fn stats_json(st: &l4slab_quic::ConnectionStats) -> Value {
     let ms = |d: l4slab_core::Dur| round6(d.as_millis_f64());
     json!({
         "datagrams_sent": st.datagrams_sent,

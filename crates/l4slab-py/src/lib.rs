@@ -409,6 +409,169 @@ fn emu_main(py: Python<'_>, argv: Vec<String>, self_cmd: Vec<String>) -> i32 {
     py.allow_threads(|| l4slab_emu::cli::main(&argv, &self_cmd))
 }
 
+/// Forwards a real endpoint's lines to a Python callable and checks for
+/// Ctrl-C between slices of the run (the run itself holds no GIL).
+#[cfg(target_os = "linux")]
+struct PyObserver {
+    on_line: PyObject,
+    error: Option<PyErr>,
+}
+
+#[cfg(target_os = "linux")]
+impl l4slab_endpoint::Observer for PyObserver {
+    fn line(&mut self, line: &str) {
+        if self.error.is_some() {
+            return;
+        }
+        Python::with_gil(|py| {
+            if let Err(e) = self.on_line.call1(py, (line,)) {
+                self.error = Some(e);
+            }
+        });
+    }
+
+    fn keep_going(&mut self) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        Python::with_gil(|py| match py.check_signals() {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        })
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn opt_string(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<String>> {
+    match d.get_item(key)? {
+        Some(v) if !v.is_none() => Ok(Some(v.str()?.to_string())),
+        _ => Ok(None),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn endpoint_error(e: l4slab_endpoint::RunError) -> PyErr {
+    match e {
+        l4slab_endpoint::RunError::Input(i) => PyValueError::new_err(i.to_string()),
+        other => PyRuntimeError::new_err(other.to_string()),
+    }
+}
+
+/// `l4slab send`: run a sending endpoint (options as `l4slab send` takes
+/// them, as strings; missing ones default); `on_line(str)` receives the
+/// live lines. Returns the result as JSON text (`summary_json`, `series`,
+/// `stats`, `failure`, `interrupted`). A bad option raises `ValueError`
+/// naming it; a Ctrl-C ends the run early, reports, and returns with
+/// `interrupted` set.
+#[cfg(target_os = "linux")]
+#[pyfunction]
+fn send_run(py: Python<'_>, options: &Bound<'_, PyDict>, on_line: PyObject) -> PyResult<String> {
+    let mut o = l4slab_endpoint::SendOptions::default();
+    if let Some(v) = opt_string(options, "target")? {
+        o.target = v;
+    }
+    o.port = match opt_string(options, "port")? {
+        Some(p) => Some(p.parse().map_err(|_| {
+            PyValueError::new_err(format!("--port: {p:?} is not a port; write e.g. 4433"))
+        })?),
+        None => None,
+    };
+    for (key, slot) in [
+        ("cc", &mut o.cc),
+        ("app", &mut o.app),
+        ("duration", &mut o.duration),
+        ("interval", &mut o.interval),
+        ("connect_timeout", &mut o.connect_timeout),
+    ] {
+        if let Some(v) = opt_string(options, key)? {
+            *slot = v;
+        }
+    }
+    o.ecn = opt_string(options, "ecn")?;
+    o.bind = opt_string(options, "bind")?;
+    let mut obs = PyObserver {
+        on_line,
+        error: None,
+    };
+    let r = py.allow_threads(|| l4slab_endpoint::run_send(&o, &mut obs));
+    let mut v = r.map_err(endpoint_error)?;
+    if let Some(e) = obs.error.take() {
+        if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+            return Err(e);
+        }
+        v["interrupted"] = true.into();
+    }
+    Ok(v.to_string())
+}
+
+/// `l4slab serve`: run the server until Ctrl-C, `time_limit`, or (`once`)
+/// its first session's end; `on_line(str)` receives the live lines and
+/// `on_session(str)` each session's result (JSON text: `summary_json`,
+/// `series`, `stats`) as it ends. Returns the whole run as JSON text.
+#[cfg(target_os = "linux")]
+#[pyfunction]
+fn serve_run(
+    py: Python<'_>,
+    options: &Bound<'_, PyDict>,
+    on_line: PyObject,
+    on_session: PyObject,
+) -> PyResult<String> {
+    let mut o = l4slab_endpoint::ServeOptions {
+        bind: opt_string(options, "bind")?,
+        time_limit: opt_string(options, "time_limit")?,
+        ..l4slab_endpoint::ServeOptions::default()
+    };
+    if let Some(p) = options.get_item("port")? {
+        if !p.is_none() {
+            o.port = p.extract()?;
+        }
+    }
+    if let Some(n) = options.get_item("max_sessions")? {
+        if !n.is_none() {
+            o.max_sessions = n.extract()?;
+        }
+    }
+    if let Some(b) = options.get_item("once")? {
+        o.once = b.is_truthy()?;
+    }
+    for (key, slot) in [
+        ("interval", &mut o.interval),
+        ("idle_timeout", &mut o.idle_timeout),
+    ] {
+        if let Some(v) = opt_string(options, key)? {
+            *slot = v;
+        }
+    }
+    let mut obs = PyObserver {
+        on_line,
+        error: None,
+    };
+    let mut session_error: Option<PyErr> = None;
+    let r = py.allow_threads(|| {
+        l4slab_endpoint::run_serve(&o, &mut obs, &mut |s| {
+            Python::with_gil(|py| {
+                if let Err(e) = on_session.call1(py, (s.to_string(),)) {
+                    session_error.get_or_insert(e);
+                }
+            });
+        })
+    });
+    let mut v = r.map_err(endpoint_error)?;
+    if let Some(e) = session_error {
+        return Err(e);
+    }
+    if let Some(e) = obs.error.take() {
+        if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+            return Err(e);
+        }
+        v["interrupted"] = true.into();
+    }
+    Ok(v.to_string())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", l4slab_sim::TOOL_VERSION)?;
@@ -424,5 +587,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ecn_rewrite_names, m)?)?;
     #[cfg(target_os = "linux")]
     m.add_function(wrap_pyfunction!(emu_main, m)?)?;
+    #[cfg(target_os = "linux")]
+    m.add_function(wrap_pyfunction!(send_run, m)?)?;
+    #[cfg(target_os = "linux")]
+    m.add_function(wrap_pyfunction!(serve_run, m)?)?;
     Ok(())
 }

@@ -10,7 +10,7 @@ use l4slab_core::datagram::DatagramEndpoint;
 use l4slab_core::testing::{End as Side, Loss, TestLink, TestPath};
 use l4slab_core::{Dur, Ecn, Rate, Time};
 use l4slab_quic::connection::EcnFailure;
-use l4slab_quic::wire::{Frame, Packet};
+use l4slab_quic::wire::{Frame, Header, LongType, Packet, RetryPacket};
 use l4slab_quic::{Connection, ConnectionConfig, EcnState, Event, ResumptionTicket, StreamId};
 use proptest::prelude::*;
 
@@ -171,6 +171,149 @@ fn has_stream(d: &[u8], id: u64, offset: u64) -> bool {
 }
 
 // ------------------------------------------------------------- handshake
+
+/// The Destination and Source CIDs, the token and the packet number of the
+/// Initial at the start of `d`.
+fn initial_fields(d: &[u8]) -> (Vec<u8>, Vec<u8>, Vec<u8>, u32) {
+    let (p, _) = Packet::decode(d, 8).unwrap();
+    let Header::Long(h) = *p.header() else {
+        panic!("not a long header")
+    };
+    let LongType::Initial { token } = h.ty else {
+        panic!("not an Initial")
+    };
+    (
+        h.dcid.to_vec(),
+        h.scid.to_vec(),
+        token.to_vec(),
+        h.pn.value(),
+    )
+}
+
+#[test]
+fn a_close_after_the_handshake_reaches_the_peer_which_drains() {
+    let mut sim = Sim::new(
+        cfg("cubic"),
+        cfg("cubic"),
+        None,
+        TestPath::new(link(10, 100)),
+    );
+    let mut closed_at = None;
+    sim.run(Time::from_millis(500), |now, side, ev, conn| {
+        if let (Side::Client, Some(Event::Connected)) = (side, ev) {
+            let id = conn.open_stream().unwrap();
+            conn.write(id, 2_000_000).unwrap();
+        }
+        if side == Side::Client && closed_at.is_none() && now >= Time::from_millis(100) {
+            conn.close(now, 7);
+            closed_at = Some(now);
+        }
+        if let (Side::Server, Some(Event::Closed(r))) = (side, ev) {
+            assert_eq!(
+                r,
+                l4slab_quic::CloseReason::Peer {
+                    error_code: 7,
+                    application: true
+                }
+            );
+        }
+    });
+    assert!(closed_at.is_some());
+    // RFC 9000 §10.2: the client's CONNECTION_CLOSE (1-RTT, still keyed
+    // while closing) arrived; both are done after their 3-PTO periods.
+    assert!(sim.s.is_done() && sim.c.is_done());
+    assert_eq!(sim.s.state(), l4slab_quic::HandshakeState::Closed);
+}
+
+#[test]
+fn a_client_follows_one_retry_and_the_handshake_completes_through_it() {
+    let server = addr("10.0.0.2:443");
+    let mut c = Connection::client(cfg("cubic"), Time::ZERO, server, None).unwrap();
+    let mut buf = [0u8; 2048];
+    let (n, _, _) = c.poll_transmit(Time::ZERO, &mut buf).unwrap();
+    let (odcid, client_cid, token, pn0) = initial_fields(&buf[..n]);
+    assert!(token.is_empty(), "no token before a Retry");
+    let retry_cid = [0xab; 8];
+    let mut r = [0u8; 256];
+    let rn = RetryPacket {
+        dcid: &client_cid,
+        scid: &retry_cid,
+        token: b"opaque-token",
+    }
+    .encode(&odcid, &mut r)
+    .unwrap();
+    // RFC 9001 §5.8: a damaged integrity tag is discarded.
+    let mut bad = r;
+    bad[rn - 1] ^= 1;
+    let t = Time::from_millis(10);
+    c.handle_datagram(t, server, &bad[..rn], Ecn::NotEct);
+    assert_eq!((c.stats().retries, c.stats().retries_discarded), (0, 1));
+    c.handle_datagram(t, server, &r[..rn], Ecn::NotEct);
+    assert_eq!(c.stats().retries, 1);
+    assert!(c.retried());
+    // §17.2.5.2: the next Initial goes to the Retry's SCID with the token,
+    // the ClientHello again from offset 0, and the packet number goes on.
+    let (n2, _, ecn) = c.poll_transmit(t, &mut buf).unwrap();
+    assert!(n2 >= 1200, "padded Initial");
+    let (dcid2, scid2, token2, pn1) = initial_fields(&buf[..n2]);
+    assert_eq!(dcid2, retry_cid);
+    assert_eq!(scid2, client_cid);
+    assert_eq!(token2, b"opaque-token");
+    assert!(pn1 > pn0);
+    let (p, _) = Packet::decode(&buf[..n2], 8).unwrap();
+    assert!(p
+        .frames()
+        .flatten()
+        .any(|f| matches!(f, Frame::Crypto { offset: 0, .. })));
+    let second = buf[..n2].to_vec();
+    // §17.2.5.2: at most one Retry per connection attempt.
+    c.handle_datagram(t, server, &r[..rn], Ecn::NotEct);
+    assert_eq!((c.stats().retries, c.stats().retries_discarded), (1, 2));
+
+    // The server made for the token's Initial (stateless before it): its
+    // CID is the Retry's, the address counts as validated (no 3x limit).
+    let mut local = [0u8; 8];
+    local.copy_from_slice(&retry_cid);
+    let mut orig = [0u8; 8];
+    orig.copy_from_slice(&odcid);
+    let mut sim = Sim::new(
+        cfg("cubic"),
+        cfg("cubic"),
+        None,
+        TestPath::new(link(10, 100)),
+    );
+    sim.now = t;
+    sim.c = c;
+    sim.s = Connection::server_after_retry(cfg("cubic"), t, local, orig).unwrap();
+    sim.path.send(t, Side::Client, second.to_vec(), ecn);
+    let mut connected = [None, None];
+    let mut delivered = 0;
+    sim.run(Time::from_millis(300), |now, side, ev, conn| match ev {
+        Some(Event::Connected) => {
+            connected[usize::from(side == Side::Server)] = Some(now);
+            if side == Side::Client {
+                let id = conn.open_stream().unwrap();
+                conn.write(id, 50_000).unwrap();
+                conn.finish(id).unwrap();
+            }
+        }
+        Some(Event::StreamData {
+            new_in_order_bytes, ..
+        }) if side == Side::Server => delivered += new_in_order_bytes,
+        _ => {}
+    });
+    // One RTT (20 ms) after the second Initial left at 10 ms.
+    let tc = connected[0].expect("client connected");
+    assert!(
+        tc >= Time::from_millis(30) && tc < Time::from_millis(32),
+        "{tc}"
+    );
+    assert!(connected[1].is_some(), "server connected");
+    assert_eq!(delivered, 50_000);
+    assert_eq!(sim.s.stats().retries, 0);
+    assert_eq!(sim.s.local_cid(), local);
+    assert_eq!(sim.s.stats().unvalidated_sent, 0, "validated by the token");
+}
 
 #[test]
 fn handshake_completes_in_one_rtt_within_the_amplification_limit() {

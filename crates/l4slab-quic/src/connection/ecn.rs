@@ -92,6 +92,8 @@ struct SpaceCounts {
 pub struct EcnFeedback {
     /// Newly reported CE marks (only while not failed).
     pub new_ce: u64,
+    /// Newly reported packets with any ECN codepoint (ECT(0), ECT(1), CE).
+    pub new_marked: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,7 +270,10 @@ impl EcnValidator {
             // frame ... causes the endpoint to transition to the capable state".
             self.transition_to(EcnState::Capable);
         }
-        EcnFeedback { new_ce: dce }
+        EcnFeedback {
+            new_ce: dce,
+            new_marked: d0 + d1 + dce,
+        }
     }
 }
 

@@ -25,7 +25,18 @@
 //! has arrived in order. 0-RTT replay is not modelled (any copy of a valid
 //! ticket is accepted). The server sends no 0.5-RTT data (application data
 //! only once the handshake is confirmed); the ticket rides in NEW_TOKEN
-//! rather than a TLS NewSessionTicket. No Retry, no version negotiation.
+//! rather than a TLS NewSessionTicket. No version negotiation.
+//!
+//! **Retry** (RFC 9000 §8.1.2, §17.2.5): a server may answer a client's
+//! Initial with a Retry instead (statelessly: the connection is made by
+//! whoever checks the token, e.g. `l4slab-endpoint`'s server, with
+//! [`Connection::server_after_retry`], which counts the address as
+//! validated). The client follows at most one Retry: its Initial (and any
+//! 0-RTT) goes again to the Retry's Source Connection ID, carrying the
+//! token, with recovery reset (RFC 9002 §6.3). Not done: the §7.3
+//! transport parameters original_destination_connection_id and
+//! retry_source_connection_id (they authenticate the exchange through
+//! TLS), and the RTT estimate a client may take from a Retry.
 
 use super::{Connection, Event, Role, ZeroRtt};
 use crate::wire::PnSpace;

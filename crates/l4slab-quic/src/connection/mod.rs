@@ -57,6 +57,17 @@ use crate::wire::PnSpace;
 /// Length of the connection IDs l4slab issues.
 pub const CID_LEN: usize = 8;
 
+/// The most out-of-order ranges one stream's reassembly keeps: a packet
+/// whose STREAM frame would open one more gap is refused unacknowledged
+/// (and sent again by the peer). With 16 bytes a range, at most 16 KiB per
+/// stream (plus the frames of one datagram). Loss-free reordering needs a
+/// few; 1024 gaps is a 1.2 MB window of single-packet holes.
+pub const MAX_RECV_RANGES: usize = 1024;
+
+/// The longest Retry token a client accepts (a longer one discards the
+/// Retry); l4slab's servers issue tokens of under 64 bytes.
+pub const MAX_RETRY_TOKEN: usize = 256;
+
 /// Connection parameters. Defaults follow RFC 9000/9002 (see
 /// `docs/models/quic.md` for sources).
 ///
@@ -92,6 +103,10 @@ pub struct ConnectionConfig {
     /// controller has no pacing rate of its own. Off: only a controller with
     /// its own rate (BBR) paces, as the TCP model's `pacing = false`.
     pub pacing: bool,
+    /// Send this codepoint (ECT(0) or ECT(1)) instead of the controller's;
+    /// the controller's response to CE stays its own. `None`: the
+    /// controller's.
+    pub ecn_codepoint: Option<Ecn>,
     /// RFC 9000 §18.2: max_ack_delay default 25 ms (below 2^14 ms). Used for
     /// our own delayed ACKs and assumed for the peer.
     pub max_ack_delay: Dur,
@@ -128,6 +143,7 @@ impl Default for ConnectionConfig {
             initial_window: None,
             ecn: true,
             pacing: true,
+            ecn_codepoint: None,
             max_ack_delay: Dur::from_millis(25),
             ack_eliciting_threshold: ack::ACK_ELICITING_THRESHOLD,
             max_data: 16 << 20,
@@ -215,6 +231,8 @@ pub enum ConfigError {
     MaxAckDelay(Dur),
     #[error("{0}: must be positive")]
     Zero(&'static str),
+    #[error("ecn_codepoint: {0:?} is not ECT(0) or ECT(1)")]
+    EcnCodepoint(Ecn),
 }
 
 /// What the application hears (see [`Connection::poll_event`]).
@@ -292,6 +310,12 @@ pub struct Connection {
     peer_cid: [u8; CID_LEN],
     /// The client's first Destination CID (also accepted by the server).
     original_dcid: [u8; CID_LEN],
+    /// Client: the token of the Retry it followed, carried in every later
+    /// Initial (RFC 9000 §17.2.5.2); empty before (and without) a Retry.
+    retry_token: Vec<u8>,
+    /// Client: a Retry was processed (at most one, §17.2.5.2). Server: the
+    /// connection was created for an Initial with a valid Retry token.
+    retried: bool,
     peer_addr: Option<SocketAddr>,
     spaces: [PacketSpace; 3],
     /// Handshake keys installed (client: ServerHello processed).
@@ -382,6 +406,55 @@ impl Connection {
         Self::new(cfg, now, Role::Server)
     }
 
+    /// A server for a client whose Initial carried a valid Retry token
+    /// (checked by the caller, e.g. a server demultiplexer): `local_cid` is
+    /// the Source Connection ID of the Retry (the Destination CID of that
+    /// Initial) and stays this connection's ID; `original_dcid` is the
+    /// client's first Destination CID, which the token recovered.
+    ///
+    /// RFC 9000 §8.1.2: the token lets the server validate the client's
+    /// address before the handshake, so the 3x anti-amplification limit
+    /// of §8.1 no longer applies ("Prior to validating the client address,
+    /// servers MUST NOT send more than three times as many bytes").
+    pub fn server_after_retry(
+        cfg: ConnectionConfig,
+        now: Time,
+        local_cid: [u8; CID_LEN],
+        original_dcid: [u8; CID_LEN],
+    ) -> Result<Self, ConfigError> {
+        let mut c = Self::new(cfg, now, Role::Server)?;
+        c.local_cid = local_cid;
+        c.original_dcid = original_dcid;
+        c.retried = true;
+        c.address_validated = true;
+        Ok(c)
+    }
+
+    /// This endpoint's connection ID (what the peer's packets carry as
+    /// their Destination Connection ID once it has switched to it).
+    pub fn local_cid(&self) -> [u8; CID_LEN] {
+        self.local_cid
+    }
+
+    /// Whether a Retry was followed (client) or validated the client's
+    /// address (server).
+    pub fn retried(&self) -> bool {
+        self.retried
+    }
+
+    /// The peer's address (a server learns it from the first packet).
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer_addr
+    }
+
+    /// Stream bytes acknowledged in order on `stream` (written and no longer
+    /// unacknowledged): what the peer has surely received.
+    pub fn acked_in_order(&self, stream: StreamId) -> Option<u64> {
+        self.streams
+            .get(&stream.0)
+            .map(|s| s.send.written - s.send.unacked())
+    }
+
     fn new(cfg: ConnectionConfig, now: Time, role: Role) -> Result<Self, ConfigError> {
         let mds = cfg.max_datagram_size;
         if !(1200..=16383).contains(&mds) {
@@ -423,6 +496,11 @@ impl Connection {
             EcnCodepoint::Ect0 => (Ecn::Ect0, true),
             EcnCodepoint::Ect1 => (Ecn::Ect1, true),
         };
+        let codepoint = match cfg.ecn_codepoint {
+            None => codepoint,
+            Some(c @ (Ecn::Ect0 | Ecn::Ect1)) => c,
+            Some(c) => return Err(ConfigError::EcnCodepoint(c)),
+        };
         let label = match role {
             Role::Client => "quic.client",
             Role::Server => "quic.server",
@@ -438,6 +516,8 @@ impl Connection {
             local_cid: cid(cfg.seed, label),
             peer_cid: [0; CID_LEN],
             original_dcid: [0; CID_LEN],
+            retry_token: Vec::new(),
+            retried: false,
             peer_addr: None,
             spaces: [
                 PacketSpace::new(PnSpace::Initial),
@@ -625,7 +705,7 @@ impl Connection {
     /// samples the connection has taken: a caller that remembers the count
     /// sees each new sample once.
     pub fn latest_rtt(&self) -> (Dur, u64) {
-        (self.rtt.latest(), self.rtt.samples())
+        (self.rtt.latest(), self.stats.rtt_samples)
     }
 
     /// The rate the connection paces at (RFC 9002 §7.7: the controller's,

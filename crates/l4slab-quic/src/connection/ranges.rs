@@ -26,6 +26,13 @@ impl RangeSet {
         self.r.first().copied()
     }
 
+    /// Whether `[start, end)` overlaps or adjoins a range (inserting it
+    /// would not add one).
+    pub fn touches(&self, start: u64, end: u64) -> bool {
+        let i = self.r.partition_point(|&(_, e)| e < start);
+        i < self.r.len() && self.r[i].0 <= end
+    }
+
     /// Add `[start, end)`, merging with overlapping or adjacent ranges.
     pub fn insert(&mut self, start: u64, end: u64) {
         if start >= end {

@@ -172,6 +172,7 @@ impl Connection {
                 ack_delay = ack_delay.min(self.cfg.max_ack_delay);
             }
             self.rtt.update(latest, ack_delay);
+            self.stats.rtt_samples += 1;
             self.first_rtt_sample.get_or_insert(now);
             rtt_sample = Some(latest);
         }
@@ -181,6 +182,7 @@ impl Connection {
             let fb = self.ecn.on_ack(SPACES[sp], e0, e1, ack.ecn);
             new_ce = fb.new_ce;
             self.stats.ce_reported += new_ce;
+            self.stats.ecn_reported += fb.new_marked;
         }
         // §6.2.1: "The PTO backoff factor is reset when an acknowledgment is
         // received, except ... a client that is not yet certain that the

@@ -12,11 +12,15 @@ use std::net::SocketAddr;
 use l4slab_core::{Ecn, Time};
 
 use super::handshake::{space_idx, HandshakeState};
+use super::spaces::SentState;
 use super::streams::{Stream, StreamId};
-use super::{CloseReason, Connection, Event, ResumptionTicket, Role, ZeroRtt, CID_LEN};
+use super::{
+    CloseReason, Connection, Event, ResumptionTicket, Role, ZeroRtt, CID_LEN, MAX_RECV_RANGES,
+    MAX_RETRY_TOKEN,
+};
 use crate::wire::{
-    decode_packet_number, Frame, Header, Packet, PacketType, PnSpace, StreamDir, StreamFrame,
-    MIN_INITIAL_DATAGRAM,
+    decode_packet_number, is_retry, Frame, Header, Packet, PacketType, PnSpace, RetryPacket,
+    StreamDir, StreamFrame, MIN_INITIAL_DATAGRAM,
 };
 
 impl Connection {
@@ -31,6 +35,11 @@ impl Connection {
         }
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += data.len() as u64;
+        // §17.2.5: a Retry fills its datagram and has a layout of its own.
+        if is_retry(data) {
+            self.on_retry(data);
+            return;
+        }
         let mut rest = data;
         let mut any = false;
         while !rest.is_empty() {
@@ -44,6 +53,12 @@ impl Connection {
                     any |= self.on_packet(now, from, &p, data.len(), ecn);
                 }
             }
+        }
+        if any && self.state == HandshakeState::Closing {
+            // §10.2.1: "An endpoint in the closing state sends a packet
+            // containing a CONNECTION_CLOSE frame in response to any incoming
+            // packet that it attributes to the connection" (one per datagram).
+            self.close_pending = true;
         }
         if any && !self.address_validated {
             // §8.1: bytes received from the unvalidated address count for
@@ -89,7 +104,18 @@ impl Connection {
         let mut eliciting = false;
         for f in p.frames() {
             match f {
-                Ok(f) => eliciting |= f.is_ack_eliciting(),
+                Ok(f) => {
+                    eliciting |= f.is_ack_eliciting();
+                    if let Frame::Stream(sf) = f {
+                        if self.reassembly_would_overflow(&sf) {
+                            // Refused before it is acknowledged, so the
+                            // peer sends it again once the gaps have filled.
+                            self.stats.reassembly_refused += 1;
+                            self.stats.dropped_packets += 1;
+                            return false;
+                        }
+                    }
+                }
                 Err(_) => {
                     self.stats.malformed += 1;
                     return false;
@@ -116,8 +142,10 @@ impl Connection {
         // First packet from the peer.
         if self.role == Role::Server && self.peer_addr.is_none() {
             self.peer_addr = Some(from);
-            self.original_dcid
-                .copy_from_slice(&dcid[..CID_LEN.min(dcid.len())]);
+            // (After a Retry the token gave the original DCID.)
+            if !self.retried && dcid.len() == CID_LEN {
+                self.original_dcid.copy_from_slice(dcid);
+            }
         }
         if let Header::Long(h) = p.header() {
             if h.scid.len() == CID_LEN && (self.role == Role::Server || ty != PacketType::ZeroRtt) {
@@ -283,6 +311,75 @@ impl Connection {
         }
         self.maybe_reap_stream(id.0);
         let _ = ZeroRtt::None;
+    }
+
+    /// Whether `f` would open one reassembly gap more on a stream that has
+    /// [`MAX_RECV_RANGES`] already (the per-stream memory bound).
+    fn reassembly_would_overflow(&self, f: &StreamFrame<'_>) -> bool {
+        let Some(s) = self.streams.get(&f.stream_id) else {
+            return false;
+        };
+        let end = f.offset.saturating_add(f.data.len() as u64);
+        let start = f.offset.max(s.recv.delivered);
+        s.recv.ranges.len() >= MAX_RECV_RANGES && end > start && !s.recv.ranges.touches(start, end)
+    }
+
+    /// Client: a Retry arrived (RFC 9000 §17.2.5.2, RFC 9002 §6.3).
+    fn on_retry(&mut self, data: &[u8]) {
+        // §17.2.5.2: "A client MUST accept and process at most one Retry
+        // packet for each connection attempt. After the client has received
+        // and processed an Initial or Retry packet from the server, it MUST
+        // discard any subsequent Retry packets that it receives."
+        let may = self.role == Role::Client
+            && self.state == HandshakeState::ClientHelloSent
+            && !self.retried
+            && self.spaces[0].rx.largest().is_none();
+        let retry = may
+            .then(|| RetryPacket::decode(data, &self.original_dcid).ok())
+            .flatten()
+            .filter(|r| {
+                // §17.2.5.2: "A client MUST discard a Retry packet that
+                // contains a Source Connection ID field that is identical to
+                // the Destination Connection ID field of its Initial packet."
+                r.scid != self.original_dcid
+                    && r.scid.len() == CID_LEN
+                    && r.dcid == self.local_cid
+                    && r.token.len() <= MAX_RETRY_TOKEN
+            });
+        let Some(r) = retry else {
+            self.stats.retries_discarded += 1;
+            return;
+        };
+        // §17.2.5.2: "The client MUST use the value from the Source Connection
+        // ID field of the Retry packet in the Destination Connection ID field
+        // of subsequent packets that it sends" and "MUST include the token".
+        self.retry_token = r.token.to_vec();
+        self.peer_cid.copy_from_slice(r.scid);
+        self.retried = true;
+        self.stats.retries += 1;
+        // RFC 9002 §6.3: "Clients that receive a Retry packet reset congestion
+        // control and loss recovery state, including resetting any pending
+        // timers. Other connection state, in particular cryptographic
+        // handshake messages, is retained". The Initial (and any 0-RTT) sent
+        // so far goes again, in new packets (§17.2.5.3: "The client MUST NOT
+        // reset the packet number for any packet number space").
+        for sp in [0, 2] {
+            let n = self.spaces[sp].sent.len();
+            for i in 0..n {
+                let p = self.spaces[sp].sent[i];
+                if p.state == SentState::Outstanding {
+                    self.requeue(sp, &p);
+                }
+            }
+            let s = &mut self.spaces[sp];
+            s.sent.clear();
+            s.bytes_in_flight = 0;
+            s.ack_eliciting_in_flight = 0;
+            s.loss_time = None;
+            s.time_of_last_ack_eliciting = None;
+            s.probes = 0;
+        }
+        self.pto_count = 0;
     }
 
     /// Drop a stream whose both halves are done; a peer's stream frees a slot

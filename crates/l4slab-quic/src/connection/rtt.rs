@@ -19,8 +19,6 @@ pub struct RttEstimator {
     rttvar: Dur,
     min: Dur,
     has_sample: bool,
-    /// Samples taken so far.
-    samples: u64,
 }
 
 impl Default for RttEstimator {
@@ -32,7 +30,6 @@ impl Default for RttEstimator {
             rttvar: Dur::from_nanos(INITIAL_RTT.as_nanos() / 2),
             min: Dur::ZERO,
             has_sample: false,
-            samples: 0,
         }
     }
 }
@@ -42,7 +39,6 @@ impl RttEstimator {
     /// `ack_delay` is already capped (or zero) as §5.3 asks of the caller.
     pub fn update(&mut self, latest: Dur, ack_delay: Dur) {
         self.latest = latest;
-        self.samples += 1;
         if !self.has_sample {
             // §5.3: "min_rtt = latest_rtt; smoothed_rtt = latest_rtt;
             // rttvar = latest_rtt / 2".
@@ -68,11 +64,6 @@ impl RttEstimator {
         let diff = s.abs_diff(a);
         self.rttvar = Dur::from_nanos((3 * self.rttvar.as_nanos() + diff) / 4);
         self.smoothed = Dur::from_nanos((7 * s + a) / 8);
-    }
-
-    /// How many samples [`RttEstimator::update`] took.
-    pub fn samples(&self) -> u64 {
-        self.samples
     }
 
     pub fn has_sample(&self) -> bool {

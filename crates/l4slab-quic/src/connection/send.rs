@@ -171,7 +171,11 @@ impl Connection {
         let scid: &[u8] = &self.local_cid;
         match sp {
             0 => Header::Long(LongHeader {
-                ty: LongType::Initial { token: &[] },
+                // §17.2.5.2: after a Retry, "the client MUST include the token"
+                // in every Initial it sends (empty before and without one).
+                ty: LongType::Initial {
+                    token: &self.retry_token,
+                },
                 dcid,
                 scid,
                 pn,
@@ -182,12 +186,14 @@ impl Connection {
                 scid,
                 pn,
             }),
-            _ if self.role == Role::Client && !self.is_established() => Header::Long(LongHeader {
-                ty: LongType::ZeroRtt,
-                dcid,
-                scid,
-                pn,
-            }),
+            _ if self.role == Role::Client && !self.has_one_rtt_keys() => {
+                Header::Long(LongHeader {
+                    ty: LongType::ZeroRtt,
+                    dcid,
+                    scid,
+                    pn,
+                })
+            }
             _ => Header::Short(ShortHeader {
                 dcid,
                 spin: false,
@@ -500,9 +506,16 @@ impl Connection {
             return None;
         }
         self.close_pending = false;
+        // The highest space with keys. Not `can_send_in`: the state is
+        // Closing by now, and 1-RTT keys stay (they came with the handshake).
+        let one_rtt = self.has_one_rtt_keys();
         let sp = (0..3).rev().find(|&sp| {
-            self.can_send_in(sp)
-                && !(sp == 2 && self.role == Role::Client && !self.is_established())
+            !self.spaces[sp].discarded
+                && match sp {
+                    0 => true,
+                    1 => self.handshake_keys,
+                    _ => one_rtt,
+                }
         })?;
         let code = match self.close {
             Some(super::CloseReason::Local { error_code }) => error_code,
@@ -532,6 +545,12 @@ impl Connection {
         self.stats.bytes_sent += n as u64;
         let _ = (CID_LEN, ZeroRtt::None);
         Some((n, to, Ecn::NotEct))
+    }
+
+    /// 1-RTT keys are installed (the handshake completed; they stay while
+    /// closing).
+    fn has_one_rtt_keys(&self) -> bool {
+        self.stats.handshake_time.is_some()
     }
 
     /// The server rejected 0-RTT: everything sent in 0-RTT is sent again in

@@ -44,6 +44,9 @@ pub enum Chunk {
 /// Chunks a packet records; a packet carries at most this many.
 pub const MAX_CHUNKS: usize = 6;
 
+/// Sent-packet records kept besides those in flight (see `push_sent`).
+pub const MAX_SENT_RECORDS: usize = 8192;
+
 /// Control frames a packet carried (bit flags).
 pub mod ctrl {
     pub const HANDSHAKE_DONE: u8 = 1;
@@ -152,6 +155,13 @@ impl PacketSpace {
             self.time_of_last_ack_eliciting = Some(p.time_sent);
         }
         self.sent.push_back(p);
+        // The memory bound: records out of flight (ACK-only packets the peer
+        // never acknowledged, losses kept for a spurious-loss verdict) are
+        // forgotten from the oldest past MAX_SENT_RECORDS.
+        while self.sent.len() > MAX_SENT_RECORDS && self.sent.front().is_some_and(|f| !f.in_flight)
+        {
+            self.sent.pop_front();
+        }
     }
 
     /// Take a packet out of flight (acked, lost or discarded).

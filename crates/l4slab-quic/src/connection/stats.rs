@@ -35,6 +35,10 @@ pub struct ConnectionStats {
     pub persistent_congestion: u64,
     pub congestion_events_loss: u64,
     pub congestion_events_ce: u64,
+    /// RTT samples taken (one per ACK newly acknowledging the largest
+    /// packet it names, if ack-eliciting: RFC 9002 §5.1); `latest_rtt` is
+    /// the last one.
+    pub rtt_samples: u64,
     pub srtt: Dur,
     pub min_rtt: Dur,
     pub latest_rtt: Dur,
@@ -44,6 +48,9 @@ pub struct ConnectionStats {
     pub ect1_sent: u64,
     /// CE marks the peer reported (ACK_ECN).
     pub ce_reported: u64,
+    /// Packets the peer reported with any ECN codepoint (ECT(0) + ECT(1) +
+    /// CE increases of ACK_ECN): with `ce_reported`, the CE fraction.
+    pub ecn_reported: u64,
     /// ECN marks on packets we received.
     pub ect0_received: u64,
     pub ect1_received: u64,
@@ -55,6 +62,15 @@ pub struct ConnectionStats {
     /// From construction to the handshake completing (client: server flight
     /// processed; server: client Finished received).
     pub handshake_time: Option<Dur>,
+    /// Client: Retry packets followed (0 or 1, RFC 9000 §17.2.5.2);
+    /// server: 1 if its connection began with a valid Retry token.
+    pub retries: u64,
+    /// Client: Retry packets discarded (a second one, a bad integrity tag,
+    /// an empty token, its own CID echoed: §17.2.5.2).
+    pub retries_discarded: u64,
+    /// Packets refused before being acknowledged because a stream's
+    /// reassembly would exceed [`crate::connection::MAX_RECV_RANGES`] gaps.
+    pub reassembly_refused: u64,
     pub zero_rtt_bytes_sent: u64,
     pub zero_rtt_bytes_accepted: u64,
 }
@@ -83,6 +99,7 @@ impl Default for ConnectionStats {
             persistent_congestion: 0,
             congestion_events_loss: 0,
             congestion_events_ce: 0,
+            rtt_samples: 0,
             srtt: Dur::ZERO,
             min_rtt: Dur::ZERO,
             latest_rtt: Dur::ZERO,
@@ -91,12 +108,16 @@ impl Default for ConnectionStats {
             ect0_sent: 0,
             ect1_sent: 0,
             ce_reported: 0,
+            ecn_reported: 0,
             ect0_received: 0,
             ect1_received: 0,
             ce_received: 0,
             unvalidated_sent: 0,
             unvalidated_received: 0,
             handshake_time: None,
+            retries: 0,
+            retries_discarded: 0,
+            reassembly_refused: 0,
             zero_rtt_bytes_sent: 0,
             zero_rtt_bytes_accepted: 0,
         }

@@ -7,8 +7,9 @@
 //! endpoint chose. The spin bit is carried as a flag (l4slab sends 0); the
 //! key phase must be 0 (no key updates without TLS).
 //!
-//! Not implemented: Version Negotiation and Retry ([`WireError::Retry`]),
-//! header protection (the packet number and first-byte bits are in the
+//! A Retry packet has a layout of its own ([`super::retry`]); this decoder
+//! reports one as [`WireError::Retry`]. Not implemented: Version
+//! Negotiation, header protection (the packet number and first-byte bits are in the
 //! clear), and greasing of the fixed bit (RFC 9287).
 
 use std::fmt;
@@ -347,6 +348,11 @@ impl<'a> Header<'a> {
                 return Err(WireError::FixedBitZero);
             }
             let ty_bits = (first & LONG_TYPE_MASK) >> 4;
+            // §17.2.5: a Retry has no packet number or Length and its low
+            // bits are Unused: it is decoded by `RetryPacket::decode`.
+            if ty_bits == 0x03 {
+                return Err(WireError::Retry);
+            }
             // §17.2: "An endpoint MUST treat receipt of a packet that has a
             // non-zero value for these bits ... as a connection error of type
             // PROTOCOL_VIOLATION."
@@ -362,7 +368,7 @@ impl<'a> Header<'a> {
                 },
                 0x01 => LongType::ZeroRtt,
                 0x02 => LongType::Handshake,
-                _ => return Err(WireError::Retry),
+                _ => unreachable!("Retry returned above"),
             };
             // §17.2: "Length: This is the length of the remainder of the
             // packet (that is, the Packet Number and Payload fields) in bytes".

@@ -9,6 +9,8 @@
 //!   codes, and [`AckFrame`] with a fixed capacity of ranges.
 //! * [`packet`]: a decoded [`Packet`] view (header + frame iterator) and a
 //!   [`PacketBuilder`] that encodes into a caller's buffer.
+//! * [`retry`]: the Retry packet (§17.2.5) and its integrity tag (RFC 9001
+//!   §5.8, with a SipHash stand-in for AES-GCM under a public key).
 //!
 //! **No allocation, no panics on input.** Encoding writes into a caller's
 //! `&mut [u8]` and returns the bytes written, or an error if they do not fit.
@@ -24,7 +26,7 @@
 //! never mistakes an l4slab packet for its own.
 //!
 //! **Not implemented** (decoding reports them as errors, never misparses):
-//! Version Negotiation and Retry packets, header protection, key updates
+//! Version Negotiation packets, header protection, key updates
 //! (key phase is always 0), coalescing helpers beyond the `rest` slice that
 //! [`Packet::decode`] returns, and the frames NEW_CONNECTION_ID,
 //! RETIRE_CONNECTION_ID, PATH_CHALLENGE, PATH_RESPONSE (0x18–0x1b) and
@@ -40,6 +42,7 @@
 pub mod frame;
 pub mod header;
 pub mod packet;
+pub mod retry;
 pub mod varint;
 
 use std::fmt;
@@ -55,6 +58,7 @@ pub use header::{
 pub use packet::{
     encode_packet, packet_overhead, Frames, Packet, PacketBuilder, MIN_INITIAL_DATAGRAM, TAG_LEN,
 };
+pub use retry::{is_retry, retry_integrity_tag, RetryPacket, RETRY_TAG_LEN};
 pub use varint::{decode_varint, encode_varint, encode_varint_with_len, varint_len, VARINT_MAX};
 
 /// What went wrong while decoding or encoding. Decoding errors name the field
@@ -116,8 +120,9 @@ pub enum WireError {
     /// Version Negotiation, which is not implemented).
     #[error("unsupported version 0x{0:08x}")]
     UnsupportedVersion(u32),
-    /// A Retry packet (long packet type 0x3), which is not implemented.
-    #[error("Retry packets are not implemented")]
+    /// A Retry packet (long packet type 0x3): it has no packet number or
+    /// frames; decode it with [`RetryPacket::decode`].
+    #[error("a Retry packet (decode it with RetryPacket::decode)")]
     Retry,
     /// §17.2: a connection ID longer than 20 bytes.
     #[error("{field} is {length} bytes, more than 20")]

@@ -1,0 +1,205 @@
+"""``l4slab send`` and ``l4slab serve``: iperf-like real endpoints over UDP.
+
+Thin commands over :mod:`l4slab.endpoints`; the endpoints themselves (and the
+checks of every option's value) are in the native module.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from l4slab import endpoints
+from l4slab.results import OutputDirError
+
+__all__ = ["register"]
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+SEND_HELP = "\n\n".join(
+    [
+        "Send data to an [bold]l4slab serve[/bold] over UDP, like iperf's client: the "
+        "simulator's own QUIC-style transport and congestion controllers on a real network. "
+        "Prints one line per interval (time, goodput acknowledged, RTT smoothed/min, the CE "
+        "share of the acknowledged packets, cwnd, losses, ECN validation state), then a summary; "
+        "-o DIR writes the results bundle (summary.json, series.parquet; docs/results.md).",
+        "HOST is a name or an address, with an optional port: 192.0.2.1, server.lan:4433, "
+        "::1, \\[::1]:4433 (default port 4433).",
+        "Examples: [bold]l4slab send 127.0.0.1 --cc prague -t 5[/bold] (L4S: ECT(1)); "
+        "[bold]l4slab send ::1 --cc cubic --ecn ect0 --app file:20MB[/bold]; "
+        "[bold]l4slab send 192.0.2.1 --app frames:8Mbit@60 -t 30 -o results/call[/bold] "
+        "(an 8 Mbit/s call: a frame every 1/60 s).",
+        "Exit codes: 0 done, 1 no answer or the connection failed, 2 bad option, 130 Ctrl-C "
+        "(the results so far are still reported and written).",
+    ]
+)
+
+SERVE_HELP = "\n\n".join(
+    [
+        "Receive from [bold]l4slab send[/bold] clients over UDP, like iperf's server, and "
+        "report each session: one line per interval (bytes received, RTT, the CE share of the "
+        "received packets, ECN validation) and a summary when it ends.",
+        "Safe on a real network: a client must first answer a Retry with an "
+        "address-validation token (a MAC over its address, port and the time, valid 10 s), so "
+        "spoofed sources get no session and nothing larger than what they sent; at most "
+        "--max-sessions sessions, each with bounded memory; sessions idle for --idle-timeout "
+        "end; malformed datagrams are counted and ignored (docs/send.md).",
+        "Examples: [bold]l4slab serve[/bold] (all addresses, IPv6 and IPv4, port 4433); "
+        "[bold]l4slab serve --bind 127.0.0.1 --port 5000 --once -o results/serve[/bold] "
+        "(stop after one session; its bundle goes to results/serve/session-1/).",
+    ]
+)
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    print(f"error: {message}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+def send(
+    host: Annotated[str, typer.Argument(metavar="HOST[:PORT]", help="The server.")],
+    cc: Annotated[
+        str,
+        typer.Option(
+            "--cc",
+            help="Congestion control: cubic, reno, prague, dctcp, bbr, bbr3.",
+            metavar="NAME",
+        ),
+    ] = "cubic",
+    ecn: Annotated[
+        str | None,
+        typer.Option(
+            "--ecn",
+            help="IP-ECN codepoint to send: off, ect0 (classic ECN) or ect1 (L4S). Default: "
+            "the controller's own (prague, dctcp: ect1; the others: ect0).",
+            metavar="off|ect0|ect1",
+            show_default=False,
+        ),
+    ] = None,
+    app: Annotated[
+        str,
+        typer.Option(
+            "--app",
+            help="What to send: bulk (without end), file:SIZE (e.g. file:10MB, then stop), "
+            "frames:RATE@FPS (e.g. frames:8Mbit@60: RATE/FPS bytes every 1/FPS s).",
+            metavar="APP",
+        ),
+    ] = "bulk",
+    duration: Annotated[
+        str,
+        typer.Option("-t", "--duration", help="How long to send: seconds or e.g. 500ms."),
+    ] = "10",
+    interval: Annotated[
+        str, typer.Option("-i", "--interval", help="Seconds between report lines.")
+    ] = "1",
+    port: Annotated[
+        int | None,
+        typer.Option("-p", "--port", help="Server port, if HOST has none (default 4433)."),
+    ] = None,
+    bind: Annotated[
+        str | None, typer.Option("--bind", help="Local address to send from.", metavar="ADDR")
+    ] = None,
+    connect_timeout: Annotated[
+        str, typer.Option("--connect-timeout", help="Give up without a handshake after this.")
+    ] = "5",
+    out: Annotated[
+        Path | None,
+        typer.Option("-o", "--out", help="Write the results bundle here.", metavar="DIR"),
+    ] = None,
+) -> None:
+    try:
+        _, raw = endpoints.send(
+            host,
+            cc=cc,
+            ecn=ecn,
+            app=app,
+            duration=duration,
+            interval=interval,
+            port=port,
+            bind=bind,
+            connect_timeout=connect_timeout,
+            out=out,
+            command=["l4slab", "send", *sys.argv[2:]],
+        )
+    except (endpoints.EndpointInputError, OutputDirError, FileExistsError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except endpoints.EndpointError as exc:
+        raise _fail(str(exc), EXIT_FAILED) from None
+    if out is not None:
+        print(f"results in {out}")
+    if raw.get("interrupted"):
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if raw.get("failure"):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def serve(
+    bind: Annotated[
+        str | None,
+        typer.Option(
+            "--bind",
+            help="Address to listen on (default: all, IPv6 and IPv4).",
+            metavar="ADDR",
+            show_default=False,
+        ),
+    ] = None,
+    port: Annotated[int, typer.Option("-p", "--port", help="UDP port.", min=1, max=65535)] = 4433,
+    max_sessions: Annotated[
+        int,
+        typer.Option("--max-sessions", help="Sessions at once (1 to 4096).", min=1, max=4096),
+    ] = 16,
+    once: Annotated[bool, typer.Option("--once", help="Stop after the first session.")] = False,
+    interval: Annotated[
+        str, typer.Option("-i", "--interval", help="Seconds between report lines.")
+    ] = "1",
+    idle_timeout: Annotated[
+        str, typer.Option("--idle-timeout", help="End a session silent for this long.")
+    ] = "10",
+    time_limit: Annotated[
+        str | None,
+        typer.Option("--time-limit", help="Stop after this long in any case.", hidden=True),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--out", help="Write each session's results to DIR/session-N/.", metavar="DIR"
+        ),
+    ] = None,
+) -> None:
+    try:
+        run = endpoints.serve(
+            bind=bind,
+            port=port,
+            max_sessions=max_sessions,
+            once=once,
+            interval=interval,
+            idle_timeout=idle_timeout,
+            time_limit=time_limit,
+            out=out,
+            command=["l4slab", "serve", *sys.argv[2:]],
+        )
+    except (endpoints.EndpointInputError, OutputDirError, FileExistsError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except endpoints.EndpointError as exc:
+        raise _fail(str(exc), EXIT_FAILED) from None
+    if run.get("interrupted"):
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``send`` and ``serve`` to the ``l4slab`` command line."""
+    app.command(
+        "send",
+        help=SEND_HELP,
+        short_help="Send to an l4slab serve over UDP (iperf-like, real network).",
+    )(send)
+    app.command(
+        "serve",
+        help=SERVE_HELP,
+        short_help="Receive l4slab send sessions over UDP (Retry-validated, bounded).",
+    )(serve)
