@@ -16,6 +16,7 @@ from l4slab.tables import (
     queues_table,
     rtt_name,
     run_line,
+    seed_text,
     summary_view,
 )
 
@@ -134,3 +135,11 @@ def test_summary_view_stacks_everything(make_native_result):
     assert "flows — unit" in text
     assert "queues" in text
     assert "simulated 5.0 s" in text
+
+
+def test_a_real_endpoints_run_says_so_not_simulated():
+    summary = {"backend": "send", "seed": None}
+    assert seed_text(summary) == "l4slab send, real network"
+    line = run_line({"backend": "send", "sim_s": 5.0, "wall_s": 5.02})
+    assert line == "ran 5.0 s on the network (wall 5.02 s)"
+    assert "simulated" not in line

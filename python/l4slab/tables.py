@@ -502,6 +502,9 @@ def rich_table(data: TableData) -> Table:
 
 def seed_text(summary: Mapping[str, Any]) -> str:
     """``seed 7``, or ``seed 7, nothing random: every seed gives these results``."""
+    if summary.get("seed") is None and summary.get("backend") in ("send", "serve"):
+        # A real endpoint's run (l4slab send / serve) has no seed.
+        return f"l4slab {summary['backend']}, real network"
     text = f"seed {summary.get('seed', '?')}"
     if summary.get("random_draws") == 0:
         text += ", nothing random: every seed gives these results"
@@ -512,13 +515,16 @@ def run_line(stats: Mapping[str, Any]) -> str:
     """E.g. ``simulated 30.0 s in 1.20 s (25x real time), 1,234,567 events``.
 
     An emulator run (``backend = "emu"``) ran in real time:
-    ``emulated 30.0 s in real time (wall 31.20 s), 45,678 packets forwarded``.
+    ``emulated 30.0 s in real time (wall 31.20 s), 45,678 packets forwarded``;
+    a real endpoint's (``send``/``serve``): ``ran 5.0 s on the network (wall 5.02 s)``.
     """
     if not stats:
         return ""
     sim_s, wall_s = stats.get("sim_s"), stats.get("wall_s")
     if sim_s is None or wall_s is None:
         return ""
+    if stats.get("backend") in ("send", "serve"):
+        return f"ran {sim_s:.1f} s on the network (wall {wall_s:.2f} s)"
     if stats.get("backend") == "emu":
         line = f"emulated {sim_s:.1f} s in real time (wall {wall_s:.2f} s)"
         packets = stats.get("packets")
