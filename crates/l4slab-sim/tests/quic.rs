@@ -109,7 +109,10 @@ fn prague_over_quic_sends_ect1_into_the_l_queue_next_to_cubic() {
     assert_eq!(prague["ecn"], "quic");
     assert_eq!(prague["ecn_validation"], "capable");
     assert_eq!(prague["ce_packets_fed_back"], server["ecn"]["ce_reported"]);
-    assert!(prague["ce_marks_received"].as_u64().unwrap() > 0, "{prague}");
+    assert!(
+        prague["ce_marks_received"].as_u64().unwrap() > 0,
+        "{prague}"
+    );
     assert_eq!(prague["cwnd_final_bytes"], server["cwnd_bytes"]);
     assert_eq!(prague["segments_sent"], server["packets_sent"]);
     assert!(prague["tlp_probes"].is_null());
