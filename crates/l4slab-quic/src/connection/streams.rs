@@ -137,13 +137,7 @@ impl SendBuf {
                 s = acked_end;
                 continue;
             }
-            let next_acked = self
-                .acked
-                .iter()
-                .map(|(a, _)| a)
-                .find(|&a| a > s)
-                .unwrap_or(end)
-                .min(end);
+            let next_acked = self.acked.next_start_after(s).unwrap_or(end).min(end);
             self.retx.insert(s, next_acked);
             s = next_acked;
         }
