@@ -537,14 +537,14 @@ impl Connection {
     /// The server rejected 0-RTT: everything sent in 0-RTT is sent again in
     /// 1-RTT (RFC 9001 §4.6.2), without a congestion signal.
     pub(super) fn on_zero_rtt_rejected(&mut self) {
-        let n = self.spaces[2].sent.len();
-        for i in 0..n {
-            let p = self.spaces[2].sent[i];
+        let (mut pn, _) = self.spaces[2].first_outstanding();
+        while let Some(&p) = self.spaces[2].get(pn) {
             if p.zero_rtt && p.state == SentState::Outstanding {
-                self.spaces[2].sent[i].state = SentState::Lost { at: p.time_sent };
+                self.spaces[2].mark_lost(pn, p.time_sent);
                 self.spaces[2].leave_flight(p.pn);
                 self.requeue(2, &p);
             }
+            pn += 1;
         }
     }
 }
