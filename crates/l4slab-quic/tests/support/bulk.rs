@@ -13,7 +13,6 @@
 
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use l4slab_core::datagram::DatagramEndpoint;
@@ -63,9 +62,12 @@ struct Slot {
     data: [u8; SLOT],
 }
 
-/// One direction: FIFO with a constant delay after serialization.
+/// One direction: FIFO with a constant delay after serialization, a ring
+/// of slots written and read in place.
 struct Lane {
-    q: VecDeque<Slot>,
+    slots: Vec<Slot>,
+    head: usize,
+    len: usize,
     rate: Option<Rate>,
     delay: Dur,
     free_at: Time,
@@ -74,15 +76,35 @@ struct Lane {
 }
 
 impl Lane {
-    fn new(rate: Option<Rate>, delay: Dur, cap_pkts: u64) -> Self {
-        Lane {
-            q: VecDeque::new(),
+    fn new(rate: Option<Rate>, delay: Dur, cap_pkts: u64, reserve: u64) -> Self {
+        let mut l = Lane {
+            slots: Vec::new(),
+            head: 0,
+            len: 0,
             rate,
             delay,
             free_at: Time::ZERO,
             cap_pkts,
             dropped: 0,
+        };
+        l.grow(reserve.max(16) as usize);
+        l
+    }
+
+    fn grow(&mut self, n: usize) {
+        let mut slots = Vec::with_capacity(n);
+        slots.resize_with(n, || Slot {
+            at: Time::ZERO,
+            len: 0,
+            ecn: Ecn::NotEct,
+            data: [0; SLOT],
+        });
+        for i in 0..self.len {
+            let k = (self.head + i) % self.slots.len();
+            std::mem::swap(&mut slots[i], &mut self.slots[k]);
         }
+        self.slots = slots;
+        self.head = 0;
     }
 
     /// Returns false if the datagram was dropped at the buffer.
@@ -104,19 +126,26 @@ impl Lane {
             }
             None => now,
         };
-        self.q.push_back(Slot {
-            at: depart + self.delay,
-            len: data.len() as u16,
-            ecn,
-            data: [0; SLOT],
-        });
-        let s = self.q.back_mut().expect("just pushed");
+        if self.len == self.slots.len() {
+            self.grow(2 * self.len);
+        }
+        let k = (self.head + self.len) % self.slots.len();
+        self.len += 1;
+        let s = &mut self.slots[k];
+        s.at = depart + self.delay;
+        s.len = data.len() as u16;
+        s.ecn = ecn;
         s.data[..data.len()].copy_from_slice(data);
         true
     }
 
-    fn head(&self) -> Option<Time> {
-        self.q.front().map(|s| s.at)
+    fn head(&self) -> Option<&Slot> {
+        (self.len > 0).then(|| &self.slots[self.head])
+    }
+
+    fn pop(&mut self) {
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
     }
 }
 
@@ -157,6 +186,9 @@ const SERVER: &str = "10.0.0.2:443";
 
 impl Bulk {
     pub fn new(cfg: &BulkConfig) -> Self {
+        // Datagrams in flight on the path at most (1,200 bytes each; the
+        // reverse lane holds ACKs); the lanes never grow past this.
+        let bdp = cfg.rate.bytes_in(cfg.one_way * 2) / 1200 + 64;
         let conn = ConnectionConfig {
             cc: cfg.cc.clone(),
             max_data: 1 << 40,
@@ -181,8 +213,8 @@ impl Bulk {
             client,
             server,
             now: Time::ZERO,
-            up: Lane::new(Some(cfg.rate), cfg.one_way, cfg.buffer_pkts),
-            down: Lane::new(None, cfg.one_way, u64::MAX),
+            up: Lane::new(Some(cfg.rate), cfg.one_way, cfg.buffer_pkts, bdp + cfg.buffer_pkts),
+            down: Lane::new(None, cfg.one_way, u64::MAX, 2 * bdp),
             rng: cfg.seed | 1,
             loss_ppm: cfg.loss_ppm,
             buf: Box::new([0; SLOT]),
@@ -255,23 +287,23 @@ impl Bulk {
             let t = [
                 self.client.poll_timeout(),
                 self.server.poll_timeout(),
-                self.up.head(),
-                self.down.head(),
+                self.up.head().map(|s| s.at),
+                self.down.head().map(|s| s.at),
             ]
             .into_iter()
             .flatten()
             .min()
             .expect("something is pending");
             self.now = t.max(self.now);
-            while self.up.head().is_some_and(|t| t <= self.now) {
-                let s = self.up.q.pop_front().expect("head");
+            while let Some(s) = self.up.head().filter(|s| s.at <= self.now) {
                 self.server
                     .handle_datagram(self.now, from, &s.data[..s.len as usize], s.ecn);
+                self.up.pop();
             }
-            while self.down.head().is_some_and(|t| t <= self.now) {
-                let s = self.down.q.pop_front().expect("head");
+            while let Some(s) = self.down.head().filter(|s| s.at <= self.now) {
                 self.client
                     .handle_datagram(self.now, to, &s.data[..s.len as usize], s.ecn);
+                self.down.pop();
             }
             if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
                 self.client.handle_timeout(self.now);
