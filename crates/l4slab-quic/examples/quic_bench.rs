@@ -10,7 +10,12 @@
 //! share of the server's receive and ACK work and the client's ACK
 //! processing; the path's own cost is included). `--hash` prints an FNV-1a
 //! hash of every datagram sent (time, direction, ECN, bytes) instead of
-//! timing, to check that two builds behave the same.
+//! timing, to check that two builds behave the same. Instructions of the
+//! timed part alone, whatever the machine's load:
+//! `valgrind --tool=callgrind --toggle-collect='quic_bench::timed' target/release/examples/quic_bench ...`.
+
+// A bench measures wall time; the connections it drives never see it.
+#![allow(clippy::disallowed_methods)]
 
 #[path = "../tests/support/bulk.rs"]
 mod bulk;
@@ -19,6 +24,13 @@ use std::time::Instant;
 
 use bulk::{Bulk, BulkConfig, Fingerprint};
 use l4slab_core::Time;
+
+/// The timed part, a function of its own for
+/// `valgrind --tool=callgrind --toggle-collect='quic_bench::timed'`.
+#[inline(never)]
+fn timed(b: &mut Bulk, until: Time) {
+    b.run_until(until);
+}
 
 fn main() {
     let mut secs = 5.0;
@@ -68,7 +80,7 @@ fn main() {
         let (up0, down0, drops0, rnd0) =
             (b.sent_up, b.sent_down, b.buffer_drops(), b.random_losses);
         let t0 = Instant::now();
-        b.run_until(Time::from_nanos(((warmup + secs) * 1e9) as u64));
+        timed(&mut b, Time::from_nanos(((warmup + secs) * 1e9) as u64));
         let wall = t0.elapsed().as_secs_f64();
         let up = b.sent_up - up0;
         let lost = format!("{} + {}", b.buffer_drops() - drops0, b.random_losses - rnd0);

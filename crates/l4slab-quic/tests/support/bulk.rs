@@ -99,9 +99,9 @@ impl Lane {
             ecn: Ecn::NotEct,
             data: [0; SLOT],
         });
-        for i in 0..self.len {
+        for (i, slot) in slots.iter_mut().take(self.len).enumerate() {
             let k = (self.head + i) % self.slots.len();
-            std::mem::swap(&mut slots[i], &mut self.slots[k]);
+            std::mem::swap(slot, &mut self.slots[k]);
         }
         self.slots = slots;
         self.head = 0;
@@ -213,7 +213,12 @@ impl Bulk {
             client,
             server,
             now: Time::ZERO,
-            up: Lane::new(Some(cfg.rate), cfg.one_way, cfg.buffer_pkts, bdp + cfg.buffer_pkts),
+            up: Lane::new(
+                Some(cfg.rate),
+                cfg.one_way,
+                cfg.buffer_pkts,
+                bdp + cfg.buffer_pkts,
+            ),
             down: Lane::new(None, cfg.one_way, u64::MAX, 2 * bdp),
             rng: cfg.seed | 1,
             loss_ppm: cfg.loss_ppm,
