@@ -21,6 +21,13 @@ pub struct RangeSet {
 }
 
 impl RangeSet {
+    /// Room for `n` ranges before the first allocation on the hot path.
+    pub fn with_capacity(n: usize) -> Self {
+        RangeSet {
+            r: VecDeque::with_capacity(n),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.r.is_empty()
     }

@@ -428,6 +428,8 @@ impl Connection {
                     }
                     if acked {
                         self.maybe_reap_stream(id);
+                    } else {
+                        self.sched_touch(id);
                     }
                 }
                 // §13.3: "The most recent set of flow control frames is sent
@@ -436,11 +438,13 @@ impl Connection {
                     if let Some(s) = self.streams.get_mut(&id) {
                         s.window.update_pending = true;
                     }
+                    self.sched_touch(id);
                 }
                 Chunk::StreamDataBlocked { id } if !acked => {
                     if let Some(s) = self.streams.get_mut(&id) {
                         s.credit.blocked_at = None;
                     }
+                    self.sched_touch(id);
                 }
                 Chunk::MaxStreamData { .. } | Chunk::StreamDataBlocked { .. } | Chunk::None => {}
             }

@@ -143,7 +143,7 @@ impl PacketSpace {
             time_of_last_ack_eliciting: None,
             ack_eliciting_in_flight: 0,
             bytes_in_flight: 0,
-            rx: AckState::default(),
+            rx: AckState::new(),
             crypto_out: Vec::new(),
             crypto_send: SendBuf::default(),
             crypto_recv: RecvBuf::default(),
