@@ -122,13 +122,16 @@ impl Connection {
         ) else {
             return;
         };
-        // Only entries not yet acknowledged matter: the outstanding ones, all
-        // at or above the oldest outstanding packet number, and those declared
-        // lost (a late ACK of one is a spurious loss, RFC 9002 §6.1), all below
-        // it. So each range is walked from its top down to the oldest
-        // outstanding, and below that only the lost entries it covers are
-        // visited: the work is the newly acknowledged packets, not the
-        // ranges' length (every ACK repeats the ranges acknowledged before).
+        // Only entries not yet acknowledged matter: the outstanding ones, at
+        // or above the oldest outstanding packet number, and those declared
+        // lost (a late ACK of one is a spurious loss, RFC 9002 §6.1). Each
+        // range is walked from its top down to the oldest outstanding, and
+        // below that only the lost entries it covers are visited. After every
+        // ACK, §6.1.1's packet threshold has declared lost whatever was still
+        // outstanding more than kPacketThreshold below the largest
+        // acknowledged, so the walk passes at most that many entries acked
+        // before: the work is the newly acknowledged packets, not the ranges'
+        // length (every ACK repeats the ranges acknowledged before).
         let (oldest_outstanding, _) = self.spaces[sp].first_outstanding();
         let mut acc = AckedNow::default();
         for r in ack.ranges() {

@@ -204,7 +204,7 @@ impl PacketSpace {
         let p = self.get_mut(pn).expect("a sent packet");
         debug_assert_eq!(p.state, SentState::Outstanding);
         p.state = SentState::Lost { at };
-        // Losses are declared oldest first, so this is a push at the back.
+        // Losses are declared oldest first: this inserts at the back.
         let i = self.lost.partition_point(|&x| x < pn);
         self.lost.insert(i, pn);
     }
