@@ -2,7 +2,7 @@
 //! two `Connection`s over an in-memory path (`tests/support/bulk.rs`):
 //! windows of 1,000 and 10,000 packets, 1 and 1,000 streams.
 //!
-//! `cargo run --release -p l4slab-quic --example quic_bench -- [--secs S] [--warmup S] [--loss PPM] [--hash] [BDP:STREAMS]...`
+//! `cargo run --release -p l4slab-quic --example quic_bench -- [--secs S] [--warmup S] [--loss PPM] [--max-data B] [--max-stream-data B] [--hash] [BDP:STREAMS]...`
 //!
 //! Each case runs `--warmup` simulated seconds (2 by default: slow start and
 //! its losses), then `--secs` more (5) timed. *ns/pkt* is the wall time of
@@ -37,6 +37,7 @@ fn main() {
     let mut warmup = 2.0;
     let mut loss_ppm = 0;
     let mut hash = false;
+    let (mut max_data, mut max_stream_data) = (1u64 << 40, 1u64 << 40);
     let mut cases = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -50,6 +51,8 @@ fn main() {
             "--warmup" => warmup = num("--warmup"),
             "--loss" => loss_ppm = num("--loss") as u32,
             "--hash" => hash = true,
+            "--max-data" => max_data = num("--max-data") as u64,
+            "--max-stream-data" => max_stream_data = num("--max-stream-data") as u64,
             c => {
                 let (b, s) = c
                     .split_once(':')
@@ -72,6 +75,8 @@ fn main() {
     for (bdp, streams) in cases {
         let mut cfg = BulkConfig::with_bdp(bdp, streams);
         cfg.loss_ppm = loss_ppm;
+        cfg.max_data = max_data;
+        cfg.max_stream_data = max_stream_data;
         let mut b = Bulk::new(&cfg);
         if hash {
             b.fingerprint = Some(Fingerprint(0xcbf2_9ce4_8422_2325));

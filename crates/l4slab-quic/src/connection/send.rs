@@ -461,11 +461,12 @@ impl Connection {
         while *nch < MAX_CHUNKS && b.remaining() > 24 && tries > 0 {
             tries -= 1;
             let credit = self.conn_credit.available();
-            if self.sched_next().is_none() {
+            let Some(next) = self.sched_next() else {
                 break;
-            }
+            };
             // The cursor moves past it whatever happens next.
             let id = self.rr.take_next().expect("a candidate");
+            debug_assert_eq!(id, next);
             let s = self.streams.get_mut(&id).expect("a candidate stream");
             s.sched.rr = RrState::Idle;
             let step = push_stream_frame(s, b, credit);

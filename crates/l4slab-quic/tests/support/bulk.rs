@@ -35,6 +35,11 @@ pub struct BulkConfig {
     pub loss_ppm: u32,
     pub streams: usize,
     pub seed: u64,
+    /// The server's receive windows (RFC 9000 §18.2 initial_max_data and
+    /// initial_max_stream_data_bidi_*): small ones make the client wait
+    /// for MAX_DATA / MAX_STREAM_DATA.
+    pub max_data: u64,
+    pub max_stream_data: u64,
 }
 
 impl BulkConfig {
@@ -51,6 +56,8 @@ impl BulkConfig {
             loss_ppm: 0,
             streams,
             seed: 7,
+            max_data: 1 << 40,
+            max_stream_data: 1 << 40,
         }
     }
 }
@@ -191,8 +198,8 @@ impl Bulk {
         let bdp = cfg.rate.bytes_in(cfg.one_way * 2) / 1200 + 64;
         let conn = ConnectionConfig {
             cc: cfg.cc.clone(),
-            max_data: 1 << 40,
-            max_stream_data: 1 << 40,
+            max_data: cfg.max_data,
+            max_stream_data: cfg.max_stream_data,
             send_buffer: 1 << 40,
             max_streams_bidi: cfg.streams as u64 + 10,
             seed: cfg.seed,
