@@ -12,10 +12,10 @@
 //!   mid-sweep in a different place than the ID order does, so the frames
 //!   (and the results of every multi-stream run) would change.
 //! * Candidates are filed when something may have made them ready (data
-//!   written or lost, FIN, more stream credit: [`Connection::sched_touch`])
+//!   written or lost, FIN, more stream credit: `Connection::sched_touch`)
 //!   and checked when they come up: one with nothing it may send leaves the
 //!   heaps; one held back by connection credit alone is parked until
-//!   MAX_DATA ([`Connection::sched_unpark`]).
+//!   MAX_DATA (`Connection::sched_unpark`).
 //! * MAX_STREAM_DATA and STREAM_DATA_BLOCKED owed by a stream: a min-heap of
 //!   the streams that may owe one, visited in ID order for each packet.
 //!
