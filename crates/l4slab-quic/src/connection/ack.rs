@@ -53,6 +53,14 @@ pub struct AckState {
 }
 
 impl AckState {
+    /// With room for the ranges it keeps (one more while inserting).
+    pub fn new() -> Self {
+        AckState {
+            received: RangeSet::with_capacity(MAX_TRACKED_RANGES + 1),
+            ..AckState::default()
+        }
+    }
+
     /// Whether `pn` was already received (or is too old to tell: treated as
     /// a duplicate).
     pub fn is_duplicate(&self, pn: u64) -> bool {

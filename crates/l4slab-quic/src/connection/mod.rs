@@ -10,8 +10,9 @@
 //! * [`recovery`]: RFC 9002 loss detection, PTO, persistent congestion and
 //!   the congestion-controller glue (l4slab-cc, shared with the TCP model).
 //! * [`rtt`]: RFC 9002 §5. [`ecn`]: §13.4.2 validation. [`pacing`]: §7.7.
-//! * [`streams`], [`flow_control`]: §2–§4. [`send`], [`recv`]: building and
-//!   parsing packets. [`stats`]: [`ConnectionStats`].
+//! * [`streams`], [`flow_control`]: §2–§4. [`schedule`]: which stream
+//!   sends next. [`send`], [`recv`]: building and parsing packets.
+//!   [`stats`]: [`ConnectionStats`].
 //!
 //! Determinism: no clock, no global RNG; the same calls give the same bytes.
 //! The only RNG is the controller's [`SimRng`] stream, derived from
@@ -27,12 +28,14 @@ pub mod rate;
 mod recovery;
 mod recv;
 pub mod rtt;
+pub mod schedule;
 mod send;
 pub mod spaces;
 pub mod stats;
 pub mod streams;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::net::SocketAddr;
 
 use l4slab_cc::{CcOptions, CongestionControl, EcnCodepoint};
@@ -49,6 +52,7 @@ use flow_control::{RecvWindow, SendCredit};
 use pacing::Pacer;
 use rate::RateEstimator;
 use rtt::RttEstimator;
+use schedule::RoundRobin;
 use spaces::PacketSpace;
 use streams::Stream;
 
@@ -341,7 +345,17 @@ pub struct Connection {
     /// Client: a Handshake packet of ours was acked (peer validated us).
     handshake_acked: bool,
     streams: BTreeMap<u64, Stream>,
-    rr_cursor: u64,
+    /// Streams that may send STREAM frames (`schedule.rs`).
+    rr: RoundRobin,
+    /// Streams held back by connection flow control only, until MAX_DATA.
+    parked: Vec<u64>,
+    /// Streams that may owe MAX_STREAM_DATA or STREAM_DATA_BLOCKED.
+    ctrl_queue: BinaryHeap<Reverse<u64>>,
+    /// Streams with written data never sent (for DATA_BLOCKED).
+    unsent_streams: usize,
+    /// The peer's parameters the schedule has seen (they raise every credit).
+    sched_params: Option<TransportParams>,
+    sched_scratch: Vec<u64>,
     next_local_stream: u64,
     /// The peer's MAX_STREAMS for our bidirectional streams.
     peer_max_streams: u64,
@@ -542,7 +556,12 @@ impl Connection {
             cwnd_limited: false,
             handshake_acked: false,
             streams: BTreeMap::new(),
-            rr_cursor: 0,
+            rr: RoundRobin::default(),
+            parked: Vec::new(),
+            ctrl_queue: BinaryHeap::new(),
+            unsent_streams: 0,
+            sched_params: None,
+            sched_scratch: Vec::new(),
             next_local_stream: 0,
             peer_max_streams: 0,
             local_max_streams: cfg.max_streams_bidi,
@@ -613,6 +632,7 @@ impl Connection {
         }
         let n = bytes.min(buf.saturating_sub(s.send.unacked()));
         s.send.written += n;
+        self.sched_touch(stream.0);
         Ok(n)
     }
 
@@ -627,6 +647,7 @@ impl Connection {
         }
         s.send.fin = true;
         s.send.fin_pending = true;
+        self.sched_touch(stream.0);
         Ok(())
     }
 

@@ -1,15 +1,33 @@
-//! A small sorted set of disjoint half-open byte or packet-number ranges,
-//! used for stream/CRYPTO reassembly, retransmission queues and received
-//! packet numbers. Bounded by its callers (flow-control windows, the ACK
-//! range cap); it allocates only when it grows past its high-water mark.
+//! A sorted set of disjoint half-open byte or packet-number ranges, used for
+//! stream/CRYPTO reassembly, retransmission queues, acknowledged stream
+//! data and received packet numbers. Bounded by its callers (flow-control
+//! windows, the ACK range cap); it allocates only when it grows past its
+//! high-water mark.
+//!
+//! A ring (`VecDeque`) rather than a `Vec`: its callers work at the ends, so
+//! an insertion or removal moves few entries whatever the number of ranges.
+//! New data is acknowledged, received or lost at the high end; holes are
+//! filled, retransmissions taken and in-order data delivered at the low end.
+//! With a `Vec`, taking the lowest range moved every other one: with a
+//! 10,000-packet window and a loss every other packet that was thousands
+//! of entries per packet.
+
+use std::collections::VecDeque;
 
 /// Disjoint, non-adjacent `[start, end)` ranges in ascending order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RangeSet {
-    r: Vec<(u64, u64)>,
+    r: VecDeque<(u64, u64)>,
 }
 
 impl RangeSet {
+    /// Room for `n` ranges before the first allocation on the hot path.
+    pub fn with_capacity(n: usize) -> Self {
+        RangeSet {
+            r: VecDeque::with_capacity(n),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.r.is_empty()
     }
@@ -23,7 +41,13 @@ impl RangeSet {
     }
 
     pub fn first(&self) -> Option<(u64, u64)> {
-        self.r.first().copied()
+        self.r.front().copied()
+    }
+
+    /// Start of the first range that starts above `v`.
+    pub fn next_start_after(&self, v: u64) -> Option<u64> {
+        let i = self.r.partition_point(|&(s, _)| s <= v);
+        self.r.get(i).map(|&(s, _)| s)
     }
 
     /// Whether `[start, end)` overlaps or adjoins a range (inserting it
@@ -108,10 +132,10 @@ impl RangeSet {
 
     /// Take up to `max` bytes from the lowest range.
     pub fn pop_front(&mut self, max: u64) -> Option<(u64, u64)> {
-        let (s, e) = *self.r.first()?;
+        let (s, e) = *self.r.front()?;
         let end = e.min(s + max);
         if end == e {
-            self.r.remove(0);
+            self.r.pop_front();
         } else {
             self.r[0].0 = end;
         }

@@ -48,9 +48,33 @@ struct Lost {
     bytes: u64,
     packets: u64,
     newest_sent: Option<Time>,
-    /// Earliest and latest lost ack-eliciting packets sent after the first RTT sample.
-    pc_first: Option<(u64, Time)>,
-    pc_last: Option<(u64, Time)>,
+    /// Send times of the earliest and latest lost ack-eliciting packets
+    /// sent after the first RTT sample (§7.6.2).
+    pc_first: Option<Time>,
+    pc_last: Option<Time>,
+    /// A packet between those two was acknowledged (§7.6.2).
+    acked_between: bool,
+}
+
+/// What the packets one ACK frame newly acknowledges add up to.
+#[derive(Debug, Default, Clone, Copy)]
+struct AckedNow {
+    acked_bytes: u64,
+    acked_packets: u64,
+    /// ECT(0) and ECT(1) packets among them (§13.4.2.1).
+    e0: u64,
+    e1: u64,
+    largest_newly: Option<SentPacket>,
+    any_eliciting: bool,
+    ends_recovery: bool,
+}
+
+/// What became of a packet whose content [`Connection::settle_chunks`] settles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Acked,
+    /// Lost (§13.3) or to be repeated in a PTO probe (§6.2.4).
+    Repeat,
 }
 
 impl Connection {
@@ -98,52 +122,51 @@ impl Connection {
         ) else {
             return;
         };
-        let mut acked_bytes = 0u64;
-        let mut acked_packets = 0u64;
-        let (mut e0, mut e1) = (0u64, 0u64);
-        let mut largest_newly: Option<SentPacket> = None;
-        let mut any_eliciting = false;
-        let mut ends_recovery = false;
+        // Only entries not yet acknowledged matter: the outstanding ones, at
+        // or above the oldest outstanding packet number, and those declared
+        // lost (a late ACK of one is a spurious loss, RFC 9002 §6.1). Each
+        // range is walked from its top down to the oldest outstanding, and
+        // below that only the lost entries it covers are visited. After every
+        // ACK, §6.1.1's packet threshold has declared lost whatever was still
+        // outstanding more than kPacketThreshold below the largest
+        // acknowledged, so the walk passes at most that many entries acked
+        // before: the work is the newly acknowledged packets, not the ranges'
+        // length (every ACK repeats the ranges acknowledged before).
+        let (oldest_outstanding, _) = self.spaces[sp].first_outstanding();
+        let mut acc = AckedNow::default();
         for r in ack.ranges() {
             let (lo, hi) = ((*r.start()).max(front), (*r.end()).min(back));
             if lo > hi {
                 continue;
             }
-            for pn in (lo..=hi).rev() {
-                let Some(p) = self.spaces[sp].get_mut(pn) else {
-                    continue;
-                };
-                let prev = p.state;
-                if prev == SentState::Acked {
-                    continue;
-                }
-                p.state = SentState::Acked;
-                let p = *p;
-                if let SentState::Lost { .. } = prev {
-                    // §6.1: a packet declared lost and then acknowledged.
-                    self.stats.spurious_losses += 1;
-                }
-                match p.ecn {
-                    Ecn::Ect0 => e0 += 1,
-                    Ecn::Ect1 => e1 += 1,
-                    _ => {}
-                }
-                any_eliciting |= p.ack_eliciting;
-                if pn == ack.largest() {
-                    largest_newly = Some(p);
-                }
-                if self.spaces[sp].leave_flight(pn).is_some() {
-                    acked_bytes += u64::from(p.size);
-                    acked_packets += 1;
-                    self.rate
-                        .on_acked(now, u64::from(p.size), p.time_sent, &p.rate);
-                    if self.in_recovery && !self.in_congestion_recovery(p.time_sent) {
-                        ends_recovery = true;
+            // Highest first, as RFC 9002 A.7's newly_acked_packets are met.
+            for pn in (lo.max(oldest_outstanding)..=hi).rev() {
+                self.ack_packet(now, sp, pn, ack.largest(), &mut acc);
+            }
+            if lo < oldest_outstanding {
+                let top = hi.min(oldest_outstanding - 1);
+                let lost = &self.spaces[sp].lost;
+                let mut i = lost.partition_point(|&pn| pn <= top);
+                while i > 0 {
+                    i -= 1;
+                    let pn = self.spaces[sp].lost[i];
+                    if pn < lo {
+                        break;
                     }
+                    self.spaces[sp].lost.remove(i);
+                    self.ack_packet(now, sp, pn, ack.largest(), &mut acc);
                 }
-                self.on_packet_acked(sp, &p);
             }
         }
+        let AckedNow {
+            acked_bytes,
+            acked_packets,
+            e0,
+            e1,
+            largest_newly,
+            any_eliciting,
+            mut ends_recovery,
+        } = acc;
         if largest_newly.is_none() && acked_packets == 0 && !any_eliciting {
             // Nothing new (or only lost packets reacked without the largest).
             if e0 + e1 == 0 {
@@ -197,7 +220,7 @@ impl Connection {
             self.pto_count = 0;
         }
         let lost = self.detect_lost(now, sp);
-        self.on_lost(now, sp, lost);
+        self.on_lost(now, lost);
         let mut ce_bytes = 0;
         if new_ce > 0 {
             let largest_sent = largest_newly.map_or(now, |p| p.time_sent);
@@ -260,6 +283,44 @@ impl Connection {
         self.spaces[sp].trim(horizon);
     }
 
+    /// Entry `pn` is covered by the ACK frame being processed (RFC 9002 A.7
+    /// OnAckReceived's loop over newly acknowledged packets); nothing
+    /// happens if it was acknowledged before.
+    fn ack_packet(&mut self, now: Time, sp: usize, pn: u64, largest: u64, acc: &mut AckedNow) {
+        let Some(p) = self.spaces[sp].get_mut(pn) else {
+            return;
+        };
+        let prev = p.state;
+        if prev == SentState::Acked {
+            return;
+        }
+        p.state = SentState::Acked;
+        let p = *p;
+        if let SentState::Lost { .. } = prev {
+            // §6.1: a packet declared lost and then acknowledged.
+            self.stats.spurious_losses += 1;
+        }
+        match p.ecn {
+            Ecn::Ect0 => acc.e0 += 1,
+            Ecn::Ect1 => acc.e1 += 1,
+            _ => {}
+        }
+        acc.any_eliciting |= p.ack_eliciting;
+        if pn == largest {
+            acc.largest_newly = Some(p);
+        }
+        if self.spaces[sp].leave_flight(pn).is_some() {
+            acc.acked_bytes += u64::from(p.size);
+            acc.acked_packets += 1;
+            self.rate
+                .on_acked(now, u64::from(p.size), p.time_sent, &p.rate);
+            if self.in_recovery && !self.in_congestion_recovery(p.time_sent) {
+                acc.ends_recovery = true;
+            }
+        }
+        self.settle_chunks(sp, &p, Fate::Acked);
+    }
+
     pub(super) fn update_pacing_rate(&mut self, now: Time) {
         let rate = super::pacing::Pacer::rate_for(
             self.cc.pacing_rate(),
@@ -270,35 +331,15 @@ impl Connection {
         self.pacer.set_rate(now, rate);
     }
 
-    /// What a newly acknowledged packet carried is delivered.
-    fn on_packet_acked(&mut self, sp: usize, p: &SentPacket) {
-        for c in p.chunks() {
-            match c {
-                Chunk::Crypto { offset, len } => {
-                    self.spaces[sp]
-                        .crypto_send
-                        .on_acked(offset, u64::from(len), false)
-                }
-                Chunk::Stream {
-                    id,
-                    offset,
-                    len,
-                    fin,
-                } => {
-                    if let Some(s) = self.streams.get_mut(&id) {
-                        s.send.on_acked(offset, u64::from(len), fin);
-                    }
-                    self.maybe_reap_stream(id);
-                }
-                _ => {}
-            }
-        }
-        if p.ctrl & ctrl::NEW_TOKEN != 0 {
-            self.new_token_pending = false;
-        }
-    }
-
     /// RFC 9002 A.10 DetectAndRemoveLostPackets.
+    ///
+    /// Both thresholds of §6.1 hold for every packet sent before one they
+    /// hold for (packet numbers and send times grow together), so the lost
+    /// packets are the oldest outstanding ones: walk from the oldest
+    /// outstanding packet and stop at the first that is not lost. Its send
+    /// time is the earliest of those left, so it alone sets `loss_time`. The
+    /// work is the packets declared lost, plus acknowledged or lost entries
+    /// passed on the way, each passed once.
     fn detect_lost(&mut self, now: Time, sp: usize) -> Lost {
         let mut out = Lost::default();
         self.spaces[sp].loss_time = None;
@@ -308,25 +349,30 @@ impl Connection {
         // §6.1.2: "max(kTimeThreshold * max(smoothed_rtt, latest_rtt), kGranularity)".
         let loss_delay = self.rtt.loss_delay();
         let lost_send_time = Time::from_nanos(now.as_nanos().saturating_sub(loss_delay.as_nanos()));
-        let n = self.spaces[sp].sent.len();
-        for i in 0..n {
-            let p = self.spaces[sp].sent[i];
-            if p.pn > largest_acked {
+        // An acknowledged entry passed since the last lost packet counted
+        // for persistent congestion (§7.6.2).
+        let mut acked_since_pc_last = false;
+        loop {
+            let (pn, passed_acked) = self.spaces[sp].first_outstanding();
+            acked_since_pc_last |= passed_acked && out.pc_last.is_some();
+            if pn > largest_acked {
                 break;
             }
-            if p.state != SentState::Outstanding {
-                continue;
-            }
+            let Some(&p) = self.spaces[sp].get(pn) else {
+                break;
+            };
+            // §6.1.2: "sent ... before the largest acknowledged packet" and
+            // "sent longer ago than" the loss delay.
             let by_time = p.time_sent <= lost_send_time;
+            // §6.1.1: "kPacketThreshold" packets "sent ... after it" acknowledged.
             let by_count = largest_acked >= p.pn + PACKET_THRESHOLD;
             if !(by_time || by_count) {
-                let t = p.time_sent + loss_delay;
-                let lt = &mut self.spaces[sp].loss_time;
-                *lt = Some(lt.map_or(t, |x| x.min(t)));
-                continue;
+                // A.10: "loss_time = min(loss_time, unacked.time_sent + loss_delay)".
+                self.spaces[sp].loss_time = Some(p.time_sent + loss_delay);
+                break;
             }
-            self.spaces[sp].sent[i].state = SentState::Lost { at: now };
-            if self.spaces[sp].leave_flight(p.pn).is_none() {
+            self.spaces[sp].mark_lost(pn, now);
+            if self.spaces[sp].leave_flight(pn).is_none() {
                 continue; // an ACK-only packet: nothing to repeat
             }
             if by_count {
@@ -339,8 +385,10 @@ impl Connection {
             out.packets += 1;
             out.newest_sent = Some(out.newest_sent.map_or(p.time_sent, |t| t.max(p.time_sent)));
             if self.first_rtt_sample.is_some_and(|f| p.time_sent > f) {
-                out.pc_first.get_or_insert((p.pn, p.time_sent));
-                out.pc_last = Some((p.pn, p.time_sent));
+                out.pc_first.get_or_insert(p.time_sent);
+                out.pc_last = Some(p.time_sent);
+                out.acked_between |= acked_since_pc_last;
+                acked_since_pc_last = false;
             }
         }
         out
@@ -357,12 +405,23 @@ impl Connection {
 
     /// Put what `p` carried back in the send queues.
     pub(super) fn requeue(&mut self, sp: usize, p: &SentPacket) {
+        self.settle_chunks(sp, p, Fate::Repeat);
+    }
+
+    /// What a packet carried, once it is acknowledged (delivered) or must be
+    /// repeated (RFC 9000 §13.3: the information is sent again in new
+    /// frames, not the packet).
+    fn settle_chunks(&mut self, sp: usize, p: &SentPacket, fate: Fate) {
+        let acked = fate == Fate::Acked;
         for c in p.chunks() {
             match c {
                 Chunk::Crypto { offset, len } => {
-                    self.spaces[sp]
-                        .crypto_send
-                        .on_lost(offset, u64::from(len), false)
+                    let buf = &mut self.spaces[sp].crypto_send;
+                    if acked {
+                        buf.on_acked(offset, u64::from(len), false)
+                    } else {
+                        buf.on_lost(offset, u64::from(len), false)
+                    }
                 }
                 Chunk::Stream {
                     id,
@@ -371,21 +430,40 @@ impl Connection {
                     fin,
                 } => {
                     if let Some(s) = self.streams.get_mut(&id) {
-                        s.send.on_lost(offset, u64::from(len), fin);
+                        if acked {
+                            s.send.on_acked(offset, u64::from(len), fin);
+                        } else {
+                            s.send.on_lost(offset, u64::from(len), fin);
+                        }
+                    }
+                    if acked {
+                        self.maybe_reap_stream(id);
+                    } else {
+                        self.sched_touch(id);
                     }
                 }
-                Chunk::MaxStreamData { id } => {
+                // §13.3: "The most recent set of flow control frames is sent
+                // again"; an acknowledged one needs nothing.
+                Chunk::MaxStreamData { id } if !acked => {
                     if let Some(s) = self.streams.get_mut(&id) {
                         s.window.update_pending = true;
                     }
+                    self.sched_touch(id);
                 }
-                Chunk::StreamDataBlocked { id } => {
+                Chunk::StreamDataBlocked { id } if !acked => {
                     if let Some(s) = self.streams.get_mut(&id) {
                         s.credit.blocked_at = None;
                     }
+                    self.sched_touch(id);
                 }
-                Chunk::None => {}
+                Chunk::MaxStreamData { .. } | Chunk::StreamDataBlocked { .. } | Chunk::None => {}
             }
+        }
+        if acked {
+            if p.ctrl & ctrl::NEW_TOKEN != 0 {
+                self.new_token_pending = false;
+            }
+            return;
         }
         if p.ctrl & ctrl::HANDSHAKE_DONE != 0 {
             self.handshake_done_pending = true;
@@ -406,7 +484,7 @@ impl Connection {
 
     /// RFC 9002 B.8 OnPacketsLost: one congestion event per recovery period,
     /// and persistent congestion (§7.6).
-    fn on_lost(&mut self, now: Time, sp: usize, lost: Lost) {
+    fn on_lost(&mut self, now: Time, lost: Lost) {
         if lost.packets == 0 {
             return;
         }
@@ -426,7 +504,7 @@ impl Connection {
                 first_in_episode: first,
             },
         );
-        if let (Some((pn0, t0)), Some((pn1, t1))) = (lost.pc_first, lost.pc_last) {
+        if let (Some(t0), Some(t1)) = (lost.pc_first, lost.pc_last) {
             // §7.6.1: "(smoothed_rtt + max(4*rttvar, kGranularity) + max_ack_delay)
             // * kPersistentCongestionThreshold".
             let duration =
@@ -434,15 +512,7 @@ impl Connection {
             if t1.saturating_since(t0) > duration {
                 // §7.6.2: "none of the packets sent between the send times of
                 // these two packets are acknowledged".
-                let space = &self.spaces[sp];
-                let acked_between = (pn0..=pn1).any(|pn| {
-                    space
-                        .sent
-                        .front()
-                        .and_then(|f| space.sent.get((pn - f.pn) as usize))
-                        .is_some_and(|p| p.state == SentState::Acked)
-                });
-                if !acked_between {
+                if !lost.acked_between {
                     self.stats.persistent_congestion += 1;
                     self.cc_congestion(now, CongestionEvent::Rto { in_flight });
                     self.recovery_start = Some(now);
@@ -535,7 +605,7 @@ impl Connection {
         if let Some((t, sp)) = self.loss_time_and_space() {
             if t <= now {
                 let lost = self.detect_lost(now, sp);
-                self.on_lost(now, sp, lost);
+                self.on_lost(now, lost);
             }
             return;
         }
@@ -549,10 +619,10 @@ impl Connection {
         } else {
             // §6.2.4: "send one or two ack-eliciting packets"; retransmit the
             // oldest outstanding data in them.
+            // Outstanding packets are at or above the oldest outstanding one.
             let mut queued = 0;
-            let n = self.spaces[sp].sent.len();
-            for i in 0..n {
-                let p = self.spaces[sp].sent[i];
+            let (mut pn, _) = self.spaces[sp].first_outstanding();
+            while let Some(&p) = self.spaces[sp].get(pn) {
                 if p.state == SentState::Outstanding && p.in_flight {
                     self.requeue(sp, &p);
                     queued += 1;
@@ -560,6 +630,7 @@ impl Connection {
                         break;
                     }
                 }
+                pn += 1;
             }
             self.spaces[sp].probes = 2;
         }
@@ -574,7 +645,7 @@ impl Connection {
             return;
         }
         s.discarded = true;
-        s.sent.clear();
+        s.clear_sent();
         s.bytes_in_flight = 0;
         s.ack_eliciting_in_flight = 0;
         s.loss_time = None;

@@ -188,10 +188,14 @@ impl Connection {
                 _ => self.stats.protocol_violations += 1,
             },
             Frame::Stream(s) => self.on_stream_frame(ty, s),
-            Frame::MaxData(m) => self.conn_credit.raise(m),
+            Frame::MaxData(m) => {
+                self.conn_credit.raise(m);
+                self.sched_unpark();
+            }
             Frame::MaxStreamData { stream_id, maximum } => {
                 if let Some(s) = self.streams.get_mut(&stream_id) {
                     s.credit.raise(maximum);
+                    self.sched_touch(stream_id);
                 }
             }
             Frame::MaxStreams {
@@ -297,6 +301,7 @@ impl Connection {
         let delivered = s.recv.delivered;
         s.window.on_consumed(delivered);
         let finished = s.recv.take_finished();
+        self.sched_touch(id.0); // a MAX_STREAM_DATA may be due
         if new > 0 {
             self.conn_window
                 .on_consumed(self.conn_window.consumed + new);
@@ -386,7 +391,10 @@ impl Connection {
     /// (§4.6 MAX_STREAMS).
     pub(super) fn maybe_reap_stream(&mut self, id: u64) {
         if self.streams.get(&id).is_some_and(|s| s.is_closed()) {
-            self.streams.remove(&id);
+            let s = self.streams.remove(&id).expect("present");
+            if s.sched.unsent {
+                self.unsent_streams -= 1; // not reached: closed means all sent
+            }
             let sid = StreamId(id);
             if sid.is_client_initiated() != (self.role == Role::Client) {
                 self.local_max_streams += 1;

@@ -4,12 +4,15 @@
 //! frames of one packet. STREAM frames carry zero bytes of the written
 //! length (content is not simulated); no allocation per packet.
 
+use std::cmp::Reverse;
 use std::net::SocketAddr;
 
 use l4slab_core::{Ecn, Time};
 
 use super::handshake::HandshakeState;
+use super::schedule::{owes_control, RrState};
 use super::spaces::{ctrl, Chunk, SentPacket, SentState, MAX_CHUNKS};
+use super::streams::{SendChunk, Stream};
 use super::{Connection, Role, ZeroRtt, CID_LEN};
 use crate::wire::{
     encode_packet_number, varint_len, CloseKind, ConnectionClose, Frame, Header, LongHeader,
@@ -21,6 +24,15 @@ static ZEROS: [u8; 16384] = [0; 16384];
 
 /// The smallest room worth starting a packet in.
 const MIN_PACKET_ROOM: usize = 64;
+
+/// What one pick of the round-robin gave.
+enum Step {
+    Sent(SendChunk),
+    /// Nothing to send after all; try the next stream.
+    Skip,
+    /// The packet is full.
+    Stop,
+}
 
 const SPACES: [PnSpace; 3] = [
     PnSpace::Initial,
@@ -51,23 +63,21 @@ impl Connection {
         true
     }
 
-    fn app_has_data(&self) -> bool {
+    fn app_has_data(&mut self) -> bool {
         if !self.can_send_app_data() {
             return false;
         }
-        let credit = self.conn_credit.available();
-        self.streams.values().any(|s| {
-            s.send.has_data(credit.min(s.credit.available()))
-                || s.window.update_pending
-                || s.credit.needs_blocked() && s.send.next < s.send.written
-        }) || self.handshake_done_pending
+        // A stream with a STREAM frame it may send, or a control frame it owes.
+        self.sched_next().is_some()
+            || self.sched_owes_control()
+            || self.handshake_done_pending
             || self.new_token_pending && self.role == Role::Server
             || self.conn_window.update_pending
             || self.max_streams_pending
     }
 
     /// Ack-eliciting content waits in `sp`.
-    fn has_ack_eliciting(&self, sp: usize) -> bool {
+    fn has_ack_eliciting(&mut self, sp: usize) -> bool {
         let s = &self.spaces[sp];
         s.probes > 0 || s.crypto_pending() || (sp == 2 && self.app_has_data())
     }
@@ -98,6 +108,11 @@ impl Connection {
         }
         if self.close.is_some() {
             return self.transmit_close(buf, limit, to);
+        }
+        if self.sched_params != self.peer_params {
+            // The peer's transport parameters raised every credit.
+            self.sched_params = self.peer_params;
+            self.sched_touch_all();
         }
         if limit < MIN_PACKET_ROOM {
             return None;
@@ -386,20 +401,22 @@ impl Connection {
             self.max_streams_pending = false;
             *bits |= ctrl::MAX_STREAMS;
         }
-        if self.can_send_app_data()
-            && self.conn_credit.needs_blocked()
-            && self.streams.values().any(|s| s.send.next < s.send.written)
-        {
+        if self.can_send_app_data() && self.conn_credit.needs_blocked() && self.unsent_streams > 0 {
             // §4.1 / §19.12 DATA_BLOCKED.
             if b.push(&Frame::DataBlocked(self.conn_credit.max)).is_ok() {
                 self.conn_credit.blocked_at = Some(self.conn_credit.max);
                 *bits |= ctrl::DATA_BLOCKED;
             }
         }
-        for s in self.streams.values_mut() {
-            if *nch >= MAX_CHUNKS {
+        // Streams owing MAX_STREAM_DATA or STREAM_DATA_BLOCKED, in ID order.
+        let mut again = std::mem::take(&mut self.sched_scratch);
+        while *nch < MAX_CHUNKS {
+            let Some(Reverse(id)) = self.ctrl_queue.pop() else {
                 break;
-            }
+            };
+            let Some(s) = self.streams.get_mut(&id) else {
+                continue;
+            };
             if s.window.update_pending
                 && b.push(&Frame::MaxStreamData {
                     stream_id: s.id.0,
@@ -424,7 +441,17 @@ impl Connection {
                 chunks[*nch] = Chunk::StreamDataBlocked { id: s.id.0 };
                 *nch += 1;
             }
+            if owes_control(s) {
+                again.push(id); // did not fit: still owed
+            } else {
+                s.sched.ctrl_queued = false;
+            }
         }
+        for &id in &again {
+            self.ctrl_queue.push(Reverse(id));
+        }
+        again.clear();
+        self.sched_scratch = again;
     }
 
     /// STREAM frames, retransmissions first within a stream, round-robin
@@ -440,45 +467,29 @@ impl Connection {
         while *nch < MAX_CHUNKS && b.remaining() > 24 && tries > 0 {
             tries -= 1;
             let credit = self.conn_credit.available();
-            let cursor = self.rr_cursor;
-            let Some(id) = self
-                .streams
-                .range(cursor..)
-                .chain(self.streams.range(..cursor))
-                .find(|(_, s)| s.send.has_data(credit.min(s.credit.available())))
-                .map(|(&id, _)| id)
-            else {
+            let Some(next) = self.sched_next() else {
                 break;
             };
-            self.rr_cursor = id + 1;
-            let s = self.streams.get_mut(&id).expect("found above");
-            let room = b.remaining();
-            let ovh = 1
-                + varint_len(id)
-                + varint_len(s.send.next.max(s.send.retx.first().map_or(0, |r| r.0)))
-                + varint_len(room as u64);
-            if room <= ovh {
-                break;
+            // The cursor moves past it whatever happens next.
+            let id = self.rr.take_next().expect("a candidate");
+            debug_assert_eq!(id, next);
+            let s = self.streams.get_mut(&id).expect("a candidate stream");
+            s.sched.rr = RrState::Idle;
+            let step = push_stream_frame(s, b, credit);
+            if let Step::Sent(c) = step {
+                if c.new {
+                    self.conn_credit.used += c.len;
+                }
             }
-            let max = ((room - ovh) as u64).min(ZEROS.len() as u64);
-            let Some(c) = s.send.next_chunk(max, credit.min(s.credit.available())) else {
-                continue;
+            // Back in the round-robin (next sweep) if it has more to send;
+            // STREAM_DATA_BLOCKED may be owed.
+            self.sched_touch(id);
+            let c = match step {
+                Step::Stop => break,
+                Step::Skip => continue,
+                Step::Sent(c) => c,
             };
-            let frame = Frame::Stream(StreamFrame {
-                stream_id: id,
-                offset: c.offset,
-                data: &ZEROS[..c.len as usize],
-                fin: c.fin,
-                has_length: true,
-            });
-            if b.push(&frame).is_err() {
-                // Undo: put it back as a retransmission.
-                s.send.on_lost(c.offset, c.len, c.fin);
-                break;
-            }
             if c.new {
-                s.credit.used = s.credit.used.max(c.offset + c.len);
-                self.conn_credit.used += c.len;
                 new_bytes += c.len;
             } else {
                 retx += c.len;
@@ -556,14 +567,48 @@ impl Connection {
     /// The server rejected 0-RTT: everything sent in 0-RTT is sent again in
     /// 1-RTT (RFC 9001 §4.6.2), without a congestion signal.
     pub(super) fn on_zero_rtt_rejected(&mut self) {
-        let n = self.spaces[2].sent.len();
-        for i in 0..n {
-            let p = self.spaces[2].sent[i];
+        let (mut pn, _) = self.spaces[2].first_outstanding();
+        while let Some(&p) = self.spaces[2].get(pn) {
             if p.zero_rtt && p.state == SentState::Outstanding {
-                self.spaces[2].sent[i].state = SentState::Lost { at: p.time_sent };
+                self.spaces[2].mark_lost(pn, p.time_sent);
                 self.spaces[2].leave_flight(p.pn);
                 self.requeue(2, &p);
             }
+            pn += 1;
         }
     }
+}
+
+/// One STREAM frame from `s` into `b` (retransmission first), with `credit`
+/// bytes of connection credit for new data.
+fn push_stream_frame(s: &mut Stream, b: &mut PacketBuilder<'_>, credit: u64) -> Step {
+    let id = s.id.0;
+    let room = b.remaining();
+    let ovh = 1
+        + varint_len(id)
+        + varint_len(s.send.next.max(s.send.retx.first().map_or(0, |r| r.0)))
+        + varint_len(room as u64);
+    if room <= ovh {
+        return Step::Stop;
+    }
+    let max = ((room - ovh) as u64).min(ZEROS.len() as u64);
+    let Some(c) = s.send.next_chunk(max, credit.min(s.credit.available())) else {
+        return Step::Skip;
+    };
+    let frame = Frame::Stream(StreamFrame {
+        stream_id: id,
+        offset: c.offset,
+        data: &ZEROS[..c.len as usize],
+        fin: c.fin,
+        has_length: true,
+    });
+    if b.push(&frame).is_err() {
+        // Undo: put it back as a retransmission.
+        s.send.on_lost(c.offset, c.len, c.fin);
+        return Step::Stop;
+    }
+    if c.new {
+        s.credit.used = s.credit.used.max(c.offset + c.len);
+    }
+    Step::Sent(c)
 }

@@ -8,6 +8,13 @@
 //! lost. Packet numbers are never reused (§12.3: "A packet number MUST NOT be
 //! reused within a packet number space"): retransmitted data goes into new
 //! packets through the per-stream retransmission queues.
+//!
+//! Two indexes keep the work per ACK proportional to the packets it newly
+//! acknowledges or declares lost, not to the window: the oldest outstanding
+//! packet number (every older entry is acknowledged or lost, and states
+//! never go back to outstanding, so it only moves forward), and the packet
+//! numbers of the entries declared lost (kept for RFC 9002 §6.1's spurious
+//! loss, which an ACK below the oldest outstanding can only be about).
 
 use std::collections::VecDeque;
 
@@ -100,6 +107,12 @@ pub struct PacketSpace {
     pub next_pn: u64,
     /// Entries for packet numbers `sent[0].pn ..`, consecutive.
     pub sent: VecDeque<SentPacket>,
+    /// No entry below this packet number is `Outstanding` (see
+    /// [`PacketSpace::first_outstanding`]).
+    oldest_outstanding: u64,
+    /// Packet numbers of the entries in `Lost` state, ascending (an entry
+    /// acknowledged later may linger until the next ACK or trim reaches it).
+    pub lost: VecDeque<u64>,
     pub largest_acked: Option<u64>,
     /// RFC 9002 A.2 `loss_time[pn_space]`.
     pub loss_time: Option<Time>,
@@ -126,12 +139,14 @@ impl PacketSpace {
             id,
             next_pn: 0,
             sent: VecDeque::new(),
+            oldest_outstanding: 0,
+            lost: VecDeque::new(),
             largest_acked: None,
             loss_time: None,
             time_of_last_ack_eliciting: None,
             ack_eliciting_in_flight: 0,
             bytes_in_flight: 0,
-            rx: AckState::default(),
+            rx: AckState::new(),
             crypto_out: Vec::new(),
             crypto_send: SendBuf::default(),
             crypto_recv: RecvBuf::default(),
@@ -141,6 +156,12 @@ impl PacketSpace {
         }
     }
 
+    pub fn get(&self, pn: u64) -> Option<&SentPacket> {
+        let first = self.sent.front()?.pn;
+        let i = pn.checked_sub(first)?;
+        self.sent.get(usize::try_from(i).ok()?)
+    }
+
     pub fn get_mut(&mut self, pn: u64) -> Option<&mut SentPacket> {
         let first = self.sent.front()?.pn;
         let i = pn.checked_sub(first)?;
@@ -148,7 +169,12 @@ impl PacketSpace {
     }
 
     pub fn push_sent(&mut self, p: SentPacket) {
-        debug_assert!(self.sent.back().is_none_or(|b| b.pn + 1 == p.pn));
+        // Consecutive packet numbers at non-decreasing times: loss detection
+        // relies on send times growing with packet numbers (recovery.rs).
+        debug_assert!(self
+            .sent
+            .back()
+            .is_none_or(|b| b.pn + 1 == p.pn && b.time_sent <= p.time_sent));
         if p.in_flight {
             self.ack_eliciting_in_flight += 1;
             self.bytes_in_flight += u64::from(p.size);
@@ -162,6 +188,42 @@ impl PacketSpace {
         {
             self.sent.pop_front();
         }
+    }
+
+    /// The packet number of the oldest `Outstanding` entry (or the next one
+    /// to be sent), and whether an `Acked` entry was passed to reach it from
+    /// where the last call stopped. Amortised O(1): each entry is passed once.
+    pub fn first_outstanding(&mut self) -> (u64, bool) {
+        let start = self.sent.front().map_or(self.next_pn, |f| f.pn);
+        let mut pn = self.oldest_outstanding.max(start);
+        let mut passed_acked = false;
+        while let Some(p) = self.get(pn) {
+            match p.state {
+                SentState::Outstanding => break,
+                SentState::Acked => passed_acked = true,
+                SentState::Lost { .. } => {}
+            }
+            pn += 1;
+        }
+        self.oldest_outstanding = pn;
+        (pn, passed_acked)
+    }
+
+    /// Declare `pn` lost at `at` (the entry must be `Outstanding`).
+    pub fn mark_lost(&mut self, pn: u64, at: Time) {
+        let p = self.get_mut(pn).expect("a sent packet");
+        debug_assert_eq!(p.state, SentState::Outstanding);
+        p.state = SentState::Lost { at };
+        // Losses are declared oldest first: this inserts at the back.
+        let i = self.lost.partition_point(|&x| x < pn);
+        self.lost.insert(i, pn);
+    }
+
+    /// Forget everything sent (the keys are discarded).
+    pub fn clear_sent(&mut self) {
+        self.sent.clear();
+        self.lost.clear();
+        self.oldest_outstanding = self.next_pn;
     }
 
     /// Take a packet out of flight (acked, lost or discarded).
@@ -192,6 +254,10 @@ impl PacketSpace {
                 break;
             }
             self.sent.pop_front();
+        }
+        let front = self.sent.front().map_or(self.next_pn, |f| f.pn);
+        while self.lost.front().is_some_and(|&pn| pn < front) {
+            self.lost.pop_front();
         }
     }
 

@@ -11,6 +11,11 @@
 
 use super::flow_control::{RecvWindow, SendCredit};
 use super::ranges::RangeSet;
+use super::schedule::StreamSched;
+
+/// Ranges a stream's buffers have room for when it opens, so that its first
+/// losses and holes do not allocate while packets are processed.
+const RANGES_AT_OPEN: usize = 8;
 
 /// §2.1 stream ID: "The least significant bit (0x01) of the stream ID
 /// identifies the initiator ... (0) client, (1) server"; "The second least
@@ -137,13 +142,7 @@ impl SendBuf {
                 s = acked_end;
                 continue;
             }
-            let next_acked = self
-                .acked
-                .iter()
-                .map(|(a, _)| a)
-                .find(|&a| a > s)
-                .unwrap_or(end)
-                .min(end);
+            let next_acked = self.acked.next_start_after(s).unwrap_or(end).min(end);
             self.retx.insert(s, next_acked);
             s = next_acked;
         }
@@ -228,16 +227,26 @@ pub struct Stream {
     pub credit: SendCredit,
     pub recv: RecvBuf,
     pub window: RecvWindow,
+    /// Its place in the sender's schedule (`schedule.rs`).
+    pub sched: StreamSched,
 }
 
 impl Stream {
     pub fn new(id: StreamId, peer_limit: u64, our_window: u64) -> Self {
         Stream {
             id,
-            send: SendBuf::default(),
+            send: SendBuf {
+                retx: RangeSet::with_capacity(RANGES_AT_OPEN),
+                acked: RangeSet::with_capacity(RANGES_AT_OPEN),
+                ..SendBuf::default()
+            },
             credit: SendCredit::new(peer_limit),
-            recv: RecvBuf::default(),
+            recv: RecvBuf {
+                ranges: RangeSet::with_capacity(RANGES_AT_OPEN),
+                ..RecvBuf::default()
+            },
             window: RecvWindow::new(our_window),
+            sched: StreamSched::default(),
         }
     }
 
