@@ -645,12 +645,7 @@ impl Connection {
             return;
         }
         s.discarded = true;
-        s.clear_sent();
-        s.bytes_in_flight = 0;
-        s.ack_eliciting_in_flight = 0;
-        s.loss_time = None;
-        s.time_of_last_ack_eliciting = None;
-        s.probes = 0;
+        s.reset_recovery();
         s.crypto_send.retx.clear();
         // A.11: "Reset the loss detection and PTO timer" (pto_count = 0).
         self.pto_count = 0;

@@ -376,13 +376,9 @@ impl Connection {
                     self.requeue(sp, &p);
                 }
             }
-            let s = &mut self.spaces[sp];
-            s.sent.clear();
-            s.bytes_in_flight = 0;
-            s.ack_eliciting_in_flight = 0;
-            s.loss_time = None;
-            s.time_of_last_ack_eliciting = None;
-            s.probes = 0;
+            // Also the oldest-outstanding pointer and the lost list, which
+            // loss detection walks from.
+            self.spaces[sp].reset_recovery();
         }
         self.pto_count = 0;
     }

@@ -226,6 +226,18 @@ impl PacketSpace {
         self.oldest_outstanding = self.next_pn;
     }
 
+    /// Forget every packet in flight and the space's loss-recovery state
+    /// (RFC 9002 A.11 on a discarded space; §6.3 after a Retry): nothing in
+    /// flight, no loss or PTO timer, no probes owed. Packet numbers go on.
+    pub fn reset_recovery(&mut self) {
+        self.clear_sent();
+        self.bytes_in_flight = 0;
+        self.ack_eliciting_in_flight = 0;
+        self.loss_time = None;
+        self.time_of_last_ack_eliciting = None;
+        self.probes = 0;
+    }
+
     /// Take a packet out of flight (acked, lost or discarded).
     pub fn leave_flight(&mut self, pn: u64) -> Option<SentPacket> {
         let p = self.get_mut(pn)?;
