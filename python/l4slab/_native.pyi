@@ -77,10 +77,12 @@ def run(
 ) -> NativeResult:
     """Validate and simulate a scenario.
 
-    ``seed`` replaces the scenario's seed when given. ``progress(sim_time_s,
-    duration_s)`` is called about every 0.1 s of wall time with the GIL held;
-    an exception it raises (e.g. ``KeyboardInterrupt``) stops the run and
-    propagates. ``trace_dirs`` as for :func:`validate`. Raises ``ScenarioError`` or
+    ``seed`` replaces the scenario's seed when given. The GIL is released while
+    the simulation runs, so other Python threads (e.g. a sweep's other cells) run
+    meanwhile; it is taken back for the callbacks. ``progress(sim_time_s,
+    duration_s)`` is called every 16,384 events (about every 0.1 s of wall time
+    or less) with the GIL held; an exception it raises (e.g. ``KeyboardInterrupt``)
+    stops the run and propagates. ``trace_dirs`` as for :func:`validate`. Raises ``ScenarioError`` or
     ``SimulationError``. A scenario past the simulator's limits (docs/scenarios.md,
     "Limits") is a ``ScenarioError`` unless ``allow_large``.
 
