@@ -100,6 +100,11 @@ def run(
     nothing is captured. A file that cannot be written is a ``SimulationError``.
     """
 
+def quantity(text: str) -> tuple[str, float] | None:
+    """A value with a unit, as scenario files read it: ``(unit, number)`` in the base
+    unit, ``"s"`` (``"25ms"``), ``"bps"`` (``"20Mbit"``), ``"bytes"`` (``"10MB"``),
+    ``"pkt"`` (``"100pkt"``) or ``"fraction"`` (``"1%"``); ``None`` for anything else."""
+
 def cc_names() -> list[str]:
     """Congestion controls the simulator implements (Linux names)."""
 

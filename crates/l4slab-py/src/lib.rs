@@ -397,6 +397,31 @@ fn param_dicts<'py>(
     Ok(list)
 }
 
+/// A value with a unit, read as scenario files read it (`l4slab_scenario::units`):
+/// `(unit, number)` in the base unit, `"s"` for a duration (`"25ms"`), `"bps"`
+/// for a rate (`"20Mbit"`), `"bytes"` for a size (`"10MB"`), `"pkt"` for
+/// packets (`"100pkt"`), `"fraction"` for a percentage (`"1%"`); `None` for
+/// anything else. A sweep's parameter columns use it.
+#[pyfunction]
+fn quantity(text: &str) -> Option<(&'static str, f64)> {
+    use l4slab_scenario::units::{
+        parse_buffer, parse_duration, parse_fraction, parse_rate, parse_size, Buffer,
+    };
+    if let Ok(d) = parse_duration(text) {
+        Some(("s", d.as_secs_f64()))
+    } else if let Ok(r) = parse_rate(text) {
+        Some(("bps", r.as_bps() as f64))
+    } else if let Ok(b) = parse_size(text) {
+        Some(("bytes", b as f64))
+    } else if let Ok(Buffer::Packets(n)) = parse_buffer(text) {
+        Some(("pkt", n as f64))
+    } else if let Ok(f) = parse_fraction(text) {
+        Some(("fraction", f))
+    } else {
+        None
+    }
+}
+
 #[pyfunction]
 fn qdisc_names() -> Vec<&'static str> {
     l4slab_sim::QDISC_NAMES.to_vec()
@@ -426,6 +451,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(quantity, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
