@@ -82,9 +82,9 @@ def run(
     meanwhile; it is taken back for the callbacks. ``progress(sim_time_s,
     duration_s)`` is called every 16,384 events (about every 0.1 s of wall time
     or less) with the GIL held; an exception it raises (e.g. ``KeyboardInterrupt``)
-    stops the run and propagates. ``trace_dirs`` as for :func:`validate`. Raises ``ScenarioError`` or
-    ``SimulationError``. A scenario past the simulator's limits (docs/scenarios.md,
-    "Limits") is a ``ScenarioError`` unless ``allow_large``.
+    stops the run and propagates. ``trace_dirs`` as for :func:`validate`. Raises
+    ``ScenarioError`` or ``SimulationError``. A scenario past the simulator's limits
+    (docs/scenarios.md, "Limits") is a ``ScenarioError`` unless ``allow_large``.
 
     The time series come as ``SeriesBuffers`` (``_types``), one ``bytes`` per column.
 
