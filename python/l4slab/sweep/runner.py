@@ -35,6 +35,7 @@ import os
 import platform
 import secrets
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,8 @@ from l4slab.output import (
     MANIFEST_FILE,
     SUMMARY_FILE,
     Manifest,
+    OutputWarning,
+    clean_stale_staging,
     output_path,
     read_manifest,
     staging_dir,
@@ -235,6 +238,9 @@ def run_sweep(
         todo.append(key)
         if error_record_path(target, key).is_file():
             retrying += 1
+        # What a killed run left of this cell (here, not in a worker: the notes are ours).
+        for note in clean_stale_staging(target / CELLS_DIR / key):
+            warnings.warn(note, OutputWarning, stacklevel=2)
     outcome = SweepOutcome(sweep, target, reused=len(records), retried=retrying)
     progress.start(len(todo), len(keys), len(records), retrying)
 

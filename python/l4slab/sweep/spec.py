@@ -524,4 +524,7 @@ def _validate(
     try:
         return api.validate_text(text, source, overrides, limits=None if allow_large else "sim")
     except _native.ScenarioError as exc:
-        raise SweepError(f"{where}: {exc}") from None
+        message = str(exc)
+        if message.startswith("--set "):  # the override is the grid value, named already
+            message = message.partition(": ")[2]
+        raise SweepError(f"{where}: {message}") from None
