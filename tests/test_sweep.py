@@ -539,3 +539,12 @@ def test_sweep_and_plot_sweep_help_teach_with_examples(capsys):
     assert code == 0
     assert "Examples: l4slab plot-sweep results/sweeps/sweep-aqm --open" in text
     assert "--x" in text and "--where" in text and "heatmap" in text
+
+
+def test_run_runs_the_base_scenario_of_a_file_with_a_sweep(native, with_table, capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", with_table, "-o", tmp_path / "one")
+    assert code == 0
+    assert "has a [sweep] grid; l4slab run runs its base scenario" in flat(err)
+    summary = json.loads((tmp_path / "one" / "summary.json").read_text())
+    assert summary["scenario"]["bottleneck"]["down"]["qdisc"]["kind"] == "fifo"
+    assert "sweep" not in summary["scenario"]

@@ -393,6 +393,16 @@ def run_command(
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
 
     err = _stderr()
+    if not quiet:
+        from l4slab.sweep.spec import sweep_table
+
+        if sweep_table(text) is not None:
+            err.print(
+                f"note: {scenario} has a [sweep] grid; l4slab run runs its base scenario "
+                f"(l4slab sweep {scenario} runs the grid)",
+                markup=False,
+                soft_wrap=True,
+            )
     command = (ctx.obj or {}).get("command")
     traced = bool(resolved.get("packet_trace"))
     label = "simulating, writing packets.parquet" if traced else "simulating"
