@@ -19,6 +19,7 @@ __all__ = [
     "estimate",
     "qdisc_names",
     "qdisc_params",
+    "quantity",
     "run",
     "validate",
 ]
