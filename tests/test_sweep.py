@@ -367,9 +367,14 @@ def test_a_sweep_directory_must_be_a_sweeps(native, scenario, tmp_path, capsys):
     assert (mine / "notes.txt").read_text() == "keep me"
 
 
-def test_an_interrupted_sweep_resumes_to_the_same_bytes(native, tmp_path):
-    """Ctrl-C (SIGINT) mid-sweep: finished cells stay, nothing half-written looks complete,
-    and running again finishes it with the same dataset as a sweep never stopped."""
+@pytest.mark.parametrize(
+    ("signum", "code", "word"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+)
+def test_an_interrupted_sweep_resumes_to_the_same_bytes(native, tmp_path, signum, code, word):
+    """Ctrl-C (SIGINT) or SIGTERM mid-sweep: finished cells stay, nothing half-written
+    looks complete, and running again finishes it with the same dataset as a sweep never
+    stopped."""
     path = tmp_path / "slow.toml"
     path.write_text(SCENARIO.replace('duration = "2s"', 'duration = "30s"'))
     grid = ["bottleneck.rate=40Mbit,50Mbit,60Mbit", "flows[0].cc=reno,cubic"]
@@ -388,14 +393,14 @@ def test_an_interrupted_sweep_resumes_to_the_same_bytes(native, tmp_path):
             if cells.is_dir() and any(not p.name.startswith(".") for p in cells.iterdir()):
                 break
             time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         _, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert process.returncode == 130, err
-    match = re.search(r"interrupted: (\d+) of 6 cells complete", err)
+    assert process.returncode == code, err
+    match = re.search(rf"{word}: (\d+) of 6 cells complete", err)
     assert match is not None, err
     complete = int(match.group(1))
     assert 1 <= complete < 6
@@ -417,6 +422,54 @@ def test_an_interrupted_sweep_resumes_to_the_same_bytes(native, tmp_path):
             assert (out / CELLS_DIR / key / name).read_bytes() == (
                 tmp_path / "whole" / CELLS_DIR / key / name
             ).read_bytes()
+
+
+def _worker_pids() -> list[int]:
+    """This process's multiprocessing workers (not its resource tracker), from /proc."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"spawn_main" in cmdline and b"resource_tracker" not in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
+@pytest.mark.filterwarnings("ignore::l4slab.output.OutputWarning")  # the killed cell's leftover
+def test_a_killed_local_worker_is_replaced_and_its_cell_run_again(native, tmp_path):
+    path = tmp_path / "slow.toml"
+    path.write_text(SCENARIO.replace('duration = "2s"', 'duration = "20s"'))
+    plan = sweep.plan(path, grid=["bottleneck.rate=20Mbit,30Mbit,40Mbit,50Mbit"])
+
+    class KillOne:
+        killed: list[int] = []
+
+        def start(self, todo: int, total: int, reused: int, retrying: int) -> None:
+            pass
+
+        def done(self, cell, outcome) -> None:  # type: ignore[no-untyped-def]
+            if not self.killed:
+                pids = _worker_pids()
+                assert pids
+                os.kill(pids[0], signal.SIGKILL)
+                self.killed.append(pids[0])
+
+    progress = KillOne()
+    outcome = sweep.run_sweep(plan, tmp_path / "p", jobs=2, progress=progress)
+    assert progress.killed
+    assert (outcome.ran, outcome.failed) == (4, 0)
+    sweep.run_sweep(plan, tmp_path / "t", jobs=2, threads=True)
+    assert (tmp_path / "p" / CELLS_PARQUET).read_bytes() == (
+        tmp_path / "t" / CELLS_PARQUET
+    ).read_bytes()
+    assert not [p for p in (tmp_path / "p" / CELLS_DIR).iterdir() if p.name.startswith(".")]
 
 
 # --------------------------------------------------------------------------- plots, CLI

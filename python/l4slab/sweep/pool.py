@@ -22,11 +22,13 @@ scheduler's ``allowed-failures``, 3 by default; then ``KilledWorker``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import multiprocessing
 import os
 import signal
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -85,11 +87,18 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 def _process_cell(task: CellTask) -> CellOutcome:
-    """:func:`run_cell` in a worker process."""
+    """:func:`run_cell` in a worker process; its notes go back to the client (a worker's
+    stderr is nobody's to read)."""
+    from l4slab.output import OutputWarning
+
     global _busy
     _busy = True
     try:
-        return run_cell(task)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", OutputWarning)
+            outcome = run_cell(task)
+        notes = tuple(str(w.message) for w in caught if issubclass(w.category, OutputWarning))
+        return dataclasses.replace(outcome, notes=outcome.notes + notes) if notes else outcome
     finally:
         _busy = False
 

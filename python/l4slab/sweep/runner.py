@@ -249,6 +249,8 @@ def run_sweep(
 
     def on_outcome(task: CellTask, result: CellOutcome) -> None:
         cell = first_cell[task.key]
+        for note in result.notes:
+            warnings.warn(note, OutputWarning, stacklevel=2)
         if result.ok and result.files is not None:
             _write_shipped(target, task.key, result.files)
         if result.ok:
