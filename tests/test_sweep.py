@@ -449,7 +449,8 @@ def test_a_killed_local_worker_is_replaced_and_its_cell_run_again(native, tmp_pa
     plan = sweep.plan(path, grid=["bottleneck.rate=20Mbit,30Mbit,40Mbit,50Mbit"])
 
     class KillOne:
-        killed: list[int] = []
+        def __init__(self) -> None:
+            self.killed: list[int] = []
 
         def start(self, todo: int, total: int, reused: int, retrying: int) -> None:
             pass

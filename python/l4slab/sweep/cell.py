@@ -59,9 +59,6 @@ class CellOutcome:
     traceback: str | None = None
     wall_s: float = 0.0
     host: str = field(default_factory=platform.node)
-    #: Notes about the output directory (``OutputWarning``: a killed run's leftovers
-    #: cleaned up), for the client to show.
-    notes: tuple[str, ...] = ()
 
 
 def run_cell(task: CellTask, should_stop: Callable[[], bool] | None = None) -> CellOutcome:

@@ -22,18 +22,17 @@ scheduler's ``allowed-failures``, 3 by default; then ``KilledWorker``).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
 import multiprocessing
 import os
 import signal
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from concurrent.futures.thread import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from l4slab.sweep.cell import CellOutcome, CellTask, run_cell, worker_version
 
@@ -42,10 +41,15 @@ __all__ = [
     "ClusterError",
     "OnOutcome",
     "default_jobs",
+    "in_worker",
     "run_dask",
+    "run_in_processes",
     "run_processes",
     "run_threads",
 ]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: How many times a local cell is started before its worker's deaths make it a failure.
 MAX_ATTEMPTS = 3
@@ -69,26 +73,33 @@ def default_jobs() -> int:
 # --------------------------------------------------------------------------- processes
 
 
-#: In a worker process: whether it is running a cell now.
+#: In a worker process: whether it is running a task now.
 _busy = False
+#: Whether this process is one of run_in_processes' workers.
+_pool_worker = False
 
 
 def _worker_init() -> None:
     """In each worker process: Ctrl-C at the terminal is the parent's to handle (it
     stops the workers with SIGTERM), and SIGTERM stops the running simulation."""
+    global _pool_worker
+    _pool_worker = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
     if _busy:
-        raise KeyboardInterrupt  # the simulation stops, the cell's staging is removed
+        # The simulation stops and the cell's staging is removed as the interrupt
+        # unwinds; in_worker then ends the process.
+        raise KeyboardInterrupt
     os._exit(128 + signum)  # idle: nothing to clean up
 
 
-def _process_cell(task: CellTask) -> CellOutcome:
-    """:func:`run_cell` in a worker process; its notes go back to the client (a worker's
-    stderr is nobody's to read)."""
+def in_worker(fn: Callable[[T], R], task: T) -> tuple[R, tuple[str, ...]]:
+    """``fn(task)`` in a worker (a process or a Dask worker), with the notes about output
+    directories it made (``OutputWarning``), for the client to show: a worker's stderr is
+    nobody's to read."""
     from l4slab.output import OutputWarning
 
     global _busy
@@ -96,11 +107,25 @@ def _process_cell(task: CellTask) -> CellOutcome:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", OutputWarning)
-            outcome = run_cell(task)
+            result = fn(task)
         notes = tuple(str(w.message) for w in caught if issubclass(w.category, OutputWarning))
-        return dataclasses.replace(outcome, notes=outcome.notes + notes) if notes else outcome
+        return result, notes
+    except KeyboardInterrupt:
+        if not _pool_worker:
+            raise  # not a worker process of ours (a Dask worker, a thread): let it be
+        # SIGTERM (our parent stopping us, or a broken pool terminating its workers):
+        # what the task was writing is cleaned up by now; end the process, as SIGTERM
+        # means, rather than go back to a queue nobody feeds any more.
+        os._exit(128 + signal.SIGTERM)
     finally:
         _busy = False
+
+
+def _show(notes: Iterable[str]) -> None:
+    from l4slab.output import OutputWarning
+
+    for note in notes:
+        warnings.warn(note, OutputWarning, stacklevel=3)
 
 
 def _died(task: CellTask, attempts: int) -> CellOutcome:
@@ -116,9 +141,33 @@ def _died(task: CellTask, attempts: int) -> CellOutcome:
 
 
 def run_processes(tasks: Sequence[CellTask], on_outcome: OnOutcome, *, jobs: int) -> None:
-    """Run the tasks in ``jobs`` worker processes (spawned), at most ``jobs`` at a time."""
+    """Run the cells in ``jobs`` worker processes (spawned), at most ``jobs`` at a time."""
+
+    def on_result(task: CellTask, outcome: CellOutcome) -> None:
+        on_outcome(task, outcome)
+
+    run_in_processes(tasks, run_cell, on_result, jobs=jobs, on_died=_died)
+
+
+def run_in_processes(
+    tasks: Sequence[T],
+    fn: Callable[[T], R],
+    on_result: Callable[[T, R], Iterable[T] | None],
+    *,
+    jobs: int,
+    on_died: Callable[[T, int], R],
+) -> None:
+    """Run ``fn(task)`` for each task in ``jobs`` spawned worker processes, at most ``jobs``
+    at a time, and hand each result to ``on_result`` in this thread, as it arrives.
+
+    ``fn`` must be picklable (a module-level function, or a ``functools.partial`` of one).
+    ``on_result`` may return more tasks, to run next. A task whose worker died is run
+    again in a new pool, up to :data:`MAX_ATTEMPTS` times; then ``on_died(task,
+    attempts)`` makes its result. An exception from ``fn`` (or from a callback) stops
+    the workers and propagates, as does ``KeyboardInterrupt``.
+    """
     queue = list(reversed(tasks))  # pop() takes them in order
-    attempts: dict[str, int] = {}
+    attempts: dict[int, int] = {}
     context = multiprocessing.get_context("spawn")
     while queue:
         pool = ProcessPoolExecutor(
@@ -126,27 +175,30 @@ def run_processes(tasks: Sequence[CellTask], on_outcome: OnOutcome, *, jobs: int
             mp_context=context,
             initializer=_worker_init,
         )
-        running: dict[Future[CellOutcome], CellTask] = {}
+        running: dict[Future[tuple[R, tuple[str, ...]]], T] = {}
         broken = False
         try:
             while queue or running:
                 while queue and len(running) < jobs and not broken:
                     task = queue.pop()
-                    attempts[task.key] = attempts.get(task.key, 0) + 1
-                    running[pool.submit(_process_cell, task)] = task
+                    attempts[id(task)] = attempts.get(id(task), 0) + 1
+                    running[pool.submit(in_worker, fn, task)] = task
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     task = running.pop(future)
                     try:
-                        outcome = future.result()
+                        result, notes = future.result()
                     except BrokenProcessPool:
                         broken = True
-                        if attempts[task.key] >= MAX_ATTEMPTS:
-                            on_outcome(task, _died(task, attempts[task.key]))
+                        if attempts[id(task)] >= MAX_ATTEMPTS:
+                            more = on_result(task, on_died(task, attempts[id(task)]))
+                            queue.extend(reversed(list(more or ())))
                         else:
                             queue.append(task)
                         continue
-                    on_outcome(task, outcome)
+                    _show(notes)
+                    more = on_result(task, result)
+                    queue.extend(reversed(list(more or ())))
                 if broken and not running:
                     break
         except BaseException:
@@ -198,14 +250,16 @@ def run_dask(tasks: Sequence[CellTask], on_outcome: OnOutcome, *, client: Any) -
     as_completed = _distributed().as_completed
     check_cluster(client)
     futures = [
-        client.submit(run_cell, task, key=f"l4slab-cell-{task.key}", pure=False) for task in tasks
+        client.submit(in_worker, run_cell, task, key=f"l4slab-cell-{task.key}", pure=False)
+        for task in tasks
     ]
     by_key = {future.key: task for future, task in zip(futures, tasks, strict=True)}
     try:
         for future in as_completed(futures):
             task = by_key[future.key]
             try:
-                outcome = future.result()
+                outcome, notes = future.result()
+                _show(notes)
             except Exception as exc:  # KilledWorker: the cell took its workers down
                 outcome = CellOutcome(
                     task.key,

@@ -249,8 +249,6 @@ def run_sweep(
 
     def on_outcome(task: CellTask, result: CellOutcome) -> None:
         cell = first_cell[task.key]
-        for note in result.notes:
-            warnings.warn(note, OutputWarning, stacklevel=2)
         if result.ok and result.files is not None:
             _write_shipped(target, task.key, result.files)
         if result.ok:
@@ -279,8 +277,10 @@ def run_sweep(
         else:
             pool.run_processes(tasks, on_outcome, jobs=jobs or pool.default_jobs())
     except KeyboardInterrupt:
-        complete = sum(1 for key in keys if key in records and records[key].summary is not None)
-        raise SweepInterrupted(complete, len(keys), outcome.ran, outcome.failed) from None
+        # On disk: a cell may have been renamed into place while its outcome was on the way.
+        complete = sum(1 for key in keys if _complete(target, key))
+        ran = complete - outcome.reused
+        raise SweepInterrupted(complete, len(keys), ran, outcome.failed) from None
     table = cells_table(sweep, records)
     document = _sweep_json(sweep, records, table.column_names)
     write_files(
