@@ -1097,12 +1097,12 @@ def sweep_command(
     except FileExistsError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     err = _stderr()
+    workers = jobs or sweep_mod.default_jobs()
+    plural = "" if workers == 1 else "s" if threads else "es"
     where = (
         f"Dask cluster {dask}"
         if dask
-        else f"{jobs or sweep_mod.default_jobs()} {'thread' if threads else 'process'}"
-        + ("es" if not threads and (jobs or sweep_mod.default_jobs()) > 1 else "")
-        + ("s" if threads and (jobs or sweep_mod.default_jobs()) > 1 else "")
+        else f"{workers} {'thread' if threads else 'process'}{plural}"
     )
     grid_text = " x ".join(f"{len(k.values)} {k.key}" for k in plan.grid) or "no grid"
     err.print(
@@ -1391,10 +1391,8 @@ def _plot_one(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(figure_file(figure, out))
         return out
-    stem = re.sub(r"[^a-z0-9]+", "-", f"{metric} vs {x}" + (f" {y}" if y else "").lower())
-    stem = "-".join(part for part in stem.lower().split("-") if part)
-    for key, value in fixed.items():
-        stem += "-" + "-".join(p for p in re.split(r"[^a-z0-9]+", f"{key} {value}".lower()) if p)
+    words = [metric, "vs", x, *([y] if y else []), *(f"{k} {v}" for k, v in fixed.items())]
+    stem = "-".join(p for p in re.split(r"[^a-z0-9]+", " ".join(words).lower()) if p)
     files = {
         f"figures/{stem}.png": figure_file(figure, Path("x.png")),
         f"figures/{stem}.svg": figure_file(figure, Path("x.svg")),
