@@ -2,8 +2,8 @@
 # The whole test suite, in virtual environments of its own so that nothing left on
 # this machine by earlier installs can hide a missing dependency:
 #   1. Debian packages tests need (as root, with apt-get): chromium, iperf3, tshark;
-#   2. a fresh .venv-test: l4slab with its test and dev tools (builds the native
-#      module in release mode); Rust fmt, clippy and tests; ruff, mypy --strict and
+#   2. a fresh .venv-test: l4slab with its test and dev tools and the Dask extra (builds
+#      the native module in release mode); Rust fmt, clippy and tests; ruff, mypy --strict and
 #      stubtest for _native.pyi; the Python suite, including the wheel test (the wheel
 #      built here, installed into yet another fresh venv and run outside the tree);
 #   3. a fresh .venv-floors with every dependency at its declared floor: the Python
@@ -15,6 +15,8 @@ cd "$(dirname "$0")"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 # The tests that need the simulator (or the wheel) fail, rather than skip, without it.
 export L4SLAB_REQUIRE_NATIVE=1 L4SLAB_REQUIRE_WHEEL=1
+# The sweep's cluster tests (tests/test_sweep_dask.py) fail, rather than skip, without Dask.
+export L4SLAB_REQUIRE_DASK=1
 unset PYTHONPATH VIRTUAL_ENV
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -52,11 +54,11 @@ fi
 step "cargo fmt --all --check"
 cargo fmt --all --check
 
-step "fresh .venv-test: install l4slab with its test and dev tools (builds the native module)"
+step "fresh .venv-test: install l4slab with its test and dev tools and Dask (builds the native module)"
 python3 -m venv --clear .venv-test
 py=.venv-test/bin/python
 $py -m pip install --quiet --upgrade pip
-$py -m pip install --quiet -e '.[test,dev]'
+$py -m pip install --quiet -e '.[test,dev,dask]'
 
 step "ruff check / ruff format --check (python tests bench)"
 $py -m ruff check python tests bench
@@ -96,11 +98,11 @@ step "pytest tests (with the wheel installed in a fresh venv and run outside the
 pytest_suite $py -m pytest -q tests
 
 step "fresh .venv-floors: every dependency at its declared floor; pytest again"
-python3 .ci/floors.py test > target/floors.txt
+python3 .ci/floors.py test dask > target/floors.txt
 cat target/floors.txt
 python3 -m venv --clear .venv-floors
 .venv-floors/bin/python -m pip install --quiet --upgrade pip
-.venv-floors/bin/python -m pip install --quiet -c target/floors.txt -e '.[test]'
+.venv-floors/bin/python -m pip install --quiet -c target/floors.txt -e '.[test,dask]'
 pytest_suite .venv-floors/bin/python -m pytest -q -m 'not wheel' tests
 
 printf '\nall checks passed\n'

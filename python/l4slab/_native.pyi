@@ -19,6 +19,7 @@ __all__ = [
     "estimate",
     "qdisc_names",
     "qdisc_params",
+    "quantity",
     "run",
     "send_run",
     "serve_run",
@@ -79,12 +80,14 @@ def run(
 ) -> NativeResult:
     """Validate and simulate a scenario.
 
-    ``seed`` replaces the scenario's seed when given. ``progress(sim_time_s,
-    duration_s)`` is called about every 0.1 s of wall time with the GIL held;
-    an exception it raises (e.g. ``KeyboardInterrupt``) stops the run and
-    propagates. ``trace_dirs`` as for :func:`validate`. Raises ``ScenarioError`` or
-    ``SimulationError``. A scenario past the simulator's limits (docs/scenarios.md,
-    "Limits") is a ``ScenarioError`` unless ``allow_large``.
+    ``seed`` replaces the scenario's seed when given. The GIL is released while
+    the simulation runs, so other Python threads (e.g. a sweep's other cells) run
+    meanwhile; it is taken back for the callbacks. ``progress(sim_time_s,
+    duration_s)`` is called every 16,384 events (about every 0.1 s of wall time
+    or less) with the GIL held; an exception it raises (e.g. ``KeyboardInterrupt``)
+    stops the run and propagates. ``trace_dirs`` as for :func:`validate`. Raises
+    ``ScenarioError`` or ``SimulationError``. A scenario past the simulator's limits
+    (docs/scenarios.md, "Limits") is a ``ScenarioError`` unless ``allow_large``.
 
     The time series come as ``SeriesBuffers`` (``_types``), one ``bytes`` per column.
 
@@ -99,6 +102,11 @@ def run(
     ``pcap_dir``/pcap/ (docs/results.md) while it runs; without ``pcap_dir``
     nothing is captured. A file that cannot be written is a ``SimulationError``.
     """
+
+def quantity(text: str) -> tuple[str, float] | None:
+    """A value with a unit, as scenario files read it: ``(unit, number)`` in the base
+    unit, ``"s"`` (``"25ms"``), ``"bps"`` (``"20Mbit"``), ``"bytes"`` (``"10MB"``),
+    ``"pkt"`` (``"100pkt"``) or ``"fraction"`` (``"1%"``); ``None`` for anything else."""
 
 def cc_names() -> list[str]:
     """Congestion controls the simulator implements (Linux names)."""

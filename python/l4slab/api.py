@@ -41,6 +41,7 @@ __all__ = [
     "estimate",
     "read_scenario",
     "run",
+    "run_text",
     "trace_dirs",
     "validate",
     "validate_text",
@@ -164,11 +165,42 @@ def run(
     kernel TCP flows (root; see docs/emulator.md and :func:`l4slab.emu.run_scenario`);
     ``progress`` is not called then, and it raises :class:`l4slab.emu.EmuError`.
     """
+    text, source = read_scenario(scenario)
+    return run_text(
+        text,
+        source,
+        out=out,
+        seed=seed,
+        overrides=overrides,
+        progress=progress,
+        command=command,
+        backend=backend,
+        allow_large=allow_large,
+    )
+
+
+def run_text(
+    text: str,
+    source: str,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    progress: ProgressCallback | None = None,
+    command: Sequence[str] | None = None,
+    backend: str = "sim",
+    allow_large: bool = False,
+) -> Results:
+    """:func:`run` for scenario ``text`` read elsewhere; ``source`` names it.
+
+    ``source`` is the scenario file the text came from (its stem is the default
+    scenario name, and the manifest records it), or ``"<string>"``. A sweep's workers
+    run cells this way: they get the text, and may not have the file.
+    """
     if backend not in ("sim", "emu"):
         raise ValueError(f"unknown backend {backend!r}; choose 'sim' or 'emu'")
     check_seed(seed)
     overrides = list(overrides)  # read more than once below
-    text, source = read_scenario(scenario)
     if backend == "emu" and not allow_large:
         # The simulator checks its own limits as it starts; the emulator's are checked here.
         validate_text(text, source, overrides, limits="emu")

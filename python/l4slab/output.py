@@ -586,12 +586,19 @@ def _tool_version() -> str | None:
     return str(_native.__version__)
 
 
-def write_files(directory: str | os.PathLike[str], writer: str, files: Mapping[str, bytes]) -> Path:
+def write_files(
+    directory: str | os.PathLike[str],
+    writer: str,
+    files: Mapping[str, bytes],
+    *,
+    remove_stale: bool = True,
+) -> Path:
     """Write ``files`` (relative path → content) into ``directory`` as ``writer``.
 
     What ``l4slab report`` and ``l4slab compare`` use. The files ``writer`` wrote there
-    before (per the manifest) and does not write now are removed; every other file is
-    left alone. A file to write that exists and is not ``writer``'s (per the manifest)
+    before (per the manifest) and does not write now are removed (unless
+    ``remove_stale`` is false: ``l4slab plot-sweep`` adds one figure at a time); every
+    other file is left alone. A file to write that exists and is not ``writer``'s (per the manifest)
     is refused with ``FileExistsError`` before anything is written. The manifest claims
     the files before they appear, so a killed write never leaves unlisted files. Returns
     the directory.
@@ -612,7 +619,11 @@ def write_files(directory: str | os.PathLike[str], writer: str, files: Mapping[s
             f"write {'it' if one else 'them'} (not in {MANIFEST_FILE}); move "
             f"{'it' if one else 'them'} away, or write somewhere else"
         )
-    stale = sorted(rel for rel, w in manifest.files.items() if w == writer and rel not in files)
+    stale = sorted(
+        rel
+        for rel, w in manifest.files.items()
+        if remove_stale and w == writer and rel not in files
+    )
     staging = _make_staging(target)
     try:
         for rel, data in files.items():

@@ -108,6 +108,12 @@ fn estimate<'py>(
 
 /// Run a scenario in the simulator. See `_native.pyi` for the returned dict
 /// and the packet chunks `packets_sink` receives.
+///
+/// The GIL is released while the simulation runs (`allow_threads`), so other
+/// Python threads, e.g. a sweep's other cells, run meanwhile. It is taken
+/// back only to check for Ctrl-C and call `progress` (every
+/// `PROGRESS_EVERY` events of the engine) and to hand `packets_sink` a chunk
+/// (every 65,536 trace rows).
 #[pyfunction]
 // The Python keyword arguments, one Rust parameter each.
 #[allow(clippy::too_many_arguments)]
@@ -131,41 +137,46 @@ fn run<'py>(
     let duration_s = scn.duration.as_secs_f64();
     let mut py_err: Option<PyErr> = None;
     let mut cb = |now: Time| -> bool {
-        // Let Ctrl-C interrupt long runs even without a progress callback.
-        if let Err(e) = py.check_signals() {
-            py_err = Some(e);
-            return false;
-        }
-        if let Some(p) = &progress {
-            if let Err(e) = p.call1(py, (now.as_secs_f64(), duration_s)) {
+        Python::with_gil(|py| {
+            // Let Ctrl-C interrupt long runs even without a progress callback.
+            if let Err(e) = py.check_signals() {
                 py_err = Some(e);
                 return false;
             }
-        }
-        true
+            if let Some(p) = &progress {
+                if let Err(e) = p.call1(py, (now.as_secs_f64(), duration_s)) {
+                    py_err = Some(e);
+                    return false;
+                }
+            }
+            true
+        })
     };
-    let names = packet_names(py)?;
+    let names = packet_names(py)?.unbind();
     // Without a sink the chunks are returned in `packets`.
-    let mut kept: Vec<Bound<'py, PyDict>> = Vec::new();
+    let mut kept: Vec<Py<PyDict>> = Vec::new();
     let mut sink_err: Option<PyErr> = None;
     let mut on_chunk = |c: &PacketChunk<'_>| -> bool {
-        let handed = packet_chunk(py, c, &names).and_then(|chunk| match &packets_sink {
-            Some(sink) => sink.call1(py, (chunk,)).map(drop),
-            None => {
-                kept.push(chunk);
-                Ok(())
+        Python::with_gil(|py| {
+            let handed =
+                packet_chunk(py, c, names.bind(py)).and_then(|chunk| match &packets_sink {
+                    Some(sink) => sink.call1(py, (chunk,)).map(drop),
+                    None => {
+                        kept.push(chunk.unbind());
+                        Ok(())
+                    }
+                });
+            match handed {
+                Ok(()) => true,
+                Err(e) => {
+                    sink_err = Some(e);
+                    false
+                }
             }
-        });
-        match handed {
-            Ok(()) => true,
-            Err(e) => {
-                sink_err = Some(e);
-                false
-            }
-        }
+        })
     };
     let opts = RunOptions { seed, pcap_dir };
-    let out = l4slab_sim::run_streaming(&scn, &opts, &mut cb, &mut on_chunk);
+    let out = py.allow_threads(|| l4slab_sim::run_streaming(&scn, &opts, &mut cb, &mut on_chunk));
     let out = match out {
         Ok(out) => out,
         Err(SimError::Cancelled(_)) if py_err.is_some() || sink_err.is_some() => {
@@ -386,6 +397,31 @@ fn param_dicts<'py>(
     Ok(list)
 }
 
+/// A value with a unit, read as scenario files read it (`l4slab_scenario::units`):
+/// `(unit, number)` in the base unit, `"s"` for a duration (`"25ms"`), `"bps"`
+/// for a rate (`"20Mbit"`), `"bytes"` for a size (`"10MB"`), `"pkt"` for
+/// packets (`"100pkt"`), `"fraction"` for a percentage (`"1%"`); `None` for
+/// anything else. A sweep's parameter columns use it.
+#[pyfunction]
+fn quantity(text: &str) -> Option<(&'static str, f64)> {
+    use l4slab_scenario::units::{
+        parse_buffer, parse_duration, parse_fraction, parse_rate, parse_size, Buffer,
+    };
+    if let Ok(d) = parse_duration(text) {
+        Some(("s", d.as_secs_f64()))
+    } else if let Ok(r) = parse_rate(text) {
+        Some(("bps", r.as_bps() as f64))
+    } else if let Ok(b) = parse_size(text) {
+        Some(("bytes", b as f64))
+    } else if let Ok(Buffer::Packets(n)) = parse_buffer(text) {
+        Some(("pkt", n as f64))
+    } else if let Ok(f) = parse_fraction(text) {
+        Some(("fraction", f))
+    } else {
+        None
+    }
+}
+
 #[pyfunction]
 fn qdisc_names() -> Vec<&'static str> {
     l4slab_sim::QDISC_NAMES.to_vec()
@@ -578,6 +614,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(quantity, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;

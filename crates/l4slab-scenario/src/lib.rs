@@ -13,6 +13,7 @@
 //! * [`quic`]: `[flows.transport]` of a `protocol = "quic"` flow: which keys
 //!   QUIC applies, its defaults, refusals, the connection's config.
 //! * [`wifi`]: `[wifi]` -> the Wi-Fi cell the client hosts reach the bottleneck through.
+//! * [`sweep`]: `[sweep]`, the grid `l4slab sweep` runs; checked, not resolved.
 //! * [`ScenarioError`]: every error names its key path and, where it helps,
 //!   a valid example.
 //!
@@ -35,6 +36,7 @@ pub mod qdisc;
 pub mod quic;
 mod raw;
 mod resolve;
+pub mod sweep;
 mod trace;
 pub mod units;
 mod values;

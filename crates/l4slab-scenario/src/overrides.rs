@@ -41,6 +41,12 @@ pub fn apply(root: &mut Table, text: &str) -> Result<(), ScenarioError> {
     set(root, &segments, value).map_err(err)
 }
 
+/// Check that `path` is a key path an override can set (`flows[0].cc`);
+/// the message says what is wrong with it.
+pub(crate) fn check_path(path: &str) -> Result<(), String> {
+    parse_path(path).map(drop)
+}
+
 /// Parse `flows[0].app.size` into segments.
 fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
     if path.is_empty() {

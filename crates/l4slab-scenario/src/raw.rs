@@ -38,6 +38,9 @@ pub struct RawScenario {
     /// Host name -> host; `BTreeMap` so iteration is in name order.
     pub hosts: Option<BTreeMap<String, RawHost>>,
     pub flows: Option<Vec<RawFlow>>,
+    /// `[sweep]`: the grid `l4slab sweep` makes of this file; its shape is
+    /// checked ([`crate::sweep`]), and it is not part of the resolved scenario.
+    pub sweep: Option<crate::sweep::RawSweep>,
 }
 
 /// `[bottleneck]`: keys for both directions, and per-direction overrides.

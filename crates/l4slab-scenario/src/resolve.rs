@@ -45,6 +45,7 @@ pub(crate) fn resolve(
             ))
         }
     }
+    crate::sweep::check(raw.sweep.as_ref())?;
     let name = match raw.name {
         Some(n) if n.trim().is_empty() => {
             return Err(ScenarioError::bad_value("name", "must not be empty"))

@@ -20,6 +20,9 @@ is read as a stream (row group by row group, one flow at a time, reduced as it i
 read), so plots of a trace of tens of millions of packets stay within a bounded
 amount of memory.
 
+A sweep (``l4slab.sweep.load(DIR)``) has :func:`metric_vs_param` and :func:`heatmap`
+(see :mod:`l4slab.plots.sweep`).
+
 A run with a Wi-Fi cell (``[wifi]``) has three more: :func:`wifi_airtime`,
 :func:`wifi_access_delay` and :func:`wifi_ampdu` (see :mod:`l4slab.plots.wifi`).
 """
@@ -51,6 +54,7 @@ from l4slab.plots.cdf import (
     rtt_cdf,
     rtt_samples,
 )
+from l4slab.plots.sweep import heatmap, metric_vs_param
 from l4slab.plots.timeseries import aqm_probability, drops_marks, queue_delay, timeseries
 from l4slab.plots.tsg import draw_time_sequence, interesting_window, time_sequence
 from l4slab.plots.wifi import (
@@ -82,8 +86,10 @@ __all__ = [
     "flow_trace",
     "has_packet_trace",
     "has_wifi",
+    "heatmap",
     "interesting_window",
     "key_info",
+    "metric_vs_param",
     "percentile_markers",
     "queue_delay",
     "queue_delay_cdf",

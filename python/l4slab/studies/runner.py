@@ -16,14 +16,13 @@ worker processes ran it.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-import multiprocessing
 import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,7 +185,8 @@ def run_jobs(
     on_done: Callable[[JobResult], None] | None = None,
     on_skip: Callable[[Job], None] | None = None,
 ) -> list[JobResult]:
-    """Run the jobs (in ``workers`` processes when more than one); results in job order.
+    """Run the jobs (in ``workers`` processes when more than one: the sweep's worker
+    processes, :func:`l4slab.sweep.pool.run_in_processes`); results in job order.
 
     A run's first seed runs first. When it drew no random number (``random_draws`` 0),
     nothing in it depends on the seed: its other seeds would repeat it exactly, so they
@@ -225,25 +225,27 @@ def run_jobs(
             job = queue.pop(0)
             queue[:0] = finished(job, execute(job, str(root)))
         return [results[i] for i in sorted(results)]
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
-        futures: dict[Future[JobResult], Job] = {
-            pool.submit(execute, job, str(root)): job for job in firsts
-        }
-        try:
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=lambda f: order[id(futures[f])]):
-                    job = futures[future]
-                    for follow in finished(job, future.result()):  # re-raises a JobError
-                        submitted = pool.submit(execute, follow, str(root))
-                        futures[submitted] = follow
-                        pending.add(submitted)
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
+    # The sweep's worker processes (l4slab.sweep.pool): Ctrl-C and SIGTERM stop the
+    # running simulations at once, and a worker that dies is replaced and its run
+    # started again (a run whose worker dies three times is a JobError).
+    from l4slab.sweep.pool import run_in_processes
+
+    run_in_processes(
+        firsts,
+        functools.partial(execute, root=str(root)),
+        finished,
+        jobs=min(workers, len(jobs)),
+        on_died=_died,
+    )
     return [results[i] for i in sorted(results)]
+
+
+def _died(job: Job, attempts: int) -> JobResult:
+    raise JobError(
+        "run",
+        f"run {job.run} (seed {job.seed}): the worker process running it died {attempts} "
+        "times (killed, out of memory, or crashed)",
+    )
 
 
 # --------------------------------------------------------------------------- evaluation
