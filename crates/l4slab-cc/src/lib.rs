@@ -12,6 +12,7 @@ pub mod hystart;
 pub mod options;
 pub mod param;
 pub mod prague;
+pub mod rate;
 pub mod reno;
 pub mod testing;
 

@@ -155,7 +155,7 @@ impl Rack {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rate::TxSnapshot;
+    use l4slab_cc::rate::TxSnapshot;
 
     fn ms(v: u64) -> Time {
         Time::from_millis(v)

@@ -24,7 +24,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use l4slab_core::{Ecn, Time};
 
-use crate::rate::TxSnapshot;
+use l4slab_cc::rate::{RatePacket, TxSnapshot};
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh = 3.
 pub(crate) const DUP_THRESH: usize = 3;
@@ -90,6 +90,19 @@ impl SentSeg {
 
     pub fn end(&self) -> u64 {
         self.seq + self.seq_len()
+    }
+}
+
+/// The delivery-rate estimator samples per segment (`l4slab_cc::rate`).
+impl RatePacket for SentSeg {
+    fn sent_time(&self) -> Time {
+        self.xmit_time
+    }
+    fn tx_order(&self) -> u64 {
+        self.tx_order
+    }
+    fn tx_snapshot(&self) -> &TxSnapshot {
+        &self.tx
     }
 }
 

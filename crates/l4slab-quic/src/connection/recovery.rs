@@ -23,6 +23,7 @@
 //! Deviation: persistent congestion is checked among the packets one ACK or
 //! timer declares lost, in one space (§7.6.2 allows any two spaces' packets).
 
+use l4slab_cc::rate::SampleBuilder;
 use l4slab_cc::{AckEvent, CcCtx, CongestionEvent};
 use l4slab_core::{Dur, Ecn, Time};
 
@@ -67,6 +68,8 @@ struct AckedNow {
     largest_newly: Option<SentPacket>,
     any_eliciting: bool,
     ends_recovery: bool,
+    /// The delivery-rate sample being built (`l4slab_cc::rate`).
+    rs: SampleBuilder,
 }
 
 /// What became of a packet whose content [`Connection::settle_chunks`] settles.
@@ -166,6 +169,7 @@ impl Connection {
             largest_newly,
             any_eliciting,
             mut ends_recovery,
+            rs,
         } = acc;
         if largest_newly.is_none() && acked_packets == 0 && !any_eliciting {
             // Nothing new (or only lost packets reacked without the largest).
@@ -250,7 +254,7 @@ impl Connection {
             self.cc_congestion(now, CongestionEvent::RecoveryEnd);
         }
         if acked_bytes > 0 {
-            let sample = self.rate.finish(now);
+            let sample = self.rate.finish(now, &rs, Some(self.rtt.min()));
             let ev = AckEvent {
                 acked_bytes,
                 ce_bytes,
@@ -259,15 +263,15 @@ impl Connection {
                 srtt: self.srtt().unwrap_or_default(),
                 min_rtt: self.rtt.min(),
                 delivery_rate: sample.and_then(|s| s.delivery_rate),
-                delivered: self.rate.delivered,
-                app_limited: sample.is_some_and(|s| s.app_limited),
+                delivered: self.rate.delivered(),
+                app_limited: sample.is_some_and(|s| s.is_app_limited),
                 cwnd_limited: self.cwnd_limited,
                 in_recovery: self.in_recovery,
                 rs_prior_delivered: sample.map_or(0, |s| s.prior_delivered),
                 rs_delivered: sample.map_or(0, |s| s.delivered),
                 rs_tx_in_flight: sample.map_or(0, |s| s.tx_in_flight),
                 rs_prior_lost: sample.map_or(0, |s| s.prior_lost),
-                total_lost: self.rate.lost,
+                total_lost: self.rate.lost(),
             };
             let mut ctx = CcCtx {
                 flow: 0,
@@ -313,7 +317,7 @@ impl Connection {
             acc.acked_bytes += u64::from(p.size);
             acc.acked_packets += 1;
             self.rate
-                .on_acked(now, u64::from(p.size), p.time_sent, &p.rate);
+                .on_delivered(now, u64::from(p.size), &p, &mut acc.rs);
             if self.in_recovery && !self.in_congestion_recovery(p.time_sent) {
                 acc.ends_recovery = true;
             }
@@ -398,7 +402,7 @@ impl Connection {
     fn declare_lost(&mut self, sp: usize, p: &SentPacket) {
         self.stats.packets_lost += 1;
         self.stats.bytes_lost += u64::from(p.size);
-        self.rate.lost += u64::from(p.size);
+        self.rate.on_lost(u64::from(p.size));
         self.ecn.on_lost(p.ecn);
         self.requeue(sp, p);
     }

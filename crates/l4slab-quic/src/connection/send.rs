@@ -155,7 +155,7 @@ impl Connection {
         }
         if pos == 0 {
             if wants[2] || self.can_send_app_data() && !self.app_has_data() {
-                self.rate.on_app_limited(self.bytes_in_flight());
+                self.rate.mark_app_limited(self.bytes_in_flight());
             }
             return None;
         }
@@ -314,7 +314,10 @@ impl Connection {
             space.probes -= 1;
         }
         let in_flight_before = self.bytes_in_flight();
-        let rate = self.rate.snapshot(now, in_flight_before, size as u64);
+        // draft-cheng-iccrg-delivery-rate-estimation §3.2, at every packet sent.
+        let rate = self
+            .rate
+            .on_send(now, in_flight_before == 0, in_flight_before + size as u64);
         let p = SentPacket {
             pn,
             time_sent: now,

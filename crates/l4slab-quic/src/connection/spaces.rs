@@ -18,10 +18,10 @@
 
 use std::collections::VecDeque;
 
+use l4slab_cc::rate::{RatePacket, TxSnapshot};
 use l4slab_core::{Ecn, Time};
 
 use super::ack::AckState;
-use super::rate::RateSnapshot;
 use super::streams::{RecvBuf, SendBuf};
 use crate::wire::PnSpace;
 
@@ -89,7 +89,22 @@ pub struct SentPacket {
     pub zero_rtt: bool,
     pub chunks: [Chunk; MAX_CHUNKS],
     pub ctrl: u8,
-    pub rate: RateSnapshot,
+    /// Delivery-rate snapshot at its send (`l4slab_cc::rate`).
+    pub rate: TxSnapshot,
+}
+
+/// The delivery-rate estimator samples per packet (`l4slab_cc::rate`); the
+/// packet number orders packets sent at the same time.
+impl RatePacket for SentPacket {
+    fn sent_time(&self) -> Time {
+        self.time_sent
+    }
+    fn tx_order(&self) -> u64 {
+        self.pn
+    }
+    fn tx_snapshot(&self) -> &TxSnapshot {
+        &self.rate
+    }
 }
 
 impl SentPacket {

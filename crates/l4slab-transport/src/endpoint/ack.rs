@@ -11,6 +11,7 @@
 //! that triggers a reduction does not also grow the window — and last the
 //! probe or retransmission timer.
 
+use l4slab_cc::rate::SampleBuilder;
 use l4slab_cc::{AckEvent, CongestionEvent};
 use l4slab_core::{Time, TraceEvent};
 
@@ -19,7 +20,6 @@ use super::undo::AckFacts;
 use super::{Endpoint, EndpointCtx, ISS};
 use crate::ecn::Delivered;
 use crate::prr::Prr;
-use crate::rate::SampleBuilder;
 use crate::scoreboard::SentSeg;
 use crate::segment::{SackBlock, Segment, MAX_SACK_BLOCKS};
 use crate::state::Recovery;
@@ -81,7 +81,7 @@ impl Endpoint {
                     ect_segs += 1;
                     ect_bytes += bytes;
                 }
-                rate.on_delivered(now, bytes, s.xmit_time, s.tx_order, &s.tx, &mut rs);
+                rate.on_delivered(now, bytes, s, &mut rs);
                 rack.on_delivered(s, now, min_rtt);
             });
             self.snd_una = ack;
@@ -121,7 +121,7 @@ impl Endpoint {
                     ect_segs += 1;
                     ect_bytes += bytes;
                 }
-                rate.on_delivered(now, bytes, s.xmit_time, s.tx_order, &s.tx, &mut rs);
+                rate.on_delivered(now, bytes, s, &mut rs);
                 rack.on_delivered(s, now, min_rtt);
             });
         }
@@ -193,7 +193,7 @@ impl Endpoint {
             cwnd_limited: self.is_cwnd_limited(),
             in_recovery: self.recovery != Recovery::Open,
             // draft-ietf-ccwg-bbr §4.1.2: RS.prior_delivered = C.delivered - RS.delivered.
-            rs_prior_delivered: sample.map_or(0, |s| self.rate.delivered() - s.delivered),
+            rs_prior_delivered: sample.map_or(0, |s| s.prior_delivered),
             rs_delivered: sample.map_or(0, |s| s.delivered),
             rs_tx_in_flight: sample.map_or(0, |s| s.tx_in_flight),
             rs_prior_lost: sample.map_or(0, |s| s.prior_lost),

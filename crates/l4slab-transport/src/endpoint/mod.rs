@@ -28,6 +28,7 @@ mod output;
 mod tlp;
 mod undo;
 
+use l4slab_cc::rate::{RateEstimator, RateSample};
 use l4slab_cc::{CcCtx, CcMetrics, CongestionControl};
 use l4slab_core::{Dur, Ecn, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
 
@@ -36,7 +37,6 @@ use crate::ecn::{EcnState, EcnValidation};
 use crate::fastopen::{FastOpen, FastOpenCache};
 use crate::pacing::{self, Pacer};
 use crate::rack::Rack;
-use crate::rate::{RateEstimator, RateSample};
 use crate::receiver::Receiver;
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
