@@ -194,7 +194,8 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
             // A TCP flow carried over the QUIC-style transport runs with
             // QUIC's transport defaults (its keys mean other things there).
             for k in l4slab_scenario::quic::KEYS {
-                if k.differs(t, &defaults) {
+                // The codepoint is carried over (ECT(1) is often why it runs there).
+                if k.key != "ecn_codepoint" && k.differs(t, &defaults) {
                     notes.push(format!(
                         "{at}.transport.{} is not applied: the flow runs over l4slab's \
                          QUIC-style transport with QUIC's transport defaults",
@@ -497,6 +498,7 @@ pub fn run(
                     // QUIC's defaults: the TCP keys do not apply (see `plan`'s notes).
                     carried.transport =
                         l4slab_scenario::TransportSpec::defaults_for(Protocol::Quic);
+                    carried.transport.ecn_codepoint = f.transport.ecn_codepoint;
                 }
                 let app = l4slab_scenario::flow_app::flow_app(&carried, seed);
                 let d = DgramFlow::new(
@@ -835,16 +837,20 @@ mod tests {
             );
             assert!(note.contains(why), "{note}");
             assert!(note.contains("QUIC-style transport"), "{note}");
-            // A TCP key the carrier does not apply is said, not dropped.
-            assert_eq!(
-                note.contains(
-                    "flows[0] (flow0).transport.ecn_codepoint is not applied: the flow runs \
-                     over l4slab's QUIC-style transport"
-                ),
-                flow.contains("ecn_codepoint"),
-                "{note}"
-            );
+            // The codepoint is carried over to the QUIC-style transport
+            // (ECT(1) is why this one runs there), not noted as dropped.
+            assert!(!note.contains("ecn_codepoint is not applied"), "{note}");
         }
+        // A TCP key the QUIC-style transport does not apply is said, not dropped.
+        let p = plan(&scenario_with(
+            "cc = \"prague\"\ntransport.min_rto = \"1s\"",
+        ))
+        .unwrap();
+        let note = p.notes.join("\n");
+        assert!(
+            note.contains("flows[0] (flow0).transport.min_rto is not applied: the flow runs"),
+            "{note}"
+        );
         // Already QUIC: no note.
         let p = plan(&scenario_with(r#"transport = { protocol = "quic" }"#)).unwrap();
         assert_eq!(p.flows[0].carrier, quic);

@@ -18,6 +18,7 @@
 //! `delayed_ack_timeout = "25ms"`, `undo = false`, `dsack = false`), not
 //! TCP's; the keys QUIC has no use for keep TCP's defaults there.
 
+use l4slab_core::Ecn;
 use l4slab_quic::{default_initial_window, ConnectionConfig, MAX_ACK_DELAY_LIMIT};
 
 use crate::error::{Problem, ScenarioError};
@@ -171,9 +172,11 @@ pub const KEYS: &[QuicKey] = &[
     ),
     key!(
         ecn_codepoint,
-        QuicUse::Refused(
-            "a QUIC flow sends its controller's codepoint (ECT(1) for prague and \
-             dctcp, ECT(0) otherwise); turn ECN off with the flow's ecn = \"off\""
+        QuicUse::Applied(
+            "the IP-ECN field of every packet, as over TCP: ect0 or ect1 instead of \
+             the controller's codepoint (ECT(1) for prague and dctcp, ECT(0) \
+             otherwise; its response to CE stays its own), validated as RFC 9000 \
+             §13.4.2 says; not_ect sends no ECT (as the flow's ecn = \"off\")"
         )
     ),
     key!(
@@ -281,7 +284,6 @@ fn tcp_example(key: &str) -> String {
         "rto_formula" => r#""rfc6298""#,
         "notsent_lowat" => r#""128KiB""#,
         "receive_buffer" => r#""1MiB""#,
-        "ecn_codepoint" => r#""ect1""#,
         "fastopen" => "true",
         _ => unreachable!("{key} is applied by QUIC"),
     }
@@ -296,7 +298,9 @@ pub fn connection_config(cc: &CcSpec, t: &TransportSpec, ecn: bool, seed: u64) -
     ConnectionConfig {
         max_datagram_size: t.mss as usize,
         initial_window: Some(u64::from(t.initial_window)),
-        ecn,
+        // `not_ect` on the packets is ECN off (nothing to validate).
+        ecn: ecn && t.ecn_codepoint != Some(Ecn::NotEct),
+        ecn_codepoint: t.ecn_codepoint.filter(|e| *e != Ecn::NotEct),
         pacing: t.pacing,
         max_ack_delay: t.delayed_ack_timeout,
         ack_eliciting_threshold: if t.delayed_ack {

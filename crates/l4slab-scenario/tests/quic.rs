@@ -39,7 +39,6 @@ fn every_key_quic_has_no_use_for_is_refused_with_its_path_and_an_example() {
         ("dsack", "true", "false"),
         ("notsent_lowat", r#""128KiB""#, ""),
         ("receive_buffer", r#""1MiB""#, r#""6MiB""#),
-        ("ecn_codepoint", r#""ect1""#, ""),
         ("fastopen", "true", "false"),
     ];
     let refused: Vec<&str> = KEYS
