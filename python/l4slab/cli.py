@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 import typer
 from rich.console import Console
@@ -920,38 +920,32 @@ def _list_studies(root: Path) -> None:
     _stdout().print(table)
 
 
-class _StudyProgress:
-    """A bar over a study's simulations (nothing drawn when disabled)."""
+class _Bar:
+    """A transient progress bar over ``total`` items of ``unit`` (elapsed time, ETA), or
+    nothing when not started; a context manager that stops it."""
 
-    def __init__(self, console: Console, total: int, *, enabled: bool):
-        self._progress: Progress | None = None
-        self._task: TaskID | None = None
-        if enabled:
-            self._progress = Progress(
-                TextColumn("{task.description}", markup=False),
-                BarColumn(),
-                TextColumn("{task.completed} of {task.total} runs"),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=console,
-                transient=True,
-            )
-            self._task = self._progress.add_task("running", total=total)
+    _progress: Progress | None = None
+    _task: TaskID | None = None
 
-    def advance(self, result: Any) -> None:
+    def _start_bar(self, console: Console, total: int, unit: str) -> None:
+        self._progress = Progress(
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            TextColumn(f"{{task.completed}} of {{task.total}} {unit}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task("running", total=total)
+
+    def _advance(self, description: str) -> None:
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, advance=1, description=f"done {result.run}")
+            self._progress.update(self._task, advance=1, description=description)
 
-    def skip(self, job: Any) -> None:
-        """A seed not run: its run's first seed drew no random number."""
-        if self._progress is not None and self._task is not None:
-            self._progress.update(
-                self._task, advance=1, description=f"{job.run}: same for every seed"
-            )
-
-    def __enter__(self) -> _StudyProgress:
-        if self._progress is not None:
-            self._progress.start()
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -962,6 +956,21 @@ class _StudyProgress:
     ) -> None:
         if self._progress is not None:
             self._progress.stop()
+
+
+class _StudyProgress(_Bar):
+    """A bar over a study's simulations (nothing drawn when disabled)."""
+
+    def __init__(self, console: Console, total: int, *, enabled: bool):
+        if enabled:
+            self._start_bar(console, total, "runs")
+
+    def advance(self, result: Any) -> None:
+        self._advance(f"done {result.run}")
+
+    def skip(self, job: Any) -> None:
+        """A seed not run: its run's first seed drew no random number."""
+        self._advance(f"{job.run}: same for every seed")
 
 
 # --------------------------------------------------------------------------- sweep
@@ -1167,14 +1176,12 @@ def sweep_command(
         )
 
 
-class _SweepProgress:
+class _SweepProgress(_Bar):
     """The sweep's bar: cells done of cells to run, elapsed time and an ETA."""
 
     def __init__(self, console: Console, *, enabled: bool):
         self._console = console
         self._enabled = enabled
-        self._progress: Progress | None = None
-        self._task: TaskID | None = None
 
     def start(self, todo: int, total: int, reused: int, retrying: int) -> None:
         if reused or retrying:
@@ -1184,37 +1191,11 @@ class _SweepProgress:
                 markup=False,
                 soft_wrap=True,
             )
-        if not self._enabled or todo == 0:
-            return
-        self._progress = Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            TextColumn("{task.completed} of {task.total} cells"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=self._console,
-            transient=True,
-        )
-        self._progress.start()
-        self._task = self._progress.add_task("running", total=todo)
+        if self._enabled and todo > 0:
+            self._start_bar(self._console, todo, "cells")
 
     def done(self, cell: Any, outcome: Any) -> None:
-        if self._progress is not None and self._task is not None:
-            what = "done" if outcome.ok else "FAILED"
-            self._progress.update(self._task, advance=1, description=f"{what} {cell.label()}")
-
-    def __enter__(self) -> _SweepProgress:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+        self._advance(f"{'done' if outcome.ok else 'FAILED'} {cell.label()}")
 
 
 # --------------------------------------------------------------------------- plot-sweep

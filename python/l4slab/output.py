@@ -185,6 +185,16 @@ def output_path(out: str | os.PathLike[str]) -> Path:
     return target
 
 
+def existing_entries(target: Path) -> list[str]:
+    """The names in output directory ``target``, sorted; none if it does not exist.
+    Raises ``FileExistsError`` if it exists and is not a directory."""
+    if not target.exists():
+        return []
+    if not target.is_dir():
+        raise FileExistsError(f"{target} exists and is not a directory; choose another -o")
+    return sorted(entry.name for entry in target.iterdir())
+
+
 def check_output_dir(path: str | os.PathLike[str]) -> None:
     """Raise ``FileExistsError`` unless ``path`` may receive a bundle.
 
@@ -195,11 +205,7 @@ def check_output_dir(path: str | os.PathLike[str]) -> None:
     if it holds a ``summary.json`` (bundles of earlier l4slab versions have none).
     """
     target = output_path(path)
-    if not target.exists():
-        return
-    if not target.is_dir():
-        raise FileExistsError(f"{target} exists and is not a directory; choose another -o")
-    entries = sorted(entry.name for entry in target.iterdir())
+    entries = existing_entries(target)
     if not entries:
         return
     try:

@@ -47,6 +47,7 @@ from l4slab.output import (
     Manifest,
     OutputWarning,
     clean_stale_staging,
+    existing_entries,
     output_path,
     read_manifest,
     staging_dir,
@@ -137,11 +138,7 @@ def check_sweep_dir(path: str | os.PathLike[str]) -> None:
     sweep's directory (its manifest marks it so). A run's bundle, a study, or a directory
     of yours is refused, named."""
     target = output_path(path)
-    if not target.exists():
-        return
-    if not target.is_dir():
-        raise FileExistsError(f"{target} exists and is not a directory; choose another -o")
-    entries = sorted(entry.name for entry in target.iterdir())
+    entries = existing_entries(target)
     if not entries:
         return
     try:
