@@ -282,11 +282,7 @@ impl Sim<'_> {
         packets: &mut dyn FnMut(&PacketChunk<'_>) -> bool,
     ) -> Result<(), SimError> {
         let end = self.scn.duration;
-        while let Some(t) = self.q.peek_time() {
-            if t > end {
-                break;
-            }
-            let (now, ev) = self.q.pop().expect("peeked");
+        while let Some((now, ev)) = self.q.pop_until(end) {
             self.events += 1;
             if self.events.is_multiple_of(PROGRESS_EVERY) && !progress(now) {
                 return Err(SimError::Cancelled(now));
