@@ -741,7 +741,7 @@ impl Sim<'_> {
             let t = t.max(now);
             if st.timer_armed.is_none_or(|a| t < a) {
                 st.timer_armed = Some(t);
-                self.q.schedule(
+                self.q.schedule_flow(
                     t,
                     Ev::EpTimer {
                         flow: f as u32,
@@ -818,7 +818,7 @@ impl Sim<'_> {
         if let Some(at) = wake.map(|w| w.max(now)) {
             if fl.app_timer[side].is_none_or(|a| at < a) {
                 fl.app_timer[side] = Some(at);
-                self.q.schedule(
+                self.q.schedule_flow(
                     at,
                     Ev::AppTimer {
                         flow: f as u32,

@@ -8,11 +8,16 @@
 //! queued packets live in the qdisc, not in the calendar; it grows with the
 //! number of endpoints (about two timers each).
 //!
-//! The heap is 4-ary (`dary_heap`) and an entry's order is one 128-bit key
-//! (time in the high half, `seq` in the low): half as many levels as a binary
-//! heap, each a single comparison. With 1,000 flows (~5,000 pending events)
-//! the calendar took about a fifth of the run as `std`'s binary heap of
-//! `(time, seq)` pairs (docs/PERFORMANCE.md).
+//! Two 4-ary heaps (`dary_heap`) hold the events, each entry ordered by one
+//! 128-bit key (time in the high half, `seq` in the low; one comparison per
+//! child): one for the network's events (a queue's transmitter, a delay
+//! line's head: a handful, whatever the number of flows) and one for the
+//! per-flow events (endpoint and application timers, flow starts: about two
+//! per endpoint). `pop` takes the earlier of the two heads; `seq` is shared,
+//! so the order is exactly that of one heap. Most events are the network's,
+//! so most pops stay in the small heap: with 1,000 flows (~5,000 pending
+//! events) one `std` binary heap of `(time, seq)` pairs took a fifth of the
+//! run (docs/PERFORMANCE.md).
 
 use std::cmp::Ordering;
 
@@ -51,7 +56,10 @@ impl<E> Ord for Entry<E> {
 }
 
 pub struct EventQueue<E> {
+    /// The network's events ([`EventQueue::schedule`]).
     heap: QuaternaryHeap<Entry<E>>,
+    /// Per-flow events ([`EventQueue::schedule_flow`]).
+    flows: QuaternaryHeap<Entry<E>>,
     next_seq: u64,
     now: Time,
 }
@@ -59,7 +67,8 @@ pub struct EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            heap: QuaternaryHeap::with_capacity(1024),
+            heap: QuaternaryHeap::with_capacity(64),
+            flows: QuaternaryHeap::with_capacity(1024),
             next_seq: 0,
             now: Time::ZERO,
         }
@@ -67,11 +76,27 @@ impl<E> Default for EventQueue<E> {
 }
 
 impl<E> EventQueue<E> {
-    /// Schedule `event` at `at`.
+    /// Schedule a network event (a queue's, a delay line's, the sampler's) at `at`.
     ///
     /// # Panics
     /// If `at` is in the past: a causality violation is a bug, not an input error.
     pub fn schedule(&mut self, at: Time, event: E) {
+        let entry = self.entry(at, event);
+        self.heap.push(entry);
+    }
+
+    /// Schedule a per-flow event (a timer, a flow's start) at `at`: the same
+    /// order as [`EventQueue::schedule`], kept apart so that the network's
+    /// events do not pay for the number of flows.
+    ///
+    /// # Panics
+    /// As [`EventQueue::schedule`].
+    pub fn schedule_flow(&mut self, at: Time, event: E) {
+        let entry = self.entry(at, event);
+        self.flows.push(entry);
+    }
+
+    fn entry(&mut self, at: Time, event: E) -> Entry<E> {
         assert!(
             at >= self.now,
             "event scheduled in the past ({at} < {})",
@@ -80,12 +105,22 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let key = (u128::from(at.as_nanos()) << 64) | u128::from(seq);
-        self.heap.push(Entry { key, event });
+        Entry { key, event }
+    }
+
+    /// The heap whose head is the next event.
+    fn next_heap(&mut self) -> Option<&mut QuaternaryHeap<Entry<E>>> {
+        match (self.heap.peek(), self.flows.peek()) {
+            (None, None) => None,
+            (Some(n), Some(f)) if f.key < n.key => Some(&mut self.flows),
+            (Some(_), _) => Some(&mut self.heap),
+            (None, Some(_)) => Some(&mut self.flows),
+        }
     }
 
     /// Pop the next event and advance the clock to its time.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let e = self.heap.pop()?;
+        let e = self.next_heap()?.pop().expect("peeked");
         let at = e.at();
         self.now = at;
         Some((at, e.event))
@@ -94,10 +129,14 @@ impl<E> EventQueue<E> {
     /// Pop the next event if it is due at or before `end`; a later one stays
     /// on the calendar (and the clock where it is).
     pub fn pop_until(&mut self, end: Time) -> Option<(Time, E)> {
-        if self.heap.peek()?.at() > end {
+        let heap = self.next_heap()?;
+        if heap.peek().expect("peeked").at() > end {
             return None;
         }
-        self.pop()
+        let e = heap.pop().expect("peeked");
+        let at = e.at();
+        self.now = at;
+        Some((at, e.event))
     }
 
     pub fn now(&self) -> Time {
@@ -110,11 +149,11 @@ impl<E> EventQueue<E> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.flows.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.flows.is_empty()
     }
 }
 
@@ -146,11 +185,12 @@ mod tests {
 
     proptest::proptest! {
         /// Against a reference (a sorted list of `(time, seq)`): any
-        /// interleaving of schedules and pops pops the earliest event, ties
-        /// in scheduling order, and `pop_until` stops at its end.
+        /// interleaving of schedules (network and per-flow) and pops pops the
+        /// earliest event, ties in scheduling order, and `pop_until` stops at
+        /// its end.
         #[test]
         fn pops_in_time_then_scheduling_order(
-            ops in proptest::collection::vec((0u64..5, 0u64..1_000_000, proptest::bool::ANY), 1..400),
+            ops in proptest::collection::vec((0u64..6, 0u64..1_000_000, proptest::bool::ANY), 1..400),
         ) {
             let mut q = EventQueue::default();
             let mut model: Vec<(u64, u64)> = Vec::new();
@@ -158,9 +198,14 @@ mod tests {
             for (op, delay, coarse) in ops {
                 // Coarse delays make many ties at the same nanosecond.
                 let delay = if coarse { delay / 100_000 * 100_000 } else { delay };
-                if op < 3 {
+                if op < 4 {
                     let at = q.now().as_nanos() + delay;
-                    q.schedule(Time::from_nanos(at), seq);
+                    // Both heaps: one order.
+                    if op < 2 {
+                        q.schedule(Time::from_nanos(at), seq);
+                    } else {
+                        q.schedule_flow(Time::from_nanos(at), seq);
+                    }
                     model.push((at, seq));
                     seq += 1;
                 } else {

@@ -234,7 +234,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             series: series.intern(&format!("flow/{}", f.name)),
             cc_keys: Vec::new(),
         });
-        q.schedule(f.start, Ev::FlowStart { flow: id });
+        q.schedule_flow(f.start, Ev::FlowStart { flow: id });
     }
     if scn.sample_interval.as_nanos() > 0 {
         q.schedule(Time::ZERO + scn.sample_interval, Ev::Sample);
