@@ -1397,6 +1397,12 @@ from l4slab.send_cli import register as _register_send  # noqa: E402
 
 _register_send(app)
 
+# --------------------------------------------------------------------------- check-l4s
+
+from l4slab.check_cli import register as _register_check  # noqa: E402
+
+_register_check(app)
+
 
 # --------------------------------------------------------------------------- main
 
