@@ -247,3 +247,10 @@ def test_known_behaviours_get_the_expected_verdicts(tmp_path: Path) -> None:
     assert c["validation-bleach"]["verdict"] == "FAIL", c["validation-bleach"]["evidence"]
     assert c["ect1"]["verdict"] == "PASS"
     assert _namespaces() == before
+
+
+def test_send_refuses_no_ecn_validation_without_ecn(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["send", "127.0.0.1", "--ecn", "off", "--no-ecn-validation", "-t", "1"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--no-ecn-validation" in err and "--cc prague --no-ecn-validation" in err
