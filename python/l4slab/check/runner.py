@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ __all__ = ["GRACE_S", "PhaseRun", "run_phase"]
 
 #: How long the client may outlive its phase before it is stopped.
 GRACE_S = 2.0
+#: The emulator's exit codes after SIGINT, SIGTERM, SIGHUP (128 + signal).
+_INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,9 @@ def run_phase(
         pcap_dir=d,
     )
     proc = emu.run_emulator(args, capture=True)
+    if proc.returncode in _INTERRUPTED:
+        # Ctrl-C or SIGTERM: the emulator has torn the phase down; run no more.
+        raise KeyboardInterrupt
     if not report.exists():
         raise emu.EmuError(
             f"phase {phase.name}: the emulator failed (exit {proc.returncode}): "
