@@ -856,6 +856,12 @@ from l4slab.sweep_cli import register as _register_sweep  # noqa: E402
 
 _register_sweep(app)
 
+# --------------------------------------------------------------------------- check-l4s
+
+from l4slab.check_cli import register as _register_check  # noqa: E402
+
+_register_check(app)
+
 
 # --------------------------------------------------------------------------- main
 

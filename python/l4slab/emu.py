@@ -174,11 +174,13 @@ def shell_args(
     pin: bool = True,
     realtime: bool = True,
     quiet: bool = False,
+    pcap_dir: str | os.PathLike[str] | None = None,
 ) -> list[str]:
     """The ``l4slab-emu shell`` arguments (after :func:`emulator_command`) for these options.
 
     ``cc`` is the namespaces' default TCP congestion control (the emulator's
-    default: cubic, Linux's own, whatever the host uses).
+    default: cubic, Linux's own, whatever the host uses). ``pcap_dir``: capture
+    the bottleneck's packets (headers) into ``pcap_dir/pcap/*.pcap``.
     """
     args = ["shell"]
     for s in sets:
@@ -212,6 +214,8 @@ def shell_args(
         args.append("--no-realtime")
     if quiet:
         args.append("--quiet")
+    if pcap_dir is not None:
+        args += ["--pcap-dir", os.fspath(pcap_dir)]
     return [*args, "--", *command]
 
 

@@ -61,6 +61,7 @@ def send(
     *,
     cc: str = "cubic",
     ecn: str | None = None,
+    ecn_validation: bool = True,
     app: str = "bulk",
     duration: str = "10",
     interval: str = "1",
@@ -76,6 +77,8 @@ def send(
     Returns the run as :class:`Results` (saved at ``out`` when given) and the raw
     result (``failure``: why it did not complete, or ``None``; ``interrupted``).
     Raises :class:`EndpointInputError` for a bad option before anything is sent.
+    ``ecn_validation=False`` keeps marking whatever the path does (RFC 9000
+    §13.4.2 off: a non-conforming sender, only to demonstrate the failure).
     """
     native = _native_mod()
     target = output_path(out) if out is not None else None
@@ -86,6 +89,7 @@ def send(
         "port": port,
         "cc": cc,
         "ecn": ecn,
+        "ecn_validation": ecn_validation,
         "app": app,
         "duration": duration,
         "interval": interval,

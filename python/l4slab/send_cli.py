@@ -81,6 +81,16 @@ def send(
             show_default=False,
         ),
     ] = None,
+    no_ecn_validation: Annotated[
+        bool,
+        typer.Option(
+            "--no-ecn-validation",
+            help="Do NOT validate ECN (RFC 9000 §13.4.2): keep marking every packet even "
+            "when the path bleaches, re-marks or drops ECT. This breaks the RFC's MUST; it "
+            "exists only to show what such a sender does (l4slab check-l4s fails it). "
+            "Example: [bold]l4slab send HOST --cc prague --no-ecn-validation[/bold]",
+        ),
+    ] = False,
     app: Annotated[
         str,
         typer.Option(
@@ -117,6 +127,7 @@ def send(
             host,
             cc=cc,
             ecn=ecn,
+            ecn_validation=not no_ecn_validation,
             app=app,
             duration=duration,
             interval=interval,

@@ -20,6 +20,8 @@
 //! Shell options: `--set KEY=VALUE` (scenario overrides on the bottleneck,
 //! e.g. `bottleneck.rate=20Mbit`), `--server-command CMD`, `--report FILE`,
 //! `--cc NAME` (the namespaces' default TCP congestion control; cubic),
+//! `--pcap-dir DIR` (capture the bottleneck's packets, headers only, into
+//! `DIR/pcap/bottleneck.{down,up}.{in,out}.pcap`),
 //! `--ecn-path NAME` / `--ecn-path-down NAME` / `--ecn-path-up NAME` (the
 //! scenario's `ecn_rewrite`),
 //! `--mtu N`, `--spin-us N`, `--no-pin`, `--no-realtime`, `--no-coalesce`,
@@ -209,6 +211,8 @@ fn shell_cmd(args: &[String], self_cmd: &[String]) -> Result<i32, EmuError> {
             "--server-command" => o.server_command = Some(a.value(opt)?.to_string()),
             "--report" => o.report = Some(PathBuf::from(a.value(opt)?)),
             "--cc" => o.cc = Some(a.value(opt)?.to_string()),
+            // The bottleneck's packets (headers) into DIR/pcap/*.pcap.
+            "--pcap-dir" => o.pcap_dir = Some(PathBuf::from(a.value(opt)?)),
             // Shorthands for the scenario key `ecn_rewrite` (validated there).
             "--ecn-path" => o
                 .sets

@@ -109,6 +109,9 @@ pub struct ShellOptions {
     pub report: Option<PathBuf>,
     /// The namespaces' default TCP congestion control (`None`: [`DEFAULT_CC`]).
     pub cc: Option<String>,
+    /// Capture the bottleneck's packets (headers, both directions, at the
+    /// queue's ingress and egress) into `DIR/pcap/` ([`crate::capture`]).
+    pub pcap_dir: Option<PathBuf>,
     pub quiet: bool,
     pub tuning: RunTuning,
 }
@@ -314,6 +317,10 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
             ..forwarder::Config::default()
         },
     )?;
+    if let Some(dir) = &opts.pcap_dir {
+        let files = l4slab_pcap::Captures::create(dir, &fwd.bn.queue_names().queues)?;
+        fwd.capture(files);
+    }
     let env = command_env(&topo);
     let (fwd_cpu, app_cpus) = cpu_split(t.pin);
     if !opts.quiet {
@@ -369,6 +376,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     if tty {
         let _ = sys::set_foreground(sys::getpgrp());
     }
+    let captured = fwd.finish_capture();
     let report = json!({
         "queues": fwd.queues_json(&[]),
         "forwarder": fwd.forwarder_json(cpu0),
@@ -392,6 +400,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         let _ = srv.wait();
     }
     result?;
+    captured?;
     if !opts.quiet {
         eprintln!("{}", timing_line(&report));
     }

@@ -84,6 +84,10 @@ pub struct SendOptions {
     pub cc: String,
     /// `off`, `ect0`, `ect1`; `None`: the controller's (prague, dctcp: ECT(1)).
     pub ecn: Option<String>,
+    /// RFC 9000 §13.4.2 ECN validation (default true). `false` is
+    /// `--no-ecn-validation`: keep marking whatever the path does (a
+    /// non-conforming sender, to demonstrate the failure).
+    pub ecn_validation: bool,
     /// `bulk`, `file:SIZE`, `frames:RATE@FPS`.
     pub app: String,
     /// Seconds (`10`) or a duration (`10s`, `500ms`).
@@ -101,6 +105,7 @@ impl Default for SendOptions {
             port: None,
             cc: "cubic".into(),
             ecn: None,
+            ecn_validation: true,
             app: "bulk".into(),
             duration: "10".into(),
             interval: "1".into(),
@@ -343,9 +348,17 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         Some(b) => resolve(b, Some(0))?,
         None => unspecified(&server),
     };
+    if !opts.ecn_validation && !ecn {
+        return Err(bad(
+            "--no-ecn-validation",
+            "needs ECN on (not --ecn off); write e.g. --cc prague --no-ecn-validation",
+        )
+        .into());
+    }
     let cfg = ConnectionConfig {
         cc: cc.clone(),
         ecn,
+        ecn_validation: opts.ecn_validation,
         ecn_codepoint: codepoint,
         seed: random_seed()?,
         ..ConnectionConfig::default()
@@ -364,8 +377,13 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
             _ => "ect0",
         }
     };
+    let ecn_banner = if opts.ecn_validation {
+        ecn_name.to_string()
+    } else {
+        format!("{ecn_name} WITHOUT ECN validation")
+    };
     obs.line(&format!(
-        "l4slab send: {local} -> {server}, cc {cc}, ECN {ecn_name}, app {}, {} s, one line every {} s",
+        "l4slab send: {local} -> {server}, cc {cc}, ECN {ecn_banner}, app {}, {} s, one line every {} s",
         app_name(&app),
         round6(duration.as_secs_f64()),
         round6(interval.as_secs_f64())
@@ -454,6 +472,7 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
             "server": server.to_string(),
             "cc": cc,
             "ecn": ecn_name,
+            "ecn_validation": opts.ecn_validation,
             "app": opts.app,
             "duration_s": round6(duration.as_secs_f64()),
             "interval_s": round6(interval.as_secs_f64()),

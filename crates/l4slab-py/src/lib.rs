@@ -527,6 +527,9 @@ fn send_run(py: Python<'_>, options: &Bound<'_, PyDict>, on_line: PyObject) -> P
         }
     }
     o.ecn = opt_string(options, "ecn")?;
+    if let Some(v) = options.get_item("ecn_validation")? {
+        o.ecn_validation = v.extract()?;
+    }
     o.bind = opt_string(options, "bind")?;
     let mut obs = PyObserver {
         on_line,

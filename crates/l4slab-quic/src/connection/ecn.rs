@@ -105,6 +105,8 @@ pub struct EcnValidator {
     marked_sent: u64,
     marked_lost: u64,
     marked_acked: u64,
+    /// False only for [`EcnValidator::unvalidated`]: no check can fail.
+    validate: bool,
 }
 
 pub(crate) fn space_index(s: PnSpace) -> usize {
@@ -133,7 +135,27 @@ impl EcnValidator {
             marked_sent: 0,
             marked_lost: 0,
             marked_acked: 0,
+            validate: true,
         }
+    }
+
+    /// A sender that does **not** validate ECN: it marks every packet with
+    /// `codepoint` from the first and never fails, whatever the ACK_ECN
+    /// counts say. This breaks RFC 9000 §13.4.2 ("If validation fails, then
+    /// the endpoint MUST disable ECN"); it exists only to show what such a
+    /// sender does on a path that bleaches, re-marks or drops ECT
+    /// (`l4slab send --no-ecn-validation`, `l4slab check-l4s`). CE counts
+    /// are still fed to the controller.
+    pub fn unvalidated(codepoint: Ecn) -> Self {
+        let mut v = EcnValidator::new(true, codepoint);
+        v.validate = false;
+        v.transition_to(EcnState::Capable);
+        v
+    }
+
+    /// False for [`EcnValidator::unvalidated`].
+    pub fn validates(&self) -> bool {
+        self.validate
     }
 
     pub fn state(&self) -> EcnState {
@@ -203,6 +225,9 @@ impl EcnValidator {
             return;
         }
         self.marked_lost += 1;
+        if !self.validate {
+            return;
+        }
         // §13.4.2: "If all packets marked with non-zero ECN codepoints are
         // subsequently lost, ... the endpoint ... [disables] ECN".
         if matches!(self.state, EcnState::Unknown)
@@ -230,7 +255,7 @@ impl EcnValidator {
         }
         let c = self.spaces[space_index(space)];
         let Some(n) = counts else {
-            if acked_ect0 + acked_ect1 > 0 {
+            if acked_ect0 + acked_ect1 > 0 && self.validate {
                 self.transition_to(EcnState::Failed(EcnFailure::CountsMissing));
             }
             return EcnFeedback::default();
@@ -257,6 +282,13 @@ impl EcnValidator {
         s.reported.ect0 = s.reported.ect0.max(n.ect0);
         s.reported.ect1 = s.reported.ect1.max(n.ect1);
         s.reported.ce = s.reported.ce.max(n.ce);
+        if !self.validate {
+            // `unvalidated`: take the counts at face value, never fail.
+            return EcnFeedback {
+                new_ce: dce,
+                new_marked: d0 + d1 + dce,
+            };
+        }
         if too_high {
             self.transition_to(EcnState::Failed(EcnFailure::CountsTooHigh));
             return EcnFeedback::default();
@@ -283,6 +315,30 @@ mod tests {
 
     fn counts(ect0: u64, ect1: u64, ce: u64) -> Option<EcnCounts> {
         Some(EcnCounts { ect0, ect1, ce })
+    }
+
+    #[test]
+    fn an_unvalidated_sender_marks_from_the_first_packet_and_never_fails() {
+        let mut v = EcnValidator::unvalidated(Ecn::Ect1);
+        assert!(!v.validates());
+        assert_eq!(v.state(), EcnState::Capable);
+        assert_eq!(v.next_codepoint(), Ecn::Ect1);
+        v.on_sent(PnSpace::ApplicationData, Ecn::Ect1);
+        // Bleached (no counts), re-marked (ECT(0) above what was sent), lost:
+        // a validating sender fails on each; this one keeps marking.
+        v.on_ack(PnSpace::ApplicationData, 0, 1, None);
+        v.on_ack(PnSpace::ApplicationData, 0, 1, counts(5, 0, 0));
+        v.on_lost(Ecn::Ect1);
+        assert_eq!(v.state(), EcnState::Capable);
+        assert_eq!(v.next_codepoint(), Ecn::Ect1);
+        // CE is still fed back to the controller.
+        let fb = v.on_ack(PnSpace::ApplicationData, 0, 2, counts(5, 1, 2));
+        assert_eq!(fb.new_ce, 2);
+        // The same ACKs fail a validating sender.
+        let mut w = EcnValidator::new(true, Ecn::Ect1);
+        w.on_sent(PnSpace::ApplicationData, Ecn::Ect1);
+        w.on_ack(PnSpace::ApplicationData, 0, 1, None);
+        assert_eq!(w.state(), EcnState::Failed(EcnFailure::CountsMissing));
     }
 
     #[test]

@@ -102,6 +102,11 @@ pub struct ConnectionConfig {
     /// Send ECT (the controller's codepoint: ECT(1) for prague and dctcp,
     /// ECT(0) otherwise) and validate it (§13.4.2).
     pub ecn: bool,
+    /// RFC 9000 §13.4.2 ECN validation (default true). `false` (only with
+    /// `ecn`): mark every packet from the first and never stop, whatever the
+    /// peer's ACK_ECN counts show — a non-conforming sender, kept only to
+    /// demonstrate the failure (`l4slab send --no-ecn-validation`).
+    pub ecn_validation: bool,
     /// RFC 9002 §7.7: pace at `1.25 * cwnd / smoothed_rtt` when the
     /// controller has no pacing rate of its own. Off: only a controller with
     /// its own rate (BBR) paces, as the TCP model's `pacing = false`.
@@ -145,6 +150,7 @@ impl Default for ConnectionConfig {
             max_datagram_size: 1200,
             initial_window: None,
             ecn: true,
+            ecn_validation: true,
             pacing: true,
             ecn_codepoint: None,
             max_ack_delay: Dur::from_millis(25),
@@ -546,7 +552,11 @@ impl Connection {
             tracer: NullTracer,
             pacer: Pacer::new(iw.saturating_mul(mds64), now),
             pacing_wakeup: None,
-            ecn: EcnValidator::new(cfg.ecn, codepoint),
+            ecn: if cfg.ecn && !cfg.ecn_validation {
+                EcnValidator::unvalidated(codepoint)
+            } else {
+                EcnValidator::new(cfg.ecn, codepoint)
+            },
             rate: RateEstimator::default(),
             pto_count: 0,
             recovery_start: None,

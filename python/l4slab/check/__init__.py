@@ -1,0 +1,169 @@
+"""``l4slab check-l4s``: does this application really do L4S?
+
+Runs a client command (and a server command) through a series of emulated
+paths (:mod:`l4slab.check.phases`), reads the application's own packets from
+the bottleneck's capture, both directions (:mod:`l4slab.check.measure`), and
+judges each requirement of RFC 9331 §4 and RFC 9000 §13.4.2 it can see
+(:mod:`l4slab.check.judge`). Needs root (the emulator). docs/check-l4s.md.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from l4slab.check.judge import FAIL, Check, overall
+from l4slab.check.judge import judge as _judge
+from l4slab.check.measure import PhaseMetrics, data_direction, measure
+from l4slab.check.phases import Phase, phases
+from l4slab.check.report import format_text, write_report
+from l4slab.check.runner import run_phase
+from l4slab.output import check_output_dir, output_path, staging_dir, write_manifest
+
+__all__ = [
+    "PHASE_NAMES",
+    "CheckError",
+    "CheckInputError",
+    "CheckResult",
+    "check_l4s",
+    "default_server",
+    "validate_options",
+]
+
+#: The phases in the order they run (``--only`` takes these names).
+PHASE_NAMES = tuple(p.name for p in phases("up"))
+
+
+class CheckError(Exception):
+    """The check could not run (e.g. the application sent nothing)."""
+
+
+class CheckInputError(CheckError):
+    """A bad option; the message names it and shows a valid value."""
+
+
+@dataclass
+class CheckResult:
+    checks: list[Check]
+    metrics: dict[str, PhaseMetrics]
+    verdict: str
+    out: Path
+
+    @property
+    def failed(self) -> bool:
+        return any(c.verdict == FAIL for c in self.checks)
+
+    def text(self) -> str:
+        return format_text(self.checks, self.verdict)
+
+
+def default_server() -> str:
+    """``l4slab serve`` (the same l4slab), for clients that run ``l4slab send``."""
+    return shlex.join([sys.executable, "-m", "l4slab", "serve"])
+
+
+def validate_options(seconds: float, only: Sequence[str]) -> None:
+    """Raise :class:`CheckInputError` naming a bad option and a valid value."""
+    if seconds < 2 or seconds > 60:
+        raise CheckInputError(f"--seconds: {seconds:g} is out of range; use 2 to 60, e.g. 4")
+    unknown = [n for n in only if n not in PHASE_NAMES]
+    if unknown:
+        raise CheckInputError(
+            f"--only: unknown phase {unknown[0]!r}; choose from: {', '.join(PHASE_NAMES)}"
+        )
+
+
+def check_l4s(
+    client: str,
+    *,
+    server: str | None,
+    out: Path,
+    seconds: float = 4.0,
+    only: Sequence[str] = (),
+    on_phase: Callable[[Phase, PhaseMetrics, float], None] | None = None,
+) -> CheckResult:
+    """Run ``client`` (shell text) through every phase and judge it.
+
+    ``only``: phase names to run (``l4s`` always runs: it finds the data
+    direction and whether the sender uses ECN at all). When the first phase
+    shows no ECN-capable data, the phases that need ECN are skipped: each of
+    their checks is NOT APPLICABLE. Raises :class:`CheckError` for bad input
+    and :class:`l4slab.emu.EmuError` when the emulator cannot run.
+
+    ``out`` is written as every l4slab output folder is: into a hidden folder beside
+    it, renamed into place when complete; an existing ``out`` that l4slab did not
+    write is refused (``FileExistsError``), one it wrote is replaced.
+    """
+    validate_options(seconds, only)
+    target = output_path(out)
+    check_output_dir(target)  # nothing written over a folder l4slab did not write
+    with staging_dir(target) as tmp:  # all or nothing: Ctrl-C or a failure leaves no half
+        result = _check(client, server, tmp, seconds, only, on_phase)
+        write_manifest(tmp, "check-l4s")
+    result.out = target
+    return result
+
+
+def _check(
+    client: str,
+    server: str | None,
+    out: Path,
+    seconds: float,
+    only: Sequence[str],
+    on_phase: Callable[[Phase, PhaseMetrics, float], None] | None,
+) -> CheckResult:
+    work = out / "phases"
+    work.mkdir(parents=True, exist_ok=True)
+    metrics: dict[str, PhaseMetrics] = {}
+    first = phases("up")[0]
+    started = time.monotonic()
+    t = time.monotonic()
+    run = run_phase(first, client=client, server=server, seconds=seconds, data_dir="up",
+                    workdir=work)  # fmt: skip
+    data_dir = data_direction(run)
+    metrics[first.name] = measure(run, data_dir)
+    if on_phase:
+        on_phase(first, metrics[first.name], time.monotonic() - t)
+    if metrics[first.name].data_packets == 0:
+        log = (run.dir / "client.log").read_text(errors="replace")[-2000:]
+        raise CheckError(
+            f"the application sent no data in the first phase (client exit code "
+            f"{run.exit_code}); its output:\n{log}"
+        )
+    uses_ecn = metrics[first.name].codepoints["not_ect"] < 0.5
+    all_phases = phases(data_dir)
+    for phase in all_phases[1:]:
+        if only and phase.name not in only:
+            continue
+        if not uses_ecn:
+            continue
+        t = time.monotonic()
+        run = run_phase(phase, client=client, server=server, seconds=seconds,
+                        data_dir=data_dir, workdir=work)  # fmt: skip
+        metrics[phase.name] = measure(run, data_dir)
+        if on_phase:
+            on_phase(phase, metrics[phase.name], time.monotonic() - t)
+    checks = _judge(metrics)
+    verdict = overall(checks, metrics)
+    from l4slab import __version__
+
+    meta = {
+        "client": client,
+        "server": server,
+        "phase_seconds": seconds,
+        "data_dir": data_dir,
+        "version": __version__,
+        "wall_s": round(time.monotonic() - started, 1),
+        "phase_titles": {p.name: p.title for p in all_phases},
+        "phase_sets": {
+            p.name: list(p.sets) + ([f"ecn_path={p.ecn_path}"] if p.ecn_path else [])
+            for p in all_phases
+        },
+        "skipped": [] if uses_ecn else [p.name for p in all_phases[1:]],
+    }
+    write_report(out, checks=checks, metrics=metrics, verdict=verdict, meta=meta)
+    return CheckResult(checks=checks, metrics=metrics, verdict=verdict, out=out)

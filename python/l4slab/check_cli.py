@@ -1,0 +1,156 @@
+"""``l4slab check-l4s [--server CMD] -- CLIENT CMD``: an L4S conformance report
+for any program (needs root). The work is :func:`l4slab.check.check_l4s`; this
+module only maps options and exit codes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from l4slab import emu
+from l4slab._cli_base import DEFAULT_RESULTS_ROOT, _fail
+from l4slab.check import (
+    PHASE_NAMES,
+    CheckError,
+    CheckInputError,
+    check_l4s,
+    default_server,
+    validate_options,
+)
+from l4slab.check.measure import PhaseMetrics
+from l4slab.check.phases import Phase
+from l4slab.output import OutputDirError, check_output_dir
+
+__all__ = ["register"]
+
+EXIT_FAIL = 3
+EXIT_BAD_INPUT = 2
+EXIT_ERROR = 1
+
+CHECK_HELP = "\n\n".join(
+    [
+        "Run CLIENT CMD (in the emulator's client namespace) and the server command (in the "
+        "server namespace) through a series of short emulated paths, one emulator run each: "
+        "ECN passed through DualPI2; CE marks on a known fraction of packets (2, 6, 18 %); "
+        "a path that bleaches ECN; one that re-marks ECT(1) to ECT(0); an ECN black hole; a "
+        "single-queue classic-ECN AQM shared with kernel Cubic; DualPI2 at a 4x longer RTT. "
+        "Then read the application's own packets at the bottleneck (both directions) and "
+        "judge each requirement of RFC 9331 §4 (and RFC 9000 §13.4.2) they show: PASS, FAIL "
+        "(a MUST), WARN (a SHOULD or advice), NOT OBSERVABLE, NOT APPLICABLE.",
+        "CLIENT CMD is run by sh -c, its words joined with spaces (as ssh does), with "
+        "$L4SLAB_SERVER, $L4SLAB_SERVER_ECN (kernel TCP negotiates classic ECN to it), "
+        "$L4SLAB_CHECK_SECONDS (how long to send) and the other variables of l4slab emu; "
+        "quote the variables from your own shell. It is stopped 2 s after its phase ends.",
+        "Example: [bold]sudo l4slab check-l4s -- l4slab send '$L4SLAB_SERVER' --cc prague -t "
+        "'$L4SLAB_CHECK_SECONDS'[/bold] (the default server is l4slab serve).",
+        "Writes OUT (default results/check-l4s/): summary.json, report.html (a figure "
+        "per phase) and each phase's capture in phases/PHASE/pcap/, all at once when the "
+        "check ends (an OUT that l4slab wrote before is replaced). Exit code 0 when no "
+        "requirement FAILs, 3 when one does, 2 for bad input, 1 when the check could not run.",
+    ]
+)
+
+
+def _progress(phase: Phase, m: PhaseMetrics, wall: float) -> None:
+    cp = m.codepoints
+    print(
+        f"[{phase.name:<11}] {wall:4.1f} s  {m.goodput_mbit:6.2f} Mbit/s  "
+        f"ECT(1) {cp['ect1'] + cp['ce']:.0%}  ECT(0) {cp['ect0']:.0%}  "
+        f"CE {m.ce_fraction:.1%}  {phase.title}",
+        flush=True,
+    )
+
+
+def check(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="CLIENT CMD...", help="The client command (after --)."),
+    ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            help="Shell command for the server namespace (default: l4slab serve). "
+            "Example: --server 'iperf3 -s'.",
+            metavar="CMD",
+        ),
+    ] = None,
+    no_server: Annotated[bool, typer.Option("--no-server", help="Run no server command.")] = False,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "-o",
+            "--out",
+            help="Write the report here (replaced when l4slab wrote it before).",
+            metavar="DIR",
+        ),
+    ] = DEFAULT_RESULTS_ROOT / "check-l4s",
+    seconds: Annotated[
+        float,
+        typer.Option(
+            "--seconds",
+            help="Length of each phase in seconds (2 to 60; 9 phases).",
+        ),
+    ] = 4.0,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            help=f"Run only this phase (and l4s, which always runs); repeatable. "
+            f"Phases: {', '.join(PHASE_NAMES)}.",
+            metavar="PHASE",
+        ),
+    ] = None,
+) -> None:
+    if not command:
+        raise _fail(
+            "no CLIENT CMD; write e.g. l4slab check-l4s -- l4slab send '$L4SLAB_SERVER' "
+            "--cc prague -t '$L4SLAB_CHECK_SECONDS'",
+            EXIT_BAD_INPUT,
+        )
+    try:
+        validate_options(seconds, only or ())
+    except CheckInputError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    try:
+        check_output_dir(out)
+    except (FileExistsError, OutputDirError) as exc:
+        raise _fail(f"--out: {exc}", EXIT_BAD_INPUT) from None
+    if not emu.is_root():
+        raise _fail(
+            "l4slab check-l4s needs root: it runs the emulator (network namespaces, TUN). "
+            "Run it as root (e.g. with sudo).",
+            EXIT_BAD_INPUT,
+        )
+    srv = None if no_server else (server if server is not None else default_server())
+    try:
+        result = check_l4s(
+            " ".join(command),
+            server=srv,
+            out=out,
+            seconds=seconds,
+            only=only or (),
+            on_phase=_progress,
+        )
+    except CheckInputError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except CheckError as exc:
+        raise _fail(str(exc), EXIT_ERROR) from None
+    except emu.EmuError as exc:
+        raise _fail(str(exc), EXIT_ERROR) from None
+    print(result.text())
+    print(f"report: {result.out / 'report.html'}")
+    raise typer.Exit(EXIT_FAIL if result.failed else 0)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check-l4s`` to the ``l4slab`` command line."""
+    app.command(
+        "check-l4s",
+        help=CHECK_HELP,
+        short_help="Does this application do L4S? A conformance report (needs root).",
+        context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+    )(check)

@@ -1,0 +1,256 @@
+"""``l4slab check-l4s``: the capture reader, the verdicts on known numbers, the
+command line, and (as root) the known behaviours of issue 16 through the
+emulator: l4slab's Prague passes; kernel Cubic without ECN is "not L4S";
+kernel Cubic with classic ECN fails the scalable-response check; Prague with
+ECN validation off fails the bleaching phase."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from l4slab import emu
+from l4slab.check import judge as J
+from l4slab.check.measure import PhaseMetrics
+from l4slab.check.pcap import CE, ECT1, NOT_ECT, read_direction
+from l4slab.cli import main
+
+# --------------------------------------------------------------------------- pcap
+
+
+def _udp4(ecn: int, ident: int, payload: int = 1200) -> bytes:
+    """An IPv4 + UDP header (headers-only record), IP ID ``ident``."""
+    total = 28 + payload
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, ecn, total, ident, 0x4000, 64, 17, 0,
+                     bytes([10, 77, 0, 1]), bytes([10, 77, 0, 2]))  # fmt: skip
+    # A checksum the path would recompute when it changes the ECN field.
+    ip = ip[:10] + struct.pack(">H", (0xBEEF + ecn) & 0xFFFF) + ip[12:]
+    return ip + struct.pack(">HHHH", 4000, 4433, payload + 8, ident ^ 0x5A5A)
+
+
+def _pcap(path: Path, records: list[tuple[float, bytes, int]]) -> None:
+    out = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 101)
+    for t, rec, orig in records:
+        sec = int(t)
+        out += struct.pack("<IIII", sec, round((t - sec) * 1e9), len(rec), orig) + rec
+    path.write_bytes(out)
+
+
+def test_the_capture_reader_pairs_each_packet_with_its_departure_and_finds_drops(
+    tmp_path: Path,
+) -> None:
+    a, b, c = _udp4(ECT1, 1), _udp4(ECT1, 2), _udp4(NOT_ECT, 3)
+    _pcap(tmp_path / "bottleneck.up.in.pcap", [(1.0, a, 1228), (1.001, b, 1228), (1.002, c, 1228)])
+    # b is CE-marked on the way (ECN bits and IPv4 checksum change); c is dropped.
+    marked = bytes([b[0], CE]) + b[2:10] + struct.pack(">H", 0xBEEF + CE) + b[12:]
+    _pcap(tmp_path / "bottleneck.up.out.pcap", [(1.011, a, 1228), (1.013, marked, 1228)])
+    p = read_direction(tmp_path, "up")
+    assert list(p.ecn_in) == [ECT1, ECT1, NOT_ECT]
+    assert list(p.ecn_out) == [ECT1, CE, -1]
+    assert p.t_out[0] == pytest.approx(1.011) and p.t_out[1] == pytest.approx(1.013)
+    assert p.t_out[2] != p.t_out[2], "dropped: NaN"
+    assert list(p.payload) == [1200, 1200, 1200] and list(p.ip_len) == [1228] * 3
+    assert list(p.proto) == [17] * 3 and list(p.dport) == [4433] * 3
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def _metrics(name: str, **kw: Any) -> PhaseMetrics:
+    base: dict[str, Any] = {
+        "name": name,
+        "seconds": 4.0,
+        "exit_code": 0,
+        "data_dir": "up",
+        "data_packets": 5000,
+        "codepoints": {"not_ect": 0.0, "ect1": 1.0, "ect0": 0.0, "ce": 0.0},
+        "codepoints_late": {"not_ect": 0.0, "ect1": 1.0, "ect0": 0.0, "ce": 0.0},
+        "goodput_mbit": 18.0,
+        "goodput_late_mbit": 18.0,
+        "drop_fraction_late": 0.0,
+        "ce_fraction": 0.1,
+        "qdelay_l_ms": {"p50": 0.5, "p90": 1.0, "p99": 2.0, "samples": 4000},
+        "qdelay_c_ms": None,
+        "packet_bytes": 1228.0,
+        "window_packets": 40.0,
+        "burst_mean": 1.5,
+        "competitor_mbit": None,
+        "tcp_ecn_setup": None,
+        "tcp_ece_acks": None,
+        "transport": "udp",
+    }
+    base.update(kw)
+    return PhaseMetrics(**base)
+
+
+@pytest.mark.parametrize(
+    ("law", "verdict"),
+    [
+        (lambda p: 2 / p, "PASS"),
+        (lambda p: 1.22 / p**0.5, "FAIL"),
+        (lambda p: 0.9 / p**0.8, "PASS"),
+    ],
+)
+def test_the_scalable_check_tells_w_2_over_p_from_the_classic_law(law: Any, verdict: str) -> None:
+    marks = [
+        _metrics(f"mark-{p}", ce_fraction=p, window_packets=law(p)) for p in (0.02, 0.06, 0.18)
+    ]
+    c = J.check_scalable(marks, l4s=True)
+    assert c.verdict == verdict, c.evidence
+    slope = {"PASS": (-1.01, -0.79), "FAIL": (-0.51, -0.49)}[verdict]
+    assert slope[0] < c.numbers["slope"] < slope[1]
+
+
+def test_a_not_ect_sender_is_not_l4s_and_the_ecn_checks_do_not_apply() -> None:
+    first = _metrics(
+        "l4s",
+        codepoints={"not_ect": 1.0, "ect1": 0.0, "ect0": 0.0, "ce": 0.0},
+        transport="tcp",
+        tcp_ecn_setup="none",
+        qdelay_l_ms=None,
+    )
+    checks = {c.id: c for c in J.judge({"l4s": first})}
+    assert checks["ect1"].verdict == "FAIL" and "no ECN" in checks["ect1"].evidence
+    assert checks["feedback"].verdict == "FAIL"
+    for cid in ("scalable", "validation-bleach", "validation-remark", "blackhole", "loss"):
+        assert checks[cid].verdict == "NOT APPLICABLE", cid
+    assert J.overall(list(checks.values()), {"l4s": first}).startswith("not L4S")
+
+
+def test_validation_fails_when_ect1_continues_after_bleaching() -> None:
+    late = {"not_ect": 0.0, "ect1": 1.0, "ect0": 0.0, "ce": 0.0}
+    assert (
+        J.check_validation(_metrics("bleach", codepoints_late=late), "bleach", True).verdict
+        == "FAIL"
+    )
+    fell_back = {"not_ect": 1.0, "ect1": 0.0, "ect0": 0.0, "ce": 0.0}
+    ok = J.check_validation(_metrics("bleach", codepoints_late=fell_back), "bleach", True)
+    assert ok.verdict == "PASS"
+    assert J.check_validation(_metrics("bleach"), "bleach", False).verdict == "NOT APPLICABLE"
+
+
+def test_classic_tcp_ecn_feedback_is_not_accurate_and_quic_feedback_is_not_observable() -> None:
+    tcp = J.check_feedback(
+        _metrics("l4s", transport="tcp", tcp_ecn_setup="classic", tcp_ece_acks=0.3)
+    )
+    assert tcp.verdict == "FAIL" and "RFC 3168" in tcp.evidence
+    assert J.check_feedback(_metrics("l4s")).verdict == "NOT OBSERVABLE"
+
+
+def test_a_queue_past_the_step_by_more_than_a_quarter_rtt_fails_the_prompt_check() -> None:
+    slow = {"p50": 4.0, "p90": 8.0, "p99": 12.0, "samples": 4000}
+    assert J.check_prompt([_metrics("l4s", qdelay_l_ms=slow)]).verdict == "FAIL"
+    assert J.check_prompt([_metrics("l4s")]).verdict == "PASS"
+    # Never marked: nothing to respond to, so not exercised.
+    assert J.check_prompt([_metrics("rtt", ce_fraction=0.0)]).verdict == "NOT APPLICABLE"
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_check_l4s_needs_a_command_and_valid_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check-l4s"]) == 2
+    assert "no CLIENT CMD" in capsys.readouterr().err
+    assert main(["check-l4s", "--seconds", "1", "--", "true"]) == 2
+    assert "--seconds" in capsys.readouterr().err
+    assert main(["check-l4s", "--only", "nope", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "--only" in err and "mark-2%" in err
+
+
+def test_check_l4s_help_names_the_phases_and_the_exit_codes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["check-l4s", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "bleaches ECN" in out and "$L4SLAB_CHECK_SECONDS" in out and "3 when" in out
+
+
+# --------------------------------------------------------------------------- root: known behaviours
+
+
+def _root_or_skip() -> list[str]:
+    if not emu.is_root():
+        pytest.skip("needs root to create network namespaces and TUN devices")
+    try:
+        return emu.emulator_command()
+    except emu.EmuError as exc:
+        pytest.skip(str(exc))
+
+
+def _namespaces() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in out.stdout.splitlines() if line.startswith("l4slab-")]
+
+
+def _check(out: Path, client: str, server: str, *only: str) -> tuple[int, dict[str, Any]]:
+    args = ["check-l4s", "-o", str(out), "--server", server]
+    for o in only:
+        args += ["--only", o]
+    code = main([*args, "--", client])
+    summary = json.loads((out / "summary.json").read_text())
+    return code, {c["id"]: c for c in summary["checks"]} | {"_summary": summary}
+
+
+def test_known_behaviours_get_the_expected_verdicts(tmp_path: Path) -> None:
+    """Issue 16's Done-means, as root through the emulator (about 2 minutes)."""
+    prog = shlex.join(_root_or_skip())
+    before = _namespaces()
+    l4slab = shlex.join([sys.executable, "-m", "l4slab"])
+    serve = f"{l4slab} serve"
+    send = f'{l4slab} send "$L4SLAB_SERVER" -t "$L4SLAB_CHECK_SECONDS" --cc prague'
+    sink = f"{prog} probe tcp-sink --port 5001"
+    cubic = f'{prog} probe tcp-send "{{addr}}:5001" --cc cubic --seconds "$L4SLAB_CHECK_SECONDS"'
+
+    # l4slab's own Prague endpoint passes every phase (WARN is allowed: SHOULDs).
+    code, c = _check(tmp_path / "prague", send, serve)
+    assert code == 0, c["_summary"]["verdict"]
+    assert c["ect1"]["verdict"] == "PASS"
+    assert c["scalable"]["verdict"] == "PASS", c["scalable"]["evidence"]
+    assert c["scalable"]["numbers"]["slope"] <= J.SLOPE_THRESHOLD
+    for cid in ("prompt", "validation-bleach", "validation-remark", "loss"):
+        assert c[cid]["verdict"] == "PASS", (cid, c[cid]["evidence"])
+    assert (tmp_path / "prague/report.html").exists()
+    assert (tmp_path / "prague/figures/mark-6%.png").stat().st_size > 1000
+
+    # Kernel Cubic without ECN: "not L4S" (no ECT(1)), exit code 3.
+    code, c = _check(tmp_path / "cubic", cubic.format(addr="$L4SLAB_SERVER"), sink)
+    assert code == 3
+    assert c["ect1"]["verdict"] == "FAIL" and "no ECN" in c["ect1"]["evidence"]
+    assert c["_summary"]["verdict"].startswith("not L4S")
+
+    # Kernel Cubic with classic ECN: ECT(0), and a classic (square-root) response.
+    code, c = _check(
+        tmp_path / "cubic-ecn",
+        cubic.format(addr="$L4SLAB_SERVER_ECN"),
+        sink,
+        "mark-2%",
+        "mark-6%",
+        "mark-18%",
+    )
+    assert code == 3
+    assert "classic ECN" in c["ect1"]["evidence"]
+    assert c["scalable"]["verdict"] == "FAIL", c["scalable"]["evidence"]
+    assert c["scalable"]["numbers"]["slope"] > J.SLOPE_THRESHOLD
+    assert c["feedback"]["verdict"] == "FAIL"
+
+    # Prague with ECN validation switched off keeps ECT(1) on a bleached path.
+    code, c = _check(tmp_path / "noval", send + " --no-ecn-validation", serve, "bleach")
+    assert code == 3
+    assert c["validation-bleach"]["verdict"] == "FAIL", c["validation-bleach"]["evidence"]
+    assert c["ect1"]["verdict"] == "PASS"
+    assert _namespaces() == before
+
+
+def test_send_refuses_no_ecn_validation_without_ecn(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["send", "127.0.0.1", "--ecn", "off", "--no-ecn-validation", "-t", "1"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--no-ecn-validation" in err and "--cc prague --no-ecn-validation" in err
