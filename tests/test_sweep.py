@@ -1,6 +1,8 @@
 """``l4slab sweep``: grids, cell keys, resuming, failures, the dataset, plots, the CLI.
 
 The cells are small (2 s of a few Mbit/s) so that a sweep of a handful takes a second.
+Their path loses 0.5 % of packets at random, so that every seed is a run of its own
+(a cell that draws no random number runs once for all its seeds: tested on its own).
 The cluster tests are in test_sweep_dask.py.
 """
 
@@ -34,6 +36,7 @@ rate = "5Mbit"
 delay = "5ms"
 buffer = "50pkt"
 qdisc = "fifo"
+loss = "0.5%"
 [[flows]]
 name = "bulk"
 cc = "reno"
@@ -254,6 +257,45 @@ def test_a_sweep_writes_a_typed_dataset_in_grid_order(native, scenario, tmp_path
         "bottleneck.rate",
         "bottleneck.rate_bps",
     ]
+
+
+def test_the_seeds_of_a_point_without_random_draws_share_its_first_seeds_run(
+    native, scenario, tmp_path
+):
+    # Loss 0 %: nothing random happens, every seed gives the same results; 2 %: it does.
+    plan = sweep.plan(scenario, grid=["bottleneck.loss=0%,2%"], seeds=3)
+    out = tmp_path / "s"
+    outcome = sweep.run_sweep(plan, out, jobs=2)
+
+    assert (outcome.ran, outcome.shared, outcome.failed) == (4, 2, 0)
+    table = sweep.load(out).table
+    rows = table.to_pylist()
+    assert [r["seed"] for r in rows] == [1, 2, 3, 1, 2, 3]
+    assert [r["ran_seed"] for r in rows] == [1, 1, 1, 1, 2, 3]
+    assert [r["random_draws"] == 0 for r in rows] == [True] * 3 + [False] * 3
+    assert {r["dir"] for r in rows[:3]} == {rows[0]["dir"]}
+    assert len({r["dir"] for r in rows[3:]}) == 3
+    assert len({r["flow/bulk/goodput_bps"] for r in rows[3:]}) > 1
+    assert {r["flow/bulk/goodput_bps"] for r in rows[:3]} == {rows[0]["flow/bulk/goodput_bps"]}
+    assert len([d for d in (out / CELLS_DIR).iterdir() if d.is_dir()]) == 4
+    info = json.loads((out / SWEEP_JSON).read_text())
+    assert info["ok"] == 6 and info["same_as_first_seed"] == 2
+
+    # Run for real, the shared seeds give exactly the first seed's results.
+    ran = sweep.plan(scenario, grid=["bottleneck.loss=0%"], seeds=[2])
+    direct = sweep.run_sweep(ran, tmp_path / "direct", jobs=1)
+    assert direct.ran == 1
+    again = sweep.load(tmp_path / "direct").table.to_pylist()[0]
+    metrics = [c for c in table.column_names if c.startswith(("flow/", "queue/"))]
+    assert {c: again[c] for c in metrics} == {c: rows[1][c] for c in metrics}
+
+    # Resuming decides the same without running anything.
+    first = (out / CELLS_PARQUET).read_bytes()
+    counter = Counter()
+    resumed = sweep.run_sweep(plan, out, jobs=2, progress=counter)
+    assert (resumed.ran, resumed.reused, resumed.shared) == (0, 4, 2)
+    assert counter.started == (0, 6, 4, 0)
+    assert (out / CELLS_PARQUET).read_bytes() == first
 
 
 def test_threads_and_processes_give_the_same_bytes(native, scenario, tmp_path):

@@ -208,8 +208,14 @@ def sweep_command(
     console = _stdout()
     total = len(plan.unique_keys)
     console.print(
-        f"{total} cells: {outcome.ran} ran, {outcome.reused} were complete already, "
-        f"{outcome.failed} failed; {outcome.wall_s:.1f} s",
+        f"{total} cells: {outcome.ran} ran, "
+        + (
+            f"{outcome.shared} the same as their first seed (it drew no random number), "
+            if outcome.shared
+            else ""
+        )
+        + f"{outcome.reused} were complete already, {outcome.failed} failed; "
+        f"{outcome.wall_s:.1f} s",
         markup=False,
         soft_wrap=True,
     )
@@ -241,9 +247,12 @@ class _SweepProgress(_Bar):
         self._enabled = enabled
 
     def start(self, todo: int, total: int, reused: int, retrying: int) -> None:
+        shared = total - reused - todo
         if reused or retrying:
             self._console.print(
-                f"resuming: {reused} of {total} cells complete already; running {todo}"
+                f"resuming: {reused} of {total} cells complete already"
+                + (f" ({shared} more the same as their first seed)" if shared else "")
+                + f"; running {todo}"
                 + (f" ({retrying} failed before: retrying them)" if retrying else ""),
                 markup=False,
                 soft_wrap=True,

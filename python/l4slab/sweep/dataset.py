@@ -81,11 +81,22 @@ _TYPES = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "
 
 
 class CellRecord:
-    """A cell's state for the dataset: its summary (when it ran) or its error."""
+    """A cell's state for the dataset: its summary (when it ran) or its error.
 
-    def __init__(self, summary: Mapping[str, Any] | None = None, error: str | None = None):
+    ``same_as``: the cell whose run this one's results are (its grid point's first seed,
+    which drew no random number, so every seed gives its results); ``None`` for a cell
+    that ran itself.
+    """
+
+    def __init__(
+        self,
+        summary: Mapping[str, Any] | None = None,
+        error: str | None = None,
+        same_as: Cell | None = None,
+    ):
         self.summary = summary
         self.error = error
+        self.same_as = same_as
 
     @classmethod
     def from_summary_text(cls, text: str) -> CellRecord:
@@ -152,7 +163,7 @@ def cells_table(sweep: Sweep, records: Mapping[str, CellRecord]) -> pa.Table:
     }
     for column, kind, values in _param_columns(sweep):
         columns[column] = (kind, values)
-    status, errors, dirs, starts, ends, draws = [], [], [], [], [], []
+    status, errors, dirs, starts, ends, draws, ran_seeds = [], [], [], [], [], [], []
     per_cell: list[dict[tuple[Any, ...], tuple[Any, str]]] = []
     for cell in cells:
         record = records[cell.key]
@@ -160,7 +171,9 @@ def cells_table(sweep: Sweep, records: Mapping[str, CellRecord]) -> pa.Table:
         ok = summary is not None
         status.append("ok" if ok else "failed")
         errors.append(None if ok else record.error)
-        dirs.append(cell.dir if ok else None)
+        ran_as = record.same_as or cell
+        dirs.append(ran_as.dir if ok else None)
+        ran_seeds.append(ran_as.seed if ok else None)
         window = _get(summary, ("window_s",)) if ok else None
         starts.append(float(window[0]) if window else None)
         ends.append(float(window[1]) if window else None)
@@ -170,6 +183,7 @@ def cells_table(sweep: Sweep, records: Mapping[str, CellRecord]) -> pa.Table:
     columns["status"] = ("string", status)
     columns["error"] = ("string", errors)
     columns["dir"] = ("string", dirs)
+    columns["ran_seed"] = ("int64", ran_seeds)
     columns["window_start_s"] = ("float64", starts)
     columns["window_end_s"] = ("float64", ends)
     columns["random_draws"] = ("int64", draws)

@@ -30,6 +30,7 @@ bundle, and it replaces only its own sweep.json, cells.parquet and error records
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -100,6 +101,9 @@ class SweepOutcome:
     #: Cells (distinct keys) found complete from an earlier run, and run now.
     reused: int = 0
     ran: int = 0
+    #: Cells not run: another seed of a grid point whose first seed drew no random
+    #: number, so their results are its results (``same_as`` in cells.parquet).
+    shared: int = 0
     #: Cells that failed (now), and of them how many had failed before too.
     failed: int = 0
     retried: int = 0
@@ -115,8 +119,10 @@ class Progress(Protocol):
     """What a sweep tells as it goes (the CLI draws a bar from it)."""
 
     def start(self, todo: int, total: int, reused: int, retrying: int) -> None:
-        """``todo`` of ``total`` distinct cells will run; ``reused`` are complete already;
-        ``retrying`` of the ``todo`` failed in an earlier run."""
+        """``todo`` of ``total`` distinct cells will run (or, seeds of a point whose first
+        seed is among them, be found the same as it); ``reused`` are complete already; the
+        rest are the same as their point's complete first seed; ``retrying`` of the
+        ``todo`` failed in an earlier run."""
 
     def done(self, cell: Cell, outcome: CellOutcome) -> None:
         """A cell finished (``outcome.ok``) or failed."""
@@ -223,6 +229,9 @@ def run_sweep(
     first_cell: dict[str, Cell] = {}
     for cell in sweep.cells:
         first_cell.setdefault(cell.key, cell)
+    # The key of each grid point's first seed: its run decides whether the other seeds
+    # need running at all (a run that drew no random number is the same for every seed).
+    first_seed = {cell.point.index: cell.key for cell in reversed(sweep.cells)}
     records: dict[str, CellRecord] = {}
     todo: list[str] = []
     retrying = 0
@@ -239,10 +248,24 @@ def run_sweep(
         for note in clean_stale_staging(target / CELLS_DIR / key):
             warnings.warn(note, OutputWarning, stacklevel=2)
     outcome = SweepOutcome(sweep, target, reused=len(records), retried=retrying)
-    progress.start(len(todo), len(keys), len(records), retrying)
+
+    def share(key: str) -> bool:
+        """Give ``key`` its grid point's first seed's results if that run drew no random
+        number (then every seed gives them); whether it did."""
+        first = first_cell[first_seed[first_cell[key].point.index]]
+        record = records.get(first.key)
+        if key == first.key or record is None or record.summary is None:
+            return False
+        if record.summary.get("random_draws") != 0:
+            return False
+        records[key] = CellRecord(record.summary, same_as=first)
+        outcome.shared += 1
+        return True
+
+    todo = [key for key in todo if not share(key)]  # first seeds complete from before
+    progress.start(len(todo), len(keys), outcome.reused, retrying)
 
     ship = dask is not None
-    tasks = [_task(sweep, first_cell[key], None if ship else target, command) for key in todo]
 
     def on_outcome(task: CellTask, result: CellOutcome) -> None:
         cell = first_cell[task.key]
@@ -260,19 +283,39 @@ def run_sweep(
             outcome.errors[task.key] = result.error or "failed"
         progress.done(cell, result)
 
-    try:
+    client = dask  # a distributed.Client, or an address connected to once, below
+
+    def run(keys_now: Sequence[str]) -> None:
+        tasks = [
+            _task(sweep, first_cell[key], None if ship else target, command) for key in keys_now
+        ]
         if not tasks:
-            pass
-        elif dask is not None:
-            if isinstance(dask, str):
-                with pool.dask_client(dask) as client:
-                    pool.run_dask(tasks, on_outcome, client=client)
-            else:
-                pool.run_dask(tasks, on_outcome, client=dask)
+            return
+        if client is not None:
+            pool.run_dask(tasks, on_outcome, client=client)
         elif threads:
             pool.run_threads(tasks, on_outcome, jobs=jobs or pool.default_jobs())
         else:
             pool.run_processes(tasks, on_outcome, jobs=jobs or pool.default_jobs())
+
+    firsts = set(first_seed.values())
+    try:
+        with contextlib.ExitStack() as stack:
+            if isinstance(dask, str) and todo:
+                client = stack.enter_context(pool.dask_client(dask))
+            # First every grid point's first seed, then the other seeds of the points whose
+            # first seed drew a random number (or failed: unknown); the rest share its
+            # results.
+            run([key for key in todo if key in firsts])
+            later = []
+            for key in todo:
+                if key in firsts:
+                    continue
+                if share(key):
+                    progress.done(first_cell[key], CellOutcome(key, True))
+                else:
+                    later.append(key)
+            run(later)
     except KeyboardInterrupt:
         # On disk: a cell may have been renamed into place while its outcome was on the way.
         complete = sum(1 for key in keys if _complete(target, key))
@@ -340,6 +383,8 @@ def _sweep_json(sweep: Sweep, records: Mapping[str, CellRecord], columns: Sequen
         "tool_version": sweep.tool_version,
         **sweep.describe(),
         "ok": sum(1 for cell in sweep.cells if records[cell.key].summary is not None),
+        # Of them, cells not run: their first seed drew no random number (same results).
+        "same_as_first_seed": sum(1 for cell in sweep.cells if records[cell.key].same_as),
         "failed": [
             {
                 "cell": key,
