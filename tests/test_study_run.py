@@ -258,6 +258,47 @@ def test_a_run_with_nothing_random_runs_once_for_all_its_seeds(native, tmp_path,
     assert rows["lossy"].endswith("(n=2)")
 
 
+def test_an_interrupted_study_resumes_from_its_cell_store(native, tmp_path):
+    """A study stopped part-way keeps the runs that finished (the cell store beside its
+    directory, one bundle per cell key); the next reproduce reads them back instead of
+    simulating them again, and gives the same study.json as an uninterrupted one."""
+    good = make_study(tmp_path / "studies", "seeds", SEEDS_STUDY)
+    out = tmp_path / "out"
+    clean = studies.reproduce(studies.load_study(good), tmp_path / "clean", workers=1)
+    expected = (tmp_path / "clean" / "seeds" / "study.json").read_bytes()
+
+    # The same runs, but a measure that fails on the 'steady' run (the third job): the
+    # two 'lossy' seeds are complete when the study stops.
+    bad = make_study(
+        tmp_path / "broken",
+        "seeds",
+        SEEDS_STUDY.replace(
+            "[measures.time]",
+            '[measures.other]\nunit = "s"\npath = "flows.nope.x"\nruns = ["steady"]\n\n'
+            "[measures.time]",
+        ),
+    )
+    with pytest.raises(studies.StudyError, match=r"flows\.nope\.x"):
+        studies.reproduce(studies.load_study(bad), out, workers=1)
+    store = out / ".seeds.cells"
+    kept = sorted(p.name for p in store.iterdir())
+    assert len(kept) == 3 and all(len(k) == 64 for k in kept)
+    assert not (out / "seeds").exists()
+
+    seen: list[tuple[str, int, bool]] = []
+    outcome = studies.reproduce(
+        studies.load_study(good),
+        out,
+        workers=1,
+        on_done=lambda r: seen.append((r.run, r.seed, r.reused)),
+    )
+    assert seen == [("lossy", 1, True), ("lossy", 2, True), ("steady", 1, True)]
+    assert (out / "seeds" / "study.json").read_bytes() == expected
+    assert outcome.count() == clean.count()
+    assert not store.exists(), "the store is removed once the study is complete"
+    assert load(out / "seeds" / "lossy" / "seed-2").random_draws > 0
+
+
 def test_a_passing_study_exits_0_and_all_prints_a_summary(native, tmp_path, capsys):
     root = tmp_path / "studies"
     passing = STUDY.replace("range = [100, 200]", "range = [0.1, 20]")

@@ -634,6 +634,10 @@ REPRODUCE_HELP = _help(
     "figures, table.md, and each run's results bundle in <run>/ (<run>/seed-N/ for several "
     "seeds). Exit code 0 when every claim holds, 1 when a claim fails or a run fails, 2 for "
     "a bad study.toml (the error names the key path). See docs/studies.md.",
+    "Resumable: until the study is complete its runs are kept in OUT/.<id>.cells/, one "
+    "bundle per cell key (the resolved scenario, the seed and the l4slab version, as a "
+    "sweep's); after Ctrl-C, a crash or a failed run, the same command reads back the runs "
+    "that finished instead of simulating them again.",
 )
 
 DEFAULT_STUDIES_OUT = DEFAULT_RESULTS_ROOT / "studies"
@@ -831,7 +835,7 @@ class _StudyProgress(_Bar):
             self._start_bar(console, total, "runs")
 
     def advance(self, result: Any) -> None:
-        self._advance(f"done {result.run}")
+        self._advance(f"{'reused' if result.reused else 'done'} {result.run}")
 
     def skip(self, job: Any) -> None:
         """A seed not run: its run's first seed drew no random number."""

@@ -16,18 +16,29 @@ worker processes ran it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
 import os
+import shutil
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from l4slab.output import check_output_dir, staging_dir, write_manifest
+from l4slab.output import (
+    MANIFEST_FILE,
+    SUMMARY_FILE,
+    OutputWarning,
+    check_output_dir,
+    clean_stale_staging,
+    staging_dir,
+    write_manifest,
+)
 from l4slab.results import Results
 from l4slab.studies.expr import ExprError
 from l4slab.studies.metrics import METRICS, MetricError, summary_path
@@ -65,7 +76,13 @@ SIGNIFICANT = 10
 
 @dataclass(frozen=True)
 class Job:
-    """One simulation of a study: a run with one seed."""
+    """One simulation of a study: a run with one seed.
+
+    ``key``: its cell key (the sweep's, :func:`l4slab.sweep.spec.cell_key`: the resolved
+    scenario, the seed and the l4slab version). With a key the bundle is written to
+    ``root/key`` (the study's cell store), and a complete bundle there is read back
+    instead of simulated again; without one, to ``root/directory``.
+    """
 
     run: str
     seed: int | None
@@ -73,6 +90,7 @@ class Job:
     scenario: str
     sets: tuple[str, ...]
     measures: tuple[MeasureSpec, ...]
+    key: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,6 +107,8 @@ class JobResult:
     values: Mapping[str, float | None]
     wall_s: float
     random_draws: int | None = None
+    #: Read back from the cell store (an earlier, interrupted ``reproduce`` ran it).
+    reused: bool = False
 
     @property
     def seed_matters(self) -> bool:
@@ -129,16 +149,22 @@ def execute(job: Job, root: str) -> JobResult:
     a plain message, so it crosses the process boundary).
     """
     from l4slab import api
+    from l4slab.results import load
 
     started = time.perf_counter()
+    out = Path(root) / (job.key or job.directory)
+    reused = bool(job.key) and _complete(out)
     try:
-        results = api.run(
-            job.scenario,
-            out=Path(root) / job.directory,
-            seed=job.seed,
-            overrides=list(job.sets),
-            command=["l4slab", "reproduce", job.run],
-        )
+        if reused:
+            results = load(out)
+        else:
+            results = api.run(
+                job.scenario,
+                out=out,
+                seed=job.seed,
+                overrides=list(job.sets),
+                command=["l4slab", "reproduce", job.run],
+            )
     except Exception as exc:
         raise JobError("run", f"run {job.run} (seed {job.seed}): {exc}") from None
     values: dict[str, float | None] = {}
@@ -157,7 +183,13 @@ def execute(job: Job, root: str) -> JobResult:
         values,
         time.perf_counter() - started,
         results.random_draws,
+        reused,
     )
+
+
+def _complete(bundle: Path) -> bool:
+    """Whether a bundle is in place (``api.run`` renames it in only when complete)."""
+    return (bundle / SUMMARY_FILE).is_file() and (bundle / MANIFEST_FILE).is_file()
 
 
 def measure_value(measure: MeasureSpec, results: Results) -> float | None:
@@ -485,6 +517,76 @@ def check_scenarios(study: Study) -> None:
             ) from None
 
 
+def cell_store(target: Path) -> Path:
+    """Where a study's runs are kept until the study is complete: ``.<id>.cells/`` beside
+    its directory, one bundle per cell key. An interrupted ``reproduce`` (Ctrl-C, a crash,
+    a failed run) leaves it, and the next one reads back every run found complete there
+    instead of simulating it again; a complete study moves the bundles into its
+    directory and removes the store."""
+    return target.parent / f".{target.name}.cells"
+
+
+def _keyed(jobs: Sequence[Job]) -> list[Job]:
+    """The jobs with their cell keys (one validation per run and its overrides)."""
+    from l4slab import _native, api
+    from l4slab.sweep.spec import cell_key
+
+    version = str(_native.__version__)
+    resolved: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    out = []
+    for job in jobs:
+        scenario = resolved.get((job.scenario, job.sets))
+        if scenario is None:
+            scenario = api.validate(job.scenario, overrides=list(job.sets))
+            resolved[(job.scenario, job.sets)] = scenario
+        seed = job.seed if job.seed is not None else int(scenario["seed"])
+        out.append(dataclasses.replace(job, key=cell_key(scenario, seed, version)))
+    return out
+
+
+def _open_store(store: Path, jobs: Sequence[Job]) -> None:
+    """Create the store, or clean what a killed run left in it (hidden staging folders)."""
+    store.mkdir(parents=True, exist_ok=True)
+    for job in jobs:
+        for note in clean_stale_staging(store / job.key):
+            warnings.warn(note, OutputWarning, stacklevel=3)
+
+
+def _take_bundles(store: Path, tmp: Path, moves: Sequence[tuple[str, str]]) -> None:
+    """Move each run's bundle from the store into the study's staging folder (a copy for
+    a second run with the same key: the same scenario and seed)."""
+    placed: dict[str, Path] = {}
+    for key, directory in moves:
+        dest = tmp / directory
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if key in placed:
+            shutil.copytree(placed[key], dest)
+        else:
+            (store / key).rename(dest)
+            placed[key] = dest
+
+
+def _close_store(store: Path) -> None:
+    """Remove the store of a complete study: what is left in it are bundles of cells this
+    study no longer has (it changed since an interrupted run), named by their key."""
+    for entry in store.iterdir():
+        if _is_key(entry.name) and entry.is_dir() and _complete(entry):
+            shutil.rmtree(entry)
+    try:
+        store.rmdir()
+    except OSError:
+        leftover = ", ".join(sorted(e.name for e in store.iterdir())[:3])
+        warnings.warn(
+            f"kept {store}: it holds {leftover}, which l4slab did not put there",
+            OutputWarning,
+            stacklevel=3,
+        )
+
+
+def _is_key(name: str) -> bool:
+    return len(name) == 64 and all(c in "0123456789abcdef" for c in name)
+
+
 def check_study_dir(path: Path) -> None:
     """Raise ``FileExistsError`` unless ``path`` is missing, empty or an earlier study run.
 
@@ -519,23 +621,28 @@ def reproduce(
     check_scenarios(study)
     target = Path(out_root) / study.id
     check_study_dir(target)
-    jobs = _jobs(study)
+    jobs = _keyed(_jobs(study))
+    store = cell_store(target)
+    _open_store(store, jobs)
+    try:
+        done = run_jobs(
+            jobs, store, workers=workers or default_jobs(), on_done=on_done, on_skip=on_skip
+        )
+    except JobError as exc:
+        if exc.kind == "study":
+            raise StudyError(f"{study.file}: {exc.message}") from None
+        raise
+    outcome = evaluate(study, done)
+    outcome.tool_version = str(_native.__version__)
+    keys = {job.directory: job.key for job in jobs}
     with staging_dir(target) as tmp:
-        try:
-            done = run_jobs(
-                jobs, tmp, workers=workers or default_jobs(), on_done=on_done, on_skip=on_skip
-            )
-        except JobError as exc:
-            if exc.kind == "study":
-                raise StudyError(f"{study.file}: {exc.message}") from None
-            raise
-        outcome = evaluate(study, done)
-        outcome.tool_version = str(_native.__version__)
+        _take_bundles(store, tmp, [(keys[r.directory], r.directory) for r in done])
         (tmp / STUDY_JSON).write_text(study_json(outcome), encoding="utf-8")
         (tmp / TABLE_MD).write_text(markdown_tables(outcome), encoding="utf-8")
         if report:
             outcome.path = tmp
             write_study_report(outcome, tmp)
         write_manifest(tmp, "reproduce")
+    _close_store(store)
     outcome.path = target
     return outcome
