@@ -189,3 +189,36 @@ def test_an_unreachable_scheduler_is_a_cluster_error(tmp_path):
     message = f"cannot reach the Dask scheduler at {address}"
     with pytest.raises(sweep.ClusterError, match=message), dask_client(address, timeout_s=1):
         pass
+
+
+def test_a_study_on_a_local_cluster_gives_the_local_study_json(native, tmp_path):
+    """``l4slab reproduce --dask``: the same simulations (a run with nothing random runs
+    once for all its seeds there too) and the same study.json, byte for byte."""
+    from l4slab import studies
+    from test_study_run import SEEDS_STUDY, make_study
+
+    folder = make_study(tmp_path / "studies", "seeds", SEEDS_STUDY)
+    local = studies.reproduce(studies.load_study(folder), tmp_path / "local", workers=2)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    seen: list[tuple[str, int, bool]] = []
+    try:
+        with distributed.Client(cluster) as client:
+            remote = studies.reproduce(
+                studies.load_study(folder),
+                tmp_path / "dask",
+                dask=client,
+                on_done=lambda r: seen.append((r.run, r.seed, r.reused)),
+            )
+    finally:
+        cluster.close()
+    assert sorted(seen) == [("lossy", 1, False), ("lossy", 2, False), ("steady", 1, False)]
+    a = (tmp_path / "local" / "seeds" / "study.json").read_bytes()
+    assert (tmp_path / "dask" / "seeds" / "study.json").read_bytes() == a
+    assert remote.count() == local.count()
+    for run in ("lossy/seed-1", "lossy/seed-2", "steady/seed-1"):
+        for name in ("summary.json", "series.parquet"):
+            here = tmp_path / "local" / "seeds" / run / name
+            assert (tmp_path / "dask" / "seeds" / run / name).read_bytes() == here.read_bytes()
+    assert not (tmp_path / "dask" / ".seeds.cells").exists()

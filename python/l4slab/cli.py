@@ -6,6 +6,7 @@ output directory), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -690,6 +691,18 @@ def reproduce_command(
             show_default=False,
         ),
     ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option(
+            "--dask",
+            metavar="ADDRESS",
+            help="Run the simulations on a Dask cluster: its scheduler's address, e.g. "
+            "tcp://10.0.0.5:8786 (pip install 'l4slab[dask]' here and on the workers, the "
+            "same l4slab version). The workers send each run's bundle back; study.json is "
+            "the same, byte for byte.",
+            show_default=False,
+        ),
+    ] = None,
     studies_dir: Annotated[
         Path | None,
         typer.Option(
@@ -716,7 +729,7 @@ def reproduce_command(
 ) -> None:
     from l4slab import studies
     from l4slab.studies import report as study_report
-    from l4slab.studies.runner import JobError, default_jobs
+    from l4slab.studies.runner import default_jobs
 
     root = _studies_root(studies_dir)
     if list_studies:
@@ -737,53 +750,91 @@ def reproduce_command(
     _native()  # a clear error (exit 1) when the simulator is not built
     target = out if out is not None else DEFAULT_STUDIES_OUT
     workers = jobs or default_jobs()
-    console, err = _stdout(), _stderr()
+    console = _stdout()
     outcomes = []
-    for spec in specs:
-        if not quiet:
-            err.print(
-                f"study {spec.id}: {spec.title} — {spec.jobs} simulations (fewer when a "
-                f"run has nothing random), {workers} process{'es' if workers > 1 else ''}",
-                markup=False,
+    with contextlib.ExitStack() as stack:
+        client = None
+        if dask is not None:
+            from l4slab.sweep import pool
+
+            try:
+                client = stack.enter_context(pool.dask_client(dask))
+                pool.check_cluster(client)
+            except pool.ClusterError as exc:
+                raise _fail(f"--dask {dask}: {exc}", EXIT_BAD_INPUT) from None
+        for spec in specs:
+            outcomes.append(
+                _reproduce_one(spec, target, workers, client, quiet, no_report, open_page)
             )
-        try:
-            with _StudyProgress(err, spec.jobs, enabled=not quiet and err.is_terminal) as bar:
-                outcome = studies.reproduce(
-                    spec,
-                    target,
-                    workers=workers,
-                    on_done=bar.advance,
-                    on_skip=bar.skip,
-                    report=not no_report,
-                )
-        except KeyboardInterrupt:
-            raise _fail("interrupted; nothing was written", EXIT_INTERRUPTED) from None
-        except studies.StudyError as exc:
-            raise _fail(str(exc), EXIT_BAD_INPUT) from None
-        except (FileExistsError, results_mod.OutputDirError) as exc:
-            raise _fail(str(exc), EXIT_BAD_INPUT) from None
-        except JobError as exc:
-            raise _fail(f"simulation failed: {exc}", EXIT_FAILED) from None
-        except OSError as exc:
-            raise _fail(f"could not write the study results: {exc}", EXIT_FAILED) from None
-        outcomes.append(outcome)
-        if not quiet:
-            for table in study_report.measures_tables(outcome):
-                console.print(table)
-            console.print(study_report.claims_table(outcome))
-        holds = study_report.holds_text(outcome, "claims ")
-        verdict = outcome.verdict.upper()
-        console.print(
-            f"{spec.id}: {holds} — {verdict}; results: {outcome.path}/",
-            markup=False,
-            soft_wrap=True,
-        )
-        if open_page and outcome.path is not None and not no_report:
-            _open(outcome.path / study_report.REPORT_FILE)
     if len(outcomes) > 1:
         console.print(study_report.summary_table(outcomes))
     if not all(outcome.passed for outcome in outcomes):
         raise typer.Exit(EXIT_FAILED)
+
+
+def _reproduce_one(
+    spec: Any,
+    target: Path,
+    workers: int,
+    client: Any,
+    quiet: bool,
+    no_report: bool,
+    open_page: bool,
+) -> Any:
+    """One study of ``l4slab reproduce``: run it, print its tables and verdict."""
+    from l4slab import studies
+    from l4slab.studies import report as study_report
+    from l4slab.studies.runner import JobError, cell_store
+    from l4slab.sweep.pool import ClusterError
+
+    console, err = _stdout(), _stderr()
+    if not quiet:
+        err.print(
+            f"study {spec.id}: {spec.title} — {spec.jobs} simulations (fewer when a "
+            f"run has nothing random), {workers} process{'es' if workers > 1 else ''}",
+            markup=False,
+        )
+    try:
+        with _StudyProgress(err, spec.jobs, enabled=not quiet and err.is_terminal) as bar:
+            outcome = studies.reproduce(
+                spec,
+                target,
+                workers=workers,
+                on_done=bar.advance,
+                on_skip=bar.skip,
+                report=not no_report,
+                dask=client,
+            )
+    except KeyboardInterrupt:
+        raise _fail(
+            f"interrupted; the runs that finished are kept in {cell_store(target / spec.id)}/: "
+            "run the same command again to resume",
+            EXIT_INTERRUPTED,
+        ) from None
+    except ClusterError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except studies.StudyError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except (FileExistsError, results_mod.OutputDirError) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+    except JobError as exc:
+        raise _fail(f"simulation failed: {exc}", EXIT_FAILED) from None
+    except OSError as exc:
+        raise _fail(f"could not write the study results: {exc}", EXIT_FAILED) from None
+    if not quiet:
+        for table in study_report.measures_tables(outcome):
+            console.print(table)
+        console.print(study_report.claims_table(outcome))
+    holds = study_report.holds_text(outcome, "claims ")
+    verdict = outcome.verdict.upper()
+    console.print(
+        f"{spec.id}: {holds} — {verdict}; results: {outcome.path}/",
+        markup=False,
+        soft_wrap=True,
+    )
+    if open_page and outcome.path is not None and not no_report:
+        _open(outcome.path / study_report.REPORT_FILE)
+    return outcome
 
 
 def _study_dir(root: Path, study: str) -> Path:

@@ -167,6 +167,11 @@ def execute(job: Job, root: str) -> JobResult:
             )
     except Exception as exc:
         raise JobError("run", f"run {job.run} (seed {job.seed}): {exc}") from None
+    return measured(job, results, time.perf_counter() - started, reused)
+
+
+def measured(job: Job, results: Results, wall_s: float, reused: bool) -> JobResult:
+    """The job's measures of its results (a :class:`JobError` for one that does not fit)."""
     values: dict[str, float | None] = {}
     for measure in job.measures:
         try:
@@ -181,7 +186,7 @@ def execute(job: Job, root: str) -> JobResult:
         int(results.seed or 0),
         job.directory,
         values,
-        time.perf_counter() - started,
+        wall_s,
         results.random_draws,
         reused,
     )
@@ -216,6 +221,7 @@ def run_jobs(
     workers: int,
     on_done: Callable[[JobResult], None] | None = None,
     on_skip: Callable[[Job], None] | None = None,
+    dask: Any = None,
 ) -> list[JobResult]:
     """Run the jobs (in ``workers`` processes when more than one: the sweep's worker
     processes, :func:`l4slab.sweep.pool.run_in_processes`); results in job order.
@@ -224,6 +230,10 @@ def run_jobs(
     nothing in it depends on the seed: its other seeds would repeat it exactly, so they
     are not run (``on_skip(job)`` hears of each) and only the first seed's result is
     returned. Which jobs run depends only on the jobs, never on ``workers``.
+
+    ``dask``: a ``distributed.Client``: the jobs (keyed, :func:`_keyed`) run on that
+    cluster, their bundles come back into ``root`` and their measures are taken here
+    (:mod:`l4slab.studies.cluster`).
     """
     firsts: list[Job] = []
     rest: dict[str, list[Job]] = {}
@@ -251,6 +261,11 @@ def run_jobs(
                 on_skip(skipped)
         return []
 
+    if dask is not None:
+        from l4slab.studies.cluster import run_waves
+
+        run_waves(firsts, root, dask, finished)
+        return [results[i] for i in sorted(results)]
     if workers <= 1 or len(jobs) <= 1:
         queue = list(firsts)
         while queue:
@@ -540,7 +555,7 @@ def _keyed(jobs: Sequence[Job]) -> list[Job]:
             scenario = api.validate(job.scenario, overrides=list(job.sets))
             resolved[(job.scenario, job.sets)] = scenario
         seed = job.seed if job.seed is not None else int(scenario["seed"])
-        out.append(dataclasses.replace(job, key=cell_key(scenario, seed, version)))
+        out.append(dataclasses.replace(job, seed=seed, key=cell_key(scenario, seed, version)))
     return out
 
 
@@ -605,6 +620,7 @@ def reproduce(
     on_done: Callable[[JobResult], None] | None = None,
     on_skip: Callable[[Job], None] | None = None,
     report: bool = True,
+    dask: Any = None,
 ) -> Outcome:
     """Run ``study`` and write its results under ``out_root/<id>/``; return the outcome.
 
@@ -626,7 +642,12 @@ def reproduce(
     _open_store(store, jobs)
     try:
         done = run_jobs(
-            jobs, store, workers=workers or default_jobs(), on_done=on_done, on_skip=on_skip
+            jobs,
+            store,
+            workers=workers or default_jobs(),
+            on_done=on_done,
+            on_skip=on_skip,
+            dask=dask,
         )
     except JobError as exc:
         if exc.kind == "study":
