@@ -589,3 +589,11 @@ def test_path_ratio_and_series_mean_ratio(small_runs):
     assert got == pytest.approx(np.mean(a[np.isfinite(a)]) / np.mean(b[np.isfinite(b)]))
     late = means(results, means.check_args({**args, "after_s": 1e9}))
     assert late is None
+
+
+def test_reproduce_help_tells_how_to_resume_and_run_on_a_cluster(capsys):
+    code, out, _ = reproduce(capsys, "--help")
+    text = flat(re.sub(r"[│╭╮╰╯─]", " ", out))
+    assert code == 0
+    assert "--dask" in text and "pip install 'l4slab[dask]'" in text
+    assert "Resumable:" in text and ".<id>.cells/" in text

@@ -628,8 +628,13 @@ def test_sweep_and_plot_sweep_help_teach_with_examples(capsys):
         "cells.parquet",
         "run the same command again",
         "docs/sweeps.md",
+        # Square brackets survive rich's markup (unescaped, rich takes them for tags).
+        "the scenario file's [sweep] table",
+        "(its [sweep] table:",
+        "pip install 'l4slab[dask]'",
     ):
         assert piece in text, piece
+    assert " table gives that key" in text and "'s [sweep] table gives that key" in text
     code, out, _ = run_cli(capsys, "plot-sweep", "--help")
     text = flat(out)
     assert code == 0

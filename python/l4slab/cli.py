@@ -697,7 +697,7 @@ def reproduce_command(
             "--dask",
             metavar="ADDRESS",
             help="Run the simulations on a Dask cluster: its scheduler's address, e.g. "
-            "tcp://10.0.0.5:8786 (pip install 'l4slab[dask]' here and on the workers, the "
+            "tcp://10.0.0.5:8786 (pip install 'l4slab\\[dask]' here and on the workers, the "
             "same l4slab version). The workers send each run's bundle back; study.json is "
             "the same, byte for byte.",
             show_default=False,

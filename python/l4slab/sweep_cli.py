@@ -55,7 +55,7 @@ SWEEP_HELP = _help(
     "renamed into place when complete. A cell that fails is recorded in "
     "cells/<key>.error.json (with its traceback) and the sweep goes on; the next run retries "
     "it. --dask tcp://HOST:8786 runs the cells on a Dask cluster (pip install "
-    "'l4slab[dask]' there and here); the results are the same, byte for byte.",
+    "'l4slab\\[dask]' there and here); the results are the same, byte for byte.",
     "Exit codes: 0 every cell ran, 1 a cell failed, 2 bad input or output directory, 130 "
     "Ctrl-C and 143 SIGTERM (finished cells stay; run again to resume).",
 )
@@ -73,7 +73,7 @@ def sweep_command(
             metavar="KEY=V1,V2,...",
             help="A grid key and its values, repeatable: every combination runs. E.g. "
             "--grid bottleneck.qdisc=dualpi2,fq_codel --grid flows[0].cc=prague,cubic. "
-            "Replaces the values the scenario's [sweep] table gives that key.",
+            "Replaces the values the scenario's \\[sweep] table gives that key.",
             show_default=False,
         ),
     ] = None,
@@ -83,7 +83,7 @@ def sweep_command(
             "--seeds",
             metavar="N|S1,S2,...",
             help="Seeds per grid point: a number (--seeds 3: seeds 1, 2, 3) or a list "
-            "(--seeds 1,7,42). Default: the [sweep] table's seeds, else the scenario's seed.",
+            "(--seeds 1,7,42). Default: the \\[sweep] table's seeds, else the scenario's seed.",
             show_default=False,
         ),
     ] = None,
