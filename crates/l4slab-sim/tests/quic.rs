@@ -150,6 +150,34 @@ fn a_bleaching_path_fails_ecn_validation_and_the_flow_goes_on_without_ecn() {
     assert!(f64_of(&flow(&out, "prague_quic")["goodput_bps"]) > 5e6);
 }
 
+#[test]
+fn an_ecn_black_hole_ends_testing_after_three_ptos_and_the_flow_goes_on_without_ecn() {
+    // Every ECT packet dropped, both ways: the client's marked Initials never
+    // arrive. RFC 9000 §13.4.2.1 ends the testing period after three PTO
+    // periods (1 s initial PTO: about 3 s), then the Initial goes Not-ECT.
+    // Before, the handshake repeated marked Initials and never connected.
+    let prague_alone = L4S
+        .split("[[flows]]")
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("[[flows]]");
+    let out = run_toml(
+        &prague_alone,
+        &["bottleneck.ecn_rewrite=drop_ect", "warmup=0s"],
+    );
+    let f = flow(&out, "prague_quic");
+    let server = &f["app_metrics"]["server"];
+    // 17 of the 20 s at up to 50 Mbit/s, without ECN (the C queue's drops).
+    assert!(f64_of(&f["goodput_bps"]) > 15e6, "{f}");
+    assert!(
+        server["ecn"]["ect1_sent"].as_u64().unwrap() <= 10,
+        "{server}"
+    );
+    assert_ne!(f["ecn_validation"], "capable", "{f}");
+    let drops = &out.summary["queues"]["bottleneck.up"]["drops"];
+    assert!(drops["ecn_blackhole"].as_u64().unwrap() >= 1, "{drops}");
+}
+
 /// A page over 20 Mbit/s and a 20 ms RTT with a one-RTT buffer: 2 MB asked
 /// for at 0 s and 1 KB at 0.2 s, on the page's connection.
 const PAGE: &str = r#"

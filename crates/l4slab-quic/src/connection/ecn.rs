@@ -219,6 +219,27 @@ impl EcnValidator {
         }
     }
 
+    /// A probe timeout fired; `pto_count` is the number in a row without an
+    /// acknowledgment (RFC 9002 §6.2). §13.4.2.1 lets the testing period be
+    /// "the first ten outgoing packets on a path, or ... a period of three
+    /// PTOs": with no marked packet acknowledged yet, the second PTO in a row
+    /// comes three PTO periods after the first packet (the first waits one,
+    /// the second, backed off, two more), so testing ends there and the
+    /// probes go out Not-ECT (`Unknown`). On an ECN black hole (every ECT
+    /// packet dropped) a handshake would otherwise repeat ECT packets until
+    /// ten had been lost, about a minute with the backoff; so it connects
+    /// after ~3 PTOs, and the marked packets later declared lost fail
+    /// validation (`AllMarkedLost`).
+    pub fn on_probe_timeout(&mut self, pto_count: u32) {
+        if self.validate
+            && matches!(self.state, EcnState::Testing { .. })
+            && self.marked_acked == 0
+            && pto_count >= 2
+        {
+            self.transition_to(EcnState::Unknown);
+        }
+    }
+
     /// A packet sent with `ecn` was declared lost.
     pub fn on_lost(&mut self, ecn: Ecn) {
         if !ecn.is_ect() {
@@ -354,6 +375,32 @@ mod tests {
         let fb = v.on_ack(PnSpace::ApplicationData, 0, 4, counts(0, 3, 1));
         assert_eq!(v.state(), EcnState::Capable);
         assert_eq!(fb.new_ce, 1);
+    }
+
+    #[test]
+    fn testing_ends_after_three_pto_periods_without_an_acknowledged_mark() {
+        // §13.4.2.1: "... or for a period of three PTOs".
+        let mut v = EcnValidator::new(true, Ecn::Ect1);
+        v.on_sent(PnSpace::Initial, Ecn::Ect1);
+        v.on_datagram_marked();
+        v.on_probe_timeout(1);
+        assert!(matches!(v.state(), EcnState::Testing { .. }));
+        v.on_probe_timeout(2);
+        assert_eq!(v.state(), EcnState::Unknown);
+        assert_eq!(v.next_codepoint(), Ecn::NotEct);
+        // The marked packets, declared lost later: a black hole.
+        v.on_lost(Ecn::Ect1);
+        assert_eq!(v.state(), EcnState::Failed(EcnFailure::AllMarkedLost));
+        // A marked packet acknowledged: the path passes ECT; PTOs are loss.
+        let mut w = EcnValidator::new(true, Ecn::Ect1);
+        w.on_sent(PnSpace::Initial, Ecn::Ect1);
+        w.on_ack(PnSpace::Initial, 0, 1, counts(0, 1, 0));
+        w.on_probe_timeout(5);
+        assert_ne!(w.state(), EcnState::Unknown);
+        // A sender that does not validate keeps marking.
+        let mut u = EcnValidator::unvalidated(Ecn::Ect1);
+        u.on_probe_timeout(5);
+        assert_eq!(u.state(), EcnState::Capable);
     }
 
     #[test]

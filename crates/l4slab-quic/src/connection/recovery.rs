@@ -640,6 +640,8 @@ impl Connection {
         }
         self.pto_count += 1;
         self.stats.pto_count += 1;
+        // RFC 9000 §13.4.2.1: the testing period ends after three PTO periods.
+        self.ecn.on_probe_timeout(self.pto_count);
     }
 
     /// RFC 9002 A.11 OnPacketNumberSpaceDiscarded (RFC 9001 §4.9).
