@@ -53,14 +53,6 @@ impl Default for CbrConfig {
     }
 }
 
-struct Stats(DurStats);
-
-impl core::fmt::Debug for Stats {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "Stats({} samples)", self.0.count())
-    }
-}
-
 /// RFC 3550 §6.4.1 interarrival jitter, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default)]
 struct Jitter {
@@ -96,7 +88,7 @@ pub struct Cbr {
     /// Highest sequence number received.
     highest: Option<u64>,
     ce_received: u64,
-    owd: Stats,
+    owd: DurStats,
     jitter: Jitter,
     // Since the last sample.
     int_bytes: u64,
@@ -119,7 +111,7 @@ impl Cbr {
             highest: None,
             ce_received: 0,
             // µs resolution up to 1000 s.
-            owd: Stats(DurStats::new(1_000, 1_000_000_000)),
+            owd: DurStats::new(1_000, 1_000_000_000),
             jitter: Jitter::default(),
             int_bytes: 0,
             int_received: 0,
@@ -188,7 +180,7 @@ impl FlowApp for Cbr {
             .expect("a datagram arrived, so the sender started");
         // The send timestamp the datagram carries.
         let transit = now.saturating_since(self.send_time(start, dg.tag));
-        self.owd.0.record(transit);
+        self.owd.record(transit);
         self.jitter.on_arrival(transit);
         let ce = u64::from(dg.ecn == Ecn::Ce);
         self.received += 1;
@@ -213,7 +205,7 @@ impl FlowApp for Cbr {
             "loss_pct": if counted > 0 { round6(100.0 * lost as f64 / counted as f64) } else { 0.0 },
             "bytes_received": self.bytes_received,
             "goodput_bps": if active > 0.0 { (self.bytes_received as f64 * 8.0 / active).round() } else { 0.0 },
-            "owd_ms": self.owd.0.summary_ms(),
+            "owd_ms": self.owd.summary_ms(),
             "jitter_ms": round6(self.jitter.j * 1e-6),
             "ce_marked": self.ce_received,
             "ce_fraction": if self.received > 0 { round6(self.ce_received as f64 / self.received as f64) } else { 0.0 },
@@ -228,7 +220,7 @@ impl FlowApp for Cbr {
                 self.int_bytes as f64 * 8.0 / interval.as_secs_f64(),
             );
         }
-        if let Some((mean, _)) = self.owd.0.take_interval() {
+        if let Some((mean, _)) = self.owd.take_interval() {
             out("owd_ms", mean);
         }
         if self.int_received > 0 {

@@ -39,17 +39,9 @@ impl Default for PingConfig {
     }
 }
 
-struct Stats(DurStats);
-
-impl core::fmt::Debug for Stats {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "Stats({} samples)", self.0.count())
-    }
-}
-
-fn dur_stats() -> Stats {
+fn dur_stats() -> DurStats {
     // µs resolution up to 1000 s.
-    Stats(DurStats::new(1_000, 1_000_000_000))
+    DurStats::new(1_000, 1_000_000_000)
 }
 
 /// Probe `i`: when it was sent, and whether (and when) it came back.
@@ -65,9 +57,9 @@ struct Probe {
 pub struct Ping {
     cfg: PingConfig,
     probes: Vec<Probe>,
-    rtt: Stats,
-    owd_up: Stats,
-    owd_down: Stats,
+    rtt: DurStats,
+    owd_up: DurStats,
+    owd_down: DurStats,
     late: u64,
     ce_requests: u64,
     ce_replies: u64,
@@ -144,7 +136,7 @@ impl FlowApp for Ping {
             // The echo server answers with the same codepoint it was configured with.
             Role::Server => {
                 self.ce_requests += u64::from(ce);
-                self.owd_up.0.record(now.saturating_since(p.sent));
+                self.owd_up.record(now.saturating_since(p.sent));
                 p.reflected = Some(now);
                 io.send_datagram(Datagram {
                     ecn: self.cfg.ecn,
@@ -159,9 +151,9 @@ impl FlowApp for Ping {
                 if rtt > self.cfg.timeout {
                     self.late += 1;
                 }
-                self.rtt.0.record(rtt);
+                self.rtt.record(rtt);
                 let reflected = p.reflected.expect("an echo was reflected by the server");
-                self.owd_down.0.record(now.saturating_since(reflected));
+                self.owd_down.record(now.saturating_since(reflected));
             }
         }
     }
@@ -175,9 +167,9 @@ impl FlowApp for Ping {
             "late_replies": self.late,
             "pending_at_end": pending,
             "loss_pct": if counted > 0 { round6(100.0 * lost as f64 / counted as f64) } else { 0.0 },
-            "rtt_ms": self.rtt.0.summary_ms(),
-            "owd_up_ms": self.owd_up.0.summary_ms(),
-            "owd_down_ms": self.owd_down.0.summary_ms(),
+            "rtt_ms": self.rtt.summary_ms(),
+            "owd_up_ms": self.owd_up.summary_ms(),
+            "owd_down_ms": self.owd_down.summary_ms(),
             "ce_marked_probes": self.ce_requests,
             "ce_marked_replies": self.ce_replies,
             "interval_ms": round6(self.cfg.interval.as_millis_f64()),
@@ -185,7 +177,7 @@ impl FlowApp for Ping {
         })
     }
     fn sample(&mut self, _now: Time, _interval: Dur, out: &mut SampleSink<'_>) {
-        if let Some((mean, max)) = self.rtt.0.take_interval() {
+        if let Some((mean, max)) = self.rtt.take_interval() {
             out("ping_rtt_ms", mean);
             out("ping_rtt_max_ms", max);
         }

@@ -181,6 +181,18 @@ impl DurStats {
     }
 }
 
+/// Short: the sample count and the exact min/max, not the histogram's buckets
+/// (tens of thousands of counters).
+impl core::fmt::Debug for DurStats {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DurStats")
+            .field("samples", &self.n)
+            .field("min", &self.min)
+            .field("max", &self.max)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Round to 6 decimal places so summaries read well and snapshot stably.
 pub fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6

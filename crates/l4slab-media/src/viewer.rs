@@ -22,14 +22,6 @@ use l4slab_core::stats::{round6, DurStats};
 use l4slab_core::{Dur, Time};
 
 /// Wrapper so `Debug` does not dump histogram buckets.
-struct LatencyStats(DurStats);
-
-impl core::fmt::Debug for LatencyStats {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "LatencyStats({} samples)", self.0.count())
-    }
-}
-
 /// Frames as the receiving side displays them (see the module documentation).
 #[derive(Debug)]
 pub struct Viewer {
@@ -40,7 +32,7 @@ pub struct Viewer {
     last_display: Option<Time>,
     stalls: u64,
     stalled: Dur,
-    latency: LatencyStats,
+    latency: DurStats,
     displayed: u64,
     late: u64,
     /// Frames displayed since the last [`Viewer::take_displayed`].
@@ -57,7 +49,7 @@ impl Viewer {
             stalls: 0,
             stalled: Dur::ZERO,
             // Frame latency in µs up to 1000 s.
-            latency: LatencyStats(DurStats::new(1_000, 1_000_000_000)),
+            latency: DurStats::new(1_000, 1_000_000_000),
             displayed: 0,
             late: 0,
             int_displayed: 0,
@@ -84,7 +76,7 @@ impl Viewer {
     /// never started, from its capture).
     pub fn on_display(&mut self, now: Time, captured: Time) {
         let latency = now.saturating_since(captured);
-        self.latency.0.record(latency);
+        self.latency.record(latency);
         if self.late_threshold.is_some_and(|t| latency > t) {
             self.late += 1;
         }
@@ -116,7 +108,7 @@ impl Viewer {
     /// Mean latency in ms of the frames displayed since the last call
     /// (`None` when none was).
     pub fn take_latency_ms(&mut self) -> Option<f64> {
-        self.latency.0.take_interval().map(|(mean, _)| mean)
+        self.latency.take_interval().map(|(mean, _)| mean)
     }
 
     /// Stalls and stalled time up to `end`, counting a trailing gap; none
@@ -160,7 +152,7 @@ impl Viewer {
         let active = self.active_secs(end);
         r["frames_displayed"] = self.displayed.into();
         r["frame_rate_fps"] = self.per_s(end, self.displayed as f64).into();
-        r["frame_latency_ms"] = self.latency.0.summary_ms();
+        r["frame_latency_ms"] = self.latency.summary_ms();
         r["stalls"] = stalls.into();
         r["stall_time_s"] = round6(stalled.as_secs_f64()).into();
         r["stall_pct"] = if active > 0.0 {

@@ -102,7 +102,7 @@ class SweepOutcome:
     reused: int = 0
     ran: int = 0
     #: Cells not run: another seed of a grid point whose first seed drew no random
-    #: number, so their results are its results (``same_as`` in cells.parquet).
+    #: number, so their results are its results (cells.parquet: ``ran_seed``, ``dir``).
     shared: int = 0
     #: Cells that failed (now), and of them how many had failed before too.
     failed: int = 0

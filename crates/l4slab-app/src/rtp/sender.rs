@@ -56,14 +56,6 @@ pub struct SenderConfig {
     pub history: Dur,
 }
 
-struct Rtt(DurStats);
-
-impl core::fmt::Debug for Rtt {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "Rtt({} samples)", self.0.count())
-    }
-}
-
 #[derive(Clone, Copy, Debug)]
 struct Stored {
     media: MediaPacket,
@@ -103,7 +95,7 @@ pub struct Sender {
     keyframe_due: bool,
     next_send: Time,
     srtt: Option<Dur>,
-    rtt: Rtt,
+    rtt: DurStats,
     // Counters.
     frames_encoded: u64,
     keyframes: u64,
@@ -136,7 +128,7 @@ impl Sender {
             keyframe_due: true,
             next_send: Time::ZERO,
             srtt: None,
-            rtt: Rtt(DurStats::new(1_000, 1_000_000_000)),
+            rtt: DurStats::new(1_000, 1_000_000_000),
             frames_encoded: 0,
             keyframes: 0,
             bytes_encoded: 0,
@@ -280,7 +272,7 @@ impl Sender {
                 .report_time
                 .saturating_since(p.arrival.expect("received"));
             let rtt = now.saturating_since(p.sent).saturating_sub(hold);
-            self.rtt.0.record(rtt);
+            self.rtt.record(rtt);
             self.srtt = Some(match self.srtt {
                 None => rtt,
                 Some(s) => Dur::from_nanos((s.as_nanos() * 7 + rtt.as_nanos()) / 8),
@@ -361,7 +353,7 @@ impl Sender {
 
     /// Mean and max RTT (ms) of the reports since the last call.
     pub fn take_rtt_interval(&mut self) -> Option<(f64, f64)> {
-        self.rtt.0.take_interval()
+        self.rtt.take_interval()
     }
 
     /// Bits encoded per second over the interval.
@@ -387,7 +379,7 @@ impl Sender {
                 round6(100.0 * self.history.lost as f64 / (self.history.acked + self.history.lost) as f64)
             } else { 0.0 },
             "packets_unreported": self.history.take_unreported(),
-            "rtt_ms": self.rtt.0.summary_ms(),
+            "rtt_ms": self.rtt.summary_ms(),
             "target_bps_at_end": self.target().as_bps(),
             "cc": self.cc.name(),
             "cc_state": self.cc.report(),
