@@ -5,7 +5,21 @@
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
-use crate::Dur;
+use crate::{Dur, Time};
+
+/// A flow's `goodput_bps` in summary.json (docs/results.md, "The measurement
+/// window"): the bytes delivered in the window over the flow's time in it,
+/// from the later of its start and the warmup to its completion (or the end
+/// of the run); 0 for a flow with no time in the window. One formula for
+/// both backends and every kind of flow.
+pub fn window_goodput_bps(delivered_in_window: u64, start: Time, warmup: Time, until: Time) -> f64 {
+    let active = until.saturating_since(start.max(warmup)).as_secs_f64();
+    if active > 0.0 {
+        delivered_in_window as f64 * 8.0 / active
+    } else {
+        0.0
+    }
+}
 
 /// Samples held back before they go into the histogram together (see [`DurStats::record`]).
 const BATCH: usize = 32;

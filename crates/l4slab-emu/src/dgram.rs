@@ -41,7 +41,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use l4slab_app::{AppIo, Datagram, FlowApp, FlowIo, Role, SocketInfo};
-use l4slab_core::stats::{round6, DurStats};
+use l4slab_core::stats::{round6, window_goodput_bps, DurStats};
 use l4slab_core::{Dur, Ecn, Time};
 use l4slab_scenario::{Direction, Scenario};
 use l4slab_udp::clock::TimerSlack;
@@ -521,13 +521,13 @@ pub(crate) fn flow_json(
     let end = Time::ZERO + (scn.duration - Time::ZERO);
     let completion = f.app.completed_at();
     let until = completion.unwrap_or(end);
-    let active = until.saturating_since(spec.start.max(Time::ZERO + scn.warmup));
     let delivered = f.delivered();
-    let goodput = if active.as_secs_f64() > 0.0 {
-        (delivered - f.delivered_at_warmup) as f64 * 8.0 / active.as_secs_f64()
-    } else {
-        0.0
-    };
+    let goodput = window_goodput_bps(
+        delivered - f.delivered_at_warmup,
+        spec.start,
+        Time::ZERO + scn.warmup,
+        until,
+    );
     let sender = if spec.direction == Direction::Down {
         SERVER
     } else {

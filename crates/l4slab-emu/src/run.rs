@@ -46,6 +46,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use l4slab_core::stats::window_goodput_bps;
 use l4slab_core::{Dur, Time};
 use l4slab_scenario::{AppSpec, Direction, EcnSpec, ParseOptions, Protocol, Scenario};
 
@@ -639,12 +640,12 @@ pub fn run(
         let until = rt
             .completion
             .map_or(scn.duration, |c| f.start + (c - Time::ZERO));
-        let active = until.saturating_since(f.start.max(Time::ZERO + scn.warmup));
-        let goodput = if active.as_secs_f64() > 0.0 {
-            (rt.received - rt.received_at_warmup) as f64 * 8.0 / active.as_secs_f64()
-        } else {
-            0.0
-        };
+        let goodput = window_goodput_bps(
+            rt.received - rt.received_at_warmup,
+            f.start,
+            Time::ZERO + scn.warmup,
+            until,
+        );
         let (lost, ack_lost, marks) = &per_flow[i];
         flows_json.insert(
             f.name.clone(),

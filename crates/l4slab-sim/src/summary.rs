@@ -2,6 +2,7 @@
 
 use serde_json::{json, Map};
 
+use l4slab_core::stats::window_goodput_bps;
 use l4slab_core::Time;
 use l4slab_scenario::{AppSpec, Direction};
 
@@ -52,12 +53,12 @@ impl Sim<'_> {
             let receiver = fl.eps[1 - fl.sender].ep.stats();
             // Bytes delivered in the window over the flow's time in it.
             let until = fl.completion.unwrap_or(end);
-            let active = until.saturating_since(fl.start.max(warmup)).as_secs_f64();
-            let goodput = if active > 0.0 {
-                (fl.delivered - fl.delivered_at_warmup) as f64 * 8.0 / active
-            } else {
-                0.0
-            };
+            let goodput = window_goodput_bps(
+                fl.delivered - fl.delivered_at_warmup,
+                fl.start,
+                warmup,
+                until,
+            );
             let rec = &self.rec.flows[f];
             let mut entry = json!({
                     // An RTP app's congestion control is its media controller.
