@@ -1,12 +1,31 @@
-"""Shapes of the data that crosses the boundary with the native module.
+"""Shapes of the data that crosses the boundary with the native module, and small
+shapes several modules share.
 
-These describe what ``l4slab._native.run`` returns (see ``_native.pyi``). They
-are plain ``TypedDict``s: the native module builds ordinary dicts and lists.
+The ``TypedDict``s describe what ``l4slab._native.run`` returns (see
+``_native.pyi``): the native module builds ordinary dicts and lists.
+:class:`KeyInfo` is how a value is labelled on an axis, for the plots of a run and of
+a sweep (here, so that a sweep's data needs no plotting library).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, TypedDict
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """How a value is shown on an axis: a name, its unit, and the scale to that unit."""
+
+    name: str
+    unit: str
+    scale: float = 1.0
+
+    @property
+    def label(self) -> str:
+        """An axis label with the unit, e.g. ``goodput (Mbit/s)``."""
+        return f"{self.name} ({self.unit})" if self.unit else self.name
+
 
 #: The largest seed the native module takes: the scenario file's ``seed`` is a TOML
 #: integer (signed 64-bit), and ``--seed`` / ``seed=`` take the same range.

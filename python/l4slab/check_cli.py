@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from l4slab import emu
-from l4slab._cli_base import DEFAULT_RESULTS_ROOT, _fail
+from l4slab._cli_base import DEFAULT_RESULTS_ROOT, EXIT_BAD_INPUT, _fail
 from l4slab.check import (
     PHASE_NAMES,
     CheckError,
@@ -27,7 +27,6 @@ from l4slab.output import OutputDirError, check_output_dir
 __all__ = ["register"]
 
 EXIT_FAIL = 3
-EXIT_BAD_INPUT = 2
 EXIT_ERROR = 1
 
 CHECK_HELP = "\n\n".join(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,11 +16,10 @@ import typer
 from typer.core import TyperGroup
 
 from l4slab import emu
+from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, _fail
 
 __all__ = ["app"]
 
-EXIT_BAD_INPUT = 2
-EXIT_FAILED = 1
 
 EMU_SHORT = "Run a command behind an emulated bottleneck (real-time, needs root)."
 EMU_HELP = "\n\n".join(
@@ -227,11 +225,6 @@ def _emu(
         "realtime": not no_realtime,
         "quiet": quiet,
     }
-
-
-def _fail(message: str, code: int) -> typer.Exit:
-    print(f"error: {message}", file=sys.stderr)
-    return typer.Exit(code)
 
 
 def _run(args: list[str]) -> int:

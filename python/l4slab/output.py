@@ -49,12 +49,14 @@ __all__ = [
     "OutputDirError",
     "OutputWarning",
     "RunStaging",
+    "bundle_complete",
     "check_output_dir",
     "check_same_scenario",
     "clean_stale_staging",
     "output_path",
     "read_manifest",
     "staging_dir",
+    "write_bundle",
     "write_files",
     "write_manifest",
 ]
@@ -492,6 +494,22 @@ def staging_dir(target: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def bundle_complete(folder: Path) -> bool:
+    """Whether a results bundle is in place at ``folder``: l4slab renames a bundle in
+    only once it is complete, so its summary.json and manifest are there exactly then."""
+    return (folder / SUMMARY_FILE).is_file() and (folder / MANIFEST_FILE).is_file()
+
+
+def write_bundle(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Write a bundle's files (relative path -> bytes, as a remote worker sends them
+    back) at ``folder``, atomically: a hidden sibling renamed into place."""
+    with staging_dir(folder) as tmp:
+        for rel, data in files.items():
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
 
 
 def _replace_dir(new: Path, target: Path) -> None:

@@ -13,13 +13,11 @@ from typing import Annotated
 import typer
 
 from l4slab import endpoints
+from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, _fail
 from l4slab.results import OutputDirError
 
 __all__ = ["register"]
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
 
 SEND_HELP = "\n\n".join(
     [
@@ -54,11 +52,6 @@ SERVE_HELP = "\n\n".join(
         "(stop after one session; its bundle goes to results/serve/session-1/).",
     ]
 )
-
-
-def _fail(message: str, code: int) -> typer.Exit:
-    print(f"error: {message}", file=sys.stderr)
-    return typer.Exit(code)
 
 
 def send(

@@ -64,7 +64,7 @@ impl DurStats {
     }
 
     /// As [`DurStats::new`] with `sigfig` significant digits (2 keeps many
-    /// per-flow histograms small: ~70 KB each instead of ~550 KB).
+    /// per-flow histograms small: an eighth of the counters of 3).
     pub fn with_precision(unit_ns: u64, max_units: u64, sigfig: u8) -> Self {
         let mut hist = Histogram::new_with_bounds(1, max_units.min(FIRST_HIGH), sigfig)
             .expect("valid histogram bounds");

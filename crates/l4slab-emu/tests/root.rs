@@ -9,6 +9,10 @@
 //! the emulator's test suite, which waits for real processes.)
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+
+use common::root_or_skip;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -25,15 +29,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// load on the machine measures the machine, not the emulated link (seen in
 /// CI: a sender at 17.2 of 19.3 Mbit/s, a ping median 1.5 ms high).
 const RT: [&str; 3] = ["chrt", "-f", "20"];
-
-fn root_or_skip(test: &str) -> bool {
-    // SAFETY: plain call.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipping {test}: needs root to create network namespaces and TUN devices");
-    }
-    root
-}
 
 /// Run `l4slab-emu shell ARGS -- COMMAND`; returns (exit code, stdout, report).
 fn shell(args: &[&str], command: &[&str]) -> (i32, String, Value) {

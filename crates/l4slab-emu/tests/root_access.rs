@@ -9,6 +9,10 @@
 //! tests.)
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+
+use common::{f64_of, root_or_skip};
+
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -36,19 +40,6 @@ access = { rate = "10Mbit", buffer = "100pkt" }
 name = "dl"
 cc = "cubic"
 "#;
-
-fn root_or_skip(test: &str) -> bool {
-    // SAFETY: plain call.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipping {test}: needs root to create network namespaces and TUN devices");
-    }
-    root
-}
-
-fn f64_of(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
 
 #[test]
 fn an_emulated_access_link_holds_the_queue_and_the_simulators_goodput() {

@@ -9,6 +9,10 @@
 //! emulator's tests.)
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+
+use common::{f64_of, root_or_skip};
+
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -33,19 +37,6 @@ cc = "prague"
 name = "cubic"
 cc = "cubic"
 "#;
-
-fn root_or_skip(test: &str) -> bool {
-    // SAFETY: plain call.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipping {test}: needs root to create network namespaces and TUN devices");
-    }
-    root
-}
-
-fn f64_of(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
 
 /// `l4slab-emu run` of `toml` with `sets`: summary.json.
 fn emulate(name: &str, toml: &str, sets: &[&str]) -> Value {

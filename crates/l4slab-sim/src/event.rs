@@ -15,9 +15,9 @@
 //! per-flow events (endpoint and application timers, flow starts: about two
 //! per endpoint). `pop` takes the earlier of the two heads; `seq` is shared,
 //! so the order is exactly that of one heap. Most events are the network's,
-//! so most pops stay in the small heap: with 1,000 flows (~5,000 pending
-//! events) one `std` binary heap of `(time, seq)` pairs took a fifth of the
-//! run (docs/PERFORMANCE.md).
+//! so most pops stay in the small heap. One `std` binary heap of `(time, seq)`
+//! pairs (~5,000 pending events with 1,000 flows) took 16–27 % of a run with
+//! 1 to 1,000 flows (docs/PERFORMANCE.md).
 
 use std::cmp::Ordering;
 

@@ -7,11 +7,12 @@ renders with Agg and never opens a window, so nothing global changes.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import cycle
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from l4slab._types import KeyInfo
 
 __all__ = [
     "COLORS",
@@ -68,20 +69,6 @@ def styles() -> Iterator[tuple[str, str]]:
     """``(colour, linestyle)`` pairs: every colour solid, then every colour dashed, ..."""
     pairs = [(color, style) for style in LINESTYLES for color in COLORS]
     return cycle(pairs)
-
-
-@dataclass(frozen=True)
-class KeyInfo:
-    """How a series key is shown: a name for the axis, its unit, and the scale to it."""
-
-    name: str
-    unit: str
-    scale: float = 1.0
-
-    @property
-    def label(self) -> str:
-        """An axis label with the unit, e.g. ``goodput (Mbit/s)``."""
-        return f"{self.name} ({self.unit})" if self.unit else self.name
 
 
 _KEYS: dict[str, KeyInfo] = {

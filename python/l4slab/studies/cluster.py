@@ -13,14 +13,14 @@ simulations a local ``reproduce`` runs, and the study.json is the same, byte for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from l4slab._read import read_scenario_file
-from l4slab.output import staging_dir
+from l4slab.output import bundle_complete, write_bundle
 from l4slab.results import load
-from l4slab.studies.runner import Job, JobError, JobResult, _complete, measured
+from l4slab.studies.runner import Job, JobError, JobResult, measured
 from l4slab.sweep import pool
 from l4slab.sweep.cell import CellOutcome, CellTask
 
@@ -42,7 +42,7 @@ def _wave(batch: Sequence[Job], root: Path, client: Any, finished: Finished) -> 
     todo: dict[str, list[Job]] = {}
     for job in batch:
         bundle = root / job.key
-        if _complete(bundle):  # an interrupted reproduce ran it
+        if bundle_complete(bundle):  # an interrupted reproduce ran it
             later += finished(job, measured(job, load(bundle), 0.0, True))
         else:
             todo.setdefault(job.key, []).append(job)
@@ -56,7 +56,7 @@ def _wave(batch: Sequence[Job], root: Path, client: Any, finished: Finished) -> 
                 "run", f"run {jobs[0].run} (seed {jobs[0].seed}): {outcome.error}"
             )
             return
-        _write_bundle(root / task.key, outcome.files)
+        write_bundle(root / task.key, outcome.files)
         results = load(root / task.key)
         for job in jobs:
             later.extend(finished(job, measured(job, results, outcome.wall_s, False)))
@@ -79,12 +79,3 @@ def _task(job: Job) -> CellTask:
         command=("l4slab", "reproduce", job.run),
         label=f"{job.run} seed {job.seed}",
     )
-
-
-def _write_bundle(bundle: Path, files: Mapping[str, bytes]) -> None:
-    """Write a bundle a worker sent back, atomically (a hidden sibling renamed)."""
-    with staging_dir(bundle) as tmp:
-        for rel, data in files.items():
-            path = tmp / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)

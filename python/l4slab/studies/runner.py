@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from l4slab.output import (
-    MANIFEST_FILE,
-    SUMMARY_FILE,
     OutputWarning,
+    bundle_complete,
     check_output_dir,
     clean_stale_staging,
     staging_dir,
@@ -153,7 +152,7 @@ def execute(job: Job, root: str) -> JobResult:
 
     started = time.perf_counter()
     out = Path(root) / (job.key or job.directory)
-    reused = bool(job.key) and _complete(out)
+    reused = bool(job.key) and bundle_complete(out)
     try:
         if reused:
             results = load(out)
@@ -190,11 +189,6 @@ def measured(job: Job, results: Results, wall_s: float, reused: bool) -> JobResu
         results.random_draws,
         reused,
     )
-
-
-def _complete(bundle: Path) -> bool:
-    """Whether a bundle is in place (``api.run`` renames it in only when complete)."""
-    return (bundle / SUMMARY_FILE).is_file() and (bundle / MANIFEST_FILE).is_file()
 
 
 def measure_value(measure: MeasureSpec, results: Results) -> float | None:
@@ -585,7 +579,7 @@ def _close_store(store: Path) -> None:
     """Remove the store of a complete study: what is left in it are bundles of cells this
     study no longer has (it changed since an interrupted run), named by their key."""
     for entry in store.iterdir():
-        if _is_key(entry.name) and entry.is_dir() and _complete(entry):
+        if _is_key(entry.name) and entry.is_dir() and bundle_complete(entry):
             shutil.rmtree(entry)
     try:
         store.rmdir()

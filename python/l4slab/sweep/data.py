@@ -18,21 +18,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from l4slab._types import KeyInfo
+
 __all__ = ["MetricInfo", "Param", "SweepData", "load", "metric_info"]
 
 
-@dataclass(frozen=True)
-class MetricInfo:
-    """How a metric is shown: a name, its unit, and the scale from the column's unit."""
-
-    name: str
-    unit: str
-    scale: float = 1.0
-
-    @property
-    def label(self) -> str:
-        """An axis label with the unit, e.g. ``download: goodput (Mbit/s)``."""
-        return f"{self.name} ({self.unit})" if self.unit else self.name
+#: How a metric is shown: a name, its unit, and the scale from the column's unit.
+MetricInfo = KeyInfo
 
 
 #: How a parameter's unit is shown on an axis: (unit, scale from the base unit).

@@ -47,11 +47,12 @@ from l4slab.output import (
     SUMMARY_FILE,
     Manifest,
     OutputWarning,
+    bundle_complete,
     clean_stale_staging,
     existing_entries,
     output_path,
     read_manifest,
-    staging_dir,
+    write_bundle,
     write_files,
 )
 from l4slab.sweep import pool
@@ -187,8 +188,7 @@ def error_record_path(root: Path, key: str) -> Path:
 
 def _complete(root: Path, key: str) -> bool:
     """Whether the cell's bundle is in place (it is renamed in only when complete)."""
-    folder = root / CELLS_DIR / key
-    return (folder / SUMMARY_FILE).is_file() and (folder / MANIFEST_FILE).is_file()
+    return bundle_complete(root / CELLS_DIR / key)
 
 
 def _read_record(root: Path, key: str) -> CellRecord:
@@ -270,7 +270,7 @@ def run_sweep(
     def on_outcome(task: CellTask, result: CellOutcome) -> None:
         cell = first_cell[task.key]
         if result.ok and result.files is not None:
-            _write_shipped(target, task.key, result.files)
+            write_bundle(target / CELLS_DIR / task.key, result.files)
         if result.ok:
             error_record_path(target, task.key).unlink(missing_ok=True)
             assert result.summary_text is not None
@@ -344,15 +344,6 @@ def _task(sweep: Sweep, cell: Cell, root: Path | None, command: Sequence[str]) -
         allow_large=sweep.allow_large,
         label=cell.label(),
     )
-
-
-def _write_shipped(root: Path, key: str, files: Mapping[str, bytes]) -> None:
-    """Write a bundle a remote worker sent back, atomically (a hidden sibling renamed)."""
-    with staging_dir(root / CELLS_DIR / key) as tmp:
-        for rel, data in files.items():
-            path = tmp / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
 
 
 def _write_error(root: Path, sweep: Sweep, cell: Cell, result: CellOutcome) -> None:
