@@ -1,7 +1,7 @@
 """The Wi-Fi cell in the report and its plots, on a hand-made results bundle.
 
 The bundle is shaped like a run with a ``[wifi]`` table: summary.json's ``wifi``
-object (``l4slab_link::wifi::stats::CellStats::summary``), the resolved
+object (``l4slab_wifi::stats::CellStats::summary``), the resolved
 scenario's ``wifi`` (``l4slab_scenario::model::WifiSpec``), flows with a
 ``wifi_ac`` and the cell's queues. Figures are checked by what they draw.
 """

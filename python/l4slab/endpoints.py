@@ -1,6 +1,6 @@
 """Real endpoints over UDP: ``l4slab send`` and ``l4slab serve`` as functions.
 
-Both run in the native module (crates/l4slab-endpoint): the simulator's own
+Both run in the native module (crates/l4slab-sendserve): the simulator's own
 QUIC-style connection and stream apps, on a real UDP socket in real time. A
 server answers only clients that prove their address (a Retry with an
 address-validation token), bounds its sessions, and counts what it ignores;

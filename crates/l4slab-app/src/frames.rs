@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use l4slab_core::{Dur, Time};
 use l4slab_media::viewer::Viewer;
-use l4slab_transport::AppIo;
+use l4slab_tcp::AppIo;
 
 #[derive(Clone, Copy, Debug)]
 struct InFlight {

@@ -12,7 +12,7 @@
 //! read [`SocketInfo`] (`TCP_INFO`), and send [`Datagram`]s (UDP) outside the
 //! connection. The backend (the simulator's engine) delivers the events.
 //!
-//! * [`OneWay`] adapts a one-ended [`l4slab_transport::App`] ([`Bulk`],
+//! * [`OneWay`] adapts a one-ended [`l4slab_tcp::App`] ([`Bulk`],
 //!   [`File`]) that runs on the sending side.
 //! * [`ping::Ping`]: periodic UDP echo probes.
 //! * [`cbr::Cbr`]: an unresponsive constant-bit-rate UDP stream.
@@ -28,7 +28,7 @@ use core::fmt;
 use serde_json::Value;
 
 use l4slab_core::{Dur, Ecn, Time};
-pub use l4slab_transport::{AppIo, Bulk, File, Role, SocketInfo};
+pub use l4slab_tcp::{AppIo, Bulk, File, Role, SocketInfo};
 
 pub mod cbr;
 pub mod cloud_gaming;
@@ -169,7 +169,7 @@ pub struct OwnTransport<'a> {
     pub srtt: Option<Dur>,
 }
 
-/// A one-ended [`l4slab_transport::App`] running on the sending side of a
+/// A one-ended [`l4slab_tcp::App`] running on the sending side of a
 /// flow; the receiving side only reads (the backend counts what it gets).
 #[derive(Debug)]
 pub struct OneWay<A> {
@@ -177,7 +177,7 @@ pub struct OneWay<A> {
     app: A,
 }
 
-impl<A: l4slab_transport::App> OneWay<A> {
+impl<A: l4slab_tcp::App> OneWay<A> {
     pub fn new(sender: Role, app: A) -> Self {
         OneWay { sender, app }
     }
@@ -187,7 +187,7 @@ impl<A: l4slab_transport::App> OneWay<A> {
     }
 }
 
-impl<A: l4slab_transport::App> FlowApp for OneWay<A> {
+impl<A: l4slab_tcp::App> FlowApp for OneWay<A> {
     fn kind(&self) -> &'static str {
         self.app.kind()
     }

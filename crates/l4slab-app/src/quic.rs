@@ -405,7 +405,7 @@ pub fn flow_metrics(sender: &Connection, receiver: Option<&Connection>) -> Map<S
 }
 
 /// A connection's counters for `summary.json` (also the real endpoints',
-/// `l4slab-endpoint`).
+/// `l4slab-sendserve`).
 pub fn stats_json(st: &l4slab_quic::ConnectionStats) -> Value {
     let ms = |d: l4slab_core::Dur| round6(d.as_millis_f64());
     json!({

@@ -43,7 +43,7 @@ use serde_json::{json, Value};
 
 use l4slab_core::stats::round6;
 use l4slab_core::{Dur, Rate, Time};
-use l4slab_transport::{AppIo, SocketInfo};
+use l4slab_tcp::{AppIo, SocketInfo};
 
 use crate::frames::FrameStream;
 use crate::SampleSink;

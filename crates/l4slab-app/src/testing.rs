@@ -6,7 +6,7 @@
 
 use l4slab_core::testing::{End, TestPath, WireSize};
 use l4slab_core::{Dur, Time};
-use l4slab_transport::{AppIo, SocketInfo};
+use l4slab_tcp::{AppIo, SocketInfo};
 
 use crate::{Datagram, FlowApp, FlowIo, Role};
 

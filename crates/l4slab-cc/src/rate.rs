@@ -1,6 +1,6 @@
 //! Delivery-rate estimation, draft-cheng-iccrg-delivery-rate-estimation-02
 //! (and Linux `net/ipv4/tcp_rate.c`, which it describes): the one estimator
-//! both transports use, TCP per segment (`l4slab-transport`) and QUIC per
+//! both transports use, TCP per segment (`l4slab-tcp`) and QUIC per
 //! packet (`l4slab-quic`). What a "packet" is stays the transport's: it
 //! implements [`RatePacket`] for its sent-packet record.
 //!

@@ -1,6 +1,6 @@
 //! The sans-IO shape of a datagram protocol (a QUIC-style connection, an
 //! RTP session): whoever owns the socket — the real-time UDP driver
-//! (`l4slab-udp`) or the simulator — hands it datagrams and the time, and
+//! (`l4slab-udp-driver`) or the simulator — hands it datagrams and the time, and
 //! asks it what to send and when to call again. The protocol never reads a
 //! clock and never touches a socket, so one implementation runs in both.
 

@@ -2,7 +2,7 @@
 //! one row per (time, series, key, value). Names are interned, so a row costs
 //! 24 bytes and recording never allocates once the columns have grown. Both
 //! backends record into one (`series.parquet`); the bottleneck runtime
-//! (`l4slab_link::bottleneck`) writes its queue series here in both.
+//! (`l4slab_bottleneck`) writes its queue series here in both.
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! the real packets the forwarder carries, IPv4 or IPv6 as the kernels sent
 //! them, at the capture points of every queue they pass (the bottleneck's
 //! direction, the hosts' access links), which the runtime logs
-//! (`l4slab_link::bottleneck::QueueEventKind::{Arrive, Leave}`): a packet
+//! (`l4slab_bottleneck::QueueEventKind::{Arrive, Leave}`): a packet
 //! read from the TUN (after GSO splitting: the segments the queue sees)
 //! reaches its first queue when it is read, each next queue at its intended
 //! exit time from the one before, and leaves each at its intended exit time

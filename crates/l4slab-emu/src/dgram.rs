@@ -44,8 +44,8 @@ use l4slab_app::{AppIo, Datagram, FlowApp, FlowIo, Role, SocketInfo};
 use l4slab_core::stats::{round6, window_goodput_bps, DurStats};
 use l4slab_core::{Dur, Ecn, Time};
 use l4slab_scenario::{Direction, Scenario};
-use l4slab_udp::clock::TimerSlack;
-use l4slab_udp::{UdpError, UdpSocket};
+use l4slab_udp_driver::clock::TimerSlack;
+use l4slab_udp_driver::{UdpError, UdpSocket};
 
 use crate::forwarder::SeriesRow;
 use crate::netns;

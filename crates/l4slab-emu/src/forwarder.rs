@@ -47,8 +47,8 @@ use serde_json::{json, Map, Value};
 
 use l4slab_core::pkttrace::{AtQueue, PktEvent};
 use l4slab_core::{Dur, FlowId, Packet, SeriesStore, Time};
-use l4slab_link::bottleneck::QueueEventKind;
-use l4slab_link::Bottleneck;
+use l4slab_bottleneck::QueueEventKind;
+use l4slab_bottleneck::Bottleneck;
 use l4slab_pcap::{Captures, Point};
 
 use crate::access::AccessRoutes;
@@ -59,7 +59,7 @@ use crate::stats::{lateness_stats, round6, summary_us, DurStats};
 use crate::sys::{self, Clock, Epoll};
 use crate::EmuError;
 
-pub use l4slab_link::bottleneck::{DOWN, QUEUE_NAMES, UP};
+pub use l4slab_bottleneck::{DOWN, QUEUE_NAMES, UP};
 
 /// Largest read from a TUN with GSO on: 64 KB packet + virtio-net header.
 const READ_BUF: usize = 65_536 + VNET_HDR_LEN + 64;

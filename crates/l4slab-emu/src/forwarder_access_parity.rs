@@ -11,7 +11,7 @@
 //! order.) No root needed.
 
 use l4slab_core::{Dur, Ecn, Packet, SeriesStore, Time};
-use l4slab_link::Bottleneck;
+use l4slab_bottleneck::Bottleneck;
 use l4slab_scenario::build::{self, AccessQueues};
 use l4slab_scenario::{ParseOptions, Scenario};
 

@@ -17,7 +17,8 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use l4slab_core::{Dur, Ecn, Packet, Rate, SeriesStore, SimRng, Time};
-use l4slab_link::{Bernoulli, Bottleneck, ConstantRate, EcnRewrite, Link};
+use l4slab_bottleneck::Bottleneck;
+use l4slab_link::{Bernoulli, ConstantRate, EcnRewrite, Link};
 use l4slab_qdisc::{DualPi2, DualPi2Config, FqPie, FqPieConfig, Pie, PieConfig, Qdisc};
 
 use super::{Classifier, Config, Forwarder, Hooks, Step, DOWN, UP};

@@ -1,5 +1,5 @@
 //! What the forwarder measures besides the queues (whose recorder is the
-//! bottleneck runtime's, `l4slab_link::bottleneck::QueueRecorder`, shared
+//! bottleneck runtime's, `l4slab_bottleneck::QueueRecorder`, shared
 //! with the simulator): its own timing accuracy, actual minus intended
 //! release time of every packet. The distributions are [`DurStats`]
 //! (l4slab-core): HdrHistogram percentiles with exact count, min, mean and

@@ -26,8 +26,8 @@ pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// The emulator's clock, the real-time UDP driver's: `CLOCK_MONOTONIC` as
-/// [`Time`] since an epoch (`l4slab_udp::clock`).
-pub use l4slab_udp::clock::{monotonic_ns, Clock};
+/// [`Time`] since an epoch (`l4slab_udp_driver::clock`).
+pub use l4slab_udp_driver::clock::{monotonic_ns, Clock};
 
 pub fn is_root() -> bool {
     // SAFETY: no arguments, cannot fail.

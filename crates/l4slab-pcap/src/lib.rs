@@ -6,7 +6,7 @@
 //! delay, with the ECN field the queue and the path left it), under
 //! `<results>/pcap/`, e.g. `pcap/bottleneck.down.in.pcap`,
 //! `pcap/access.laptop.up.out.pcap`. Which packet passes which point when
-//! is the bottleneck runtime's (`l4slab_link::bottleneck::QueueEventKind`
+//! is the bottleneck runtime's (`l4slab_bottleneck::QueueEventKind`
 //! `Arrive` and `Leave`); a backend only builds the record's bytes.
 //!
 //! The files are classic pcap (libpcap 2.4, nanosecond timestamps, little

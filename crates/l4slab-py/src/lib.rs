@@ -454,7 +454,7 @@ struct PyObserver {
 }
 
 #[cfg(target_os = "linux")]
-impl l4slab_endpoint::Observer for PyObserver {
+impl l4slab_sendserve::Observer for PyObserver {
     fn line(&mut self, line: &str) {
         if self.error.is_some() {
             return;
@@ -489,9 +489,9 @@ fn opt_string(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<String>> {
 }
 
 #[cfg(target_os = "linux")]
-fn endpoint_error(e: l4slab_endpoint::RunError) -> PyErr {
+fn endpoint_error(e: l4slab_sendserve::RunError) -> PyErr {
     match e {
-        l4slab_endpoint::RunError::Input(i) => PyValueError::new_err(i.to_string()),
+        l4slab_sendserve::RunError::Input(i) => PyValueError::new_err(i.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }
@@ -505,7 +505,7 @@ fn endpoint_error(e: l4slab_endpoint::RunError) -> PyErr {
 #[cfg(target_os = "linux")]
 #[pyfunction]
 fn send_run(py: Python<'_>, options: &Bound<'_, PyDict>, on_line: PyObject) -> PyResult<String> {
-    let mut o = l4slab_endpoint::SendOptions::default();
+    let mut o = l4slab_sendserve::SendOptions::default();
     if let Some(v) = opt_string(options, "target")? {
         o.target = v;
     }
@@ -535,7 +535,7 @@ fn send_run(py: Python<'_>, options: &Bound<'_, PyDict>, on_line: PyObject) -> P
         on_line,
         error: None,
     };
-    let r = py.allow_threads(|| l4slab_endpoint::run_send(&o, &mut obs));
+    let r = py.allow_threads(|| l4slab_sendserve::run_send(&o, &mut obs));
     let mut v = r.map_err(endpoint_error)?;
     if let Some(e) = obs.error.take() {
         if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
@@ -558,10 +558,10 @@ fn serve_run(
     on_line: PyObject,
     on_session: PyObject,
 ) -> PyResult<String> {
-    let mut o = l4slab_endpoint::ServeOptions {
+    let mut o = l4slab_sendserve::ServeOptions {
         bind: opt_string(options, "bind")?,
         time_limit: opt_string(options, "time_limit")?,
-        ..l4slab_endpoint::ServeOptions::default()
+        ..l4slab_sendserve::ServeOptions::default()
     };
     if let Some(p) = options.get_item("port")? {
         if !p.is_none() {
@@ -590,7 +590,7 @@ fn serve_run(
     };
     let mut session_error: Option<PyErr> = None;
     let r = py.allow_threads(|| {
-        l4slab_endpoint::run_serve(&o, &mut obs, &mut |s| {
+        l4slab_sendserve::run_serve(&o, &mut obs, &mut |s| {
             Python::with_gil(|py| {
                 if let Err(e) = on_session.call1(py, (s.to_string(),)) {
                     session_error.get_or_insert(e);

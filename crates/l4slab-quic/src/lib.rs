@@ -1,5 +1,5 @@
 //! l4slab's QUIC-style transport, shared by the simulator and real UDP
-//! endpoints (`l4slab-udp` drives any `DatagramEndpoint`).
+//! endpoints (`l4slab-udp-driver` drives any `DatagramEndpoint`).
 //!
 //! "QUIC-style" means RFC 9000's packet and frame layouts and codes without
 //! TLS: nothing is encrypted, but every packet ends in a 16-byte trailer the

@@ -16,10 +16,10 @@ use l4slab_qdisc::{
     Codel, DualPi2, Fifo, FifoConfig, FifoLimit, FifoMode, FqCodel, FqPie, Pie, Qdisc,
 };
 
-use l4slab_link::bottleneck::{DOWN, QUEUE_NAMES, UP};
-use l4slab_link::wifi::cell::Cell;
-use l4slab_link::wifi::config::{AirDir, CellConfig, QueueSpec, StationConfig};
-use l4slab_link::wifi::edca::Ac;
+use l4slab_bottleneck::{DOWN, QUEUE_NAMES, UP};
+use l4slab_wifi::cell::Cell;
+use l4slab_wifi::config::{AirDir, CellConfig, QueueSpec, StationConfig};
+use l4slab_wifi::edca::Ac;
 
 use crate::model::{Bottleneck, BufferLimit, Flow, Host, LinkSpec, LossSpec, QdiscSpec, Scenario};
 
@@ -88,12 +88,12 @@ pub fn link(spec: &LinkSpec, name: &str, seed: u64) -> Link {
 /// The bottleneck runtime of a scenario: both directions' links (as [`link`])
 /// with their qdisc streams (as [`qdisc_rng`]), per-flow statistics for
 /// `flows` flow ids. Both backends build theirs here.
-pub fn bottleneck(b: &Bottleneck, seed: u64, flows: usize) -> l4slab_link::Bottleneck {
+pub fn bottleneck(b: &Bottleneck, seed: u64, flows: usize) -> l4slab_bottleneck::Bottleneck {
     let mk = |spec: &LinkSpec, dir: usize| {
         let name = QUEUE_NAMES[dir];
         (link(spec, name, seed), qdisc_rng(seed, name))
     };
-    l4slab_link::Bottleneck::new([mk(&b.down, DOWN), mk(&b.up, UP)], flows)
+    l4slab_bottleneck::Bottleneck::new([mk(&b.down, DOWN), mk(&b.up, UP)], flows)
 }
 
 /// The queue name of host `host`'s access link in direction `dir`
@@ -160,7 +160,7 @@ pub fn cell_config(scn: &Scenario) -> Option<CellConfig> {
 }
 
 /// Where the hosts' access links and the Wi-Fi cell's queues run among the
-/// runtime's queues (the `dir` of [`l4slab_link::Bottleneck`]'s methods):
+/// runtime's queues (the `dir` of [`l4slab_bottleneck::Bottleneck`]'s methods):
 /// after the bottleneck's two, the access links host by host in
 /// [`Scenario::hosts`] order, down before up; then the cell's queues in
 /// [`cell_config`]'s order.
@@ -250,7 +250,7 @@ impl AccessQueues {
 /// AP's or the stations' qdisc and the station host's `access_delay`, named
 /// by [`cell_queue_name`], their qdisc streams by that name), numbered as
 /// the returned [`AccessQueues`] says. Both backends build theirs here.
-pub fn network(scn: &Scenario, seed: u64) -> (l4slab_link::Bottleneck, AccessQueues) {
+pub fn network(scn: &Scenario, seed: u64) -> (l4slab_bottleneck::Bottleneck, AccessQueues) {
     let mut bn = bottleneck(&scn.bottleneck, seed, scn.flows.len());
     let access = AccessQueues::of(scn);
     for (h, queues) in scn.hosts.iter().zip(&access.hosts) {

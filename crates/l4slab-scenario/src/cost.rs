@@ -33,7 +33,7 @@ use l4slab_core::{Dur, Time};
 
 use crate::build;
 use crate::error::{Problem, ScenarioError};
-use l4slab_link::wifi::config::AirDir;
+use l4slab_wifi::config::AirDir;
 
 use crate::model::{AppSpec, CbrSpec, Direction, Scenario, Side};
 

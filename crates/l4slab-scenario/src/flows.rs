@@ -206,7 +206,7 @@ fn resolve_flow(
         // Without [wifi] it does nothing (so a file keeps working with the cell removed).
         wifi_ac: match &f.wifi_ac {
             Some(v) => crate::wifi::access_category(v, &join(path, "wifi_ac"))?,
-            None => l4slab_link::wifi::edca::Ac::Be,
+            None => l4slab_wifi::edca::Ac::Be,
         },
     })
 }

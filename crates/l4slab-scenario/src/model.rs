@@ -60,11 +60,11 @@ pub struct Scenario {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct WifiSpec {
     /// The cell's channels (two or more: multi-link operation).
-    pub links: Vec<l4slab_link::wifi::phy::Phy>,
+    pub links: Vec<l4slab_wifi::phy::Phy>,
     /// Failed attempts of one MPDU before it is dropped.
     pub retry_limit: u32,
     /// The AP's own EDCA parameters per AC.
-    pub ap_edca: l4slab_link::wifi::edca::EdcaSet,
+    pub ap_edca: l4slab_wifi::edca::EdcaSet,
     /// The qdisc of each AP queue (one per station and AC), and of each
     /// station's queue per AC.
     pub ap_qdisc: QdiscSpec,
@@ -80,11 +80,11 @@ pub struct WifiStation {
     /// Index into [`Scenario::hosts`].
     pub host: usize,
     /// The EDCA parameters it uses (the advertised ones unless it ignores them).
-    pub edca: l4slab_link::wifi::edca::EdcaSet,
+    pub edca: l4slab_wifi::edca::EdcaSet,
     /// Its links: SNR and MCS on each.
-    pub links: Vec<l4slab_link::wifi::config::StationLink>,
+    pub links: Vec<l4slab_wifi::config::StationLink>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub scan: Option<l4slab_link::wifi::config::Scan>,
+    pub scan: Option<l4slab_wifi::config::Scan>,
 }
 
 /// The bottleneck between the client side and the server side, per direction.
@@ -248,7 +248,7 @@ impl AccessLinks {
     }
 
     /// The link of direction `dir` (0 = down, 1 = up, as
-    /// `l4slab_link::bottleneck::{DOWN, UP}`).
+    /// `l4slab_bottleneck::{DOWN, UP}`).
     pub fn dir(&self, dir: usize) -> Option<&LinkSpec> {
         [&self.down, &self.up][dir].as_ref()
     }
@@ -291,11 +291,11 @@ pub struct Flow {
     /// app's DSCP would choose it (`wifi_ac = "vi"`); best effort unless set,
     /// and written to the resolved scenario only when set otherwise.
     #[serde(skip_serializing_if = "is_best_effort")]
-    pub wifi_ac: l4slab_link::wifi::edca::Ac,
+    pub wifi_ac: l4slab_wifi::edca::Ac,
 }
 
-fn is_best_effort(ac: &l4slab_link::wifi::edca::Ac) -> bool {
-    *ac == l4slab_link::wifi::edca::Ac::Be
+fn is_best_effort(ac: &l4slab_wifi::edca::Ac) -> bool {
+    *ac == l4slab_wifi::edca::Ac::Be
 }
 
 /// A flow's congestion control (`cc = "prague"` or `cc = { kind = "prague",

@@ -203,8 +203,8 @@ pub struct RawEdcaSet {
 
 impl RawEdcaSet {
     /// The overrides of access category `ac`.
-    pub fn ac(&self, ac: l4slab_link::wifi::edca::Ac) -> Option<&RawEdcaParams> {
-        use l4slab_link::wifi::edca::Ac;
+    pub fn ac(&self, ac: l4slab_wifi::edca::Ac) -> Option<&RawEdcaParams> {
+        use l4slab_wifi::edca::Ac;
         match ac {
             Ac::Vo => self.vo.as_ref(),
             Ac::Vi => self.vi.as_ref(),

@@ -1,5 +1,5 @@
 //! `[wifi]` -> [`WifiSpec`]: a Wi-Fi cell as the client hosts' access
-//! network (docs/scenarios.md, "Wi-Fi cell"; the model: `l4slab_link::wifi`).
+//! network (docs/scenarios.md, "Wi-Fi cell"; the model: `l4slab_wifi`).
 //!
 //! * The cell's PHY: one link from `standard`, `band`, `width`, `nss`, or
 //!   several (Wi-Fi 7 multi-link operation) from `links = [{...}, ...]`;
@@ -28,9 +28,9 @@ use std::collections::BTreeMap;
 use toml::Value;
 
 use l4slab_core::{Dur, Rate};
-use l4slab_link::wifi::config::{Scan, StationLink, RETRY_LIMIT};
-use l4slab_link::wifi::edca::{Ac, EdcaError, EdcaSet};
-use l4slab_link::wifi::phy::{Band, Phy, PhyError, Standard};
+use l4slab_wifi::config::{Scan, StationLink, RETRY_LIMIT};
+use l4slab_wifi::edca::{Ac, EdcaError, EdcaSet};
+use l4slab_wifi::phy::{Band, Phy, PhyError, Standard};
 
 use crate::error::{Problem, ScenarioError};
 use crate::link::buffer_limit;

@@ -70,7 +70,7 @@ fn minimal_file_gets_every_default() {
             app: AppSpec::Bulk,
             transport: TransportSpec::default(),
             ecn: None,
-            wifi_ac: l4slab_link::wifi::edca::Ac::Be,
+            wifi_ac: l4slab_wifi::edca::Ac::Be,
         }],
     };
     assert_eq!(s, expect);

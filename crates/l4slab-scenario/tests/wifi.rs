@@ -6,10 +6,10 @@ mod common;
 
 use common::{parse, parse_set, BASE};
 use l4slab_core::{Dur, FlowId};
-use l4slab_link::bottleneck::{DOWN, UP};
-use l4slab_link::wifi::config::{Scan, StationLink, RETRY_LIMIT};
-use l4slab_link::wifi::edca::{Ac, EdcaParams, EdcaSet};
-use l4slab_link::wifi::phy::{Band, Phy, Standard};
+use l4slab_bottleneck::{DOWN, UP};
+use l4slab_wifi::config::{Scan, StationLink, RETRY_LIMIT};
+use l4slab_wifi::edca::{Ac, EdcaParams, EdcaSet};
+use l4slab_wifi::phy::{Band, Phy, Standard};
 use l4slab_scenario::build::{self, AccessQueues};
 use l4slab_scenario::{BufferLimit, Problem, QdiscSpec, Scenario, ScenarioError};
 

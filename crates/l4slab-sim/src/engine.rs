@@ -26,12 +26,13 @@
 use l4slab_app::{Datagram, FlowApp, FlowIo};
 use l4slab_core::pkttrace::{AtQueue, PacketChunk, PktEvent, CHUNK_ROWS};
 use l4slab_core::{DropReason, Ecn, Packet, SimRng, Time};
-use l4slab_link::bottleneck::QueueEventKind;
-use l4slab_link::{Bottleneck, DelayLine};
+use l4slab_bottleneck::QueueEventKind;
+use l4slab_bottleneck::Bottleneck;
+use l4slab_link::DelayLine;
 use l4slab_pcap::Point;
 use l4slab_scenario::Scenario;
-use l4slab_transport::app::{AppIo, EndpointIo};
-use l4slab_transport::{
+use l4slab_tcp::app::{AppIo, EndpointIo};
+use l4slab_tcp::{
     AppEvent, Endpoint, EndpointCtx, FastOpenCache, Role, SocketInfo, Transmit,
 };
 
@@ -245,7 +246,7 @@ pub struct Sim<'s> {
     /// Per flow: host index of (client, server).
     pub hosts_of: Vec<[usize; 2]>,
     /// TCP Fast Open caches, one per (client host, server host) pair that
-    /// some flow connects (`l4slab_transport::fastopen`): the client's cached
+    /// some flow connects (`l4slab_tcp::fastopen`): the client's cached
     /// cookie outlives the connection, so a later flow between the same
     /// hosts (a web page's `connection = "new"` object) finds it. Built
     /// fresh for every run; lent to the endpoints in their `EndpointCtx`.
@@ -529,7 +530,7 @@ impl Sim<'_> {
         }
     }
 
-    /// Queue `q`'s events ([`l4slab_link::bottleneck::QueueEvent`]): a
+    /// Queue `q`'s events ([`l4slab_bottleneck::QueueEvent`]): a
     /// queue event is a trace row, a capture point a pcap record.
     fn log_packet_events(&mut self, q: usize) {
         let dir = self.routes[q].dir;

@@ -1,12 +1,12 @@
 //! The simulator's rows of the packet trace (`packets.parquet`, columns in
 //! [`l4slab_core::pkttrace`]): a host's send and deliver, and the
-//! bottleneck's queue events (`l4slab_link::bottleneck::QueueEvent`), each with the headers of the
+//! bottleneck's queue events (`l4slab_bottleneck::QueueEvent`), each with the headers of the
 //! segment or datagram the packet carries. Nothing here allocates: the
 //! trace's vectors are reused chunk after chunk.
 
 use l4slab_core::pkttrace::{AtQueue, PktEvent, Row, Side, CHUNK_ROWS};
 use l4slab_core::{Packet, Time};
-use l4slab_link::Bottleneck;
+use l4slab_bottleneck::Bottleneck;
 
 use crate::segstore::Carried;
 use crate::PacketTrace;

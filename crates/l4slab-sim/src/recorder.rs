@@ -1,7 +1,7 @@
 //! The recorder: the simulator's [`Tracer`] for the endpoints. It turns their
 //! typed event stream into per-flow RTT histograms and counters that the
 //! engine samples into series. (The queues' recorder is the bottleneck
-//! runtime's, `l4slab_link::bottleneck::QueueRecorder`, shared with the
+//! runtime's, `l4slab_bottleneck::QueueRecorder`, shared with the
 //! emulator.)
 //!
 //! Percentiles come from HdrHistogram via [`DurStats`] (3 significant

@@ -5,7 +5,7 @@
 //! [`Packet`]: l4slab_core::Packet
 
 use l4slab_app::Datagram;
-use l4slab_transport::Segment;
+use l4slab_tcp::Segment;
 
 /// What a packet carries: a segment of a flow's connection, an app's
 /// datagram, or a UDP datagram's bytes (in [`BytePool`] slot `buf`).

@@ -7,7 +7,7 @@ use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, SimRng, Time};
 use l4slab_link::DelayLine;
 use l4slab_scenario::{AppSpec, Direction, EcnSpec, Scenario, Side};
-use l4slab_transport::{
+use l4slab_tcp::{
     EcnMode, Endpoint, FastOpenCache, FastOpenCookie, Role, RtoFormula, TransportConfig,
 };
 
@@ -133,7 +133,7 @@ fn queue_routes(scn: &Scenario, access: &AccessQueues) -> Vec<QueueRoute> {
     // into the bottleneck.
     if scn.wifi.is_some() {
         for h in 0..scn.hosts.len() {
-            for ac in l4slab_link::wifi::edca::Ac::ALL {
+            for ac in l4slab_wifi::edca::Ac::ALL {
                 for dir in [DOWN, UP] {
                     if let Some(q) = access.cell_queue(h, dir, ac) {
                         assert_eq!(q, routes.len(), "cell queues in AccessQueues order");

@@ -4,8 +4,8 @@
 
 mod common;
 
-use l4slab_link::wifi::config::MAC_OVERHEAD;
-use l4slab_link::wifi::phy::{Band, Phy, Standard};
+use l4slab_wifi::config::MAC_OVERHEAD;
+use l4slab_wifi::phy::{Band, Phy, Standard};
 
 const ONE_STATION: &str = r#"
 format = 1

@@ -1,7 +1,7 @@
 """Plots of a Wi-Fi cell, from summary.json's ``wifi`` object: airtime per station,
 MAC access delay per access category, A-MPDU sizes.
 
-The counters are the cell's (``l4slab_link::wifi::stats``), over the measured
+The counters are the cell's (``l4slab_wifi::stats``), over the measured
 time (after the warmup). A run without a ``[wifi]`` table has no ``wifi`` object:
 the plots then say so on the Axes rather than raise, like the other plots whose
 data are absent.

@@ -29,7 +29,7 @@
 //!
 //! **Retry** (RFC 9000 §8.1.2, §17.2.5): a server may answer a client's
 //! Initial with a Retry instead (statelessly: the connection is made by
-//! whoever checks the token, e.g. `l4slab-endpoint`'s server, with
+//! whoever checks the token, e.g. `l4slab-sendserve`'s server, with
 //! [`Connection::server_after_retry`], which counts the address as
 //! validated). The client follows at most one Retry: its Initial (and any
 //! 0-RTT) goes again to the Retry's Source Connection ID, carrying the

@@ -1,6 +1,6 @@
 //! A sans-IO QUIC-style connection (RFC 9000 / 9002, no TLS) implementing
 //! [`DatagramEndpoint`], so the simulator and the real UDP driver
-//! (`l4slab-udp`) both drive it.
+//! (`l4slab-udp-driver`) both drive it.
 //!
 //! Files, one concern each:
 //! * [`handshake`]: the TLS-less handshake state machine, its CRYPTO

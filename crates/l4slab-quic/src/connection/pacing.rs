@@ -10,7 +10,7 @@
 //! handshake packets and PTO probes are not (§7.7: "acknowledgments... SHOULD
 //! NOT be paced"; probes must not be blocked). No pacing before the first
 //! RTT sample (the initial window bounds that burst). Candidate for a shared
-//! crate: the TCP model has its own pacer (`l4slab-transport/src/pacing.rs`).
+//! crate: the TCP model has its own pacer (`l4slab-tcp/src/pacing.rs`).
 
 use l4slab_core::{Dur, Rate, Time};
 

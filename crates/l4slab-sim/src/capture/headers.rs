@@ -14,7 +14,7 @@
 //!   EE0B; NOPs in front pad it to 4 bytes), then the SACK blocks (NOP,
 //!   NOP, kind 5, 8 B a block).
 //!
-//! That is the layout [`l4slab_transport::Segment::wire_len`] counts, so the
+//! That is the layout [`l4slab_tcp::Segment::wire_len`] counts, so the
 //! IP total length is the packet's wire length (checked). Sequence and ACK
 //! numbers are the segment's plus each side's initial sequence number,
 //! modulo 2^32; TSval and TSecr are the segment's timestamps in ms (Linux's
@@ -26,8 +26,8 @@
 
 use etherparse::{IpEcn, IpNumber, Ipv4Header, TcpHeader, TcpOptionElement, TcpOptions, UdpHeader};
 use l4slab_core::{Ecn, Time};
-use l4slab_transport::fastopen::TCPOPT_FASTOPEN;
-use l4slab_transport::{Flags, Segment};
+use l4slab_tcp::fastopen::TCPOPT_FASTOPEN;
+use l4slab_tcp::{Flags, Segment};
 
 /// Linux's initial TTL (`ip_default_ttl`).
 const TTL: u8 = 64;
@@ -205,7 +205,7 @@ pub fn udp_payload(out: &mut Vec<u8>, e: &Ends, id: u16, ecn: Ecn, payload: &[u8
 mod tests {
     use super::*;
     use etherparse::{NetSlice, SlicedPacket, TransportSlice};
-    use l4slab_transport::{AccEcnOption, SackBlock};
+    use l4slab_tcp::{AccEcnOption, SackBlock};
 
     const E: Ends = Ends {
         src: [10, 2, 0, 2],
@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn a_fast_open_syn_shows_its_cookie_and_its_data() {
-        use l4slab_transport::{FastOpenCookie, FastOpenOption};
+        use l4slab_tcp::{FastOpenCookie, FastOpenOption};
         let cookie = FastOpenCookie([1, 2, 3, 4, 5, 6, 7, 8]);
         // RFC 7413 §4.2.2: SYN with the cookie and 500 B of data.
         let seg = Segment {

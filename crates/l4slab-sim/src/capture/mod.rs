@@ -1,7 +1,7 @@
 //! The simulator's pcap capture (`pcap = true`): each packet at the
 //! ingress and egress of every queue it passes (the bottleneck's direction,
 //! the hosts' access links), at the instants the runtime's capture points
-//! give (`l4slab_link::bottleneck::QueueEventKind::{Arrive, Leave}`), in the
+//! give (`l4slab_bottleneck::QueueEventKind::{Arrive, Leave}`), in the
 //! files of [`l4slab_pcap`], with real headers built from its segment or
 //! datagram ([`headers`]).
 //!

@@ -1,0 +1,29 @@
+//! l4slab-sendserve: real endpoints over UDP, `l4slab send` and `l4slab
+//! serve` (docs/send.md). Nothing here is a second implementation: the
+//! connection is l4slab-quic's [`l4slab_quic::Connection`], the data comes
+//! from l4slab-app's [`l4slab_app::quic::Transfer`] (bulk, file, frames),
+//! the real-time loop is l4slab-udp-driver's [`l4slab_udp_driver::Driver`] — the same
+//! code the simulator runs, with a real socket and the wall clock.
+//!
+//! * [`client`]: the sending endpoint.
+//! * [`server`]: the server demultiplexer: many sessions on one socket,
+//!   stateless Retry address validation, bounds, counters.
+//! * [`token`]: the Retry tokens (a keyed MAC).
+//! * [`heap`]: the server's per-session timer heap.
+//! * [`record`]: interval rows, live lines, the summary's flow entry.
+//! * [`run`]: option parsing and the two run loops.
+//!
+//! **Clock.** Like l4slab-udp-driver, this crate runs in real time: the driver's
+//! `CLOCK_MONOTONIC`; no simulated component is given anything else.
+
+pub mod client;
+pub mod heap;
+pub mod record;
+pub mod run;
+pub mod server;
+pub mod token;
+
+pub use run::{
+    parse_app, resolve, run_send, run_serve, InputError, Observer, RunError, SendOptions,
+    ServeOptions, Stdout, DEFAULT_PORT,
+};

@@ -1,0 +1,336 @@
+//! The server demultiplexer and the client, without sockets: datagrams go
+//! straight from one endpoint to the other (a zero-delay path), time moves
+//! to the next timeout when nothing is in flight.
+
+use std::net::SocketAddr;
+
+use l4slab_app::quic::QuicApp;
+use l4slab_core::datagram::DatagramEndpoint;
+use l4slab_core::{Dur, Ecn, Time};
+use l4slab_sendserve::client::Client;
+use l4slab_sendserve::server::{Server, ServerConfig};
+use l4slab_sendserve::token::TokenKey;
+use l4slab_quic::wire::is_retry;
+use l4slab_quic::ConnectionConfig;
+
+const SERVER: &str = "192.0.2.1:4433";
+
+fn a(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+fn server(max_sessions: usize) -> Server {
+    Server::new(
+        ServerConfig {
+            max_sessions,
+            ..ServerConfig::default()
+        },
+        TokenKey::from_keys([7; 16], [8; 16], Dur::from_secs(10)),
+    )
+}
+
+fn client(cc: &str, now: Time, seed: u64, secs: u64) -> Client {
+    let cfg = ConnectionConfig {
+        cc: cc.into(),
+        seed,
+        ..ConnectionConfig::default()
+    };
+    Client::new(
+        cfg,
+        now,
+        a(SERVER),
+        QuicApp::Bulk,
+        Dur::from_secs(secs),
+        Dur::from_secs(5),
+    )
+    .unwrap()
+}
+
+/// Clients (each at its address) and the server, run until `until`.
+/// Returns the datagrams the server sent to each client.
+struct Net {
+    now: Time,
+    server: Server,
+    clients: Vec<(SocketAddr, Client)>,
+    to_clients: Vec<Vec<Vec<u8>>>,
+}
+
+impl Net {
+    fn new(server: Server) -> Self {
+        Net {
+            now: Time::ZERO,
+            server,
+            clients: Vec::new(),
+            to_clients: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, addr: &str, c: Client) {
+        self.clients.push((a(addr), c));
+        self.to_clients.push(Vec::new());
+    }
+
+    fn run(&mut self, until: Time) {
+        let mut buf = vec![0u8; 65_535];
+        while self.now <= until && !self.server.is_done() {
+            for (_, c) in &mut self.clients {
+                if c.poll_timeout().is_some_and(|t| t <= self.now) {
+                    c.handle_timeout(self.now);
+                }
+            }
+            if self.server.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.server.handle_timeout(self.now);
+            }
+            let mut moved = false;
+            for (addr, c) in &mut self.clients {
+                while let Some((n, _, ecn)) = c.poll_transmit(self.now, &mut buf) {
+                    // A 1 Gbit/s path without delay: 10 µs a datagram.
+                    self.now += Dur::from_micros(10);
+                    self.server.handle_datagram(self.now, *addr, &buf[..n], ecn);
+                    moved = true;
+                }
+            }
+            while let Some((n, to, ecn)) = self.server.poll_transmit(self.now, &mut buf) {
+                if let Some(i) = self.clients.iter().position(|(ad, _)| *ad == to) {
+                    self.to_clients[i].push(buf[..n].to_vec());
+                    let c = &mut self.clients[i].1;
+                    c.handle_datagram(self.now, a(SERVER), &buf[..n], ecn);
+                }
+                moved = true;
+            }
+            if moved {
+                continue;
+            }
+            let next = self
+                .clients
+                .iter()
+                .filter_map(|(_, c)| c.poll_timeout())
+                .chain(self.server.poll_timeout())
+                .min();
+            match next {
+                Some(t) if t <= until => self.now = self.now.max(t),
+                _ => break,
+            }
+        }
+    }
+}
+
+#[test]
+fn a_client_is_retried_then_served_and_the_session_ends_with_its_close() {
+    let mut net = Net::new(server(4));
+    net.add("198.51.100.7:50000", client("prague", Time::ZERO, 1, 1));
+    net.run(Time::from_secs(3));
+    let st = net.server.stats().clone();
+    assert_eq!(st.retries_sent, 1, "{st:?}");
+    assert_eq!(st.sessions_accepted, 1, "{st:?}");
+    assert!(
+        is_retry(&net.to_clients[0][0]),
+        "the first answer is a Retry"
+    );
+    let c = &net.clients[0].1;
+    assert!(c.conn.retried());
+    assert!(c.acked() > 100_000, "{}", c.acked());
+    assert_eq!(st.sessions_ended, 1, "the client's close ended it: {st:?}");
+    let f = net.server.take_finished();
+    assert_eq!(f.len(), 1);
+    let flow = &f[0].summary;
+    assert!(flow["bytes_delivered"].as_u64().unwrap() >= c.acked());
+    assert_eq!(net.server.sessions(), 0);
+}
+
+/// The client's first Initial (no token) and, after the server's Retry,
+/// its second (with the token), as they were sent from `addr`.
+fn two_initials(addr: &str) -> (Vec<u8>, Vec<u8>, Server) {
+    let mut s = server(4);
+    let mut c = client("cubic", Time::ZERO, 3, 1);
+    let mut buf = vec![0u8; 65_535];
+    let (n, _, _) = c.poll_transmit(Time::ZERO, &mut buf).unwrap();
+    let first = buf[..n].to_vec();
+    s.handle_datagram(Time::ZERO, a(addr), &first, Ecn::Ect0);
+    assert_eq!(s.sessions(), 0, "no session for an Initial without a token");
+    let (rn, to, _) = s.poll_transmit(Time::ZERO, &mut buf).expect("a Retry");
+    assert_eq!(to, a(addr));
+    assert!(is_retry(&buf[..rn]));
+    // §8.1: the Retry is smaller than what it answers.
+    assert!(rn < first.len(), "{rn} >= {}", first.len());
+    c.handle_datagram(Time::ZERO, a(SERVER), &buf[..rn], Ecn::NotEct);
+    let (n, _, _) = c.poll_transmit(Time::ZERO, &mut buf).unwrap();
+    (first, buf[..n].to_vec(), s)
+}
+
+#[test]
+fn only_a_valid_unexpired_token_from_its_own_address_creates_a_session() {
+    let from = "198.51.100.7:50000";
+    let (_, second, s0) = two_initials(from);
+    // From another address or port: forged (the MAC covers them).
+    let mut s = s0;
+    for other in ["198.51.100.8:50000", "198.51.100.7:50001"] {
+        s.handle_datagram(Time::ZERO, a(other), &second, Ecn::Ect0);
+    }
+    assert_eq!(s.sessions(), 0);
+    assert_eq!(s.stats().invalid_tokens, 2);
+    // Expired: 10 s lifetime.
+    s.handle_datagram(Time::from_millis(10_001), a(from), &second, Ecn::Ect0);
+    assert_eq!((s.sessions(), s.stats().expired_tokens), (0, 1));
+    // A server with another key (a restarted server) refuses it.
+    let mut other = Server::new(
+        ServerConfig::default(),
+        TokenKey::from_keys([1; 16], [8; 16], Dur::from_secs(10)),
+    );
+    other.handle_datagram(Time::ZERO, a(from), &second, Ecn::Ect0);
+    assert_eq!((other.sessions(), other.stats().invalid_tokens), (0, 1));
+    // Any single changed token byte is refused.
+    let (_, t) = token_span(&second);
+    for i in t.clone() {
+        let mut d = second.clone();
+        d[i] ^= 0x01;
+        s.handle_datagram(Time::ZERO, a(from), &d, Ecn::Ect0);
+    }
+    assert_eq!(s.sessions(), 0);
+    assert_eq!(s.stats().invalid_tokens, 2 + t.len() as u64);
+    // The genuine one, in time, from its address: a session.
+    s.handle_datagram(Time::from_secs(9), a(from), &second, Ecn::Ect0);
+    assert_eq!((s.sessions(), s.stats().sessions_accepted), (1, 1));
+}
+
+/// Where the token is in an Initial: (token length, byte range).
+fn token_span(d: &[u8]) -> (usize, std::ops::Range<usize>) {
+    // first byte, version (4), DCID len + 8, SCID len + 8, token length (1 byte varint).
+    let at = 1 + 4 + 1 + 8 + 1 + 8;
+    let len = usize::from(d[at]);
+    assert!(len < 64);
+    (len, at + 1..at + 1 + len)
+}
+
+#[test]
+fn sessions_beyond_the_limit_are_refused() {
+    let mut net = Net::new(server(2));
+    for (i, addr) in ["198.51.100.1:1", "198.51.100.2:2", "198.51.100.3:3"]
+        .into_iter()
+        .enumerate()
+    {
+        net.add(addr, client("cubic", Time::ZERO, 10 + i as u64, 2));
+    }
+    net.run(Time::from_millis(500));
+    let st = net.server.stats().clone();
+    assert_eq!(st.retries_sent, 3, "{st:?}");
+    assert_eq!(st.sessions_accepted, 2, "{st:?}");
+    assert!(st.sessions_refused >= 1, "{st:?}");
+    assert_eq!(net.server.sessions(), 2);
+    let connected = net
+        .clients
+        .iter()
+        .filter(|(_, c)| c.connected_at().is_some())
+        .count();
+    assert_eq!(connected, 2);
+}
+
+#[test]
+fn malformed_and_unknown_datagrams_are_counted_and_ignored() {
+    let mut s = server(4);
+    let from = a("203.0.113.9:999");
+    let cases: [&[u8]; 6] = [
+        &[],
+        &[0x00; 40],         // fixed bit 0
+        &[0x41; 40],         // a short header for no session
+        &[0xc0, 0, 0, 0, 1], // a long header of another version, cut short
+        &[0xff; 3],
+        b"GET / HTTP/1.1\r\n\r\n",
+    ];
+    for d in cases {
+        s.handle_datagram(Time::ZERO, from, d, Ecn::NotEct);
+    }
+    let st = s.stats();
+    assert_eq!(st.datagrams, 6);
+    assert_eq!(st.malformed + st.unknown_connection, 6, "{st:?}");
+    assert!(st.malformed >= 4, "{st:?}");
+    assert_eq!(s.sessions(), 0);
+    let mut buf = [0u8; 2048];
+    assert!(s.poll_transmit(Time::ZERO, &mut buf).is_none(), "no answer");
+    // A token-less Initial under 1200 bytes gets no Retry (§14.1).
+    let (first, _, _) = two_initials("198.51.100.7:50000");
+    let mut short = first.clone();
+    short.truncate(600);
+    // Fix up the Length field? No: a cut packet is malformed; use the count.
+    s.handle_datagram(Time::ZERO, from, &short, Ecn::NotEct);
+    assert!(s.poll_transmit(Time::ZERO, &mut buf).is_none());
+}
+
+/// A small xorshift generator (deterministic fuzzing).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn random_and_mutated_datagrams_never_panic_and_never_create_a_session() {
+    let from = "198.51.100.7:50000";
+    let attacker = a("203.0.113.66:4444");
+    let (first, second, mut s) = two_initials(from);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut buf = vec![0u8; 65_535];
+    let mut retries = 0;
+    for i in 0..20_000u64 {
+        let d: Vec<u8> = match i % 4 {
+            // Random bytes of random length.
+            0 => (0..rng.next() % 1500).map(|_| rng.next() as u8).collect(),
+            // The token-less Initial with 1-8 bytes changed.
+            1 => mutate(&first, &mut rng),
+            // The token Initial from its own address with bytes of what the
+            // token authenticates changed (the DCID, the token). Changes
+            // elsewhere (padding) leave a valid Initial from a validated
+            // address, which rightly gets a session.
+            2 => {
+                let mut m = second.clone();
+                let (_, t) = token_span(&second);
+                for _ in 0..=rng.next() % 4 {
+                    let spots = 8 + t.len();
+                    let k = (rng.next() as usize) % spots;
+                    let i = if k < 8 { 6 + k } else { t.start + k - 8 };
+                    m[i] ^= 1 << (rng.next() % 8);
+                }
+                if m == second {
+                    continue; // two flips of one bit: the genuine datagram
+                }
+                m
+            }
+            // The genuine token Initial from another address.
+            _ => second.clone(),
+        };
+        let src = if i % 4 == 2 { a(from) } else { attacker };
+        s.handle_datagram(Time::from_micros(i), src, &d, Ecn::NotEct);
+        while let Some((n, to, _)) = s.poll_transmit(Time::from_micros(i), &mut buf) {
+            // Stateless answers only, never larger than what they answer.
+            assert!(is_retry(&buf[..n]) && n < 1200, "{n} bytes to {to}");
+            retries += 1;
+        }
+        assert_eq!(s.sessions(), 0, "datagram {i} created a session: {d:02x?}");
+    }
+    let st = s.stats();
+    assert_eq!(st.sessions_accepted, 0, "{st:?}");
+    assert!(st.malformed > 1000, "{st:?}");
+    assert!(st.invalid_tokens > 1000, "{st:?}");
+    assert!(retries > 0, "mutated token-less Initials still get Retries");
+}
+
+/// `d` with 1 to 8 random bytes (after the first 5) flipped.
+fn mutate(d: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut m = d.to_vec();
+    for _ in 0..=rng.next() % 8 {
+        // Mostly the header and token; sometimes anywhere.
+        let span = if rng.next().is_multiple_of(4) {
+            m.len()
+        } else {
+            64
+        };
+        let i = 5 + (rng.next() as usize) % (span - 5);
+        m[i] ^= 1 << (rng.next() % 8);
+    }
+    m
+}
