@@ -24,17 +24,15 @@
 //! window or the queue depth.
 
 use l4slab_app::{Datagram, FlowApp, FlowIo};
+use l4slab_bottleneck::Bottleneck;
+use l4slab_bottleneck::QueueEventKind;
 use l4slab_core::pkttrace::{AtQueue, PacketChunk, PktEvent, CHUNK_ROWS};
 use l4slab_core::{DropReason, Ecn, Packet, SimRng, Time};
-use l4slab_bottleneck::QueueEventKind;
-use l4slab_bottleneck::Bottleneck;
 use l4slab_link::DelayLine;
 use l4slab_pcap::Point;
 use l4slab_scenario::Scenario;
 use l4slab_tcp::app::{AppIo, EndpointIo};
-use l4slab_tcp::{
-    AppEvent, Endpoint, EndpointCtx, FastOpenCache, Role, SocketInfo, Transmit,
-};
+use l4slab_tcp::{AppEvent, Endpoint, EndpointCtx, FastOpenCache, Role, SocketInfo, Transmit};
 
 use crate::capture::Capture;
 use crate::event::EventQueue;

@@ -4,9 +4,9 @@
 //! segment or datagram the packet carries. Nothing here allocates: the
 //! trace's vectors are reused chunk after chunk.
 
+use l4slab_bottleneck::Bottleneck;
 use l4slab_core::pkttrace::{AtQueue, PktEvent, Row, Side, CHUNK_ROWS};
 use l4slab_core::{Packet, Time};
-use l4slab_bottleneck::Bottleneck;
 
 use crate::segstore::Carried;
 use crate::PacketTrace;
