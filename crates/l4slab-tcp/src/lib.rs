@@ -1,4 +1,4 @@
-//! l4slab transport: a sans-IO, TCP-like endpoint and the applications that
+//! l4slab-tcp: a sans-IO, TCP-like endpoint and the applications that
 //! drive it.
 //!
 //! The model (details and sources in `docs/models/transport.md`):
