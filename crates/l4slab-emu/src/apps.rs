@@ -5,7 +5,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddrV4, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use crate::netns;
 use crate::probe::{self, TcpInfo};
 use crate::run::{FlowPlan, Plan};
 use crate::stats::{round6, DurStats};
-use crate::sys::{self, cvt, setsockopt_int, Clock};
+use crate::sys::{self, sockopt, tcp, Clock, SockOpt};
 
 /// How often `TCP_INFO` is read for RTT statistics.
 pub const RTT_SAMPLE: Dur = Dur::from_millis(10);
@@ -29,30 +29,6 @@ pub const APPS_PRIORITY: i32 = 40;
 
 // ------------------------------------------------------------------ sockets
 
-fn tcp_socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain call.
-    let fd = cvt(unsafe {
-        libc::socket(
-            libc::AF_INET,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    })?;
-    // SAFETY: fresh fd.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: a.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(a.ip().octets()),
-        },
-        sin_zero: [0; 8],
-    }
-}
-
 /// Socket options shared by both ends of flow `f`.
 pub(crate) fn socket_options(
     fd: RawFd,
@@ -62,34 +38,22 @@ pub(crate) fn socket_options(
     let t = &f.transport;
     let d = l4slab_scenario::TransportSpec::default();
     // MSS: payload per segment; the kernel subtracts the timestamp option itself.
+    let sock = ManuallyFd(fd);
     if t.mss != d.mss {
-        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, (t.mss + 12) as i32)?;
+        sockopt::set(&sock, SockOpt::TcpMaxSeg, (t.mss + 12) as i32)?;
     }
     if t.send_buffer != d.send_buffer {
-        setsockopt_int(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            t.send_buffer.min(i32::MAX as u64) as i32,
-        )?;
+        let v = t.send_buffer.min(i32::MAX as u64) as i32;
+        sockopt::set(&sock, SockOpt::SendBuffer, v)?;
     }
     if t.receive_buffer != d.receive_buffer {
-        setsockopt_int(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            t.receive_buffer.min(i32::MAX as u64) as i32,
-        )?;
+        let v = t.receive_buffer.min(i32::MAX as u64) as i32;
+        sockopt::set(&sock, SockOpt::RecvBuffer, v)?;
     }
     if let Some(l) = t.notsent_lowat {
-        setsockopt_int(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NOTSENT_LOWAT,
-            l.min(i32::MAX as u64) as i32,
-        )?;
+        let v = l.min(i32::MAX as u64) as i32;
+        sockopt::set(&sock, SockOpt::TcpNotsentLowat, v)?;
     }
-    let sock = ManuallyFd(fd);
     probe::set_congestion(&sock, &plan.cc)
 }
 
@@ -97,7 +61,7 @@ pub(crate) fn socket_options(
 /// queue length of pending Fast Open requests).
 pub(crate) fn listener_fastopen(fd: RawFd, plan: &FlowPlan) -> io::Result<()> {
     if plan.fastopen {
-        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_FASTOPEN, 16)?;
+        sockopt::set(&ManuallyFd(fd), SockOpt::TcpFastopen, 16)?;
     }
     Ok(())
 }
@@ -111,71 +75,19 @@ impl AsRawFd for ManuallyFd {
 }
 
 pub(crate) fn listen_on(port: u16) -> io::Result<OwnedFd> {
-    let s = tcp_socket()?;
-    setsockopt_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
-    let a = sockaddr(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, port));
-    // SAFETY: valid sockaddr_in.
-    cvt(unsafe {
-        libc::bind(
-            s.as_raw_fd(),
-            (&a as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
-    })?;
-    // SAFETY: plain call.
-    cvt(unsafe { libc::listen(s.as_raw_fd(), 16) })?;
+    let s = tcp::socket()?;
+    sockopt::set(&s, SockOpt::ReuseAddr, 1)?;
+    tcp::bind(&s, SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, port))?;
+    tcp::listen(&s, 16)?;
     Ok(s)
-}
-
-fn connect_nb(s: &OwnedFd, to: SocketAddrV4) -> io::Result<()> {
-    let a = sockaddr(to);
-    // SAFETY: valid sockaddr_in.
-    let r = unsafe {
-        libc::connect(
-            s.as_raw_fd(),
-            (&a as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EINPROGRESS) {
-        Ok(())
-    } else {
-        Err(e)
-    }
-}
-
-fn accept_nb(l: &OwnedFd) -> io::Result<Option<OwnedFd>> {
-    // SAFETY: no address requested.
-    let fd = unsafe {
-        libc::accept4(
-            l.as_raw_fd(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-        )
-    };
-    if fd >= 0 {
-        // SAFETY: fresh fd.
-        return Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }));
-    }
-    let e = io::Error::last_os_error();
-    if e.kind() == io::ErrorKind::WouldBlock {
-        Ok(None)
-    } else {
-        Err(e)
-    }
 }
 
 fn transient(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::WouldBlock
         || e.kind() == io::ErrorKind::Interrupted
-        || e.raw_os_error() == Some(libc::ENOTCONN)
+        || e.raw_os_error() == Some(sys::errno::ENOTCONN)
         // A Fast Open connect in progress (TCP_FASTOPEN_CONNECT, non-blocking).
-        || e.raw_os_error() == Some(libc::EINPROGRESS)
+        || e.raw_os_error() == Some(sys::errno::EINPROGRESS)
 }
 
 // ------------------------------------------------------------------ applications
@@ -296,7 +208,7 @@ impl Apps<'_> {
         let mut series = Vec::new();
         let chunk = vec![0x5au8; 128 * 1024];
         let mut rbuf = vec![0u8; 256 * 1024];
-        let mut pfds: Vec<libc::pollfd> = Vec::new();
+        let mut pfds: Vec<sys::PollFd> = Vec::new();
         // The summary's window: bytes read and RTT samples from then on.
         let mut window_due = (!self.scn.warmup.is_zero()).then(|| self.origin + self.scn.warmup);
         while !self.stop.load(Ordering::Relaxed) {
@@ -317,7 +229,7 @@ impl Apps<'_> {
                 }
                 if f.server.is_none() {
                     if let Some(l) = &f.listener {
-                        match accept_nb(l) {
+                        match tcp::accept_nb(l) {
                             Ok(Some(s)) => f.server = Some(TcpStream::from(s)),
                             Ok(None) => {}
                             Err(e) => {
@@ -360,7 +272,7 @@ impl Apps<'_> {
             for f in &flows {
                 if f.server.is_none() {
                     if let Some(l) = &f.listener {
-                        pfds.push(pollfd(l.as_raw_fd(), libc::POLLIN));
+                        pfds.push(sys::PollFd::readable(l.as_raw_fd()));
                     }
                 }
                 let (snd, rcv) = if f.down {
@@ -369,14 +281,13 @@ impl Apps<'_> {
                     (&f.client, &f.server)
                 };
                 if let (Some(s), false) = (snd, f.write_done) {
-                    pfds.push(pollfd(s.as_raw_fd(), libc::POLLOUT));
+                    pfds.push(sys::PollFd::writable(s.as_raw_fd()));
                 }
                 if let (Some(r), false) = (rcv, f.eof) {
-                    pfds.push(pollfd(r.as_raw_fd(), libc::POLLIN));
+                    pfds.push(sys::PollFd::readable(r.as_raw_fd()));
                 }
             }
-            // SAFETY: `pfds` is a valid array of its length.
-            unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 1) };
+            let _ = sys::poll(&mut pfds, Some(Dur::from_millis(1)));
         }
         AppsOut {
             flows,
@@ -393,19 +304,14 @@ impl Apps<'_> {
         } else {
             netns::SERVER_ADDR
         };
-        let s = sys::in_netns(&self.client_ns, tcp_socket)?;
+        let s = sys::in_netns(&self.client_ns, tcp::socket)?;
         socket_options(s.as_raw_fd(), spec, plan)?;
         if plan.fastopen && !f.down {
             // The connect is deferred to the first write, which rides in the
             // SYN with a cached cookie (else the SYN asks for one).
-            setsockopt_int(
-                s.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_FASTOPEN_CONNECT,
-                1,
-            )?;
+            sockopt::set(&s, SockOpt::TcpFastopenConnect, 1)?;
         }
-        connect_nb(&s, SocketAddrV4::new(ip, plan.port))?;
+        tcp::connect_nb(&s, SocketAddrV4::new(ip, plan.port))?;
         f.client = Some(TcpStream::from(s));
         Ok(())
     }
@@ -472,14 +378,6 @@ impl Apps<'_> {
                 }
             }
         }
-    }
-}
-
-fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
     }
 }
 

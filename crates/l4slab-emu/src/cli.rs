@@ -135,12 +135,12 @@ fn tie_to_parent(command: Option<&str>) -> Result<(), EmuError> {
         .to_str()
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| usage(format!("{PARENT_PID_ENV}={value:?} is not a process id")))?;
-    crate::sys::set_parent_death_signal(libc::SIGTERM)
+    crate::sys::set_parent_death_signal(crate::sys::SIGTERM)
         .map_err(|e| EmuError::io("prctl(PR_SET_PDEATHSIG)", e))?;
     // prctl(2): the parent may have died before the call; then we have been
     // re-parented and no signal will come. Check after setting it.
     if crate::sys::getppid() != parent {
-        return Err(EmuError::Interrupted(libc::SIGTERM));
+        return Err(EmuError::Interrupted(crate::sys::SIGTERM));
     }
     Ok(())
 }

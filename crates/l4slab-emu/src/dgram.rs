@@ -22,12 +22,12 @@
 //!   (`IP_RECVTOS`). A QUIC flow's datagrams are its packets' bytes; a
 //!   datagram app's [`Datagram`] (size, ECN and a tag the app recognises it
 //!   by) travels as `payload` bytes whose first 8 are the tag.
-//! * **Timing.** One thread runs every such flow: it sleeps in
-//!   `epoll_pwait2` until the earliest wake-up any flow asked for (a binary
-//!   heap; with epoll, neither finding it nor the ready sockets costs more
-//!   with more flows), with 1 ns timer
-//!   slack, and polls the sockets without sleeping for the last
-//!   [`SPIN`] before it; it runs real-time like the kernel flows' thread
+//! * **Timing.** One thread runs every such flow: l4slab-sys's real-time
+//!   [`sys::Waiter`] sleeps in `epoll_pwait2` until the earliest wake-up
+//!   any flow asked for (a binary heap; with epoll, neither finding it nor
+//!   the ready sockets costs more with more flows), with 1 ns timer slack,
+//!   and polls the sockets without sleeping for the last [`SPIN`] before
+//!   it; it runs real-time like the kernel flows' thread
 //!   ([`crate::apps::Apps`]). How late each wake-up fired is in
 //!   `summary.emulator.datagram_endpoints.wakeup_late_us`.
 
@@ -44,8 +44,7 @@ use l4slab_app::{AppIo, Datagram, FlowApp, FlowIo, Role, SocketInfo};
 use l4slab_core::stats::{round6, window_goodput_bps, DurStats};
 use l4slab_core::{Dur, Ecn, Time};
 use l4slab_scenario::{Direction, Scenario};
-use l4slab_udp_driver::clock::TimerSlack;
-use l4slab_udp_driver::{UdpError, UdpSocket};
+use l4slab_sys::{UdpError, UdpSocket};
 
 use crate::forwarder::SeriesRow;
 use crate::netns;
@@ -54,7 +53,8 @@ use crate::sys::{self, Clock};
 /// Poll the sockets without sleeping for this long before a wake-up
 /// (a `ppoll` timeout fires tens of µs late on this VM: docs/PERFORMANCE.md).
 pub const SPIN: Dur = Dur::from_micros(50);
-/// Sleep at most this long, to notice the end of the run.
+/// Sleep at most this long, to notice the end of the run (and then sleep
+/// again: the [`SPIN`] is spent only before a real wake-up).
 const MAX_SLEEP: Dur = Dur::from_millis(5);
 /// Datagrams read from one socket before looking at the timers again.
 const RECV_BATCH: usize = 64;
@@ -251,20 +251,28 @@ impl Dgrams<'_> {
 
     pub(crate) fn run(self, mut flows: Vec<DgramFlow>) -> DgramOut {
         let sched0 = sys::SchedStat::now();
-        let _slack = TimerSlack::set(Dur::from_nanos(1));
+        let mut waiter = sys::Waiter::new(
+            self.clock,
+            sys::WaiterConfig {
+                spin: SPIN,
+                min_sleep: Dur::ZERO,
+                max_sleep: Some(MAX_SLEEP),
+                timer_slack: Some(Dur::from_nanos(1)),
+            },
+        );
         let iv = self.scn.sample_interval;
         let mut next_sample = Time::ZERO + iv;
         let mut window_due = (!self.scn.warmup.is_zero()).then_some(Time::ZERO + self.scn.warmup);
         let mut series = Vec::new();
         let mut scratch = vec![0u8; MAX_DATAGRAM];
         let mut rbuf = vec![0u8; MAX_DATAGRAM];
-        let mut late = DurStats::new(10, 1_000_000_000);
+        let mut late = sys::lateness_stats();
         let mut heap: BinaryHeap<Due> = flows
             .iter()
             .enumerate()
             .map(|(i, f)| Reverse((f.start, i, START)))
             .collect();
-        let mut poller = match Poller::new(
+        let mut poller = match poller(
             flows
                 .iter()
                 .flat_map(|f| f.socks.iter())
@@ -324,20 +332,17 @@ impl Dgrams<'_> {
                 }
                 next_sample += iv;
             }
-            // Sleep until the next wake-up (or a datagram), polling for the last SPIN.
+            // Sleep until the next wake-up (or a datagram), polling for the
+            // last SPIN; at most MAX_SLEEP at a time.
             let next = heap.peek().map_or(next_sample, |r| r.0 .0).min(next_sample);
-            let wait = next.saturating_since(now).min(MAX_SLEEP);
-            let sleep = wait.saturating_sub(SPIN);
-            let mut ready = poller.wait(sleep);
-            if ready == 0 && sleep < wait {
-                // The last stretch: poll the sockets without sleeping until it is due.
-                let due = self.origin + (next - Time::ZERO);
-                while ready == 0 && self.clock.now() < due {
-                    ready = poller.wait(Dur::ZERO);
+            let due = self.origin + (next - Time::ZERO);
+            if let Err(e) = waiter.wait(Some(due), &mut poller) {
+                for f in flows.iter_mut() {
+                    f.error.get_or_insert_with(|| format!("epoll_pwait2: {e}"));
                 }
+                break;
             }
-            for e in 0..ready {
-                let k = poller.token(e);
+            for k in poller.ready().map(|k| k as usize) {
                 let (i, side) = (k / 2, k % 2);
                 let f = &mut flows[i];
                 for _ in 0..RECV_BATCH {
@@ -388,63 +393,17 @@ impl Dgrams<'_> {
     }
 }
 
-/// Readiness of the flows' sockets (epoll, level-triggered: a socket with
+/// Readiness of the flows' sockets (level-triggered: a socket with
 /// datagrams left after a batch is ready again): the cost of a wake-up grows
 /// with the sockets that are ready, not with all of them. Socket `k` is side
 /// `k % 2` of flow `k / 2`.
-struct Poller {
-    ep: std::os::fd::OwnedFd,
-    events: Vec<libc::epoll_event>,
-}
-
-impl Poller {
-    fn new(fds: impl Iterator<Item = std::os::fd::RawFd>) -> std::io::Result<Poller> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: plain call.
-        let ep = sys::cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        // SAFETY: a fresh fd we own.
-        let ep = unsafe { std::os::fd::OwnedFd::from_raw_fd(ep) };
-        let mut n = 0;
-        for (k, fd) in fds.enumerate() {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: k as u64,
-            };
-            // SAFETY: valid epoll fd, socket fd and event.
-            sys::cvt(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
-            n = k + 1;
-        }
-        Ok(Poller {
-            ep,
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; n.max(1)],
-        })
+fn poller(fds: impl Iterator<Item = std::os::fd::RawFd>) -> std::io::Result<sys::Epoll> {
+    let fds: Vec<_> = fds.collect();
+    let ep = sys::Epoll::new(fds.len())?;
+    for (k, fd) in fds.into_iter().enumerate() {
+        ep.add(fd, k as u64)?;
     }
-
-    /// Wait at most `timeout` (ns precision: `epoll_pwait2`); how many
-    /// sockets are ready (0 on timeout or a signal).
-    fn wait(&mut self, timeout: Dur) -> usize {
-        let ts = libc::timespec {
-            tv_sec: (timeout.as_nanos() / 1_000_000_000) as libc::time_t,
-            tv_nsec: (timeout.as_nanos() % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: valid epoll fd; `events` has room for its length.
-        let n = unsafe {
-            libc::epoll_pwait2(
-                self.ep.as_raw_fd(),
-                self.events.as_mut_ptr(),
-                self.events.len() as libc::c_int,
-                &ts,
-                std::ptr::null(),
-            )
-        };
-        n.max(0) as usize
-    }
-
-    /// The socket number of ready event `e`.
-    fn token(&self, e: usize) -> usize {
-        let ev = self.events[e];
-        ev.u64 as usize
-    }
+    Ok(ep)
 }
 
 /// Call `f`'s app on `side` with that side's socket, and arm the wake-up it asked for.

@@ -53,7 +53,6 @@
 use std::io;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -62,65 +61,17 @@ use serde_json::{json, Value};
 use l4slab_core::Ecn;
 
 use crate::probe;
-use crate::sys::{monotonic_ns, setsockopt_int};
+use crate::sys::{monotonic_ns, sockopt, udp, SockOpt};
 
 /// Send `buf` to `to` with IP TOS `tos`.
 fn send_tos(s: &UdpSocket, buf: &[u8], to: SocketAddrV4, tos: u8) -> io::Result<()> {
-    setsockopt_int(
-        s.as_raw_fd(),
-        libc::IPPROTO_IP,
-        libc::IP_TOS,
-        i32::from(tos),
-    )?;
+    sockopt::set(s, SockOpt::IpTos, i32::from(tos))?;
     s.send_to(buf, to).map(|_| ())
 }
 
 /// Receive one datagram with its TOS byte; `Ok(None)` on timeout.
 fn recv_tos(s: &UdpSocket, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddrV4, u8)>> {
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let mut cbuf = [0u64; 16];
-    // SAFETY: sockaddr_in is plain data.
-    let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    // SAFETY: msghdr is plain data; every pointer set below is valid.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut from as *mut libc::sockaddr_in).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&cbuf);
-    // SAFETY: `msg` describes valid buffers.
-    let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, 0) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return if matches!(
-            e.kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-        ) {
-            Ok(None)
-        } else {
-            Err(e)
-        };
-    }
-    let mut tos = 0u8;
-    // SAFETY: walking the control messages the kernel wrote into `cbuf`.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::IPPROTO_IP && (*c).cmsg_type == libc::IP_TOS {
-                tos = *libc::CMSG_DATA(c);
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
-    let addr = SocketAddrV4::new(
-        Ipv4Addr::from(u32::from_be(from.sin_addr.s_addr)),
-        u16::from_be(from.sin_port),
-    );
-    Ok(Some((n as usize, addr, tos)))
+    udp::recv_with_tos(s, buf)
 }
 
 const MAGIC: &[u8; 4] = b"L4EC";
@@ -152,7 +103,7 @@ const TCP_SERVER_SENDS: u8 = 1;
 /// Socket errors.
 pub fn reflect(port: u16) -> io::Result<()> {
     let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, port))?;
-    setsockopt_int(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
+    sockopt::set(&s, SockOpt::IpRecvTos, 1)?;
     // Bound before the first UDP answer, so a checker that has heard back
     // over UDP finds the TCP port open.
     let l = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port + 1))?;
@@ -358,7 +309,7 @@ fn wait_for_reflector(s: &UdpSocket, to: SocketAddrV4, timeout: Duration) -> io:
 /// Socket errors, and no answer from the reflector within [`READY_TIMEOUT`].
 pub fn check(server: Ipv4Addr, tcp_server: Ipv4Addr, port: u16, count: u32) -> io::Result<Value> {
     let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
-    setsockopt_int(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
+    sockopt::set(&s, SockOpt::IpRecvTos, 1)?;
     s.set_read_timeout(Some(Duration::from_millis(50)))?;
     let to = SocketAddrV4::new(server, port);
     wait_for_reflector(&s, to, READY_TIMEOUT)?;

@@ -26,9 +26,10 @@
 //! **Timing accuracy.** Each packet has an intended release time (the end of
 //! its serialization plus the one-way delay); the forwarder writes it at the
 //! first wake-up at or after that time and records `actual - intended` in a
-//! histogram per direction: the run's timing report. The loop sleeps in
-//! `epoll_pwait2` with a nanosecond timeout to the next deadline (SCHED_FIFO
-//! threads get no timer slack), optionally waking `spin` early and polling.
+//! histogram per direction: the run's timing report. The loop waits for the
+//! next deadline with l4slab-sys's real-time [`sys::Waiter`]: it sleeps in
+//! `epoll_pwait2` with a nanosecond timeout (SCHED_FIFO threads get no
+//! timer slack), optionally waking `spin` early and polling the TUNs.
 //!
 //! **Per-packet cost.** Packets live in a slab of fixed-size slots (the
 //! virtio-net header, then the IP packet); the qdisc and the delay line move
@@ -45,10 +46,10 @@ use std::os::fd::RawFd;
 
 use serde_json::{json, Map, Value};
 
+use l4slab_bottleneck::Bottleneck;
+use l4slab_bottleneck::QueueEventKind;
 use l4slab_core::pkttrace::{AtQueue, PktEvent};
 use l4slab_core::{Dur, FlowId, Packet, SeriesStore, Time};
-use l4slab_bottleneck::QueueEventKind;
-use l4slab_bottleneck::Bottleneck;
 use l4slab_pcap::{Captures, Point};
 
 use crate::access::AccessRoutes;
@@ -67,6 +68,9 @@ const READ_BUF: usize = 65_536 + VNET_HDR_LEN + 64;
 const READ_BUDGET: usize = 64;
 /// Most packet slots the slab may hold (a bound, not an allocation).
 const MAX_SLOTS: usize = 1 << 18;
+
+/// Ready descriptors reported per wake-up (two TUNs and the signalfd).
+const EPOLL_EVENTS: usize = 16;
 
 const TOKEN_TUN: [u64; 2] = [0, 1];
 const TOKEN_SIGNAL: u64 = 3;
@@ -312,7 +316,7 @@ impl Forwarder {
     /// server-side fd).
     ///
     /// # Errors
-    /// [`EmuError`] if the epoll set or timer cannot be created.
+    /// [`EmuError`] if the epoll set cannot be created.
     pub fn new(
         mut bn: Bottleneck,
         tuns: (RawFd, RawFd),
@@ -328,7 +332,7 @@ impl Forwarder {
             in_fd,
             out_fd,
         };
-        let epoll = Epoll::new().map_err(|e| EmuError::io("epoll_create", e))?;
+        let epoll = Epoll::new(EPOLL_EVENTS).map_err(|e| EmuError::io("epoll_create", e))?;
         epoll
             .add(srv, TOKEN_TUN[DOWN])
             .and_then(|()| epoll.add(cli, TOKEN_TUN[UP]))
@@ -403,10 +407,20 @@ impl Forwarder {
     /// Forward until a hook returns [`Step::Stop`].
     ///
     /// # Errors
-    /// [`EmuError`] if waiting on the epoll set or arming the timer fails.
+    /// [`EmuError`] if waiting on the epoll set fails.
     pub fn run(&mut self, signal_fd: Option<RawFd>, hooks: &mut dyn Hooks) -> Result<(), EmuError> {
-        let mut ready = Vec::with_capacity(16);
+        let mut ready = Vec::with_capacity(EPOLL_EVENTS);
         let mut next_sample = self.cfg.sample_interval.map(|d| self.started + d);
+        let mut waiter = sys::Waiter::new(
+            self.clock,
+            sys::WaiterConfig {
+                spin: self.cfg.spin,
+                min_sleep: self.cfg.min_sleep,
+                // The caller's (`sys::realtime`: 1 ns for a SCHED_FIFO forwarder).
+                timer_slack: None,
+                max_sleep: None,
+            },
+        );
         loop {
             if self.wake(self.clock.now(), &mut next_sample, hooks) == Step::Stop {
                 return Ok(());
@@ -415,19 +429,13 @@ impl Forwarder {
                 .into_iter()
                 .flatten()
                 .min();
-            let now = self.clock.now();
-            // Sleep until `spin` before the deadline, then poll without sleeping.
-            let timeout = deadline.map(|t| {
-                let left = t.saturating_since(now);
-                if left.is_zero() || left <= self.cfg.spin {
-                    0
-                } else {
-                    (left - self.cfg.spin).max(self.cfg.min_sleep).as_nanos()
-                }
-            });
-            self.epoll
-                .wait(&mut ready, timeout)
+            // Sleep until `spin` before the deadline (at least `min_sleep`),
+            // then poll without sleeping, until it or a TUN or signal is due.
+            waiter
+                .wait(deadline, &mut self.epoll)
                 .map_err(|e| EmuError::io("epoll_pwait2", e))?;
+            ready.clear();
+            ready.extend(self.epoll.ready());
             let now = self.clock.now();
             if self.wake(now, &mut next_sample, hooks) == Step::Stop {
                 return Ok(());

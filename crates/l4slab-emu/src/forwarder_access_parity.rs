@@ -10,8 +10,8 @@
 //! flows, packets leaving at the same nanosecond may be written in another
 //! order.) No root needed.
 
-use l4slab_core::{Dur, Ecn, Packet, SeriesStore, Time};
 use l4slab_bottleneck::Bottleneck;
+use l4slab_core::{Dur, Ecn, Packet, SeriesStore, Time};
 use l4slab_scenario::build::{self, AccessQueues};
 use l4slab_scenario::{ParseOptions, Scenario};
 

@@ -14,10 +14,10 @@
 //! field, and write identical queue summaries and queue series. No root
 //! needed.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use l4slab_core::{Dur, Ecn, Packet, Rate, SeriesStore, SimRng, Time};
 use l4slab_bottleneck::Bottleneck;
+use l4slab_core::{Dur, Ecn, Packet, Rate, SeriesStore, SimRng, Time};
 use l4slab_link::{Bernoulli, ConstantRate, EcnRewrite, Link};
 use l4slab_qdisc::{DualPi2, DualPi2Config, FqPie, FqPieConfig, Pie, PieConfig, Qdisc};
 
@@ -41,19 +41,7 @@ impl Hooks for NoHooks {
 
 /// A non-blocking `SOCK_SEQPACKET` pair: (the forwarder's end, the test's end).
 pub(super) fn fake_tun() -> (OwnedFd, OwnedFd) {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors socketpair writes.
-    let r = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    assert_eq!(r, 0, "socketpair: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    crate::sys::seqpacket_pair().expect("socketpair")
 }
 
 /// One arrival of the recorded sequence.

@@ -8,7 +8,8 @@
 //!
 //! * [`packet`]: IPv4/IPv6 parsing, the ECN field, checksums, GSO splitting (pure).
 //! * [`coalesce`]: consecutive segments released together are written as one GSO packet.
-//! * [`sys`]: the Linux calls (TUN, setns, timerfd, epoll, signalfd, scheduling).
+//! * [`sys`]: the Linux calls it makes (TUN, setns, epoll, signalfd,
+//!   scheduling, sockets), all of them l4slab-sys's, gathered under one name.
 //! * [`netns`]: creating and always removing the topology (state files, reaper).
 //! * [`pktlog`]: the per-packet trace (`packets.parquet`) from real TCP headers.
 //! * [`forwarder`]: the real-time loop and its measurements (timing report).
@@ -20,10 +21,11 @@
 //! * [`ecncheck`]: ECN path validation (passes, bleaches, re-marks, drops ECT).
 //! * [`cli`]: the command line (`l4slab-emu`, `python -m l4slab._emu`).
 //!
-//! This is the only l4slab crate that reads the wall clock or does OS I/O
-//! (DESIGN.md §4.4), hence the crate-wide allowance below for clippy's
-//! `disallowed-methods` (which bans `Instant::now` everywhere else).
-#![allow(clippy::disallowed_methods)]
+//! The emulator runs on the wall clock and does OS I/O, like
+//! l4slab-udp-driver, but makes no system call itself: every one, and every
+//! `unsafe` block, is in l4slab-sys (the OS boundary; the workspace denies
+//! `unsafe_code` here). Its clock is l4slab-sys's `CLOCK_MONOTONIC`
+//! [`sys::Clock`], never `Instant::now` (clippy's `disallowed-methods`).
 
 pub mod access;
 pub mod apps;

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::packet::VNET_HDR_LEN;
 use crate::sys;
 use crate::EmuError;
 
@@ -166,7 +167,7 @@ fn ns_pids(name: &str) -> Vec<i32> {
 
 /// SIGTERM every process in `name`, then SIGKILL what is left after 1 s.
 fn kill_ns_processes(name: &str) {
-    for sig in [libc::SIGTERM, libc::SIGKILL] {
+    for sig in [sys::SIGTERM, sys::SIGKILL] {
         let pids = ns_pids(name);
         if pids.is_empty() {
             return;
@@ -334,9 +335,9 @@ impl Topology {
             ns.fd = sys::open_ro(&netns_path(&ns.name))
                 .map_err(|e| EmuError::io("opening the new namespace", e))?;
         }
-        let tc = sys::tun_create(&self.client.fd, CLIENT_TUN, sys::TUN_OFFLOADS)
+        let tc = sys::tun_create(&self.client.fd, CLIENT_TUN, sys::TUN_OFFLOADS, VNET_HDR_LEN)
             .map_err(|e| EmuError::io("creating the client TUN device", e))?;
-        let ts = sys::tun_create(&self.server.fd, SERVER_TUN, sys::TUN_OFFLOADS)
+        let ts = sys::tun_create(&self.server.fd, SERVER_TUN, sys::TUN_OFFLOADS, VNET_HDR_LEN)
             .map_err(|e| EmuError::io("creating the server TUN device", e))?;
         self.tuns = Some((tc, ts));
         let mtu = mtu.to_string();
@@ -484,7 +485,7 @@ impl Topology {
             Ok(())
         };
         match set_all() {
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            Err(e) if e.raw_os_error() == Some(sys::errno::EPERM) => {
                 let _lock = sys::Flock::exclusive(Path::new(CC_LOCK))
                     .map_err(|e| EmuError::io(CC_LOCK, e))?;
                 let allowed = read_host_sysctl(ALLOWED_CC)
@@ -579,17 +580,12 @@ fn spawn_reaper(emulator: &[String], state_file: &Path) -> Option<OwnedFd> {
         .stdin(std::process::Stdio::from(r))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            sys::child_setup(None, None)?;
-            libc::setsid();
-            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                libc::signal(s, libc::SIG_IGN);
-            }
-            Ok(())
-        });
+    sys::ChildSetup {
+        new_session: true,
+        ignore: vec![sys::SIGINT, sys::SIGTERM, sys::SIGHUP],
+        ..sys::ChildSetup::default()
     }
+    .apply_to(&mut cmd);
     // The reaper is never waited for: it outlives us by design and is
     // re-parented to init. Dropping the Child does not kill it.
     cmd.spawn().ok()?;

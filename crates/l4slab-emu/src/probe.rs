@@ -2,159 +2,22 @@
 //! ...`), so tests and users need no ping or iperf binaries: an ICMP echo
 //! client, and a bulk TCP sender that samples `TCP_INFO` plus its sink.
 //!
-//! `TCP_INFO` is read as the raw `struct tcp_info` of
-//! `include/uapi/linux/tcp.h` (offsets in [`TcpInfo::parse`]); fields a
-//! shorter (older-kernel) struct lacks read as zero.
+//! `TCP_INFO` and `TCP_CONGESTION` are l4slab-sys's ([`l4slab_sys::tcp`],
+//! re-exported here), as is the raw ICMP socket.
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
+use l4slab_core::Dur;
 use serde::Serialize;
 
-use crate::sys::monotonic_ns;
+use crate::sys::{self, icmp, monotonic_ns};
 
-/// The `TCP_INFO` fields l4slab uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct TcpInfo {
-    pub state: u8,
-    pub ca_state: u8,
-    /// `TCPI_OPT_*` bits: 8 = ECN negotiated, 16 = ECE seen.
-    pub options: u8,
-    pub rto_us: u32,
-    pub snd_mss: u32,
-    pub unacked: u32,
-    pub lost: u32,
-    pub retrans: u32,
-    pub rtt_us: u32,
-    pub rttvar_us: u32,
-    pub snd_ssthresh: u32,
-    pub snd_cwnd: u32,
-    pub total_retrans: u32,
-    pub pacing_rate: u64,
-    pub bytes_acked: u64,
-    pub bytes_received: u64,
-    pub segs_out: u32,
-    pub notsent_bytes: u32,
-    pub min_rtt_us: u32,
-    pub delivery_rate: u64,
-    pub delivered: u32,
-    pub delivered_ce: u32,
-    pub bytes_sent: u64,
-    pub bytes_retrans: u64,
-}
-
-/// `TCPI_OPT_ECN`: ECN was negotiated on the connection.
-pub const TCPI_OPT_ECN: u8 = 8;
-/// `TCPI_OPT_ECN_SEEN`: at least one ECT packet was received.
-pub const TCPI_OPT_ECN_SEEN: u8 = 16;
-
-impl TcpInfo {
-    /// Decode a raw `struct tcp_info` of `b.len()` bytes.
-    pub fn parse(b: &[u8]) -> TcpInfo {
-        let u8_at = |o: usize| b.get(o).copied().unwrap_or(0);
-        let u32_at = |o: usize| {
-            b.get(o..o + 4)
-                .map_or(0, |s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-        };
-        let u64_at = |o: usize| {
-            b.get(o..o + 8).map_or(0, |s| {
-                u64::from_ne_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]])
-            })
-        };
-        TcpInfo {
-            state: u8_at(0),
-            ca_state: u8_at(1),
-            options: u8_at(5),
-            rto_us: u32_at(8),
-            snd_mss: u32_at(16),
-            unacked: u32_at(24),
-            lost: u32_at(32),
-            retrans: u32_at(36),
-            rtt_us: u32_at(68),
-            rttvar_us: u32_at(72),
-            snd_ssthresh: u32_at(76),
-            snd_cwnd: u32_at(80),
-            total_retrans: u32_at(100),
-            pacing_rate: u64_at(104),
-            bytes_acked: u64_at(120),
-            bytes_received: u64_at(128),
-            segs_out: u32_at(136),
-            notsent_bytes: u32_at(144),
-            min_rtt_us: u32_at(148),
-            delivery_rate: u64_at(160),
-            delivered: u32_at(192),
-            delivered_ce: u32_at(196),
-            bytes_sent: u64_at(200),
-            bytes_retrans: u64_at(208),
-        }
-    }
-
-    pub fn ecn_negotiated(&self) -> bool {
-        self.options & TCPI_OPT_ECN != 0
-    }
-}
-
-/// `getsockopt(TCP_INFO)`.
-pub fn tcp_info(fd: &impl AsRawFd) -> io::Result<TcpInfo> {
-    let mut buf = [0u8; 512];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: `buf` is valid for `len` bytes.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            buf.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(TcpInfo::parse(&buf[..len as usize]))
-}
-
-/// `setsockopt(TCP_CONGESTION, name)`.
-pub fn set_congestion(fd: &impl AsRawFd, name: &str) -> io::Result<()> {
-    // SAFETY: `name` is valid for its length.
-    let r = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr().cast(),
-            name.len() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// `getsockopt(TCP_CONGESTION)`: the congestion control a socket really uses.
-pub fn congestion(fd: &impl AsRawFd) -> io::Result<String> {
-    let mut buf = [0u8; 16]; // TCP_CA_NAME_MAX
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: `buf` is valid for `len` bytes.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let name = &buf[..(len as usize).min(buf.len())];
-    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    Ok(String::from_utf8_lossy(&name[..end]).into_owned())
-}
+pub use l4slab_sys::tcp::{
+    congestion, set_congestion, tcp_info, TcpInfo, TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN,
+};
 
 /// The result of [`ping`].
 #[derive(Clone, Debug, Serialize)]
@@ -193,27 +56,7 @@ pub fn ping(
     payload: usize,
     timeout: Duration,
 ) -> io::Result<PingReport> {
-    // SAFETY: plain socket call.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_INET,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::IPPROTO_ICMP,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fresh fd.
-    let sock = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let addr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(dst.octets()),
-        },
-        sin_zero: [0; 8],
-    };
+    let sock = icmp::socket()?;
     let ident = (std::process::id() & 0xffff) as u16;
     let mut sent_at = Vec::with_capacity(count as usize);
     let mut rtt = vec![None; count as usize];
@@ -232,20 +75,7 @@ pub fn ping(
         let c = icmp_checksum(&pkt);
         pkt[2..4].copy_from_slice(&c.to_be_bytes());
         sent_at.push(monotonic_ns());
-        // SAFETY: valid buffer and address.
-        let r = unsafe {
-            libc::sendto(
-                sock.as_raw_fd(),
-                pkt.as_ptr().cast(),
-                pkt.len(),
-                0,
-                (&addr as *const libc::sockaddr_in).cast(),
-                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        icmp::send_to(&sock, &pkt, dst)?;
     }
     recv_replies(
         &sock,
@@ -276,24 +106,17 @@ fn recv_replies(
         if now >= until_ns || (sent_at.len() == rtt.len() && rtt.iter().all(Option::is_some)) {
             return Ok(());
         }
-        let mut pfd = libc::pollfd {
-            fd: sock.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = ((until_ns - now).div_ceil(1_000_000)).min(1000) as i32;
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if r <= 0 {
+        let mut pfd = [sys::PollFd::readable(sock.as_raw_fd())];
+        let ms = ((until_ns - now).div_ceil(1_000_000)).min(1000);
+        if !matches!(sys::poll(&mut pfd, Some(Dur::from_millis(ms))), Ok(1..)) {
             continue;
         }
-        // SAFETY: `buf` is valid for its length.
-        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        let n = sys::read_nb(sock.as_raw_fd(), buf);
         let got = monotonic_ns();
-        if n < 28 {
+        let Ok(Some(n @ 28..)) = n else {
             continue;
-        }
-        let p = &buf[..n as usize];
+        };
+        let p = &buf[..n];
         let ihl = usize::from(p[0] & 0x0f) * 4;
         if p.len() < ihl + 8 || p[ihl] != 0 {
             continue; // not an echo reply

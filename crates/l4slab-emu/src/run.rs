@@ -372,7 +372,7 @@ struct RunHooks {
 
 impl Hooks for RunHooks {
     fn on_signals(&mut self, signals: &[i32]) -> Step {
-        match signals.iter().find(|&&s| s != libc::SIGCHLD) {
+        match signals.iter().find(|&&s| s != sys::SIGCHLD) {
             Some(&s) => {
                 self.stopped_by_signal = Some(s);
                 Step::Stop

@@ -20,7 +20,6 @@
 //! and the emulator tears down when COMMAND ends.
 
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 
@@ -177,24 +176,16 @@ pub fn spawn_in(
     cpus: Option<&[usize]>,
     own_group: bool,
 ) -> std::io::Result<Child> {
-    let set = cpus.map(sys::cpu_set);
-    let parent = std::process::id() as i32;
-    // SAFETY: `set_parent_death_signal`, `getppid`, `child_setup` and
-    // `setpgid` are async-signal-safe; the error is built without allocating.
-    unsafe {
-        cmd.pre_exec(move || {
-            sys::set_parent_death_signal(libc::SIGKILL)?;
-            // prctl(2): if the emulator died before the call, no signal
-            // comes (we were re-parented): do not start at all.
-            if sys::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            if own_group {
-                libc::setpgid(0, 0);
-            }
-            sys::child_setup(Some(netns), set.as_ref())
-        });
+    // prctl(2): if the emulator died before the child asked for the
+    // signal, none comes (it was re-parented): it does not start at all.
+    sys::ChildSetup {
+        parent_death: Some((sys::SIGKILL, std::process::id() as i32)),
+        own_process_group: own_group,
+        cpus: cpus.map(sys::CpuSet::of),
+        netns: Some(netns),
+        ..sys::ChildSetup::default()
     }
+    .apply_to(&mut cmd);
     cmd.spawn()
 }
 
@@ -249,7 +240,7 @@ impl Hooks for ShellHooks {
 
     fn on_signals(&mut self, signals: &[i32]) -> Step {
         for &s in signals {
-            if s == libc::SIGCHLD {
+            if s == sys::SIGCHLD {
                 if let Some(srv) = &self.server {
                     if !self.server_done && sys::try_wait(srv.id() as i32).is_some() {
                         self.server_done = true;
@@ -267,7 +258,7 @@ impl Hooks for ShellHooks {
             } else {
                 // SIGINT / SIGTERM / SIGHUP: stop COMMAND, then tear down.
                 if self.exit.is_none() {
-                    let _ = sys::kill(self.command.id() as i32, libc::SIGTERM);
+                    let _ = sys::kill(self.command.id() as i32, sys::SIGTERM);
                     self.exit = Some(128 + s);
                 }
                 return Step::Stop;
@@ -357,8 +348,8 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         .map_err(|e| EmuError::io(&format!("starting {}", opts.command[0]), e))?;
     if tty {
         let pid = command.id() as i32;
-        // SAFETY: plain call; also done in the child (whichever runs first).
-        unsafe { libc::setpgid(pid, pid) };
+        // Also done in the child (whichever runs first).
+        let _ = sys::setpgid(pid, pid);
         let _ = sys::set_foreground(pid);
     }
     become_forwarder(fwd_cpu, t.realtime, opts.quiet);
@@ -390,7 +381,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     });
     drop(fwd);
     if let Some(srv) = &hooks.server {
-        let _ = sys::kill(srv.id() as i32, libc::SIGTERM);
+        let _ = sys::kill(srv.id() as i32, sys::SIGTERM);
     }
     topo.teardown();
     // Already reaped if it exited (then this returns ECHILD); killed by the

@@ -18,6 +18,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use l4slab_sys::signal;
 use serde_json::Value;
 
 const EMU: &str = env!("CARGO_BIN_EXE_l4slab-emu");
@@ -318,7 +319,12 @@ fn teardown_leaves_nothing_behind_on_exit_signals_and_sigkill() {
     // Ctrl-C, SIGTERM, SIGHUP and SIGKILL while COMMAND (and a process it
     // left in the background) and the server command are running: no
     // namespace, no state file and none of their processes may survive.
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGKILL] {
+    for sig in [
+        signal::SIGINT,
+        signal::SIGTERM,
+        signal::SIGHUP,
+        signal::SIGKILL,
+    ] {
         let mut child = Command::new(EMU)
             .args([
                 "shell",
@@ -345,8 +351,7 @@ fn teardown_leaves_nothing_behind_on_exit_signals_and_sigkill() {
             // sh + 2 sleeps in the client namespace, sleep in the server's.
             procs.len() >= 3
         });
-        // SAFETY: plain call on our child.
-        unsafe { libc::kill(pid as i32, sig) };
+        let _ = signal::kill(pid as i32, sig);
         let _ = child.wait();
         wait_until("the teardown", Duration::from_secs(10), || {
             !namespaces().contains(&prefix) && !Path::new(&state).exists()
@@ -1057,7 +1062,7 @@ fn an_emulator_whose_parent_is_already_gone_does_not_start() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM));
+    assert_eq!(out.status.code(), Some(128 + signal::SIGTERM));
     let out = Command::new(EMU)
         .args(["validate", "x.toml"])
         .env("L4SLAB_EMU_PARENT_PID", "me")

@@ -12,10 +12,11 @@
 //!    datagrams went in this round;
 //! 3. wait for the socket to become readable (or writable, after `EAGAIN`)
 //!    or for the wake-up, the earliest of the endpoint's timeout, the
-//!    deadline and an `ENOBUFS` retry. `ppoll` sleeps until
-//!    [`DriverConfig::spin`] before the wake-up, with the thread's timer
-//!    slack at 1 ns for the run ([`DriverConfig::timer_slack`]), and the
-//!    rest is spent polling the socket without sleeping;
+//!    deadline and an `ENOBUFS` retry: l4slab-sys's real-time
+//!    [`Waiter`] sleeps in `ppoll` until [`DriverConfig::spin`] before the
+//!    wake-up, with the thread's timer slack at 1 ns for the run
+//!    ([`DriverConfig::timer_slack`]), and spends the rest polling the
+//!    socket without sleeping;
 //! 4. read the waiting datagrams (at most [`DriverConfig::max_recv_batch`])
 //!    into `handle_datagram`, each with the clock read at its turn.
 //!
@@ -33,7 +34,7 @@
 //! Not done: GSO/`sendmmsg`/`recvmmsg` batching, kernel receive
 //! timestamps (the endpoint sees the time its datagram was read), several
 //! sockets per driver, real-time scheduling (the caller's choice; see
-//! `l4slab_emu::sys::realtime`).
+//! `l4slab_sys::sched::realtime`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -41,9 +42,10 @@ use std::os::fd::AsRawFd;
 
 use l4slab_core::stats::DurStats;
 use l4slab_core::{Dur, Ecn, Time};
-
-use crate::clock::{Clock, TimerSlack};
-use crate::socket::{UdpError, UdpSocket};
+use l4slab_sys::errno;
+use l4slab_sys::poll::PollFd;
+use l4slab_sys::realtime::{lateness_stats, Lateness, Waiter, WaiterConfig, Wake};
+use l4slab_sys::{Clock, UdpError, UdpSocket};
 
 pub use l4slab_core::datagram::DatagramEndpoint;
 
@@ -102,18 +104,6 @@ pub enum DriverError {
     Recv(#[source] UdpError),
 }
 
-/// How late timed wake-ups fired: exact count, min, mean and max,
-/// percentiles from the histogram (10 ns resolution, 3 significant digits).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Lateness {
-    pub wakeups: u64,
-    pub min: Dur,
-    pub mean: Dur,
-    pub p50: Dur,
-    pub p99: Dur,
-    pub max: Dur,
-}
-
 /// What a driver counted over its runs.
 pub struct DriverStats {
     pub datagrams_sent: u64,
@@ -149,23 +139,13 @@ impl DriverStats {
             recv_truncated: 0,
             recv_errors: 0,
             timeouts: 0,
-            // 10 ns units up to 10 s.
-            lateness: DurStats::new(10, 1_000_000_000),
+            lateness: lateness_stats(),
         }
     }
 
     /// The timer lateness summary; `None` before the first timed wake-up.
     pub fn lateness(&self) -> Option<Lateness> {
-        let v = self.lateness.summary_scaled(1.0);
-        let ns = |k: &str| Dur::from_nanos(v[k].as_f64().unwrap_or(0.0).round() as u64);
-        (self.lateness.count() > 0).then(|| Lateness {
-            wakeups: self.lateness.count(),
-            min: ns("min"),
-            mean: ns("mean"),
-            p50: ns("p50"),
-            p99: ns("p99"),
-            max: ns("max"),
-        })
+        Lateness::of(&self.lateness)
     }
 }
 
@@ -264,7 +244,14 @@ impl Driver {
         endpoint: &mut E,
         deadline: Time,
     ) -> Result<RunOutcome, DriverError> {
-        let _slack = self.cfg.timer_slack.map(TimerSlack::set);
+        let mut waiter = Waiter::new(
+            self.clock,
+            WaiterConfig {
+                spin: self.cfg.spin,
+                timer_slack: self.cfg.timer_slack,
+                ..WaiterConfig::default()
+            },
+        );
         loop {
             if endpoint.is_done() {
                 return Ok(RunOutcome::Done);
@@ -296,7 +283,7 @@ impl Driver {
                     .unwrap_or(Time::MAX)
             };
             let want_write = self.pending.is_some_and(|p| p.retry_at.is_none());
-            let readable = self.wait(socket, wake, want_write)?;
+            let readable = self.wait(&mut waiter, socket, wake, want_write)?;
             if readable && self.receive(socket, endpoint)? {
                 return Ok(RunOutcome::Done);
             }
@@ -389,62 +376,31 @@ impl Driver {
         Ok(false)
     }
 
-    /// Step 3: wait until the socket is ready or the clock reaches `wake`,
-    /// sleeping in `ppoll` until `spin` before `wake`, polling after; `true`
-    /// if the socket is readable. A wait that reaches `wake` records how
-    /// late it noticed.
+    /// Step 3: wait until the socket is ready or the clock reaches `wake`
+    /// (the [`Waiter`] sleeps in `ppoll` until `spin` before `wake`, polls
+    /// after); `true` if the socket is readable. A wait that reaches `wake`
+    /// records how late it noticed.
     fn wait(
         &mut self,
+        waiter: &mut Waiter,
         socket: &UdpSocket,
         wake: Time,
         want_write: bool,
     ) -> Result<bool, DriverError> {
-        let mut pfd = libc::pollfd {
-            fd: socket.as_raw_fd(),
-            events: libc::POLLIN | if want_write { libc::POLLOUT } else { 0 },
-            revents: 0,
-        };
-        let mut waited = false;
-        loop {
-            let now = self.clock.now();
-            let timeout = if wake == Time::MAX {
-                None
-            } else if now < wake {
-                Some((wake - now).saturating_sub(self.cfg.spin))
-            } else if waited {
-                self.stats.lateness.record(now - wake);
-                return Ok(false);
-            } else {
-                // Due already: only look at the socket.
-                Some(Dur::ZERO)
-            };
-            let ts = timeout.map(|d| libc::timespec {
-                tv_sec: (d.as_nanos() / 1_000_000_000) as libc::time_t,
-                tv_nsec: (d.as_nanos() % 1_000_000_000) as libc::c_long,
-            });
-            let tp = ts
-                .as_ref()
-                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-            pfd.revents = 0;
-            // SAFETY: one valid pollfd; `tp` is null or a valid timespec;
-            // no signal mask.
-            let n = unsafe { libc::ppoll(&mut pfd, 1, tp, std::ptr::null()) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(DriverError::Poll(e));
+        let mut pfd = [PollFd::new(socket.as_raw_fd(), true, want_write)];
+        let deadline = (wake != Time::MAX).then_some(wake);
+        match waiter
+            .wait(deadline, &mut pfd[..])
+            .map_err(DriverError::Poll)?
+        {
+            // Writable: the caller retries its datagram anyway. POLLERR (a
+            // queued ICMP error) is read, and skipped, by recvmsg.
+            Wake::Ready => Ok(pfd[0].can_read()),
+            Wake::Due(late) => {
+                self.stats.lateness.record(late);
+                Ok(false)
             }
-            if n > 0 {
-                // Writable: the caller retries its datagram anyway. POLLERR
-                // (a queued ICMP error) is read, and skipped, by recvmsg.
-                return Ok(pfd.revents & (libc::POLLIN | libc::POLLERR) != 0);
-            }
-            if now >= wake {
-                return Ok(false);
-            }
-            waited = true;
+            Wake::Passed | Wake::Slept => Ok(false),
         }
     }
 }
@@ -454,7 +410,7 @@ fn is_fatal(e: &UdpError) -> bool {
     match e {
         UdpError::Send { source, .. } => matches!(
             source.raw_os_error(),
-            Some(libc::EBADF | libc::ENOTSOCK | libc::EFAULT | libc::EOPNOTSUPP)
+            Some(errno::EBADF | errno::ENOTSOCK | errno::EFAULT | errno::EOPNOTSUPP)
         ),
         UdpError::FamilyMismatch { .. } => false,
         // Setting the TOS failed: the socket is unusable for ECN.
@@ -467,6 +423,6 @@ fn is_fatal(e: &UdpError) -> bool {
 fn is_queued_icmp(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
-        Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EMSGSIZE)
+        Some(errno::ECONNREFUSED | errno::EHOSTUNREACH | errno::ENETUNREACH | errno::EMSGSIZE)
     )
 }

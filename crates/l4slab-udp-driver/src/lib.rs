@@ -3,10 +3,13 @@
 //! cannot carry (TCP Prague over UDP, ECT(1) media) go through the
 //! emulator's bottleneck.
 //!
-//! * [`socket`]: [`UdpSocket`], non-blocking, IPv4/IPv6, with the IP ECN
-//!   field set per datagram on send and read per datagram on receive.
 //! * [`driver`]: the [`DatagramEndpoint`] trait and the [`Driver`] event
 //!   loop on `CLOCK_MONOTONIC` ([`Clock`]), with its [`DriverStats`].
+//! * Its socket, [`UdpSocket`] (non-blocking, IPv4/IPv6, with the IP ECN
+//!   field set per datagram on send and read per datagram on receive), its
+//!   clock and its timer waits ([`l4slab_sys::Waiter`]) are l4slab-sys's,
+//!   the OS boundary, re-exported here; this crate makes no system call
+//!   of its own.
 //!
 //! **Timing** (Linux 6.18 VM, 2 vCPUs, normal scheduling; 5000 wake-ups
 //! 1 ms apart): a bare `ppoll` timeout fires 77 µs late at p50 with a
@@ -17,18 +20,13 @@
 //! at worst (the VM's vCPU not running), for about 2 % more CPU at one
 //! wake-up per ms. See `tests/driver.rs` for the test's tolerance.
 //!
-//! **Clock.** Like `l4slab-emu`, and unlike every other l4slab crate
-//! (DESIGN.md §4.4), this crate reads the wall clock: `CLOCK_MONOTONIC`
-//! through libc in [`clock`], never `Instant::now`.
+//! **Clock.** Like `l4slab-emu`, and unlike the sans-IO crates (DESIGN.md
+//! §4.4), this crate runs on the wall clock: `CLOCK_MONOTONIC` read by
+//! l4slab-sys's [`Clock`], never `Instant::now`.
 //!
 //! Linux only: `IP_RECVTOS` on IPv6 sockets, the `IP_TOS` send control
 //! message, `MSG_TRUNC` lengths, `PR_SET_TIMERSLACK`, `ppoll`.
-pub mod clock;
 pub mod driver;
-pub mod socket;
 
-pub use clock::Clock;
-pub use driver::{
-    DatagramEndpoint, Driver, DriverConfig, DriverError, DriverStats, Lateness, RunOutcome,
-};
-pub use socket::{EcnSendMode, Family, UdpError, UdpSocket};
+pub use driver::{DatagramEndpoint, Driver, DriverConfig, DriverError, DriverStats, RunOutcome};
+pub use l4slab_sys::{Clock, EcnSendMode, Family, Lateness, UdpError, UdpSocket};

@@ -136,7 +136,10 @@ fn binding_a_foreign_address_is_a_typed_error() {
     match UdpSocket::bind(addr) {
         Err(UdpError::Bind { addr: a, source }) => {
             assert_eq!(a, addr);
-            assert_eq!(source.raw_os_error(), Some(libc::EADDRNOTAVAIL));
+            assert_eq!(
+                source.raw_os_error(),
+                Some(l4slab_sys::errno::EADDRNOTAVAIL)
+            );
         }
         other => panic!("{other:?}"),
     }

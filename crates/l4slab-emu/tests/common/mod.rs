@@ -6,8 +6,7 @@ use serde_json::Value;
 /// Whether the tests can run (root: network namespaces, TUN devices); if not, says why
 /// on stderr, so the test passes as skipped.
 pub fn root_or_skip(test: &str) -> bool {
-    // SAFETY: plain call.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = l4slab_sys::process::is_root();
     if !root {
         eprintln!("skipping {test}: needs root to create network namespaces and TUN devices");
     }

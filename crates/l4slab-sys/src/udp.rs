@@ -22,6 +22,10 @@
 //! `MSG_TRUNC` returning a datagram's real length. DSCP bits are sent as
 //! zero. Not done: GSO/GRO (`UDP_SEGMENT`), `recvmmsg`/`sendmmsg` batches,
 //! kernel receive timestamps.
+//!
+//! [`recv_with_tos`] reads one datagram and its whole TOS byte from any
+//! IPv4 UDP socket (the emulator's ECN path check uses a blocking
+//! `std::net::UdpSocket` with a read timeout).
 
 use std::cell::Cell;
 use std::io;
@@ -30,6 +34,9 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use l4slab_core::Ecn;
+
+use crate::cvt;
+use crate::sockopt::{self, SockOpt};
 
 /// What can go wrong with a [`UdpSocket`]. The send-side variants name the
 /// destination; [`UdpError::is_transient`] tells which ones mean "try the
@@ -158,14 +165,9 @@ impl UdpSocket {
         };
         // IPv4 datagrams' TOS, also on a dual-stack IPv6 socket (ip(7)
         // options apply to the IPv4 traffic of an AF_INET6 socket).
-        let v4 = s.setsockopt(libc::IPPROTO_IP, libc::IP_RECVTOS, 1, "IP_RECVTOS");
+        let v4 = s.setsockopt(SockOpt::IpRecvTos, 1);
         if family == Family::V6 {
-            s.setsockopt(
-                libc::IPPROTO_IPV6,
-                libc::IPV6_RECVTCLASS,
-                1,
-                "IPV6_RECVTCLASS",
-            )?;
+            s.setsockopt(SockOpt::Ipv6RecvTclass, 1)?;
         } else {
             // (An IPv6 socket that refuses it sees no IPv4 datagrams.)
             v4?;
@@ -236,9 +238,9 @@ impl UdpSocket {
     /// # Errors
     /// [`UdpError::SockOpt`].
     pub fn set_buffer_sizes(&self, recv: usize, send: usize) -> Result<(), UdpError> {
-        let clamp = |v: usize| v.min(i32::MAX as usize) as libc::c_int;
-        self.setsockopt(libc::SOL_SOCKET, libc::SO_RCVBUF, clamp(recv), "SO_RCVBUF")?;
-        self.setsockopt(libc::SOL_SOCKET, libc::SO_SNDBUF, clamp(send), "SO_SNDBUF")
+        let clamp = |v: usize| v.min(i32::MAX as usize) as i32;
+        self.setsockopt(SockOpt::RecvBuffer, clamp(recv))?;
+        self.setsockopt(SockOpt::SendBuffer, clamp(send))
     }
 
     /// Send `buf` as one datagram to `to` with the IP ECN field `ecn`.
@@ -414,36 +416,19 @@ impl UdpSocket {
         if slot.get() == Some(tos) {
             return Ok(());
         }
-        let v = libc::c_int::from(tos);
+        let v = i32::from(tos);
         if v4_header {
-            self.setsockopt(libc::IPPROTO_IP, libc::IP_TOS, v, "IP_TOS")?;
+            self.setsockopt(SockOpt::IpTos, v)?;
         } else {
-            self.setsockopt(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, v, "IPV6_TCLASS")?;
+            self.setsockopt(SockOpt::Ipv6Tclass, v)?;
         }
         slot.set(Some(tos));
         Ok(())
     }
 
-    fn setsockopt(
-        &self,
-        level: libc::c_int,
-        opt: libc::c_int,
-        v: libc::c_int,
-        name: &'static str,
-    ) -> Result<(), UdpError> {
-        // SAFETY: a valid int and its size.
-        cvt(unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                level,
-                opt,
-                (&v as *const libc::c_int).cast(),
-                mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })
-        .map(|_| ())
-        .map_err(|source| UdpError::SockOpt {
-            option: name,
+    fn setsockopt(&self, opt: SockOpt, v: i32) -> Result<(), UdpError> {
+        sockopt::set(&self.fd, opt, v).map_err(|source| UdpError::SockOpt {
+            option: opt.name(),
             source,
         })
     }
@@ -472,29 +457,82 @@ fn send_error(to: SocketAddr, e: io::Error) -> UdpError {
 /// The ECN field from the `IP_TOS` (one byte) or `IPV6_TCLASS` (an `int`)
 /// control message of a received datagram; Not-ECT without one.
 fn ecn_of(msg: &libc::msghdr) -> Ecn {
-    let mut ecn = Ecn::NotEct;
-    // SAFETY: walking the control messages the kernel wrote into the
-    // buffer `msg` describes; CMSG_NXTHDR stops at its end.
+    tos_of(msg).map_or(Ecn::NotEct, Ecn::from_bits)
+}
+
+/// The TOS byte or traffic class from the `IP_TOS` (one byte) or
+/// `IPV6_TCLASS` (an `int`) control message of a received datagram (the
+/// last one if several); `None` without one.
+fn tos_of(msg: &libc::msghdr) -> Option<u8> {
+    let mut tos = None;
+    // SAFETY: `msg` is the header a successful recvmsg filled in, so its
+    // control buffer holds `msg_controllen` bytes of control messages the
+    // kernel wrote; CMSG_FIRSTHDR/CMSG_NXTHDR stay within them (null at the
+    // end) and each header's data holds the option's value.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(msg);
         while !c.is_null() {
             let data = libc::CMSG_DATA(c);
             match ((*c).cmsg_level, (*c).cmsg_type) {
-                (libc::IPPROTO_IP, libc::IP_TOS) => ecn = Ecn::from_bits(*data),
+                (libc::IPPROTO_IP, libc::IP_TOS) => tos = Some(*data),
                 (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => {
                     let v = std::ptr::read_unaligned(data.cast::<libc::c_int>());
-                    ecn = Ecn::from_bits(v as u8);
+                    tos = Some(v as u8);
                 }
                 _ => {}
             }
             c = libc::CMSG_NXTHDR(msg, c);
         }
     }
-    ecn
+    tos
+}
+
+/// Receive one datagram with its TOS byte on an IPv4 UDP socket that has
+/// `IP_RECVTOS` on ([`crate::sockopt::SockOpt::IpRecvTos`]); TOS 0 when no
+/// control message came. `Ok(None)` on a timeout (`SO_RCVTIMEO`) or when
+/// a non-blocking socket has nothing.
+pub fn recv_with_tos(
+    s: &impl AsRawFd,
+    buf: &mut [u8],
+) -> io::Result<Option<(usize, SocketAddrV4, u8)>> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; CMSG_WORDS];
+    // SAFETY: sockaddr_in is plain data (all-zero is a valid value).
+    let mut from: libc::sockaddr_in = unsafe { mem::zeroed() };
+    // SAFETY: msghdr is plain data; every pointer set below is valid.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_name = (&mut from as *mut libc::sockaddr_in).cast();
+    msg.msg_namelen = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = mem::size_of_val(&cbuf);
+    // SAFETY: `msg` points at `from`, `iov` (describing `buf`) and `cbuf`,
+    // all alive and writable for the lengths it gives.
+    let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
+            Ok(None)
+        } else {
+            Err(e)
+        };
+    }
+    let addr = SocketAddrV4::new(
+        Ipv4Addr::from(u32::from_be(from.sin_addr.s_addr)),
+        u16::from_be(from.sin_port),
+    );
+    Ok(Some((n as usize, addr, tos_of(&msg).unwrap_or(0))))
 }
 
 /// `addr` as a `sockaddr_in` / `sockaddr_in6` in a `sockaddr_storage`.
-fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+pub(crate) fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain data.
     let mut ss: libc::sockaddr_storage = unsafe { mem::zeroed() };
     let len = match addr {
@@ -553,15 +591,6 @@ fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
             )))
         }
         _ => None,
-    }
-}
-
-/// A libc return value as a `Result` (negative: `errno`).
-pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
     }
 }
 

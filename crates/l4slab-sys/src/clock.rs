@@ -1,8 +1,8 @@
-//! The driver's clock and timer setup: `CLOCK_MONOTONIC` as l4slab
+//! The project's clock and timer setup: `CLOCK_MONOTONIC` as l4slab
 //! [`Time`], and the calling thread's timer slack.
 //!
-//! The emulator (`l4slab_emu::sys`) uses this clock too (the core crate
-//! deliberately has no clock).
+//! The emulator and the UDP driver both read this clock, never
+//! `Instant::now` (the core crate deliberately has no clock, DESIGN.md §4.4).
 
 use l4slab_core::{Dur, Time};
 
@@ -15,6 +15,14 @@ pub fn monotonic_ns() -> u64 {
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `d` as a `timespec` (timeouts of `ppoll` and `epoll_pwait2`).
+pub(crate) fn timespec(d: Dur) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (d.as_nanos() / 1_000_000_000) as libc::time_t,
+        tv_nsec: (d.as_nanos() % 1_000_000_000) as libc::c_long,
+    }
 }
 
 /// [`Time`] since an epoch on `CLOCK_MONOTONIC`. `Copy`: drivers on
