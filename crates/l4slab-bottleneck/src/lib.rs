@@ -58,6 +58,7 @@
 
 mod cell;
 mod events;
+pub mod flow;
 mod recorder;
 mod sample;
 mod summary;
@@ -484,10 +485,10 @@ impl Bottleneck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use l4slab_link::{ConstantRate, NoLoss};
     use l4slab_core::pkttrace::PktEvent;
     use l4slab_core::stats::round6;
     use l4slab_core::{Ecn, Rate};
+    use l4slab_link::{ConstantRate, NoLoss};
     use l4slab_qdisc::{Backlog, Fifo, FifoConfig, Qdisc, QdiscStats};
 
     /// A qdisc whose timer never moves on (a bug the runtime must catch).

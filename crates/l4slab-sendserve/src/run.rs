@@ -435,21 +435,22 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         }
         m
     };
+    let (local_s, server_s) = (local.to_string(), server.to_string());
     let flow = client.record.summary(
         &client.conn,
         Outcome {
             app: client_app_kind(&app),
+            cc: Some(&cc),
+            client: Some(&local_s),
+            server: Some(&server_s),
             bytes,
             completion: client.completed_at(),
             end,
             app_metrics,
             extra: json!({
-            "cc": cc,
-            "ecn": ecn_name,
-            "direction": "up",
-            "client": local.to_string(),
-            "server": server.to_string(),
-            "handshake_ms": st.handshake_time.map(ms),
+                // The codepoint asked for (`--ecn`).
+                "ecn": ecn_name,
+                "handshake_ms": st.handshake_time.map(ms),
             }),
         },
     );
