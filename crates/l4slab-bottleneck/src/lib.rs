@@ -55,6 +55,10 @@
 //! offered/sent counts then describe `[t, end]`. The series' per-interval
 //! accumulators are untouched, and the accounting check compares the
 //! counters' changes since `t`.
+//!
+//! **Flows.** Beside the runtime, [`flow`] is the flow recorder every
+//! backend feeds (the simulator, the emulator's flows, `l4slab send`): a
+//! flow's series, measurement window and summary entry, written once.
 
 mod cell;
 mod events;

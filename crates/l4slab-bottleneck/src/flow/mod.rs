@@ -81,8 +81,10 @@ impl FlowKey {
         FlowKey::LostPackets,
     ];
 
-    /// The key as `series.parquet` names it.
-    pub fn name(self) -> &'static str {
+    /// The key as `series.parquet` names it (and `summary.json`, for the
+    /// flow's windowed `goodput_bps` and `rtt_ms` distribution and its
+    /// `lost_packets`).
+    pub const fn name(self) -> &'static str {
         match self {
             FlowKey::GoodputBps => "goodput_bps",
             FlowKey::CwndBytes => "cwnd_bytes",

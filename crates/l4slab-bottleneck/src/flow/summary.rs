@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use l4slab_core::stats::{round6, window_goodput_bps};
 use l4slab_core::Time;
 
-use super::FlowRecorder;
+use super::{FlowKey, FlowRecorder};
 
 /// What the flow is, written as given (`cc`, `client` and `server` only
 /// when the backend knows them).
@@ -142,11 +142,8 @@ impl FlowRecorder {
             "transport": i.transport,
             "direction": if i.down { "down" } else { "up" },
             "start_s": round6(start.as_secs_f64()),
-            "goodput_bps": goodput.round(),
             "bytes_delivered": r.delivered,
             "completion_s": r.completion.map(|c| round6(c.saturating_since(start).as_secs_f64())),
-            "rtt_ms": self.rtt.summary_ms(),
-            "lost_packets": lost.map(|l| l.0),
             "ack_packets_lost": lost.map(|l| l.1),
             // Per direction, data and ACKs alike: down = sent by the server.
             "packets_sent": sent.map(|(s, _)| json!({ "down": s.down, "up": s.up })),
@@ -179,6 +176,10 @@ impl FlowRecorder {
             "cwnd_final_bytes": t.cwnd_final_bytes,
             "cc_states": t.cc_states,
         });
+        // The series' names where the summary has the same quantity.
+        v[FlowKey::GoodputBps.name()] = goodput.round().into();
+        v[FlowKey::RttMs.name()] = self.rtt.summary_ms();
+        v[FlowKey::LostPackets.name()] = lost.map(|l| l.0).into();
         for (k, x) in [("cc", i.cc), ("client", i.client), ("server", i.server)] {
             if let Some(x) = x {
                 v[k] = x.into();
