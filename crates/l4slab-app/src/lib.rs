@@ -148,10 +148,10 @@ pub trait FlowApp: fmt::Debug + Send {
     fn own_transport(&self) -> Option<OwnTransport<'_>> {
         None
     }
-    /// The same app's flow-level summary keys (`cwnd_final_bytes`,
+    /// The same app's transport counters (`cwnd_final_bytes`,
     /// `ecn_validation`, `losses_detected`, ...), which replace the TCP
-    /// endpoint's in `summary.json` (TCP-only keys become `null`).
-    fn own_transport_summary(&self) -> Option<serde_json::Map<String, Value>> {
+    /// endpoint's in `summary.json` (TCP-only ones are `None`: `null`).
+    fn own_transport_summary(&self) -> Option<l4slab_bottleneck::flow::TransportCounts> {
         None
     }
     /// The RTT samples the sending side's own transport took since the last

@@ -15,8 +15,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use l4slab_bottleneck::flow::TransportCounts;
 use l4slab_core::datagram::DatagramEndpoint;
 use l4slab_core::stats::round6;
 use l4slab_core::{Dur, Ecn, Time};
@@ -337,7 +338,7 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
         })
     }
 
-    fn own_transport_summary(&self) -> Option<Map<String, Value>> {
+    fn own_transport_summary(&self) -> Option<TransportCounts> {
         let receiver = match self.sender {
             Role::Client => Role::Server,
             Role::Server => Role::Client,
@@ -369,38 +370,29 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
 /// probe timeouts, §6.2; `ecn`: `quic`, ACK frames' ECN counts, RFC 9000
 /// §13.4), and `null` for what only TCP has (TLP, DSACK, undo, SACK-based
 /// recovery, data segments). Both backends report a QUIC flow through this.
-pub fn flow_metrics(sender: &Connection, receiver: Option<&Connection>) -> Map<String, Value> {
+pub fn flow_metrics(sender: &Connection, receiver: Option<&Connection>) -> TransportCounts {
     let st = sender.stats();
     let ecn_on = !matches!(
         st.ecn_state,
         l4slab_quic::EcnState::Failed(l4slab_quic::EcnFailure::Disabled)
     );
-    let v = json!({
-        "retransmits": Value::Null,
-        "retransmitted_bytes": st.retransmitted_bytes,
-        "losses_detected": st.packets_lost,
-        "rto_count": st.pto_count,
-        "ce_marks_received": receiver.map(|r| r.stats().ce_received),
-        "ce_packets_fed_back": st.ce_reported,
-        "ce_bytes_fed_back": Value::Null,
-        "ecn_echo_events": st.congestion_events_ce,
-        "ecn": if ecn_on { "quic" } else { "off" },
-        "ecn_validation": st.ecn_state.result_name(),
-        "segments_sent": st.packets_sent,
-        "data_segments_sent": Value::Null,
-        "recovery_episodes": st.congestion_events_loss,
-        "spurious_retransmits": st.spurious_losses,
-        "tlp_probes": Value::Null,
-        "tlp_recoveries": Value::Null,
-        "dsacks_received": Value::Null,
-        "undos": Value::Null,
-        "spurious_rtos": Value::Null,
-        "cwnd_final_bytes": sender.cwnd(),
-        "cc_states": sender.cc().states(),
-    });
-    match v {
-        Value::Object(m) => m,
-        _ => unreachable!("a JSON object"),
+    TransportCounts {
+        retransmitted_bytes: Some(st.retransmitted_bytes),
+        losses_detected: Some(st.packets_lost),
+        rto_count: Some(st.pto_count),
+        ce_marks_received: receiver.map(|r| r.stats().ce_received),
+        ce_packets_fed_back: Some(st.ce_reported),
+        ecn_echo_events: Some(st.congestion_events_ce),
+        ecn: Some(if ecn_on { "quic" } else { "off" }),
+        ecn_validation: Some(st.ecn_state.result_name()),
+        segments_sent: Some(st.packets_sent),
+        recovery_episodes: Some(st.congestion_events_loss),
+        spurious_retransmits: Some(st.spurious_losses),
+        cwnd_final_bytes: Some(sender.cwnd()),
+        cc_states: Some(sender.cc().states()),
+        // What only TCP has: retransmitted segments, AccECN byte feedback,
+        // data segments, TLP, D-SACK, undo.
+        ..TransportCounts::default()
     }
 }
 

@@ -55,9 +55,14 @@
 //! offered/sent counts then describe `[t, end]`. The series' per-interval
 //! accumulators are untouched, and the accounting check compares the
 //! counters' changes since `t`.
+//!
+//! **Flows.** Beside the runtime, [`flow`] is the flow recorder every
+//! backend feeds (the simulator, the emulator's flows, `l4slab send`): a
+//! flow's series, measurement window and summary entry, written once.
 
 mod cell;
 mod events;
+pub mod flow;
 mod recorder;
 mod sample;
 mod summary;
@@ -484,10 +489,10 @@ impl Bottleneck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use l4slab_link::{ConstantRate, NoLoss};
     use l4slab_core::pkttrace::PktEvent;
     use l4slab_core::stats::round6;
     use l4slab_core::{Ecn, Rate};
+    use l4slab_link::{ConstantRate, NoLoss};
     use l4slab_qdisc::{Backlog, Fifo, FifoConfig, Qdisc, QdiscStats};
 
     /// A qdisc whose timer never moves on (a bug the runtime must catch).

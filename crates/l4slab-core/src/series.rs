@@ -54,6 +54,18 @@ impl SeriesStore {
         &self.names
     }
 
+    /// Every row as `(t_s, series, key, value)`, in the order pushed.
+    pub fn rows(&self) -> impl Iterator<Item = (f64, &str, &str, f64)> + '_ {
+        (0..self.len()).map(|i| {
+            (
+                self.t_s[i],
+                self.name(self.series[i]),
+                self.name(self.key[i]),
+                self.value[i],
+            )
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.t_s.len()
     }

@@ -9,14 +9,19 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use l4slab_core::{Dur, Time};
+use serde_json::{json, Value};
+
+use l4slab_bottleneck::flow::{
+    CcSample, FlowInfo, FlowRecorder, FlowReport, FlowSample, PathCounts, TransportCounts,
+};
+use l4slab_core::{Dur, Rate, SeriesStore, Time};
 use l4slab_scenario::{AppSpec, Direction, Scenario};
 
 use crate::forwarder::SeriesRow;
 use crate::netns;
 use crate::probe::{self, TcpInfo};
 use crate::run::{FlowPlan, Plan};
-use crate::stats::{round6, DurStats};
+use crate::stats::round6;
 use crate::sys::{self, sockopt, tcp, Clock, SockOpt};
 
 /// How often `TCP_INFO` is read for RTT statistics.
@@ -96,7 +101,6 @@ fn transient(e: &io::Error) -> bool {
 pub(crate) struct FlowRt {
     /// The flow's index in the scenario.
     pub(crate) index: usize,
-    pub(crate) name: String,
     pub(crate) start: Time,
     pub(crate) down: bool,
     pub(crate) size: Option<u64>,
@@ -107,25 +111,30 @@ pub(crate) struct FlowRt {
     pub(crate) written: u64,
     pub(crate) write_done: bool,
     pub(crate) received: u64,
-    /// `received` when the measurement window started (the scenario's
-    /// `warmup`); the window's goodput counts from it.
-    pub(crate) received_at_warmup: u64,
     pub(crate) eof: bool,
+    /// When the last byte of a file was read (run time).
     pub(crate) completion: Option<Time>,
-    pub(crate) rtt: DurStats,
+    /// The flow's recorder (series, window, summary entry) and its series.
+    rec: FlowRecorder,
+    series: SeriesStore,
     pub(crate) info: Option<TcpInfo>,
     /// The sender's congestion control as the kernel reports it.
     pub(crate) cc_in_use: Option<String>,
-    pub(crate) rx_at_last_sample: u64,
     pub(crate) error: Option<String>,
 }
 
 impl FlowRt {
     /// Flow `f` before it starts, with its listener in the server namespace.
-    pub(crate) fn new(index: usize, f: &l4slab_scenario::Flow, listener: OwnedFd) -> FlowRt {
+    pub(crate) fn new(
+        index: usize,
+        f: &l4slab_scenario::Flow,
+        warmup: Dur,
+        listener: OwnedFd,
+    ) -> FlowRt {
+        let mut series = SeriesStore::default();
+        let rec = FlowRecorder::new(&f.name, f.start, Time::ZERO + warmup, &mut series);
         FlowRt {
             index,
-            name: f.name.clone(),
             start: f.start,
             down: f.direction == Direction::Down,
             size: match f.app {
@@ -139,14 +148,12 @@ impl FlowRt {
             written: 0,
             write_done: false,
             received: 0,
-            received_at_warmup: 0,
             eof: false,
             completion: None,
-            // µs resolution up to 1000 s, as the simulator's RTT statistics.
-            rtt: DurStats::new(1_000, 1_000_000_000),
+            rec,
+            series,
             info: None,
             cc_in_use: None,
-            rx_at_last_sample: 0,
             error: None,
         }
     }
@@ -205,7 +212,6 @@ impl Apps<'_> {
         let iv = self.scn.sample_interval;
         let mut next_sample = self.origin + iv;
         let mut next_rtt = self.origin + RTT_SAMPLE;
-        let mut series = Vec::new();
         let chunk = vec![0x5au8; 128 * 1024];
         let mut rbuf = vec![0u8; 256 * 1024];
         let mut pfds: Vec<sys::PollFd> = Vec::new();
@@ -216,8 +222,7 @@ impl Apps<'_> {
             if window_due.is_some_and(|w| now >= w) {
                 window_due = None;
                 for f in flows.iter_mut() {
-                    f.received_at_warmup = f.received;
-                    f.rtt.clear_totals();
+                    f.rec.start_window(f.received);
                 }
             }
             for f in flows.iter_mut() {
@@ -251,7 +256,7 @@ impl Apps<'_> {
                     let cc = want_cc.then(|| probe::congestion(s).ok()).flatten();
                     if let Ok(info) = info {
                         if info.rtt_us > 0 {
-                            f.rtt.record(Dur::from_micros(u64::from(info.rtt_us)));
+                            f.rec.record_rtt(Dur::from_micros(u64::from(info.rtt_us)));
                         }
                         f.info = Some(info);
                     }
@@ -262,9 +267,10 @@ impl Apps<'_> {
                 next_rtt += RTT_SAMPLE;
             }
             if now >= next_sample {
-                let ts = round6((next_sample - self.origin).as_secs_f64());
+                let t = Time::ZERO + (next_sample - self.origin);
+                let ts = round6(t.as_secs_f64());
                 for f in flows.iter_mut() {
-                    sample_flow(f, ts, iv, &mut series);
+                    sample_flow(f, t, ts, iv);
                 }
                 next_sample += iv;
             }
@@ -289,6 +295,7 @@ impl Apps<'_> {
             }
             let _ = sys::poll(&mut pfds, Some(Dur::from_millis(1)));
         }
+        let series = flows.iter().flat_map(|f| series_rows(&f.series)).collect();
         AppsOut {
             flows,
             series,
@@ -373,33 +380,95 @@ impl Apps<'_> {
             f.eof = eof;
             if let (Some(n), None) = (f.size, f.completion) {
                 if f.received >= n {
-                    f.completion =
-                        Some(Time::ZERO + now.saturating_since(origin + (f.start - Time::ZERO)));
+                    f.completion = Some(Time::ZERO + now.saturating_since(origin));
                 }
             }
         }
     }
 }
 
-fn sample_flow(f: &mut FlowRt, ts: f64, iv: Dur, out: &mut Vec<SeriesRow>) {
-    let series = format!("flow/{}", f.name);
-    let mut push = |k: &str, v: f64| out.push((ts, series.clone(), k.to_owned(), v));
-    let rx = f.received - f.rx_at_last_sample;
-    f.rx_at_last_sample = f.received;
-    if f.started {
-        push("goodput_bps", (rx as f64 * 8.0 / iv.as_secs_f64()).round());
+/// The sender's `TCP_INFO` as the flow recorder's snapshot, `delivered`
+/// the bytes the receiver read.
+fn kernel_sample(i: &TcpInfo, delivered: u64) -> FlowSample<'static> {
+    let mss = u64::from(i.snd_mss.max(1));
+    FlowSample {
+        delivered,
+        cc: Some(CcSample::window(
+            u64::from(i.snd_cwnd) * mss,
+            (i.snd_ssthresh < INFINITE_SSTHRESH).then(|| u64::from(i.snd_ssthresh) * mss),
+        )),
+        // Bytes/s; ~0 when the socket has no pacing rate.
+        pacing: (i.pacing_rate != u64::MAX)
+            .then(|| Rate::from_bps(i.pacing_rate.saturating_mul(8))),
+        inflight: Some(u64::from(i.unacked) * mss),
+        srtt: Some(Dur::from_micros(u64::from(i.rtt_us))),
+        ..FlowSample::default()
     }
-    if let Some(i) = f.info {
-        let mss = f64::from(i.snd_mss.max(1));
-        push("cwnd_bytes", f64::from(i.snd_cwnd) * mss);
-        if i.snd_ssthresh < INFINITE_SSTHRESH {
-            push("ssthresh_bytes", f64::from(i.snd_ssthresh) * mss);
+}
+
+fn sample_flow(f: &mut FlowRt, t: Time, ts: f64, iv: Dur) {
+    let snap = match &f.info {
+        Some(i) => kernel_sample(i, f.received),
+        None => FlowSample {
+            delivered: f.received,
+            ..FlowSample::default()
+        },
+    };
+    f.rec.sample(&mut f.series, t, ts, iv, &snap);
+}
+
+/// A flow's series rows, for the run's (sorted there).
+pub(crate) fn series_rows(s: &SeriesStore) -> impl Iterator<Item = SeriesRow> + '_ {
+    s.rows()
+        .map(|(t, series, key, v)| (t, series.to_owned(), key.to_owned(), v))
+}
+
+impl FlowRt {
+    /// The flow's entry of `summary.flows`, with `path` from the forwarder
+    /// and `marks`, the CE marks on its data direction.
+    pub(crate) fn summary_json(&self, scn: &Scenario, path: PathCounts, marks: u64) -> Value {
+        let f = &scn.flows[self.index];
+        let transport = match &self.info {
+            Some(i) => TransportCounts {
+                retransmits: Some(u64::from(i.total_retrans)),
+                retransmitted_bytes: Some(i.bytes_retrans),
+                ce_marks_received: Some(marks),
+                ecn: Some(if i.ecn_negotiated() { "classic" } else { "off" }),
+                segments_sent: Some(u64::from(i.segs_out)),
+                cwnd_final_bytes: Some(u64::from(i.snd_cwnd) * u64::from(i.snd_mss)),
+                ..TransportCounts::default()
+            },
+            // Never connected: nothing to read.
+            None => TransportCounts::default(),
+        };
+        let report = FlowReport {
+            info: FlowInfo {
+                cc: Some(&f.cc.kind),
+                app: f.app.kind(),
+                transport: "tcp",
+                down: self.down,
+                client: Some(&scn.hosts[f.client].name),
+                server: Some(&scn.hosts[f.server].name),
+            },
+            delivered: self.received,
+            completion: self.completion,
+            end: scn.duration,
+            path: Some(path),
+            transport,
+            app_metrics: Value::Null,
+        };
+        let mut v = self.rec.summary(&report);
+        let extra = json!({
+            // What the sender's socket reported (`TCP_CONGESTION`): the
+            // listener's choice reaches accepted sockets through the kernel.
+            "kernel_cc": self.cc_in_use,
+            "rtt_source": "tcp_info srtt every 10 ms",
+            "delivered_ce": self.info.map(|i| i.delivered_ce),
+            "error": self.error,
+        });
+        if let Value::Object(e) = extra {
+            v.extend(e);
         }
-        push("pacing_bps", (i.pacing_rate as f64 * 8.0).round());
-        push("inflight_bytes", f64::from(i.unacked) * mss);
-        push("srtt_ms", round6(f64::from(i.rtt_us) / 1000.0));
-    }
-    if let Some((mean, _)) = f.rtt.take_interval() {
-        push("rtt_ms", round6(mean));
+        Value::Object(v)
     }
 }

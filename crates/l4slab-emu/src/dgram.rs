@@ -41,11 +41,15 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use l4slab_app::{AppIo, Datagram, FlowApp, FlowIo, Role, SocketInfo};
-use l4slab_core::stats::{round6, window_goodput_bps, DurStats};
-use l4slab_core::{Dur, Ecn, Time};
+use l4slab_bottleneck::flow::{
+    CcSample, FlowInfo, FlowRecorder, FlowReport, FlowSample, PathCounts, TransportCounts, UpDown,
+};
+use l4slab_core::stats::{round6, DurStats};
+use l4slab_core::{Dur, Ecn, SeriesStore, Time};
 use l4slab_scenario::{Direction, Scenario};
 use l4slab_sys::{UdpError, UdpSocket};
 
+use crate::apps::series_rows;
 use crate::forwarder::SeriesRow;
 use crate::netns;
 use crate::sys::{self, Clock};
@@ -105,9 +109,9 @@ pub(crate) struct DgramFlow {
     wake: [Option<Time>; 2],
     started: bool,
     counts: [SideCounts; 2],
-    pub(crate) rtt: DurStats,
-    delivered_last_sample: u64,
-    delivered_at_warmup: u64,
+    /// The flow's recorder (series, window, summary entry) and its series.
+    rec: FlowRecorder,
+    series: SeriesStore,
     pub(crate) error: Option<String>,
 }
 
@@ -139,6 +143,9 @@ impl DgramFlow {
             SocketAddr::new(IpAddr::V4(netns::CLIENT_ADDR), 0),
         )?;
         let client_addr = client.local_addr().map_err(std::io::Error::other)?;
+        let mut series = SeriesStore::default();
+        let window = Time::ZERO + scn.warmup;
+        let rec = FlowRecorder::new(&f.name, f.start, window, &mut series);
         Ok(DgramFlow {
             index,
             name: f.name.clone(),
@@ -150,10 +157,8 @@ impl DgramFlow {
             wake: [None; 2],
             started: false,
             counts: [SideCounts::default(); 2],
-            // µs resolution up to 1000 s, as the simulator's RTT statistics.
-            rtt: DurStats::new(1_000, 1_000_000_000),
-            delivered_last_sample: 0,
-            delivered_at_warmup: 0,
+            rec,
+            series,
             error: None,
         })
     }
@@ -263,7 +268,6 @@ impl Dgrams<'_> {
         let iv = self.scn.sample_interval;
         let mut next_sample = Time::ZERO + iv;
         let mut window_due = (!self.scn.warmup.is_zero()).then_some(Time::ZERO + self.scn.warmup);
-        let mut series = Vec::new();
         let mut scratch = vec![0u8; MAX_DATAGRAM];
         let mut rbuf = vec![0u8; MAX_DATAGRAM];
         let mut late = sys::lateness_stats();
@@ -285,7 +289,7 @@ impl Dgrams<'_> {
                 }
                 return DgramOut {
                     flows,
-                    series,
+                    series: Vec::new(),
                     sched: sys::SchedStat::now().since(sched0),
                     late,
                 };
@@ -321,14 +325,14 @@ impl Dgrams<'_> {
             if window_due.is_some_and(|w| now >= w) {
                 window_due = None;
                 for f in flows.iter_mut() {
-                    f.delivered_at_warmup = f.delivered();
-                    f.rtt.clear_totals();
+                    let delivered = f.delivered();
+                    f.rec.start_window(delivered);
                 }
             }
             if now >= next_sample {
                 let ts = round6(next_sample.as_secs_f64());
                 for f in flows.iter_mut() {
-                    sample_flow(f, next_sample, ts, iv, &mut series);
+                    sample_flow(f, next_sample, ts, iv);
                 }
                 next_sample += iv;
             }
@@ -366,8 +370,8 @@ impl Dgrams<'_> {
                         call(f, side, &mut scratch, &mut heap, i, |app, r, io| {
                             app.on_bytes(at, r, data, ecn, io)
                         });
-                        let rtt = &mut f.rtt;
-                        f.app.take_rtt_samples(&mut |d| rtt.record(d));
+                        let rec = &mut f.rec;
+                        f.app.take_rtt_samples(&mut |d| rec.record_rtt(d));
                     } else {
                         let mut tag = [0u8; TAG_BYTES];
                         let n = len.min(TAG_BYTES);
@@ -384,6 +388,7 @@ impl Dgrams<'_> {
                 }
             }
         }
+        let series = flows.iter().flat_map(|f| series_rows(&f.series)).collect();
         DgramOut {
             flows,
             series,
@@ -432,83 +437,75 @@ fn call(
     }
 }
 
-/// The flow's series for the interval ending at `now` (the simulator's keys).
-fn sample_flow(f: &mut DgramFlow, now: Time, ts: f64, iv: Dur, out: &mut Vec<SeriesRow>) {
-    let series = format!("flow/{}", f.name);
-    let mut push = |k: &str, v: f64| out.push((ts, series.clone(), k.to_owned(), v));
+/// The flow's series for the interval ending at `now` (the flow recorder's,
+/// as in the simulator: its own transport's sender, then the app's).
+fn sample_flow(f: &mut DgramFlow, now: Time, ts: f64, iv: Dur) {
     let delivered = f.delivered();
-    let delta = delivered - f.delivered_last_sample;
-    f.delivered_last_sample = delivered;
-    if now < f.start {
-        return;
+    let own = f.app.own_transport();
+    let m = own.as_ref().map(|o| o.cc.metrics());
+    let snap = FlowSample {
+        delivered,
+        cc: own
+            .as_ref()
+            .zip(m.as_ref())
+            .map(|(o, m)| CcSample::of(m, o.cc.states())),
+        pacing: own.as_ref().and_then(|o| o.pacing_rate),
+        inflight: own.as_ref().map(|o| o.bytes_in_flight),
+        srtt: own.as_ref().and_then(|o| o.srtt),
+        ..FlowSample::default()
+    };
+    let (rec, series) = (&mut f.rec, &mut f.series);
+    if rec.sample(series, now, ts, iv, &snap).is_some() {
+        f.app
+            .sample(now, iv, &mut |name, v| rec.push_app(series, ts, name, v));
     }
-    push("goodput_bps", delta as f64 * 8.0 / iv.as_secs_f64());
-    if let Some(o) = f.app.own_transport() {
-        let m = o.cc.metrics();
-        push("cwnd_bytes", m.cwnd as f64);
-        if let Some(st) = m.ssthresh {
-            push("ssthresh_bytes", st as f64);
-        }
-        if let Some(i) = o.cc.states().iter().position(|&n| n == m.state) {
-            push("cc_state", i as f64);
-        }
-        if let Some(p) = o.pacing_rate {
-            push("pacing_bps", p.as_bps() as f64);
-        }
-        push("inflight_bytes", o.bytes_in_flight as f64);
-        if let Some(srtt) = o.srtt {
-            push("srtt_ms", srtt.as_millis_f64());
-        }
-    }
-    if let Some((mean, _)) = f.rtt.take_interval() {
-        push("rtt_ms", mean);
-    }
-    f.app.sample(now, iv, &mut |name, v| push(name, v));
 }
 
-/// Flow `f`'s entry of `summary.flows` (the simulator's keys where both
-/// have them), with `lost`, `ack_lost` and `marks` from the forwarder.
+/// Flow `f`'s entry of `summary.flows` (the flow recorder's, as the
+/// simulator's), with `path` and `marks` (on the data direction) from the
+/// forwarder.
 pub(crate) fn flow_json(
     scn: &Scenario,
     f: &DgramFlow,
     transport: &str,
-    lost: u64,
-    ack_lost: u64,
+    path: PathCounts,
     marks: u64,
 ) -> Value {
     let spec = &scn.flows[f.index];
     let end = Time::ZERO + (scn.duration - Time::ZERO);
-    let completion = f.app.completed_at();
-    let until = completion.unwrap_or(end);
-    let delivered = f.delivered();
-    let goodput = window_goodput_bps(
-        delivered - f.delivered_at_warmup,
-        spec.start,
-        Time::ZERO + scn.warmup,
-        until,
-    );
-    let sender = if spec.direction == Direction::Down {
-        SERVER
-    } else {
-        CLIENT
-    };
+    let down = spec.direction == Direction::Down;
+    let sender = if down { SERVER } else { CLIENT };
     let count = |side: usize| f.counts[side];
-    let mut entry = json!({
-        "cc": spec.app.media_cc().unwrap_or(&spec.cc.kind),
-        "app": spec.app.kind(),
-        "transport": transport,
-        "direction": if spec.direction == Direction::Down { "down" } else { "up" },
-        "client": scn.hosts[spec.client].name,
-        "server": scn.hosts[spec.server].name,
-        "start_s": round6(spec.start.as_secs_f64()),
-        "goodput_bps": goodput.round(),
-        "bytes_delivered": delivered,
-        "completion_s": completion.map(|t| round6(t.saturating_since(spec.start).as_secs_f64())),
-        "rtt_ms": f.rtt.summary_ms(),
-        "lost_packets": lost,
-        "ack_packets_lost": ack_lost,
-        "ce_marks_received": marks,
-        "packets_sent": { "down": count(SERVER).datagrams_sent, "up": count(CLIENT).datagrams_sent },
+    let report = FlowReport {
+        info: FlowInfo {
+            cc: Some(spec.app.media_cc().unwrap_or(&spec.cc.kind)),
+            app: spec.app.kind(),
+            transport,
+            down,
+            client: Some(&scn.hosts[spec.client].name),
+            server: Some(&scn.hosts[spec.server].name),
+        },
+        delivered: f.delivered(),
+        completion: f.app.completed_at(),
+        end,
+        path: Some(PathCounts {
+            // Datagrams each side's socket took.
+            sent: Some(UpDown {
+                down: count(SERVER).datagrams_sent,
+                up: count(CLIENT).datagrams_sent,
+            }),
+            ..path
+        }),
+        // An app with its own transport (QUIC) reports its sender's; a
+        // datagram app has none.
+        transport: f.app.own_transport_summary().unwrap_or(TransportCounts {
+            ce_marks_received: Some(marks),
+            ..TransportCounts::default()
+        }),
+        app_metrics: f.app.report(end),
+    };
+    let mut entry = f.rec.summary(&report);
+    let extra = json!({
         "datagrams_refused_by_socket": {
             "down": count(SERVER).send_refused,
             "up": count(CLIENT).send_refused,
@@ -516,16 +513,10 @@ pub(crate) fn flow_json(
         "sender_bytes_sent": count(sender).bytes_sent,
         "error": f.error,
     });
-    if let Some(own) = f.app.own_transport_summary() {
-        for (k, v) in own {
-            entry[k.as_str()] = v;
-        }
+    if let Value::Object(e) = extra {
+        entry.extend(e);
     }
-    let app = f.app.report(end);
-    if !app.is_null() {
-        entry["app_metrics"] = app;
-    }
-    entry
+    Value::Object(entry)
 }
 
 /// `summary.emulator.datagram_endpoints`: the thread's timing.

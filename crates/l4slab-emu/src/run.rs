@@ -46,7 +46,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use l4slab_core::stats::window_goodput_bps;
+use l4slab_bottleneck::flow::{PathCounts, UpDown};
 use l4slab_core::{Dur, Time};
 use l4slab_scenario::{AppSpec, Direction, EcnSpec, ParseOptions, Protocol, Scenario};
 
@@ -489,7 +489,7 @@ pub fn run(
                     .and_then(|l| socket_options(l.as_raw_fd(), f, p).map(|()| l))
                     .and_then(|l| listener_fastopen(l.as_raw_fd(), p).map(|()| l))
                     .map_err(|e| EmuError::io(&format!("listening for flow {}", f.name), e))?;
-                flows.push(FlowRt::new(i, f, l));
+                flows.push(FlowRt::new(i, f, scn.warmup, l));
             }
             Carrier::Own { transport } => {
                 // The simulator's own app for the flow; a TCP flow the kernel
@@ -631,61 +631,28 @@ pub fn run(
         series.append(&mut o.series);
     }
     let mut flows_json = Map::new();
+    // The path's counts from the forwarder: lost by direction, data and ACKs.
+    let path = |i: usize| {
+        let (lost, ack_lost, _) = per_flow[i];
+        let down = scn.flows[i].direction == Direction::Down;
+        PathCounts {
+            sent: None,
+            lost: UpDown::of_data(down, lost, ack_lost),
+        }
+    };
     for rt in &apps_out.flows {
-        let (i, f) = (rt.index, &scn.flows[rt.index]);
-        let info = rt.info.unwrap_or_default();
-        // The window's goodput (docs/results.md): bytes read after `warmup`
-        // over the flow's time in [warmup, end] (its completion `completion_s`
-        // after its start, else the end).
-        let until = rt
-            .completion
-            .map_or(scn.duration, |c| f.start + (c - Time::ZERO));
-        let goodput = window_goodput_bps(
-            rt.received - rt.received_at_warmup,
-            f.start,
-            Time::ZERO + scn.warmup,
-            until,
-        );
-        let (lost, ack_lost, marks) = &per_flow[i];
-        flows_json.insert(
-            f.name.clone(),
-            json!({
-                "cc": f.cc.kind,
-                // What the sender's socket reported (`TCP_CONGESTION`): the
-                // listener's choice reaches accepted sockets through the kernel.
-                "kernel_cc": rt.cc_in_use,
-                "app": f.app.kind(),
-                "transport": "tcp",
-                "direction": if f.direction == Direction::Down { "down" } else { "up" },
-                "client": scn.hosts[f.client].name,
-                "server": scn.hosts[f.server].name,
-                "start_s": round6(f.start.as_secs_f64()),
-                "goodput_bps": goodput.round(),
-                "bytes_delivered": rt.received,
-                "completion_s": rt.completion.map(|c| round6(c.as_secs_f64())),
-                "rtt_ms": rt.rtt.summary_ms(),
-                "rtt_source": "tcp_info srtt every 10 ms",
-                "retransmits": info.total_retrans,
-                "retransmitted_bytes": info.bytes_retrans,
-                "lost_packets": lost,
-                "ack_packets_lost": ack_lost,
-                "ce_marks_received": marks,
-                "delivered_ce": info.delivered_ce,
-                "ecn": if info.ecn_negotiated() { "classic" } else { "off" },
-                "segments_sent": info.segs_out,
-                "cwnd_final_bytes": u64::from(info.snd_cwnd) * u64::from(info.snd_mss),
-                "error": rt.error,
-            }),
-        );
+        let marks = per_flow[rt.index].2;
+        let f = &scn.flows[rt.index];
+        flows_json.insert(f.name.clone(), rt.summary_json(scn, path(rt.index), marks));
     }
     for d in own_out.iter().flat_map(|o| &o.flows) {
         let Carrier::Own { transport } = plan.flows[d.index].carrier else {
             unreachable!("own endpoints carry Own flows only")
         };
-        let (lost, ack_lost, marks) = per_flow[d.index];
+        let marks = per_flow[d.index].2;
         flows_json.insert(
             d.name.clone(),
-            dgram::flow_json(scn, d, transport, lost, ack_lost, marks),
+            dgram::flow_json(scn, d, transport, path(d.index), marks),
         );
     }
     // In the scenario's order, as the simulator lists them.

@@ -10,7 +10,8 @@
 //!   stateless Retry address validation, bounds, counters.
 //! * [`token`]: the Retry tokens (a keyed MAC).
 //! * [`heap`]: the server's per-session timer heap.
-//! * [`record`]: interval rows, live lines, the summary's flow entry.
+//! * [`record`]: a connection's snapshots for the flow recorder
+//!   (`l4slab_bottleneck::flow`: series, the summary's flow entry), live lines.
 //! * [`run`]: option parsing and the two run loops.
 //!
 //! **Clock.** Like l4slab-udp-driver, this crate runs in real time: the driver's

@@ -1,15 +1,19 @@
-//! What a real endpoint measures about one connection: RTT samples, a row
-//! per reporting interval (the live line and the series), and the flow's
-//! entry in `summary.json`, in the simulator's keys where they exist
-//! (docs/results.md, docs/send.md).
+//! What a real endpoint measures about one connection: its snapshot at each
+//! reporting interval, fed to the flow recorder every backend shares
+//! (`l4slab_bottleneck::flow`), which writes the series and the flow's
+//! entry in `summary.json` with the simulator's keys and rules
+//! (docs/results.md, docs/send.md); and the live line.
 
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use l4slab_app::quic::stats_json;
-use l4slab_core::stats::{round6, DurStats};
-use l4slab_core::{Dur, Time};
+use l4slab_app::quic::{flow_metrics, stats_json};
+use l4slab_bottleneck::flow::{
+    CcSample, FlowInfo, FlowRecorder, FlowReport, FlowSample, TransportCounts,
+};
+use l4slab_core::stats::round6;
+use l4slab_core::{Dur, SeriesStore, Time};
 use l4slab_quic::{Connection, ConnectionStats, EcnState};
 
 /// Which end this record is about: the data sender (`send`) measures
@@ -21,7 +25,7 @@ pub enum Side {
     Receiver,
 }
 
-/// One reporting interval.
+/// One reporting interval, for the live line: what the recorder wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interval {
     /// End of the interval, seconds since the record started.
@@ -45,25 +49,17 @@ pub struct Interval {
     pub ecn: EcnState,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Marks {
-    bytes: u64,
-    ce: u64,
-    marked: u64,
-    lost: u64,
-}
-
 /// The measurements of one connection (see the module documentation).
+/// Times are the driver's clock; the recorder sees them from the record's
+/// start (`t_s`, `start_s` = 0).
 pub struct FlowRecord {
     pub name: String,
     side: Side,
     start: Time,
-    rtt: DurStats,
+    rec: FlowRecorder,
+    store: SeriesStore,
     rtt_samples_seen: u64,
-    last: Marks,
     last_t: Time,
-    /// Series rows `(t_s, key, value)`.
-    series: Vec<(f64, &'static str, f64)>,
     intervals: u64,
 }
 
@@ -76,35 +72,30 @@ impl std::fmt::Debug for FlowRecord {
     }
 }
 
-fn marks(side: Side, st: &ConnectionStats, bytes: u64) -> Marks {
+/// ECN-capable packets and the CE-marked ones among them so far: those
+/// the peer reported (sender), those received (receiver).
+fn ecn_packets(side: Side, st: &ConnectionStats) -> (u64, u64) {
     match side {
-        Side::Sender => Marks {
-            bytes,
-            ce: st.ce_reported,
-            marked: st.ecn_reported,
-            lost: st.packets_lost,
-        },
-        Side::Receiver => Marks {
-            bytes,
-            ce: st.ce_received,
-            marked: st.ect0_received + st.ect1_received + st.ce_received,
-            lost: st.packets_lost,
-        },
+        Side::Sender => (st.ecn_reported, st.ce_reported),
+        Side::Receiver => (
+            st.ect0_received + st.ect1_received + st.ce_received,
+            st.ce_received,
+        ),
     }
 }
 
 impl FlowRecord {
     pub fn new(name: String, side: Side, start: Time) -> Self {
+        let mut store = SeriesStore::default();
+        let rec = FlowRecorder::new(&name, Time::ZERO, Time::ZERO, &mut store);
         FlowRecord {
             name,
             side,
             start,
-            // 1 µs resolution up to 100 s.
-            rtt: DurStats::new(1_000, 100_000_000),
+            rec,
+            store,
             rtt_samples_seen: 0,
-            last: Marks::default(),
             last_t: start,
-            series: Vec::new(),
             intervals: 0,
         }
     }
@@ -113,12 +104,17 @@ impl FlowRecord {
         self.start
     }
 
+    /// `t` of the driver's clock as the recorder's time (since the start).
+    fn rel(&self, t: Time) -> Time {
+        Time::ZERO + t.saturating_since(self.start)
+    }
+
     /// After every event of the connection: take its new RTT sample, if any.
     pub fn observe(&mut self, conn: &Connection) {
         let st = conn.stats();
         if st.rtt_samples > self.rtt_samples_seen {
             self.rtt_samples_seen = st.rtt_samples;
-            self.rtt.record(st.latest_rtt);
+            self.rec.record_rtt(st.latest_rtt);
         }
     }
 
@@ -126,59 +122,51 @@ impl FlowRecord {
     /// stream bytes (acked or delivered in order).
     pub fn sample(&mut self, now: Time, conn: &Connection, bytes: u64) -> Interval {
         let st = conn.stats();
-        let m = marks(self.side, &st, bytes);
-        let dur = now.saturating_since(self.last_t).as_secs_f64();
-        let d_bytes = m.bytes.saturating_sub(self.last.bytes);
-        let d_marked = m.marked.saturating_sub(self.last.marked);
+        let iv = now.saturating_since(self.last_t);
         let has_rtt = st.rtt_samples > 0;
-        let iv = Interval {
-            t_s: round6(now.saturating_since(self.start).as_secs_f64()),
-            dur_s: dur,
-            bytes: d_bytes,
-            goodput_bps: if dur > 0.0 {
-                (d_bytes as f64 * 8.0 / dur).round()
-            } else {
-                0.0
-            },
-            srtt_ms: has_rtt.then(|| round6(st.srtt.as_millis_f64())),
-            min_rtt_ms: has_rtt.then(|| round6(st.min_rtt.as_millis_f64())),
-            rtt_ms: self.rtt.take_interval().map(|(mean, _)| round6(mean)),
-            ce_fraction: (d_marked > 0)
-                .then(|| round6(m.ce.saturating_sub(self.last.ce) as f64 / d_marked as f64)),
-            cwnd_bytes: conn.cwnd(),
-            inflight_bytes: conn.bytes_in_flight(),
-            pacing_bps: conn.pacing_rate().map(|r| r.as_bps() as f64),
-            lost: m.lost.saturating_sub(self.last.lost),
-            ecn: st.ecn_state,
+        let sender = self.side == Side::Sender;
+        let m = conn.cc().metrics();
+        let snap = FlowSample {
+            delivered: bytes,
+            // The controller is the sender's.
+            cc: sender.then(|| CcSample::of(&m, conn.cc().states())),
+            pacing: conn.pacing_rate().filter(|_| sender),
+            inflight: sender.then(|| conn.bytes_in_flight()),
+            srtt: has_rtt.then_some(st.srtt),
+            min_rtt: has_rtt.then_some(st.min_rtt),
+            ecn_packets: Some(ecn_packets(self.side, &st)),
+            losses_declared: sender.then_some(st.packets_lost),
+            ..FlowSample::default()
         };
-        self.last = m;
+        let t = self.rel(now);
+        let t_s = round6(t.as_secs_f64());
+        let w = self
+            .rec
+            .sample(&mut self.store, t, t_s, iv, &snap)
+            .expect("a record samples from its start on");
         self.last_t = now;
         self.intervals += 1;
-        let t = iv.t_s;
-        let mut put = |k: &'static str, v: Option<f64>| {
-            if let Some(v) = v {
-                self.series.push((t, k, v));
-            }
-        };
-        put("goodput_bps", Some(iv.goodput_bps));
-        put("srtt_ms", iv.srtt_ms);
-        put("min_rtt_ms", iv.min_rtt_ms);
-        put("rtt_ms", iv.rtt_ms);
-        put("ce_fraction", iv.ce_fraction);
-        if self.side == Side::Sender {
-            put("cwnd_bytes", Some(iv.cwnd_bytes as f64));
-            put("inflight_bytes", Some(iv.inflight_bytes as f64));
-            put("pacing_bps", iv.pacing_bps);
-            put("lost_packets", Some(iv.lost as f64));
+        Interval {
+            t_s,
+            dur_s: iv.as_secs_f64(),
+            bytes: w.bytes,
+            goodput_bps: w.goodput_bps,
+            srtt_ms: snap.srtt.map(|d| d.as_millis_f64()),
+            min_rtt_ms: snap.min_rtt.map(|d| d.as_millis_f64()),
+            rtt_ms: w.rtt_ms,
+            ce_fraction: w.ce_fraction,
+            cwnd_bytes: m.cwnd,
+            inflight_bytes: conn.bytes_in_flight(),
+            pacing_bps: conn.pacing_rate().map(|r| r.as_bps() as f64),
+            lost: w.lost.unwrap_or(0),
+            ecn: st.ecn_state,
         }
-        iv
     }
 
-    /// Append this record's series rows as `flow/<name>` to `out`.
+    /// Append this record's series rows (`flow/<name>`) to `out`.
     pub fn series_into(&self, out: &mut SeriesColumns) {
-        let series = format!("flow/{}", self.name);
-        for &(t, k, v) in &self.series {
-            out.push(t, &series, k, v);
+        for (t, series, key, v) in self.store.rows() {
+            out.push(t, series, key, v);
         }
     }
 
@@ -186,6 +174,9 @@ impl FlowRecord {
     pub fn summary(&self, conn: &Connection, o: Outcome<'_>) -> Value {
         let Outcome {
             app,
+            cc,
+            client,
+            server,
             bytes,
             completion,
             end,
@@ -193,8 +184,6 @@ impl FlowRecord {
             extra,
         } = o;
         let st = conn.stats();
-        let until = completion.unwrap_or(end);
-        let active = until.saturating_since(self.start).as_secs_f64();
         let conn_json = {
             let mut c = stats_json(&st);
             c["retries"] = st.retries.into();
@@ -209,47 +198,66 @@ impl FlowRecord {
             c["ecn"]["ce_received"] = st.ce_received.into();
             c
         };
-        let mut v = json!({
-            "app": app,
-            "transport": "quic",
-            "start_s": 0.0,
-            "duration_s": round6(end.saturating_since(self.start).as_secs_f64()),
-            "goodput_bps": if active > 0.0 { (bytes as f64 * 8.0 / active).round() } else { 0.0 },
-            "bytes_delivered": bytes,
-            "completion_s": completion.map(|t| round6(t.saturating_since(self.start).as_secs_f64())),
-            "rtt_ms": self.rtt.summary_ms(),
-            "losses_detected": st.packets_lost,
-            "retransmitted_bytes": st.retransmitted_bytes,
-            "ce_marks_received": st.ce_received,
-            "ce_packets_fed_back": st.ce_reported,
-            "ecn_validation": st.ecn_state.name(),
-            "cwnd_final_bytes": conn.cwnd(),
-            "cc_states": conn.cc().states(),
-            "intervals": self.intervals,
-            "app_metrics": app_metrics,
-        });
         // As the simulator's QUIC flows: the connection's counters under
         // app_metrics.client (the sender) or app_metrics.server.
         let key = match self.side {
             Side::Sender => "client",
             Side::Receiver => "server",
         };
-        if !v["app_metrics"].is_object() {
-            v["app_metrics"] = json!({});
+        let mut app_metrics = match app_metrics {
+            Value::Object(m) => Value::Object(m),
+            _ => json!({}),
+        };
+        app_metrics["transport"] = "quic".into();
+        app_metrics[key] = conn_json;
+        let report = FlowReport {
+            info: FlowInfo {
+                cc,
+                app,
+                transport: "quic",
+                // `send` uploads to `serve`.
+                down: false,
+                client,
+                server,
+            },
+            delivered: bytes,
+            completion: completion.map(|t| self.rel(t)),
+            end: self.rel(end),
+            // A real endpoint does not see the path's drops.
+            path: None,
+            // This end's connection: its own CE count is the marks it saw.
+            transport: this_end(conn),
+            app_metrics,
+        };
+        let mut v = self.rec.summary(&report);
+        v.insert(
+            "duration_s".into(),
+            round6(end.saturating_since(self.start).as_secs_f64()).into(),
+        );
+        v.insert("intervals".into(), self.intervals.into());
+        if let Value::Object(e) = extra {
+            v.extend(e);
         }
-        v["app_metrics"]["transport"] = "quic".into();
-        v["app_metrics"][key] = conn_json;
-        if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
-            m.extend(e);
-        }
-        v
+        Value::Object(v)
     }
+}
+
+/// The transport counters of this end's connection, with the QUIC flows'
+/// meaning (`l4slab_app::quic::flow_metrics`); `ce_marks_received` is the
+/// CE marks this end received.
+fn this_end(conn: &Connection) -> TransportCounts {
+    flow_metrics(conn, Some(conn))
 }
 
 /// How a flow ended, for [`FlowRecord::summary`].
 pub struct Outcome<'a> {
     /// The app's kind (`bulk`, `file`, `frames`; `receive` at the server).
     pub app: &'a str,
+    /// The sender's congestion control, when this end knows it.
+    pub cc: Option<&'a str>,
+    /// The two ends' addresses, when known.
+    pub client: Option<&'a str>,
+    pub server: Option<&'a str>,
     /// The app's bytes acknowledged (sender) or delivered (receiver) in order.
     pub bytes: u64,
     /// When a file completed.

@@ -10,6 +10,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use serde_json::{json, Value};
 
 use l4slab_app::quic::{QuicApp, QuicStreams};
+use l4slab_bottleneck::flow::FlowKey;
 use l4slab_core::stats::round6;
 use l4slab_core::{Dur, Ecn, Time};
 use l4slab_quic::ConnectionConfig;
@@ -435,21 +436,22 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         }
         m
     };
+    let (local_s, server_s) = (local.to_string(), server.to_string());
     let flow = client.record.summary(
         &client.conn,
         Outcome {
             app: client_app_kind(&app),
+            cc: Some(&cc),
+            client: Some(&local_s),
+            server: Some(&server_s),
             bytes,
             completion: client.completed_at(),
             end,
             app_metrics,
             extra: json!({
-            "cc": cc,
-            "ecn": ecn_name,
-            "direction": "up",
-            "client": local.to_string(),
-            "server": server.to_string(),
-            "handshake_ms": st.handshake_time.map(ms),
+                // The codepoint asked for (`--ecn`).
+                "ecn": ecn_name,
+                "handshake_ms": st.handshake_time.map(ms),
             }),
         },
     );
@@ -519,7 +521,7 @@ fn client_codepoint(cc: &str) -> Ecn {
 /// The summary a run prints at its end.
 fn final_lines(name: &str, flow: &Value, wall: Dur) -> Vec<String> {
     let f = |k: &str| flow[k].as_f64().unwrap_or(0.0);
-    let rtt = &flow["rtt_ms"];
+    let rtt = &flow[FlowKey::RttMs.name()];
     let r = |k: &str| {
         rtt[k]
             .as_f64()
@@ -533,7 +535,7 @@ fn final_lines(name: &str, flow: &Value, wall: Dur) -> Vec<String> {
             "[{name}] {:>6.2} s total  {:>9}  {:>10}  {}",
             wall.as_secs_f64(),
             human_bytes(flow["bytes_delivered"].as_u64().unwrap_or(0)),
-            human_rate(f("goodput_bps")),
+            human_rate(f(FlowKey::GoodputBps.name())),
             if sender { "acknowledged" } else { "received" },
         ),
         format!(

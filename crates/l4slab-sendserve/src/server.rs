@@ -176,16 +176,16 @@ impl Session {
 
     /// The session's entry in `summary.json`.
     pub fn summary(&self, end: Time) -> Value {
-        let extra = json!({
-            "direction": "up",
-            "client": self.peer.to_string(),
-            "session": self.number,
-        });
+        let extra = json!({ "session": self.number });
+        let client = self.peer.to_string();
         // The server receives whatever the client's app sends.
         self.record.summary(
             &self.conn,
             Outcome {
                 app: "receive",
+                cc: None,
+                client: Some(&client),
+                server: None,
                 bytes: self.app.delivered(),
                 completion: self.app.completion(),
                 end,

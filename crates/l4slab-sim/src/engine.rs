@@ -24,6 +24,7 @@
 //! window or the queue depth.
 
 use l4slab_app::{Datagram, FlowApp, FlowIo};
+use l4slab_bottleneck::flow::{CcSample, FlowSample};
 use l4slab_bottleneck::Bottleneck;
 use l4slab_bottleneck::QueueEventKind;
 use l4slab_core::pkttrace::{AtQueue, PacketChunk, PktEvent, CHUNK_ROWS};
@@ -40,7 +41,7 @@ use crate::pkttrace;
 use crate::recorder::Recorder;
 use crate::segstore::{BytePool, Carried, SegStore};
 use crate::{PacketTrace, SimError};
-use l4slab_core::{Name, SeriesStore};
+use l4slab_core::SeriesStore;
 
 /// Bottleneck directions; the value is the queue's [`l4slab_core::QueueId`]
 /// (the hosts' access queues follow, [`l4slab_scenario::build::AccessQueues`]).
@@ -156,23 +157,12 @@ pub struct FlowState {
     /// The app's wake-up per side.
     pub app_timer: [Option<Time>; 2],
     pub rng: SimRng,
-    pub start: Time,
     pub file_size: Option<u64>,
     pub delivered: u64,
-    /// `delivered` at the start of the measurement window (`warmup`).
-    pub delivered_at_warmup: u64,
-    pub delivered_last_sample: u64,
     pub completion: Option<Time>,
     /// Packets sent and dropped, by the side that sent them.
     pub sent_pkts: [u64; 2],
     pub lost_pkts: [u64; 2],
-    /// The same at the last sample.
-    pub last_sent_pkts: [u64; 2],
-    pub last_lost_pkts: [u64; 2],
-    pub series: Name,
-    /// Series keys `cc.<name>` of the sender's controller state
-    /// (`CcMetrics::extra`), interned on first use.
-    pub cc_keys: Vec<Name>,
 }
 
 impl FlowState {
@@ -195,20 +185,6 @@ pub fn role_of(side: usize) -> Role {
     } else {
         Role::Server
     }
-}
-
-/// Interned series keys.
-pub struct Keys {
-    pub goodput_bps: Name,
-    pub cwnd_bytes: Name,
-    pub ssthresh_bytes: Name,
-    pub pacing_bps: Name,
-    pub inflight_bytes: Name,
-    pub unsent_bytes: Name,
-    pub srtt_ms: Name,
-    pub rtt_ms: Name,
-    pub loss_fraction: Name,
-    pub cc_state: Name,
 }
 
 /// Packet conservation counters: created = delivered + dropped + in the network.
@@ -258,7 +234,6 @@ pub struct Sim<'s> {
     pub byte_out: Vec<(u32, u32, Ecn)>,
     pub rec: Recorder,
     pub series: SeriesStore,
-    pub keys: Keys,
     pub trace: Option<PacketTrace>,
     /// The pcap capture of every queue (`pcap = true` and a results folder).
     pub pcap: Option<Capture>,
@@ -602,8 +577,10 @@ impl Sim<'_> {
                 });
                 self.bytes.give_back(buf, data);
                 // An app's own transport (QUIC) takes its RTT samples from datagrams.
-                let rtt = &mut self.rec.flows[f].rtt;
-                self.flows[f].app.take_rtt_samples(&mut |d| rtt.record(d));
+                let rec = &mut self.rec.flows[f];
+                self.flows[f]
+                    .app
+                    .take_rtt_samples(&mut |d| rec.record_rtt(d));
             }
         }
     }
@@ -841,8 +818,7 @@ impl Sim<'_> {
         self.bn.start_window(now);
         for (fl, rec) in self.flows.iter_mut().zip(&mut self.rec.flows) {
             fl.sync_app_delivery();
-            fl.delivered_at_warmup = fl.delivered;
-            rec.rtt.clear_totals();
+            rec.start_window(fl.delivered);
         }
     }
 
@@ -859,75 +835,37 @@ impl Sim<'_> {
         // emulator): every queue runs to `now` first.
         self.advance_all(now);
         let t = now.as_secs_f64();
-        let iv = self.scn.sample_interval.as_secs_f64();
-        let k = &self.keys;
-        for (f, fl) in self.flows.iter_mut().enumerate() {
+        let iv = self.scn.sample_interval;
+        for (fl, rec) in self.flows.iter_mut().zip(&mut self.rec.flows) {
             fl.sync_app_delivery();
-            let s = fl.series;
-            let delta = fl.delivered - fl.delivered_last_sample;
-            fl.delivered_last_sample = fl.delivered;
-            if now < fl.start {
-                continue;
-            }
-            let ss = &mut self.series;
-            ss.push(t, s, k.goodput_bps, delta as f64 * 8.0 / iv);
             let ep = &fl.eps[fl.sender].ep;
             // An app with its own transport (QUIC): its sender's, not the idle TCP endpoint's.
             let own = fl.app.own_transport();
             let cc = own.as_ref().map_or(ep.cc(), |o| o.cc);
             let m = cc.metrics();
-            ss.push(t, s, k.cwnd_bytes, m.cwnd as f64);
-            if let Some(st) = m.ssthresh {
-                ss.push(t, s, k.ssthresh_bytes, st as f64);
-            }
-            // The controller's mode, as an index into its `states()` (summary
-            // `cc_states`), and its own state variables.
-            let states = cc.states();
-            if let Some(i) = states.iter().position(|&n| n == m.state) {
-                ss.push(t, s, k.cc_state, i as f64);
-            } else {
-                debug_assert!(states.is_empty(), "{} not in {states:?}", m.state);
-            }
-            for (i, &(name, v)) in m.extra.iter().enumerate() {
-                if i == fl.cc_keys.len() {
-                    fl.cc_keys.push(ss.intern(&format!("cc.{name}")));
-                }
-                if v.is_finite() {
-                    ss.push(t, s, fl.cc_keys[i], v);
-                }
-            }
             let (pacing, inflight, srtt) = match &own {
                 Some(o) => (o.pacing_rate, o.bytes_in_flight, o.srtt),
                 None => (ep.pacing_rate(), ep.bytes_in_flight(), ep.srtt()),
             };
-            if let Some(p) = pacing {
-                ss.push(t, s, k.pacing_bps, p.as_bps() as f64);
-            }
-            ss.push(t, s, k.inflight_bytes, inflight as f64);
-            // Written but not yet sent: the wait inside the sending host.
-            if own.is_none() {
-                ss.push(t, s, k.unsent_bytes, ep.unsent_bytes() as f64);
-            }
-            if let Some(srtt) = srtt {
-                ss.push(t, s, k.srtt_ms, srtt.as_millis_f64());
-            }
-            if let Some((mean, _)) = self.rec.flows[f].rtt.take_interval() {
-                ss.push(t, s, k.rtt_ms, mean);
-            }
-            // Packet loss of the main data direction over the interval.
             let d = fl.sender;
-            let sent = fl.sent_pkts[d] - fl.last_sent_pkts[d];
-            let lost = fl.lost_pkts[d] - fl.last_lost_pkts[d];
-            if sent > 0 {
-                ss.push(t, s, k.loss_fraction, lost as f64 / sent as f64);
+            let snap = FlowSample {
+                delivered: fl.delivered,
+                cc: Some(CcSample::of(&m, cc.states())),
+                pacing,
+                inflight: Some(inflight),
+                // Written but not yet sent: the wait inside the sending host.
+                unsent: own.is_none().then(|| ep.unsent_bytes()),
+                srtt,
+                // Packet loss of the main data direction.
+                data_packets: Some((fl.sent_pkts[d], fl.lost_pkts[d])),
+                ..FlowSample::default()
+            };
+            let ss = &mut self.series;
+            if rec.sample(ss, now, t, iv, &snap).is_none() {
+                continue;
             }
-            fl.last_sent_pkts = fl.sent_pkts;
-            fl.last_lost_pkts = fl.lost_pkts;
             fl.app
-                .sample(now, self.scn.sample_interval, &mut |name, v| {
-                    let key = ss.intern(name);
-                    ss.push(t, s, key, v);
-                });
+                .sample(now, iv, &mut |name, v| rec.push_app(ss, t, name, v));
         }
         self.bn
             .sample(now, t, self.scn.sample_interval, &mut self.series);

@@ -3,6 +3,7 @@
 //! (qdisc, rate, loss) and the hosts' access links come from
 //! [`l4slab_scenario::build`], which the emulator shares.
 
+use l4slab_bottleneck::flow::FlowRecorder;
 use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, SimRng, Time};
 use l4slab_link::DelayLine;
@@ -12,8 +13,8 @@ use l4slab_tcp::{
 };
 
 use crate::engine::{
-    BnArmed, EpState, Ev, FlowState, Keys, Line, LineExit, PacketCounts, QueueExit, QueueRoute,
-    Sim, CLIENT, DOWN, SERVER, UP,
+    BnArmed, EpState, Ev, FlowState, Line, LineExit, PacketCounts, QueueExit, QueueRoute, Sim,
+    CLIENT, DOWN, SERVER, UP,
 };
 use crate::event::EventQueue;
 use crate::recorder::Recorder;
@@ -162,6 +163,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         q.schedule(Time::ZERO + scn.warmup, Ev::Warmup);
     }
     let mut flows = Vec::with_capacity(scn.flows.len());
+    let mut recs = Vec::with_capacity(scn.flows.len());
     for (i, f) in scn.flows.iter().enumerate() {
         let t = &f.transport;
         let cfg = TransportConfig {
@@ -218,40 +220,24 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             app: l4slab_scenario::flow_app::flow_app(f, seed),
             app_timer: [None; 2],
             rng: SimRng::derive(seed, &format!("flow/{}", f.name)),
-            start: f.start,
             file_size: match f.app {
                 AppSpec::File { size } => Some(size),
                 _ => None,
             },
             delivered: 0,
-            delivered_at_warmup: 0,
-            delivered_last_sample: 0,
             completion: None,
             sent_pkts: [0; 2],
             lost_pkts: [0; 2],
-            last_sent_pkts: [0; 2],
-            last_lost_pkts: [0; 2],
-            series: series.intern(&format!("flow/{}", f.name)),
-            cc_keys: Vec::new(),
         });
         q.schedule_flow(f.start, Ev::FlowStart { flow: id });
+        // The measurement window starts at `warmup` (docs/results.md).
+        let window = Time::ZERO + scn.warmup;
+        recs.push(FlowRecorder::new(&f.name, f.start, window, &mut series));
     }
     if scn.sample_interval.as_nanos() > 0 {
         q.schedule(Time::ZERO + scn.sample_interval, Ev::Sample);
     }
     let (fastopen, fastopen_of) = fastopen_caches(scn);
-    let keys = Keys {
-        goodput_bps: series.intern("goodput_bps"),
-        cwnd_bytes: series.intern("cwnd_bytes"),
-        ssthresh_bytes: series.intern("ssthresh_bytes"),
-        pacing_bps: series.intern("pacing_bps"),
-        inflight_bytes: series.intern("inflight_bytes"),
-        unsent_bytes: series.intern("unsent_bytes"),
-        srtt_ms: series.intern("srtt_ms"),
-        rtt_ms: series.intern("rtt_ms"),
-        loss_fraction: series.intern("loss_fraction"),
-        cc_state: series.intern("cc_state"),
-    };
     Ok(Sim {
         scn,
         seed,
@@ -270,13 +256,12 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         fastopen,
         fastopen_of,
         lines: build_lines(scn),
-        rec: Recorder::new(flows.len()),
+        rec: Recorder { flows: recs },
         flows,
         segs: SegStore::default(),
         bytes: Default::default(),
         byte_out: Vec::with_capacity(64),
         series,
-        keys,
         trace,
         pcap: None,
         counts: PacketCounts::default(),

@@ -1,8 +1,8 @@
 //! The end of a run: packet conservation check and `summary.json`.
 
-use serde_json::{json, Map};
+use serde_json::{json, Map, Value};
 
-use l4slab_core::stats::window_goodput_bps;
+use l4slab_bottleneck::flow::{FlowInfo, FlowReport, PathCounts, TransportCounts, UpDown};
 use l4slab_core::Time;
 use l4slab_scenario::{AppSpec, Direction};
 
@@ -43,29 +43,49 @@ impl Sim<'_> {
             fl.sync_app_delivery();
         }
         let end = self.scn.duration;
-        // The measurement window (docs/results.md): `[warmup, end]`.
+        // The measurement window (docs/results.md): `[warmup, end]` (the
+        // flows' recorders know it).
         let warmup = Time::ZERO + self.scn.warmup;
         let mut flows = Map::new();
-        for (f, (fl, spec)) in self.flows.iter().zip(&self.scn.flows).enumerate() {
+        for ((fl, spec), rec) in self.flows.iter().zip(&self.scn.flows).zip(&self.rec.flows) {
             let sender = &fl.eps[fl.sender].ep;
             let st = sender.stats();
             // The receiving endpoint counts the CE marks that reached it.
             let receiver = fl.eps[1 - fl.sender].ep.stats();
-            // Bytes delivered in the window over the flow's time in it.
-            let until = fl.completion.unwrap_or(end);
-            let goodput = window_goodput_bps(
-                fl.delivered - fl.delivered_at_warmup,
-                fl.start,
-                warmup,
-                until,
+            let tcp = TransportCounts {
+                retransmits: Some(st.retransmits),
+                retransmitted_bytes: Some(st.bytes_retransmitted),
+                losses_detected: Some(st.lost_segments),
+                rto_count: Some(st.rto_count),
+                ce_marks_received: Some(receiver.ce_marks_received),
+                ce_packets_fed_back: Some(st.ce_packets_fed_back),
+                ce_bytes_fed_back: Some(st.ce_bytes_fed_back),
+                ecn_echo_events: Some(st.ecn_echo_events),
+                ecn: Some(st.ecn_mode.name()),
+                ecn_validation: Some(st.ecn_validation.name()),
+                segments_sent: Some(st.segments_sent),
+                data_segments_sent: Some(st.data_segments_sent),
+                recovery_episodes: Some(st.fast_recovery_episodes),
+                spurious_retransmits: Some(st.spurious_retransmits),
+                tlp_probes: Some(st.tlp_probes),
+                tlp_recoveries: Some(st.tlp_recoveries),
+                dsacks_received: Some(st.dsacks_received),
+                undos: Some(st.undos),
+                spurious_rtos: Some(st.spurious_rtos),
+                cwnd_final_bytes: Some(sender.cc_metrics().cwnd),
+                cc_states: Some(sender.cc().states()),
+            };
+            let (client, server) = (
+                &self.scn.hosts[spec.client].name,
+                &self.scn.hosts[spec.server].name,
             );
-            let rec = &self.rec.flows[f];
-            let mut entry = json!({
+            let report = FlowReport {
+                info: FlowInfo {
                     // An RTP app's congestion control is its media controller.
-                    "cc": spec.app.media_cc().unwrap_or(&spec.cc.kind),
-                    "app": spec.app.kind(),
+                    cc: Some(spec.app.media_cc().unwrap_or(&spec.cc.kind)),
+                    app: spec.app.kind(),
                     // Datagram apps (ping) use no connection and no congestion control.
-                    "transport": if spec.app.is_rtp() {
+                    transport: if spec.app.is_rtp() {
                         "rtp"
                     } else if spec.transport.protocol == l4slab_scenario::Protocol::Quic {
                         "quic"
@@ -74,62 +94,33 @@ impl Sim<'_> {
                     } else {
                         "udp"
                     },
-                    "direction": match spec.direction { Direction::Down => "down", Direction::Up => "up" },
-                    "client": self.scn.hosts[spec.client].name,
-                    "server": self.scn.hosts[spec.server].name,
-                    "start_s": round6(fl.start.as_secs_f64()),
-                    "goodput_bps": goodput.round(),
-                    "bytes_delivered": fl.delivered,
-                    "completion_s": fl.completion.map(|t| round6(t.saturating_since(fl.start).as_secs_f64())),
-                    "rtt_ms": rec.rtt.summary_ms(),
-                    "retransmits": st.retransmits,
-                    "retransmitted_bytes": st.bytes_retransmitted,
-                    "lost_packets": fl.lost_pkts[fl.sender],
-                    "ack_packets_lost": fl.lost_pkts[1 - fl.sender],
-                    // Per direction, data and ACKs alike: down = sent by the server.
-                    "packets_sent": { "down": fl.sent_pkts[SERVER], "up": fl.sent_pkts[CLIENT] },
-                    "packet_loss_pct": {
-                        "down": loss_pct(fl.lost_pkts[SERVER], fl.sent_pkts[SERVER]),
-                        "up": loss_pct(fl.lost_pkts[CLIENT], fl.sent_pkts[CLIENT]),
+                    down: spec.direction == Direction::Down,
+                    client: Some(client),
+                    server: Some(server),
+                },
+                delivered: fl.delivered,
+                completion: fl.completion,
+                end,
+                path: Some(PathCounts {
+                    sent: Some(UpDown {
+                        down: fl.sent_pkts[SERVER],
+                        up: fl.sent_pkts[CLIENT],
+                    }),
+                    lost: UpDown {
+                        down: fl.lost_pkts[SERVER],
+                        up: fl.lost_pkts[CLIENT],
                     },
-                    "losses_detected": st.lost_segments,
-                    "rto_count": st.rto_count,
-                    "ce_marks_received": receiver.ce_marks_received,
-                    // What the feedback told the sender: marks (AccECN counts them all) and ECN reductions.
-                    "ce_packets_fed_back": st.ce_packets_fed_back,
-                    "ce_bytes_fed_back": st.ce_bytes_fed_back,
-                    "ecn_echo_events": st.ecn_echo_events,
-                    "ecn": st.ecn_mode.name(),
-                    "ecn_validation": st.ecn_validation.name(),
-                    "segments_sent": st.segments_sent,
-                    "data_segments_sent": st.data_segments_sent,
-                    "recovery_episodes": st.fast_recovery_episodes,
-                    "spurious_retransmits": st.spurious_retransmits,
-                    // Linux loss recovery (docs/models/transport.md).
-                    "tlp_probes": st.tlp_probes,
-                    "tlp_recoveries": st.tlp_recoveries,
-                    "dsacks_received": st.dsacks_received,
-                    "undos": st.undos,
-                    "spurious_rtos": st.spurious_rtos,
-                    "cwnd_final_bytes": sender.cc_metrics().cwnd,
-                    // What the series' `cc_state` codes mean.
-                    "cc_states": sender.cc().states(),
-            });
-            // An app with its own transport (QUIC) reports its sender's.
-            if let Some(own) = fl.app.own_transport_summary() {
-                for (k, v) in own {
-                    entry[k.as_str()] = v;
-                }
-            }
+                }),
+                // An app with its own transport (QUIC) reports its sender's.
+                transport: fl.app.own_transport_summary().unwrap_or(tcp),
+                // What the application measured (frame latency, stalls, probe RTT, ...).
+                app_metrics: fl.app.report(end),
+            };
+            let mut entry = rec.summary(&report);
             if spec.cc.has_options() {
-                entry["cc_options"] = json!(spec.cc.options);
+                entry.insert("cc_options".into(), json!(spec.cc.options));
             }
-            // What the application measured (frame latency, stalls, probe RTT, ...).
-            let app = fl.app.report(end);
-            if !app.is_null() {
-                entry["app_metrics"] = app;
-            }
-            flows.insert(spec.name.clone(), entry);
+            flows.insert(spec.name.clone(), Value::Object(entry));
         }
         // A web object fetched on a new connection is also listed with its page.
         for spec in &self.scn.flows {
@@ -188,14 +179,5 @@ impl Sim<'_> {
             pcap_files: Vec::new(),
             stats,
         }
-    }
-}
-
-/// `lost` of `sent` packets in percent (0 when nothing was sent).
-fn loss_pct(lost: u64, sent: u64) -> f64 {
-    if sent == 0 {
-        0.0
-    } else {
-        round6(100.0 * lost as f64 / sent as f64)
     }
 }

@@ -139,7 +139,8 @@ pub struct RttSeries {
 
 /// RTT series names of a one-stream app and of a call's two directions.
 pub const RTT: RttSeries = RttSeries {
-    mean: "rtt_ms",
+    // The flow recorder's key: an RTP flow's RTT is its app's.
+    mean: l4slab_bottleneck::flow::FlowKey::RttMs.name(),
     max: "rtt_max_ms",
 };
 pub const RTT_UP: RttSeries = RttSeries {
