@@ -45,10 +45,10 @@ use std::os::fd::RawFd;
 
 use serde_json::{json, Map, Value};
 
+use l4slab_bottleneck::Bottleneck;
+use l4slab_bottleneck::QueueEventKind;
 use l4slab_core::pkttrace::{AtQueue, PktEvent};
 use l4slab_core::{Dur, FlowId, Packet, SeriesStore, Time};
-use l4slab_bottleneck::QueueEventKind;
-use l4slab_bottleneck::Bottleneck;
 use l4slab_pcap::{Captures, Point};
 
 use crate::access::AccessRoutes;
@@ -71,8 +71,9 @@ const MAX_SLOTS: usize = 1 << 18;
 const TOKEN_TUN: [u64; 2] = [0, 1];
 const TOKEN_SIGNAL: u64 = 3;
 
-/// What to do with a packet that is not understood.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What to do with a packet that is not understood (`"pass"`, `"drop"` in a plan).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MalformedPolicy {
     /// Count it and carry it through the queue unchanged, as Not-ECT.
     #[default]

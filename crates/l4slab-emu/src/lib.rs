@@ -18,7 +18,8 @@
 //! * [`apps`]: the kernel TCP endpoints of a `run` and their thread.
 //! * [`probe`]: small measurement tools (ping, TCP sender with TCP_INFO).
 //! * [`ecncheck`]: ECN path validation (passes, bleaches, re-marks, drops ECT).
-//! * [`cli`]: the command line (`l4slab-emu`, `python -m l4slab._emu`).
+//! * [`plan`]: what one emulator process is asked to do (JSON from the Python commands).
+//! * [`cli`]: the process's entry (`l4slab-emu PLAN`, `python -m l4slab._emu PLAN`).
 //!
 //! This is the only l4slab crate that reads the wall clock or does OS I/O
 //! (DESIGN.md §4.4), hence the crate-wide allowance below for clippy's
@@ -36,6 +37,7 @@ pub mod forwarder;
 pub mod netns;
 pub mod packet;
 pub mod pktlog;
+pub mod plan;
 pub mod probe;
 pub mod run;
 pub mod shell;
@@ -64,6 +66,11 @@ pub enum EmuError {
     Scenario(#[from] l4slab_scenario::ScenarioError),
     #[error("{0}")]
     Usage(String),
+    /// A plan this emulator cannot read ([`plan::Plan::from_json`]): the
+    /// Python side that wrote it and this emulator disagree (another
+    /// version?), or a value is out of range.
+    #[error("bad emulator plan: {0}")]
+    Plan(String),
     #[error("{0}")]
     Unsupported(String),
     #[error(
