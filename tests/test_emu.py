@@ -122,6 +122,10 @@ def test_bad_options_exit_2_naming_the_problem(capsys: pytest.CaptureFixture[str
     assert "--qdisc-param needs --qdisc" in capsys.readouterr().err
     assert main(["emu", "--ecn-path", "sideways", "--", "true"]) == 2
     assert "unknown ECN path 'sideways'" in capsys.readouterr().err
+    # Checked by the emulator's own reading of the plan, before root is asked for.
+    assert main(["emu", "--malformed", "sideways", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "shell.tuning.malformed: unknown variant `sideways`, expected `pass` or `drop`" in err
 
 
 def test_refuses_clearly_without_root(

@@ -62,6 +62,7 @@ def test_every_plan_the_emu_commands_build_is_read_by_the_emulator(
     shell = ["emu", "--rate", "20Mbit", "--ecn-path", "bleach", "--qdisc", "dualpi2"]
     shell += ["--qdisc-param", "step_thresh=1ms", "--server", "sleep 1", "--cc", "reno"]
     shell += ["--spin-us", "5", "--min-sleep-us", "0", "--no-pin", "--no-realtime", "-q"]
+    shell += ["--mtu", "9000", "--malformed", "drop", "--no-coalesce"]
     assert main([*shell, "--", "true"]) == 0
     assert main(["emu", "--delay", "5ms", "ecn-check", "--count", "3", "--json"]) == 0
     assert main(["emu", "cleanup"]) == 0
@@ -69,7 +70,16 @@ def test_every_plan_the_emu_commands_build_is_read_by_the_emulator(
     run, check, _ = handed
     assert [_accepted(p) for p in handed] == ["shell", "shell", "cleanup"]
     assert isinstance(run, emu_plan.Shell) and isinstance(check, emu_plan.Shell)
-    assert run.command == ("true",) and run.cc == "reno" and run.tuning.min_sleep_us == 0
+    assert run.command == ("true",) and run.cc == "reno" and run.quiet
+    assert run.tuning == emu_plan.Tuning(
+        mtu=9000,
+        spin_us=5,
+        min_sleep_us=0,
+        pin=False,
+        realtime=False,
+        coalesce=False,
+        malformed="drop",
+    )
     assert "bottleneck.ecn_rewrite=bleach" in run.sets
     # The ECN check's two ends are plans too: the checker is COMMAND, the
     # reflector the server command.
@@ -136,6 +146,9 @@ def test_a_bad_plan_is_refused_naming_the_field() -> None:
     # A value the emulator cannot take is bad input (exit code 2), before root is asked for.
     with pytest.raises(emu.EmuInputError, match=r"tuning\.mtu: must be between 576 and 9000"):
         emu.checked(emu_plan.Shell(command=("true",), tuning=emu_plan.Tuning(mtu=100)))
+    # So is a value only the emulator knows the choices of.
+    with pytest.raises(emu.EmuInputError, match="malformed: unknown variant `sideways`"):
+        emu.checked(emu_plan.Shell(command=("true",), tuning=emu_plan.Tuning(malformed="sideways")))
     # The emulator process says the same and exits with code 2.
     proc = subprocess.run(
         [*emu.emulator_command(), json.dumps(plan)], capture_output=True, text=True, check=False

@@ -111,6 +111,7 @@ def _opt(
     metavar: str | None = None,
     show_default: bool = False,
     min: int | None = None,
+    max: int | None = None,
 ) -> Any:
     return typer.Option(
         *names,
@@ -119,6 +120,7 @@ def _opt(
         show_default=show_default,
         metavar=metavar,
         min=min,
+        max=max,
     )
 
 
@@ -211,6 +213,37 @@ def _emu(
     no_realtime: Annotated[
         bool, _opt("--no-realtime", help="Do not use SCHED_FIFO.", panel=_RUN)
     ] = False,
+    mtu: Annotated[
+        int,
+        _opt(
+            "--mtu",
+            help="The TUN devices' MTU in bytes.",
+            panel=_RUN,
+            show_default=True,
+            min=576,
+            max=9000,
+        ),
+    ] = Tuning.mtu,
+    malformed: Annotated[
+        str,
+        _opt(
+            "--malformed",
+            help="Packets that are not IPv4/IPv6 or whose lengths disagree: counted, and "
+            "carried through the queue as Not-ECT (pass) or dropped (drop).",
+            panel=_RUN,
+            metavar="pass|drop",
+            show_default=True,
+        ),
+    ] = Tuning.malformed,
+    no_coalesce: Annotated[
+        bool,
+        _opt(
+            "--no-coalesce",
+            help="Write each segment on its own, not the segments released together as one "
+            "GSO packet.",
+            panel=_RUN,
+        ),
+    ] = False,
     quiet: Annotated[
         bool, _opt("--quiet", "-q", help="No banner or timing line.", panel=_RUN)
     ] = False,
@@ -243,7 +276,13 @@ def _emu(
         cc=cc,
         quiet=quiet,
         tuning=Tuning(
-            spin_us=spin_us, min_sleep_us=min_sleep_us, pin=not no_pin, realtime=not no_realtime
+            mtu=mtu,
+            spin_us=spin_us,
+            min_sleep_us=min_sleep_us,
+            pin=not no_pin,
+            realtime=not no_realtime,
+            coalesce=not no_coalesce,
+            malformed=malformed,
         ),
     )
 

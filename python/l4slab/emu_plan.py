@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 __all__ = [
     "CLIENT_ADDR",
@@ -69,8 +69,9 @@ class Tuning:
     realtime: bool = True
     #: Write segments released together as one GSO packet.
     coalesce: bool = True
-    #: Packets that are not understood: counted and carried as Not-ECT, or dropped.
-    malformed: Literal["pass", "drop"] = "pass"
+    #: Packets that are not understood: counted and carried as Not-ECT (``"pass"``)
+    #: or dropped (``"drop"``); the emulator refuses any other value, naming the field.
+    malformed: str = "pass"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,6 @@
 //! A host's access link in the emulator (`[hosts.NAME.access]`), end to end
 //! with kernel TCP: the same scenario as the simulator's
-//! `tests/access_link.rs`, run by `l4slab-emu run`, queues at the access
+//! `tests/access_link.rs`, run by the emulator's `run` plan, queues at the access
 //! link as the simulated one does and gets the simulator's goodput; its
 //! packet trace and pcap capture cover the access link as the simulator's
 //! do (the runtime's queue events and capture points). Needs
