@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from l4slab import emu
+from l4slab import emu, emu_plan
 from l4slab.check import judge as J
 from l4slab.check.measure import PhaseMetrics
 from l4slab.check.pcap import CE, ECT1, NOT_ECT, read_direction
@@ -201,13 +201,17 @@ def _check(out: Path, client: str, server: str, *only: str) -> tuple[int, dict[s
 
 def test_known_behaviours_get_the_expected_verdicts(tmp_path: Path) -> None:
     """Issue 16's Done-means, as root through the emulator (about 2 minutes)."""
-    prog = shlex.join(_root_or_skip())
+    _root_or_skip()
     before = _namespaces()
     l4slab = shlex.join([sys.executable, "-m", "l4slab"])
     serve = f"{l4slab} serve"
     send = f'{l4slab} send "$L4SLAB_SERVER" -t "$L4SLAB_CHECK_SECONDS" --cc prague'
-    sink = f"{prog} probe tcp-sink --port 5001"
-    cubic = f'{prog} probe tcp-send "{{addr}}:5001" --cc cubic --seconds "$L4SLAB_CHECK_SECONDS"'
+    sink = shlex.join(emu.command_line(emu_plan.TcpSink(port=5001)))
+
+    def cubic(addr: str) -> str:
+        # The check's phases last 4 s by default ($L4SLAB_CHECK_SECONDS).
+        plan = emu_plan.TcpSend(addr=f"{addr}:5001", cc="cubic", seconds=4.0)
+        return shlex.join(emu.command_line(plan))
 
     # l4slab's own Prague endpoint passes every phase (WARN is allowed: SHOULDs).
     code, c = _check(tmp_path / "prague", send, serve)
@@ -221,7 +225,7 @@ def test_known_behaviours_get_the_expected_verdicts(tmp_path: Path) -> None:
     assert (tmp_path / "prague/figures/mark-6%.png").stat().st_size > 1000
 
     # Kernel Cubic without ECN: "not L4S" (no ECT(1)), exit code 3.
-    code, c = _check(tmp_path / "cubic", cubic.format(addr="$L4SLAB_SERVER"), sink)
+    code, c = _check(tmp_path / "cubic", cubic(emu_plan.SERVER_ADDR), sink)
     assert code == 3
     assert c["ect1"]["verdict"] == "FAIL" and "no ECN" in c["ect1"]["evidence"]
     assert c["_summary"]["verdict"].startswith("not L4S")
@@ -229,7 +233,7 @@ def test_known_behaviours_get_the_expected_verdicts(tmp_path: Path) -> None:
     # Kernel Cubic with classic ECN: ECT(0), and a classic (square-root) response.
     code, c = _check(
         tmp_path / "cubic-ecn",
-        cubic.format(addr="$L4SLAB_SERVER_ECN"),
+        cubic(emu_plan.SERVER_ECN_ADDR),
         sink,
         "mark-2%",
         "mark-6%",

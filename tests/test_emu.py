@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from l4slab import emu, emu_cli
+from l4slab import emu, emu_cli, emu_plan
 from l4slab.cli import main
 
 
@@ -49,39 +49,51 @@ def test_link_options_become_bottleneck_overrides() -> None:
     ]
 
 
-def test_shell_args_put_the_command_after_a_double_dash() -> None:
-    args = emu.shell_args(
-        ["ping", "-c", "1", "10.77.0.2"],
-        sets=["bottleneck.rate=1Mbit"],
-        server_command="sleep 1",
-        cc="reno",
+def test_ecn_paths_become_ecn_rewrite_overrides_before_the_sets() -> None:
+    sets = emu.link_sets(
+        rate="1Mbit",
         ecn_path="bleach",
-        spin_us=50,
-        pin=False,
-        quiet=True,
+        ecn_path_up="remark",
+        sets=["bottleneck.ecn_rewrite=none"],
     )
-    assert args == [
-        "shell",
-        "--set",
+    assert sets == [
         "bottleneck.rate=1Mbit",
-        "--server-command",
-        "sleep 1",
-        "--cc",
-        "reno",
-        "--ecn-path",
-        "bleach",
-        "--spin-us",
-        "50",
-        "--no-pin",
-        "--quiet",
-        "--",
-        "ping",
-        "-c",
-        "1",
-        "10.77.0.2",
+        "bottleneck.ecn_rewrite=bleach",
+        "bottleneck.up.ecn_rewrite=remark",
+        "bottleneck.ecn_rewrite=none",
     ]
     with pytest.raises(emu.EmuError, match="unknown ECN path 'x'"):
-        emu.shell_args(["true"], ecn_path="x")
+        emu.link_sets(ecn_path="x")
+
+
+def test_the_shell_plan_holds_the_command_and_every_field() -> None:
+    plan = emu_plan.Shell(
+        command=("ping", "-c", "1", "10.77.0.2"),
+        sets=("bottleneck.rate=1Mbit",),
+        server_command="sleep 1",
+        cc="reno",
+        tuning=emu_plan.Tuning(spin_us=50, pin=False),
+    )
+    assert json.loads(emu_plan.to_json(plan)) == {
+        "shell": {
+            "command": ["ping", "-c", "1", "10.77.0.2"],
+            "sets": ["bottleneck.rate=1Mbit"],
+            "server_command": "sleep 1",
+            "report": None,
+            "cc": "reno",
+            "pcap_dir": None,
+            "quiet": False,
+            "tuning": {
+                "mtu": 1500,
+                "spin_us": 50,
+                "min_sleep_us": 25,
+                "pin": False,
+                "realtime": True,
+                "coalesce": True,
+                "malformed": "pass",
+            },
+        }
+    }
 
 
 def test_choices_come_from_the_native_module(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,7 +102,7 @@ def test_choices_come_from_the_native_module(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(native, "ecn_rewrite_names", lambda: ["none", "newpath"])
     assert emu_cli._names("qdisc_names", "Queue discipline") == "Queue discipline: fifo, newqdisc"
     assert emu.ecn_paths() == ["none", "newpath"]
-    assert emu.shell_args(["true"], ecn_path="newpath")[1:3] == ["--ecn-path", "newpath"]
+    assert emu.link_sets(ecn_path="newpath") == ["bottleneck.ecn_rewrite=newpath"]
 
 
 def test_qdisc_param_help_lists_the_declared_keys(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,6 +122,10 @@ def test_bad_options_exit_2_naming_the_problem(capsys: pytest.CaptureFixture[str
     assert "--qdisc-param needs --qdisc" in capsys.readouterr().err
     assert main(["emu", "--ecn-path", "sideways", "--", "true"]) == 2
     assert "unknown ECN path 'sideways'" in capsys.readouterr().err
+    # Checked by the emulator's own reading of the plan, before root is asked for.
+    assert main(["emu", "--malformed", "sideways", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "shell.tuning.malformed: unknown variant `sideways`, expected `pass` or `drop`" in err
 
 
 def test_refuses_clearly_without_root(
@@ -131,10 +147,10 @@ def test_the_emulator_comes_from_the_native_module(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("L4SLAB_EMU_BIN", raising=False)
     command = _emulator_or_skip_build()
     assert command == [sys.executable, "-m", "l4slab._emu"]
-    # Usage errors come back as exit code 2 from the emulator's own parser.
+    # It takes a plan, not options: anything else is a bad plan, exit code 2.
     proc = subprocess.run([*command, "nonsense"], capture_output=True, text=True, check=False)
     assert proc.returncode == 2
-    assert "unknown command 'nonsense'" in proc.stderr
+    assert "bad emulator plan: cannot read the plan file nonsense" in proc.stderr
 
 
 def _emulator_or_skip() -> list[str]:
@@ -170,7 +186,7 @@ def test_the_emulator_refuses_to_run_beside_other_threads() -> None:
         "import sys, threading, time; "
         "threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); "
         "from l4slab import _emu; "
-        "sys.exit(_emu.main(['probe', 'ping', '127.0.0.1', '--count', '1']))"
+        f"sys.exit(_emu.main([{emu_plan.to_json(emu_plan.Ping(addr='127.0.0.1', count=1))!r}]))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
@@ -180,10 +196,11 @@ def test_the_emulator_refuses_to_run_beside_other_threads() -> None:
 
 
 def test_emu_runs_a_command_behind_the_link_and_removes_everything(tmp_path: Path) -> None:
-    emulator = shlex.join(_emulator_or_skip())
+    _emulator_or_skip()
     before = _our_namespaces()
     report = tmp_path / "report.json"
-    script = f'{emulator} probe ping "$L4SLAB_SERVER" --count 5 --interval-ms 20 >/dev/null; exit 5'
+    ping = shlex.join(emu.command_line(emu_plan.Ping(count=5, interval_ms=20)))
+    script = f"{ping} >/dev/null; exit 5"
     options = [
         "--delay",
         "5ms",

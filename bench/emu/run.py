@@ -5,8 +5,8 @@ native module, or $L4SLAB_EMU_BIN, e.g. a `cargo build --release -p l4slab-emu`)
     sudo python3 bench/emu/run.py                  # ceiling + 10/100/500 Mbit/s
     sudo python3 bench/emu/run.py --seconds 10 --repeat 3
 
-Each case runs one kernel TCP flow (cubic, client -> server, `l4slab-emu probe
-tcp-send` to `probe tcp-sink`) through `l4slab-emu shell` and reads the
+Each case runs one kernel TCP flow (cubic, client -> server, the emulator's
+`tcp_send` probe to its `tcp_sink`) through the emulator's shell and reads the
 forwarder's JSON report:
 
 * **ceiling**: a 10 Gbit/s, no-delay link (nothing limits but the forwarder):
@@ -23,6 +23,7 @@ start excluded). Record the figures in docs/PERFORMANCE.md with this command.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import shlex
@@ -34,6 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from l4slab import emu
+from l4slab.emu_plan import SERVER_ADDR, Shell, TcpSend, TcpSink, Tuning, to_json
 
 CASES: list[dict[str, Any]] = [
     {"name": "ceiling", "rate_mbit": 10_000, "delay": "0ms", "buffer": "1000pkt"},
@@ -62,20 +64,22 @@ def run_case(
         sets = emu.link_sets(
             rate=f"{case['rate_mbit']}Mbit", delay=case["delay"], buffer=case["buffer"]
         )
-        command = [*emulator, "probe", "tcp-send", "10.77.0.2:5001", "--cc", "cubic"]
-        command += ["--seconds", str(seconds), "--sample-ms", "100"]
-        proc = emu.run_emulator(
-            emu.shell_args(
-                command,
-                sets=sets,
-                server_command=f"{shlex.join(emulator)} probe tcp-sink --port 5001 > /dev/null",
-                report=report,
-                spin_us=spin_us,
-                min_sleep_us=min_sleep_us,
-                quiet=True,
-            ),
-            capture=True,
+        send = TcpSend(addr=f"{SERVER_ADDR}:5001", cc="cubic", seconds=seconds, sample_ms=100)
+        sink = TcpSink(port=5001)
+        tuning = Tuning()
+        if spin_us is not None:
+            tuning = dataclasses.replace(tuning, spin_us=spin_us)
+        if min_sleep_us is not None:
+            tuning = dataclasses.replace(tuning, min_sleep_us=min_sleep_us)
+        plan = Shell(
+            command=(*emulator, to_json(send)),
+            sets=tuple(sets),
+            server_command=f"{shlex.join([*emulator, to_json(sink)])} > /dev/null",
+            report=report,
+            quiet=True,
+            tuning=tuning,
         )
+        proc = emu.run_emulator(plan, capture=True)
         if proc.returncode != 0:
             raise SystemExit(f"{case['name']}: l4slab-emu failed: {proc.stderr}")
         send = json.loads(proc.stdout)

@@ -1,9 +1,12 @@
-"""The emulator process: ``python -m l4slab._emu ARGS`` is ``l4slab-emu ARGS``.
+"""The emulator process: ``python -m l4slab._emu PLAN`` is ``l4slab-emu PLAN``.
 
 The emulator (crates/l4slab-emu) is compiled into the native module, so an
 installed wheel needs no separate binary: :mod:`l4slab.emu` runs this module as
-a process of its own, the ``l4slab-emu`` console script runs :func:`main`, and
-the emulator re-executes :data:`SELF_COMMAND` for its crash reaper.
+a process of its own with a plan (:mod:`l4slab.emu_plan`, as JSON), the
+``l4slab-emu`` console script runs :func:`main`, and the emulator re-executes
+:data:`SELF_COMMAND` for its crash reaper and runs it as the probes inside its
+namespaces. It takes no options of its own (``--help`` says so): users run
+``l4slab emu``.
 
 Before handing the process to the emulator, the signal dispositions Python
 changed at start-up are put back to what the standalone binary runs with:
@@ -30,7 +33,7 @@ def _restore_signals() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the emulator's command line; returns its exit code."""
+    """Run the emulator with the plan in ``argv`` (``[PLAN]``); returns its exit code."""
     from l4slab import _native
 
     if not hasattr(_native, "emu_main"):

@@ -16,6 +16,7 @@ __all__ = [
     "cc_params",
     "ecn_rewrite_names",
     "emu_main",
+    "emu_plan_check",
     "estimate",
     "qdisc_names",
     "qdisc_params",
@@ -134,7 +135,8 @@ def ecn_rewrite_names() -> list[str]:
 
 if sys.platform == "linux":
     def emu_main(argv: list[str], self_cmd: list[str]) -> int:
-        """Run the emulator's command line (``l4slab-emu ARGV``) in this process.
+        """Run the emulator process's entry (``l4slab-emu PLAN``: ``argv`` is
+        ``[PLAN]``, the JSON of an :mod:`l4slab.emu_plan` plan) in this process.
 
         Returns the exit code. ``self_cmd`` is the argument vector that runs the
         emulator again (its crash reaper uses it), e.g. ``[sys.executable, "-m",
@@ -142,6 +144,12 @@ if sys.platform == "linux":
         GIL is released for the whole run: call it from a process of its own, as
         ``python -m l4slab._emu`` does. Linux only.
         """
+
+    def emu_plan_check(plan: str) -> str:
+        """Read an emulator plan (JSON) as the emulator would, without running it;
+        returns its sub-command's name (``"shell"``, ...). Raises ``ValueError``
+        with the emulator's message (naming the field) for a plan it would refuse.
+        Linux only."""
 
 if sys.platform == "linux":
     def send_run(options: dict[str, object], on_line: Callable[[str], object]) -> str:

@@ -5,8 +5,9 @@ everything: it creates a client and a server network namespace joined through
 TUN devices and its user-space forwarder, runs the bottleneck with the
 simulator's own queue, rate and loss code against the wall clock, and removes
 everything again. This module runs it as a process of its own
-(:func:`emulator_command`: ``python -m l4slab._emu``, or ``$L4SLAB_EMU_BIN``),
-turns keyword arguments into its options and reads its results.
+(:func:`emulator_command`: ``python -m l4slab._emu``, or ``$L4SLAB_EMU_BIN``)
+with a plan (:mod:`l4slab.emu_plan`, the one declaration of what it takes) and
+reads its results.
 
 The emulator is tied to the process that starts it: when that process dies,
 even by SIGKILL, the kernel sends the emulator SIGTERM (``PR_SET_PDEATHSIG``,
@@ -24,17 +25,20 @@ import os
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from l4slab import shipped
+from l4slab.emu_plan import Plan, Run, Shell, Tuning, Validate, to_json
 
 __all__ = [
     "EmuError",
     "EmuInputError",
     "NotRootError",
+    "checked",
+    "command_line",
     "ecn_paths",
     "emulator_command",
     "is_root",
@@ -43,10 +47,11 @@ __all__ = [
     "run_emulator",
     "run_scenario",
     "shell",
-    "shell_args",
     "timing_line",
     "validate",
 ]
+
+_P = TypeVar("_P", bound=Plan)
 
 
 def ecn_paths() -> list[str]:
@@ -125,12 +130,17 @@ def link_sets(
     qdisc: str | None = None,
     qdisc_params: Iterable[str] = (),
     loss: str | None = None,
+    ecn_path: str | None = None,
+    ecn_path_down: str | None = None,
+    ecn_path_up: str | None = None,
     sets: Iterable[str] = (),
 ) -> list[str]:
     """Scenario overrides (``key.path=value``) for the given link options.
 
     ``qdisc_params`` are ``name=value`` strings for the qdisc table (e.g.
-    ``"target=5ms"``); ``sets`` are passed on last, so they win.
+    ``"target=5ms"``); ``ecn_path*`` what the path does to ECN before the queue
+    (the key ``ecn_rewrite``, one of :func:`ecn_paths`); ``sets`` are passed on
+    last, so they win. Raises :class:`EmuError` naming a bad option.
     """
     out: list[str] = []
 
@@ -154,75 +164,52 @@ def link_sets(
             raise EmuError("--qdisc-param needs --qdisc (the kind the parameters belong to)")
         out.append(f"bottleneck.qdisc.{param}")
     put("loss", loss)
-    out.extend(sets)
-    return out
-
-
-def shell_args(
-    command: Sequence[str],
-    *,
-    sets: Iterable[str] = (),
-    server_command: str | None = None,
-    report: str | os.PathLike[str] | None = None,
-    cc: str | None = None,
-    ecn_path: str | None = None,
-    ecn_path_down: str | None = None,
-    ecn_path_up: str | None = None,
-    spin_us: int | None = None,
-    min_sleep_us: int | None = None,
-    mtu: int | None = None,
-    pin: bool = True,
-    realtime: bool = True,
-    quiet: bool = False,
-    pcap_dir: str | os.PathLike[str] | None = None,
-) -> list[str]:
-    """The ``l4slab-emu shell`` arguments (after :func:`emulator_command`) for these options.
-
-    ``cc`` is the namespaces' default TCP congestion control (the emulator's
-    default: cubic, Linux's own, whatever the host uses). ``pcap_dir``: capture
-    the bottleneck's packets (headers) into ``pcap_dir/pcap/*.pcap``.
-    """
-    args = ["shell"]
-    for s in sets:
-        args += ["--set", s]
-    if server_command is not None:
-        args += ["--server-command", server_command]
-    if report is not None:
-        args += ["--report", os.fspath(report)]
-    if cc is not None:
-        args += ["--cc", cc]
-    for opt, value in (
-        ("--ecn-path", ecn_path),
-        ("--ecn-path-down", ecn_path_down),
-        ("--ecn-path-up", ecn_path_up),
+    for opt, key, value in (
+        ("--ecn-path", "ecn_rewrite", ecn_path),
+        ("--ecn-path-down", "down.ecn_rewrite", ecn_path_down),
+        ("--ecn-path-up", "up.ecn_rewrite", ecn_path_up),
     ):
         if value is not None:
             known = ecn_paths()
             if value not in known:
                 names = ", ".join(known)
                 raise EmuError(f"{opt}: unknown ECN path {value!r}; choose one of: {names}")
-            args += [opt, value]
-    if spin_us is not None:
-        args += ["--spin-us", str(spin_us)]
-    if min_sleep_us is not None:
-        args += ["--min-sleep-us", str(min_sleep_us)]
-    if mtu is not None:
-        args += ["--mtu", str(mtu)]
-    if not pin:
-        args.append("--no-pin")
-    if not realtime:
-        args.append("--no-realtime")
-    if quiet:
-        args.append("--quiet")
-    if pcap_dir is not None:
-        args += ["--pcap-dir", os.fspath(pcap_dir)]
-    return [*args, "--", *command]
+            put(key, value)
+    out.extend(sets)
+    return out
+
+
+def command_line(plan: Plan) -> list[str]:
+    """The argument vector that runs the emulator with ``plan`` (e.g. a probe
+    given to a shell as its COMMAND, or ``shlex.join``-ed as its server command).
+    Raises :class:`EmuError` when there is no emulator."""
+    return [*emulator_command(), to_json(plan)]
+
+
+def checked(plan: _P) -> _P:
+    """``plan``, once the emulator compiled into the native module has read it
+    as the emulator process will. Raises :class:`EmuInputError` with the
+    emulator's message (naming the field) for a plan it would refuse, e.g.
+    ``Tuning(mtu=100)``. Without an emulator in the native module, the
+    emulator process checks it when it starts.
+    """
+    try:
+        from l4slab import _native
+    except ImportError:
+        return plan
+    check = getattr(_native, "emu_plan_check", None)
+    if check is not None:
+        try:
+            check(to_json(plan))
+        except ValueError as exc:
+            raise EmuInputError(str(exc)) from None
+    return plan
 
 
 def run_emulator(
-    args: Sequence[str], *, capture: bool = False, capture_stderr: bool = False
+    plan: Plan, *, capture: bool = False, capture_stderr: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``l4slab-emu ARGS`` to completion, forwarding SIGTERM/SIGHUP/SIGINT to it.
+    """Run the emulator with ``plan`` to completion, forwarding SIGTERM/SIGHUP/SIGINT to it.
 
     The emulator dies with the calling thread's process (module docs); this
     thread waits for it, so it outlives the emulator. Raises
@@ -235,7 +222,7 @@ def run_emulator(
             "Run it as root (e.g. with sudo)."
         )
     proc = subprocess.Popen(
-        [*emulator_command(), *args],
+        command_line(plan),
         stdout=subprocess.PIPE if capture else None,
         stderr=subprocess.PIPE if capture or capture_stderr else None,
         text=True,
@@ -263,13 +250,13 @@ def run_emulator(
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def shell(command: Sequence[str], **options: Any) -> int:
-    """Run ``command`` in the client namespace behind the emulated link.
+def shell(plan: Shell) -> int:
+    """Run ``plan.command`` in the client namespace behind the emulated link.
 
-    Keyword arguments are those of :func:`shell_args`; returns the command's
-    exit code (128 + signal when it was killed or interrupted).
+    Returns the command's exit code (128 + signal when it was killed or
+    interrupted).
     """
-    return run_emulator(shell_args(command, **options)).returncode
+    return run_emulator(plan).returncode
 
 
 def timing_line(summary: dict[str, Any]) -> str:
@@ -303,13 +290,6 @@ def _scenario_file(text: str, source: str, tmp: Path) -> Path:
     return path
 
 
-def _sets_args(overrides: Iterable[str]) -> list[str]:
-    out: list[str] = []
-    for o in overrides:
-        out += ["--set", o]
-    return out
-
-
 def validate(text: str, source: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
     """Resolve a scenario as the emulator will run it and check its flows
     against kernel TCP (no root needed). Raises :class:`EmuInputError`."""
@@ -317,7 +297,7 @@ def validate(text: str, source: str, overrides: Iterable[str] = ()) -> dict[str,
     with tempfile.TemporaryDirectory(prefix="l4slab-emu-") as tmp:
         path = _scenario_file(text, source, Path(tmp))
         proc = subprocess.run(
-            [*command, "validate", os.fspath(path), *_sets_args(overrides)],
+            [*command, to_json(Validate(scenario=path, sets=tuple(overrides)))],
             capture_output=True,
             text=True,
             check=False,
@@ -340,7 +320,7 @@ def run_scenario(
     overrides: Iterable[str] = (),
     seed: int | None = None,
     *,
-    spin_us: int | None = None,
+    tuning: Tuning | None = None,
     pcap_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Run a scenario through the emulator with kernel TCP.
@@ -354,14 +334,15 @@ def run_scenario(
     with tempfile.TemporaryDirectory(prefix="l4slab-emu-") as tmp:
         path = _scenario_file(text, source, Path(tmp))
         out = Path(tmp) / "result.json"
-        args = ["run", os.fspath(path), "--out", os.fspath(out), *_sets_args(overrides)]
-        if seed is not None:
-            args += ["--seed", str(seed)]
-        if spin_us is not None:
-            args += ["--spin-us", str(spin_us)]
-        if pcap_dir is not None:
-            args += ["--pcap-dir", os.fspath(pcap_dir)]
-        proc = run_emulator(args, capture_stderr=True)
+        plan = Run(
+            scenario=path,
+            out=out,
+            sets=tuple(overrides),
+            seed=seed,
+            pcap_dir=pcap_dir,
+            tuning=tuning or Tuning(),
+        )
+        proc = run_emulator(plan, capture_stderr=True)
         if proc.returncode in (128 + signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGHUP):
             raise KeyboardInterrupt
         if proc.returncode == 2:

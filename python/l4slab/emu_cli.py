@@ -2,11 +2,13 @@
 
 ``l4slab emu [LINK OPTIONS] -- COMMAND...`` is a mahimahi-style shell; the
 sub-commands (``ecn-check``, ``cleanup``) share the link options. Everything is done by the
-emulator process (see :mod:`l4slab.emu`); this module only maps options.
+emulator process (see :mod:`l4slab.emu`); this module declares the options users type, with
+their help, takes their defaults from the plans (:mod:`l4slab.emu_plan`) and builds one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -17,6 +19,7 @@ from typer.core import TyperGroup
 
 from l4slab import emu
 from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, _fail
+from l4slab.emu_plan import Cleanup, EcnCheck, EcnReflect, Plan, Shell, Tuning
 
 __all__ = ["app"]
 
@@ -101,9 +104,23 @@ def _names(function: str, what: str) -> str:
     return f"{what}: {', '.join(names)}"
 
 
-def _opt(*names: str, help: str, panel: str = _LINK, metavar: str | None = None) -> Any:
+def _opt(
+    *names: str,
+    help: str,
+    panel: str = _LINK,
+    metavar: str | None = None,
+    show_default: bool = False,
+    min: int | None = None,
+    max: int | None = None,
+) -> Any:
     return typer.Option(
-        *names, help=help, rich_help_panel=panel, show_default=False, metavar=metavar
+        *names,
+        help=help,
+        rich_help_panel=panel,
+        show_default=show_default,
+        metavar=metavar,
+        min=min,
+        max=max,
     )
 
 
@@ -159,37 +176,73 @@ def _emu(
         _opt("--report", help="Write the run's JSON report here.", panel=_RUN, metavar="FILE"),
     ] = None,
     cc: Annotated[
-        str | None,
+        str,
         _opt(
             "--cc",
-            help="Default TCP congestion control in both namespaces (default cubic, Linux's "
-            "default, whatever the host uses); programs can still choose per socket.",
+            help="Default TCP congestion control in both namespaces (Linux's default, "
+            "whatever the host uses); programs can still choose per socket.",
             panel=_RUN,
             metavar="NAME",
+            show_default=True,
         ),
-    ] = None,
+    ] = Shell.cc,
     spin_us: Annotated[
-        int | None,
+        int,
         _opt(
             "--spin-us",
             help="Busy-wait this many µs before each deadline (more CPU, less timing error).",
             panel=_RUN,
+            show_default=True,
+            min=0,
         ),
-    ] = None,
+    ] = Tuning.spin_us,
     min_sleep_us: Annotated[
-        int | None,
+        int,
         _opt(
             "--min-sleep-us",
-            help="Shortest forwarder sleep in µs (default 25): packets due within it leave "
-            "together (less CPU at high rates, at most this much more timing error).",
+            help="Shortest forwarder sleep in µs: packets due within it leave together (less "
+            "CPU at high rates, at most this much more timing error).",
             panel=_RUN,
+            show_default=True,
+            min=0,
         ),
-    ] = None,
+    ] = Tuning.min_sleep_us,
     no_pin: Annotated[
         bool, _opt("--no-pin", help="Do not pin the forwarder to its own CPU.", panel=_RUN)
     ] = False,
     no_realtime: Annotated[
         bool, _opt("--no-realtime", help="Do not use SCHED_FIFO.", panel=_RUN)
+    ] = False,
+    mtu: Annotated[
+        int,
+        _opt(
+            "--mtu",
+            help="The TUN devices' MTU in bytes.",
+            panel=_RUN,
+            show_default=True,
+            min=576,
+            max=9000,
+        ),
+    ] = Tuning.mtu,
+    malformed: Annotated[
+        str,
+        _opt(
+            "--malformed",
+            help="Packets that are not IPv4/IPv6 or whose lengths disagree: counted, and "
+            "carried through the queue as Not-ECT (pass) or dropped (drop).",
+            panel=_RUN,
+            metavar="pass|drop",
+            show_default=True,
+        ),
+    ] = Tuning.malformed,
+    no_coalesce: Annotated[
+        bool,
+        _opt(
+            "--no-coalesce",
+            help="Write each segment on its own, not the segments released together as one "
+            "GSO packet.",
+            panel=_RUN,
+        ),
     ] = False,
     quiet: Annotated[
         bool, _opt("--quiet", "-q", help="No banner or timing line.", panel=_RUN)
@@ -207,29 +260,36 @@ def _emu(
             qdisc=qdisc,
             qdisc_params=qdisc_param or (),
             loss=loss,
+            ecn_path=ecn_path,
+            ecn_path_down=ecn_path_down,
+            ecn_path_up=ecn_path_up,
             sets=sets or (),
         )
     except emu.EmuError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    ctx.meta["l4slab.emu"] = {
-        "sets": link,
-        "server_command": server,
-        "report": report,
-        "cc": cc,
-        "ecn_path": ecn_path,
-        "ecn_path_down": ecn_path_down,
-        "ecn_path_up": ecn_path_up,
-        "spin_us": spin_us,
-        "min_sleep_us": min_sleep_us,
-        "pin": not no_pin,
-        "realtime": not no_realtime,
-        "quiet": quiet,
-    }
+    # The shell plan but its COMMAND, which the sub-command gives.
+    ctx.meta["l4slab.emu"] = Shell(
+        command=(),
+        sets=tuple(link),
+        server_command=server,
+        report=report,
+        cc=cc,
+        quiet=quiet,
+        tuning=Tuning(
+            mtu=mtu,
+            spin_us=spin_us,
+            min_sleep_us=min_sleep_us,
+            pin=not no_pin,
+            realtime=not no_realtime,
+            coalesce=not no_coalesce,
+            malformed=malformed,
+        ),
+    )
 
 
-def _run(args: list[str]) -> int:
+def _run(plan: Plan) -> int:
     try:
-        return emu.run_emulator(args).returncode
+        return emu.run_emulator(plan).returncode
     except emu.NotRootError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except emu.EmuError as exc:
@@ -250,17 +310,16 @@ def _shell(
             "no COMMAND; write e.g. l4slab emu --rate 20Mbit -- sh -c 'ping -c 3 $L4SLAB_SERVER'",
             EXIT_BAD_INPUT,
         )
-    opts = dict(ctx.meta["l4slab.emu"])
     try:
-        args = emu.shell_args(command, **opts)
+        plan = emu.checked(dataclasses.replace(ctx.meta["l4slab.emu"], command=tuple(command)))
     except emu.EmuError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    raise typer.Exit(_run(args))
+    raise typer.Exit(_run(plan))
 
 
 @app.command("cleanup", help="Remove namespaces and state left by emulator runs that were killed.")
 def _cleanup() -> None:
-    raise typer.Exit(_run(["cleanup"]))
+    raise typer.Exit(_run(Cleanup()))
 
 
 _OUTCOME_TEXT = {
@@ -287,20 +346,21 @@ _OUTCOME_TEXT = {
 )
 def _ecn_check(
     ctx: typer.Context,
-    count: Annotated[int, typer.Option(min=1, help="Probes per codepoint and direction.")] = 20,
+    count: Annotated[
+        int, typer.Option(min=1, help="Probes per codepoint and direction.")
+    ] = EcnCheck.count,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON report.")] = False,
 ) -> None:
     try:
-        emulator = emu.emulator_command()
+        checker = emu.command_line(emu.checked(EcnCheck(count=count)))
+        reflector = shlex.join(emu.command_line(EcnReflect()))
     except emu.EmuError as exc:
         raise _fail(str(exc), EXIT_FAILED) from None
-    opts = dict(ctx.meta["l4slab.emu"])
-    opts["quiet"] = True
-    checker = [*emulator, "probe", "ecn-check", "10.77.0.2", "--tcp-addr", "10.77.0.3"]
-    checker += ["--count", str(count)]
-    opts["server_command"] = shlex.join([*emulator, "probe", "ecn-reflect"])
+    plan = dataclasses.replace(
+        ctx.meta["l4slab.emu"], command=tuple(checker), server_command=reflector, quiet=True
+    )
     try:
-        proc = emu.run_emulator(emu.shell_args(checker, **opts), capture=True)
+        proc = emu.run_emulator(plan, capture=True)
     except emu.NotRootError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from None
     except emu.EmuError as exc:

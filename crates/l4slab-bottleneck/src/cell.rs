@@ -17,8 +17,8 @@
 use l4slab_core::{Packet, SimRng, Time};
 
 use super::{Bottleneck, Direction};
-use l4slab_wifi::cell::{AirQueues, Cell};
 use l4slab_link::Link;
+use l4slab_wifi::cell::{AirQueues, Cell};
 
 /// A cell and its queues' indices in the runtime, by the cell's queue order.
 pub(super) struct CellRt {

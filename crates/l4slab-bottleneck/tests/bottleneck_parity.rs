@@ -20,10 +20,10 @@
 
 use std::collections::BTreeMap;
 
+use l4slab_bottleneck::Bottleneck;
+use l4slab_bottleneck::{DOWN, UP};
 use l4slab_core::Rate;
 use l4slab_core::{DropReason, Dur, Ecn, Packet, SeriesStore, SimRng, Time};
-use l4slab_bottleneck::{DOWN, UP};
-use l4slab_bottleneck::Bottleneck;
 use l4slab_link::{Bernoulli, ConstantRate, EcnRewrite, Link, LossModel, NoLoss};
 use l4slab_qdisc::{
     DualPi2, DualPi2Config, FqCodel, FqCodelConfig, FqPie, FqPieConfig, Pie, PieConfig, Qdisc,

@@ -8,9 +8,9 @@
 //! it has one) before the bottleneck, and the receiving host's after it.
 //! Packets of no scenario flow pass the bottleneck only.
 
-use l4slab_wifi::edca::Ac;
 use l4slab_scenario::build::AccessQueues;
 use l4slab_scenario::Scenario;
+use l4slab_wifi::edca::Ac;
 
 use crate::forwarder::{DOWN, UP};
 

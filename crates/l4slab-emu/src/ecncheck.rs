@@ -2,8 +2,8 @@
 //! before trusting ECN or L4S on it (RFC 9000 §13.4.2 / App. A.4 style:
 //! send each codepoint, see what arrives), plus kernel TCP's classic ECN.
 //!
-//! **Protocol.** A reflector runs at the far end (`probe ecn-reflect`, UDP
-//! `port`, TCP `port + 1`); the checker (`probe ecn-check`):
+//! **Protocol.** A reflector runs at the far end (the `ecn_reflect` plan, UDP
+//! `port`, TCP `port + 1`); the checker (the `ecn_check` plan):
 //!
 //! 1. **waits for the reflector**: Not-ECT hello probes every 100 ms until
 //!    one is answered (at most [`READY_TIMEOUT`]), so a reflector that
@@ -295,7 +295,7 @@ fn wait_for_reflector(s: &UdpSocket, to: SocketAddrV4, timeout: Duration) -> io:
     Err(io::Error::new(
         io::ErrorKind::TimedOut,
         format!(
-            "no answer from the ECN reflector at {to} within {} s: is `probe ecn-reflect` \
+            "no answer from the ECN reflector at {to} within {} s: is the `ecn_reflect` plan \
              running there, and does the path carry Not-ECT UDP?",
             timeout.as_secs()
         ),

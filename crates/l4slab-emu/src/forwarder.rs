@@ -75,8 +75,9 @@ const EPOLL_EVENTS: usize = 16;
 const TOKEN_TUN: [u64; 2] = [0, 1];
 const TOKEN_SIGNAL: u64 = 3;
 
-/// What to do with a packet that is not understood.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What to do with a packet that is not understood (`"pass"`, `"drop"` in a plan).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MalformedPolicy {
     /// Count it and carry it through the queue unchanged, as Not-ECT.
     #[default]

@@ -19,7 +19,8 @@
 //! * [`apps`]: the kernel TCP endpoints of a `run` and their thread.
 //! * [`probe`]: small measurement tools (ping, TCP sender with TCP_INFO).
 //! * [`ecncheck`]: ECN path validation (passes, bleaches, re-marks, drops ECT).
-//! * [`cli`]: the command line (`l4slab-emu`, `python -m l4slab._emu`).
+//! * [`plan`]: what one emulator process is asked to do (JSON from the Python commands).
+//! * [`cli`]: the process's entry (`l4slab-emu PLAN`, `python -m l4slab._emu PLAN`).
 //!
 //! The emulator runs on the wall clock and does OS I/O, like
 //! l4slab-udp-driver, but makes no system call itself: every one, and every
@@ -38,6 +39,7 @@ pub mod forwarder;
 pub mod netns;
 pub mod packet;
 pub mod pktlog;
+pub mod plan;
 pub mod probe;
 pub mod run;
 pub mod shell;
@@ -66,6 +68,11 @@ pub enum EmuError {
     Scenario(#[from] l4slab_scenario::ScenarioError),
     #[error("{0}")]
     Usage(String),
+    /// A plan this emulator cannot read ([`plan::Plan::from_json`]): the
+    /// Python side that wrote it and this emulator disagree (another
+    /// version?), or a value is out of range.
+    #[error("bad emulator plan: {0}")]
+    Plan(String),
     #[error("{0}")]
     Unsupported(String),
     #[error(

@@ -243,7 +243,7 @@ pub fn cleanup_stale() -> Vec<String> {
     removed
 }
 
-/// The reaper (`l4slab-emu reap STATE_FILE`, stdin = the owner's pipe):
+/// The reaper (the `reap` plan, stdin = the owner's pipe):
 /// wait until the owner is gone, then remove what it recorded.
 pub fn reap(state_file: &Path) {
     let mut buf = [0u8; 64];
@@ -267,7 +267,7 @@ impl Topology {
     /// [`EmuError`] naming the step that failed; whatever was created before
     /// it is removed again.
     /// `reaper` is the command that runs this emulator (`[l4slab-emu]` or
-    /// `[python, -m, l4slab._emu]`), started with `reap STATE_FILE` as the
+    /// `[python, -m, l4slab._emu]`), started with the `reap` plan as the
     /// reaper (`None`: no reaper; leftovers are then removed by the next
     /// start only).
     pub fn create(mtu: u32, reaper: Option<&[String]>) -> Result<Topology, EmuError> {
@@ -567,16 +567,18 @@ fn parse_tcpext(text: &str) -> std::collections::BTreeMap<String, u64> {
         .collect()
 }
 
-/// Start `CMD... reap STATE_FILE` (`cmd` runs this emulator) in its own
-/// session, reading a pipe whose only write end we keep (close-on-exec, so
-/// children never hold it).
+/// Start `CMD... {"reap": {"state_file": STATE_FILE}}` (`cmd` runs this
+/// emulator, [`crate::plan::ReapPlan`]) in its own session, reading a pipe
+/// whose only write end we keep (close-on-exec, so children never hold it).
 fn spawn_reaper(emulator: &[String], state_file: &Path) -> Option<OwnedFd> {
     let (program, args) = emulator.split_first()?;
+    let plan = crate::plan::Plan::Reap(crate::plan::ReapPlan {
+        state_file: state_file.to_path_buf(),
+    });
     let (r, w) = sys::pipe_cloexec().ok()?;
     let mut cmd = Command::new(program);
     cmd.args(args)
-        .arg("reap")
-        .arg(state_file)
+        .arg(plan.to_json())
         .stdin(std::process::Stdio::from(r))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());

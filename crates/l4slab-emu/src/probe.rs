@@ -1,5 +1,6 @@
-//! Small measurement tools that run inside the namespaces (`l4slab-emu probe
-//! ...`), so tests and users need no ping or iperf binaries: an ICMP echo
+//! Small measurement tools that run inside the namespaces (the `ping`,
+//! `tcp_send`, `tcp_sink` plans, [`crate::plan`]), so tests and `l4slab
+//! check-l4s` need no ping or iperf binaries: an ICMP echo
 //! client, and a bulk TCP sender that samples `TCP_INFO` plus its sink.
 //!
 //! `TCP_INFO` and `TCP_CONGESTION` are l4slab-sys's ([`l4slab_sys::tcp`],

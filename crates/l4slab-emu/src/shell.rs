@@ -11,9 +11,9 @@
 //! are validated, defaulted and built exactly like a scenario file's
 //! `[bottleneck]` (same errors, same objects).
 //!
-//! Both namespaces get one default TCP congestion control (`--cc`, else
-//! Linux's default cubic; [`Topology::set_congestion_control`]) instead of
-//! inheriting the host's, and the banner and the report say which.
+//! Both namespaces get one default TCP congestion control (the plan's `cc`,
+//! by default Linux's, cubic; [`Topology::set_congestion_control`]) instead
+//! of inheriting the host's, and the banner and the report say which.
 //!
 //! When stdin is a terminal COMMAND gets its own process group in the
 //! foreground, so Ctrl-C reaches COMMAND (an interactive shell ignores it)
@@ -23,6 +23,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Child, Command};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use l4slab_core::Dur;
@@ -51,21 +52,21 @@ cc = "cubic"
 /// Congestion controls the kernel offers here (for scenario validation).
 pub const KERNEL_CC: &[&str] = &["reno", "cubic", "bbr"];
 
-/// The namespaces' default TCP congestion control unless `--cc` says
-/// otherwise: Linux's own default (net/ipv4/Kconfig, `DEFAULT_TCP_CONG`
-/// "cubic"), not whatever the host was set to.
+/// Linux's own default TCP congestion control (net/ipv4/Kconfig,
+/// `DEFAULT_TCP_CONG` "cubic"), not whatever the host was set to: what a run
+/// whose flows use different ones sets as the namespaces' default
+/// ([`crate::run`]; the shell's `cc` is its plan's, whose default is this too).
 pub const DEFAULT_CC: &str = "cubic";
 
-/// Default shortest sleep of the forwarder: releasing what is due within
-/// 25 µs together halves its CPU use at 500 Mbit/s (docs/PERFORMANCE.md)
-/// and adds at most 25 µs to the timing error.
-pub const DEFAULT_MIN_SLEEP: Dur = Dur::from_micros(25);
-
-/// How the forwarder process runs.
-#[derive(Clone, Debug)]
+/// How the forwarder process runs (part of the `shell` and `run` plans,
+/// [`crate::plan`]; the defaults are the plan's, python/l4slab/emu_plan.py).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunTuning {
+    /// The TUN devices' MTU (576 to 9000).
     pub mtu: u32,
     /// Busy-wait window before deadlines.
+    #[serde(rename = "spin_us", with = "crate::plan::micros")]
     pub spin: Dur,
     /// Pin the forwarder to the last CPU and children to the others.
     pub pin: bool,
@@ -75,39 +76,28 @@ pub struct RunTuning {
     /// Write segments released together as one GSO packet.
     pub coalesce: bool,
     /// Shortest sleep of the forwarder ([`forwarder::Config::min_sleep`]).
+    #[serde(rename = "min_sleep_us", with = "crate::plan::micros")]
     pub min_sleep: Dur,
     /// The command that runs this emulator again (`[l4slab-emu]` or
     /// `[python, -m, l4slab._emu]`), for the reaper (`None`: no reaper).
+    /// Set by the entry point ([`crate::cli`]), never by a plan.
+    #[serde(skip)]
     pub reaper: Option<Vec<String>>,
 }
 
-impl Default for RunTuning {
-    fn default() -> Self {
-        RunTuning {
-            mtu: 1500,
-            spin: Dur::ZERO,
-            pin: true,
-            realtime: true,
-            malformed: forwarder::MalformedPolicy::Pass,
-            coalesce: true,
-            min_sleep: DEFAULT_MIN_SLEEP,
-            reaper: None,
-        }
-    }
-}
-
-/// `l4slab emu` options.
-#[derive(Clone, Debug, Default)]
+/// `l4slab emu` options: the `shell` plan ([`crate::plan`]).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct ShellOptions {
-    /// `--set` overrides on [`BASE_SCENARIO`] (e.g. `bottleneck.rate=20Mbit`).
-    pub sets: Vec<String>,
     pub command: Vec<String>,
+    /// Overrides on [`BASE_SCENARIO`] (e.g. `bottleneck.rate=20Mbit`).
+    pub sets: Vec<String>,
     /// Run with `sh -c` in the server namespace before COMMAND starts.
     pub server_command: Option<String>,
     /// Write the run's report (queues, forwarder, timing) here as JSON.
     pub report: Option<PathBuf>,
-    /// The namespaces' default TCP congestion control (`None`: [`DEFAULT_CC`]).
-    pub cc: Option<String>,
+    /// The namespaces' default TCP congestion control.
+    pub cc: String,
     /// Capture the bottleneck's packets (headers, both directions, at the
     /// queue's ingress and egress) into `DIR/pcap/` ([`crate::capture`]).
     pub pcap_dir: Option<PathBuf>,
@@ -288,7 +278,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     let t = &opts.tuning;
     let sigfd = sys::signalfd().map_err(|e| EmuError::io("signalfd", e))?;
     let mut topo = Topology::create(t.mtu, t.reaper.as_deref())?;
-    let cc = topo.set_congestion_control(opts.cc.as_deref().unwrap_or(DEFAULT_CC))?;
+    let cc = topo.set_congestion_control(&opts.cc)?;
     let clock = sys::Clock::start();
     let cpu0 = sys::cpu_times();
     let mut fwd = Forwarder::new(

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::root_or_skip;
+use common::{emu, emu_command, emu_sh, root_or_skip, run_plan, shell_plan, strings};
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -21,7 +21,11 @@ use std::time::{Duration, Instant};
 use l4slab_sys::signal;
 use serde_json::Value;
 
-const EMU: &str = env!("CARGO_BIN_EXE_l4slab-emu");
+use l4slab_emu::plan::{
+    CleanupPlan, EcnCheckPlan, EcnReflectPlan, PingPlan, Plan, TcpSendPlan, TcpSinkPlan,
+    ValidatePlan,
+};
+use l4slab_emu::shell::ShellOptions;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Measuring programs run under `chrt -f 20`: real-time, below the
@@ -31,17 +35,29 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// CI: a sender at 17.2 of 19.3 Mbit/s, a ping median 1.5 ms high).
 const RT: [&str; 3] = ["chrt", "-f", "20"];
 
-/// Run `l4slab-emu shell ARGS -- COMMAND`; returns (exit code, stdout, report).
-fn shell(args: &[&str], command: &[&str]) -> (i32, String, Value) {
+/// `chrt -f 20 l4slab-emu PLAN` (RT) as a command.
+fn rt(plan: Plan) -> Vec<String> {
+    let mut c = strings(&RT);
+    c.extend(emu_command(&plan));
+    c
+}
+
+/// A shell plan running `command` (owned strings).
+fn shell_of(command: Vec<String>, sets: &[&str]) -> ShellOptions {
+    ShellOptions {
+        command,
+        sets: strings(sets),
+        ..shell_plan(&[])
+    }
+}
+
+/// Run the shell plan `o` (quiet, with a report); returns (exit code, stdout, report).
+fn shell(mut o: ShellOptions) -> (i32, String, Value) {
     let dir = tempdir();
     let report = dir.join("report.json");
-    let out = Command::new(EMU)
-        .arg("shell")
-        .arg("--quiet")
-        .args(["--report", report.to_str().unwrap()])
-        .args(args)
-        .arg("--")
-        .args(command)
+    o.quiet = true;
+    o.report = Some(report.clone());
+    let out = emu(&Plan::Shell(o))
         .stdin(Stdio::null())
         .output()
         .expect("run l4slab-emu");
@@ -109,22 +125,13 @@ fn ping_rtt_matches_the_configured_delay() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // 10 ms each way -> 20 ms RTT. The probe runs real-time below the
     // forwarder (see RT below).
-    let (code, out, rep) = shell(
-        &["--set", "bottleneck.delay=10ms"],
-        &[
-            RT[0],
-            RT[1],
-            RT[2],
-            EMU,
-            "probe",
-            "ping",
-            "10.77.0.2",
-            "--count",
-            "40",
-            "--interval-ms",
-            "20",
-        ],
-    );
+    let ping = Plan::Ping(PingPlan {
+        addr: "10.77.0.2".parse().unwrap(),
+        count: 40,
+        interval_ms: 20,
+        size: 56,
+    });
+    let (code, out, rep) = shell(shell_of(rt(ping), &["bottleneck.delay=10ms"]));
     assert_eq!(code, 0, "{out}");
     let ping: Value = serde_json::from_str(out.trim()).unwrap();
     let mut rtts: Vec<f64> = ping["rtt_ms"]
@@ -171,36 +178,27 @@ fn a_kernel_tcp_flow_gets_the_link_rate() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // The sender and the sink run real-time below the forwarder (RT).
     let sink = format!(
-        "{} {EMU} probe tcp-sink --port 5001 >/dev/null",
-        RT.join(" ")
+        "{} {} >/dev/null",
+        RT.join(" "),
+        emu_sh(&Plan::TcpSink(TcpSinkPlan { port: 5001 }))
     );
-    let (code, out, rep) = shell(
-        &[
-            "--set",
-            "bottleneck.rate=20Mbit",
-            "--set",
-            "bottleneck.delay=10ms",
-            "--set",
-            "bottleneck.buffer=100pkt",
-            "--server-command",
-            &sink,
-        ],
-        &[
-            RT[0],
-            RT[1],
-            RT[2],
-            EMU,
-            "probe",
-            "tcp-send",
-            "10.77.0.2:5001",
-            "--cc",
-            "cubic",
-            "--seconds",
-            "5",
-            "--sample-ms",
-            "100",
-        ],
-    );
+    let send = Plan::TcpSend(TcpSendPlan {
+        addr: "10.77.0.2:5001".parse().unwrap(),
+        cc: "cubic".into(),
+        seconds: 5.0,
+        sample_ms: 100,
+    });
+    let (code, out, rep) = shell(ShellOptions {
+        server_command: Some(sink),
+        ..shell_of(
+            rt(send),
+            &[
+                "bottleneck.rate=20Mbit",
+                "bottleneck.delay=10ms",
+                "bottleneck.buffer=100pkt",
+            ],
+        )
+    });
     assert_eq!(code, 0, "{out}");
     let send: Value = serde_json::from_str(out.trim()).unwrap();
     // Payload rate of a saturated 20 Mbit/s link: 1448 of every 1500 bytes
@@ -222,40 +220,30 @@ fn ce_marks_from_the_forwarder_make_a_kernel_ecn_flow_back_off() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let sink = format!(
-        "{} {EMU} probe tcp-sink --port 5001 >/dev/null",
-        RT.join(" ")
+        "{} {} >/dev/null",
+        RT.join(" "),
+        emu_sh(&Plan::TcpSink(TcpSinkPlan { port: 5001 }))
     );
     let run = |qdisc: &str| {
         // 10.77.0.3 is the server address whose route negotiates ECN.
-        let (code, out, rep) = shell(
-            &[
-                "--set",
-                "bottleneck.rate=20Mbit",
-                "--set",
-                "bottleneck.delay=10ms",
-                "--set",
-                "bottleneck.buffer=200pkt",
-                "--set",
-                qdisc,
-                "--server-command",
-                &sink,
-            ],
-            &[
-                RT[0],
-                RT[1],
-                RT[2],
-                EMU,
-                "probe",
-                "tcp-send",
-                "10.77.0.3:5001",
-                "--cc",
-                "cubic",
-                "--seconds",
-                "4",
-                "--sample-ms",
-                "100",
-            ],
-        );
+        let send = Plan::TcpSend(TcpSendPlan {
+            addr: "10.77.0.3:5001".parse().unwrap(),
+            cc: "cubic".into(),
+            seconds: 4.0,
+            sample_ms: 100,
+        });
+        let (code, out, rep) = shell(ShellOptions {
+            server_command: Some(sink.clone()),
+            ..shell_of(
+                rt(send),
+                &[
+                    "bottleneck.rate=20Mbit",
+                    "bottleneck.delay=10ms",
+                    "bottleneck.buffer=200pkt",
+                    qdisc,
+                ],
+            )
+        });
         assert_eq!(code, 0, "{out}");
         (serde_json::from_str::<Value>(out.trim()).unwrap(), rep)
     };
@@ -310,8 +298,7 @@ fn teardown_leaves_nothing_behind_on_exit_signals_and_sigkill() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Normal exit, with the exit code passed through.
-    let st = Command::new(EMU)
-        .args(["shell", "--quiet", "--", "sh", "-c", "exit 7"])
+    let st = emu(&Plan::Shell(shell_plan(&["sh", "-c", "exit 7"])))
         .stdin(Stdio::null())
         .status()
         .unwrap();
@@ -325,20 +312,11 @@ fn teardown_leaves_nothing_behind_on_exit_signals_and_sigkill() {
         signal::SIGHUP,
         signal::SIGKILL,
     ] {
-        let mut child = Command::new(EMU)
-            .args([
-                "shell",
-                "--quiet",
-                "--server-command",
-                "sleep 60",
-                "--",
-                "sh",
-                "-c",
-                "sleep 60 & sleep 60",
-            ])
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
+        let plan = Plan::Shell(ShellOptions {
+            server_command: Some("sleep 60".into()),
+            ..shell_plan(&["sh", "-c", "sleep 60 & sleep 60"])
+        });
+        let mut child = emu(&plan).stdin(Stdio::null()).spawn().unwrap();
         let pid = child.id();
         let prefix = format!("l4slab-{pid}-");
         let state = format!("/run/l4slab-emu/{pid}.json");
@@ -390,7 +368,7 @@ fn stale_state_is_removed_but_foreign_namespaces_are_not() {
         ),
     )
     .unwrap();
-    let out = Command::new(EMU).arg("cleanup").output().unwrap();
+    let out = emu(&Plan::Cleanup(CleanupPlan {})).output().unwrap();
     assert!(out.status.success());
     let list = namespaces();
     let foreign_kept = list.contains(&foreign);
@@ -414,7 +392,10 @@ fn a_namespace_it_did_not_create_is_refused_and_left_alone() {
     let out = Command::new("sh")
         .args([
             "-c",
-            &format!("echo $$; ip netns add l4slab-$$-c && exec {EMU} shell --quiet -- true"),
+            &format!(
+                "echo $$; ip netns add l4slab-$$-c && exec {}",
+                emu_sh(&Plan::Shell(shell_plan(&["true"])))
+            ),
         ])
         .stdin(Stdio::null())
         .output()
@@ -462,22 +443,9 @@ app = { kind = "file", size = "200kB" }
     )
     .unwrap();
     let out = dir.join("result.json");
-    let st = Command::new(EMU)
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--set",
-            "packet_trace=true",
-            "--set",
-            "pcap=true",
-            "--pcap-dir",
-            dir.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .status()
-        .unwrap();
+    let mut plan = run_plan(&scenario, &out, &["packet_trace=true", "pcap=true"]);
+    plan.pcap_dir = Some(dir.clone());
+    let st = emu(&Plan::Run(plan)).stdin(Stdio::null()).status().unwrap();
     assert!(st.success());
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let s: Value = serde_json::from_str(r["summary_json"].as_str().unwrap()).unwrap();
@@ -580,11 +548,11 @@ app = { kind = "file", size = "200kB" }
     // the notes (tests/root_own.rs runs it); a frame app over TCP with such
     // a controller is refused before anything is created.
     let validate = |sets: &[&str]| {
-        let mut args = vec!["validate", scenario.to_str().unwrap()];
-        for s in sets {
-            args.extend(["--set", s]);
-        }
-        Command::new(EMU).args(&args).output().unwrap()
+        let plan = Plan::Validate(ValidatePlan {
+            scenario: scenario.clone(),
+            sets: strings(sets),
+        });
+        emu(&plan).output().unwrap()
     };
     let out = validate(&["flows[0].cc=prague"]);
     assert_eq!(out.status.code(), Some(0));
@@ -646,13 +614,7 @@ cc = "cubic"
         let scenario = dir.join("q.toml");
         std::fs::write(&scenario, &text).unwrap();
         let out = dir.join("result.json");
-        let st = Command::new(EMU)
-            .args([
-                "run",
-                scenario.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ])
+        let st = emu(&Plan::Run(run_plan(&scenario, &out, &[])))
             .stdin(Stdio::null())
             .status()
             .unwrap();
@@ -748,13 +710,9 @@ app = { kind = "file", size = "10MB" }
     let (mut sum_sim, mut sum_emu) = (0.0, 0.0);
     for seed in [1u64, 2, 3] {
         let out = dir.join(format!("result-{seed}.json"));
-        let st = Command::new(EMU)
-            .args(["run", scenario.to_str().unwrap(), "--out"])
-            .arg(&out)
-            .args(["--seed", &seed.to_string()])
-            .stdin(Stdio::null())
-            .status()
-            .unwrap();
+        let mut plan = run_plan(&scenario, &out, &[]);
+        plan.seed = Some(seed);
+        let st = emu(&Plan::Run(plan)).stdin(Stdio::null()).status().unwrap();
         assert!(st.success(), "seed {seed}");
         let emu: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         let emu: Value = serde_json::from_str(emu["summary_json"].as_str().unwrap()).unwrap();
@@ -817,13 +775,9 @@ fn kernel_tcp_through_a_wifi_cell_agrees_with_the_simulator() {
     let dir = tempdir();
     for seed in [1u64, 2] {
         let out = dir.join(format!("wifi-{seed}.json"));
-        let st = Command::new(EMU)
-            .args(["run", path, "--set", "duration=12s", "--out"])
-            .arg(&out)
-            .args(["--seed", &seed.to_string()])
-            .stdin(Stdio::null())
-            .status()
-            .unwrap();
+        let mut plan = run_plan(Path::new(path), &out, &["duration=12s"]);
+        plan.seed = Some(seed);
+        let st = emu(&Plan::Run(plan)).stdin(Stdio::null()).status().unwrap();
         assert!(st.success(), "seed {seed}");
         let emu: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         let emu: Value = serde_json::from_str(emu["summary_json"].as_str().unwrap()).unwrap();
@@ -885,30 +839,33 @@ fn kernel_tcp_through_a_wifi_cell_agrees_with_the_simulator() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `probe ecn-check` through a path with `--ecn-path PATH` against a
+/// The ECN check through a path whose `ecn_rewrite` is `path` against a
 /// reflector started by `reflector_cmd`; returns (exit code, JSON report).
-fn ecn_check_with(path: &str, reflector_cmd: &str, count: &str) -> (i32, Value) {
-    let (code, out, _) = shell(
-        &["--ecn-path", path, "--server-command", reflector_cmd],
-        &[
-            EMU,
-            "probe",
-            "ecn-check",
-            "10.77.0.2",
-            "--tcp-addr",
-            "10.77.0.3",
-            "--count",
-            count,
-        ],
-    );
+fn ecn_check_with(path: &str, reflector_cmd: &str, count: u32) -> (i32, Value) {
+    let check = Plan::EcnCheck(EcnCheckPlan {
+        addr: "10.77.0.2".parse().unwrap(),
+        tcp_addr: "10.77.0.3".parse().unwrap(),
+        port: 7000,
+        count,
+    });
+    let (code, out, _) = shell(ShellOptions {
+        server_command: Some(reflector_cmd.into()),
+        ..shell_of(
+            emu_command(&check),
+            &[&format!("bottleneck.ecn_rewrite={path}")],
+        )
+    });
     let report = serde_json::from_str::<Value>(out.trim())
         .unwrap_or_else(|e| panic!("ecn-check on {path}: exit {code}, {e}: {out}"));
     (code, report)
 }
 
 fn ecn_check(path: &str) -> (i32, Value) {
-    ecn_check_with(path, &format!("{EMU} probe ecn-reflect"), "3")
+    ecn_check_with(path, &emu_sh(&REFLECTOR), 3)
 }
+
+/// The ECN check's reflector, on the port the checker uses.
+const REFLECTOR: Plan = Plan::EcnReflect(EcnReflectPlan { port: 7000 });
 
 const CODEPOINTS: [&str; 4] = ["not_ect", "ect0", "ect1", "ce"];
 
@@ -947,8 +904,8 @@ fn the_ecn_check_waits_for_a_late_reflector() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // The reflector starts a second after the checker (a slow start-up, e.g.
     // a Python interpreter): no probe may be lost to it.
-    let late = format!("sleep 1; exec {EMU} probe ecn-reflect");
-    let (code, r) = ecn_check_with("none", &late, "2");
+    let late = format!("sleep 1; exec {}", emu_sh(&REFLECTOR));
+    let (code, r) = ecn_check_with("none", &late, 2);
     assert_eq!(code, 0, "{r}");
     for d in ["forward", "reverse"] {
         for cp in CODEPOINTS {
@@ -1056,15 +1013,17 @@ fn an_emulator_whose_parent_is_already_gone_does_not_start() {
     // No root needed: it stops before anything is created. The environment
     // names a parent that is not ours (pid 1), as after the parent died
     // between fork and `PR_SET_PDEATHSIG` (cli.rs, `tie_to_parent`).
-    let out = Command::new(EMU)
-        .args(["shell", "--quiet", "--", "true"])
+    let out = emu(&Plan::Shell(shell_plan(&["true"])))
         .env("L4SLAB_EMU_PARENT_PID", "1")
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(128 + signal::SIGTERM));
-    let out = Command::new(EMU)
-        .args(["validate", "x.toml"])
+    let validate = Plan::Validate(ValidatePlan {
+        scenario: "x.toml".into(),
+        sets: vec![],
+    });
+    let out = emu(&validate)
         .env("L4SLAB_EMU_PARENT_PID", "me")
         .output()
         .unwrap();
@@ -1092,26 +1051,22 @@ fn the_namespaces_run_the_congestion_control_asked_for_not_the_hosts() {
     ];
     let dir = tempdir();
     let server_saw = dir.join("server-cc");
-    // Without --cc: Linux's default, cubic, whatever the host's (bbr on the
+    // The plan's default, Linux's cubic, whatever the host's (bbr on the
     // project VMs, where cubic is not in tcp_allowed_congestion_control).
-    for (cc, want) in [
-        (None, "cubic"),
-        (Some("reno"), "reno"),
-        (Some("bbr"), "bbr"),
-    ] {
+    for (cc, want) in [("cubic", "cubic"), ("reno", "reno"), ("bbr", "bbr")] {
         let server = format!(
             "cat /proc/sys/net/ipv4/tcp_congestion_control > {}",
             server_saw.display()
         );
-        let mut args = vec!["--server-command", &server];
-        if let Some(cc) = cc {
-            args.extend(["--cc", cc]);
-        }
-        let (code, out, rep) = shell(&args, &["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]);
+        let (code, out, rep) = shell(ShellOptions {
+            server_command: Some(server),
+            cc: cc.into(),
+            ..shell_plan(&["cat", "/proc/sys/net/ipv4/tcp_congestion_control"])
+        });
         assert_eq!(code, 0, "{out}");
-        assert_eq!(out.trim(), want, "client namespace with --cc {cc:?}");
+        assert_eq!(out.trim(), want, "client namespace with cc {cc}");
         let srv = std::fs::read_to_string(&server_saw).unwrap();
-        assert_eq!(srv.trim(), want, "server namespace with --cc {cc:?}");
+        assert_eq!(srv.trim(), want, "server namespace with cc {cc}");
         assert_eq!(rep["tcp_congestion_control"]["client"], want, "{rep}");
         assert_eq!(rep["tcp_congestion_control"]["server"], want, "{rep}");
     }
@@ -1124,8 +1079,11 @@ fn the_namespaces_run_the_congestion_control_asked_for_not_the_hosts() {
         ]
     );
     // A name the kernel lacks is refused (exit 2), and nothing is left behind.
-    let child = Command::new(EMU)
-        .args(["shell", "--quiet", "--cc", "nonesuch", "--", "true"])
+    let plan = Plan::Shell(ShellOptions {
+        cc: "nonesuch".into(),
+        ..shell_plan(&["true"])
+    });
+    let child = emu(&plan)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -1,6 +1,6 @@
 //! A host's access link in the emulator (`[hosts.NAME.access]`), end to end
 //! with kernel TCP: the same scenario as the simulator's
-//! `tests/access_link.rs`, run by `l4slab-emu run`, queues at the access
+//! `tests/access_link.rs`, run by the emulator's `run` plan, queues at the access
 //! link as the simulated one does and gets the simulator's goodput; its
 //! packet trace and pcap capture cover the access link as the simulator's
 //! do (the runtime's queue events and capture points). Needs
@@ -11,13 +11,13 @@
 
 mod common;
 
-use common::{f64_of, root_or_skip};
+use common::{emu, f64_of, root_or_skip, run_plan};
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::Value;
 
-const EMU: &str = env!("CARGO_BIN_EXE_l4slab-emu");
+use l4slab_emu::plan::Plan;
 
 /// A laptop behind a 10 Mbit/s access link with a 100-packet FIFO, a
 /// 100 Mbit/s shared bottleneck, one Cubic download.
@@ -51,22 +51,9 @@ fn an_emulated_access_link_holds_the_queue_and_the_simulators_goodput() {
     let scenario = dir.join("laptop.toml");
     std::fs::write(&scenario, LAPTOP).unwrap();
     let out = dir.join("result.json");
-    let st = Command::new(EMU)
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--set",
-            "packet_trace=true",
-            "--set",
-            "pcap=true",
-            "--pcap-dir",
-            dir.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .status()
-        .unwrap();
+    let mut plan = run_plan(&scenario, &out, &["packet_trace=true", "pcap=true"]);
+    plan.pcap_dir = Some(dir.clone());
+    let st = emu(&Plan::Run(plan)).stdin(Stdio::null()).status().unwrap();
     assert!(st.success());
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let records = |name: &str| -> Vec<(std::time::Duration, Vec<u8>)> {

@@ -11,13 +11,13 @@
 
 mod common;
 
-use common::{f64_of, root_or_skip};
+use common::{emu, f64_of, root_or_skip, run_plan};
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::Value;
 
-const EMU: &str = env!("CARGO_BIN_EXE_l4slab-emu");
+use l4slab_emu::plan::Plan;
 
 /// scenarios/emu/prague-cubic-dualpi2.toml, shortened: Prague (over the
 /// QUIC-style transport in the emulator) and kernel Cubic, 20 Mbit/s, 20 ms.
@@ -38,24 +38,14 @@ name = "cubic"
 cc = "cubic"
 "#;
 
-/// `l4slab-emu run` of `toml` with `sets`: summary.json.
+/// The emulator's `run` plan of `toml` with `sets`: summary.json.
 fn emulate(name: &str, toml: &str, sets: &[&str]) -> Value {
     let dir = std::env::temp_dir().join(format!("l4slab-emu-own-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let scenario = dir.join("s.toml");
     std::fs::write(&scenario, toml).unwrap();
     let out = dir.join("result.json");
-    let mut args = vec![
-        "run",
-        scenario.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    for s in sets {
-        args.extend(["--set", s]);
-    }
-    let st = Command::new(EMU)
-        .args(&args)
+    let st = emu(&Plan::Run(run_plan(&scenario, &out, sets)))
         .stdin(Stdio::null())
         .status()
         .unwrap();

@@ -53,17 +53,14 @@
 //! and the mark counts as a mark (`link_mark`), where netem's `qstats` count
 //! it as a drop.
 
-
 pub mod delay_line;
 pub mod ecn;
 pub mod loss;
 pub mod rate;
 pub mod trace;
 
-
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, SimRng, Time};
 use l4slab_qdisc::{Qdisc, QdiscCtx};
-
 
 pub use delay_line::DelayLine;
 pub use ecn::{EcnRewrite, Rewritten};

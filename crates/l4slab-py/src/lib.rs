@@ -434,7 +434,7 @@ fn ecn_rewrite_names() -> Vec<&'static str> {
     l4slab_link::EcnRewrite::ALL.map(|r| r.name()).to_vec()
 }
 
-/// Run the emulator's command line (`l4slab-emu ARGS`) in this process;
+/// Run the emulator process's entry (`l4slab-emu PLAN`) in this process;
 /// returns its exit code. `self_cmd` runs the emulator again (for its crash
 /// reaper). The GIL is released for the whole call, which lasts as long as
 /// the emulated run: call it from a process of its own (`l4slab._emu`).
@@ -443,6 +443,17 @@ fn ecn_rewrite_names() -> Vec<&'static str> {
 #[pyo3(signature = (argv, self_cmd))]
 fn emu_main(py: Python<'_>, argv: Vec<String>, self_cmd: Vec<String>) -> i32 {
     py.allow_threads(|| l4slab_emu::cli::main(&argv, &self_cmd))
+}
+
+/// Read an emulator plan (`l4slab_emu::plan::Plan`) as the emulator would,
+/// without running it; returns its sub-command's name. A plan the emulator
+/// would refuse raises `ValueError` with the emulator's message.
+#[cfg(target_os = "linux")]
+#[pyfunction]
+fn emu_plan_check(plan: &str) -> PyResult<&'static str> {
+    l4slab_emu::plan::Plan::from_json(plan)
+        .map(|p| p.name())
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// Forwards a real endpoint's lines to a Python callable and checks for
@@ -627,6 +638,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ecn_rewrite_names, m)?)?;
     #[cfg(target_os = "linux")]
     m.add_function(wrap_pyfunction!(emu_main, m)?)?;
+    #[cfg(target_os = "linux")]
+    m.add_function(wrap_pyfunction!(emu_plan_check, m)?)?;
     #[cfg(target_os = "linux")]
     m.add_function(wrap_pyfunction!(send_run, m)?)?;
     #[cfg(target_os = "linux")]

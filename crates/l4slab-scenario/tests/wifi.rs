@@ -5,13 +5,13 @@
 mod common;
 
 use common::{parse, parse_set, BASE};
-use l4slab_core::{Dur, FlowId};
 use l4slab_bottleneck::{DOWN, UP};
+use l4slab_core::{Dur, FlowId};
+use l4slab_scenario::build::{self, AccessQueues};
+use l4slab_scenario::{BufferLimit, Problem, QdiscSpec, Scenario, ScenarioError};
 use l4slab_wifi::config::{Scan, StationLink, RETRY_LIMIT};
 use l4slab_wifi::edca::{Ac, EdcaParams, EdcaSet};
 use l4slab_wifi::phy::{Band, Phy, Standard};
-use l4slab_scenario::build::{self, AccessQueues};
-use l4slab_scenario::{BufferLimit, Problem, QdiscSpec, Scenario, ScenarioError};
 
 /// Two client hosts and the default server; the laptop downloads in BE,
 /// the phone calls in VI. [`home`] adds the cell.

@@ -7,11 +7,11 @@ use std::net::SocketAddr;
 use l4slab_app::quic::QuicApp;
 use l4slab_core::datagram::DatagramEndpoint;
 use l4slab_core::{Dur, Ecn, Time};
+use l4slab_quic::wire::is_retry;
+use l4slab_quic::ConnectionConfig;
 use l4slab_sendserve::client::Client;
 use l4slab_sendserve::server::{Server, ServerConfig};
 use l4slab_sendserve::token::TokenKey;
-use l4slab_quic::wire::is_retry;
-use l4slab_quic::ConnectionConfig;
 
 const SERVER: &str = "192.0.2.1:4433";
 

@@ -10,9 +10,7 @@ use common::cc::{Fixed, Log};
 use common::{dms, ms, seg_seq, Dir, Net, Sent, Writes};
 use l4slab_cc::{CongestionEvent, EcnCodepoint};
 use l4slab_core::{Ecn, Time};
-use l4slab_tcp::{
-    AccEcnOption, ConnState, EcnMode, EcnValidation, File, Flags, TransportConfig,
-};
+use l4slab_tcp::{AccEcnOption, ConnState, EcnMode, EcnValidation, File, Flags, TransportConfig};
 
 const MSS: u32 = 1448;
 
@@ -913,12 +911,7 @@ fn a_lost_ect_syn_ack_ends_with_both_sides_off() {
     assert_eq!(n.server.ep.ecn_mode(), EcnMode::Off);
     assert_eq!(n.client.ep.ecn_validation(), EcnValidation::Blackholed);
     assert_eq!(n.server.ep.ecn_validation(), EcnValidation::NotNegotiated);
-    assert!(
-        n.client
-            .time_of(l4slab_tcp::AppEvent::Connected)
-            .unwrap()
-            < ms(1100)
-    );
+    assert!(n.client.time_of(l4slab_tcp::AppEvent::Connected).unwrap() < ms(1100));
 }
 
 #[test]

@@ -1,6 +1,6 @@
 """Run an application through one phase of ``l4slab check-l4s`` (needs root).
 
-A phase is one ``l4slab-emu shell`` run (:mod:`l4slab.emu`) with the
+A phase is one run of the emulator's shell (:mod:`l4slab.emu`) with the
 bottleneck captured into ``<phase dir>/pcap/``. The client command runs under
 ``sh -c`` with ``$L4SLAB_CHECK_SECONDS`` and ``$L4SLAB_CHECK_PHASE`` added to
 the emulator's variables (``$L4SLAB_SERVER`` ...), and is stopped (SIGTERM,
@@ -21,6 +21,7 @@ from typing import Any
 
 from l4slab import emu
 from l4slab.check.phases import COMPETITOR_PORT, Phase
+from l4slab.emu_plan import CLIENT_ADDR, SERVER_ECN_ADDR, Shell, TcpSend, TcpSink
 
 __all__ = ["GRACE_S", "PhaseRun", "run_phase"]
 
@@ -51,19 +52,17 @@ def _competitor(phase: Phase, data_dir: str, seconds: float) -> tuple[str, str]:
     application's data direction, from the emulator's own TCP probes."""
     if not phase.competitor:
         return "", ""
-    prog = shlex.join(emu.emulator_command())
-    sink = f"{prog} probe tcp-sink --port {COMPETITOR_PORT} >/dev/null 2>&1 &"
-    send = f"{prog} probe tcp-send {{addr}}:{COMPETITOR_PORT} --cc cubic --seconds {seconds:g}"
+    sink = shlex.join(emu.command_line(TcpSink(port=COMPETITOR_PORT))) + " >/dev/null 2>&1 &"
+
+    def send(addr: str) -> str:
+        plan = TcpSend(addr=f"{addr}:{COMPETITOR_PORT}", cc="cubic", seconds=seconds)
+        return shlex.join(emu.command_line(plan))
+
     if data_dir == "up":
         # $L4SLAB_SERVER_ECN's route negotiates classic ECN (docs/emulator.md).
-        client = send.format(addr="$L4SLAB_SERVER_ECN") + " >/dev/null 2>&1 &"
-        return client, sink
+        return send(SERVER_ECN_ADDR) + " >/dev/null 2>&1 &", sink
     # Downloads: the server namespace's own tcp_ecn (a per-namespace sysctl).
-    server = (
-        "sysctl -qw net.ipv4.tcp_ecn=1; (sleep 0.5; "
-        + send.format(addr="$L4SLAB_CLIENT")
-        + " >/dev/null 2>&1) &"
-    )
+    server = f"sysctl -qw net.ipv4.tcp_ecn=1; (sleep 0.5; {send(CLIENT_ADDR)} >/dev/null 2>&1) &"
     return sink, server
 
 
@@ -96,16 +95,15 @@ def run_phase(
         server_script = f"{env}; {comp_server} "
         server_script += f"sh -c {shlex.quote(server)} >{server_log} 2>&1" if server else "wait"
     report = d / "emu-report.json"
-    args = emu.shell_args(
-        ["sh", "-c", script],
-        sets=phase.sets,
+    plan = Shell(
+        command=("sh", "-c", script),
+        sets=(*phase.sets, *emu.link_sets(ecn_path=phase.ecn_path)),
         server_command=server_script,
         report=report,
-        ecn_path=phase.ecn_path,
         quiet=True,
         pcap_dir=d,
     )
-    proc = emu.run_emulator(args, capture=True)
+    proc = emu.run_emulator(plan, capture=True)
     if proc.returncode in _INTERRUPTED:
         # Ctrl-C or SIGTERM: the emulator has torn the phase down; run no more.
         raise KeyboardInterrupt

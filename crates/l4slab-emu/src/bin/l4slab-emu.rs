@@ -1,7 +1,8 @@
-//! `l4slab-emu`: the emulator as a program of its own, for cargo users and
-//! the root tests (`crates/l4slab-emu/tests/root.rs`). The Python package
-//! runs the same code through its native module (`python -m l4slab._emu`);
-//! the commands are in [`l4slab_emu::cli`].
+//! `l4slab-emu PLAN`: the emulator as a program of its own, for cargo users
+//! (`L4SLAB_EMU_BIN`) and the root tests (`crates/l4slab-emu/tests/root.rs`).
+//! The Python package runs the same code through its native module (`python
+//! -m l4slab._emu PLAN`). It takes one plan and declares no options
+//! ([`l4slab_emu::cli`], [`l4slab_emu::plan`]).
 
 use std::process::ExitCode;
 
