@@ -7,7 +7,7 @@
 
 use l4slab_core::{Dur, Ecn, Packet, TraceEvent};
 use l4slab_qdisc::testing::Harness;
-use l4slab_qdisc::{Backlog, Fifo, FifoConfig, FifoLimit, FifoMode, Qdisc, QdiscCtx, QdiscStats};
+use l4slab_qdisc::{Backlog, BufferLimit, Fifo, FifoConfig, Qdisc, QdiscCtx, QdiscStats};
 use proptest::prelude::*;
 
 /// Whether a discipline must preserve arrival order.
@@ -24,18 +24,18 @@ enum Order {
 type Case = (&'static str, fn() -> Box<dyn Qdisc>, Order);
 
 /// `pfifo`/`bfifo` (tail drop).
-fn tail(limit: FifoLimit) -> Box<dyn Qdisc> {
+fn tail(limit: BufferLimit) -> Box<dyn Qdisc> {
     Box::new(Fifo::new(FifoConfig {
         limit,
-        mode: FifoMode::TailDrop,
+        head_drop: false,
     }))
 }
 
 /// `pfifo_head_drop` (and its byte-limited variant).
-fn head(limit: FifoLimit) -> Box<dyn Qdisc> {
+fn head(limit: BufferLimit) -> Box<dyn Qdisc> {
     Box::new(Fifo::new(FifoConfig {
         limit,
-        mode: FifoMode::HeadDrop,
+        head_drop: true,
     }))
 }
 
@@ -130,7 +130,7 @@ fn dualpi2(cfg: DualPi2Config) -> Box<dyn Qdisc> {
 use l4slab_qdisc::dualpi2::{EcnMask, LAqm, PiInput, Scheduler, StepThresh};
 use l4slab_qdisc::{CeSelector, Codel, CodelConfig, FqCodel, FqCodelConfig};
 use l4slab_qdisc::{DualPi2, DualPi2Config, FqPie, FqPieConfig, Pie, PieConfig};
-use FifoLimit::{Bytes, Packets};
+use BufferLimit::{Bytes, Packets};
 
 /// Small limits so that drops are frequent; `Bytes(1000)` is smaller than the
 /// largest packet (1500 B), which must be refused even by head drop.
