@@ -18,6 +18,7 @@ pub mod fq_pie;
 pub mod param;
 pub mod pi;
 pub mod pie;
+pub mod red;
 pub mod registry;
 pub mod testing;
 

@@ -67,7 +67,7 @@ mod tests {
                 }
             }
         }
-        assert!(params("red").is_none());
+        assert!(params("sfq").is_none());
     }
 
     #[test]

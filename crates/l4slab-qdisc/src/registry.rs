@@ -292,6 +292,8 @@ registry! {
     FqPie(FqPieConfig) = "fq_pie",
     /// Linux `dualpi2` (RFC 9332); `limit` in packets; `l_flows` are flow indices.
     Dualpi2(DualPi2Config) = "dualpi2",
+    /// Linux `red` (Floyd & Jacobson 1993, Adaptive RED); `limit` in bytes.
+    Red(crate::red::RedConfig) = "red",
 }
 
 #[cfg(test)]
