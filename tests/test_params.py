@@ -134,5 +134,5 @@ def test_a_qdisc_parameter_out_of_its_declared_range_is_refused() -> None:
 
 
 def test_an_unknown_qdisc_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="unknown qdisc 'red'"):
-        _native.qdisc_params("red")
+    with pytest.raises(ValueError, match="unknown qdisc 'sfq'"):
+        _native.qdisc_params("sfq")

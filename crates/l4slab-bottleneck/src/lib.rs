@@ -639,8 +639,8 @@ mod tests {
     /// (one queued, two dropped).
     fn windowed() -> Bottleneck {
         let fifo = FifoConfig {
-            limit: l4slab_qdisc::FifoLimit::Packets(2),
-            mode: l4slab_qdisc::FifoMode::TailDrop,
+            limit: l4slab_qdisc::BufferLimit::Packets(2),
+            head_drop: false,
         };
         let mut bn = bottleneck(Box::new(Fifo::new(fifo)));
         for id in 0..5 {
@@ -664,8 +664,8 @@ mod tests {
     fn packet_events_list_every_admission_dequeue_and_drop_in_order() {
         use QueueEventKind::{Dequeue, Drop, Enqueue};
         let fifo = FifoConfig {
-            limit: l4slab_qdisc::FifoLimit::Packets(2),
-            mode: l4slab_qdisc::FifoMode::TailDrop,
+            limit: l4slab_qdisc::BufferLimit::Packets(2),
+            head_drop: false,
         };
         let mut bn = bottleneck(Box::new(Fifo::new(fifo)));
         bn.enqueue(DOWN, Time::ZERO, Packet::new(9, 0, 1250, Ecn::NotEct));

@@ -16,7 +16,7 @@ use l4slab_core::{
     DropReason, Dur, Ecn, MarkReason, Packet, Rate, SimRng, Time, TraceEvent, VecTracer,
 };
 use l4slab_link::{Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss};
-use l4slab_qdisc::{Fifo, FifoConfig, FifoLimit, FifoMode, Qdisc, QdiscCtx};
+use l4slab_qdisc::{BufferLimit, Fifo, FifoConfig, Qdisc, QdiscCtx};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -37,16 +37,14 @@ fn loss_choice() -> impl Strategy<Value = LossChoice> {
 
 fn qdisc(limit_kind: u8, limit: u32, head: bool) -> Box<dyn Qdisc> {
     let limit = if limit_kind == 0 {
-        FifoLimit::Packets(limit.max(1))
+        BufferLimit::Packets(limit.max(1))
     } else {
-        FifoLimit::Bytes(u64::from(limit) * 500)
+        BufferLimit::Bytes(u64::from(limit) * 500)
     };
-    let mode = if head {
-        FifoMode::HeadDrop
-    } else {
-        FifoMode::TailDrop
-    };
-    Box::new(Fifo::new(FifoConfig { limit, mode }))
+    Box::new(Fifo::new(FifoConfig {
+        limit,
+        head_drop: head,
+    }))
 }
 
 struct Env {

@@ -43,6 +43,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use crate::registry::{param_fields, QdiscKind};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, Ecn, MarkReason, Packet, Time};
@@ -200,6 +201,26 @@ impl Default for CodelConfig {
             ce_threshold: CE_THRESHOLD.default.opt_dur(),
             mtu: ETH_PSCHED_MTU, // codel_init: psched_mtu(qdisc_dev(sch))
         }
+    }
+}
+
+param_fields!(CodelConfig {
+    LIMIT => limit,
+    TARGET => target,
+    INTERVAL => interval,
+    ECN => ecn,
+    CE_THRESHOLD => ce_threshold,
+});
+
+impl QdiscKind for CodelConfig {
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        self.set_field(name, v)
+    }
+
+    fn build(&self) -> Box<dyn Qdisc> {
+        Box::new(Codel::new(self.clone()))
     }
 }
 

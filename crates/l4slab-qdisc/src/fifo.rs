@@ -11,28 +11,10 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use crate::registry::{param_fields, BufferLimit, QdiscKind};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Packet, Time};
-
-/// Which packet a full queue discards.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FifoMode {
-    /// Drop the arriving packet (`pfifo`, `bfifo`).
-    #[default]
-    TailDrop,
-    /// Drop the oldest queued packet and admit the arrival (`pfifo_head_drop`).
-    HeadDrop,
-}
-
-/// Capacity of the queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FifoLimit {
-    Packets(u32),
-    Bytes(u64),
-}
 
 /// `head_drop`: drop the oldest packet instead of the arrival.
 pub const HEAD_DROP: Param = Param {
@@ -49,23 +31,47 @@ pub const HEAD_DROP: Param = Param {
 /// the limit is the direction's `buffer`.
 pub const PARAMS: &[Param] = &[HEAD_DROP];
 
+/// `pfifo`/`bfifo` (tail drop) or `pfifo_head_drop`: the limit is the
+/// direction's buffer, in packets (`pfifo`) or bytes (`bfifo`; a buffer
+/// written as a time is the bytes it resolved to).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FifoConfig {
     /// Linux default for `pfifo` is the device `txqueuelen`, 1000 packets.
-    pub limit: FifoLimit,
-    pub mode: FifoMode,
+    pub limit: BufferLimit,
+    /// `false`: tail drop (`pfifo`/`bfifo`); `true`: `pfifo_head_drop`.
+    pub head_drop: bool,
 }
 
 impl Default for FifoConfig {
     fn default() -> Self {
         FifoConfig {
-            limit: FifoLimit::Packets(1000), // Linux txqueuelen default
-            mode: if HEAD_DROP.default.flag() {
-                FifoMode::HeadDrop
-            } else {
-                FifoMode::TailDrop
-            },
+            limit: BufferLimit::Packets(1000), // Linux txqueuelen default
+            head_drop: HEAD_DROP.default.flag(),
         }
+    }
+}
+
+param_fields!(FifoConfig {
+    HEAD_DROP => head_drop,
+});
+
+impl QdiscKind for FifoConfig {
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        self.set_field(name, v)
+    }
+
+    /// The buffer is the limit as written: packets, or bytes.
+    fn for_buffer(buffer: BufferLimit) -> Self {
+        FifoConfig {
+            limit: buffer,
+            ..FifoConfig::default()
+        }
+    }
+
+    fn build(&self) -> Box<dyn Qdisc> {
+        Box::new(Fifo::new(self.clone()))
     }
 }
 
@@ -79,13 +85,15 @@ pub struct Fifo {
 
 impl Fifo {
     pub fn new(cfg: FifoConfig) -> Self {
-        if let FifoLimit::Packets(n) = cfg.limit {
+        if let BufferLimit::Packets(n) = cfg.limit {
             assert!(n > 0, "fifo limit must be positive");
         }
         Fifo {
             queue: VecDeque::with_capacity(match cfg.limit {
-                FifoLimit::Packets(n) => (n as usize).min(1 << 16),
-                FifoLimit::Bytes(b) => ((b / 1500) as usize).min(1 << 16),
+                BufferLimit::Packets(n) => (n as usize).min(1 << 16),
+                BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => {
+                    ((b / 1500) as usize).min(1 << 16)
+                }
             }),
             cfg,
             bytes: 0,
@@ -97,9 +105,11 @@ impl Fifo {
     fn over_limit(&self, pkt: &Packet) -> bool {
         match self.cfg.limit {
             // sch_fifo.c pfifo_enqueue: `if (likely(sch->q.qlen < READ_ONCE(sch->limit)))`
-            FifoLimit::Packets(n) => self.queue.len() as u32 >= n,
+            BufferLimit::Packets(n) => self.queue.len() as u32 >= n,
             // sch_fifo.c bfifo_enqueue: `if (likely(sch->qstats.backlog + qdisc_pkt_len(skb) <= limit))`
-            FifoLimit::Bytes(b) => self.bytes + u64::from(pkt.len) > b,
+            BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => {
+                self.bytes + u64::from(pkt.len) > b
+            }
         }
     }
 
@@ -113,34 +123,31 @@ impl Fifo {
 
 impl Qdisc for Fifo {
     fn kind(&self) -> &'static str {
-        match self.cfg.mode {
-            FifoMode::TailDrop => "fifo",
-            FifoMode::HeadDrop => "pfifo_head_drop",
+        if self.cfg.head_drop {
+            "pfifo_head_drop"
+        } else {
+            "fifo"
         }
     }
 
     fn enqueue(&mut self, now: Time, mut pkt: Packet, ctx: &mut QdiscCtx<'_>) {
         self.stats.offered += 1;
         if self.over_limit(&pkt) {
-            match self.cfg.mode {
-                FifoMode::TailDrop => {
+            if !self.cfg.head_drop {
+                self.stats.dropped_at_enqueue += 1;
+                ctx.drop_packet(now, pkt, DropReason::Overlimit);
+                return;
+            }
+            // sch_fifo.c pfifo_tail_enqueue: drop the head until the arrival fits.
+            while self.over_limit(&pkt) {
+                let Some(head) = self.pop() else {
+                    // A single packet larger than a byte limit: refuse it.
                     self.stats.dropped_at_enqueue += 1;
                     ctx.drop_packet(now, pkt, DropReason::Overlimit);
                     return;
-                }
-                FifoMode::HeadDrop => {
-                    // sch_fifo.c pfifo_tail_enqueue: drop the head until the arrival fits.
-                    while self.over_limit(&pkt) {
-                        let Some(head) = self.pop() else {
-                            // A single packet larger than a byte limit: refuse it.
-                            self.stats.dropped_at_enqueue += 1;
-                            ctx.drop_packet(now, pkt, DropReason::Overlimit);
-                            return;
-                        };
-                        self.stats.dropped_after_dequeue += 1;
-                        ctx.drop_packet(now, head, DropReason::HeadDrop);
-                    }
-                }
+                };
+                self.stats.dropped_after_dequeue += 1;
+                ctx.drop_packet(now, head, DropReason::HeadDrop);
             }
         }
         pkt.enqueued_at = now;
@@ -175,8 +182,8 @@ mod tests {
     #[test]
     fn tail_drops_exactly_at_the_packet_limit() {
         let mut h = Harness::new(Fifo::new(FifoConfig {
-            limit: FifoLimit::Packets(3),
-            mode: FifoMode::TailDrop,
+            limit: BufferLimit::Packets(3),
+            head_drop: false,
         }));
         for i in 0..5 {
             h.offer(i, 1500);
@@ -197,8 +204,8 @@ mod tests {
     #[test]
     fn byte_limit_admits_while_it_fits() {
         let mut h = Harness::new(Fifo::new(FifoConfig {
-            limit: FifoLimit::Bytes(3000),
-            mode: FifoMode::TailDrop,
+            limit: BufferLimit::Bytes(3000),
+            head_drop: false,
         }));
         h.offer(0, 1500);
         h.offer(1, 1000);
@@ -212,8 +219,8 @@ mod tests {
     #[test]
     fn head_drop_discards_the_oldest() {
         let mut h = Harness::new(Fifo::new(FifoConfig {
-            limit: FifoLimit::Packets(2),
-            mode: FifoMode::HeadDrop,
+            limit: BufferLimit::Packets(2),
+            head_drop: true,
         }));
         for i in 0..4 {
             h.offer(i, 1500);

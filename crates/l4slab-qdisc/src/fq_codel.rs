@@ -60,6 +60,7 @@ use crate::codel::{
 };
 pub use crate::fq::FlowList;
 use crate::fq::{Admit, FlowAqm, FlowQueue, FlowQueues, FqParams, FqStats, Overflow};
+use crate::registry::{param_fields, QdiscKind};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, FlowId, Packet, Time};
@@ -278,6 +279,31 @@ impl Default for FqCodelConfig {
             mtu: ETH_PSCHED_MTU, // fq_codel_init: cparams.mtu = psched_mtu
             hash_seed: HASH_SEED.default.int() as u32,
         }
+    }
+}
+
+param_fields!(FqCodelConfig {
+    LIMIT => limit,
+    FLOWS => flows,
+    TARGET => target,
+    INTERVAL => interval,
+    QUANTUM => quantum,
+    ECN => ecn,
+    CE_THRESHOLD => ce_threshold,
+    MEMORY_LIMIT => memory_limit,
+    DROP_BATCH => drop_batch,
+    HASH_SEED => hash_seed,
+});
+
+impl QdiscKind for FqCodelConfig {
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        self.set_field(name, v)
+    }
+
+    fn build(&self) -> Box<dyn Qdisc> {
+        Box::new(FqCodel::new(self.clone()))
     }
 }
 

@@ -44,6 +44,7 @@ use crate::pie::{
     next_update, pie_calculate_probability, pie_drop_early, pie_process_dequeue, PieParams,
     PieStats, PieVars,
 };
+use crate::registry::{param_fields, QdiscKind};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, FlowId, MarkReason, Packet, Time};
@@ -235,6 +236,35 @@ impl Default for FqPieConfig {
             mtu: ETH_PSCHED_MTU, // psched_mtu(qdisc_dev(sch))
             hash_seed: HASH_SEED.default.int() as u32,
         }
+    }
+}
+
+param_fields!(FqPieConfig {
+    LIMIT => limit,
+    FLOWS => flows,
+    TARGET => target,
+    TUPDATE => tupdate,
+    ALPHA => alpha,
+    BETA => beta,
+    QUANTUM => quantum,
+    MEMORY_LIMIT => memory_limit,
+    ECN_PROB => ecn_prob,
+    ECN => ecn,
+    BYTEMODE => bytemode,
+    DQ_RATE_ESTIMATOR => dq_rate_estimator,
+    MAX_BURST => max_burst,
+    HASH_SEED => hash_seed,
+});
+
+impl QdiscKind for FqPieConfig {
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        self.set_field(name, v)
+    }
+
+    fn build(&self) -> Box<dyn Qdisc> {
+        Box::new(FqPie::new(self.clone()))
     }
 }
 

@@ -18,6 +18,8 @@ pub mod fq_pie;
 pub mod param;
 pub mod pi;
 pub mod pie;
+pub mod red;
+pub mod registry;
 pub mod testing;
 
 use core::fmt;
@@ -26,10 +28,11 @@ use l4slab_core::{DropReason, Ecn, MarkReason, Packet, QueueId, SimRng, Time, Tr
 
 pub use codel::{CeSelector, Codel, CodelConfig};
 pub use dualpi2::{DualPi2, DualPi2Config};
-pub use fifo::{Fifo, FifoConfig, FifoLimit, FifoMode};
+pub use fifo::{Fifo, FifoConfig};
 pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use fq_pie::{FqPie, FqPieConfig};
 pub use pie::{Pie, PieConfig};
+pub use registry::{BufferLimit, QdiscConfig, QdiscKind, QDISC_NAMES};
 
 /// Current occupancy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,34 +1,18 @@
 //! The queue disciplines' parameter declarations: the declaration type
 //! lives in [`l4slab_core::param`] (shared with the congestion controls);
-//! this module finds each discipline's [`Param`]s ([`params`]) and renders
-//! the qdisc table of `docs/scenarios.md` ([`markdown_options_table`]).
+//! the registry ([`crate::registry`]) finds each discipline's
+//! [`Param`](l4slab_core::param::Param)s ([`params`]), and this module
+//! renders the qdisc table of `docs/scenarios.md` ([`markdown_options_table`]).
 //!
 //! Each discipline declares its `tc` parameters next to its config
 //! (`codel::PARAMS`, `dualpi2::config::PARAMS`, ...) with their Linux
 //! names, ranges, defaults and sources; the config's `Default` derives from
-//! them, as do the scenario resolvers (`l4slab-scenario`'s `qdisc/`), the
+//! them, as do the generic setter ([`crate::registry::QdiscKind::set`]),
+//! the scenario resolver (`l4slab-scenario`'s `qdisc/`), the
 //! Python `_native.qdisc_params(kind)` and the docs tables (checked by
 //! `tests/docs_params.rs`).
 
-use l4slab_core::param::Param;
-
-/// The queue disciplines, by their Linux `tc` names, in the order the docs
-/// list them.
-pub const QDISC_NAMES: &[&str] = &["fifo", "codel", "fq_codel", "pie", "fq_pie", "dualpi2"];
-
-/// The parameters of the discipline `name` (one of [`QDISC_NAMES`]), in the
-/// order the docs list them; `None` for an unknown name.
-pub fn params(name: &str) -> Option<&'static [Param]> {
-    Some(match name {
-        "fifo" => crate::fifo::PARAMS,
-        "codel" => crate::codel::PARAMS,
-        "fq_codel" => crate::fq_codel::PARAMS,
-        "pie" => crate::pie::PARAMS,
-        "fq_pie" => crate::fq_pie::PARAMS,
-        "dualpi2" => crate::dualpi2::PARAMS,
-        _ => return None,
-    })
-}
+pub use crate::registry::{params, QDISC_NAMES};
 
 /// The qdisc table of `docs/scenarios.md`: every discipline of
 /// [`QDISC_NAMES`] with its keys.
@@ -83,7 +67,7 @@ mod tests {
                 }
             }
         }
-        assert!(params("red").is_none());
+        assert!(params("sfq").is_none());
     }
 
     #[test]
@@ -121,7 +105,7 @@ mod tests {
             (10240, 1024, 1514, 10)
         );
         assert_eq!((q.memory_limit, q.alpha, q.beta), (32 << 20, 0.125, 1.25));
-        assert_eq!(crate::FifoConfig::default().mode, crate::FifoMode::TailDrop);
+        assert!(!crate::FifoConfig::default().head_drop);
     }
 
     #[test]

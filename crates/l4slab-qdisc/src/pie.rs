@@ -48,6 +48,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::pi::{pi_delta, PiGains};
+use crate::registry::{param_fields, QdiscKind};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, SimRng, Time};
@@ -227,6 +228,30 @@ impl Default for PieConfig {
             max_burst: MAX_BURST.default.dur(),
             mtu: 1500,
         }
+    }
+}
+
+param_fields!(PieConfig {
+    LIMIT => limit,
+    TARGET => target,
+    TUPDATE => tupdate,
+    ALPHA => alpha,
+    BETA => beta,
+    ECN => ecn,
+    BYTEMODE => bytemode,
+    DQ_RATE_ESTIMATOR => dq_rate_estimator,
+    MAX_BURST => max_burst,
+});
+
+impl QdiscKind for PieConfig {
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        self.set_field(name, v)
+    }
+
+    fn build(&self) -> Box<dyn Qdisc> {
+        Box::new(Pie::new(self.clone()))
     }
 }
 

@@ -7,7 +7,7 @@
 
 use l4slab_core::{Dur, Ecn, Packet, TraceEvent};
 use l4slab_qdisc::testing::Harness;
-use l4slab_qdisc::{Backlog, Fifo, FifoConfig, FifoLimit, FifoMode, Qdisc, QdiscCtx, QdiscStats};
+use l4slab_qdisc::{Backlog, BufferLimit, Fifo, FifoConfig, Qdisc, QdiscCtx, QdiscStats};
 use proptest::prelude::*;
 
 /// Whether a discipline must preserve arrival order.
@@ -24,18 +24,18 @@ enum Order {
 type Case = (&'static str, fn() -> Box<dyn Qdisc>, Order);
 
 /// `pfifo`/`bfifo` (tail drop).
-fn tail(limit: FifoLimit) -> Box<dyn Qdisc> {
+fn tail(limit: BufferLimit) -> Box<dyn Qdisc> {
     Box::new(Fifo::new(FifoConfig {
         limit,
-        mode: FifoMode::TailDrop,
+        head_drop: false,
     }))
 }
 
 /// `pfifo_head_drop` (and its byte-limited variant).
-fn head(limit: FifoLimit) -> Box<dyn Qdisc> {
+fn head(limit: BufferLimit) -> Box<dyn Qdisc> {
     Box::new(Fifo::new(FifoConfig {
         limit,
-        mode: FifoMode::HeadDrop,
+        head_drop: true,
     }))
 }
 
@@ -123,19 +123,50 @@ fn hot_dualpi2() -> DualPi2Config {
     }
 }
 
+/// `red` with thresholds of a few packets (min 2000 B, max 6000 B) over a
+/// byte limit of `limit` B.
+fn red(limit: u64, ecn: bool, harddrop: bool, adaptive: bool) -> Box<dyn Qdisc> {
+    Box::new(Red::new(RedConfig {
+        limit,
+        min: Some(2000),
+        max: Some(6000),
+        probability: 0.5,
+        ecn,
+        harddrop,
+        adaptive,
+        ..RedConfig::default()
+    }))
+}
+
 fn dualpi2(cfg: DualPi2Config) -> Box<dyn Qdisc> {
     Box::new(DualPi2::new(cfg))
 }
 
 use l4slab_qdisc::dualpi2::{EcnMask, LAqm, PiInput, Scheduler, StepThresh};
+use l4slab_qdisc::red::{Red, RedConfig};
 use l4slab_qdisc::{CeSelector, Codel, CodelConfig, FqCodel, FqCodelConfig};
 use l4slab_qdisc::{DualPi2, DualPi2Config, FqPie, FqPieConfig, Pie, PieConfig};
-use FifoLimit::{Bytes, Packets};
+use BufferLimit::{Bytes, Packets};
 
 /// Small limits so that drops are frequent; `Bytes(1000)` is smaller than the
 /// largest packet (1500 B), which must be refused even by head drop.
 const CASES: &[Case] = &[
     ("pfifo limit 1", || tail(Packets(1)), Order::Fifo),
+    (
+        "red ecn, 9000 B",
+        || red(9000, true, false, false),
+        Order::Fifo,
+    ),
+    (
+        "red harddrop adaptive, 4000 B",
+        || red(4000, true, true, true),
+        Order::Fifo,
+    ),
+    (
+        "red no ecn, 1 MB",
+        || red(1_000_000, false, false, false),
+        Order::Fifo,
+    ),
     ("pfifo limit 5", || tail(Packets(5)), Order::Fifo),
     ("bfifo 4000 B", || tail(Bytes(4000)), Order::Fifo),
     ("bfifo 1000 B", || tail(Bytes(1000)), Order::Fifo),

@@ -12,37 +12,19 @@ use l4slab_core::SimRng;
 use l4slab_link::{
     Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss, RateModel, TraceRate,
 };
-use l4slab_qdisc::{
-    Codel, DualPi2, Fifo, FifoConfig, FifoLimit, FifoMode, FqCodel, FqPie, Pie, Qdisc,
-};
+use l4slab_qdisc::Qdisc;
 
 use l4slab_bottleneck::{DOWN, QUEUE_NAMES, UP};
 use l4slab_wifi::cell::Cell;
 use l4slab_wifi::config::{AirDir, CellConfig, QueueSpec, StationConfig};
 use l4slab_wifi::edca::Ac;
 
-use crate::model::{Bottleneck, BufferLimit, Flow, Host, LinkSpec, LossSpec, QdiscSpec, Scenario};
+use crate::model::{Bottleneck, Flow, Host, LinkSpec, LossSpec, QdiscSpec, Scenario};
 
-/// The discipline a [`QdiscSpec`] names.
+/// The discipline a [`QdiscSpec`] names ([`QdiscSpec::build`], the
+/// registry's one dispatch).
 pub fn qdisc(spec: &QdiscSpec) -> Box<dyn Qdisc> {
-    match spec {
-        QdiscSpec::Fifo { limit, head_drop } => Box::new(Fifo::new(FifoConfig {
-            limit: match *limit {
-                BufferLimit::Packets(n) => FifoLimit::Packets(n),
-                BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => FifoLimit::Bytes(b),
-            },
-            mode: if *head_drop {
-                FifoMode::HeadDrop
-            } else {
-                FifoMode::TailDrop
-            },
-        })),
-        QdiscSpec::Codel(cfg) => Box::new(Codel::new(cfg.clone())),
-        QdiscSpec::FqCodel(cfg) => Box::new(FqCodel::new(cfg.clone())),
-        QdiscSpec::Pie(cfg) => Box::new(Pie::new(cfg.clone())),
-        QdiscSpec::FqPie(cfg) => Box::new(FqPie::new(cfg.clone())),
-        QdiscSpec::Dualpi2(cfg) => Box::new(DualPi2::new(cfg.clone())),
-    }
+    spec.build()
 }
 
 /// The loss model a [`LossSpec`] names (probabilities were validated when

@@ -12,7 +12,7 @@
 use toml::Value;
 
 use crate::error::ScenarioError;
-use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec, QdiscSpec};
+use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec};
 use crate::raw::{BernoulliTable, GilbertElliottTable, KindOnlyTable, LinkKeys, RawBottleneck};
 use crate::units::Buffer;
 use crate::values::{self, deserialize_at, join, kind_of};
@@ -110,10 +110,7 @@ pub(crate) fn resolve_link(
     let limit = buffer_limit(values::buffer(v, &p)?, rate, &p)?;
     let qdisc = match m.get("qdisc") {
         Some((v, p)) => crate::qdisc::resolve(v, &p, limit, rate)?,
-        None => QdiscSpec::Fifo {
-            limit,
-            head_drop: false,
-        },
+        None => crate::qdisc::fifo(limit),
     };
     let loss = match m.get("loss") {
         Some((v, p)) => resolve_loss(v, &p)?,

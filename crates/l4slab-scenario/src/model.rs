@@ -134,40 +134,14 @@ impl std::fmt::Debug for RateTrace {
     }
 }
 
-/// Queue discipline and its buffer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum QdiscSpec {
-    Fifo {
-        limit: BufferLimit,
-        /// `false`: tail drop (`pfifo`/`bfifo`); `true`: `pfifo_head_drop`.
-        head_drop: bool,
-    },
-    /// Linux `codel` (RFC 8289); `limit` in packets.
-    Codel(l4slab_qdisc::CodelConfig),
-    /// Linux `fq_codel` (RFC 8290); `limit` in packets.
-    FqCodel(l4slab_qdisc::FqCodelConfig),
-    /// Linux `pie` (RFC 8033); `limit` in packets.
-    Pie(l4slab_qdisc::PieConfig),
-    /// Linux `fq_pie` (RFC 8290 scheduler, RFC 8033 PIE per flow); `limit` in packets.
-    FqPie(l4slab_qdisc::FqPieConfig),
-    /// Linux `dualpi2` (RFC 9332); `limit` in packets; `l_flows` are flow
-    /// indices (`Scenario::flows`).
-    Dualpi2(l4slab_qdisc::DualPi2Config),
-}
+/// Queue discipline and its buffer: the config of one kind of the qdisc
+/// registry ([`l4slab_qdisc::registry`]), tagged by its `tc` name (`kind`).
+/// `limit` is the direction's buffer unless written; DualPI2's `l_flows` are
+/// flow indices (`Scenario::flows`).
+pub type QdiscSpec = l4slab_qdisc::QdiscConfig;
 
 /// A buffer limit as the user wrote it, and its resolution.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BufferLimit {
-    Packets(u32),
-    Bytes(u64),
-    /// Written as a time ("50ms"); resolved to bytes at the link rate.
-    Time {
-        time: Dur,
-        bytes: u64,
-    },
-}
+pub use l4slab_qdisc::BufferLimit;
 
 /// `ecn` is netem's `loss ... ecn` (`l4slab_link::Link::with_loss_ecn`): a
 /// chosen ECN-capable packet is CE-marked instead of dropped. It is written

@@ -16,8 +16,9 @@ use l4slab_core::Rate;
 
 use crate::error::{Problem, ScenarioError};
 use crate::link::buffer_limit;
+use crate::model::BufferLimit;
 use crate::qdisc::params::{
-    bad_value, choice, flag, number, packets_of, positive_time, time, with_example, wrong_type,
+    bad_value, choice, flag, number, positive_time, time, with_example, wrong_type,
 };
 use crate::values::{self, join};
 
@@ -173,7 +174,7 @@ pub(crate) fn read(
                 let rate = rate.unwrap_or_else(|| panic!("{}: a limit needs the rate", p.name));
                 let packets = values::buffer(v, path)
                     .and_then(|b| buffer_limit(b, rate, path))
-                    .map(packets_of)
+                    .map(BufferLimit::packets)
                     .map_err(|e| with_example(e, ex))?;
                 ParamValue::Int(packets.into())
             }

@@ -389,10 +389,7 @@ fn resolve_queue(
     };
     match qdisc {
         Some(v) => crate::qdisc::resolve(v, &join(path, "qdisc"), limit, rate),
-        None => Ok(QdiscSpec::Fifo {
-            limit,
-            head_drop: false,
-        }),
+        None => Ok(crate::qdisc::fifo(limit)),
     }
 }
 

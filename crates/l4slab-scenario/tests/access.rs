@@ -7,6 +7,7 @@ mod common;
 use common::parse;
 use l4slab_core::{Dur, Rate};
 use l4slab_link::EcnRewrite;
+use l4slab_qdisc::FifoConfig;
 use l4slab_scenario::{BufferLimit, LinkSpec, LossSpec, QdiscSpec};
 
 const TWO_HOSTS: &str = r#"
@@ -62,13 +63,13 @@ fn shared_keys_apply_to_both_directions_and_a_direction_table_overrides_them() {
         Some(LinkSpec {
             rate: Rate::from_mbps(50),
             delay: Dur::from_millis(5),
-            qdisc: QdiscSpec::Fifo {
+            qdisc: QdiscSpec::Fifo(FifoConfig {
                 limit: BufferLimit::Time {
                     time: Dur::from_millis(20),
                     bytes: 125_000
                 },
                 head_drop: false,
-            },
+            }),
             loss: LossSpec::None,
             ecn_rewrite: EcnRewrite::None,
             rate_trace: None,

@@ -117,7 +117,7 @@ const CASES: &[Case] = &[
     set(&["bottleneck.up.buffer=100p"], "bottleneck.up.buffer", BadValue, "unknown buffer unit 'p'"),
     set(&["bottleneck.buffer=5000000000pkt"], "bottleneck.buffer", BadValue, "packets is too many"),
     // qdisc
-    set(&["bottleneck.qdisc=x"], "bottleneck.qdisc", UnknownName, "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo, codel, fq_codel, pie, fq_pie, dualpi2"),
+    set(&["bottleneck.qdisc=x"], "bottleneck.qdisc", UnknownName, "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo, codel, fq_codel, pie, fq_pie, dualpi2, red"),
     set(&["bottleneck.qdisc={ head_drop = true }"], "bottleneck.qdisc.kind", Missing, "missing; write e.g. kind = \"fifo\""),
     set(&["bottleneck.qdisc={ kind = 5 }"], "bottleneck.qdisc.kind", WrongType, "expected a string"),
     set(&["bottleneck.qdisc={ kind = \"fifo\", limit = 5 }"], "bottleneck.qdisc.limit", UnknownKey, "valid keys here: kind, head_drop"),
@@ -162,7 +162,7 @@ const CASES: &[Case] = &[
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.delay=5ms"], "hosts.laptop.access.delay", UnknownKey, "valid keys here: rate, buffer, qdisc, loss, ecn_rewrite, down, up"),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.up.delay=5ms"], "hosts.laptop.access.up.delay", UnknownKey, "valid keys here: rate, buffer, qdisc, loss, ecn_rewrite"),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.up=fast"], "hosts.laptop.access.up", WrongType, "expected a table, found a string (\"fast\"); write e.g. [hosts.laptop.access.up] with rate = \"10Mbit\""),
-    set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.qdisc=red"], "hosts.laptop.access.qdisc", UnknownName, "unknown qdisc 'red'; choose one of: fifo, codel, fq_codel, pie, fq_pie, dualpi2"),
+    set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.qdisc=sfq"], "hosts.laptop.access.qdisc", UnknownName, "unknown qdisc 'sfq'; choose one of: fifo, codel, fq_codel, pie, fq_pie, dualpi2, red"),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.up.qdisc={ target = \"5ms\" }"], "hosts.laptop.access.up.qdisc.kind", Missing, "write e.g. kind = \"fifo\""),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.qdisc={ kind = \"codel\", target = \"soon\" }"], "hosts.laptop.access.qdisc.target", BadValue, "\"soon\" is not a duration"),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.loss=150%"], "hosts.laptop.access.loss", BadValue, "is more than 100%"),
@@ -346,7 +346,7 @@ fn design_examples_verbatim() {
     let e = parse_set(BASE, &["bottleneck.qdisc=x"]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo, codel, fq_codel, pie, fq_pie, dualpi2"
+        "bottleneck.qdisc: unknown qdisc 'x'; choose one of: fifo, codel, fq_codel, pie, fq_pie, dualpi2, red"
     );
 }
 

@@ -6,6 +6,7 @@ mod common;
 use common::{base_with, parse, parse_set, BASE};
 use l4slab_core::{Dur, Ecn, Rate, Time};
 use l4slab_link::EcnRewrite;
+use l4slab_qdisc::FifoConfig;
 use l4slab_scenario::{
     parse_with, AccessLinks, AppSpec, Bottleneck, BufferLimit, CbrSpec, CcSpec, Direction, Flow,
     FrameAppSpec, FrameTransport, Host, LinkSpec, LossSpec, MediaCcSpec, Protocol, QdiscSpec,
@@ -13,10 +14,10 @@ use l4slab_scenario::{
 };
 
 fn fifo_pkts(n: u32) -> QdiscSpec {
-    QdiscSpec::Fifo {
+    QdiscSpec::Fifo(FifoConfig {
         limit: BufferLimit::Packets(n),
         head_drop: false,
-    }
+    })
 }
 
 #[test]
@@ -163,13 +164,13 @@ app = "bulk"
             rate: Rate::from_mbps(20),
             delay: Dur::from_millis(10),
             // 20 Mbit/s x 50 ms = 1,000,000 bit = 125,000 B.
-            qdisc: QdiscSpec::Fifo {
+            qdisc: QdiscSpec::Fifo(FifoConfig {
                 limit: BufferLimit::Time {
                     time: Dur::from_millis(50),
                     bytes: 125_000
                 },
                 head_drop: true,
-            },
+            }),
             loss: LossSpec::GilbertElliott {
                 p: 0.01,
                 r: 0.3,
@@ -186,10 +187,10 @@ app = "bulk"
         LinkSpec {
             rate: Rate::from_mbps(5),
             delay: Dur::from_millis(15),
-            qdisc: QdiscSpec::Fifo {
+            qdisc: QdiscSpec::Fifo(FifoConfig {
                 limit: BufferLimit::Bytes(65_536),
                 head_drop: false
-            },
+            }),
             loss: LossSpec::Bernoulli {
                 p: 0.001,
                 ecn: false
@@ -272,7 +273,7 @@ fn time_buffers_convert_per_direction() {
     ]);
     // down: 20 Mbit/s x 100 ms = 250,000 B; up: 1 Mbit/s x 50 ms = 6,250 B.
     let limit = |l: &LinkSpec| match &l.qdisc {
-        QdiscSpec::Fifo { limit, .. } => *limit,
+        QdiscSpec::Fifo(FifoConfig { limit, .. }) => *limit,
         other => panic!("the default qdisc is fifo, got {other:?}"),
     };
     assert_eq!(
@@ -592,10 +593,10 @@ fn overrides_apply_before_validation() {
     assert_eq!(s.flows[0].app, AppSpec::File { size: 1_000_000 });
     assert_eq!(
         s.bottleneck.down.qdisc,
-        QdiscSpec::Fifo {
+        QdiscSpec::Fifo(FifoConfig {
             limit: BufferLimit::Packets(100),
             head_drop: true
-        }
+        })
     );
     assert!(s.packet_trace);
     assert!(s.pcap);

@@ -4,6 +4,7 @@ mod common;
 
 use common::{parse_set, BASE};
 use l4slab_core::{Dur, Rate};
+use l4slab_qdisc::FifoConfig;
 use l4slab_scenario::{BufferLimit, QdiscSpec};
 
 /// A trace file in a fresh temporary directory; returns its path.
@@ -35,13 +36,13 @@ fn a_trace_rate_reads_the_file_and_uses_its_mean_rate() {
     // The time buffer converts at the mean rate: 24.064 Mbit/s x 10 ms = 30,080 B.
     assert_eq!(
         down.qdisc,
-        QdiscSpec::Fifo {
+        QdiscSpec::Fifo(FifoConfig {
             limit: BufferLimit::Time {
                 time: Dur::from_millis(10),
                 bytes: 30_080
             },
             head_drop: false
-        }
+        })
     );
     // The other direction keeps its constant rate; the trace is named in the JSON.
     assert!(s.bottleneck.up.rate_trace.is_none());

@@ -7,6 +7,7 @@ mod common;
 use common::{parse, parse_set, BASE};
 use l4slab_bottleneck::{DOWN, UP};
 use l4slab_core::{Dur, FlowId};
+use l4slab_qdisc::FifoConfig;
 use l4slab_scenario::build::{self, AccessQueues};
 use l4slab_scenario::{BufferLimit, Problem, QdiscSpec, Scenario, ScenarioError};
 use l4slab_wifi::config::{Scan, StationLink, RETRY_LIMIT};
@@ -81,10 +82,10 @@ fn defaults_make_every_client_host_a_station() {
     assert_eq!(w.links, [ax80()]);
     assert_eq!(w.retry_limit, RETRY_LIMIT);
     assert_eq!(w.ap_edca, EdcaSet::AP);
-    let fifo = QdiscSpec::Fifo {
+    let fifo = QdiscSpec::Fifo(FifoConfig {
         limit: BufferLimit::Packets(1000),
         head_drop: false,
-    };
+    });
     assert_eq!(w.ap_qdisc, fifo);
     assert_eq!(w.station_qdisc, fifo);
     // One station per client host, in host order; the server is none.
@@ -265,10 +266,10 @@ mcs = 8
     assert!(matches!(w.ap_qdisc, QdiscSpec::FqCodel(ref c) if c.limit == 500));
     assert_eq!(
         w.station_qdisc,
-        QdiscSpec::Fifo {
+        QdiscSpec::Fifo(FifoConfig {
             limit: BufferLimit::Packets(200),
             head_drop: true
-        }
+        })
     );
     let names: Vec<&str> = w
         .stations
@@ -326,13 +327,13 @@ scan = { every = "10s", duration = "50ms", first = "1s" }
     assert_eq!(ax80().data_rate(11).as_bps(), 1_200_955_882);
     assert_eq!(
         w.ap_qdisc,
-        QdiscSpec::Fifo {
+        QdiscSpec::Fifo(FifoConfig {
             limit: BufferLimit::Time {
                 time: Dur::from_millis(2),
                 bytes: 300_238
             },
             head_drop: false
-        }
+        })
     );
 }
 

@@ -24,6 +24,7 @@ PROBABILITY_KEYS: dict[str, tuple[str, ...]] = {
     "dualpi2": ("p_c", "p_cl"),
     "pie": ("prob",),
     "fq_pie": ("max_prob",),
+    "red": ("prob",),
 }
 
 

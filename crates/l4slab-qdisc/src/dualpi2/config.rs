@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Ecn, FlowId};
 
+use crate::registry::{param_fields, FromParam, QdiscKind};
+use crate::Qdisc;
+
 // The tc knobs (`tc-dualpi2(8)`), then l4slab's options for RFC 9332's
 // variants. `step_thresh` and the flow lists are read by the scenario's own
 // code (`Kind::Custom`): a time or packets, and flow names resolved later.
@@ -466,6 +469,26 @@ pub enum PiInput {
     C,
 }
 
+/// [`ECN_MASK`]'s choices.
+impl FromParam for EcnMask {
+    fn from_param(v: ParamValue) -> Self {
+        match v.choice() {
+            "any_ect" => EcnMask::AnyEct,
+            _ => EcnMask::L4sEct,
+        }
+    }
+}
+
+/// [`PI_INPUT`]'s choices.
+impl FromParam for PiInput {
+    fn from_param(v: ParamValue) -> Self {
+        match v.choice() {
+            "c" => PiInput::C,
+            _ => PiInput::Max,
+        }
+    }
+}
+
 /// `tc qdisc ... dualpi2` parameters. `Default` = Linux `dualpi2_reset_default()`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DualPi2Config {
@@ -531,21 +554,48 @@ impl Default for DualPi2Config {
             coupling_factor: COUPLING_FACTOR.default.num(),
             drop_on_overload: DROP_ON_OVERLOAD.default.flag(),
             drop_enqueue: DROP_ENQUEUE.default.flag(),
-            ecn_mask: match ECN_MASK.default.choice() {
-                "any_ect" => EcnMask::AnyEct,
-                _ => EcnMask::L4sEct,
-            },
+            ecn_mask: EcnMask::from_param(ECN_MASK.default),
             split_gso: SPLIT_GSO.default.flag(),
             l_aqm: LAqm::default(),
             scheduler: Scheduler::default(),
-            pi_input: match PI_INPUT.default.choice() {
-                "c" => PiInput::C,
-                _ => PiInput::Max,
-            },
+            pi_input: PiInput::from_param(PI_INPUT.default),
             l_flows: Vec::new(),
             llll_flows: Vec::new(),
             mtu: 1500,
         }
+    }
+}
+
+param_fields!(DualPi2Config {
+    LIMIT => limit,
+    MEMLIMIT => memory_limit,
+    TARGET => target,
+    TUPDATE => tupdate,
+    ALPHA => alpha,
+    BETA => beta,
+    COUPLING_FACTOR => coupling_factor,
+    DROP_ON_OVERLOAD => drop_on_overload,
+    DROP_ENQUEUE => drop_enqueue,
+    ECN_MASK => ecn_mask,
+    SPLIT_GSO => split_gso,
+    PI_INPUT => pi_input,
+});
+
+impl QdiscKind for DualPi2Config {
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        let set = self.set_field(name, v);
+        if name == LIMIT.name {
+            // dualpi2_change: a new limit recomputes the memory limit
+            // (`get_memory_limit`); a `memlimit` set after it overrides.
+            self.memory_limit = memory_limit_for(self.limit, self.mtu);
+        }
+        set
+    }
+
+    fn build(&self) -> Box<dyn Qdisc> {
+        Box::new(super::DualPi2::new(self.clone()))
     }
 }
 

@@ -4,9 +4,11 @@
 //! RFC 9332 variants and the classifier rule.
 //!
 //! Every key is declared in [`l4slab_qdisc::dualpi2::config::PARAMS`] and
-//! read by [`crate::param`], except `step_thresh` (a time or packets) and
-//! the flow lists (names resolved once the flows are), which keep custom
-//! readers here; the conflicts between keys are checked here too.
+//! read by [`crate::param`]; the generic resolver ([`super::resolve`]) sets
+//! those with a field of their own. This file composes the rest: the
+//! auto-configuration from the RTTs, the L AQM and scheduler variants (with
+//! the conflicts between their keys), `step_thresh` (a time or packets) and
+//! the flow lists (names resolved once the flows are).
 //!
 //! tc knobs: `limit` (packets; default: the direction's `buffer`, as for
 //! `pie`), `memlimit` (alias `memory_limit`; bytes; default `limit` x 2 x
@@ -33,48 +35,26 @@
 use toml::Value;
 
 use l4slab_core::param::Param;
-use l4slab_core::{FlowId, Rate};
+use l4slab_core::FlowId;
 use l4slab_qdisc::dualpi2::config::{
-    ALPHA, BETA, CLASSIC_PROTECTION, COUPLING_FACTOR, DROP_ENQUEUE, DROP_ON_OVERLOAD, ECN_MASK,
-    LIMIT, LLLL_FLOWS, L_AQM, L_FLOWS, MAX_RTT, MEMLIMIT, MIN_QLEN_STEP, MIN_TH, PARAMS, PI_INPUT,
-    RANGE, SCHEDULER, SPLIT_GSO, STEP_THRESH, TARGET, TH_LEN, TSHIFT, TUPDATE, TYPICAL_RTT,
+    ALPHA, BETA, CLASSIC_PROTECTION, LLLL_FLOWS, L_AQM, L_FLOWS, MAX_RTT, MIN_QLEN_STEP, MIN_TH,
+    RANGE, SCHEDULER, STEP_THRESH, TARGET, TH_LEN, TSHIFT, TUPDATE, TYPICAL_RTT,
 };
-use l4slab_qdisc::dualpi2::{
-    auto_config, memory_limit_for, EcnMask, LAqm, PiInput, Scheduler, StepThresh,
-};
+use l4slab_qdisc::dualpi2::{auto_config, LAqm, Scheduler, StepThresh};
 use l4slab_qdisc::DualPi2Config;
 
-use super::params::{bad_value, packets_of, with_example, wrong_type};
+use super::params::{bad_value, with_example, wrong_type};
 use crate::error::{Problem, ScenarioError};
 use crate::link::Merged;
-use crate::model::{BufferLimit, Flow, LinkSpec, QdiscSpec};
-use crate::param::{read_table, Values};
+use crate::model::{Flow, LinkSpec, QdiscSpec};
+use crate::param::Values;
 use crate::units::Buffer;
 use crate::values::{self, describe, join};
 
-pub(super) fn resolve(
-    value: &Value,
-    path: &str,
-    buffer: BufferLimit,
-    rate: Rate,
-) -> Result<QdiscSpec, ScenarioError> {
-    let mut cfg = DualPi2Config::default();
-    cfg.limit = packets_of(buffer);
-    cfg.memory_limit = memory_limit_for(cfg.limit, cfg.mtu);
-    let Value::Table(table) = value else {
-        return Ok(QdiscSpec::Dualpi2(cfg));
-    };
-    let v = read_table(table, path, PARAMS, Some(rate))?;
-
-    if let Some(x) = v.get(&LIMIT) {
-        cfg.limit = x.int() as u32;
-        // dualpi2_change: a new limit recomputes the memory limit.
-        cfg.memory_limit = memory_limit_for(cfg.limit, cfg.mtu);
-    }
-    if let Some(x) = v.get(&MEMLIMIT) {
-        cfg.memory_limit = x.int() as u64;
-    }
-
+/// The keys the declarations do not set by themselves (after those that
+/// they do): iproute2's auto-configuration from `max_rtt`/`typical_rtt`, the
+/// L AQM and scheduler with their conflicting keys, and the flow names.
+pub(super) fn resolve_custom(cfg: &mut DualPi2Config, v: &Values) -> Result<(), ScenarioError> {
     // PI2: explicit values, or iproute2's auto-configuration from the RTTs.
     let max_rtt = v.get(&MAX_RTT).and_then(|x| x.opt_dur());
     let typical_rtt = v.get(&TYPICAL_RTT).and_then(|x| x.opt_dur());
@@ -110,51 +90,15 @@ pub(super) fn resolve(
         cfg.alpha = pi.alpha;
         cfg.beta = pi.beta;
     }
-    if let Some(x) = v.get(&TARGET) {
-        cfg.target = x.dur();
-    }
-    if let Some(x) = v.get(&TUPDATE) {
-        cfg.tupdate = x.dur();
-    }
-    if let Some(x) = v.get(&ALPHA) {
-        cfg.alpha = x.num();
-    }
-    if let Some(x) = v.get(&BETA) {
-        cfg.beta = x.num();
-    }
-    if let Some(x) = v.get(&COUPLING_FACTOR) {
-        cfg.coupling_factor = x.num();
-    }
-    if let Some(x) = v.get(&DROP_ON_OVERLOAD) {
-        cfg.drop_on_overload = x.flag();
-    }
-    if let Some(x) = v.get(&DROP_ENQUEUE) {
-        cfg.drop_enqueue = x.flag();
-    }
-    if let Some(x) = v.get(&ECN_MASK) {
-        cfg.ecn_mask = match x.choice() {
-            "any_ect" => EcnMask::AnyEct,
-            _ => EcnMask::L4sEct,
-        };
-    }
-    if let Some(x) = v.get(&SPLIT_GSO) {
-        cfg.split_gso = x.flag();
-    }
-    if let Some(x) = v.get(&PI_INPUT) {
-        cfg.pi_input = match x.choice() {
-            "c" => PiInput::C,
-            _ => PiInput::Max,
-        };
-    }
-    cfg.l_aqm = l_aqm(&v)?;
-    cfg.scheduler = scheduler(&v)?;
+    cfg.l_aqm = l_aqm(v)?;
+    cfg.scheduler = scheduler(v)?;
     // Names are checked here and mapped to flow ids by `resolve_flow_classes`.
     for p in [&L_FLOWS, &LLLL_FLOWS] {
         if let Some((_, x)) = v.raw(p) {
             flow_names(x, &v.path_of(p))?;
         }
     }
-    Ok(QdiscSpec::Dualpi2(cfg))
+    Ok(())
 }
 
 /// A key that belongs to another value of a selector key (`min_th` without

@@ -1,71 +1,26 @@
-//! `qdisc = "fq_codel"` or `{ kind = "fq_codel", limit = 10240, flows = 1024,
-//! target = "5ms", interval = "100ms", quantum = 1514, ecn = true,
-//! ce_threshold = "1ms", ce_threshold_selector = "ect1", memory_limit =
-//! "32MiB", drop_batch = 64 }`: Linux `fq_codel` with the `tc-fq_codel(8)`
-//! parameter names and Linux defaults, read by the declarations
-//! [`l4slab_qdisc::fq_codel::PARAMS`] ([`crate::param`]).
-//!
-//! `limit` works as for `codel` (packets; the direction's `buffer` by
-//! default). Ranges are Linux's (`fq_codel_change`), except that Linux
-//! silently raises a `quantum` below 256, a `drop_batch` of 0 and caps
+//! `qdisc = { kind = "fq_codel", ..., ce_threshold_selector = "ect1" }`: the
+//! one `fq_codel` key no declaration describes; the others are declared in
+//! [`l4slab_qdisc::fq_codel::PARAMS`] and set by the generic resolver
+//! ([`super::resolve`]). Ranges are Linux's (`fq_codel_change`), except that
+//! Linux silently raises a `quantum` below 256, a `drop_batch` of 0 and caps
 //! `memory_limit` at 2 GiB, where l4slab rejects the value.
 //!
 //! `ce_threshold_selector` takes tc's `VALUE/MASK` over the IP DS field
 //! (`"0x1/0x3"`) or the name `"ect1"` (= `0x1/0x3`, ECT(1) only). Our packets
 //! carry no DSCP (it reads as 0). l4slab extension: `hash_seed` (integer), the
 //! seed of the flow hash, which stands in for Linux's per-boot random seed.
-//! `ce_threshold_selector` keeps a custom reader (no generic kind describes
-//! it); the other keys are read by their declarations.
 
 use toml::Value;
 
-use l4slab_core::Rate;
-use l4slab_qdisc::fq_codel::{
-    CE_THRESHOLD, CE_THRESHOLD_SELECTOR, DROP_BATCH, ECN, FLOWS, HASH_SEED, INTERVAL, LIMIT,
-    MEMORY_LIMIT, PARAMS, QUANTUM, TARGET,
-};
+use l4slab_qdisc::fq_codel::{CE_THRESHOLD, CE_THRESHOLD_SELECTOR};
 use l4slab_qdisc::{CeSelector, FqCodelConfig};
 
-use super::params::{packets_of, with_example, wrong_type};
+use super::params::{with_example, wrong_type};
 use crate::error::ScenarioError;
-use crate::model::{BufferLimit, QdiscSpec};
-use crate::param::read_table;
+use crate::param::Values;
 
-pub(super) fn resolve(
-    value: &Value,
-    path: &str,
-    buffer: BufferLimit,
-    rate: Rate,
-) -> Result<QdiscSpec, ScenarioError> {
-    let mut cfg = FqCodelConfig {
-        limit: packets_of(buffer),
-        ..FqCodelConfig::default()
-    };
-    let Value::Table(table) = value else {
-        return Ok(QdiscSpec::FqCodel(cfg));
-    };
-    let v = read_table(table, path, PARAMS, Some(rate))?;
-    if let Some(x) = v.get(&LIMIT) {
-        cfg.limit = x.int() as u32;
-    }
-    if let Some(x) = v.get(&FLOWS) {
-        cfg.flows = x.int() as u32;
-    }
-    if let Some(x) = v.get(&TARGET) {
-        cfg.target = x.dur();
-    }
-    if let Some(x) = v.get(&INTERVAL) {
-        cfg.interval = x.dur();
-    }
-    if let Some(x) = v.get(&QUANTUM) {
-        cfg.quantum = x.int() as u32;
-    }
-    if let Some(x) = v.get(&ECN) {
-        cfg.ecn = x.flag();
-    }
-    if let Some(x) = v.get(&CE_THRESHOLD) {
-        cfg.ce_threshold = x.opt_dur();
-    }
+/// `ce_threshold_selector`, after the declared keys were set.
+pub(super) fn resolve_custom(cfg: &mut FqCodelConfig, v: &Values) -> Result<(), ScenarioError> {
     // A custom reader: tc's VALUE/MASK or a name (no generic kind).
     if let Some((_, x)) = v.raw(&CE_THRESHOLD_SELECTOR) {
         let sp = v.path_of(&CE_THRESHOLD_SELECTOR);
@@ -87,16 +42,7 @@ pub(super) fn resolve(
         };
         cfg.ce_threshold_selector = Some(selector(s, &sp)?);
     }
-    if let Some(x) = v.get(&MEMORY_LIMIT) {
-        cfg.memory_limit = x.int() as u64;
-    }
-    if let Some(x) = v.get(&DROP_BATCH) {
-        cfg.drop_batch = x.int() as u32;
-    }
-    if let Some(x) = v.get(&HASH_SEED) {
-        cfg.hash_seed = x.int() as u32;
-    }
-    Ok(QdiscSpec::FqCodel(cfg))
+    Ok(())
 }
 
 /// `"ect1"` or tc's `VALUE/MASK` (each hex `0x..` or decimal, at most 0xff).

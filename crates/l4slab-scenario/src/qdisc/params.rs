@@ -1,18 +1,13 @@
 //! Value helpers of the generic parameter reader (`crate::param`) and the
 //! qdiscs' custom readers: numbers, durations, flags and choices, each error
-//! carrying the example for its key, and tc packet limits from a buffer.
+//! carrying the example for its key.
 
 use toml::Value;
 
 use l4slab_core::Dur;
 
 use crate::error::{Problem, ScenarioError};
-use crate::model::BufferLimit;
 use crate::values::{self, describe};
-
-/// Bytes per packet when a byte or time buffer becomes a tc packet limit
-/// (REFERENCES.md: 1 packet = 1500 B on the wire).
-pub(crate) const PACKET_BYTES: u64 = 1500;
 
 /// A finite number, integer or float.
 pub(crate) fn number(v: &Value, path: &str, example: &str) -> Result<f64, ScenarioError> {
@@ -48,17 +43,6 @@ pub(crate) fn choice<'v>(
             other,
             &format!("{:?}", choices[0]),
         )),
-    }
-}
-
-/// A resolved buffer as a tc packet limit: packets as is, bytes at
-/// [`PACKET_BYTES`] per packet, at least 1.
-pub(crate) fn packets_of(buffer: BufferLimit) -> u32 {
-    match buffer {
-        BufferLimit::Packets(n) => n,
-        BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => {
-            u32::try_from(b / PACKET_BYTES).unwrap_or(u32::MAX).max(1)
-        }
     }
 }
 
