@@ -220,7 +220,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             rng: SimRng::derive(seed, &format!("flow/{}", f.name)),
             start: f.start,
             file_size: match f.app {
-                AppSpec::File { size } => Some(size),
+                AppSpec::File(file) => Some(file.size),
                 _ => None,
             },
             delivered: 0,
