@@ -280,15 +280,10 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "band") => r#""5GHz""#,
         (_, "width") => r#""80MHz""#,
         (_, "nss") => "2",
-        (_, "retry_limit") => "7",
         (_, "edca") => "{ be = { cw_min = 15, cw_max = 1023 } }",
         ("edca", "vo" | "vi" | "be" | "bk") => {
             r#"{ aifsn = 3, cw_min = 15, cw_max = 1023, txop = "0ms" }"#
         }
-        (_, "aifsn") => "3",
-        (_, "cw_min") => "15",
-        (_, "cw_max") => "1023",
-        (_, "txop") => r#""3.008ms""#,
         (_, "snr_db") => "30",
         (_, "mcs") => "7",
         (_, "links") if path.ends_with(']') => "0",
