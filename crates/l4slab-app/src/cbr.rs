@@ -24,32 +24,90 @@
 //! one packet here), the receiver's socket buffer (nothing is dropped at the
 //! receiving host).
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use l4slab_core::param::{FromParam, Kind, Param, ParamValue, ECN_CODEPOINTS};
 use l4slab_core::stats::{round6, DurStats};
 use l4slab_core::{Dur, Ecn, Rate, Time};
 
+use crate::registry::{AppKind, BuildContext};
 use crate::{Datagram, FlowApp, FlowIo, Role, SampleSink};
 
-/// CBR parameters (scenario `app = { kind = "cbr", ... }`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+pub const RATE: Param = Param {
+    name: "rate",
+    aliases: &[],
+    linux: "iperf -b",
+    kind: Kind::Rate,
+    default: ParamValue::Rate(Rate::from_mbps(1)),
+    source: "`iperf -u`'s default `-b 1M`",
+    doc: "UDP payload bit rate (as `iperf -b` counts it: payload, not headers)",
+};
+
+/// The largest UDP payload over IPv4: 65535 - 20 (IP) - 8 (UDP).
+const MAX_UDP_PAYLOAD: u64 = 65_507;
+
+pub const SIZE: Param = Param {
+    name: "size",
+    aliases: &[],
+    linux: "iperf -l",
+    kind: Kind::Size {
+        min: 1,
+        max: MAX_UDP_PAYLOAD,
+    },
+    default: ParamValue::Int(1200),
+    source: "a choice: a 1228 B IPv4 packet, below any common path MTU",
+    doc: "UDP payload per datagram (at most the largest UDP payload over IPv4)",
+};
+
+pub const ECN: Param = Param {
+    name: "ecn",
+    aliases: &[],
+    linux: "iperf -S",
+    kind: Kind::Choice(ECN_CODEPOINTS),
+    default: ParamValue::Choice("not_ect"),
+    source: "`iperf` sends Not-ECT unless `-S` sets the TOS",
+    doc: "codepoint of every datagram (e.g. `\"ect1\"` to ride DualPI2's L queue)",
+};
+
+/// `app = { kind = "cbr", ... }` (docs/apps.md#cbr).
+pub const PARAMS: &[Param] = &[RATE, SIZE, ECN];
+
+/// CBR parameters (scenario `app = { kind = "cbr", ... }`; [`PARAMS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CbrConfig {
-    /// UDP payload bit rate (`iperf -b`). Default 1 Mbit/s.
+    /// [`RATE`].
     pub rate: Rate,
-    /// UDP payload bytes per datagram (`iperf -l`). Default 1200 (a 1228 B
-    /// IPv4 packet, below any common path MTU).
+    /// [`SIZE`]: UDP payload bytes per datagram.
     pub size: u32,
-    /// IP-ECN codepoint of every datagram. Default Not-ECT.
+    /// [`ECN`].
     pub ecn: Ecn,
 }
 
 impl Default for CbrConfig {
     fn default() -> Self {
         CbrConfig {
-            rate: Rate::from_mbps(1),
-            size: 1200,
-            ecn: Ecn::NotEct,
+            rate: RATE.default.rate(),
+            size: FromParam::from_param(SIZE.default),
+            ecn: FromParam::from_param(ECN.default),
         }
+    }
+}
+
+l4slab_core::param_fields!(CbrConfig {
+    rate = RATE,
+    size = SIZE,
+    ecn = ECN,
+});
+
+impl AppKind for CbrConfig {
+    const NAME: &'static str = "cbr";
+    const WHAT: &'static str = "unresponsive constant-bit-rate UDP";
+    const EXAMPLE: &'static str = r#"app = { kind = "cbr", rate = "5Mbit" }"#;
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn build(&self, cx: &BuildContext<'_>) -> Box<dyn FlowApp> {
+        Box::new(Cbr::new(*self, cx.sender))
     }
 }
 

@@ -19,41 +19,155 @@
 //! most commercial services use (this is the TCP variant the Excentis test
 //! ran), decoder and display delay.
 
+use serde::Serialize;
 use serde_json::Value;
 
+use l4slab_core::param::{FromParam, Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
+use crate::framed::{Framed, MEDIA_CC, PLAYOUT_DELAY, TRANSPORT};
 use crate::frames::FrameStream;
 use crate::rate_control::{AdaptiveFrames, RateControlConfig, SeriesNames};
+use crate::registry::{AppKind, BuildContext};
+use crate::rtp::{self, RtpConfig, RtpMedia};
 use crate::{FlowApp, FlowIo, Role, SampleSink};
 
-/// Cloud-gaming parameters (scenario `app = { kind = "cloud_gaming", ... }`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+pub const FPS: Param = Param {
+    name: "fps",
+    aliases: &[],
+    linux: "fps",
+    kind: Kind::Int { min: 1, max: 1000 },
+    default: ParamValue::Int(60),
+    source: "a choice: a 60 fps game stream",
+    doc: "frames per second",
+};
+
+/// The Excentis flow's ceiling (STUDIES.md §4).
+const MAX: Rate = Rate::from_mbps(40);
+
+pub const START_BITRATE: Param = Param {
+    name: "start_bitrate",
+    aliases: &[],
+    linux: "start_bitrate",
+    kind: Kind::Rate,
+    default: ParamValue::Rate(MAX),
+    source: "a choice: `max_bitrate`, backing off",
+    doc: "target at the start; within `min_bitrate..max_bitrate` (the default is clamped to them)",
+};
+
+pub const MIN_BITRATE: Param = Param {
+    name: "min_bitrate",
+    aliases: &[],
+    linux: "min_bitrate",
+    kind: Kind::Rate,
+    default: ParamValue::Rate(Rate::from_mbps(1)),
+    source: "a choice",
+    doc: "lowest target",
+};
+
+pub const MAX_BITRATE: Param = Param {
+    name: "max_bitrate",
+    aliases: &[],
+    linux: "max_bitrate",
+    kind: Kind::Rate,
+    default: ParamValue::Rate(MAX),
+    source: "the Excentis Wi-Fi 6 L4S tests' up-to-40 Mbit/s flow (STUDIES.md §4)",
+    doc: "highest target",
+};
+
+pub const LATE_THRESHOLD: Param = Param {
+    name: "late_threshold",
+    aliases: &[],
+    linux: "late_threshold",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(50)),
+    source: "a choice: three frame intervals at 60 fps, the network's part of a ~100 ms input-to-photon budget",
+    doc: "a frame displayed later than this after capture is late",
+};
+
+pub const STALL_THRESHOLD: Param = Param {
+    doc: "inter-frame gap counted as a stall",
+    ..crate::screen_share::STALL_THRESHOLD
+};
+
+/// `app = { kind = "cloud_gaming", ... }` (docs/apps.md#cloud_gaming).
+pub const PARAMS: &[Param] = &[
+    FPS,
+    START_BITRATE,
+    MIN_BITRATE,
+    MAX_BITRATE,
+    LATE_THRESHOLD,
+    STALL_THRESHOLD,
+    TRANSPORT,
+    MEDIA_CC,
+    PLAYOUT_DELAY,
+];
+
+/// Cloud-gaming parameters (scenario `app = { kind = "cloud_gaming", ... }`;
+/// [`PARAMS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CloudGamingConfig {
-    /// Frames per second. Default 60.
+    /// [`FPS`].
     pub fps: u32,
-    /// Encoder bitrate at the start. Default `max_bitrate`.
+    /// [`START_BITRATE`].
     pub start_bitrate: Rate,
-    /// Lowest encoder bitrate. Default 1 Mbit/s.
+    /// [`MIN_BITRATE`].
     pub min_bitrate: Rate,
-    /// Highest encoder bitrate. Default 40 Mbit/s.
+    /// [`MAX_BITRATE`].
     pub max_bitrate: Rate,
-    /// A frame displayed later than this after capture is late. Default 50 ms.
+    /// [`LATE_THRESHOLD`].
     pub late_threshold: Dur,
-    /// A gap between displayed frames longer than this is a stall. Default 200 ms.
+    /// [`STALL_THRESHOLD`].
     pub stall_threshold: Dur,
 }
 
 impl Default for CloudGamingConfig {
     fn default() -> Self {
         CloudGamingConfig {
-            fps: 60,
-            start_bitrate: Rate::from_mbps(40),
-            min_bitrate: Rate::from_mbps(1),
-            max_bitrate: Rate::from_mbps(40),
-            late_threshold: Dur::from_millis(50),
-            stall_threshold: Dur::from_millis(200),
+            fps: FromParam::from_param(FPS.default),
+            start_bitrate: START_BITRATE.default.rate(),
+            min_bitrate: MIN_BITRATE.default.rate(),
+            max_bitrate: MAX_BITRATE.default.rate(),
+            late_threshold: LATE_THRESHOLD.default.dur(),
+            stall_threshold: STALL_THRESHOLD.default.dur(),
         }
+    }
+}
+
+l4slab_core::param_fields!(CloudGamingConfig {
+    fps = FPS,
+    start_bitrate = START_BITRATE,
+    min_bitrate = MIN_BITRATE,
+    max_bitrate = MAX_BITRATE,
+    late_threshold = LATE_THRESHOLD,
+    stall_threshold = STALL_THRESHOLD,
+});
+
+impl AppKind for Framed<CloudGamingConfig> {
+    const NAME: &'static str = "cloud_gaming";
+    const WHAT: &'static str = "rate-adapted frames, server to player";
+    const EXAMPLE: &'static str = r#"app = "cloud_gaming""#;
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn build(&self, cx: &BuildContext<'_>) -> Box<dyn FlowApp> {
+        let p = self.app;
+        if !self.is_rtp() {
+            return Box::new(CloudGaming::new(p, cx.sender));
+        }
+        let cfg = RtpConfig::new(
+            p.fps,
+            p.start_bitrate,
+            p.min_bitrate,
+            p.max_bitrate,
+            p.stall_threshold,
+            Some(p.late_threshold),
+        )
+        .with_transport(self.transport);
+        Box::new(RtpMedia::new(
+            "cloud_gaming",
+            cfg,
+            &[(cx.sender, SERIES, rtp::RTT)],
+        ))
     }
 }
 

@@ -21,7 +21,10 @@
 //! * [`cloud_gaming::CloudGaming`]: rate-adapted frames, server to player.
 //! * [`video_call::VideoCall`]: rate-adapted frames both ways.
 //! * [`frames`]: frame bookkeeping shared by the frame-based apps;
-//!   [`rate_control`]: the bitrate adaptation cloud gaming and video calls share.
+//!   [`rate_control`]: the bitrate adaptation cloud gaming and video calls share;
+//!   [`framed`]: how a frame app's frames travel (TCP, or RTP: [`rtp`]).
+//! * [`registry`]: the app kinds by scenario name, each config with its
+//!   declared parameters ([`registry::AppSpec`]), and how each is built.
 
 use core::fmt;
 
@@ -29,13 +32,17 @@ use serde_json::Value;
 
 use l4slab_core::{Dur, Ecn, Time};
 pub use l4slab_tcp::{AppIo, Bulk, File, Role, SocketInfo};
+pub use registry::{AppKind, AppSpec, BuildContext, APP_NAMES};
 
 pub mod cbr;
 pub mod cloud_gaming;
+pub mod framed;
 pub mod frames;
+pub mod oneway;
 pub mod ping;
 pub mod quic;
 pub mod rate_control;
+pub mod registry;
 pub mod rtp;
 pub mod screen_share;
 #[cfg(test)]

@@ -8,34 +8,104 @@
 //! A probe is lost when its echo has not arrived `timeout` after it was sent;
 //! probes still within their timeout at the end are not counted either way.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use l4slab_core::param::{FromParam, Kind, Param, ParamValue, ECN_CODEPOINTS};
 use l4slab_core::stats::{round6, DurStats};
 use l4slab_core::{Dur, Ecn, Time};
 
+use crate::registry::{AppKind, BuildContext};
 use crate::{Datagram, FlowApp, FlowIo, Role, SampleSink};
 
-/// Ping parameters (scenario `app = { kind = "ping", ... }`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+pub const INTERVAL: Param = Param {
+    name: "interval",
+    aliases: &[],
+    linux: "irtt -i",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(100)),
+    source: "a choice: ten probes a second",
+    doc: "time between probes",
+};
+
+/// The largest payload of one 1500 B IPv4 packet: 1500 - 20 (IP) - 8 (UDP).
+const MAX_PAYLOAD: u64 = 1472;
+
+pub const SIZE: Param = Param {
+    name: "size",
+    aliases: &[],
+    linux: "ping -s",
+    kind: Kind::Size {
+        min: 0,
+        max: MAX_PAYLOAD,
+    },
+    default: ParamValue::Int(64),
+    source: "`ping`'s 64 B ICMP echo (56 B of data and its 8 B header)",
+    doc: "UDP payload per probe (at most one 1500 B packet with IPv4 + UDP headers)",
+};
+
+pub const ECN: Param = Param {
+    name: "ecn",
+    aliases: &[],
+    linux: "ping -Q",
+    kind: Kind::Choice(ECN_CODEPOINTS),
+    default: ParamValue::Choice("not_ect"),
+    source: "`ping` and `irtt` send Not-ECT unless told otherwise",
+    doc: "codepoint of probes and echoes (e.g. `\"ect1\"` to ride DualPI2's L queue)",
+};
+
+pub const TIMEOUT: Param = Param {
+    name: "timeout",
+    aliases: &[],
+    linux: "ping -W",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_secs(1)),
+    source: "a choice",
+    doc: "an echo later than this after its probe counts as lost",
+};
+
+/// `app = { kind = "ping", ... }` (docs/apps.md#ping).
+pub const PARAMS: &[Param] = &[INTERVAL, SIZE, ECN, TIMEOUT];
+
+/// Ping parameters (scenario `app = { kind = "ping", ... }`; [`PARAMS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct PingConfig {
-    /// Time between probes. Default 100 ms.
+    /// [`INTERVAL`].
     pub interval: Dur,
-    /// Payload bytes per probe. Default 64.
+    /// [`SIZE`]: payload bytes per probe.
     pub size: u32,
-    /// IP-ECN codepoint of probes and echoes. Default Not-ECT.
+    /// [`ECN`].
     pub ecn: Ecn,
-    /// An echo later than this after its probe counts as lost. Default 1 s.
+    /// [`TIMEOUT`].
     pub timeout: Dur,
 }
 
 impl Default for PingConfig {
     fn default() -> Self {
         PingConfig {
-            interval: Dur::from_millis(100),
-            size: 64,
-            ecn: Ecn::NotEct,
-            timeout: Dur::from_secs(1),
+            interval: INTERVAL.default.dur(),
+            size: FromParam::from_param(SIZE.default),
+            ecn: FromParam::from_param(ECN.default),
+            timeout: TIMEOUT.default.dur(),
         }
+    }
+}
+
+l4slab_core::param_fields!(PingConfig {
+    interval = INTERVAL,
+    size = SIZE,
+    ecn = ECN,
+    timeout = TIMEOUT,
+});
+
+impl AppKind for PingConfig {
+    const NAME: &'static str = "ping";
+    const WHAT: &'static str = "UDP echo probes";
+    const EXAMPLE: &'static str = r#"app = { kind = "ping", interval = "100ms" }"#;
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn build(&self, _: &BuildContext<'_>) -> Box<dyn FlowApp> {
+        Box::new(Ping::new(*self))
     }
 }
 

@@ -10,12 +10,17 @@
 //! only captured when the previous one is fully in the socket and the socket
 //! is writable. Latency is capture → display (last byte delivered in order).
 
+use serde::Serialize;
 use serde_json::Value;
 
-use l4slab_core::{Dur, Time};
+use l4slab_core::param::{FromParam, Kind, Param, ParamValue};
+use l4slab_core::{Dur, Rate, Time};
 
+use crate::framed::{Framed, MEDIA_CC, PLAYOUT_DELAY, TRANSPORT};
 use crate::frames::FrameStream;
 use crate::rate_control::SeriesNames;
+use crate::registry::{AppKind, BuildContext};
+use crate::rtp::{self, RtpConfig, RtpMedia};
 use crate::{FlowApp, FlowIo, Role, SampleSink};
 
 /// Series of a screen share (over TCP the encoder has no target: that name
@@ -27,24 +32,106 @@ pub const SERIES: SeriesNames = SeriesNames {
     latency: "frame_latency_ms",
 };
 
-/// Screen-sharing parameters (scenario `app = { kind = "screen_share", ... }`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+pub const FRAME_SIZE: Param = Param {
+    name: "frame_size",
+    aliases: &[],
+    linux: "frame_size",
+    kind: Kind::Size {
+        min: 1,
+        max: u64::MAX,
+    },
+    default: ParamValue::Int(10_000),
+    source: "a choice",
+    doc: "bytes per captured frame",
+};
+
+pub const MAX_FPS: Param = Param {
+    name: "max_fps",
+    aliases: &[],
+    linux: "max_fps",
+    kind: Kind::Int { min: 1, max: 1000 },
+    default: ParamValue::Int(30),
+    source: "a choice: a 30 Hz capture",
+    doc: "capture-rate ceiling, frames per second",
+};
+
+pub const STALL_THRESHOLD: Param = Param {
+    name: "stall_threshold",
+    aliases: &[],
+    linux: "stall_threshold",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(200)),
+    source: "a choice, near WebRTC's freeze rule (183 ms at 30 fps)",
+    doc: "a gap between displayed frames longer than this is a stall",
+};
+
+/// `app = { kind = "screen_share", ... }` (docs/apps.md#screen_share).
+pub const PARAMS: &[Param] = &[
+    FRAME_SIZE,
+    MAX_FPS,
+    STALL_THRESHOLD,
+    TRANSPORT,
+    MEDIA_CC,
+    PLAYOUT_DELAY,
+];
+
+/// Screen-sharing parameters (scenario `app = { kind = "screen_share", ... }`;
+/// [`PARAMS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ScreenShareConfig {
-    /// Bytes per captured frame. Default 10 KB.
+    /// [`FRAME_SIZE`].
     pub frame_size: u64,
-    /// Capture-rate ceiling. Default 30 fps.
+    /// [`MAX_FPS`].
     pub max_fps: u32,
-    /// A gap between displayed frames longer than this is a stall. Default 200 ms.
+    /// [`STALL_THRESHOLD`].
     pub stall_threshold: Dur,
 }
 
 impl Default for ScreenShareConfig {
     fn default() -> Self {
         ScreenShareConfig {
-            frame_size: 10_000,
-            max_fps: 30,
-            stall_threshold: Dur::from_millis(200),
+            frame_size: FromParam::from_param(FRAME_SIZE.default),
+            max_fps: FromParam::from_param(MAX_FPS.default),
+            stall_threshold: STALL_THRESHOLD.default.dur(),
         }
+    }
+}
+
+l4slab_core::param_fields!(ScreenShareConfig {
+    frame_size = FRAME_SIZE,
+    max_fps = MAX_FPS,
+    stall_threshold = STALL_THRESHOLD,
+});
+
+impl AppKind for Framed<ScreenShareConfig> {
+    const NAME: &'static str = "screen_share";
+    const WHAT: &'static str = "frames whenever the socket is writable";
+    const EXAMPLE: &'static str = r#"app = { kind = "screen_share" }"#;
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn build(&self, cx: &BuildContext<'_>) -> Box<dyn FlowApp> {
+        if !self.is_rtp() {
+            return Box::new(ScreenShare::new(self.app, cx.sender));
+        }
+        // Over RTP: frames at `max_fps`, at most `frame_size` each (the
+        // encoder's ceiling is `frame_size · 8 · max_fps`), adapting down to
+        // a tenth of that, starting at the ceiling (docs/apps.md#screen_share).
+        let p = self.app;
+        let max = Rate::from_bps(p.frame_size * 8 * u64::from(p.max_fps));
+        let cfg = RtpConfig::new(
+            p.max_fps,
+            max,
+            Rate::from_bps((max.as_bps() / 10).max(1)),
+            max,
+            p.stall_threshold,
+            None,
+        )
+        .with_transport(self.transport);
+        Box::new(RtpMedia::new(
+            "screen_share",
+            cfg,
+            &[(cx.sender, SERIES, rtp::RTT)],
+        ))
     }
 }
 

@@ -22,42 +22,138 @@
 //! calls run over RTP/UDP; over TCP a loss delays every later frame until
 //! it is repaired — which is what this app measures).
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use l4slab_core::param::{FromParam, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
+use crate::cloud_gaming as game;
+use crate::framed::{Framed, MEDIA_CC, PLAYOUT_DELAY, TRANSPORT};
 use crate::frames::FrameStream;
 use crate::rate_control::{AdaptiveFrames, RateControlConfig, SeriesNames};
+use crate::registry::{AppKind, BuildContext};
+use crate::rtp::{self, RtpConfig, RtpMedia};
 use crate::{FlowApp, FlowIo, Role, SampleSink};
 
-/// Video-call parameters (scenario `app = { kind = "video_call", ... }`),
-/// the same for both directions.
-#[derive(Clone, Copy, Debug, PartialEq)]
+pub const FPS: Param = Param {
+    default: ParamValue::Int(30),
+    source: "an HD call's 30 fps",
+    doc: "frames per second, each way",
+    ..game::FPS
+};
+
+pub const START_BITRATE: Param = Param {
+    default: ParamValue::Rate(Rate::from_kbps(1_500)),
+    source: "a choice between the 720p and 180p simulcast layers",
+    doc: "target at the start (clamped to the limits when not written)",
+    ..game::START_BITRATE
+};
+
+pub const MIN_BITRATE: Param = Param {
+    default: ParamValue::Rate(Rate::from_kbps(150)),
+    source: "WebRTC `simulcast.cc`: the 320×180 layer's target",
+    ..game::MIN_BITRATE
+};
+
+pub const MAX_BITRATE: Param = Param {
+    default: ParamValue::Rate(Rate::from_kbps(2_500)),
+    source: "WebRTC `simulcast.cc`: the 1280×720 layer's maximum",
+    ..game::MAX_BITRATE
+};
+
+pub const STALL_THRESHOLD: Param = Param {
+    source: "a choice; WebRTC's freeze rule gives 183 ms at 30 fps",
+    ..game::STALL_THRESHOLD
+};
+
+pub const LATE_THRESHOLD: Param = Param {
+    default: ParamValue::Dur(Dur::from_millis(150)),
+    source: "ITU-T G.114's 150 ms one-way bound for conversation",
+    ..game::LATE_THRESHOLD
+};
+
+/// `app = { kind = "video_call", ... }` (docs/apps.md#video_call).
+pub const PARAMS: &[Param] = &[
+    FPS,
+    START_BITRATE,
+    MIN_BITRATE,
+    MAX_BITRATE,
+    LATE_THRESHOLD,
+    STALL_THRESHOLD,
+    TRANSPORT,
+    MEDIA_CC,
+    PLAYOUT_DELAY,
+];
+
+/// Video-call parameters (scenario `app = { kind = "video_call", ... }`;
+/// [`PARAMS`]), the same for both directions.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct VideoCallConfig {
-    /// Frames per second. Default 30.
+    /// [`FPS`].
     pub fps: u32,
-    /// Encoder bitrate at the start. Default 1.5 Mbit/s.
+    /// [`START_BITRATE`].
     pub start_bitrate: Rate,
-    /// Lowest encoder bitrate. Default 150 kbit/s.
+    /// [`MIN_BITRATE`].
     pub min_bitrate: Rate,
-    /// Highest encoder bitrate. Default 2.5 Mbit/s.
+    /// [`MAX_BITRATE`].
     pub max_bitrate: Rate,
-    /// A gap between displayed frames longer than this is a stall. Default 200 ms.
+    /// [`STALL_THRESHOLD`].
     pub stall_threshold: Dur,
-    /// A frame displayed later than this after capture is late. Default 150 ms.
+    /// [`LATE_THRESHOLD`].
     pub late_threshold: Dur,
 }
 
 impl Default for VideoCallConfig {
     fn default() -> Self {
         VideoCallConfig {
-            fps: 30,
-            start_bitrate: Rate::from_kbps(1_500),
-            min_bitrate: Rate::from_kbps(150),
-            max_bitrate: Rate::from_kbps(2_500),
-            stall_threshold: Dur::from_millis(200),
-            late_threshold: Dur::from_millis(150),
+            fps: FromParam::from_param(FPS.default),
+            start_bitrate: START_BITRATE.default.rate(),
+            min_bitrate: MIN_BITRATE.default.rate(),
+            max_bitrate: MAX_BITRATE.default.rate(),
+            stall_threshold: STALL_THRESHOLD.default.dur(),
+            late_threshold: LATE_THRESHOLD.default.dur(),
         }
+    }
+}
+
+l4slab_core::param_fields!(VideoCallConfig {
+    fps = FPS,
+    start_bitrate = START_BITRATE,
+    min_bitrate = MIN_BITRATE,
+    max_bitrate = MAX_BITRATE,
+    stall_threshold = STALL_THRESHOLD,
+    late_threshold = LATE_THRESHOLD,
+});
+
+impl AppKind for Framed<VideoCallConfig> {
+    const NAME: &'static str = "video_call";
+    const WHAT: &'static str = "rate-adapted frames both ways";
+    const EXAMPLE: &'static str = r#"app = "video_call""#;
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn build(&self, _: &BuildContext<'_>) -> Box<dyn FlowApp> {
+        let p = self.app;
+        if !self.is_rtp() {
+            return Box::new(VideoCall::new(p));
+        }
+        let cfg = RtpConfig::new(
+            p.fps,
+            p.start_bitrate,
+            p.min_bitrate,
+            p.max_bitrate,
+            p.stall_threshold,
+            Some(p.late_threshold),
+        )
+        .with_transport(self.transport);
+        Box::new(RtpMedia::new(
+            "video_call",
+            cfg,
+            &[
+                (Role::Client, UP, rtp::RTT_UP),
+                (Role::Server, DOWN, rtp::RTT_DOWN),
+            ],
+        ))
     }
 }
 

@@ -24,12 +24,169 @@
 //! [`crate::web_quic`]), a browser's limit of six connections per host,
 //! closing idle connections.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::stats::{round6, DurStats};
 use l4slab_core::{Dur, Time};
 
+use crate::registry::{AppKind, BuildContext};
 use crate::{FlowApp, FlowIo, Role};
+
+/// `objects`: the page; read by the scenario (each may become a flow).
+pub const OBJECTS: Param = Param {
+    name: "objects",
+    aliases: &[],
+    linux: "objects",
+    kind: Kind::Custom(
+        "an array of tables `{ size, at, connection }`: `size` required (> 0), `at` from the page's start (`\"0s\"`), `connection` (the app's)",
+    ),
+    default: ParamValue::Unset {
+        example: r#"[{ size = "20KB", at = "5s" }]"#,
+    },
+    source: "required",
+    doc: "the page's objects, at least one, asked for in list order",
+};
+
+pub const REQUEST_SIZE: Param = Param {
+    name: "request_size",
+    aliases: &[],
+    linux: "request_size",
+    kind: Kind::Size {
+        min: 1,
+        max: u64::MAX,
+    },
+    default: ParamValue::Int(500),
+    source: "a choice: a GET with typical headers",
+    doc: "bytes of each request",
+};
+
+pub const CONNECTION: Param = Param {
+    name: "connection",
+    aliases: &[],
+    linux: "connection",
+    kind: Kind::Choice(&["existing", "new"]),
+    default: ParamValue::Choice("existing"),
+    source: "HTTP/1.1 persistent connections (RFC 9112 §9.3)",
+    doc: "the objects' default `connection`: `\"existing\"` (the page's) or `\"new\"` (a flow of its own)",
+};
+
+/// `app = { kind = "web", ... }` (docs/apps.md#web).
+pub const PARAMS: &[Param] = &[OBJECTS, REQUEST_SIZE, CONNECTION];
+
+/// `app = { kind = "web" }` as a scenario resolves it ([`PARAMS`]): the
+/// objects one flow's connection fetches.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WebSpec {
+    /// [`REQUEST_SIZE`].
+    pub request_size: u64,
+    /// The objects this flow's connection fetches. A `connection = "new"`
+    /// object is moved to a flow of its own, `<flow>.obj<index>`.
+    pub objects: Vec<WebObjectSpec>,
+    /// Set on a flow made for one `connection = "new"` object: the page
+    /// (flow) it belongs to, whose `app_metrics` list it too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<WebPage>,
+}
+
+impl Default for WebSpec {
+    fn default() -> Self {
+        WebSpec {
+            request_size: l4slab_core::param::FromParam::from_param(REQUEST_SIZE.default),
+            objects: Vec::new(),
+            page: None,
+        }
+    }
+}
+
+/// `objects` and `connection` are read by the scenario (a page's objects
+/// may become flows of their own).
+impl l4slab_core::param::Configure for WebSpec {
+    fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        if name == REQUEST_SIZE.name {
+            self.request_size = l4slab_core::param::FromParam::from_param(v);
+            return true;
+        }
+        false
+    }
+}
+
+impl WebSpec {
+    /// The app's config on the flow `flow` that starts at `start`.
+    pub fn config(&self, flow: &str, start: Time) -> WebConfig {
+        WebConfig {
+            request_size: self.request_size,
+            // A split-off object's flow starts at its time; `at` counts from the page's start.
+            page_start: self.page.as_ref().map_or(start, |p| p.start),
+            objects: self
+                .objects
+                .iter()
+                .map(|o| WebObject {
+                    index: o.index,
+                    size: o.size,
+                    at: o.at,
+                    new_connection: o.connection == WebConnection::New,
+                })
+                .collect(),
+            flow: flow.to_string(),
+        }
+    }
+}
+
+impl AppKind for WebSpec {
+    const NAME: &'static str = "web";
+    const WHAT: &'static str = "objects by request and response";
+    const EXAMPLE: &'static str =
+        r#"app = { kind = "web", objects = [{ size = "20KB", at = "0s" }] }"#;
+    const PARAMS: &'static [Param] = PARAMS;
+
+    fn build(&self, cx: &BuildContext<'_>) -> Box<dyn FlowApp> {
+        Box::new(Web::new(self.config(cx.flow, cx.start), cx.receiver()))
+    }
+}
+
+/// One object of a web page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct WebObjectSpec {
+    /// Position in the page's `objects` list, as written.
+    pub index: u32,
+    /// Response bytes.
+    pub size: u64,
+    /// When the client asks for it, from the page's start (0 s).
+    pub at: Dur,
+    pub connection: WebConnection,
+}
+
+/// Which connection a web object is fetched on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WebConnection {
+    /// The page's connection (persistent, requests answered in order).
+    Existing,
+    /// A new connection, opened when the object is asked for.
+    New,
+}
+
+impl WebConnection {
+    /// From a [`CONNECTION`] value.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "existing" => Some(WebConnection::Existing),
+            "new" => Some(WebConnection::New),
+            _ => None,
+        }
+    }
+}
+
+/// The page a split-off web flow belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WebPage {
+    /// The page's flow name.
+    pub flow: String,
+    /// The page's start (its flow's start): the objects' `at` count from here.
+    pub start: Time,
+}
 
 /// One object this flow's connection carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,7 +21,7 @@
 
 use core::fmt;
 
-use crate::Dur;
+use crate::{Dur, Rate};
 
 /// What values a parameter takes, and its range.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -60,6 +60,12 @@ pub enum Kind {
     Limit,
     /// Bytes in `min..=max`: an integer or a size string (`"32MiB"`).
     Bytes { min: u64, max: u64 },
+    /// Bytes in `min..=max`, written as a size with its unit only
+    /// (`"1200B"`, `"10KB"`): an app's sizes, where a bare integer would not
+    /// say whether it counts bytes or packets. `max = u64::MAX`: no bound.
+    Size { min: u64, max: u64 },
+    /// A rate above 0 (`"5Mbit"`).
+    Rate,
     /// A whole percentage in `min..=max`: an integer (tc's form) or a
     /// string `"10%"`.
     Percent { min: u32, max: u32 },
@@ -81,6 +87,7 @@ pub enum ParamValue {
     Dur(Dur),
     Flag(bool),
     Choice(&'static str),
+    Rate(Rate),
     /// No value: the mechanism is off (codel's `ce_threshold`) or the
     /// setting is derived (dualpi2's `max_rtt`). Only a default;
     /// `example` is a valid value, as TOML, for messages and docs.
@@ -178,6 +185,15 @@ fn size_unit(n: u64) -> Option<String> {
     }
 }
 
+/// A byte count as a scenario size string: `10KB`, `1200B`, `32MiB`.
+pub fn show_size(n: u64) -> String {
+    match n {
+        _ if n >= 1000 && n.is_multiple_of(1_000_000) => format!("{}MB", n / 1_000_000),
+        _ if n >= 1000 && n.is_multiple_of(1000) => format!("{}KB", n / 1000),
+        _ => size_unit(n).unwrap_or_else(|| format!("{n}B")),
+    }
+}
+
 /// Bytes for messages and docs: `32MiB`, `30MB`, `1514 B`.
 pub fn show_bytes(n: u64) -> String {
     size_unit(n).unwrap_or_else(|| format!("{n} B"))
@@ -193,6 +209,7 @@ impl ParamValue {
             ParamValue::Dur(d) => format!("{:?}", show_dur(d)),
             ParamValue::Flag(b) => b.to_string(),
             ParamValue::Choice(c) => format!("{c:?}"),
+            ParamValue::Rate(r) => format!("\"{r}\""),
             ParamValue::Unset { example } => example.to_string(),
         }
     }
@@ -245,6 +262,14 @@ impl ParamValue {
             other => panic!("{other:?} is not a choice"),
         }
     }
+
+    /// The rate; panics on another kind (a declaration bug).
+    pub fn rate(&self) -> Rate {
+        match *self {
+            ParamValue::Rate(r) => r,
+            other => panic!("{other:?} is not a rate"),
+        }
+    }
 }
 
 impl Kind {
@@ -260,7 +285,8 @@ impl Kind {
             Kind::Hz { .. } => "Hz",
             Kind::Duration { .. } => "duration",
             Kind::Limit => "packets",
-            Kind::Bytes { .. } => "bytes",
+            Kind::Bytes { .. } | Kind::Size { .. } => "bytes",
+            Kind::Rate => "rate",
             Kind::Percent { .. } => "percent",
             Kind::Flag => "flag",
             Kind::Choice(_) => "choice",
@@ -304,6 +330,15 @@ impl Kind {
             Kind::Bytes { min, max } => {
                 format!("between {} and {}", show_bytes(min), show_bytes(max))
             }
+            Kind::Size {
+                min: 1,
+                max: u64::MAX,
+            } => "greater than zero".into(),
+            Kind::Size { min, max: u64::MAX } => format!("at least {}", show_bytes(min)),
+            Kind::Size { min, max } => {
+                format!("between {} and {}", show_bytes(min), show_bytes(max))
+            }
+            Kind::Rate => "greater than zero".into(),
             Kind::Percent { min, max } => format!("between {min} and {max} (percent)"),
             Kind::Flag => "true or false".into(),
             Kind::Choice(names) => format!("one of {}", names.join(", ")),
@@ -348,6 +383,15 @@ impl Kind {
                 show_bytes(min),
                 show_bytes(max)
             ),
+            Kind::Size { min, max: u64::MAX } => {
+                format!("≥ {} (a size: `\"10KB\"`)", show_bytes(min))
+            }
+            Kind::Size { min, max } => format!(
+                "{}..={} (a size: `\"1200B\"`)",
+                show_bytes(min),
+                show_bytes(max)
+            ),
+            Kind::Rate => "> 0".into(),
             Kind::Percent { min, max } => format!("{min}..={max} (an integer or `\"10%\"`)"),
             Kind::Flag => String::new(),
             Kind::Choice(names) => names
@@ -370,6 +414,7 @@ impl Param {
                 Some(s) => format!("{s:?}"),
                 None => n.to_string(),
             },
+            (Kind::Size { .. }, ParamValue::Int(n)) => format!("{:?}", show_size(n as u64)),
             (_, d) => d.toml(),
         }
     }
@@ -417,9 +462,10 @@ impl Param {
             }
             (Kind::Duration { zero_ok }, ParamValue::Dur(d)) => zero_ok || !d.is_zero(),
             (Kind::Limit, ParamValue::Int(i)) => (1..=i64::from(u32::MAX)).contains(&i),
-            (Kind::Bytes { min, max }, ParamValue::Int(i)) => {
+            (Kind::Bytes { min, max } | Kind::Size { min, max }, ParamValue::Int(i)) => {
                 u64::try_from(i).is_ok_and(|n| (min..=max).contains(&n))
             }
+            (Kind::Rate, ParamValue::Rate(r)) => r.as_bps() > 0,
             (Kind::Percent { min, max }, ParamValue::Int(i)) => {
                 (i64::from(min)..=i64::from(max)).contains(&i)
             }
@@ -439,7 +485,9 @@ impl Param {
                 value: match (self.kind, value) {
                     (_, ParamValue::Dur(d)) => show_dur(d),
                     (_, ParamValue::Num(x)) => x.to_string(),
-                    (Kind::Bytes { .. }, ParamValue::Int(i)) => format!("{i} B"),
+                    (Kind::Bytes { .. } | Kind::Size { .. }, ParamValue::Int(i)) => {
+                        format!("{i} B")
+                    }
                     (_, v) => v.toml(),
                 },
                 requirement: self.kind.requirement(),
@@ -516,6 +564,99 @@ impl Param {
     pub fn is_named(&self, key: &str) -> bool {
         self.name == key || self.aliases.contains(&key)
     }
+}
+
+/// A config field's type from a [`ParamValue`] of its declared kind.
+///
+/// # Panics
+/// On a value of another kind or out of the type's range: the caller (the
+/// scenario resolver) reads values by their declaration, so that is a bug.
+pub trait FromParam: Sized {
+    fn from_param(v: ParamValue) -> Self;
+}
+
+impl FromParam for u32 {
+    fn from_param(v: ParamValue) -> Self {
+        u32::try_from(v.int()).expect("declared range fits u32")
+    }
+}
+
+impl FromParam for u64 {
+    fn from_param(v: ParamValue) -> Self {
+        u64::try_from(v.int()).expect("declared range fits u64")
+    }
+}
+
+impl FromParam for f64 {
+    fn from_param(v: ParamValue) -> Self {
+        v.num()
+    }
+}
+
+impl FromParam for bool {
+    fn from_param(v: ParamValue) -> Self {
+        v.flag()
+    }
+}
+
+impl FromParam for Dur {
+    fn from_param(v: ParamValue) -> Self {
+        v.dur()
+    }
+}
+
+impl FromParam for Rate {
+    fn from_param(v: ParamValue) -> Self {
+        v.rate()
+    }
+}
+
+/// The IP-ECN codepoints a sender may choose, by their scenario names (as
+/// [`Ecn`](crate::Ecn) serializes): the [`Kind::Choice`] of an ECN key.
+pub const ECN_CODEPOINTS: &[&str] = &["not_ect", "ect0", "ect1"];
+
+impl FromParam for crate::Ecn {
+    fn from_param(v: ParamValue) -> Self {
+        match v.choice() {
+            "not_ect" => crate::Ecn::NotEct,
+            "ect0" => crate::Ecn::Ect0,
+            "ect1" => crate::Ecn::Ect1,
+            other => panic!("{other} is not a codepoint a sender chooses"),
+        }
+    }
+}
+
+/// A config whose declared parameters can be set by name: what the scenario
+/// resolvers write a value read by its [`Param`] with. Implement it with
+/// [`param_fields!`](crate::param_fields).
+pub trait Configure {
+    /// Set the field of the parameter `name` to `v` (of the kind its
+    /// [`Param`] declares); false if the config has no such parameter.
+    ///
+    /// # Panics
+    /// If `v` is not of the declared kind (see [`FromParam`]).
+    fn set(&mut self, name: &str, v: ParamValue) -> bool;
+}
+
+/// `param_fields!(PingConfig { interval = INTERVAL, size = SIZE })`: the
+/// [`Configure`] of a config whose fields each hold one declared parameter
+/// ([`FromParam`] converts the value to the field's type).
+#[macro_export]
+macro_rules! param_fields {
+    ($cfg:ty { $($field:ident = $param:expr),* $(,)? }) => {
+        impl $crate::param::Configure for $cfg {
+            fn set(&mut self, name: &str, v: $crate::param::ParamValue) -> bool {
+                let _ = (name, v);
+                $(
+                    if name == $param.name {
+                        self.$field = $crate::param::FromParam::from_param(v);
+                        return true;
+                    }
+                )*
+                false
+            }
+        }
+    };
 }
 
 /// The header of [`markdown_table`].

@@ -138,7 +138,7 @@ impl FlowRt {
             start: f.start,
             down: f.direction == Direction::Down,
             size: match f.app {
-                AppSpec::File { size } => Some(size),
+                AppSpec::File(file) => Some(file.size),
                 _ => None,
             },
             listener: Some(listener),

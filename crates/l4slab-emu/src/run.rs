@@ -277,7 +277,7 @@ fn carrier(
     } else {
         None
     };
-    let kernel_app = matches!(f.app, AppSpec::Bulk | AppSpec::File { .. });
+    let kernel_app = matches!(f.app, AppSpec::Bulk(_) | AppSpec::File(_));
     match why {
         None if kernel_app => {
             if f.ecn == Some(EcnSpec::Classic)

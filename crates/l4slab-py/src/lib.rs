@@ -365,7 +365,10 @@ fn param_dicts<'py>(
                     (obj(py, 0.0f64)?, none(), !zero_ok, false)
                 }
                 Kind::Limit => (obj(py, 1i64)?, obj(py, u32::MAX)?, false, false),
-                Kind::Bytes { min, max } => (obj(py, min)?, obj(py, max)?, false, false),
+                Kind::Bytes { min, max } | Kind::Size { min, max } => {
+                    (obj(py, min)?, obj(py, max)?, false, false)
+                }
+                Kind::Rate => (obj(py, 0u64)?, none(), true, false),
                 Kind::Percent { min, max } => (obj(py, min)?, obj(py, max)?, false, false),
                 Kind::Flag | Kind::Choice(_) | Kind::Custom(_) => (none(), none(), false, false),
             };
@@ -387,6 +390,7 @@ fn param_dicts<'py>(
             ParamValue::Dur(t) => d.set_item("default", show_dur(t))?,
             ParamValue::Flag(b) => d.set_item("default", b)?,
             ParamValue::Choice(c) => d.set_item("default", c)?,
+            ParamValue::Rate(r) => d.set_item("default", r.to_string())?,
             ParamValue::Unset { .. } => d.set_item("default", none())?,
         }
         d.set_item("example", p.example())?;

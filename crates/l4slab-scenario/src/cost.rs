@@ -35,7 +35,9 @@ use crate::build;
 use crate::error::{Problem, ScenarioError};
 use l4slab_wifi::config::AirDir;
 
-use crate::model::{AppSpec, CbrSpec, Direction, Scenario, Side};
+use l4slab_app::cbr::CbrConfig;
+
+use crate::model::{AppSpec, Direction, Scenario, Side};
 
 /// Series rows a flow adds per sample, at most: goodput, cwnd, ssthresh,
 /// pacing, inflight, unsent, srtt, rtt and loss (`l4slab-sim` `sample`), plus
@@ -294,11 +296,11 @@ fn bottleneck_packets(scn: &Scenario) -> u64 {
             Direction::Up => 1,
         };
         match &flow.app {
-            AppSpec::File { size } => {
+            AppSpec::File(file) => {
                 // A short transfer is ACKed segment by segment: two packets
                 // a segment, counted in data packets (each with half an ACK).
                 let mss = u64::from(flow.transport.mss.max(1));
-                let segments = size.div_ceil(mss);
+                let segments = file.size.div_ceil(mss);
                 demand[dir] = demand[dir].saturating_add(segments.saturating_mul(4) / 3);
             }
             AppSpec::Ping(p) => {
@@ -348,7 +350,7 @@ fn access_links_per_packet(scn: &Scenario) -> u64 {
 /// every `size · 8 / rate`, the first at the start. Unresponsive, so the
 /// link's rate does not bound them (what it cannot carry is dropped, and
 /// still traced).
-fn cbr_datagrams(c: &CbrSpec, active: Dur) -> u64 {
+fn cbr_datagrams(c: &CbrConfig, active: Dur) -> u64 {
     let bits = u128::from(c.rate.as_bps()) * u128::from(active.as_nanos()) / 1_000_000_000;
     let n = bits / (u128::from(c.size.max(1)) * 8);
     u64::try_from(n).unwrap_or(u64::MAX).saturating_add(1)

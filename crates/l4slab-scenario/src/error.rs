@@ -269,6 +269,8 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
     if path.starts_with("wifi.links[") && key == "links" {
         return Some(r#"{ standard = "be", band = "6GHz", width = "160MHz" }"#.into());
     }
+    // An app's keys take their examples from their declarations
+    // (`l4slab_app`'s `PARAMS`, read by `crate::param`); a web object's are here.
     let v = match (parent, key) {
         ("", "wifi") => r#"[wifi] with standard = "ax", band = "5GHz""#,
         (_, "wifi") => "[hosts.laptop.wifi] with snr_db = 25",
@@ -278,15 +280,10 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "band") => r#""5GHz""#,
         (_, "width") => r#""80MHz""#,
         (_, "nss") => "2",
-        (_, "retry_limit") => "7",
         (_, "edca") => "{ be = { cw_min = 15, cw_max = 1023 } }",
         ("edca", "vo" | "vi" | "be" | "bk") => {
             r#"{ aifsn = 3, cw_min = 15, cw_max = 1023, txop = "0ms" }"#
         }
-        (_, "aifsn") => "3",
-        (_, "cw_min") => "15",
-        (_, "cw_max") => "1023",
-        (_, "txop") => r#""3.008ms""#,
         (_, "snr_db") => "30",
         (_, "mcs") => "7",
         (_, "links") if path.ends_with(']') => "0",
@@ -303,16 +300,9 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         ("loss", "kind") => r#""bernoulli""#,
         ("app", "kind") => r#""file""#,
         ("app", "objects") => r#"[{ size = "20KB", at = "5s" }]"#,
-        ("app", "request_size") => r#""500B""#,
-        ("app" | "objects", "connection") => r#""new""#,
+        ("objects", "connection") => r#""new""#,
         ("objects", "size") => r#""20KB""#,
         ("objects", "at") => r#""5s""#,
-        ("app", "fps") => "60",
-        ("app", "start_bitrate") => r#""10Mbit""#,
-        ("app", "min_bitrate") => r#""1Mbit""#,
-        ("app", "max_bitrate") => r#""40Mbit""#,
-        ("app", "late_threshold") => r#""50ms""#,
-        ("app", "rate") => r#""5Mbit""#,
         ("cc", "kind") => r#""prague""#,
         ("loss", "p") => r#""1%""#,
         ("loss", "ecn") => "true",
@@ -346,12 +336,6 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "count") => "4",
         (_, "app") => r#""bulk""#,
         (_, "size") => r#""10MB""#,
-        ("app", "interval") => r#""100ms""#,
-        ("app", "timeout") => r#""1s""#,
-        ("app", "ecn") => r#""ect1""#,
-        ("app", "frame_size") => r#""10KB""#,
-        ("app", "max_fps") => "30",
-        ("app", "stall_threshold") => r#""200ms""#,
         (_, "mss") => "1448",
         (_, "initial_window") => "10",
         (_, "delayed_ack") => "true",

@@ -178,7 +178,7 @@ fn resolve_flow(
     }
     let transport = resolve_transport(f.transport.as_ref(), &join(path, "transport"))?;
     if transport.protocol == Protocol::Quic
-        && !matches!(app, AppSpec::Bulk | AppSpec::File { .. } | AppSpec::Web(_))
+        && !matches!(app, AppSpec::Bulk(_) | AppSpec::File(_) | AppSpec::Web(_))
     {
         return Err(ScenarioError::conflict(
             &join(path, "transport.protocol"),

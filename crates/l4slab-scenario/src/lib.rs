@@ -42,8 +42,8 @@ pub mod units;
 mod values;
 pub mod wifi;
 
-pub use app::APPS;
 pub use error::{Problem, ScenarioError};
+pub use l4slab_app::APP_NAMES as APPS;
 pub use model::*;
 pub use parse::{parse_file, parse_with, ParseOptions};
 pub use trace::{MAX_TRACE_BYTES, SOURCE_TRACE_DIR};

@@ -1,6 +1,6 @@
 //! The one generic reader of declared parameters ([`l4slab_core::param`]),
-//! shared by the congestion-control options (`crate::cc`) and the queue
-//! disciplines (`crate::qdisc`): which keys a table accepts (the declared
+//! shared by the congestion-control options (`crate::cc`), the queue
+//! disciplines (`crate::qdisc`) and the apps (`crate::app`): which keys a table accepts (the declared
 //! names and aliases, plus `kind`), how each value is read and checked (its
 //! [`Kind`] and range), and the example in its errors (its default, or an
 //! unset default's example).
@@ -186,6 +186,15 @@ pub(crate) fn read(
                 ParamValue::Int(i64::try_from(n).unwrap_or(i64::MAX))
             }
         },
+        // An app's size or rate: the unit is required; the example is the
+        // parameter's, whatever the generic one for the key.
+        Kind::Size { .. } => {
+            let n = values::size(v, path).map_err(|e| with_example(e, ex).with_example(ex))?;
+            ParamValue::Int(i64::try_from(n).unwrap_or(i64::MAX))
+        }
+        Kind::Rate => ParamValue::Rate(
+            values::positive_rate(v, path).map_err(|e| with_example(e, ex).with_example(ex))?,
+        ),
         Kind::Percent { .. } => match v {
             Value::Integer(i) => ParamValue::Int(*i),
             v => {

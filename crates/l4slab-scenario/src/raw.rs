@@ -164,7 +164,8 @@ pub struct RawWifi {
     /// `"80MHz"` or `80`.
     pub width: Option<Value>,
     pub nss: Option<i64>,
-    pub retry_limit: Option<i64>,
+    /// Read by its declaration (`l4slab_wifi::config::RETRY_LIMIT_PARAM`).
+    pub retry_limit: Option<Value>,
     /// Multi-link operation: one table per link (exclusive with the four
     /// keys above).
     pub links: Option<Vec<RawWifiLink>>,
@@ -214,14 +215,22 @@ impl RawEdcaSet {
     }
 }
 
-/// One access category's EDCA overrides.
+/// One access category's EDCA overrides, each read by its declaration
+/// (`l4slab_wifi::edca::PARAMS`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawEdcaParams {
-    pub aifsn: Option<i64>,
-    pub cw_min: Option<i64>,
-    pub cw_max: Option<i64>,
+    pub aifsn: Option<Value>,
+    pub cw_min: Option<Value>,
+    pub cw_max: Option<Value>,
     pub txop: Option<Value>,
+}
+
+impl RawEdcaParams {
+    /// The value written for `l4slab_wifi::edca::PARAMS[k]`.
+    pub fn get(&self, k: usize) -> Option<&Value> {
+        [&self.aifsn, &self.cw_min, &self.cw_max, &self.txop][k].as_ref()
+    }
 }
 
 /// `[wifi.stations]` (every station's defaults) and `[hosts.<name>.wifi]`

@@ -18,6 +18,10 @@
 //! links or an array with one per link, in the order of its `links`. No
 //! `mcs`: ideal rate control, [`Phy::best_mcs`] at the link's SNR.
 //!
+//! `retry_limit` and the EDCA keys (`aifsn`, `cw_min`, `cw_max`, `txop`) are
+//! read by their declarations (`l4slab_wifi::config::CELL_PARAMS`,
+//! `l4slab_wifi::edca::PARAMS`: range, default, source, example).
+//!
 //! A buffer written as time is converted at one reference rate: the PHY
 //! rate of the default station (the `[wifi.stations]` keys alone) on its
 //! first link. Errors name the key where the value was written: a station
@@ -28,13 +32,14 @@ use std::collections::BTreeMap;
 use toml::Value;
 
 use l4slab_core::{Dur, Rate};
-use l4slab_wifi::config::{Scan, StationLink, RETRY_LIMIT};
-use l4slab_wifi::edca::{Ac, EdcaError, EdcaSet};
+use l4slab_wifi::config::{Scan, StationLink, RETRY_LIMIT, RETRY_LIMIT_PARAM};
+use l4slab_wifi::edca::{self, Ac, EdcaError, EdcaSet};
 use l4slab_wifi::phy::{Band, Phy, PhyError, Standard};
 
 use crate::error::{Problem, ScenarioError};
 use crate::link::buffer_limit;
 use crate::model::{BufferLimit, Flow, Host, QdiscSpec, Side, WifiSpec, WifiStation};
+use crate::param::read;
 use crate::qdisc::params::choice;
 use crate::raw::{RawEdcaSet, RawHost, RawScan, RawStation, RawWifi};
 use crate::values::{self, describe, deserialize_at, join};
@@ -51,13 +56,6 @@ pub const DEFAULT_SNR_DB: f64 = 40.0;
 /// An AP or station queue's buffer when the scenario gives none: Linux's
 /// default `txqueuelen`, 1000 packets.
 pub const DEFAULT_BUFFER_PACKETS: u32 = 1000;
-/// `retry_limit` bounds: dot11ShortRetryLimit is 1..=255 (802.11-2020 Annex C).
-const RETRY_LIMIT_RANGE: (i64, i64) = (1, 255);
-/// AIFSN is a 4-bit field (802.11-2020 §9.4.2.28); `EdcaParams::validate`
-/// checks the minimum.
-const AIFSN_MAX: i64 = 15;
-/// CWmin/CWmax = 2^ECW - 1 with a 4-bit ECW.
-const CW_MAX: i64 = 32_767;
 
 /// Resolve `[wifi]` (`None`: no cell) and check the hosts' `wifi` and
 /// `access` tables against it. `hosts` and `flows` are resolved.
@@ -72,11 +70,8 @@ pub(crate) fn resolve(
         return Ok(None);
     };
     let links = resolve_links(raw)?;
-    let retry_limit = match raw.retry_limit {
-        Some(n) => {
-            let (lo, hi) = RETRY_LIMIT_RANGE;
-            values::int_in(n, "wifi.retry_limit", lo, hi)? as u32
-        }
+    let retry_limit = match &raw.retry_limit {
+        Some(v) => read(&RETRY_LIMIT_PARAM, v, "wifi.retry_limit", None)?.int() as u32,
         None => RETRY_LIMIT,
     };
     let no_defaults = RawStation::default();
@@ -667,9 +662,6 @@ fn resolve_scan(v: &Value, path: &str) -> Result<Option<Scan>, ScenarioError> {
     }))
 }
 
-/// EDCA parameter names, in the order of [`resolve_edca`]'s bookkeeping.
-const EDCA_KEYS: [&str; 4] = ["aifsn", "cw_min", "cw_max", "txop"];
-
 /// `base` with the overrides of each layer in turn (a later layer wins,
 /// key by key); each layer's `edca` table and its path.
 fn resolve_edca(
@@ -685,22 +677,17 @@ fn resolve_edca(
             let Some(r) = raw.and_then(|r| r.ac(ac)) else {
                 continue;
             };
-            let at = |k: usize| join(&join(path, ac.name()), EDCA_KEYS[k]);
-            if let Some(v) = r.aifsn {
-                p.aifsn = values::int_in(v, &at(0), 0, AIFSN_MAX)? as u32;
-                from[0] = Some((rank, at(0)));
-            }
-            if let Some(v) = r.cw_min {
-                p.cw_min = values::int_in(v, &at(1), 0, CW_MAX)? as u32;
-                from[1] = Some((rank, at(1)));
-            }
-            if let Some(v) = r.cw_max {
-                p.cw_max = values::int_in(v, &at(2), 0, CW_MAX)? as u32;
-                from[2] = Some((rank, at(2)));
-            }
-            if let Some(v) = &r.txop {
-                p.txop = values::duration(v, &at(3))?;
-                from[3] = Some((rank, at(3)));
+            for (k, param) in edca::PARAMS.iter().enumerate() {
+                let Some(v) = r.get(k) else { continue };
+                let at = join(&join(path, ac.name()), param.name);
+                let v = read(param, v, &at, None)?;
+                match k {
+                    0 => p.aifsn = v.int() as u32,
+                    1 => p.cw_min = v.int() as u32,
+                    2 => p.cw_max = v.int() as u32,
+                    _ => p.txop = v.dur(),
+                }
+                from[k] = Some((rank, at));
             }
         }
         p.validate().map_err(|e| edca_error(&e, &from))?;
@@ -729,7 +716,12 @@ fn edca_error(e: &EdcaError, from: &[Option<(usize, String)>; 4]) -> ScenarioErr
         }
         EdcaError::Txop(_) => (3, strip_key(&e.to_string(), "txop")),
     };
-    ScenarioError::bad_value(path(k), message)
+    ScenarioError::invalid(
+        path(k),
+        Problem::BadValue,
+        message,
+        Some(edca::PARAMS[k].example()),
+    )
 }
 
 /// `wifi_ac = "vi"`.

@@ -4,13 +4,17 @@
 mod common;
 
 use common::{base_with, parse, parse_set, BASE};
+use l4slab_app::cbr::CbrConfig;
+use l4slab_app::cloud_gaming::CloudGamingConfig;
+use l4slab_app::oneway::{BulkConfig, FileConfig};
+use l4slab_app::video_call::VideoCallConfig;
 use l4slab_core::{Dur, Ecn, Rate, Time};
 use l4slab_link::EcnRewrite;
 use l4slab_qdisc::FifoConfig;
 use l4slab_scenario::{
-    parse_with, AccessLinks, AppSpec, Bottleneck, BufferLimit, CbrSpec, CcSpec, Direction, Flow,
-    FrameAppSpec, FrameTransport, Host, LinkSpec, LossSpec, MediaCcSpec, Protocol, QdiscSpec,
-    Scenario, Side, TransportSpec, WebConnection, WebObjectSpec, WebPage, WebSpec,
+    parse_with, AccessLinks, AppSpec, Bottleneck, BufferLimit, CcSpec, Direction, Flow,
+    FrameTransport, Framed, Host, LinkSpec, LossSpec, MediaCcKind, Protocol, QdiscSpec, Scenario,
+    Side, TransportSpec, WebConnection, WebObjectSpec, WebPage, WebSpec,
 };
 
 fn fifo_pkts(n: u32) -> QdiscSpec {
@@ -68,7 +72,7 @@ fn minimal_file_gets_every_default() {
             direction: Direction::Down,
             cc: CcSpec::named("reno").unwrap(),
             start: Time::ZERO,
-            app: AppSpec::Bulk,
+            app: AppSpec::Bulk(BulkConfig),
             transport: TransportSpec::default(),
             ecn: None,
             wifi_ac: l4slab_wifi::edca::Ac::Be,
@@ -213,7 +217,7 @@ app = "bulk"
     assert_eq!((video.client, video.server), (1, 2));
     assert_eq!(video.cc.kind, "cubic");
     assert_eq!(video.start, Time::from_millis(1500));
-    assert_eq!(video.app, AppSpec::File { size: 10_000_000 });
+    assert_eq!(video.app, AppSpec::File(FileConfig { size: 10_000_000 }));
     assert_eq!(
         video.transport,
         TransportSpec {
@@ -241,7 +245,7 @@ app = "bulk"
     assert_eq!((backup.client, backup.server), (0, 2));
     assert_eq!(backup.direction, Direction::Up);
     assert_eq!(backup.cc.kind, "reno");
-    assert_eq!(backup.app, AppSpec::Bulk);
+    assert_eq!(backup.app, AppSpec::Bulk(BulkConfig));
 }
 
 #[test]
@@ -370,11 +374,11 @@ fn app_forms() {
             .app
             .clone()
     };
-    assert_eq!(app("bulk"), AppSpec::Bulk);
-    assert_eq!(app("{ kind = \"bulk\" }"), AppSpec::Bulk);
+    assert_eq!(app("bulk"), AppSpec::Bulk(BulkConfig));
+    assert_eq!(app("{ kind = \"bulk\" }"), AppSpec::Bulk(BulkConfig));
     assert_eq!(
         app("{ kind = \"file\", size = \"64KiB\" }"),
-        AppSpec::File { size: 65_536 }
+        AppSpec::File(FileConfig { size: 65_536 })
     );
 }
 
@@ -385,7 +389,7 @@ fn cbr_has_its_defaults_and_takes_rate_size_and_ecn() {
             .app
             .clone()
     };
-    let defaults = CbrSpec {
+    let defaults = CbrConfig {
         rate: Rate::from_mbps(1),
         size: 1200,
         ecn: Ecn::NotEct,
@@ -394,7 +398,7 @@ fn cbr_has_its_defaults_and_takes_rate_size_and_ecn() {
     assert_eq!(app("{ kind = \"cbr\" }"), AppSpec::Cbr(defaults));
     assert_eq!(
         app("{ kind = \"cbr\", rate = \"5Mbit\", size = \"1200B\", ecn = \"ect1\" }"),
-        AppSpec::Cbr(CbrSpec {
+        AppSpec::Cbr(CbrConfig {
             rate: Rate::from_mbps(5),
             size: 1200,
             ecn: Ecn::Ect1,
@@ -405,7 +409,7 @@ fn cbr_has_its_defaults_and_takes_rate_size_and_ecn() {
         let spec = app(&format!("{{ kind = \"cbr\", size = \"{size}\" }}"));
         assert_eq!(
             spec,
-            AppSpec::Cbr(CbrSpec {
+            AppSpec::Cbr(CbrConfig {
                 size: bytes,
                 ..defaults
             })
@@ -420,42 +424,53 @@ fn frame_apps_have_their_defaults_and_a_start_within_the_limits() {
             .app
             .clone()
     };
-    let game = FrameAppSpec {
+    let framed = |app| Framed {
+        app,
+        transport: FrameTransport::Tcp,
+    };
+    let game = CloudGamingConfig {
         fps: 60,
         start_bitrate: Rate::from_mbps(40),
         min_bitrate: Rate::from_mbps(1),
         max_bitrate: Rate::from_mbps(40),
         late_threshold: Dur::from_millis(50),
         stall_threshold: Dur::from_millis(200),
-        transport: FrameTransport::Tcp,
     };
-    assert_eq!(app("cloud_gaming"), AppSpec::CloudGaming(game));
-    let call = FrameAppSpec {
+    assert_eq!(app("cloud_gaming"), AppSpec::CloudGaming(framed(game)));
+    let call = VideoCallConfig {
         fps: 30,
         start_bitrate: Rate::from_kbps(1_500),
         min_bitrate: Rate::from_kbps(150),
         max_bitrate: Rate::from_kbps(2_500),
         late_threshold: Dur::from_millis(150),
         stall_threshold: Dur::from_millis(200),
-        transport: FrameTransport::Tcp,
     };
-    assert_eq!(app("{ kind = \"video_call\" }"), AppSpec::VideoCall(call));
+    assert_eq!(
+        app("{ kind = \"video_call\" }"),
+        AppSpec::VideoCall(Framed {
+            app: call,
+            transport: FrameTransport::Tcp
+        })
+    );
     // The default start follows a lower max (and a higher min).
     assert_eq!(
         app("{ kind = \"cloud_gaming\", max_bitrate = \"15Mbit\", fps = 30 }"),
-        AppSpec::CloudGaming(FrameAppSpec {
+        AppSpec::CloudGaming(framed(CloudGamingConfig {
             fps: 30,
             start_bitrate: Rate::from_mbps(15),
             max_bitrate: Rate::from_mbps(15),
             ..game
-        })
+        }))
     );
     assert_eq!(
         app("{ kind = \"video_call\", min_bitrate = \"2Mbit\" }"),
-        AppSpec::VideoCall(FrameAppSpec {
-            start_bitrate: Rate::from_mbps(2),
-            min_bitrate: Rate::from_mbps(2),
-            ..call
+        AppSpec::VideoCall(Framed {
+            app: VideoCallConfig {
+                start_bitrate: Rate::from_mbps(2),
+                min_bitrate: Rate::from_mbps(2),
+                ..call
+            },
+            transport: FrameTransport::Tcp
         })
     );
 }
@@ -590,7 +605,10 @@ fn overrides_apply_before_validation() {
         }
     );
     assert_eq!(s.seed, 7);
-    assert_eq!(s.flows[0].app, AppSpec::File { size: 1_000_000 });
+    assert_eq!(
+        s.flows[0].app,
+        AppSpec::File(FileConfig { size: 1_000_000 })
+    );
     assert_eq!(
         s.bottleneck.down.qdisc,
         QdiscSpec::Fifo(FifoConfig {
@@ -689,10 +707,11 @@ fn stagger_needs_count_and_its_last_copy_must_start_in_the_run() {
 
 #[test]
 fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
-    let transport = |v: &str| match &base_with(&[&format!("flows[0].app={v}")]).flows[0].app {
-        AppSpec::CloudGaming(s) | AppSpec::VideoCall(s) => s.transport,
-        AppSpec::ScreenShare(s) => s.transport,
-        other => panic!("not a frame app: {other:?}"),
+    let transport = |v: &str| {
+        base_with(&[&format!("flows[0].app={v}")]).flows[0]
+            .app
+            .frame_transport()
+            .expect("a frame app")
     };
     assert_eq!(
         transport(r#"{ kind = "video_call", transport = "tcp" }"#),
@@ -701,7 +720,7 @@ fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
     assert_eq!(
         transport(r#"{ kind = "video_call", transport = "rtp" }"#),
         FrameTransport::Rtp {
-            media_cc: MediaCcSpec::Gcc,
+            media_cc: MediaCcKind::Gcc,
             playout_delay: Dur::ZERO
         }
     );
@@ -710,7 +729,7 @@ fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
             r#"{ kind = "cloud_gaming", transport = "rtp", media_cc = "scream", playout_delay = "20ms" }"#
         ),
         FrameTransport::Rtp {
-            media_cc: MediaCcSpec::Scream { l4s: true },
+            media_cc: MediaCcKind::Scream { l4s: true },
             playout_delay: Dur::from_millis(20)
         }
     );
@@ -719,14 +738,14 @@ fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
             r#"{ kind = "video_call", transport = "rtp", media_cc = { kind = "scream", l4s = false } }"#
         ),
         FrameTransport::Rtp {
-            media_cc: MediaCcSpec::Scream { l4s: false },
+            media_cc: MediaCcKind::Scream { l4s: false },
             playout_delay: Dur::ZERO
         }
     );
     assert_eq!(
         transport(r#"{ kind = "screen_share", transport = "rtp", media_cc = "scream" }"#),
         FrameTransport::Rtp {
-            media_cc: MediaCcSpec::Scream { l4s: true },
+            media_cc: MediaCcKind::Scream { l4s: true },
             playout_delay: Dur::ZERO
         }
     );

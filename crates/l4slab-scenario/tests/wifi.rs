@@ -454,7 +454,7 @@ fn edca_errors_name_the_key() {
             "127 is below cw_min 255",
         ),
         ("[wifi.ap]\nedca.vo = { txop = \"9ms\" }", "wifi.ap.edca.vo.txop", "above the largest TXOP limit"),
-        ("[wifi.ap]\nedca.vo = { aifsn = 0 }", "wifi.ap.edca.vo.aifsn", "0 is below the minimum 1"),
+        ("[wifi.ap]\nedca.vo = { aifsn = 0 }", "wifi.ap.edca.vo.aifsn", "0 is out of range; must be between 1 and 15"),
         ("[wifi.ap]\nedca.vo = { aifsn = 16 }", "wifi.ap.edca.vo.aifsn", "out of range"),
         ("[wifi.ap]\nedca.vo = { txop = 1 }", "wifi.ap.edca.vo.txop", "has no unit"),
         ("[wifi.ap]\nedca.video = { aifsn = 2 }", "wifi.ap.edca.video", "unknown key; valid keys here: vo, vi, be, bk"),

@@ -221,7 +221,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             app_timer: [None; 2],
             rng: SimRng::derive(seed, &format!("flow/{}", f.name)),
             file_size: match f.app {
-                AppSpec::File { size } => Some(size),
+                AppSpec::File(file) => Some(file.size),
                 _ => None,
             },
             delivered: 0,

@@ -1,6 +1,7 @@
 //! What a Wi-Fi cell is made of: its links (channels), its stations and the
 //! queues that feed the air. Built by the scenario layer, validated here.
 
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::Dur;
 use serde::Serialize;
 
@@ -12,9 +13,28 @@ use super::phy::Phy;
 /// no security).
 pub const MAC_OVERHEAD: u32 = 38;
 
+/// `[wifi] retry_limit`: failed attempts of one MPDU before it is dropped.
+pub const RETRY_LIMIT_PARAM: Param = Param {
+    name: "retry_limit",
+    aliases: &[],
+    linux: "dot11ShortRetryLimit",
+    kind: Kind::Int { min: 1, max: 255 },
+    default: ParamValue::Int(7),
+    source: "dot11ShortRetryLimit's default, 802.11-2020 Annex C",
+    doc: "failed attempts of one MPDU before it is dropped",
+};
+
+/// The cell's keys of `[wifi]` a declaration describes (the PHY's
+/// `standard`, `band`, `width`, `nss` depend on each other: the scenario
+/// layer checks them with `phy::Phy::new`).
+pub const CELL_PARAMS: &[Param] = &[RETRY_LIMIT_PARAM];
+
 /// dot11ShortRetryLimit's default (802.11-2020 Annex C): attempts of one MPDU
-/// after the first before it is discarded.
-pub const RETRY_LIMIT: u32 = 7;
+/// after the first before it is discarded ([`RETRY_LIMIT_PARAM`]).
+pub const RETRY_LIMIT: u32 = match RETRY_LIMIT_PARAM.default {
+    ParamValue::Int(n) => n as u32,
+    _ => panic!("retry_limit is an integer"),
+};
 
 /// One station's attachment to one link of the cell.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

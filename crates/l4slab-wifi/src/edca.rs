@@ -18,8 +18,64 @@
 //! while the queue is empty), EIFS after a corrupted frame (the medium is
 //! busy for the collision and the ACK timeout, then every AC counts its AIFS).
 
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::Dur;
 use serde::{Deserialize, Serialize};
+
+/// `aifsn` of an AC (`edca.<ac> = { aifsn = 3 }`); the default is best
+/// effort's, the others are in [`EdcaSet::AP`] and [`EdcaSet::STATION`].
+pub const AIFSN: Param = Param {
+    name: "aifsn",
+    aliases: &[],
+    linux: "wmm_ac_be_aifs",
+    // §9.4.2.28: a 4-bit field; an AP's minimum is 1 (a station's 2, not enforced).
+    kind: Kind::Int { min: 1, max: 15 },
+    default: ParamValue::Int(3),
+    source: "hostapd `wmm_ac_be_aifs = 3` (best effort; per AC in the defaults table)",
+    doc: "AIFS[AC] = SIFS + aifsn × slot (§10.3.2.3.6)",
+};
+
+/// `cw_min` of an AC.
+pub const CW_MIN: Param = Param {
+    name: "cw_min",
+    aliases: &[],
+    linux: "wmm_ac_be_cwmin",
+    kind: Kind::Int {
+        min: 0,
+        max: 32_767,
+    },
+    default: ParamValue::Int(15),
+    source: "hostapd `wmm_ac_be_cwmin = 4` (2^4 − 1 = 15; best effort)",
+    doc: "the contention window after a success; 2^k − 1 (§9.4.2.28 ECWmin), at most `cw_max`",
+};
+
+/// `cw_max` of an AC.
+pub const CW_MAX: Param = Param {
+    name: "cw_max",
+    aliases: &[],
+    linux: "wmm_ac_be_cwmax",
+    kind: Kind::Int {
+        min: 0,
+        max: 32_767,
+    },
+    default: ParamValue::Int(1023),
+    source: "hostapd `wmm_ac_be_cwmax = 10` (2^10 − 1 = 1023; best effort)",
+    doc: "the contention window's ceiling as failures double it; 2^k − 1 (§9.4.2.28 ECWmax)",
+};
+
+/// `txop` of an AC.
+pub const TXOP: Param = Param {
+    name: "txop",
+    aliases: &[],
+    linux: "wmm_ac_be_txop_limit",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::ZERO),
+    source: "hostapd `wmm_ac_be_txop_limit = 0` (best effort)",
+    doc: "TXOP limit, at most 8.16 ms (255 × 32 µs); 0: one PPDU (an A-MPDU counts as one) per access (§10.23.2.9)",
+};
+
+/// The keys of `edca.<ac> = { ... }`, in the docs' order.
+pub const PARAMS: &[Param] = &[AIFSN, CW_MIN, CW_MAX, TXOP];
 
 /// An access category (802.11-2020 Table 10-1, UP -> AC mapping).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -161,6 +217,32 @@ impl EdcaSet {
         }
         Ok(())
     }
+}
+
+/// The EDCA defaults table of docs/scenarios.md and docs/models/wifi.md:
+/// [`EdcaSet::AP`] and [`EdcaSet::STATION`] per AC.
+pub fn markdown_defaults() -> String {
+    let cell = |p: &EdcaParams| {
+        let txop = if p.txop.is_zero() {
+            "0".to_string()
+        } else {
+            format!("{} ms", p.txop.as_nanos() as f64 / 1e6)
+        };
+        format!("{} / {} / {} / {txop}", p.aifsn, p.cw_min, p.cw_max)
+    };
+    let mut s = String::from(
+        "| access category | AP (`[wifi.ap]`): aifsn / cw_min / cw_max / txop | stations (advertised): aifsn / cw_min / cw_max / txop |\n|---|---|---|\n",
+    );
+    let what = ["voice", "video", "best effort", "background"];
+    for (ac, what) in Ac::ALL.into_iter().zip(what) {
+        s.push_str(&format!(
+            "| `{}` ({what}) | {} | {} |\n",
+            ac.name(),
+            cell(EdcaSet::AP.get(ac)),
+            cell(EdcaSet::STATION.get(ac)),
+        ));
+    }
+    s
 }
 
 /// The backoff state of one EDCA function (one AC of one transmitter on

@@ -32,13 +32,16 @@ use l4slab_media::gcc::{Gcc, GccConfig};
 use l4slab_media::scream::{Scream, ScreamConfig};
 use l4slab_media::MediaCc;
 
+use crate::framed::FrameTransport;
 use crate::rate_control::SeriesNames;
 use crate::{Datagram, FlowApp, FlowIo, Role, SampleSink};
 use receiver::{playout_config, Receiver, Rtcp};
 use sender::{Sender, SenderConfig};
 
-/// The media congestion controller of an RTP stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The media congestion controller of an RTP stream (`app.media_cc`,
+/// serialized as the scenario writes it: `{ kind = "scream", l4s = true }`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum MediaCcKind {
     /// Google Congestion Control (classic: delay and loss; Not-ECT).
     Gcc,
@@ -111,6 +114,24 @@ impl RtpConfig {
             keyframe_ratio: 4,
             queue_discard: Dur::from_millis(100),
         }
+    }
+
+    /// With the media controller and playout delay of an RTP frame app's
+    /// `transport`.
+    ///
+    /// # Panics
+    /// On [`FrameTransport::Tcp`] (a frame app over TCP is not RTP).
+    pub fn with_transport(mut self, t: FrameTransport) -> Self {
+        let FrameTransport::Rtp {
+            media_cc,
+            playout_delay,
+        } = t
+        else {
+            panic!("an RTP config for a frame app over TCP")
+        };
+        self.cc = media_cc;
+        self.min_playout_delay = playout_delay;
+        self
     }
 }
 

@@ -1,0 +1,94 @@
+//! A frame app and how its frames travel: `transport = "tcp"` (the flow's
+//! congestion-controlled connection) or `"rtp"` (RTP over UDP with a media
+//! congestion controller, `media_cc`, and a playout buffer,
+//! `playout_delay`; [`crate::rtp`]). `screen_share`, `cloud_gaming` and
+//! `video_call` are [`Framed`] configs; their parameter lists end with
+//! [`TRANSPORT_PARAMS`] (docs/apps.md#rtp-transport).
+
+use serde::Serialize;
+
+use l4slab_core::param::{Configure, Kind, Param, ParamValue};
+use l4slab_core::Dur;
+
+use crate::rtp::MediaCcKind;
+
+/// `transport`: how the frames travel.
+pub const TRANSPORT: Param = Param {
+    name: "transport",
+    aliases: &[],
+    linux: "transport",
+    kind: Kind::Choice(&["tcp", "rtp"]),
+    default: ParamValue::Choice("tcp"),
+    source: "l4slab: the apps' TCP variants came first",
+    doc: "`\"tcp\"`: the flow's connection; `\"rtp\"`: RTP over UDP with a media congestion controller and a playout buffer",
+};
+
+/// `media_cc`: the media controller of an RTP frame app.
+pub const MEDIA_CC: Param = Param {
+    name: "media_cc",
+    aliases: &[],
+    linux: "media_cc",
+    kind: Kind::Custom(
+        "`\"gcc\"`, `\"scream\"` or `{ kind = \"scream\", l4s = false }`",
+    ),
+    default: ParamValue::Choice("gcc"),
+    source: "WebRTC's controller, GCC",
+    doc: "with `\"rtp\"`: GCC (delay gradient and loss, Not-ECT; [gcc.md](models/gcc.md)), SCReAM v2 with L4S (ECT(1), a scalable response to CE; [scream.md](models/scream.md)), or SCReAM on delay and loss (`l4s = false`, Not-ECT)",
+};
+
+/// `playout_delay`: the receiver's playout delay over the smallest transit.
+pub const PLAYOUT_DELAY: Param = Param {
+    name: "playout_delay",
+    aliases: &[],
+    linux: "playout-delay",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::ZERO),
+    source: "WebRTC's low-latency rendering (play as soon as decodable)",
+    doc: "with `\"rtp\"`: the receiver plays a frame this long after the earliest it could (the smallest transit seen); 0 plays each frame as soon as it is decodable",
+};
+
+/// The keys every frame app takes after its own.
+pub const TRANSPORT_PARAMS: [Param; 3] = [TRANSPORT, MEDIA_CC, PLAYOUT_DELAY];
+
+/// The `kind` names of [`MEDIA_CC`].
+pub const MEDIA_CCS: &[&str] = &["gcc", "scream"];
+
+/// How a frame app's frames travel (`app.transport`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FrameTransport {
+    /// Over the flow's congestion-controlled TCP connection.
+    #[default]
+    Tcp,
+    /// RTP over UDP with a media congestion controller (`app.media_cc`) and
+    /// a playout buffer (`app.playout_delay`).
+    Rtp {
+        media_cc: MediaCcKind,
+        playout_delay: Dur,
+    },
+}
+
+/// A frame app's own config and its [`FrameTransport`], serialized as one
+/// table (the app's keys and `transport`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Framed<C> {
+    #[serde(flatten)]
+    pub app: C,
+    pub transport: FrameTransport,
+}
+
+impl<C> Framed<C> {
+    /// Whether the frames travel as RTP over UDP.
+    pub fn is_rtp(&self) -> bool {
+        matches!(self.transport, FrameTransport::Rtp { .. })
+    }
+}
+
+/// The app's own parameters; the [`TRANSPORT_PARAMS`] go together (a
+/// `media_cc` needs `transport = "rtp"`), so the scenario resolver sets
+/// [`Framed::transport`] itself.
+impl<C: Configure> Configure for Framed<C> {
+    fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        self.app.set(name, v)
+    }
+}
