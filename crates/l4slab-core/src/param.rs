@@ -611,6 +611,16 @@ impl FromParam for Rate {
     }
 }
 
+/// A value that may be unset (CoDel's `ce_threshold`): `None` when unset.
+impl<T: FromParam> FromParam for Option<T> {
+    fn from_param(v: ParamValue) -> Self {
+        match v {
+            ParamValue::Unset { .. } => None,
+            v => Some(T::from_param(v)),
+        }
+    }
+}
+
 /// The IP-ECN codepoints a sender may choose, by their scenario names (as
 /// [`Ecn`](crate::Ecn) serializes): the [`Kind::Choice`] of an ECN key.
 pub const ECN_CODEPOINTS: &[&str] = &["not_ect", "ect0", "ect1"];

@@ -43,9 +43,9 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::registry::{param_fields, QdiscKind};
+use crate::registry::QdiscKind;
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Kind, Param, ParamValue};
+use l4slab_core::param::{Configure, Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, Ecn, MarkReason, Packet, Time};
 
 /// Linux `psched_mtu()` of an Ethernet device: MTU 1500 + 14 B header. The
@@ -204,19 +204,19 @@ impl Default for CodelConfig {
     }
 }
 
-param_fields!(CodelConfig {
-    LIMIT => limit,
-    TARGET => target,
-    INTERVAL => interval,
-    ECN => ecn,
-    CE_THRESHOLD => ce_threshold,
+l4slab_core::param_fields!(CodelConfig {
+    limit = LIMIT,
+    target = TARGET,
+    interval = INTERVAL,
+    ecn = ECN,
+    ce_threshold = CE_THRESHOLD,
 });
 
 impl QdiscKind for CodelConfig {
     const PARAMS: &'static [Param] = PARAMS;
 
     fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        self.set_field(name, v)
+        Configure::set(self, name, v)
     }
 
     fn build(&self) -> Box<dyn Qdisc> {

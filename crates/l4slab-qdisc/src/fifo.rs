@@ -11,9 +11,9 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::registry::{param_fields, BufferLimit, QdiscKind};
+use crate::registry::{BufferLimit, QdiscKind};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Kind, Param, ParamValue};
+use l4slab_core::param::{Configure, Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Packet, Time};
 
 /// `head_drop`: drop the oldest packet instead of the arrival.
@@ -51,15 +51,15 @@ impl Default for FifoConfig {
     }
 }
 
-param_fields!(FifoConfig {
-    HEAD_DROP => head_drop,
+l4slab_core::param_fields!(FifoConfig {
+    head_drop = HEAD_DROP,
 });
 
 impl QdiscKind for FifoConfig {
     const PARAMS: &'static [Param] = PARAMS;
 
     fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        self.set_field(name, v)
+        Configure::set(self, name, v)
     }
 
     /// The buffer is the limit as written: packets, or bytes.

@@ -60,9 +60,9 @@ use crate::codel::{
 };
 pub use crate::fq::FlowList;
 use crate::fq::{Admit, FlowAqm, FlowQueue, FlowQueues, FqParams, FqStats, Overflow};
-use crate::registry::{param_fields, QdiscKind};
+use crate::registry::QdiscKind;
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Kind, Param, ParamValue};
+use l4slab_core::param::{Configure, Kind, Param, ParamValue};
 use l4slab_core::{Dur, FlowId, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_codel_change`: `flows_cnt > 65536` is `-EINVAL`).
@@ -282,24 +282,24 @@ impl Default for FqCodelConfig {
     }
 }
 
-param_fields!(FqCodelConfig {
-    LIMIT => limit,
-    FLOWS => flows,
-    TARGET => target,
-    INTERVAL => interval,
-    QUANTUM => quantum,
-    ECN => ecn,
-    CE_THRESHOLD => ce_threshold,
-    MEMORY_LIMIT => memory_limit,
-    DROP_BATCH => drop_batch,
-    HASH_SEED => hash_seed,
+l4slab_core::param_fields!(FqCodelConfig {
+    limit = LIMIT,
+    flows = FLOWS,
+    target = TARGET,
+    interval = INTERVAL,
+    quantum = QUANTUM,
+    ecn = ECN,
+    ce_threshold = CE_THRESHOLD,
+    memory_limit = MEMORY_LIMIT,
+    drop_batch = DROP_BATCH,
+    hash_seed = HASH_SEED,
 });
 
 impl QdiscKind for FqCodelConfig {
     const PARAMS: &'static [Param] = PARAMS;
 
     fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        self.set_field(name, v)
+        Configure::set(self, name, v)
     }
 
     fn build(&self) -> Box<dyn Qdisc> {

@@ -44,9 +44,9 @@ use crate::pie::{
     next_update, pie_calculate_probability, pie_drop_early, pie_process_dequeue, PieParams,
     PieStats, PieVars,
 };
-use crate::registry::{param_fields, QdiscKind};
+use crate::registry::QdiscKind;
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Kind, Param, ParamValue};
+use l4slab_core::param::{Configure, Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, FlowId, MarkReason, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_pie_change`: "Number of flows must range in [1..65536]").
@@ -239,28 +239,28 @@ impl Default for FqPieConfig {
     }
 }
 
-param_fields!(FqPieConfig {
-    LIMIT => limit,
-    FLOWS => flows,
-    TARGET => target,
-    TUPDATE => tupdate,
-    ALPHA => alpha,
-    BETA => beta,
-    QUANTUM => quantum,
-    MEMORY_LIMIT => memory_limit,
-    ECN_PROB => ecn_prob,
-    ECN => ecn,
-    BYTEMODE => bytemode,
-    DQ_RATE_ESTIMATOR => dq_rate_estimator,
-    MAX_BURST => max_burst,
-    HASH_SEED => hash_seed,
+l4slab_core::param_fields!(FqPieConfig {
+    limit = LIMIT,
+    flows = FLOWS,
+    target = TARGET,
+    tupdate = TUPDATE,
+    alpha = ALPHA,
+    beta = BETA,
+    quantum = QUANTUM,
+    memory_limit = MEMORY_LIMIT,
+    ecn_prob = ECN_PROB,
+    ecn = ECN,
+    bytemode = BYTEMODE,
+    dq_rate_estimator = DQ_RATE_ESTIMATOR,
+    max_burst = MAX_BURST,
+    hash_seed = HASH_SEED,
 });
 
 impl QdiscKind for FqPieConfig {
     const PARAMS: &'static [Param] = PARAMS;
 
     fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        self.set_field(name, v)
+        Configure::set(self, name, v)
     }
 
     fn build(&self) -> Box<dyn Qdisc> {

@@ -48,9 +48,9 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::pi::{pi_delta, PiGains};
-use crate::registry::{param_fields, QdiscKind};
+use crate::registry::QdiscKind;
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Kind, Param, ParamValue};
+use l4slab_core::param::{Configure, Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, SimRng, Time};
 
 /// RFC 8033 §5.1 `mark_ecnth`: mark instead of drop while `p <= 10 %`
@@ -231,23 +231,23 @@ impl Default for PieConfig {
     }
 }
 
-param_fields!(PieConfig {
-    LIMIT => limit,
-    TARGET => target,
-    TUPDATE => tupdate,
-    ALPHA => alpha,
-    BETA => beta,
-    ECN => ecn,
-    BYTEMODE => bytemode,
-    DQ_RATE_ESTIMATOR => dq_rate_estimator,
-    MAX_BURST => max_burst,
+l4slab_core::param_fields!(PieConfig {
+    limit = LIMIT,
+    target = TARGET,
+    tupdate = TUPDATE,
+    alpha = ALPHA,
+    beta = BETA,
+    ecn = ECN,
+    bytemode = BYTEMODE,
+    dq_rate_estimator = DQ_RATE_ESTIMATOR,
+    max_burst = MAX_BURST,
 });
 
 impl QdiscKind for PieConfig {
     const PARAMS: &'static [Param] = PARAMS;
 
     fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        self.set_field(name, v)
+        Configure::set(self, name, v)
     }
 
     fn build(&self) -> Box<dyn Qdisc> {

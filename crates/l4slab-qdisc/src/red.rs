@@ -38,9 +38,9 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::registry::{param_fields, ConfigError, QdiscKind};
+use crate::registry::{ConfigError, QdiscKind};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Kind, Param, ParamValue};
+use l4slab_core::param::{Configure, Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, Time};
 
 /// tc `limit`.
@@ -238,24 +238,24 @@ impl Default for RedConfig {
     }
 }
 
-param_fields!(RedConfig {
-    LIMIT => limit,
-    MIN => min,
-    MAX => max,
-    AVPKT => avpkt,
-    BURST => burst,
-    PROBABILITY => probability,
-    BANDWIDTH => bandwidth,
-    ECN => ecn,
-    HARDDROP => harddrop,
-    ADAPTIVE => adaptive,
+l4slab_core::param_fields!(RedConfig {
+    limit = LIMIT,
+    min = MIN,
+    max = MAX,
+    avpkt = AVPKT,
+    burst = BURST,
+    probability = PROBABILITY,
+    bandwidth = BANDWIDTH,
+    ecn = ECN,
+    harddrop = HARDDROP,
+    adaptive = ADAPTIVE,
 });
 
 impl QdiscKind for RedConfig {
     const PARAMS: &'static [Param] = PARAMS;
 
     fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        self.set_field(name, v)
+        Configure::set(self, name, v)
     }
 
     fn check(&self) -> Result<(), ConfigError> {

@@ -7,8 +7,8 @@
 //! implementation of [`QdiscKind`] on its config:
 //!
 //! * its `tc` parameters ([`QdiscKind::PARAMS`], [`Param`] declarations),
-//! * how a declared value sets its config ([`param_fields!`]: parameter ->
-//!   field, converted by the field's type, [`FromParam`]),
+//! * how a declared value sets its config ([`l4slab_core::param_fields!`]:
+//!   parameter -> field, converted by the field's type, [`l4slab_core::param::FromParam`]),
 //! * how the direction's buffer becomes its limit ([`QdiscKind::for_buffer`]:
 //!   by default through its `limit` parameter, in packets or bytes as
 //!   declared),
@@ -84,83 +84,6 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// A config field's type from a [`ParamValue`] of its declared kind.
-///
-/// # Panics
-/// On a value of another kind or out of the type's range: values are read
-/// and checked by their declarations first, so that is a bug.
-pub trait FromParam: Sized {
-    fn from_param(v: ParamValue) -> Self;
-}
-
-impl FromParam for u32 {
-    fn from_param(v: ParamValue) -> Self {
-        u32::try_from(v.int()).expect("declared range fits u32")
-    }
-}
-
-impl FromParam for u64 {
-    fn from_param(v: ParamValue) -> Self {
-        u64::try_from(v.int()).expect("declared range fits u64")
-    }
-}
-
-impl FromParam for f64 {
-    fn from_param(v: ParamValue) -> Self {
-        v.num()
-    }
-}
-
-impl FromParam for bool {
-    fn from_param(v: ParamValue) -> Self {
-        v.flag()
-    }
-}
-
-impl FromParam for Dur {
-    fn from_param(v: ParamValue) -> Self {
-        v.dur()
-    }
-}
-
-/// A value that may be unset (codel's `ce_threshold`): `None` when unset.
-impl<T: FromParam> FromParam for Option<T> {
-    fn from_param(v: ParamValue) -> Self {
-        match v {
-            ParamValue::Unset { .. } => None,
-            v => Some(T::from_param(v)),
-        }
-    }
-}
-
-/// The generic setter of a config: which declared parameter sets which
-/// field (`LIMIT => limit`), each converted by its field's type
-/// ([`FromParam`]). Generates `set_field(&mut self, name, value) -> bool`
-/// (false: no field for `name`, e.g. a custom parameter).
-macro_rules! param_fields {
-    ($cfg:ty { $($param:path => $field:ident),* $(,)? }) => {
-        impl $cfg {
-            /// Set the field of the parameter named `name` (a
-            /// [`l4slab_core::param::Param::name`]) to `v`; false if no
-            /// field is declared for it.
-            ///
-            /// # Panics
-            /// If `v` is not of the parameter's kind
-            /// ([`crate::registry::FromParam`]).
-            pub fn set_field(&mut self, name: &str, v: l4slab_core::param::ParamValue) -> bool {
-                $(
-                    if name == $param.name {
-                        self.$field = crate::registry::FromParam::from_param(v);
-                        return true;
-                    }
-                )*
-                false
-            }
-        }
-    };
-}
-pub(crate) use param_fields;
-
 /// What the registry needs of a discipline, implemented on its config.
 pub trait QdiscKind: Clone + Default {
     /// Its `tc` parameters in docs order (`<kind>::PARAMS`).
@@ -168,7 +91,8 @@ pub trait QdiscKind: Clone + Default {
 
     /// Set the parameter named `name` to `v` (of its declared kind, checked);
     /// false if the kind has no field for it (a custom parameter its
-    /// resolver reads). Usually [`param_fields!`]'s `set_field`.
+    /// resolver reads). Usually the [`l4slab_core::param::Configure`] that
+    /// [`l4slab_core::param_fields!`] generates.
     fn set(&mut self, name: &str, v: ParamValue) -> bool;
 
     /// The config for a direction whose buffer is `buffer`, every other
@@ -258,7 +182,7 @@ macro_rules! registry {
             /// Set a declared parameter ([`QdiscKind::set`]).
             pub fn set(&mut self, name: &str, v: ParamValue) -> bool {
                 match self {
-                    $(QdiscConfig::$variant(c) => c.set(name, v),)*
+                    $(QdiscConfig::$variant(c) => QdiscKind::set(c, name, v),)*
                 }
             }
 

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Ecn, FlowId};
 
-use crate::registry::{param_fields, FromParam, QdiscKind};
+use l4slab_core::param::{Configure, FromParam};
+
+use crate::registry::QdiscKind;
 use crate::Qdisc;
 
 // The tc knobs (`tc-dualpi2(8)`), then l4slab's options for RFC 9332's
@@ -566,26 +568,26 @@ impl Default for DualPi2Config {
     }
 }
 
-param_fields!(DualPi2Config {
-    LIMIT => limit,
-    MEMLIMIT => memory_limit,
-    TARGET => target,
-    TUPDATE => tupdate,
-    ALPHA => alpha,
-    BETA => beta,
-    COUPLING_FACTOR => coupling_factor,
-    DROP_ON_OVERLOAD => drop_on_overload,
-    DROP_ENQUEUE => drop_enqueue,
-    ECN_MASK => ecn_mask,
-    SPLIT_GSO => split_gso,
-    PI_INPUT => pi_input,
+l4slab_core::param_fields!(DualPi2Config {
+    limit = LIMIT,
+    memory_limit = MEMLIMIT,
+    target = TARGET,
+    tupdate = TUPDATE,
+    alpha = ALPHA,
+    beta = BETA,
+    coupling_factor = COUPLING_FACTOR,
+    drop_on_overload = DROP_ON_OVERLOAD,
+    drop_enqueue = DROP_ENQUEUE,
+    ecn_mask = ECN_MASK,
+    split_gso = SPLIT_GSO,
+    pi_input = PI_INPUT,
 });
 
 impl QdiscKind for DualPi2Config {
     const PARAMS: &'static [Param] = PARAMS;
 
     fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        let set = self.set_field(name, v);
+        let set = Configure::set(self, name, v);
         if name == LIMIT.name {
             // dualpi2_change: a new limit recomputes the memory limit
             // (`get_memory_limit`); a `memlimit` set after it overrides.
