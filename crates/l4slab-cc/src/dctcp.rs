@@ -37,6 +37,15 @@
 //!   in the Classic queue unless its `any_ect` option classifies every ECT
 //!   packet as L4S (RFC 9332 §2.5.1.1; Linux `sch_dualpi2 any_ect`).
 //!
+//! **Built on Reno, as Linux builds it.** Linux `tcp_dctcp.c` sets
+//! `.cong_avoid = tcp_reno_cong_avoid`, reacts to loss with Reno's halving
+//! (`dctcp_react_to_loss`) and undoes as Reno (`dctcp_cwnd_undo`); here
+//! [`Dctcp`] holds Reno's core (`reno::RenoCore`: windows, states, growth,
+//! loss, RTO, undo) and adds only what DCTCP adds: alpha
+//! ([`Dctcp::alpha`], `dctcp_update_alpha`), the CE cut (`dctcp_ssthresh`)
+//! and the CWR round it holds. Alpha's counters and EWMA are shared with
+//! Prague (`MarkedFraction`, `ewma`).
+//!
 //! **Classic ECN feedback.** DCTCP needs the number of CE-marked bytes per
 //! ACK. When the transport only has RFC 3168 feedback it reports a
 //! [`CongestionEvent::EcnEcho`] instead (at most once per RTT) and
@@ -340,8 +349,13 @@ impl Dctcp {
         &self.cfg
     }
 
-    pub fn stats(&self) -> &DctcpStats {
-        &self.stats
+    pub fn stats(&self) -> DctcpStats {
+        // Loss reductions and timeouts are counted by Reno's core.
+        DctcpStats {
+            loss_reductions: self.core.loss_reductions(),
+            rtos: self.core.rtos(),
+            ..self.stats.clone()
+        }
     }
 
     /// RFC 8257 `DCTCP.Alpha`: the estimated fraction of marked bytes.
@@ -441,41 +455,21 @@ impl CongestionControl for Dctcp {
     }
 
     fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>) {
-        match *ev {
-            // RFC 8257 §3.5 / RFC 6582: one reduction per window of data.
-            CongestionEvent::Loss {
-                first_in_episode: false,
-                ..
-            } => {}
-            CongestionEvent::Loss {
-                first_in_episode: true,
-                ..
-            } => {
-                // RFC 8257 §3.5 "in the same way as conventional TCP": Linux
-                // dctcp_react_to_loss ssthresh = max(cwnd/2, 2), Reno's rule.
-                self.core.on_loss(now, ctx);
-                self.stats.loss_reductions += 1;
-            }
-            CongestionEvent::Rto { .. } => {
-                // RFC 8257 §3.5: "cwnd MUST be set to no more than the loss
-                // window (1 full-sized segment)"; Linux tcp_enter_loss calls
-                // dctcp_react_to_loss only on the first timeout (Reno's rule).
-                self.stats.rtos += 1;
-                self.core.on_rto(now, ctx);
-            }
-            CongestionEvent::EcnEcho { in_flight } => {
-                // Classic RFC 3168 feedback carries no marked-byte count: respond
-                // as RFC 3168 §6.1.2 (alpha taken as 1, i.e. halve), once per
-                // round and not during recovery (module docs).
-                if self.is_open() {
-                    let end = self.delivered.saturating_add(in_flight);
-                    self.ecn_reduce(1.0, end, now, ctx);
-                    self.stats.ecn_echo_reductions += 1;
-                }
-            }
-            // Linux dctcp_cwnd_undo: max(cwnd, loss_cwnd), Reno's undo.
-            CongestionEvent::Undo => self.core.on_undo(now, ctx),
-            CongestionEvent::RecoveryEnd => self.core.on_recovery_end(now, ctx),
+        // RFC 8257 §3.5 "MUST react to loss episodes in the same way as
+        // conventional TCP": Reno's core — one reduction per episode, Linux
+        // dctcp_react_to_loss's max(cwnd/2, 2) (first timeout only, as
+        // tcp_enter_loss), 1 SMSS after an RTO, dctcp_cwnd_undo's
+        // max(cwnd, loss_cwnd).
+        let Some(in_flight) = self.core.on_congestion(now, ev, ctx) else {
+            return;
+        };
+        // Classic RFC 3168 feedback carries no marked-byte count: respond as
+        // RFC 3168 §6.1.2 (alpha taken as 1, i.e. halve), once per round and
+        // not during recovery (module docs).
+        if self.is_open() {
+            let end = self.delivered.saturating_add(in_flight);
+            self.ecn_reduce(1.0, end, now, ctx);
+            self.stats.ecn_echo_reductions += 1;
         }
     }
 

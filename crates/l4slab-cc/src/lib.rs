@@ -14,6 +14,7 @@ pub mod cubic;
 pub mod dctcp;
 pub mod hystart;
 pub mod options;
+pub mod pacing;
 pub mod param;
 pub mod prague;
 pub mod rate;

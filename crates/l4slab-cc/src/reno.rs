@@ -25,6 +25,11 @@
 //! * ECN-Echo: the same reduction as a loss (RFC 3168 §6.1.2), ignored during
 //!   loss recovery; the transport limits it to once per RTT.
 //!
+//! **Shared core.** These rules are `RenoCore` — Linux `tcp_reno_cong_avoid`,
+//! `tcp_reno_ssthresh`, `tcp_reno_undo_cwnd` — which DCTCP reuses as Linux's
+//! `tcp_dctcp` does (`crate::dctcp`); [`Reno`] adds only its ECN-Echo
+//! response. The arithmetic is `crate::cong`'s (Linux `tcp_cong.c`).
+//!
 //! **Who does what.** Loss detection, retransmission, the NewReno `recover`
 //! point and the RFC 6582 partial/full ACK logic live in the transport, which
 //! reports them as [`CongestionEvent::Loss`] (`first_in_episode`) and
@@ -203,6 +208,10 @@ pub(crate) struct RenoCore {
     rto_backoff: bool,
     /// Window and threshold before the last loss reduction, for `Undo`.
     undo: Option<UndoPoint>,
+    /// Loss reductions (one per episode) and timeouts, for the controller's
+    /// stats.
+    loss_reductions: u64,
+    rtos: u64,
 }
 
 impl RenoCore {
@@ -217,7 +226,19 @@ impl RenoCore {
             state: Checked::new(State::SlowStart),
             rto_backoff: false,
             undo: None,
+            loss_reductions: 0,
+            rtos: 0,
         }
+    }
+
+    /// Window reductions caused by loss (one per episode).
+    pub fn loss_reductions(&self) -> u64 {
+        self.loss_reductions
+    }
+
+    /// Retransmission timeouts.
+    pub fn rtos(&self) -> u64 {
+        self.rtos
     }
 
     pub fn cwnd(&self) -> u64 {
@@ -314,11 +335,39 @@ impl RenoCore {
         cong::reno_ssthresh(self.cwnd, self.mss)
     }
 
+    /// Loss, RTO, undo and the end of recovery, as Reno; an ECN-Echo is
+    /// each controller's own response, so it is left to the caller: returns
+    /// its `in_flight`, else `None`.
+    pub fn on_congestion(
+        &mut self,
+        now: Time,
+        ev: &CongestionEvent,
+        ctx: &mut CcCtx<'_>,
+    ) -> Option<u64> {
+        match *ev {
+            // RFC 6582 §3.2: only the first loss of a window of data reduces.
+            CongestionEvent::Loss {
+                first_in_episode: false,
+                ..
+            } => {}
+            CongestionEvent::Loss {
+                first_in_episode: true,
+                ..
+            } => self.on_loss(now, ctx),
+            CongestionEvent::Rto { .. } => self.on_rto(now, ctx),
+            CongestionEvent::Undo => self.on_undo(now, ctx),
+            CongestionEvent::RecoveryEnd => self.on_recovery_end(now, ctx),
+            CongestionEvent::EcnEcho { in_flight } => return Some(in_flight),
+        }
+        None
+    }
+
     /// The first loss of an episode (RFC 6582 §3.2: only the first loss of
     /// a window of data reduces): save the undo point, halve (Linux
     /// `tcp_reno_ssthresh`, RFC 5681 §3.1 eq. (4) with cwnd for FlightSize),
     /// enter recovery.
-    pub fn on_loss(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+    fn on_loss(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+        self.loss_reductions += 1;
         self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
         self.cut_to(self.halved());
         self.transition_to(now, State::Recovery, ctx);
@@ -329,7 +378,8 @@ impl RenoCore {
     /// after eq. 4), and during fast recovery the episode has already reduced
     /// it (Linux `tcp_enter_loss` recomputes ssthresh only from Open/Disorder
     /// or on the first timeout); then one segment and slow start.
-    pub fn on_rto(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+    fn on_rto(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+        self.rtos += 1;
         if !self.rto_backoff && self.state() != State::Recovery {
             self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
             self.ssthresh = self.halved();
@@ -343,7 +393,7 @@ impl RenoCore {
 
     /// The last loss reduction was spurious (Linux `tcp_undo_cwnd_reduction`
     /// with `tcp_reno_undo_cwnd`): restore the saved window, leave recovery.
-    pub fn on_undo(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+    fn on_undo(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
         if let Some(u) = self.undo.take() {
             (self.cwnd, self.ssthresh) = u.restore(self.cwnd, self.ssthresh);
         }
@@ -358,7 +408,7 @@ impl RenoCore {
 
     /// The recovery episode ended. Only meaningful for fast recovery; after
     /// an RTO the controller is already slow-starting.
-    pub fn on_recovery_end(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+    fn on_recovery_end(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
         if self.state() == State::Recovery {
             // RFC 6582 §3.2 step 3 (second option): cwnd = ssthresh.
             self.cwnd = self.ssthresh;
@@ -372,7 +422,8 @@ impl RenoCore {
 pub struct Reno {
     cfg: RenoConfig,
     core: RenoCore,
-    stats: RenoStats,
+    /// Window reductions caused by ECN-Echo.
+    ecn_reductions: u64,
 }
 
 impl Reno {
@@ -387,7 +438,7 @@ impl Reno {
         cfg.validate()?;
         Ok(Reno {
             core: RenoCore::new(cfg.mss, cfg.initial_window_segments),
-            stats: RenoStats::default(),
+            ecn_reductions: 0,
             cfg,
         })
     }
@@ -396,8 +447,12 @@ impl Reno {
         &self.cfg
     }
 
-    pub fn stats(&self) -> &RenoStats {
-        &self.stats
+    pub fn stats(&self) -> RenoStats {
+        RenoStats {
+            loss_reductions: self.core.loss_reductions(),
+            ecn_reductions: self.ecn_reductions,
+            rtos: self.core.rtos(),
+        }
     }
 }
 
@@ -417,40 +472,22 @@ impl CongestionControl for Reno {
     }
 
     fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>) {
-        match *ev {
-            // RFC 6582 §3.2: only the first loss of a window of data reduces.
-            CongestionEvent::Loss {
-                first_in_episode: false,
-                ..
-            } => {}
-            CongestionEvent::Loss {
-                first_in_episode: true,
-                ..
-            } => {
-                self.core.on_loss(now, ctx);
-                self.stats.loss_reductions += 1;
-            }
-            CongestionEvent::Rto { .. } => {
-                self.stats.rtos += 1;
-                self.core.on_rto(now, ctx);
-            }
-            CongestionEvent::EcnEcho { .. } => {
-                // RFC 3168 §6.1.2: react at most once per window; during loss
-                // recovery the window has already been reduced (Linux
-                // tcp_enter_cwr only acts below TCP_CA_CWR).
-                if self.core.state() == State::Recovery {
-                    return;
-                }
-                // Linux tcp_reno_ssthresh; RFC 3168 §6.1.2 "halve cwnd,
-                // reduce ssthresh".
-                self.core.cut_to(self.core.halved());
-                self.stats.ecn_reductions += 1;
-                self.core
-                    .transition_to(now, State::CongestionAvoidance { acked: 0 }, ctx);
-            }
-            CongestionEvent::Undo => self.core.on_undo(now, ctx),
-            CongestionEvent::RecoveryEnd => self.core.on_recovery_end(now, ctx),
+        // Everything but ECN-Echo is the core's.
+        if self.core.on_congestion(now, ev, ctx).is_none() {
+            return;
         }
+        // RFC 3168 §6.1.2: react at most once per window; during loss
+        // recovery the window has already been reduced (Linux tcp_enter_cwr
+        // only acts below TCP_CA_CWR).
+        if self.core.state() == State::Recovery {
+            return;
+        }
+        // Linux tcp_reno_ssthresh; RFC 3168 §6.1.2 "halve cwnd, reduce
+        // ssthresh".
+        self.core.cut_to(self.core.halved());
+        self.ecn_reductions += 1;
+        self.core
+            .transition_to(now, State::CongestionAvoidance { acked: 0 }, ctx);
     }
 
     fn cwnd(&self) -> u64 {
