@@ -96,11 +96,12 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use l4slab_core::{Dur, FlowId, Time, TraceEvent, Tracer};
+use l4slab_core::state::{Checked, Machine};
+use l4slab_core::{Dur, Time};
 
+use crate::cong::{self, UndoPoint};
 use crate::hystart::{self, HyStartPp};
 use crate::param::{Kind, Param, ParamError, ParamValue};
-use crate::reno::UndoPoint;
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
 /// `β_cubic`, the multiplicative decrease factor.
@@ -166,6 +167,16 @@ pub const HYSTART: Param = Param {
 
 /// The parameters a scenario can set (`cc = { kind = "cubic", ... }`).
 pub const PARAMS: &[Param] = &[BETA, C, FAST_CONVERGENCE, TCP_FRIENDLINESS, HYSTART];
+
+crate::registry::cc_config! {
+    CubicConfig => Cubic {
+        BETA => beta,
+        C => c,
+        FAST_CONVERGENCE => fast_convergence,
+        TCP_FRIENDLINESS => reno_friendly,
+        HYSTART => hystart,
+    }
+}
 
 /// Parameters of [`Cubic`]. The ones in [`PARAMS`] take their default and
 /// range from there.
@@ -297,14 +308,28 @@ enum State {
     Recovery,
 }
 
-impl State {
+impl Machine for State {
+    const NAME: &'static str = "CUBIC";
+
     /// Stable names used in traces, series and [`CcMetrics::state`].
-    const fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             State::SlowStart => "SlowStart",
             State::ConservativeSlowStart { .. } => "ConservativeSlowStart",
             State::CongestionAvoidance { .. } => "CongestionAvoidance",
             State::Recovery => "Recovery",
+        }
+    }
+
+    /// Is `self -> to` an edge of the state machine? Everything may reach
+    /// slow start (RTO) and recovery (loss); only slow start enters CSS
+    /// (RFC 9406 §4.2) and only in the initial slow start.
+    fn may_enter(self, to: State) -> bool {
+        match to {
+            State::ConservativeSlowStart { .. } => {
+                matches!(self, State::SlowStart | State::ConservativeSlowStart { .. })
+            }
+            State::SlowStart | State::CongestionAvoidance { .. } | State::Recovery => true,
         }
     }
 }
@@ -341,7 +366,7 @@ pub struct Cubic {
     cwnd_frac: f64,
     /// `u64::MAX` until set (RFC 5681 §3.1: "arbitrarily high").
     ssthresh: u64,
-    state: State,
+    state: Checked<State>,
     /// `W_max`, segments: cwnd just before the last reduction (§4.6, after
     /// §4.7 fast convergence). `None` until the first congestion event and
     /// after an RTO (§4.8): the next epoch then uses `K = 0`, `W_max = cwnd`.
@@ -378,7 +403,7 @@ impl Cubic {
             cwnd: cfg.mss.saturating_mul(cfg.initial_window_segments),
             cwnd_frac: 0.0,
             ssthresh: u64::MAX,
-            state: State::SlowStart,
+            state: Checked::new(State::SlowStart),
             w_max: None,
             cwnd_prior: 0.0,
             // RFC 9406 §4.2: HyStart++ for the initial slow start.
@@ -436,9 +461,9 @@ impl Cubic {
         self.hystart.is_some()
     }
 
-    fn epoch(&self) -> Option<&Epoch> {
-        match &self.state {
-            State::CongestionAvoidance { epoch } => epoch.as_ref(),
+    fn epoch(&self) -> Option<Epoch> {
+        match self.state.get() {
+            State::CongestionAvoidance { epoch } => epoch,
             _ => None,
         }
     }
@@ -491,27 +516,9 @@ impl Cubic {
         self.cwnd / self.cfg.mss
     }
 
-    /// Is `from -> to` an edge of the state machine? Everything may reach
-    /// slow start (RTO) and recovery (loss); only slow start enters CSS
-    /// (RFC 9406 §4.2) and only in the initial slow start.
-    fn legal(from: State, to: State) -> bool {
-        match to {
-            State::ConservativeSlowStart { .. } => {
-                matches!(from, State::SlowStart | State::ConservativeSlowStart { .. })
-            }
-            State::SlowStart | State::CongestionAvoidance { .. } | State::Recovery => true,
-        }
-    }
-
     /// The one place the state changes: checks the edge and that the windows
     /// agree with the new state; a real change emits a trace event.
-    fn transition_to(&mut self, now: Time, next: State, flow: FlowId, tracer: &mut dyn Tracer) {
-        assert!(
-            Self::legal(self.state, next),
-            "illegal CUBIC transition {} -> {}",
-            self.state.name(),
-            next.name()
-        );
+    fn transition_to(&mut self, now: Time, next: State, ctx: &mut CcCtx<'_>) {
         match next {
             State::SlowStart => assert!(
                 self.cwnd < self.ssthresh,
@@ -537,18 +544,7 @@ impl Cubic {
                 self.ssthresh
             ),
         }
-        let from = self.state.name();
-        self.state = next;
-        if from != next.name() {
-            tracer.event(
-                now,
-                TraceEvent::CcStateChanged {
-                    flow,
-                    from,
-                    to: next.name(),
-                },
-            );
-        }
+        cong::enter(&mut self.state, now, next, ctx.flow, ctx.tracer);
     }
 
     /// The multiplicative decrease shared by loss and ECN-Echo (RFC 9438
@@ -576,24 +572,22 @@ impl Cubic {
     }
 
     /// Slow start: `cwnd += min(acked, L*SMSS)` (RFC 9406 §4.2), capped at
-    /// `ssthresh`. Returns the acked bytes left over after reaching `ssthresh`
-    /// (Linux `tcp_slow_start` hands them to congestion avoidance).
+    /// `ssthresh` (Linux `tcp_slow_start`, [`cong::slow_start`]). Returns the
+    /// acked bytes left over for congestion avoidance.
     fn slow_start(&mut self, acked: u64) -> u64 {
         let limit = self.cfg.ack_limit_segments.saturating_mul(self.cfg.mss);
-        let inc = acked.min(limit);
-        let room = self.ssthresh.saturating_sub(self.cwnd);
-        let used = inc.min(room);
-        self.cwnd += used;
-        acked - used
+        let left;
+        (self.cwnd, left) = cong::slow_start(self.cwnd, self.ssthresh, acked, limit);
+        left
     }
 
     /// Congestion avoidance for one ACK of `acked` bytes (RFC 9438 §4.2–§4.5).
     fn congestion_avoidance(&mut self, now: Time, acked: u64, ack: &AckEvent) {
         let cwnd = self.cwnd_segments();
-        let State::CongestionAvoidance { epoch } = &mut self.state else {
+        let State::CongestionAvoidance { epoch } = self.state.get() else {
             unreachable!("congestion_avoidance outside CongestionAvoidance");
         };
-        let e = epoch.get_or_insert_with(|| {
+        let mut e = epoch.unwrap_or_else(|| {
             // A new epoch (RFC 9438 §4.2): epoch_start = now, cwnd_epoch = cwnd.
             // No W_max (first CA after a loss-free HyStart++ exit or after an
             // RTO, §4.8/§4.10) or W_max below cwnd (Linux bictcp_update):
@@ -641,6 +635,8 @@ impl Cubic {
         // RFC 9438 §4.3 Figure 4: W_est += α_cubic * segments_acked / cwnd.
         e.w_est += alpha * segments_acked / cwnd;
         let w_est = e.w_est;
+        self.state
+            .update(|s| *s = State::CongestionAvoidance { epoch: Some(e) });
         let next = if self.cfg.reno_friendly && w_cubic(t) < w_est {
             // RFC 9438 §4.3: "if W_cubic(t) < W_est ... cwnd SHOULD be set to
             // W_est at each reception of a new ACK" (never lowering it).
@@ -666,12 +662,7 @@ impl Cubic {
         self.w_max = Some(cwnd);
         self.hystart = None;
         self.stats.hystart_exits += 1;
-        self.transition_to(
-            now,
-            State::CongestionAvoidance { epoch: None },
-            ctx.flow,
-            ctx.tracer,
-        );
+        self.transition_to(now, State::CongestionAvoidance { epoch: None }, ctx);
     }
 }
 
@@ -699,9 +690,11 @@ impl CongestionControl for Cubic {
         // epoch's t (RFC 9438 §5.8): epoch_start += idle, at most up to now.
         if in_flight <= bytes {
             let idle = now.saturating_since(self.accounted_until);
-            if let State::CongestionAvoidance { epoch: Some(e) } = &mut self.state {
-                e.start = (e.start + idle).min(now);
-            }
+            self.state.update(|s| {
+                if let State::CongestionAvoidance { epoch: Some(e) } = s {
+                    e.start = (e.start + idle).min(now);
+                }
+            });
             self.accounted_until = self.accounted_until.max(now);
         }
     }
@@ -719,15 +712,17 @@ impl CongestionControl for Cubic {
         // RFC 9438 §5.8: time spent application-limited does not count in t.
         if ack.app_limited {
             let gap = now.saturating_since(self.accounted_until);
-            if let State::CongestionAvoidance { epoch: Some(e) } = &mut self.state {
-                e.start = (e.start + gap).min(now);
-            }
+            self.state.update(|s| {
+                if let State::CongestionAvoidance { epoch: Some(e) } = s {
+                    e.start = (e.start + gap).min(now);
+                }
+            });
         }
         self.accounted_until = self.accounted_until.max(now);
 
         // RFC 9438 §4.6 / RFC 6675 §5: no growth in fast recovery (Linux
         // tcp_in_cwnd_reduction() skips cong_avoid in CWR/Recovery).
-        if self.state == State::Recovery {
+        if self.state.get() == State::Recovery {
             return;
         }
         // RFC 9438 §5.8: "CUBIC does not increase cwnd when a flow is
@@ -736,7 +731,7 @@ impl CongestionControl for Cubic {
             return;
         }
         let mut acked = ack.acked_bytes;
-        match self.state {
+        match self.state.get() {
             State::SlowStart => {
                 acked = self.slow_start(acked);
                 if let Some(baseline) = self.hystart.as_ref().and_then(|h| h.delay_increase()) {
@@ -748,18 +743,13 @@ impl CongestionControl for Cubic {
                         baseline,
                         rounds: 0,
                     };
-                    self.transition_to(now, css, ctx.flow, ctx.tracer);
+                    self.transition_to(now, css, ctx);
                     return;
                 }
                 if self.cwnd < self.ssthresh {
                     return;
                 }
-                self.transition_to(
-                    now,
-                    State::CongestionAvoidance { epoch: None },
-                    ctx.flow,
-                    ctx.tracer,
-                );
+                self.transition_to(now, State::CongestionAvoidance { epoch: None }, ctx);
             }
             State::ConservativeSlowStart { baseline, rounds } => {
                 let rounds = rounds + u32::from(new_round);
@@ -774,13 +764,14 @@ impl CongestionControl for Cubic {
                     // RFC 9406 §4.2: "If currentRoundMinRTT < cssBaselineMinRtt:
                     // cssBaselineMinRtt = infinity; resume slow start".
                     self.stats.css_spurious_exits += 1;
-                    self.transition_to(now, State::SlowStart, ctx.flow, ctx.tracer);
+                    self.transition_to(now, State::SlowStart, ctx);
                 } else if rounds >= hystart::CSS_ROUNDS {
                     // RFC 9406 §4.2: "If CSS_ROUNDS rounds are complete, enter
                     // congestion avoidance by setting the ssthresh to the current cwnd".
                     self.hystart_exit(now, ctx);
                 } else {
-                    self.state = State::ConservativeSlowStart { baseline, rounds };
+                    self.state
+                        .update(|s| *s = State::ConservativeSlowStart { baseline, rounds });
                 }
                 return;
             }
@@ -806,14 +797,14 @@ impl CongestionControl for Cubic {
                 self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
                 self.reduce();
                 self.stats.loss_reductions += 1;
-                self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
+                self.transition_to(now, State::Recovery, ctx);
             }
             CongestionEvent::Rto { .. } => {
                 self.stats.rtos += 1;
                 // RFC 9438 §4.8: "sets ssthresh using β_cubic (same as in
                 // Section 4.6)" — kept for a backed-off repeat (RFC 5681 §3.1
                 // note) and inside fast recovery (Linux tcp_enter_loss), as Reno.
-                if !self.rto_backoff && self.state != State::Recovery {
+                if !self.rto_backoff && self.state.get() != State::Recovery {
                     self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
                     self.cwnd_prior = self.cwnd_packets() as f64;
                     self.ssthresh = self.beta_ssthresh();
@@ -826,22 +817,17 @@ impl CongestionControl for Cubic {
                 self.hystart = None;
                 // RFC 5681 §3.1: loss window = 1 SMSS.
                 self.set_cwnd(self.cfg.mss);
-                self.transition_to(now, State::SlowStart, ctx.flow, ctx.tracer);
+                self.transition_to(now, State::SlowStart, ctx);
             }
             CongestionEvent::EcnEcho { .. } => {
                 // RFC 3168 §6.1.2 / RFC 9438 §4.6: ECE reduces like a loss, at
                 // most once per episode (ignored during loss recovery).
-                if self.state == State::Recovery {
+                if self.state.get() == State::Recovery {
                     return;
                 }
                 self.reduce();
                 self.stats.ecn_reductions += 1;
-                self.transition_to(
-                    now,
-                    State::CongestionAvoidance { epoch: None },
-                    ctx.flow,
-                    ctx.tracer,
-                );
+                self.transition_to(now, State::CongestionAvoidance { epoch: None }, ctx);
             }
             CongestionEvent::Undo => {
                 // Linux tcp_undo_cwnd_reduction with tcp_reno_undo_cwnd; W_max
@@ -857,19 +843,14 @@ impl CongestionControl for Cubic {
                 } else {
                     State::CongestionAvoidance { epoch: None }
                 };
-                self.transition_to(now, next, ctx.flow, ctx.tracer);
+                self.transition_to(now, next, ctx);
             }
             CongestionEvent::RecoveryEnd => {
-                if self.state == State::Recovery {
+                if self.state.get() == State::Recovery {
                     // RFC 6582 §3.2 step 3 (second option): cwnd = ssthresh;
                     // the epoch starts with the next ACK (RFC 9438 §4.2).
                     self.set_cwnd(self.ssthresh);
-                    self.transition_to(
-                        now,
-                        State::CongestionAvoidance { epoch: None },
-                        ctx.flow,
-                        ctx.tracer,
-                    );
+                    self.transition_to(now, State::CongestionAvoidance { epoch: None }, ctx);
                 }
             }
         }
@@ -889,7 +870,7 @@ impl CongestionControl for Cubic {
             cwnd: self.cwnd,
             ssthresh: self.ssthresh(),
             pacing_rate: None,
-            state: self.state.name(),
+            state: self.state.get().name(),
             extra: vec![
                 ("w_max_segments", self.w_max.unwrap_or(0.0)),
                 ("k_s", e.map_or(0.0, |e| e.k)),

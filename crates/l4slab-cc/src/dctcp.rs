@@ -37,6 +37,15 @@
 //!   in the Classic queue unless its `any_ect` option classifies every ECT
 //!   packet as L4S (RFC 9332 §2.5.1.1; Linux `sch_dualpi2 any_ect`).
 //!
+//! **Built on Reno, as Linux builds it.** Linux `tcp_dctcp.c` sets
+//! `.cong_avoid = tcp_reno_cong_avoid`, reacts to loss with Reno's halving
+//! (`dctcp_react_to_loss`) and undoes as Reno (`dctcp_cwnd_undo`); here
+//! [`Dctcp`] holds Reno's core (`reno::RenoCore`: windows, states, growth,
+//! loss, RTO, undo) and adds only what DCTCP adds: alpha
+//! ([`Dctcp::alpha`], `dctcp_update_alpha`), the CE cut (`dctcp_ssthresh`)
+//! and the CWR round it holds. Alpha's counters and EWMA are shared with
+//! Prague (`MarkedFraction`, `ewma`).
+//!
 //! **Classic ECN feedback.** DCTCP needs the number of CE-marked bytes per
 //! ACK. When the transport only has RFC 3168 feedback it reports a
 //! [`CongestionEvent::EcnEcho`] instead (at most once per RTT) and
@@ -67,10 +76,11 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use l4slab_core::{FlowId, Time, TraceEvent, Tracer};
+use l4slab_core::state::Machine;
+use l4slab_core::Time;
 
 use crate::param::{Kind, Param, ParamError, ParamValue};
-use crate::reno::{abc_congestion_avoidance, abc_slow_start, halved_ssthresh, UndoPoint};
+use crate::reno::{RenoCore, State};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
 
 /// Rounds ("observation windows", "RTTs") counted in delivered bytes.
@@ -158,6 +168,14 @@ pub const ECT1: Param = Param {
 /// The parameters a scenario can set (`cc = { kind = "dctcp", ... }`).
 pub const PARAMS: &[Param] = &[SHIFT_G, ALPHA_ON_INIT, ECT1];
 
+crate::registry::cc_config! {
+    DctcpConfig => Dctcp {
+        SHIFT_G => shift_g,
+        ALPHA_ON_INIT => alpha_on_init,
+        ECT1 => ect1,
+    }
+}
+
 /// Parameters of [`Dctcp`]. The ones in [`PARAMS`] take their default and
 /// range from there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -228,33 +246,6 @@ impl DctcpConfig {
     }
 }
 
-/// Where DCTCP is in its cycle (Linux `icsk_ca_state` plus slow start).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    /// `cwnd < ssthresh` (RFC 5681 §3.1).
-    SlowStart,
-    /// `cwnd >= ssthresh`; `acked` counts bytes towards the next `+SMSS`
-    /// (RFC 3465 §2.1, Linux `snd_cwnd_cnt`).
-    CongestionAvoidance { acked: u64 },
-    /// ECN reduction in progress (Linux `TCP_CA_CWR`): the window was cut and
-    /// is held until `delivered` passes `end` (the data in flight at the cut).
-    Cwr { end: u64 },
-    /// Between the first loss of an episode and `RecoveryEnd` (RFC 6675 §5).
-    Recovery,
-}
-
-impl State {
-    /// Stable names used in traces, series and [`CcMetrics::state`].
-    const fn name(self) -> &'static str {
-        match self {
-            State::SlowStart => "SlowStart",
-            State::CongestionAvoidance { .. } => "CongestionAvoidance",
-            State::Cwr { .. } => "Cwr",
-            State::Recovery => "Recovery",
-        }
-    }
-}
-
 /// Public counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DctcpStats {
@@ -273,32 +264,61 @@ pub struct DctcpStats {
     pub ce_bytes: u64,
 }
 
-/// DCTCP (see the module documentation).
+/// RFC 8257 `DCTCP.BytesAcked` / `DCTCP.BytesMarked` of one observation
+/// window and the EWMA they feed (Linux `dctcp_update_alpha`; Prague's
+/// `prague_update_alpha` is the same rule).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct MarkedFraction {
+    acked: u64,
+    marked: u64,
+}
+
+impl MarkedFraction {
+    /// Count an ACK: RFC 8257 §3.3 steps 2 and 3 (AccECN gives the marked
+    /// bytes exactly). Returns the marked bytes counted.
+    pub fn add(&mut self, ack: &AckEvent) -> u64 {
+        let marked = ack.ce_bytes.min(ack.acked_bytes);
+        self.acked += ack.acked_bytes;
+        self.marked += marked;
+        marked
+    }
+
+    /// Step 5: `F = BytesMarked / BytesAcked` (0 when nothing was acked);
+    /// steps 7–8 reset the counters.
+    pub fn take(&mut self) -> f64 {
+        let f = if self.acked == 0 {
+            0.0
+        } else {
+            self.marked as f64 / self.acked as f64
+        };
+        *self = MarkedFraction::default();
+        f
+    }
+}
+
+/// Step 6: `alpha = alpha * (1 - g) + g * F`, `g = 1/2^shift_g`, in `[0, 1]`.
+pub(crate) fn ewma(alpha: f64, shift_g: u32, f: f64) -> f64 {
+    let g = 1.0 / f64::from(1u32 << shift_g);
+    (alpha * (1.0 - g) + g * f).clamp(0.0, 1.0)
+}
+
+/// DCTCP (see the module documentation): Reno's core plus alpha.
 #[derive(Debug)]
 pub struct Dctcp {
     cfg: DctcpConfig,
-    cwnd: u64,
-    /// `u64::MAX` until the first reduction (RFC 5681 §3.1: "arbitrarily high").
-    ssthresh: u64,
-    state: State,
+    /// Reno's window, states and loss rules (Linux `tcp_reno_cong_avoid`).
+    core: RenoCore,
     /// RFC 8257 `DCTCP.Alpha`, in `[0, 1]`.
     alpha: f64,
     /// `F` of the last completed observation window.
     last_fraction: f64,
     /// The observation window (RFC 8257 `DCTCP.WindowEnd`).
     round: RoundTracker,
-    /// RFC 8257 `DCTCP.BytesAcked` / `DCTCP.BytesMarked` of the open window.
-    window_acked: u64,
-    window_marked: u64,
+    /// The open window's acked and marked bytes.
+    window: MarkedFraction,
     /// `delivered` of the latest ACK: a classic ECN-Echo's round ends when
     /// the flight it reports has been delivered on top of this.
     delivered: u64,
-    /// An RTO happened and no new data has been acked since (RFC 5681 §3.1
-    /// note to eq. 4: a backed-off timeout keeps `ssthresh`), as in Reno.
-    rto_backoff: bool,
-    /// Window and threshold before the last loss reduction (Linux
-    /// `loss_cwnd`, `dctcp_cwnd_undo`), for `Undo`.
-    undo: Option<UndoPoint>,
     stats: DctcpStats,
 }
 
@@ -313,18 +333,13 @@ impl Dctcp {
     pub fn try_new(cfg: DctcpConfig) -> Result<Self, DctcpConfigError> {
         cfg.validate()?;
         Ok(Dctcp {
-            cwnd: cfg.mss.saturating_mul(cfg.initial_window_segments),
-            ssthresh: u64::MAX,
-            state: State::SlowStart,
+            core: RenoCore::new(cfg.mss, cfg.initial_window_segments),
             // Linux dctcp_init: dctcp_alpha = min(dctcp_alpha_on_init, DCTCP_MAX_ALPHA).
             alpha: cfg.alpha_on_init,
             last_fraction: 0.0,
             round: RoundTracker::default(),
-            window_acked: 0,
-            window_marked: 0,
+            window: MarkedFraction::default(),
             delivered: 0,
-            rto_backoff: false,
-            undo: None,
             stats: DctcpStats::default(),
             cfg,
         })
@@ -334,8 +349,13 @@ impl Dctcp {
         &self.cfg
     }
 
-    pub fn stats(&self) -> &DctcpStats {
-        &self.stats
+    pub fn stats(&self) -> DctcpStats {
+        // Loss reductions and timeouts are counted by Reno's core.
+        DctcpStats {
+            loss_reductions: self.core.loss_reductions(),
+            rtos: self.core.rtos(),
+            ..self.stats.clone()
+        }
     }
 
     /// RFC 8257 `DCTCP.Alpha`: the estimated fraction of marked bytes.
@@ -343,107 +363,46 @@ impl Dctcp {
         self.alpha
     }
 
-    fn smss(&self) -> u64 {
-        self.cfg.mss
-    }
-
-    /// EWMA gain `g`.
-    fn g(&self) -> f64 {
-        1.0 / f64::from(1u32 << self.cfg.shift_g)
-    }
-
-    /// The one place the state changes; asserts the new state agrees with
-    /// the windows and traces real changes.
-    fn transition_to(&mut self, now: Time, next: State, flow: FlowId, tracer: &mut dyn Tracer) {
-        match next {
-            State::SlowStart => assert!(
-                self.cwnd < self.ssthresh,
-                "SlowStart needs cwnd < ssthresh ({} >= {})",
-                self.cwnd,
-                self.ssthresh
-            ),
-            State::CongestionAvoidance { .. } => assert!(
-                self.cwnd >= self.ssthresh,
-                "CongestionAvoidance needs cwnd >= ssthresh ({} < {})",
-                self.cwnd,
-                self.ssthresh
-            ),
-            State::Cwr { .. } => assert!(
-                self.cwnd == self.ssthresh,
-                "Cwr holds cwnd at ssthresh (cwnd {}, ssthresh {})",
-                self.cwnd,
-                self.ssthresh
-            ),
-            State::Recovery => assert!(
-                self.ssthresh != u64::MAX && self.cwnd <= self.ssthresh,
-                "Recovery needs a reduced window (cwnd {}, ssthresh {})",
-                self.cwnd,
-                self.ssthresh
-            ),
-        }
-        let from = self.state.name();
-        self.state = next;
-        if from != next.name() {
-            tracer.event(
-                now,
-                TraceEvent::CcStateChanged {
-                    flow,
-                    from,
-                    to: next.name(),
-                },
-            );
-        }
-    }
-
     /// RFC 8257 §3.3 steps 1–8 for one ACK; Linux `dctcp_update_alpha`.
     fn update_alpha(&mut self, ack: &AckEvent) {
-        let marked = ack.ce_bytes.min(ack.acked_bytes);
-        // Steps 2 and 3: DCTCP.BytesAcked += BytesAcked; if marked,
-        // DCTCP.BytesMarked += BytesAcked (AccECN gives the marked bytes exactly).
-        self.window_acked += ack.acked_bytes;
-        self.window_marked += marked;
+        let marked = self.window.add(ack);
         self.stats.acked_bytes += ack.acked_bytes;
         self.stats.ce_bytes += marked;
         // Step 4: stop unless the ACK passed DCTCP.WindowEnd.
         if !self.round.is_complete(ack) {
             return;
         }
-        // Step 5: M = DCTCP.BytesMarked / DCTCP.BytesAcked.
-        let f = if self.window_acked == 0 {
-            0.0
-        } else {
-            self.window_marked as f64 / self.window_acked as f64
-        };
-        // Step 6: DCTCP.Alpha = DCTCP.Alpha * (1 - g) + g * M (Linux decays
-        // alpha in every window, marked or not).
-        let g = self.g();
-        self.alpha = (self.alpha * (1.0 - g) + g * f).clamp(0.0, 1.0);
+        // Steps 5 and 6 (Linux decays alpha in every window, marked or not).
+        let f = self.window.take();
+        self.alpha = ewma(self.alpha, self.cfg.shift_g, f);
         self.last_fraction = f;
         self.stats.alpha_updates += 1;
-        // Steps 7 and 8: DCTCP.WindowEnd = SND.NXT; reset the byte counters.
+        // Step 7: DCTCP.WindowEnd = SND.NXT.
         self.round.restart(ack);
-        self.window_acked = 0;
-        self.window_marked = 0;
     }
 
-    /// The ECN cut, entered from slow start or congestion avoidance.
-    /// `alpha = 1` is the classic halving.
+    /// The ECN cut (Linux `tcp_enter_cwr` with `dctcp_ssthresh`), entered
+    /// from slow start or congestion avoidance. `alpha = 1` is the classic
+    /// halving.
     fn ecn_reduce(&mut self, alpha: f64, end: u64, now: Time, ctx: &mut CcCtx<'_>) {
         // RFC 8257 §3.3: cwnd = cwnd * (1 - DCTCP.Alpha / 2);
         // Linux dctcp_ssthresh: max(cwnd - ((cwnd * alpha) >> 11), 2).
-        let cut = (self.cwnd as f64 * alpha / 2.0) as u64;
-        self.ssthresh = (self.cwnd - cut.min(self.cwnd)).max(2 * self.smss());
-        self.cwnd = self.ssthresh;
+        let cwnd = self.core.cwnd();
+        let cut = (cwnd as f64 * alpha / 2.0) as u64;
+        self.core
+            .cut_to((cwnd - cut.min(cwnd)).max(2 * self.cfg.mss));
         // Linux tcp_init_cwnd_reduction: high_seq = snd_nxt; snd_cwnd_cnt = 0;
         // the CA byte counter restarts when CWR ends.
-        self.transition_to(now, State::Cwr { end }, ctx.flow, ctx.tracer);
+        self.core.transition_to(now, State::Cwr { end }, ctx);
     }
 
-    /// Slow start as Reno: RFC 5681 §3.1 with RFC 3465 §2.3 ABC (`L = 2*SMSS`),
-    /// capped at `ssthresh` (Linux `tcp_slow_start`); returns the remainder.
-    fn slow_start(&mut self, acked: u64) -> u64 {
-        let smss = self.smss();
-        abc_slow_start(&mut self.cwnd, self.ssthresh, acked, smss)
+    /// Not in a reduction (Linux `tcp_enter_cwr` acts only below
+    /// `TCP_CA_CWR`: not in CWR or Recovery).
+    fn is_open(&self) -> bool {
+        matches!(
+            self.core.state(),
+            State::SlowStart | State::CongestionAvoidance { .. }
+        )
     }
 }
 
@@ -467,9 +426,7 @@ impl CongestionControl for Dctcp {
     }
 
     fn on_ack(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>) {
-        if ack.acked_bytes > 0 {
-            self.rto_backoff = false;
-        }
+        self.core.on_ack_received(ack);
         self.delivered = ack.delivered;
         // Linux calls dctcp_update_alpha (in_ack_event) before any cwnd
         // decision of this ACK, so a cut uses the freshest alpha.
@@ -478,144 +435,58 @@ impl CongestionControl for Dctcp {
         // Linux tcp_fastretrans_alert: CWR ends once data sent after the cut
         // is acknowledged ("CWR is to be held something *above* high_seq is
         // ACKed"), i.e. delivered passes the flight at the cut.
-        if let State::Cwr { end } = self.state {
+        if let State::Cwr { end } = self.core.state() {
             if ack.delivered > end {
-                self.transition_to(
-                    now,
-                    State::CongestionAvoidance { acked: 0 },
-                    ctx.flow,
-                    ctx.tracer,
-                );
+                self.core
+                    .transition_to(now, State::CongestionAvoidance { acked: 0 }, ctx);
             }
         }
 
-        // RFC 8257 §3.3: react to CE at most once per window of data (Linux
-        // tcp_enter_cwr acts only below TCP_CA_CWR: not in CWR or Recovery).
-        if ack.ce_bytes > 0
-            && matches!(
-                self.state,
-                State::SlowStart | State::CongestionAvoidance { .. }
-            )
-        {
+        // RFC 8257 §3.3: react to CE at most once per window of data.
+        if ack.ce_bytes > 0 && self.is_open() {
             let end = ack.delivered.saturating_add(ack.in_flight);
             self.ecn_reduce(self.alpha, end, now, ctx);
             self.stats.ce_reductions += 1;
         }
 
-        // Growth (RFC 8257 §3.4): only in Open states — Linux
-        // tcp_in_cwnd_reduction() skips tcp_cong_avoid in CWR and Recovery —
-        // and only when the window is in use (Linux tcp_is_cwnd_limited).
-        if !ack.cwnd_limited || ack.acked_bytes == 0 {
-            return;
-        }
-        let mut acked = ack.acked_bytes;
-        if self.state == State::SlowStart {
-            acked = self.slow_start(acked);
-            if self.cwnd < self.ssthresh {
-                return;
-            }
-            self.transition_to(
-                now,
-                State::CongestionAvoidance { acked: 0 },
-                ctx.flow,
-                ctx.tracer,
-            );
-        }
-        let mss = self.smss();
-        if let State::CongestionAvoidance { acked: counter } = &mut self.state {
-            abc_congestion_avoidance(&mut self.cwnd, counter, acked, mss);
-        }
+        // Growth (RFC 8257 §3.4 "in the same way as conventional TCP"): Linux
+        // `.cong_avoid = tcp_reno_cong_avoid`.
+        self.core.cong_avoid(now, ack, ctx);
     }
 
     fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>) {
-        match *ev {
-            // RFC 8257 §3.5 / RFC 6582: one reduction per window of data.
-            CongestionEvent::Loss {
-                first_in_episode: false,
-                ..
-            } => {}
-            CongestionEvent::Loss {
-                first_in_episode: true,
-                ..
-            } => {
-                // RFC 8257 §3.5 "in the same way as conventional TCP": Linux
-                // dctcp_react_to_loss ssthresh = max(cwnd/2, 2) (RFC 5681
-                // eq. (4) with cwnd); RFC 6675 §5 (4.2) cwnd = ssthresh.
-                self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
-                self.ssthresh = halved_ssthresh(self.cwnd, self.smss());
-                self.cwnd = self.ssthresh;
-                self.stats.loss_reductions += 1;
-                self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
-            }
-            CongestionEvent::Rto { .. } => {
-                self.stats.rtos += 1;
-                // RFC 5681 §3.1 eq. (4), kept for a backed-off repeat and
-                // inside a fast-recovery episode (as Reno; Linux tcp_enter_loss
-                // calls dctcp_react_to_loss only on the first timeout).
-                if !self.rto_backoff && self.state != State::Recovery {
-                    self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
-                    self.ssthresh = halved_ssthresh(self.cwnd, self.smss());
-                }
-                self.rto_backoff = true;
-                // RFC 8257 §3.5: "cwnd MUST be set to no more than the loss
-                // window (1 full-sized segment)".
-                self.cwnd = self.smss();
-                self.transition_to(now, State::SlowStart, ctx.flow, ctx.tracer);
-            }
-            CongestionEvent::EcnEcho { in_flight } => {
-                // Classic RFC 3168 feedback carries no marked-byte count: respond
-                // as RFC 3168 §6.1.2 (alpha taken as 1, i.e. halve), once per
-                // round and not during recovery (module docs).
-                if matches!(
-                    self.state,
-                    State::SlowStart | State::CongestionAvoidance { .. }
-                ) {
-                    let end = self.delivered.saturating_add(in_flight);
-                    self.ecn_reduce(1.0, end, now, ctx);
-                    self.stats.ecn_echo_reductions += 1;
-                }
-            }
-            CongestionEvent::Undo => {
-                // Linux dctcp_cwnd_undo: max(cwnd, loss_cwnd).
-                if let Some(u) = self.undo.take() {
-                    (self.cwnd, self.ssthresh) = u.restore(self.cwnd, self.ssthresh);
-                }
-                self.rto_backoff = false;
-                let next = if self.cwnd < self.ssthresh {
-                    State::SlowStart
-                } else {
-                    State::CongestionAvoidance { acked: 0 }
-                };
-                self.transition_to(now, next, ctx.flow, ctx.tracer);
-            }
-            CongestionEvent::RecoveryEnd => {
-                if self.state == State::Recovery {
-                    // RFC 6582 §3.2 step 3 (second option): cwnd = ssthresh.
-                    self.transition_to(
-                        now,
-                        State::CongestionAvoidance { acked: 0 },
-                        ctx.flow,
-                        ctx.tracer,
-                    );
-                }
-            }
+        // RFC 8257 §3.5 "MUST react to loss episodes in the same way as
+        // conventional TCP": Reno's core — one reduction per episode, Linux
+        // dctcp_react_to_loss's max(cwnd/2, 2) (first timeout only, as
+        // tcp_enter_loss), 1 SMSS after an RTO, dctcp_cwnd_undo's
+        // max(cwnd, loss_cwnd).
+        let Some(in_flight) = self.core.on_congestion(now, ev, ctx) else {
+            return;
+        };
+        // Classic RFC 3168 feedback carries no marked-byte count: respond as
+        // RFC 3168 §6.1.2 (alpha taken as 1, i.e. halve), once per round and
+        // not during recovery (module docs).
+        if self.is_open() {
+            let end = self.delivered.saturating_add(in_flight);
+            self.ecn_reduce(1.0, end, now, ctx);
+            self.stats.ecn_echo_reductions += 1;
         }
     }
 
     fn cwnd(&self) -> u64 {
-        self.cwnd
+        self.core.cwnd()
     }
 
     fn ssthresh(&self) -> Option<u64> {
-        (self.ssthresh != u64::MAX).then_some(self.ssthresh)
+        self.core.ssthresh()
     }
 
     fn metrics(&self) -> CcMetrics {
         CcMetrics {
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh(),
+            cwnd: self.core.cwnd(),
+            ssthresh: self.core.ssthresh(),
             pacing_rate: None,
-            state: self.state.name(),
+            state: self.core.state().name(),
             extra: vec![("alpha", self.alpha), ("ce_fraction", self.last_fraction)],
         }
     }

@@ -1,18 +1,24 @@
 //! Congestion controllers.
 //!
 //! One module per algorithm, named after the Linux `tcp_congestion_control`
-//! name (`reno`, `cubic`, `dctcp`, `prague`, `bbr`, `bbr3`). Controllers are pure
-//! state machines: the transport calls them with events and a [`CcCtx`]; they
-//! never read clocks, sockets or global RNGs. All windows are in **bytes**.
+//! name (`reno`, `cubic`, `dctcp`, `prague`, `bbr`, `bbr3`), registered by
+//! one line of [`registry::KINDS`]; what they share is in `cong` (Linux
+//! `tcp_cong.c`: slow start, additive increase, Reno's halving and undo, the
+//! checked state transition). Controllers are pure state machines: the
+//! transport calls them with events and a [`CcCtx`]; they never read clocks,
+//! sockets or global RNGs. All windows are in **bytes**.
 
 pub mod bbr;
+pub(crate) mod cong;
 pub mod cubic;
 pub mod dctcp;
 pub mod hystart;
 pub mod options;
+pub mod pacing;
 pub mod param;
 pub mod prague;
 pub mod rate;
+pub mod registry;
 pub mod reno;
 pub mod testing;
 
@@ -25,9 +31,10 @@ use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 pub use bbr::{Bbr, Bbr3, Bbr3Config, BbrConfig};
 pub use cubic::{Cubic, CubicConfig, CubicConfigError, CubicStats};
 pub use dctcp::{Dctcp, DctcpConfig, DctcpConfigError, DctcpStats};
-pub use options::{Bbr3Options, BbrOptions, CcOptions, CubicOptions, DctcpOptions, PragueOptions};
+pub use options::CcOptions;
 pub use param::{Param, ParamError, ParamValue};
 pub use prague::{EcnFallback, Prague, PragueConfig, PragueConfigError, PragueStats, RttScaling};
+pub use registry::{CcKind, LINUX_DEFAULT_CC, SCENARIO_DEFAULT_CC};
 pub use reno::{Reno, RenoConfig, RenoConfigError, RenoStats};
 
 /// Which ECN codepoint a controller wants on its data packets.
@@ -182,18 +189,19 @@ pub trait CongestionControl: fmt::Debug + Send {
 }
 
 /// Names accepted by [`build`] (the Linux `tcp_congestion_control` names), in
-/// the order `--help` lists them.
-pub const CC_NAMES: &[&str] = &["reno", "cubic", "dctcp", "prague", "bbr", "bbr3"];
+/// the order `--help` lists them: the names of [`registry::KINDS`].
+pub const CC_NAMES: &[&str] = &registry::NAMES;
 
 /// The one dispatch point from a scenario's `cc = "..."` to a controller
-/// with its defaults; [`CcOptions::build`] is the same with options.
+/// with its defaults ([`registry::KINDS`]); [`CcOptions::build`] is the same
+/// with options.
 /// `mss` (bytes) and `initial_window` (segments) come from the transport
 /// config. Returns `None` for a name not in [`CC_NAMES`].
 ///
 /// # Panics
 /// If `mss` or `initial_window` is zero (the scenario crate rejects those).
 pub fn build(name: &str, mss: u64, initial_window: u64) -> Option<Box<dyn CongestionControl>> {
-    CcOptions::defaults(name).map(|o| o.build(mss, initial_window))
+    registry::kind(name).map(|k| k.build(mss, initial_window, &[]))
 }
 
 #[cfg(test)]

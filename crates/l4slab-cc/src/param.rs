@@ -5,8 +5,9 @@
 //! ([`markdown_options_table`]).
 //!
 //! Each controller declares its parameters next to its config
-//! (`dctcp::PARAMS`, ...); the config's `Default` and `validate` derive from
-//! them, as do the scenario resolver (`l4slab-scenario`'s `cc.rs`), the
+//! (`dctcp::PARAMS`, ...) and registers them in [`crate::registry::KINDS`];
+//! the config's `Default` and `validate` derive from them, as do the
+//! scenario resolver (`l4slab-scenario`'s `cc.rs`), the
 //! Python `_native.cc_params(kind)` and the docs tables (checked by
 //! `tests/docs_params.rs`).
 
@@ -45,15 +46,7 @@ pub fn markdown_options_table() -> String {
 /// The parameters of the controller `name` (one of [`crate::CC_NAMES`]), in
 /// the order the docs list them; `None` for an unknown name.
 pub fn params(name: &str) -> Option<&'static [Param]> {
-    Some(match name {
-        "reno" => crate::reno::PARAMS,
-        "cubic" => crate::cubic::PARAMS,
-        "dctcp" => crate::dctcp::PARAMS,
-        "prague" => crate::prague::PARAMS,
-        "bbr" => crate::bbr::v1::PARAMS,
-        "bbr3" => crate::bbr::v3::PARAMS,
-        _ => return None,
-    })
+    crate::registry::kind(name).map(|k| k.params)
 }
 
 #[cfg(test)]

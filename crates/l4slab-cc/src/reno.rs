@@ -25,6 +25,11 @@
 //! * ECN-Echo: the same reduction as a loss (RFC 3168 §6.1.2), ignored during
 //!   loss recovery; the transport limits it to once per RTT.
 //!
+//! **Shared core.** These rules are `RenoCore` — Linux `tcp_reno_cong_avoid`,
+//! `tcp_reno_ssthresh`, `tcp_reno_undo_cwnd` — which DCTCP reuses as Linux's
+//! `tcp_dctcp` does (`crate::dctcp`); [`Reno`] adds only its ECN-Echo
+//! response. The arithmetic is `crate::cong`'s (Linux `tcp_cong.c`).
+//!
 //! **Who does what.** Loss detection, retransmission, the NewReno `recover`
 //! point and the RFC 6582 partial/full ACK logic live in the transport, which
 //! reports them as [`CongestionEvent::Loss`] (`first_in_episode`) and
@@ -64,8 +69,10 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use l4slab_core::{FlowId, Time, TraceEvent, Tracer};
+use l4slab_core::state::{Checked, Machine};
+use l4slab_core::Time;
 
+use crate::cong::{self, UndoPoint};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
 /// Parameters of [`Reno`].
@@ -83,6 +90,8 @@ pub struct RenoConfig {
 /// The parameters a scenario can set: none (Linux `tcp_reno` has no module
 /// parameters).
 pub const PARAMS: &[crate::param::Param] = &[];
+
+crate::registry::cc_config! { RenoConfig => Reno {} }
 
 impl Default for RenoConfig {
     fn default() -> Self {
@@ -127,28 +136,45 @@ impl RenoConfig {
     }
 }
 
-/// Where Reno is in its cycle. The congestion-avoidance byte counter exists
-/// only in congestion avoidance, so it lives in that variant.
+/// Where a Reno-core controller is in its cycle (Linux `icsk_ca_state`
+/// with Open split by slow start). Reno uses three states; DCTCP adds `Cwr`.
+/// The congestion-avoidance byte counter exists only in congestion
+/// avoidance, so it lives in that variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
+pub(crate) enum State {
     /// `cwnd < ssthresh` (RFC 5681 §3.1).
     SlowStart,
     /// `cwnd >= ssthresh`; `acked` counts bytes towards the next `+SMSS`
-    /// (RFC 3465 §2.1 `bytes_acked`).
+    /// (RFC 3465 §2.1 `bytes_acked`, Linux `snd_cwnd_cnt`).
     CongestionAvoidance { acked: u64 },
+    /// ECN reduction in progress (Linux `TCP_CA_CWR`, DCTCP only): the window
+    /// was cut and is held until `delivered` passes `end` (the data in flight
+    /// at the cut).
+    Cwr { end: u64 },
     /// Between the first loss of an episode and `RecoveryEnd`: cwnd is frozen
     /// at `ssthresh` (RFC 6675 §5; RFC 6582 one reduction per window).
     Recovery,
 }
 
-impl State {
+impl Machine for State {
+    const NAME: &'static str = "Reno";
+
     /// Stable names used in traces, series and [`CcMetrics::state`].
-    const fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             State::SlowStart => "SlowStart",
             State::CongestionAvoidance { .. } => "CongestionAvoidance",
+            State::Cwr { .. } => "Cwr",
             State::Recovery => "Recovery",
         }
+    }
+
+    /// An RTO, a loss, an undo or the end of a reduction may interrupt
+    /// anything; an ECN reduction (Linux `tcp_enter_cwr`) starts only from
+    /// Open (slow start or congestion avoidance).
+    fn may_enter(self, next: State) -> bool {
+        !matches!(next, State::Cwr { .. })
+            || matches!(self, State::SlowStart | State::CongestionAvoidance { .. })
     }
 }
 
@@ -163,14 +189,18 @@ pub struct RenoStats {
     pub rtos: u64,
 }
 
-/// Reno / NewReno (see the module documentation).
+/// Reno's window and its rules — Linux `tcp_reno_cong_avoid`,
+/// `tcp_reno_ssthresh` and `tcp_reno_undo_cwnd` — on which [`Reno`] and
+/// DCTCP are built (Linux `tcp_dctcp.c` uses `tcp_reno_cong_avoid` and
+/// reacts to loss as `tcp_reno_ssthresh`; see `crate::dctcp`). What differs
+/// between the two is their ECN response, which each keeps.
 #[derive(Debug)]
-pub struct Reno {
-    cfg: RenoConfig,
+pub(crate) struct RenoCore {
+    mss: u64,
     cwnd: u64,
     /// `u64::MAX` until the first reduction (RFC 5681 §3.1: "arbitrarily high").
     ssthresh: u64,
-    state: State,
+    state: Checked<State>,
     /// An RTO happened and no new data has been acknowledged since: a
     /// further RTO (a backed-off retransmission of the same data) keeps
     /// `ssthresh` (RFC 5681 §3.1 implementation note to eq. 4; Linux
@@ -178,53 +208,55 @@ pub struct Reno {
     rto_backoff: bool,
     /// Window and threshold before the last loss reduction, for `Undo`.
     undo: Option<UndoPoint>,
-    stats: RenoStats,
+    /// Loss reductions (one per episode) and timeouts, for the controller's
+    /// stats.
+    loss_reductions: u64,
+    rtos: u64,
 }
 
-impl Reno {
-    /// # Panics
-    /// If `cfg` is invalid (see [`RenoConfig::validate`]); scenario input is
-    /// validated before it gets here, so this is a bug, not bad input.
-    pub fn new(cfg: RenoConfig) -> Self {
-        Self::try_new(cfg).unwrap_or_else(|e| panic!("invalid RenoConfig: {e}"))
-    }
-
-    pub fn try_new(cfg: RenoConfig) -> Result<Self, RenoConfigError> {
-        cfg.validate()?;
-        Ok(Reno {
+impl RenoCore {
+    /// `initial_window` segments of `mss` bytes, slow start.
+    pub fn new(mss: u64, initial_window: u64) -> Self {
+        RenoCore {
+            mss,
             // RFC 6928 §2: IW = min(10*MSS, max(2*MSS, 14600)) for IW10; we take
             // the configured segment count literally, as Linux does.
-            cwnd: cfg.mss.saturating_mul(cfg.initial_window_segments),
+            cwnd: mss.saturating_mul(initial_window),
             ssthresh: u64::MAX,
-            state: State::SlowStart,
+            state: Checked::new(State::SlowStart),
             rto_backoff: false,
             undo: None,
-            stats: RenoStats::default(),
-            cfg,
-        })
+            loss_reductions: 0,
+            rtos: 0,
+        }
     }
 
-    pub fn config(&self) -> &RenoConfig {
-        &self.cfg
+    /// Window reductions caused by loss (one per episode).
+    pub fn loss_reductions(&self) -> u64 {
+        self.loss_reductions
     }
 
-    pub fn stats(&self) -> &RenoStats {
-        &self.stats
+    /// Retransmission timeouts.
+    pub fn rtos(&self) -> u64 {
+        self.rtos
     }
 
-    fn smss(&self) -> u64 {
-        self.cfg.mss
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
     }
 
-    /// Linux `tcp_reno_ssthresh`: `max(cwnd/2, 2)` (see [`halved_ssthresh`]).
-    fn halved(&self) -> u64 {
-        halved_ssthresh(self.cwnd, self.smss())
+    pub fn ssthresh(&self) -> Option<u64> {
+        (self.ssthresh != u64::MAX).then_some(self.ssthresh)
     }
 
-    /// The one place the state changes. Every edge between distinct states
-    /// is legal in Reno (RTO may interrupt anything), so the check is that the
-    /// new state agrees with the windows; a real change emits a trace event.
-    fn transition_to(&mut self, now: Time, next: State, flow: FlowId, tracer: &mut dyn Tracer) {
+    pub fn state(&self) -> State {
+        self.state.get()
+    }
+
+    /// The one place the state changes: checks the edge
+    /// ([`Machine::may_enter`]) and that the new state agrees with the
+    /// windows; a real change emits a trace event.
+    pub fn transition_to(&mut self, now: Time, next: State, ctx: &mut CcCtx<'_>) {
         match next {
             State::SlowStart => assert!(
                 self.cwnd < self.ssthresh,
@@ -238,6 +270,12 @@ impl Reno {
                 self.cwnd,
                 self.ssthresh
             ),
+            State::Cwr { .. } => assert!(
+                self.cwnd == self.ssthresh,
+                "Cwr holds cwnd at ssthresh (cwnd {}, ssthresh {})",
+                self.cwnd,
+                self.ssthresh
+            ),
             State::Recovery => assert!(
                 self.ssthresh != u64::MAX && self.cwnd <= self.ssthresh,
                 "Recovery needs a reduced window (cwnd {}, ssthresh {})",
@@ -245,98 +283,176 @@ impl Reno {
                 self.ssthresh
             ),
         }
-        let from = self.state.name();
-        self.state = next;
-        if from != next.name() {
-            tracer.event(
-                now,
-                TraceEvent::CcStateChanged {
-                    flow,
-                    from,
-                    to: next.name(),
-                },
-            );
+        cong::enter(&mut self.state, now, next, ctx.flow, ctx.tracer);
+    }
+
+    /// Every ACK, before anything else: new data acknowledged makes a later
+    /// RTO a fresh one.
+    pub fn on_ack_received(&mut self, ack: &AckEvent) {
+        if ack.acked_bytes > 0 {
+            self.rto_backoff = false;
         }
     }
 
-    /// The multiplicative decrease shared by loss and ECN-Echo.
-    fn reduce(&mut self) {
-        // Linux tcp_reno_ssthresh (RFC 5681 §3.1 eq. (4) with cwnd for
-        // FlightSize); RFC 3168 §6.1.2 for ECN ("halve cwnd, reduce ssthresh").
-        self.ssthresh = self.halved();
-        // RFC 6675 §5 (4.2): "cwnd = ssthresh = FlightSize / 2" — no inflation,
-        // the transport's pipe accounting does that job.
-        self.cwnd = self.ssthresh;
+    /// Linux `tcp_reno_cong_avoid`: growth only in Open states (Linux
+    /// `tcp_in_cwnd_reduction()` skips `tcp_cong_avoid` in CWR and
+    /// Recovery; RFC 6675 §5 / RFC 6582: no growth during fast recovery),
+    /// only when the window is in use (RFC 7661 spirit / Linux
+    /// `tcp_is_cwnd_limited`: a window that is not being used is not validated
+    /// by an ACK); slow start, then congestion avoidance with what is left.
+    pub fn cong_avoid(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>) {
+        if !ack.cwnd_limited || ack.acked_bytes == 0 {
+            return;
+        }
+        let mut acked = ack.acked_bytes;
+        if self.state() == State::SlowStart {
+            // RFC 5681 §3.1 with RFC 3465 §2.3 ABC (`L = 2*SMSS`).
+            (self.cwnd, acked) = cong::slow_start(self.cwnd, self.ssthresh, acked, 2 * self.mss);
+            if self.cwnd < self.ssthresh {
+                return;
+            }
+            self.transition_to(now, State::CongestionAvoidance { acked: 0 }, ctx);
+        }
+        let (cwnd, mss) = (&mut self.cwnd, self.mss);
+        self.state.update(|s| {
+            if let State::CongestionAvoidance { acked: counter } = s {
+                cong::cong_avoid_ai(cwnd, counter, acked, mss);
+            }
+        });
     }
 
-    /// Slow start, RFC 5681 §3.1 with RFC 3465 §2.3 ABC (`L = 2*SMSS`).
-    /// Returns the acked bytes left over after reaching `ssthresh`
-    /// (Linux `tcp_slow_start` returns them to congestion avoidance).
-    fn slow_start(&mut self, acked: u64) -> u64 {
-        let smss = self.smss();
-        abc_slow_start(&mut self.cwnd, self.ssthresh, acked, smss)
+    /// A multiplicative decrease to `ssthresh` (RFC 6675 §5 (4.2): "cwnd =
+    /// ssthresh" — no inflation, the transport's pipe accounting does that
+    /// job). The caller then enters the reduction's state.
+    pub fn cut_to(&mut self, ssthresh: u64) {
+        self.ssthresh = ssthresh;
+        self.cwnd = ssthresh;
     }
-}
 
-/// Linux `prior_cwnd` and `prior_ssthresh`, saved when a loss reduces the
-/// window (`tcp_init_cwnd_reduction`, `tcp_enter_loss`) and restored by an
-/// undo (`tcp_undo_cwnd_reduction` with `tcp_reno_undo_cwnd`, also CUBIC's
-/// and, with its `loss_cwnd`, DCTCP's). Bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct UndoPoint {
-    cwnd: u64,
-    ssthresh: u64,
-}
+    /// Linux `tcp_reno_ssthresh`: `max(cwnd/2, 2)` segments (see
+    /// [`cong::reno_ssthresh`]).
+    pub fn halved(&self) -> u64 {
+        cong::reno_ssthresh(self.cwnd, self.mss)
+    }
 
-impl UndoPoint {
-    /// Linux `tcp_current_ssthresh` outside a reduction:
-    /// `prior_ssthresh = max(ssthresh, 3/4 cwnd)`; `prior_cwnd = cwnd`.
-    pub fn save(cwnd: u64, ssthresh: u64) -> Self {
-        UndoPoint {
-            cwnd,
-            ssthresh: ssthresh.max(cwnd / 2 + cwnd / 4),
+    /// Loss, RTO, undo and the end of recovery, as Reno; an ECN-Echo is
+    /// each controller's own response, so it is left to the caller: returns
+    /// its `in_flight`, else `None`.
+    pub fn on_congestion(
+        &mut self,
+        now: Time,
+        ev: &CongestionEvent,
+        ctx: &mut CcCtx<'_>,
+    ) -> Option<u64> {
+        match *ev {
+            // RFC 6582 §3.2: only the first loss of a window of data reduces.
+            CongestionEvent::Loss {
+                first_in_episode: false,
+                ..
+            } => {}
+            CongestionEvent::Loss {
+                first_in_episode: true,
+                ..
+            } => self.on_loss(now, ctx),
+            CongestionEvent::Rto { .. } => self.on_rto(now, ctx),
+            CongestionEvent::Undo => self.on_undo(now, ctx),
+            CongestionEvent::RecoveryEnd => self.on_recovery_end(now, ctx),
+            CongestionEvent::EcnEcho { in_flight } => return Some(in_flight),
+        }
+        None
+    }
+
+    /// The first loss of an episode (RFC 6582 §3.2: only the first loss of
+    /// a window of data reduces): save the undo point, halve (Linux
+    /// `tcp_reno_ssthresh`, RFC 5681 §3.1 eq. (4) with cwnd for FlightSize),
+    /// enter recovery.
+    fn on_loss(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+        self.loss_reductions += 1;
+        self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
+        self.cut_to(self.halved());
+        self.transition_to(now, State::Recovery, ctx);
+    }
+
+    /// A retransmission timeout: RFC 5681 §3.1 eq. (4) — but held constant
+    /// for a backed-off retransmission of the same data (implementation note
+    /// after eq. 4), and during fast recovery the episode has already reduced
+    /// it (Linux `tcp_enter_loss` recomputes ssthresh only from Open/Disorder
+    /// or on the first timeout); then one segment and slow start.
+    fn on_rto(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+        self.rtos += 1;
+        if !self.rto_backoff && self.state() != State::Recovery {
+            self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
+            self.ssthresh = self.halved();
+        }
+        self.rto_backoff = true;
+        // RFC 5681 §3.1: "cwnd MUST be set to no more than the loss window,
+        // LW, which equals 1 full-sized segment".
+        self.cwnd = self.mss;
+        self.transition_to(now, State::SlowStart, ctx);
+    }
+
+    /// The last loss reduction was spurious (Linux `tcp_undo_cwnd_reduction`
+    /// with `tcp_reno_undo_cwnd`): restore the saved window, leave recovery.
+    fn on_undo(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+        if let Some(u) = self.undo.take() {
+            (self.cwnd, self.ssthresh) = u.restore(self.cwnd, self.ssthresh);
+        }
+        self.rto_backoff = false;
+        let next = if self.cwnd < self.ssthresh {
+            State::SlowStart
+        } else {
+            State::CongestionAvoidance { acked: 0 }
+        };
+        self.transition_to(now, next, ctx);
+    }
+
+    /// The recovery episode ended. Only meaningful for fast recovery; after
+    /// an RTO the controller is already slow-starting.
+    fn on_recovery_end(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
+        if self.state() == State::Recovery {
+            // RFC 6582 §3.2 step 3 (second option): cwnd = ssthresh.
+            self.cwnd = self.ssthresh;
+            self.transition_to(now, State::CongestionAvoidance { acked: 0 }, ctx);
         }
     }
+}
 
-    /// `(cwnd, ssthresh)` after the undo: `cwnd = max(cwnd, prior_cwnd)`
-    /// (`tcp_reno_undo_cwnd`), `ssthresh = max(ssthresh, prior_ssthresh)`.
-    pub fn restore(self, cwnd: u64, ssthresh: u64) -> (u64, u64) {
-        (cwnd.max(self.cwnd), ssthresh.max(self.ssthresh))
+/// Reno / NewReno (see the module documentation).
+#[derive(Debug)]
+pub struct Reno {
+    cfg: RenoConfig,
+    core: RenoCore,
+    /// Window reductions caused by ECN-Echo.
+    ecn_reductions: u64,
+}
+
+impl Reno {
+    /// # Panics
+    /// If `cfg` is invalid (see [`RenoConfig::validate`]); scenario input is
+    /// validated before it gets here, so this is a bug, not bad input.
+    pub fn new(cfg: RenoConfig) -> Self {
+        Self::try_new(cfg).unwrap_or_else(|e| panic!("invalid RenoConfig: {e}"))
     }
-}
 
-/// `ssthresh = max(⌊base/SMSS⌋ / 2, 2)` segments: RFC 5681 §3.1 eq. (4)
-/// with `base` = FlightSize; Linux `tcp_reno_ssthresh` (whole segments,
-/// truncated) with `base` = cwnd, which is what every caller passes (see
-/// `docs/models/transport.md` "Reduction base").
-pub(crate) fn halved_ssthresh(base: u64, smss: u64) -> u64 {
-    // In whole segments, truncated, as Linux (`tcp_snd_cwnd(tp) >> 1U`).
-    ((base / smss) / 2).max(2) * smss
-}
+    pub fn try_new(cfg: RenoConfig) -> Result<Self, RenoConfigError> {
+        cfg.validate()?;
+        Ok(Reno {
+            core: RenoCore::new(cfg.mss, cfg.initial_window_segments),
+            ecn_reductions: 0,
+            cfg,
+        })
+    }
 
-/// Slow start, RFC 5681 §3.1 with RFC 3465 §2.3 ABC: `cwnd += min(N,
-/// L*SMSS)`, `L = 2`, capped at `ssthresh` (Linux `tcp_slow_start`: `cwnd =
-/// min(cwnd + acked, ssthresh); acked -= cwnd - old`). Returns the acked bytes
-/// left over for congestion avoidance. Requires `cwnd < ssthresh`.
-pub(crate) fn abc_slow_start(cwnd: &mut u64, ssthresh: u64, acked: u64, smss: u64) -> u64 {
-    let used = acked.min(2 * smss).min(ssthresh - *cwnd);
-    *cwnd += used;
-    acked - used
-}
+    pub fn config(&self) -> &RenoConfig {
+        &self.cfg
+    }
 
-/// Congestion avoidance by RFC 3465 §2.1 byte counting: `bytes_acked += N`;
-/// whenever `bytes_acked >= cwnd`, `bytes_acked -= cwnd` and `cwnd += SMSS`
-/// (≈ +1 SMSS per RTT, RFC 5681 eq. 3).
-pub(crate) fn abc_congestion_avoidance(
-    cwnd: &mut u64,
-    bytes_acked: &mut u64,
-    acked: u64,
-    smss: u64,
-) {
-    *bytes_acked = bytes_acked.saturating_add(acked);
-    while *bytes_acked >= *cwnd {
-        *bytes_acked -= *cwnd;
-        *cwnd = cwnd.saturating_add(smss);
+    pub fn stats(&self) -> RenoStats {
+        RenoStats {
+            loss_reductions: self.core.loss_reductions(),
+            ecn_reductions: self.ecn_reductions,
+            rtos: self.core.rtos(),
+        }
     }
 }
 
@@ -351,131 +467,43 @@ impl CongestionControl for Reno {
     }
 
     fn on_ack(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>) {
-        if ack.acked_bytes > 0 {
-            // New data acknowledged: a later RTO is a fresh one.
-            self.rto_backoff = false;
-        }
-        // RFC 6675 §5 / RFC 6582: no growth during fast recovery (Linux:
-        // tcp_in_cwnd_reduction() skips tcp_cong_avoid in CWR/Recovery).
-        if self.state == State::Recovery {
-            return;
-        }
-        // RFC 7661 spirit / Linux tcp_is_cwnd_limited(): a window that is not
-        // being used is not validated by an ACK, so it does not grow.
-        if !ack.cwnd_limited || ack.acked_bytes == 0 {
-            return;
-        }
-        let mut acked = ack.acked_bytes;
-        if self.state == State::SlowStart {
-            acked = self.slow_start(acked);
-            if self.cwnd < self.ssthresh {
-                return;
-            }
-            self.transition_to(
-                now,
-                State::CongestionAvoidance { acked: 0 },
-                ctx.flow,
-                ctx.tracer,
-            );
-        }
-        let mss = self.smss();
-        if let State::CongestionAvoidance { acked: counter } = &mut self.state {
-            abc_congestion_avoidance(&mut self.cwnd, counter, acked, mss);
-        }
+        self.core.on_ack_received(ack);
+        self.core.cong_avoid(now, ack, ctx);
     }
 
     fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>) {
-        match *ev {
-            // RFC 6582 §3.2: only the first loss of a window of data reduces.
-            CongestionEvent::Loss {
-                first_in_episode: false,
-                ..
-            } => {}
-            CongestionEvent::Loss {
-                first_in_episode: true,
-                ..
-            } => {
-                self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
-                self.reduce();
-                self.stats.loss_reductions += 1;
-                self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
-            }
-            CongestionEvent::Rto { .. } => {
-                self.stats.rtos += 1;
-                // RFC 5681 §3.1 eq. (4) — but held constant for a backed-off
-                // retransmission of the same data (implementation note after
-                // eq. 4), and during fast recovery the episode has already
-                // reduced it (Linux tcp_enter_loss recomputes ssthresh only
-                // from Open/Disorder or on the first timeout).
-                if !self.rto_backoff && self.state != State::Recovery {
-                    self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
-                    self.ssthresh = self.halved();
-                }
-                self.rto_backoff = true;
-                // RFC 5681 §3.1: "cwnd MUST be set to no more than the loss
-                // window, LW, which equals 1 full-sized segment".
-                self.cwnd = self.smss();
-                self.transition_to(now, State::SlowStart, ctx.flow, ctx.tracer);
-            }
-            CongestionEvent::EcnEcho { .. } => {
-                // RFC 3168 §6.1.2: react at most once per window; during loss
-                // recovery the window has already been reduced (Linux
-                // tcp_enter_cwr only acts below TCP_CA_CWR).
-                if self.state == State::Recovery {
-                    return;
-                }
-                self.reduce();
-                self.stats.ecn_reductions += 1;
-                self.transition_to(
-                    now,
-                    State::CongestionAvoidance { acked: 0 },
-                    ctx.flow,
-                    ctx.tracer,
-                );
-            }
-            CongestionEvent::Undo => {
-                if let Some(u) = self.undo.take() {
-                    (self.cwnd, self.ssthresh) = u.restore(self.cwnd, self.ssthresh);
-                }
-                self.rto_backoff = false;
-                let next = if self.cwnd < self.ssthresh {
-                    State::SlowStart
-                } else {
-                    State::CongestionAvoidance { acked: 0 }
-                };
-                self.transition_to(now, next, ctx.flow, ctx.tracer);
-            }
-            CongestionEvent::RecoveryEnd => {
-                // Only meaningful for fast recovery; after an RTO we are
-                // already slow-starting.
-                if self.state == State::Recovery {
-                    // RFC 6582 §3.2 step 3 (second option): cwnd = ssthresh.
-                    self.cwnd = self.ssthresh;
-                    self.transition_to(
-                        now,
-                        State::CongestionAvoidance { acked: 0 },
-                        ctx.flow,
-                        ctx.tracer,
-                    );
-                }
-            }
+        // Everything but ECN-Echo is the core's.
+        if self.core.on_congestion(now, ev, ctx).is_none() {
+            return;
         }
+        // RFC 3168 §6.1.2: react at most once per window; during loss
+        // recovery the window has already been reduced (Linux tcp_enter_cwr
+        // only acts below TCP_CA_CWR).
+        if self.core.state() == State::Recovery {
+            return;
+        }
+        // Linux tcp_reno_ssthresh; RFC 3168 §6.1.2 "halve cwnd, reduce
+        // ssthresh".
+        self.core.cut_to(self.core.halved());
+        self.ecn_reductions += 1;
+        self.core
+            .transition_to(now, State::CongestionAvoidance { acked: 0 }, ctx);
     }
 
     fn cwnd(&self) -> u64 {
-        self.cwnd
+        self.core.cwnd()
     }
 
     fn ssthresh(&self) -> Option<u64> {
-        (self.ssthresh != u64::MAX).then_some(self.ssthresh)
+        self.core.ssthresh()
     }
 
     fn metrics(&self) -> CcMetrics {
         CcMetrics {
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh(),
+            cwnd: self.core.cwnd(),
+            ssthresh: self.core.ssthresh(),
             pacing_rate: None,
-            state: self.state.name(),
+            state: self.core.state().name(),
             extra: Vec::new(),
         }
     }

@@ -9,6 +9,8 @@
 //!   protocol that the UDP driver and the simulator both drive.
 //! * [`trace`]: the one typed event channel ([`TraceEvent`], [`Tracer`]) and the
 //!   typed [`DropReason`] / [`MarkReason`].
+//! * [`state`]: [`state::Checked`] state machines, the one checked-transition helper
+//!   of the congestion controls, TCP, QUIC and GCC.
 //! * [`testing`]: for tests only — [`testing::TestPath`], a scripted two-ended
 //!   network (delay, rate, loss, ECN) that every crate's tests share.
 //!
@@ -19,6 +21,7 @@ pub mod param;
 pub mod pkttrace;
 pub mod rng;
 pub mod series;
+pub mod state;
 pub mod stats;
 pub mod testing;
 pub mod trace;

@@ -20,21 +20,21 @@
 
 use toml::Value;
 
-use l4slab_cc::options::CcOptions;
+use l4slab_cc::{CcOptions, SCENARIO_DEFAULT_CC};
 
 use crate::error::ScenarioError;
 use crate::model::CcSpec;
 use crate::param::read_table;
 use crate::values::kind_of;
 
-/// `cc` at `path` (`flows[0].cc`); absent = `reno`. `known` are the names
-/// the backend accepts (`ParseOptions::known_cc`).
+/// `cc` at `path` (`flows[0].cc`); absent = [`SCENARIO_DEFAULT_CC`] (reno).
+/// `known` are the names the backend accepts (`ParseOptions::known_cc`).
 pub(crate) fn resolve(
     value: Option<&Value>,
     path: &str,
     known: &[&str],
 ) -> Result<CcSpec, ScenarioError> {
-    let default = Value::String("reno".into());
+    let default = Value::String(SCENARIO_DEFAULT_CC.into());
     let value = value.unwrap_or(&default);
     let (kind, kind_path) = kind_of(value, path)?;
     let Some(mut options) = CcOptions::defaults(kind).filter(|_| known.contains(&kind)) else {

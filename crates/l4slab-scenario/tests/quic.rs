@@ -6,7 +6,7 @@
 mod common;
 
 use common::{base_with, parse_set, BASE};
-use l4slab_cc::options::CubicOptions;
+use l4slab_cc::param::ParamValue;
 use l4slab_cc::CcOptions;
 use l4slab_core::Dur;
 use l4slab_scenario::quic::{connection_config, QuicUse, KEYS};
@@ -113,11 +113,12 @@ fn the_keys_quic_applies_reach_the_connection() {
     assert_eq!(c.cc, "cubic");
     assert_eq!(
         c.cc_options,
-        Some(CcOptions::Cubic(CubicOptions {
-            beta: Some(0.5),
-            hystart: Some(false),
-            ..CubicOptions::default()
-        }))
+        Some(
+            CcOptions::defaults("cubic")
+                .unwrap()
+                .with("beta", ParamValue::Num(0.5))
+                .with("hystart", ParamValue::Flag(false))
+        )
     );
     assert_eq!(c.max_datagram_size, 1472);
     assert_eq!(c.initial_window, Some(32));

@@ -54,10 +54,12 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
+use l4slab_core::state::{Checked, Machine};
+use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
 use super::filters::MaxFilter;
 use super::{AppLimitedMark, CaState, LossCounter, RateSample};
+use crate::cong;
 use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
@@ -159,6 +161,17 @@ pub const PARAMS: &[Param] = &[
     MIN_RTT_WIN,
     PROBE_RTT_MODE,
 ];
+
+// Gains are factors in the scenario, 1/256 fixed point in the config.
+crate::registry::cc_config! {
+    BbrConfig => Bbr {
+        HIGH_GAIN => high_gain (gain_to_fixed),
+        CWND_GAIN => cwnd_gain (gain_to_fixed),
+        EXTRA_ACKED_GAIN => extra_acked_gain (gain_to_fixed),
+        MIN_RTT_WIN => min_rtt_win,
+        PROBE_RTT_MODE => probe_rtt_mode,
+    }
+}
 
 /// Parameters of [`Bbr`]. Defaults are the Linux `tcp_bbr.c` constants;
 /// those in [`PARAMS`] (gains there as factors, here in 1/256) take their
@@ -334,9 +347,11 @@ enum Mode {
     },
 }
 
-impl Mode {
+impl Machine for Mode {
+    const NAME: &'static str = "BBR";
+
     /// Stable names for traces, series and [`CcMetrics::state`].
-    const fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Mode::Startup => "Startup",
             Mode::Drain => "Drain",
@@ -381,7 +396,7 @@ pub struct BbrStats {
 #[derive(Debug)]
 pub struct Bbr {
     cfg: BbrConfig,
-    mode: Mode,
+    mode: Checked<Mode>,
     /// The first event seen: Linux `bbr_init` runs when the connection is
     /// set up; here when the transport first calls the controller.
     started: bool,
@@ -434,7 +449,7 @@ impl Bbr {
         cfg.validate()?;
         let cwnd = cfg.mss.saturating_mul(cfg.initial_window_segments);
         Ok(Bbr {
-            mode: Mode::Startup,
+            mode: Checked::new(Mode::Startup),
             started: false,
             cwnd,
             pacing_rate: Rate::ZERO,
@@ -503,7 +518,7 @@ impl Bbr {
 
     /// Index into the ProbeBW gain cycle, in ProbeBW.
     pub fn cycle_index(&self) -> Option<usize> {
-        match self.mode {
+        match self.mode.get() {
             Mode::ProbeBw { cycle_idx, .. } => Some(cycle_idx),
             _ => None,
         }
@@ -512,7 +527,7 @@ impl Bbr {
     /// In ProbeRTT: when the 200 ms at the minimum window end (Linux
     /// `probe_rtt_done_stamp`), once in-flight has fallen to it.
     pub fn probe_rtt_done_at(&self) -> Option<Time> {
-        match self.mode {
+        match self.mode.get() {
             Mode::ProbeRtt { done_at, .. } => done_at,
             _ => None,
         }
@@ -526,27 +541,12 @@ impl Bbr {
 
     /// Mode name (`"Startup"`, `"Drain"`, `"ProbeBW"`, `"ProbeRTT"`).
     pub fn mode_name(&self) -> &'static str {
-        self.mode.name()
+        self.mode.get().name()
     }
 
     /// The one place the mode changes: checks the edge, traces it.
     fn transition_to(&mut self, now: Time, next: Mode, flow: FlowId, tracer: &mut dyn Tracer) {
-        assert!(
-            self.mode.may_enter(next),
-            "illegal BBR transition {} -> {}",
-            self.mode.name(),
-            next.name()
-        );
-        let from = self.mode.name();
-        self.mode = next;
-        tracer.event(
-            now,
-            TraceEvent::CcStateChanged {
-                flow,
-                from,
-                to: next.name(),
-            },
-        );
+        cong::enter(&mut self.mode, now, next, flow, tracer);
     }
 
     /// `bbr_init`, at the first event (when the connection starts).
@@ -618,7 +618,7 @@ impl Bbr {
         // "Reduce delayed ACKs by rounding up cwnd to the next even number."
         cwnd = (cwnd + 1) & !1;
         // "Ensure gain cycling gets inflight above BDP even for small BDPs."
-        if let Mode::ProbeBw { cycle_idx: 0, .. } = self.mode {
+        if let Mode::ProbeBw { cycle_idx: 0, .. } = self.mode.get() {
             cwnd += 2;
         }
         cwnd
@@ -732,14 +732,16 @@ impl Bbr {
         if let Mode::ProbeBw {
             cycle_idx,
             cycle_start,
-        } = self.mode
+        } = self.mode.get()
         {
             if self.is_next_cycle_phase(now, cycle_start, rs, in_flight) {
                 // A phase change is not a mode change: not traced.
-                self.mode = Mode::ProbeBw {
-                    cycle_idx: (cycle_idx + 1) % CYCLE_LEN,
-                    cycle_start: now,
-                };
+                self.mode.update(|m| {
+                    *m = Mode::ProbeBw {
+                        cycle_idx: (cycle_idx + 1) % CYCLE_LEN,
+                        cycle_start: now,
+                    }
+                });
             }
         }
     }
@@ -797,12 +799,12 @@ impl Bbr {
 
     /// `bbr_check_drain`.
     fn check_drain(&mut self, now: Time, in_flight: u64, ctx: &mut CcCtx<'_>) {
-        if self.mode == Mode::Startup && self.full_bw_reached {
+        if self.mode.get() == Mode::Startup && self.full_bw_reached {
             // "drain queue we created"
             self.transition_to(now, Mode::Drain, ctx.flow, ctx.tracer);
         }
         // "fall through to check if in-flight is already small"
-        if self.mode == Mode::Drain
+        if self.mode.get() == Mode::Drain
             && in_flight <= self.inflight_pkts(self.bw.get(), BBR_UNIT) * self.mss()
         {
             // "we estimate queue is drained"
@@ -821,7 +823,7 @@ impl Bbr {
         let Mode::ProbeRtt {
             done_at: Some(done),
             ..
-        } = self.mode
+        } = self.mode.get()
         else {
             return;
         };
@@ -835,7 +837,7 @@ impl Bbr {
 
     /// `bbr_save_cwnd`: the last good cwnd, to restore after recovery or ProbeRTT.
     fn save_cwnd(&mut self) {
-        if self.prev_ca < CaState::Recovery && !matches!(self.mode, Mode::ProbeRtt { .. }) {
+        if self.prev_ca < CaState::Recovery && !matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
             self.prior_cwnd = self.cwnd; // "this cwnd is good enough"
         } else {
             // "loss recovery or BBR_PROBE_RTT have temporarily cut cwnd"
@@ -857,7 +859,7 @@ impl Bbr {
         if !self.cfg.probe_rtt_mode.is_zero()
             && filter_expired
             && !self.idle_restart
-            && !matches!(self.mode, Mode::ProbeRtt { .. })
+            && !matches!(self.mode.get(), Mode::ProbeRtt { .. })
         {
             // "dip, drain queue"
             self.transition_to(
@@ -875,23 +877,27 @@ impl Bbr {
         if let Mode::ProbeRtt {
             done_at,
             round_done,
-        } = self.mode
+        } = self.mode.get()
         {
             // "Ignore low rate samples during this mode."
             self.app_mark.mark(ack.delivered, ack.in_flight);
             // "Maintain min packets in flight for max(200 ms, 1 round)."
             if done_at.is_none() && ack.in_flight <= self.cfg.cwnd_min_target * self.mss() {
-                self.mode = Mode::ProbeRtt {
-                    done_at: Some(now + self.cfg.probe_rtt_mode),
-                    round_done: false,
-                };
+                self.mode.update(|m| {
+                    *m = Mode::ProbeRtt {
+                        done_at: Some(now + self.cfg.probe_rtt_mode),
+                        round_done: false,
+                    }
+                });
                 self.next_rtt_delivered = ack.delivered;
             } else if done_at.is_some() {
                 let round_done = round_done || self.round_start;
-                self.mode = Mode::ProbeRtt {
-                    done_at,
-                    round_done,
-                };
+                self.mode.update(|m| {
+                    *m = Mode::ProbeRtt {
+                        done_at,
+                        round_done,
+                    }
+                });
                 if round_done {
                     self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer);
                 }
@@ -906,7 +912,7 @@ impl Bbr {
     /// `bbr_update_gains`.
     fn update_gains(&mut self) {
         let c = &self.cfg;
-        (self.pacing_gain, self.cwnd_gain) = match self.mode {
+        (self.pacing_gain, self.cwnd_gain) = match self.mode.get() {
             Mode::Startup => (c.high_gain, c.high_gain),
             Mode::Drain => (c.drain_gain, c.high_gain), // "slow, to drain" / "keep cwnd"
             Mode::ProbeBw { cycle_idx, .. } => (c.pacing_gain_cycle[cycle_idx], c.cwnd_gain),
@@ -983,7 +989,7 @@ impl Bbr {
             }
         }
         // done: "drain queue, refresh min_rtt"
-        if let Mode::ProbeRtt { .. } = self.mode {
+        if let Mode::ProbeRtt { .. } = self.mode.get() {
             cwnd = cwnd.min(self.cfg.cwnd_min_target * mss);
         }
         self.cwnd = cwnd;
@@ -1011,7 +1017,7 @@ impl CongestionControl for Bbr {
         self.idle_restart = true;
         self.ack_epoch_start = now;
         self.ack_epoch_acked = 0;
-        match self.mode {
+        match self.mode.get() {
             // "pace at est. bw if we don't need more speed"
             Mode::ProbeBw { .. } => {
                 let bw = self.bw.get();
@@ -1100,7 +1106,7 @@ impl CongestionControl for Bbr {
             cwnd: self.cwnd,
             ssthresh: None,
             pacing_rate: Some(self.pacing_rate),
-            state: self.mode.name(),
+            state: self.mode.get().name(),
             extra: vec![
                 ("pacing_gain", f64::from(self.pacing_gain) / unit),
                 ("cwnd_gain", f64::from(self.cwnd_gain) / unit),
@@ -1205,10 +1211,10 @@ mod tests {
         assert_eq!(b.tso_segs_goal(), 2);
         assert_eq!(b.inflight_pkts(20_000_000, BBR_UNIT), 94);
         // Phase 0 of ProbeBW adds 2 packets.
-        b.mode = Mode::ProbeBw {
+        b.mode = Checked::new(Mode::ProbeBw {
             cycle_idx: 0,
             cycle_start: Time::ZERO,
-        };
+        });
         assert_eq!(b.inflight_pkts(20_000_000, BBR_UNIT), 96);
         // Before any RTT sample the BDP is TCP_INIT_CWND.
         b.min_rtt = None;

@@ -110,10 +110,13 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use l4slab_core::{Dur, FlowId, Rate, Time, TraceEvent, Tracer};
+use l4slab_core::state::{Checked, Machine};
+use l4slab_core::{Dur, Rate, Time};
 
-use crate::dctcp::{self, RoundTracker};
+use crate::cong;
+use crate::dctcp::{self, MarkedFraction, RoundTracker};
 use crate::param::{Kind, Param, ParamError, ParamValue};
+use crate::registry::FromParam;
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
 
 use classic_ecn::ClassicEcnDetector;
@@ -241,6 +244,29 @@ pub const PARAMS: &[Param] = &[
     MAX_TSO_SEGS,
 ];
 
+crate::registry::cc_config! {
+    PragueConfig => Prague {
+        RTT_SCALING => rtt_scaling,
+        RTT_TARGET => rtt_target,
+        RTT_TRANSITION => rtt_transition_rounds,
+        ECN_FALLBACK => ecn_fallback,
+        BURST_SHIFT => burst_shift,
+        MAX_TSO_SEGS => max_tso_segs,
+    }
+}
+
+impl FromParam for EcnFallback {
+    fn from_param(v: ParamValue) -> Self {
+        EcnFallback::from_name(v.choice()).expect("declared choice")
+    }
+}
+
+impl FromParam for RttScaling {
+    fn from_param(v: ParamValue) -> Self {
+        RttScaling::from_name(v.choice()).expect("declared choice")
+    }
+}
+
 /// Parameters of [`Prague`]. Every Linux module parameter of `tcp_prague.c`
 /// v0.6 has a field here (except `prague_max_tso_segs`'s TSO use, which only
 /// caps the reported burst).
@@ -360,14 +386,23 @@ enum State {
     Recovery,
 }
 
-impl State {
-    const fn name(self) -> &'static str {
+impl Machine for State {
+    const NAME: &'static str = "Prague";
+
+    fn name(self) -> &'static str {
         match self {
             State::SlowStart => "SlowStart",
             State::CongestionAvoidance => "CongestionAvoidance",
             State::Cwr { .. } => "Cwr",
             State::Recovery => "Recovery",
         }
+    }
+
+    /// Loss, RTO and the end of a reduction may interrupt anything; CWR
+    /// (Linux `tcp_enter_cwr`) starts only from Open.
+    fn may_enter(self, next: State) -> bool {
+        !matches!(next, State::Cwr { .. })
+            || matches!(self, State::SlowStart | State::CongestionAvoidance)
     }
 }
 
@@ -403,7 +438,7 @@ pub struct Prague {
     snd_cwnd: u64,
     /// Linux `snd_ssthresh`, in segments; `u64::MAX` = unset.
     ssthresh: u64,
-    state: State,
+    state: Checked<State>,
     /// alpha in `[0, 1]` (Linux `upscaled_alpha >> PRAGUE_SHIFT_G`).
     alpha: f64,
     /// Linux `saw_ce`.
@@ -411,9 +446,8 @@ pub struct Prague {
     /// Linux `next_seq`: the current round.
     round: RoundTracker,
     /// Bytes delivered / CE-marked in the current round (Linux `delivered -
-    /// old_delivered`, `delivered_ce - old_delivered_ce`).
-    round_acked: u64,
-    round_ce: u64,
+    /// old_delivered`, `delivered_ce - old_delivered_ce`), as DCTCP's.
+    round_marks: MarkedFraction,
     /// Linux `alpha_stamp` (`None` = init: the target has elapsed).
     alpha_stamp: Option<Time>,
     /// Linux `cwr_stamp`.
@@ -449,13 +483,12 @@ impl Prague {
             frac: (cfg.initial_window_segments * cfg.mss) as f64,
             snd_cwnd: cfg.initial_window_segments,
             ssthresh: u64::MAX,
-            state: State::SlowStart,
+            state: Checked::new(State::SlowStart),
             // Linux prague_init: upscaled_alpha = PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G.
             alpha: 1.0,
             saw_ce: false,
             round: RoundTracker::default(),
-            round_acked: 0,
-            round_ce: 0,
+            round_marks: MarkedFraction::default(),
             alpha_stamp: None,
             cwr_stamp: None,
             srtt: Dur::ZERO,
@@ -545,7 +578,7 @@ impl Prague {
         self.scaling.target(self.cfg.rtt_target, self.srtt)
     }
 
-    fn transition_to(&mut self, now: Time, next: State, flow: FlowId, tracer: &mut dyn Tracer) {
+    fn transition_to(&mut self, now: Time, next: State, ctx: &mut CcCtx<'_>) {
         match next {
             State::SlowStart => assert!(
                 self.in_slow_start(),
@@ -567,18 +600,7 @@ impl Prague {
                 next.name()
             ),
         }
-        let from = self.state.name();
-        self.state = next;
-        if from != next.name() {
-            tracer.event(
-                now,
-                TraceEvent::CcStateChanged {
-                    flow,
-                    from,
-                    to: next.name(),
-                },
-            );
-        }
+        cong::enter(&mut self.state, now, next, ctx.flow, ctx.tracer);
     }
 
     /// The Open state that agrees with the windows.
@@ -632,7 +654,7 @@ impl Prague {
                 self.stats.ce_reductions += 1;
             }
         }
-        self.transition_to(now, State::Cwr { end }, ctx.flow, ctx.tracer);
+        self.transition_to(now, State::Cwr { end }, ctx);
     }
 
     /// Linux `prague_update_cwnd` (growth part); returns whether the
@@ -643,7 +665,7 @@ impl Prague {
         // "acked -= rs->ece_delta": only unmarked bytes grow the window.
         let acked = ack.acked_bytes - ce;
         // Linux: if (acked <= 0 || ca->in_loss || !tcp_is_cwnd_limited(sk)) goto adjust.
-        if acked == 0 || self.state == State::Recovery || !ack.cwnd_limited {
+        if acked == 0 || self.state.get() == State::Recovery || !ack.cwnd_limited {
             return true;
         }
         let mut acked = acked as f64;
@@ -652,9 +674,7 @@ impl Prague {
             // Linux tcp_slow_start: cwnd = min(cwnd + acked, ssthresh); the
             // window follows (v0.7: frac_cwnd = snd_cwnd << CWND_UNIT).
             let cap = self.ssthresh.saturating_mul(self.mss()) as f64;
-            let used = acked.min((cap - self.frac).max(0.0));
-            self.frac += used;
-            acked -= used;
+            (self.frac, acked) = cong::slow_start(self.frac, cap, acked, f64::INFINITY);
             self.snd_cwnd = self.snd_cwnd.max(self.frac_segments());
             if acked <= 0.0 {
                 return false;
@@ -687,8 +707,7 @@ impl Prague {
     /// Linux `prague_should_update_ewma` + `prague_update_alpha` +
     /// `prague_new_round`.
     fn end_of_round(&mut self, now: Time, ack: &AckEvent) {
-        self.round_acked += ack.acked_bytes;
-        self.round_ce += ack.ce_bytes.min(ack.acked_bytes);
+        self.round_marks.add(ack);
         if !self.round.is_complete(ack) {
             return;
         }
@@ -708,22 +727,16 @@ impl Prague {
             if self.cfg.ecn_fallback != EcnFallback::Off {
                 self.classic.on_round(ack.min_rtt);
             }
-            let f = if self.round_acked == 0 {
-                0.0
-            } else {
-                self.round_ce as f64 / self.round_acked as f64
-            };
-            // alpha = (1 - g) * alpha + g * F
-            let g = 1.0 / f64::from(1u32 << self.cfg.shift_g);
-            self.alpha = (self.alpha * (1.0 - g) + g * f).clamp(0.0, 1.0);
+            // F = marked / delivered; alpha = (1 - g) * alpha + g * F (DCTCP's rule).
+            let f = self.round_marks.take();
+            self.alpha = dctcp::ewma(self.alpha, self.cfg.shift_g, f);
             self.alpha_stamp = Some(now);
             self.stats.alpha_updates += 1;
         }
         // prague_new_round: next_seq = snd_nxt; old_delivered(_ce) = ...;
         // ++round outside slow start.
         self.round.restart(ack);
-        self.round_acked = 0;
-        self.round_ce = 0;
+        self.round_marks = MarkedFraction::default();
         if !self.in_slow_start() {
             self.stats.rounds += 1;
         }
@@ -762,15 +775,20 @@ impl CongestionControl for Prague {
 
         // Linux tcp_fastretrans_alert: CWR ends once data sent after the cut
         // is acknowledged ("held something *above* high_seq is ACKed").
-        if let State::Cwr { end } = self.state {
+        if let State::Cwr { end } = self.state.get() {
             if ack.delivered > end {
                 let open = self.open_state();
-                self.transition_to(now, open, ctx.flow, ctx.tracer);
+                self.transition_to(now, open, ctx);
             }
         }
         // Linux tcp_enter_cwr (only from Open) before cong_control: the cut
         // uses the alpha of the previous round.
-        if ack.ce_bytes > 0 && matches!(self.state, State::SlowStart | State::CongestionAvoidance) {
+        if ack.ce_bytes > 0
+            && matches!(
+                self.state.get(),
+                State::SlowStart | State::CongestionAvoidance
+            )
+        {
             let end = ack.delivered.saturating_add(ack.in_flight);
             self.enter_cwr(now, end, false, ctx);
         }
@@ -782,8 +800,8 @@ impl CongestionControl for Prague {
         if self.grow(ack) {
             self.step_window();
         }
-        if self.state == State::SlowStart && !self.in_slow_start() {
-            self.transition_to(now, State::CongestionAvoidance, ctx.flow, ctx.tracer);
+        if self.state.get() == State::SlowStart && !self.in_slow_start() {
+            self.transition_to(now, State::CongestionAvoidance, ctx);
         }
         self.end_of_round(now, ack);
     }
@@ -804,14 +822,14 @@ impl CongestionControl for Prague {
                 self.frac -= self.frac / 2.0;
                 self.set_ssthresh_to_window();
                 self.stats.loss_reductions += 1;
-                self.transition_to(now, State::Recovery, ctx.flow, ctx.tracer);
+                self.transition_to(now, State::Recovery, ctx);
             }
             CongestionEvent::Rto { .. } => {
                 self.stats.rtos += 1;
                 // First timeout outside fast recovery: halve (Linux
                 // tcp_enter_loss -> CA_EVENT_LOSS -> prague_enter_loss only
                 // then); a backed-off repeat keeps ssthresh (RFC 5681 §3.1).
-                if !self.rto_backoff && self.state != State::Recovery {
+                if !self.rto_backoff && self.state.get() != State::Recovery {
                     self.classic.on_ssthresh(self.ssthresh);
                     let half = ((self.frac / 2.0 / self.mss() as f64).ceil() as u64)
                         .max(self.cfg.min_cwnd_segments);
@@ -822,10 +840,13 @@ impl CongestionControl for Prague {
                 self.frac = self.mss() as f64;
                 self.snd_cwnd = 1;
                 let open = self.open_state();
-                self.transition_to(now, open, ctx.flow, ctx.tracer);
+                self.transition_to(now, open, ctx);
             }
             CongestionEvent::EcnEcho { in_flight } => {
-                if matches!(self.state, State::SlowStart | State::CongestionAvoidance) {
+                if matches!(
+                    self.state.get(),
+                    State::SlowStart | State::CongestionAvoidance
+                ) {
                     let end = self.delivered.saturating_add(in_flight);
                     self.enter_cwr(now, end, true, ctx);
                 }
@@ -833,7 +854,7 @@ impl CongestionControl for Prague {
             // Deviation: Linux prague_cwnd_undo restores max(cwnd, loss_cwnd);
             // here an undo only ends recovery as below.
             CongestionEvent::RecoveryEnd | CongestionEvent::Undo => {
-                if self.state == State::Recovery {
+                if self.state.get() == State::Recovery {
                     // Linux prague_ca_open: in_loss = 0. The window is where the
                     // steps were heading (RFC 6582 §3.2 step 3 analogue).
                     self.snd_cwnd = self
@@ -841,7 +862,7 @@ impl CongestionControl for Prague {
                         .min(self.frac_segments().max(self.cfg.min_cwnd_segments));
                     self.ssthresh = self.ssthresh.min(self.snd_cwnd);
                     let open = self.open_state();
-                    self.transition_to(now, open, ctx.flow, ctx.tracer);
+                    self.transition_to(now, open, ctx);
                 }
             }
         }
@@ -880,7 +901,7 @@ impl CongestionControl for Prague {
             cwnd: self.cwnd(),
             ssthresh: self.ssthresh(),
             pacing_rate: self.pacing_rate(),
-            state: self.state.name(),
+            state: self.state.get().name(),
             extra: vec![
                 ("alpha", self.alpha),
                 ("frac_cwnd", self.frac),

@@ -11,6 +11,7 @@
 //! `β·R − 5 kbit/s`, and the near-max region from the link-capacity
 //! estimate.
 
+use l4slab_core::state::{Checked, Machine};
 use l4slab_core::{Dur, Rate, Time};
 
 use super::overuse::BandwidthUsage;
@@ -42,16 +43,20 @@ pub enum RateControlState {
 }
 
 impl RateControlState {
-    pub fn name(self) -> &'static str {
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl Machine for RateControlState {
+    const NAME: &'static str = "GCC rate-control";
+
+    fn name(self) -> &'static str {
         match self {
             RateControlState::Hold => "hold",
             RateControlState::Increase => "increase",
             RateControlState::Decrease => "decrease",
         }
-    }
-
-    fn index(self) -> usize {
-        self as usize
     }
 
     /// The legal edges (libwebrtc `ChangeState` plus the "Stay on hold
@@ -60,7 +65,7 @@ impl RateControlState {
     /// Decrease, Increase → Hold (under-use), Decrease → Hold (after the
     /// decrease). Draft-02 Figure 2 would also let Decrease go straight to
     /// Increase; libwebrtc never does.
-    pub fn may_enter(self, next: RateControlState) -> bool {
+    fn may_enter(self, next: RateControlState) -> bool {
         use RateControlState::*;
         matches!(
             (self, next),
@@ -159,7 +164,7 @@ pub struct AimdRateControl {
     current: Rate,
     latest_throughput: Rate,
     link_capacity: LinkCapacityEstimator,
-    state: RateControlState,
+    state: Checked<RateControlState>,
     time_last_change: Option<Time>,
     time_last_decrease: Option<Time>,
     rtt: Dur,
@@ -184,7 +189,7 @@ impl AimdRateControl {
             current,
             latest_throughput: current,
             link_capacity: LinkCapacityEstimator::default(),
-            state: RateControlState::Hold,
+            state: Checked::new(RateControlState::Hold),
             time_last_change: None,
             time_last_decrease: None,
             rtt: DEFAULT_RTT,
@@ -196,7 +201,7 @@ impl AimdRateControl {
     }
 
     pub fn state(&self) -> RateControlState {
-        self.state
+        self.state.get()
     }
     /// The delay-based estimate A (libwebrtc `LatestEstimate`).
     pub fn estimate(&self) -> Rate {
@@ -218,7 +223,7 @@ impl AimdRateControl {
     pub fn time_in_states(&self, now: Time) -> [Dur; 3] {
         let mut t = self.time_in;
         if let Some(since) = self.state_since {
-            t[self.state.index()] += now.saturating_since(since);
+            t[self.state.get().index()] += now.saturating_since(since);
         }
         t
     }
@@ -231,22 +236,18 @@ impl AimdRateControl {
         self.rtt = rtt;
     }
 
-    /// The one place the state changes; checks the edge
-    /// ([`RateControlState::may_enter`]).
+    /// The one place the state changes: the checked transition of
+    /// `l4slab_core::state` ([`RateControlState`]'s `may_enter`), counted and
+    /// timed per state.
     ///
     /// # Panics
     /// On an illegal edge (a bug).
     pub fn transition_to(&mut self, now: Time, next: RateControlState) {
-        assert!(
-            self.state.may_enter(next),
-            "illegal GCC rate-control transition {} -> {}",
-            self.state.name(),
-            next.name()
-        );
+        let from = self.state.get();
+        self.state.transition(next);
         let since = self.state_since.unwrap_or(now);
-        self.time_in[self.state.index()] += now.saturating_since(since);
+        self.time_in[from.index()] += now.saturating_since(since);
         self.state_since = Some(now);
-        self.state = next;
         self.transitions += 1;
     }
 
@@ -300,7 +301,7 @@ impl AimdRateControl {
         let cur_bps = self.current.as_bps() as f64;
         self.change_state(now, signal);
         let mut new_bps: Option<f64> = None;
-        match self.state {
+        match self.state.get() {
             RateControlState::Hold => {}
             RateControlState::Increase => {
                 // "estimated_throughput > link_capacity_.UpperBound()" → Reset
@@ -368,18 +369,18 @@ impl AimdRateControl {
     fn change_state(&mut self, now: Time, signal: BandwidthUsage) {
         match signal {
             BandwidthUsage::Normal => {
-                if self.state == RateControlState::Hold {
+                if self.state.get() == RateControlState::Hold {
                     self.time_last_change = Some(now);
                     self.transition_to(now, RateControlState::Increase);
                 }
             }
             BandwidthUsage::Overusing => {
-                if self.state != RateControlState::Decrease {
+                if self.state.get() != RateControlState::Decrease {
                     self.transition_to(now, RateControlState::Decrease);
                 }
             }
             BandwidthUsage::Underusing => {
-                if self.state != RateControlState::Hold {
+                if self.state.get() != RateControlState::Hold {
                     self.transition_to(now, RateControlState::Hold);
                 }
             }

@@ -72,6 +72,7 @@ pub mod consts {
 
 use serde_json::{json, Value};
 
+use l4slab_core::state::Machine;
 use l4slab_core::{Dur, Ecn, Rate, Time};
 
 use crate::{Feedback, MediaCc, PacketReport, SampleSink};

@@ -13,6 +13,7 @@
 //! count of a codepoint above the number sent with it and fails validation
 //! (an L4S fallback to classic ECN is not modelled).
 
+use l4slab_core::state::{Checked, Machine};
 use l4slab_core::Ecn;
 
 use crate::wire::{EcnCounts, PnSpace};
@@ -47,6 +48,30 @@ pub enum EcnState {
     Unknown,
     Capable,
     Failed(EcnFailure),
+}
+
+impl Machine for EcnState {
+    const NAME: &'static str = "ECN validation";
+
+    fn name(self) -> &'static str {
+        EcnState::name(&self)
+    }
+
+    /// RFC 9000 App. A.4: testing (its count may change) → unknown, capable
+    /// or failed; unknown → capable or failed; capable → failed.
+    fn may_enter(self, next: EcnState) -> bool {
+        use EcnState::*;
+        matches!(
+            (self, next),
+            (Testing { .. }, Testing { .. })
+                | (Testing { .. }, Unknown)
+                | (Testing { .. }, Capable)
+                | (Testing { .. }, Failed(_))
+                | (Unknown, Capable)
+                | (Unknown, Failed(_))
+                | (Capable, Failed(_))
+        )
+    }
 }
 
 impl EcnState {
@@ -98,7 +123,7 @@ pub struct EcnFeedback {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EcnValidator {
-    state: EcnState,
+    state: Checked<EcnState>,
     codepoint: Ecn,
     spaces: [SpaceCounts; 3],
     /// Marked packets sent and marked packets declared lost (black-hole check).
@@ -125,11 +150,11 @@ impl EcnValidator {
             "ECN codepoint must be ECT(0) or ECT(1)"
         );
         EcnValidator {
-            state: if enabled {
+            state: Checked::new(if enabled {
                 EcnState::Testing { marked: 0 }
             } else {
                 EcnState::Failed(EcnFailure::Disabled)
-            },
+            }),
             codepoint,
             spaces: Default::default(),
             marked_sent: 0,
@@ -159,37 +184,22 @@ impl EcnValidator {
     }
 
     pub fn state(&self) -> EcnState {
-        self.state
+        self.state.get()
     }
 
     pub fn codepoint(&self) -> Ecn {
         self.codepoint
     }
 
-    /// The one checked transition (App. A.4 edges).
+    /// The one checked transition (App. A.4 edges, [`EcnState`]'s
+    /// `may_enter`; `l4slab_core::state`).
     pub fn transition_to(&mut self, next: EcnState) {
-        use EcnState::*;
-        let legal = matches!(
-            (self.state, next),
-            (Testing { .. }, Testing { .. })
-                | (Testing { .. }, Unknown)
-                | (Testing { .. }, Capable)
-                | (Testing { .. }, Failed(_))
-                | (Unknown, Capable)
-                | (Unknown, Failed(_))
-                | (Capable, Failed(_))
-        );
-        assert!(
-            legal,
-            "illegal ECN validation transition {:?} -> {:?}",
-            self.state, next
-        );
-        self.state = next;
+        self.state.transition(next);
     }
 
     /// The IP ECN field for the next datagram.
     pub fn next_codepoint(&self) -> Ecn {
-        match self.state {
+        match self.state.get() {
             EcnState::Testing { .. } | EcnState::Capable => self.codepoint,
             EcnState::Unknown | EcnState::Failed(_) => Ecn::NotEct,
         }
@@ -209,7 +219,7 @@ impl EcnValidator {
     /// Call once per datagram sent with a mark (the testing period counts
     /// datagrams).
     pub fn on_datagram_marked(&mut self) {
-        if let EcnState::Testing { marked } = self.state {
+        if let EcnState::Testing { marked } = self.state.get() {
             let marked = marked + 1;
             if marked >= TESTING_PACKETS {
                 self.transition_to(EcnState::Unknown);
@@ -232,7 +242,7 @@ impl EcnValidator {
     /// validation (`AllMarkedLost`).
     pub fn on_probe_timeout(&mut self, pto_count: u32) {
         if self.validate
-            && matches!(self.state, EcnState::Testing { .. })
+            && matches!(self.state.get(), EcnState::Testing { .. })
             && self.marked_acked == 0
             && pto_count >= 2
         {
@@ -251,7 +261,7 @@ impl EcnValidator {
         }
         // §13.4.2: "If all packets marked with non-zero ECN codepoints are
         // subsequently lost, ... the endpoint ... [disables] ECN".
-        if matches!(self.state, EcnState::Unknown)
+        if matches!(self.state.get(), EcnState::Unknown)
             && self.marked_acked == 0
             && self.marked_lost >= self.marked_sent
         {
@@ -271,7 +281,7 @@ impl EcnValidator {
         counts: Option<EcnCounts>,
     ) -> EcnFeedback {
         self.marked_acked += acked_ect0 + acked_ect1;
-        if matches!(self.state, EcnState::Failed(_)) {
+        if matches!(self.state.get(), EcnState::Failed(_)) {
             return EcnFeedback::default();
         }
         let c = self.spaces[space_index(space)];
@@ -318,7 +328,7 @@ impl EcnValidator {
             self.transition_to(EcnState::Failed(EcnFailure::CountsTooLow));
             return EcnFeedback::default();
         }
-        if acked_ect0 + acked_ect1 > 0 && self.state != EcnState::Capable {
+        if acked_ect0 + acked_ect1 > 0 && self.state.get() != EcnState::Capable {
             // App. A.4: "successful validation of the ECN counts in an ACK
             // frame ... causes the endpoint to transition to the capable state".
             self.transition_to(EcnState::Capable);

@@ -40,6 +40,7 @@
 
 use super::{Connection, Event, Role, ZeroRtt};
 use crate::wire::PnSpace;
+use l4slab_core::state::Machine;
 use l4slab_core::Time;
 
 /// A typical ClientHello (X25519 key share, usual extensions).
@@ -82,6 +83,31 @@ pub enum HandshakeState {
     /// §10.2.2: the peer closed.
     Draining,
     Closed,
+}
+
+impl Machine for HandshakeState {
+    const NAME: &'static str = "handshake";
+
+    fn name(self) -> &'static str {
+        HandshakeState::name(self)
+    }
+
+    /// RFC 9001 §4.1 and RFC 9000 §10.2: the handshake moves forward;
+    /// closing, draining and closed are reachable from any open state and
+    /// lead only towards closed.
+    fn may_enter(self, next: HandshakeState) -> bool {
+        use HandshakeState::*;
+        match (self, next) {
+            (AwaitingClientHello, ServerFlightSent) => true,
+            (ClientHelloSent, Complete) => true,
+            (Complete, Confirmed) | (ServerFlightSent, Confirmed) => true,
+            (Closing | Draining, Closed) => true,
+            (Closing, Draining) => true,
+            (Closed, _) | (Draining, _) | (Closing, _) => false,
+            (_, Closing | Draining | Closed) => true,
+            _ => false,
+        }
+    }
 }
 
 impl HandshakeState {
@@ -192,25 +218,10 @@ impl Message {
 }
 
 impl Connection {
-    /// The one checked transition of the lifecycle.
+    /// The one checked transition of the lifecycle ([`HandshakeState`]'s
+    /// `may_enter`; `l4slab_core::state`).
     pub(super) fn transition_to(&mut self, next: HandshakeState) {
-        use HandshakeState::*;
-        let legal = match (self.state, next) {
-            (AwaitingClientHello, ServerFlightSent) => true,
-            (ClientHelloSent, Complete) => true,
-            (Complete, Confirmed) | (ServerFlightSent, Confirmed) => true,
-            (Closing | Draining, Closed) => true,
-            (Closing, Draining) => true,
-            (Closed, _) | (Draining, _) | (Closing, _) => false,
-            (_, Closing | Draining | Closed) => true,
-            _ => false,
-        };
-        assert!(
-            legal,
-            "illegal handshake transition {:?} -> {:?}",
-            self.state, next
-        );
-        self.state = next;
+        self.state.transition(next);
     }
 
     fn local_params(&self) -> TransportParams {
@@ -275,7 +286,7 @@ impl Connection {
 
     /// Advance the handshake after a packet's frames were processed.
     pub(super) fn drive_handshake(&mut self, now: Time) {
-        match (self.role, self.state) {
+        match (self.role, self.state.get()) {
             (Role::Server, HandshakeState::AwaitingClientHello) => {
                 let Some(ch) = self
                     .message(PnSpace::Initial)
@@ -377,7 +388,7 @@ impl Connection {
 
     /// Client: HANDSHAKE_DONE arrived (RFC 9001 §4.1.2).
     pub(super) fn on_handshake_done(&mut self) {
-        if self.role == Role::Client && self.state == HandshakeState::Complete {
+        if self.role == Role::Client && self.state.get() == HandshakeState::Complete {
             self.transition_to(HandshakeState::Confirmed);
             self.discard_space(PnSpace::Handshake);
         }
@@ -407,11 +418,13 @@ impl Connection {
             return false;
         }
         match space {
-            0 => self.role == Role::Client || self.state != HandshakeState::AwaitingClientHello,
+            0 => {
+                self.role == Role::Client || self.state.get() != HandshakeState::AwaitingClientHello
+            }
             1 => self.handshake_keys,
             _ => match self.role {
                 Role::Client => self.is_established() || self.zero_rtt == ZeroRtt::Sending,
-                Role::Server => self.state != HandshakeState::AwaitingClientHello,
+                Role::Server => self.state.get() != HandshakeState::AwaitingClientHello,
             },
         }
     }
@@ -420,7 +433,7 @@ impl Connection {
     pub(super) fn can_send_app_data(&self) -> bool {
         match self.role {
             Role::Client => self.is_established() || self.zero_rtt == ZeroRtt::Sending,
-            Role::Server => self.state == HandshakeState::Confirmed,
+            Role::Server => self.state.get() == HandshakeState::Confirmed,
         }
     }
 
@@ -433,7 +446,7 @@ impl Connection {
             T::ZeroRtt => self.role == Role::Server && self.zero_rtt == ZeroRtt::Accepted,
             T::OneRtt => match self.role {
                 Role::Client => self.is_established(),
-                Role::Server => self.state != HandshakeState::AwaitingClientHello,
+                Role::Server => self.state.get() != HandshakeState::AwaitingClientHello,
             },
         }
     }

@@ -37,9 +37,11 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::net::SocketAddr;
 
+use l4slab_cc::param::ParamValue;
 use l4slab_cc::rate::RateEstimator;
-use l4slab_cc::{CcOptions, CongestionControl, EcnCodepoint};
+use l4slab_cc::{CcOptions, CongestionControl, EcnCodepoint, LINUX_DEFAULT_CC};
 use l4slab_core::datagram::DatagramEndpoint;
+use l4slab_core::state::Checked;
 use l4slab_core::{Dur, Ecn, NullTracer, SimRng, Time};
 
 pub use ecn::{EcnFailure, EcnState};
@@ -145,7 +147,7 @@ pub struct ConnectionConfig {
 impl Default for ConnectionConfig {
     fn default() -> Self {
         ConnectionConfig {
-            cc: "cubic".into(),
+            cc: LINUX_DEFAULT_CC.into(),
             cc_options: None,
             max_datagram_size: 1200,
             initial_window: None,
@@ -204,9 +206,9 @@ impl ConnectionConfig {
             None => CcOptions::defaults(&self.cc)
                 .ok_or_else(|| ConfigError::UnknownCc(self.cc.clone()))?,
         };
-        if let CcOptions::Dctcp(o) = &mut options {
+        if options.name() == "dctcp" && options.get("ect1").is_none() {
             // L4S DCTCP: ECT(1) (Linux dctcp_ect = 1) unless the options say.
-            o.ect1.get_or_insert(true);
+            options.set("ect1", ParamValue::Flag(true));
         }
         Ok(options)
     }
@@ -312,7 +314,7 @@ pub enum ZeroRtt {
 pub struct Connection {
     cfg: ConnectionConfig,
     role: Role,
-    state: HandshakeState,
+    state: Checked<HandshakeState>,
     start: Time,
     now: Time,
     local_cid: [u8; CID_LEN],
@@ -526,10 +528,10 @@ impl Connection {
         };
         let conn = Connection {
             role,
-            state: match role {
+            state: Checked::new(match role {
                 Role::Client => HandshakeState::ClientHelloSent,
                 Role::Server => HandshakeState::AwaitingClientHello,
-            },
+            }),
             start: now,
             now,
             local_cid: cid(cfg.seed, label),
@@ -689,13 +691,13 @@ impl Connection {
     }
 
     pub fn state(&self) -> HandshakeState {
-        self.state
+        self.state.get()
     }
 
     /// Application data may flow (client: handshake complete; server: confirmed).
     pub fn is_established(&self) -> bool {
         matches!(
-            self.state,
+            self.state.get(),
             HandshakeState::Complete | HandshakeState::Confirmed
         )
     }
@@ -803,7 +805,7 @@ impl Connection {
             self.events.push_back(Event::Closed(reason));
         }
         if !matches!(
-            self.state,
+            self.state.get(),
             HandshakeState::Draining | HandshakeState::Closed
         ) {
             self.transition_to(HandshakeState::Draining);
@@ -813,7 +815,7 @@ impl Connection {
     }
 
     fn terminate(&mut self) {
-        if self.state != HandshakeState::Closed {
+        if self.state.get() != HandshakeState::Closed {
             self.transition_to(HandshakeState::Closed);
         }
         self.done = true;
@@ -888,8 +890,6 @@ impl DatagramEndpoint for Connection {
 
 #[cfg(test)]
 mod tests {
-    use l4slab_cc::options::{CubicOptions, DctcpOptions};
-
     use super::*;
 
     fn server(cfg: ConnectionConfig) -> Result<Connection, ConfigError> {
@@ -933,11 +933,10 @@ mod tests {
 
     #[test]
     fn options_reach_the_controller_built_in_quic_units() {
-        let beta = CcOptions::Cubic(CubicOptions {
-            beta: Some(0.5),
-            hystart: Some(false),
-            ..CubicOptions::default()
-        });
+        let beta = CcOptions::defaults("cubic")
+            .unwrap()
+            .with("beta", ParamValue::Num(0.5))
+            .with("hystart", ParamValue::Flag(false));
         let cfg = ConnectionConfig {
             initial_window: Some(4),
             ..ConnectionConfig::with_cc_options(beta.clone())
@@ -985,10 +984,10 @@ mod tests {
     #[test]
     fn dctcp_sends_ect1_unless_its_options_say_otherwise() {
         let dctcp = |ect1| {
-            let o = CcOptions::Dctcp(DctcpOptions {
-                ect1,
-                ..DctcpOptions::default()
-            });
+            let mut o = CcOptions::defaults("dctcp").unwrap();
+            if let Some(on) = ect1 {
+                o.set("ect1", ParamValue::Flag(on));
+            }
             server(ConnectionConfig::with_cc_options(o))
                 .unwrap()
                 .cc()

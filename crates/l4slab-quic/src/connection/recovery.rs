@@ -193,7 +193,7 @@ impl Connection {
                 // (and Handshake ones: the peer does not delay them).
                 ack_delay = Dur::ZERO;
             }
-            if self.state == HandshakeState::Confirmed {
+            if self.state.get() == HandshakeState::Confirmed {
                 // §5.3: "MUST use the lesser of the acknowledgment delay and the
                 // peer's max_ack_delay after the handshake is confirmed".
                 ack_delay = ack_delay.min(self.cfg.max_ack_delay);
@@ -219,7 +219,7 @@ impl Connection {
         }
         if self.role == Role::Server
             || self.handshake_acked
-            || self.state == HandshakeState::Confirmed
+            || self.state.get() == HandshakeState::Confirmed
         {
             self.pto_count = 0;
         }
@@ -542,7 +542,7 @@ impl Connection {
     fn peer_awaiting_address_validation(&self) -> bool {
         self.role == Role::Client
             && !self.handshake_acked
-            && self.state != HandshakeState::Confirmed
+            && self.state.get() != HandshakeState::Confirmed
     }
 
     /// RFC 9002 A.8 GetPtoTimeAndSpace.
@@ -571,7 +571,7 @@ impl Connection {
                 continue;
             }
             if sp == 2
-                && self.state != HandshakeState::Confirmed
+                && self.state.get() != HandshakeState::Confirmed
                 && !(self.role == Role::Client && self.is_established())
             {
                 // §6.2.1: "An endpoint MUST NOT set its PTO timer for the

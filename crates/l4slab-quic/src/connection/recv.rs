@@ -27,7 +27,7 @@ impl Connection {
     pub(super) fn on_datagram(&mut self, now: Time, from: SocketAddr, data: &[u8], ecn: Ecn) {
         if self.done
             || matches!(
-                self.state,
+                self.state.get(),
                 HandshakeState::Draining | HandshakeState::Closed
             )
         {
@@ -54,7 +54,7 @@ impl Connection {
                 }
             }
         }
-        if any && self.state == HandshakeState::Closing {
+        if any && self.state.get() == HandshakeState::Closing {
             // §10.2.1: "An endpoint in the closing state sends a packet
             // containing a CONNECTION_CLOSE frame in response to any incoming
             // packet that it attributes to the connection" (one per datagram).
@@ -86,13 +86,14 @@ impl Connection {
         let ours = dcid == self.local_cid;
         let first_flight = self.role == Role::Server
             && matches!(ty, PacketType::Initial | PacketType::ZeroRtt)
-            && (self.state == HandshakeState::AwaitingClientHello || dcid == self.original_dcid);
+            && (self.state.get() == HandshakeState::AwaitingClientHello
+                || dcid == self.original_dcid);
         if !ours && !first_flight {
             self.stats.dropped_packets += 1;
             return false;
         }
         if self.role == Role::Server
-            && self.state == HandshakeState::AwaitingClientHello
+            && self.state.get() == HandshakeState::AwaitingClientHello
             && (ty != PacketType::Initial || datagram_len < MIN_INITIAL_DATAGRAM)
         {
             // §14.1: "A server MUST discard an Initial packet that is carried
@@ -166,7 +167,7 @@ impl Connection {
         }
         for f in p.frames().flatten() {
             self.on_frame(now, sp, ty, f);
-            if self.close.is_some() && self.state == HandshakeState::Draining {
+            if self.close.is_some() && self.state.get() == HandshakeState::Draining {
                 return true;
             }
         }
@@ -336,7 +337,7 @@ impl Connection {
         // and processed an Initial or Retry packet from the server, it MUST
         // discard any subsequent Retry packets that it receives."
         let may = self.role == Role::Client
-            && self.state == HandshakeState::ClientHelloSent
+            && self.state.get() == HandshakeState::ClientHelloSent
             && !self.retried
             && self.spaces[0].rx.largest().is_none();
         let retry = may

@@ -380,7 +380,7 @@ impl Connection {
             }
             if self.new_token_pending
                 && self.role == Role::Server
-                && self.state == HandshakeState::Confirmed
+                && self.state.get() == HandshakeState::Confirmed
             {
                 let t = self.issued_ticket().encode();
                 if b.push(&Frame::NewToken { token: &t }).is_ok() {

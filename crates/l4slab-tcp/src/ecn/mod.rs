@@ -32,9 +32,11 @@
 //!   fallback, SYN/ACK retransmissions (`TCP_ACCECN_ACE_FAIL_SEND`), the
 //!   ACK-path black hole, and the fallbacks each verdict takes.
 //!
-//! **State machines.** Every mode is an enum implementing [`Machine`], whose
-//! one [`Machine::transition`] asserts that the edge is legal (a violation is
-//! a bug and panics) and records the change in the endpoint's [`Journal`]:
+//! **State machines.** Every mode is an enum implementing [`Machine`]
+//! (`l4slab_core::state`, shared with the congestion controls, QUIC and
+//! GCC), held in a [`Checked`] cell whose one `transition` asserts that the
+//! edge is legal (a violation is a bug and panics); the change is kept in the
+//! endpoint's [`Journal`]:
 //! [`negotiation::Negotiation`] (pending → SYN fallback → agreed mode),
 //! [`receiver::Echo`] (the classic ECE latch), [`validation::SendEct`] (ECT on,
 //! black-hole probe, off), [`validation::Response`] (as the controller asks, or
@@ -43,7 +45,7 @@
 //! The journal stands in for the tracer: most ECN entry points run without a
 //! `now` or a tracer in reach, and `l4slab_core::TraceEvent` has no ECN
 //! variant (adding one would change the recorder); it keeps the last
-//! [`JOURNAL_LEN`] changes and a count, allocation-free.
+//! `JOURNAL_LEN` changes and a count, allocation-free.
 //!
 //! Not implemented: the AccECN option on SYN and SYN/ACK (Linux sends one on
 //! the SYN/ACK), option order 0 (kind 172; we send and read order 1, as
@@ -70,6 +72,9 @@ mod validation;
 mod tests;
 
 use l4slab_cc::EcnCodepoint;
+#[cfg(test)]
+pub(crate) use l4slab_core::state::JOURNAL_LEN;
+pub(crate) use l4slab_core::state::{Checked, Journal, Machine};
 
 use crate::config::{EcnMode, TransportConfig};
 
@@ -84,76 +89,6 @@ const CEB_INIT: u64 = 0;
 const E0B_INIT: u64 = 1;
 /// 24-bit counters of the AccECN option (RFC 9768 §3.2.3).
 const MASK24: u64 = (1 << 24) - 1;
-/// How many state changes the [`Journal`] keeps.
-pub(crate) const JOURNAL_LEN: usize = 16;
-
-/// One checked state change, as the [`Journal`] keeps it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Change {
-    /// The state machine ([`Machine::NAME`]).
-    pub machine: &'static str,
-    pub from: &'static str,
-    pub to: &'static str,
-}
-
-/// The latest state changes of one endpoint's ECN state machines (the
-/// module documentation says why this and not the tracer): a ring of the
-/// last [`JOURNAL_LEN`] changes and the total count. No allocation.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Journal {
-    ring: [Option<Change>; JOURNAL_LEN],
-    count: u64,
-}
-
-impl Journal {
-    fn record(&mut self, c: Change) {
-        self.ring[(self.count % JOURNAL_LEN as u64) as usize] = Some(c);
-        self.count += 1;
-    }
-
-    /// Changes recorded so far (also those the ring no longer holds).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    /// The kept changes, oldest first.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn changes(&self) -> impl Iterator<Item = Change> + '_ {
-        let n = self.count.min(JOURNAL_LEN as u64);
-        (self.count - n..self.count).filter_map(|i| self.ring[(i % JOURNAL_LEN as u64) as usize])
-    }
-}
-
-/// A state machine of the ECN model: an enum of states and its legal edges.
-pub(crate) trait Machine: Copy + Eq {
-    /// Name in the journal and in panic messages.
-    const NAME: &'static str;
-
-    /// The state's name.
-    fn name(self) -> &'static str;
-
-    /// Whether `self -> next` is a legal edge (self-loops are not edges).
-    fn may_enter(self, next: Self) -> bool;
-
-    /// The one place a state changes: asserts the edge is legal and records it.
-    fn transition(&mut self, next: Self, journal: &mut Journal) {
-        assert!(
-            self.may_enter(next),
-            "illegal ECN {} transition {} -> {}",
-            Self::NAME,
-            self.name(),
-            next.name()
-        );
-        journal.record(Change {
-            machine: Self::NAME,
-            from: self.name(),
-            to: next.name(),
-        });
-        *self = next;
-    }
-}
-
 /// ECN state of one endpoint (both halves), one part per concern. See the
 /// module documentation.
 #[derive(Debug)]
@@ -187,11 +122,11 @@ impl EcnState {
 
     /// The negotiated mode (`Off` until decided).
     pub fn mode(&self) -> EcnMode {
-        self.hs.negotiation.mode()
+        self.hs.negotiation.get().mode()
     }
 
     pub fn validation(&self) -> EcnValidation {
-        self.val.verdict
+        self.val.verdict.get()
     }
 
     /// The state changes so far (tests; `Debug` output).

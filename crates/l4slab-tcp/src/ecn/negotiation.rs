@@ -10,7 +10,7 @@ use l4slab_cc::EcnCodepoint;
 use l4slab_core::Ecn;
 
 use super::validation::EcnValidation;
-use super::{EcnState, Machine};
+use super::{Checked, EcnState, Machine};
 use crate::config::EcnMode;
 use crate::segment::Flags;
 use crate::stats::EndpointStats;
@@ -76,7 +76,7 @@ impl Machine for Negotiation {
 pub(super) struct Handshake {
     /// Requested (client) / accepted (server) mode.
     pub want: EcnMode,
-    pub negotiation: Negotiation,
+    pub negotiation: Checked<Negotiation>,
     /// IP-ECN field of our latest SYN or SYN/ACK.
     pub syn_ect_sent: Ecn,
     /// IP-ECN field of the peer's SYN (server) or SYN/ACK (client): what our
@@ -96,7 +96,7 @@ impl Handshake {
     pub fn new(want: EcnMode) -> Self {
         Handshake {
             want,
-            negotiation: Negotiation::Pending,
+            negotiation: Checked::new(Negotiation::Pending),
             syn_ect_sent: Ecn::NotEct,
             syn_ect_rcvd: Ecn::NotEct,
             reflect_pending: false,
@@ -141,16 +141,15 @@ impl EcnState {
         if retransmission
             && self.fallback
             && self.hs.want != EcnMode::Off
-            && self.hs.negotiation == Negotiation::Pending
+            && self.hs.negotiation.get() == Negotiation::Pending
         {
-            self.hs
-                .negotiation
-                .transition(Negotiation::SynFallback, &mut self.journal);
+            self.journal
+                .record(self.hs.negotiation.transition(Negotiation::SynFallback));
         }
         let ip = self.ip_field(super::Kind::Syn, cc);
         self.hs.syn_ect_sent = ip;
         let flags = match self.hs.want {
-            _ if self.hs.negotiation == Negotiation::SynFallback => Flags::NONE,
+            _ if self.hs.negotiation.get() == Negotiation::SynFallback => Flags::NONE,
             EcnMode::Off => Flags::NONE,
             EcnMode::Classic => Flags::ECE | Flags::CWR,
             EcnMode::AccEcn => Flags::AE | Flags::CWR | Flags::ECE,
@@ -176,9 +175,8 @@ impl EcnState {
             // Linux TCP_CONG_NO_FALLBACK_RFC3168 (Prague): no classic feedback.
             m = EcnMode::Off;
         }
-        self.hs
-            .negotiation
-            .transition(Negotiation::Agreed(m), &mut self.journal);
+        self.journal
+            .record(self.hs.negotiation.transition(Negotiation::Agreed(m)));
         self.hs.syn_ect_rcvd = ip;
         self.rx.prev_field = ip;
         stats.ecn_mode = m;
@@ -192,11 +190,18 @@ impl EcnState {
     /// (Linux keeps the request's first decision; see docs/models/ecn.md.)
     pub fn on_repeated_syn(&mut self, flags: Flags, stats: &mut EndpointStats) {
         if self.mode() != EcnMode::Off && !flags.contains(Flags::CWR | Flags::ECE) {
-            self.hs
-                .negotiation
-                .transition(Negotiation::Agreed(EcnMode::Off), &mut self.journal);
+            self.journal.record(
+                self.hs
+                    .negotiation
+                    .transition(Negotiation::Agreed(EcnMode::Off)),
+            );
             stats.ecn_mode = EcnMode::Off;
-            if self.val.verdict.may_enter(EcnValidation::NotNegotiated) {
+            if self
+                .val
+                .verdict
+                .get()
+                .may_enter(EcnValidation::NotNegotiated)
+            {
                 self.set_validation(EcnValidation::NotNegotiated, stats);
             }
         }
@@ -213,7 +218,7 @@ impl EcnState {
         self.hs.syn_ect_sent = ip;
         if self.hs.syn_tx > 2 && self.fallback && ip.is_ect() {
             self.stop_ect();
-            if self.val.verdict.may_enter(EcnValidation::Blackholed) {
+            if self.val.verdict.get().may_enter(EcnValidation::Blackholed) {
                 self.set_validation(EcnValidation::Blackholed, stats);
             }
         }
@@ -235,7 +240,7 @@ impl EcnState {
         stats: &mut EndpointStats,
     ) {
         let ace = flags.ace();
-        let syn_fallback = self.hs.negotiation == Negotiation::SynFallback;
+        let syn_fallback = self.hs.negotiation.get() == Negotiation::SynFallback;
         let mut m = if syn_fallback {
             EcnMode::Off
         } else {
@@ -258,9 +263,8 @@ impl EcnState {
         if m == EcnMode::Classic && self.l4s(cc) {
             m = EcnMode::Off; // Linux TCP_CONG_NO_FALLBACK_RFC3168
         }
-        self.hs
-            .negotiation
-            .transition(Negotiation::Agreed(m), &mut self.journal);
+        self.journal
+            .record(self.hs.negotiation.transition(Negotiation::Agreed(m)));
         stats.ecn_mode = m;
         match m {
             EcnMode::Off => {
@@ -310,12 +314,19 @@ impl EcnState {
             // client is not in AccECN mode — it gave up ECN after a SYN
             // timeout — or the flags were zeroed. Stop ECT, ignore feedback.
             0 => {
-                self.hs
-                    .negotiation
-                    .transition(Negotiation::Agreed(EcnMode::Off), &mut self.journal);
+                self.journal.record(
+                    self.hs
+                        .negotiation
+                        .transition(Negotiation::Agreed(EcnMode::Off)),
+                );
                 stats.ecn_mode = EcnMode::Off;
                 self.stop_ect();
-                if self.val.verdict.may_enter(EcnValidation::NotNegotiated) {
+                if self
+                    .val
+                    .verdict
+                    .get()
+                    .may_enter(EcnValidation::NotNegotiated)
+                {
                     self.set_validation(EcnValidation::NotNegotiated, stats);
                 }
             }

@@ -11,7 +11,7 @@
 use l4slab_core::Ecn;
 
 use super::negotiation::reflector_ace;
-use super::{EcnState, Journal, Machine, CEB_INIT, CEP_INIT, E0B_INIT, E1B_INIT, MASK24};
+use super::{Checked, EcnState, Journal, Machine, CEB_INIT, CEP_INIT, E0B_INIT, E1B_INIT, MASK24};
 use crate::config::EcnMode;
 use crate::segment::{AccEcnOption, Flags, MAX_SACK_BLOCKS};
 use crate::stats::EndpointStats;
@@ -52,7 +52,7 @@ impl Machine for Echo {
 #[derive(Debug, Default)]
 pub(super) struct Receiver {
     /// Classic: the ECE latch.
-    pub echo: Echo,
+    pub echo: Checked<Echo>,
     /// AccECN `r.cep` without the initial offset.
     pub r_cep: u64,
     /// CE packets not yet fed back (Linux `received_ce_pending`, saturates at 15).
@@ -69,8 +69,8 @@ pub(super) struct Receiver {
 
 impl Receiver {
     fn set_echo(&mut self, next: Echo, journal: &mut Journal) {
-        if self.echo != next {
-            self.echo.transition(next, journal);
+        if self.echo.get() != next {
+            journal.record(self.echo.transition(next));
         }
     }
 }
@@ -124,7 +124,7 @@ impl EcnState {
                     // RFC 3168 §6.1.3 / Linux tcp_data_ecn_check: CE starts the
                     // echo; "better not delay acks" (quick-ACK mode).
                     if ip == Ecn::Ce {
-                        if self.rx.echo == Echo::Idle {
+                        if self.rx.echo.get() == Echo::Idle {
                             ack_now = true;
                         }
                         self.rx.set_echo(Echo::Echoing, &mut self.journal);
@@ -178,7 +178,7 @@ impl EcnState {
             EcnMode::Off => flags,
             EcnMode::Classic => {
                 let mut f = flags;
-                if self.rx.echo == Echo::Echoing {
+                if self.rx.echo.get() == Echo::Echoing {
                     f |= Flags::ECE;
                 }
                 // The sender's CWR (sender.rs, `on_reduction`).

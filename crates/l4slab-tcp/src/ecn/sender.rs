@@ -123,14 +123,14 @@ impl EcnState {
 
     /// An L4S sender (ECT(1)) that has not fallen back to classic.
     pub(super) fn l4s(&self, cc: EcnCodepoint) -> bool {
-        self.val.response == Response::AsController && self.wanted(cc) == EcnCodepoint::Ect1
+        self.val.response.get() == Response::AsController && self.wanted(cc) == EcnCodepoint::Ect1
     }
 
     /// The ECT codepoint of this sender, ignoring whether ECN is on: the
     /// override, else ECT(1) for an L4S controller and ECT(0) otherwise
     /// (Linux `INET_ECN_xmit`: negotiated ECN means ECT(0)).
     fn ect(&self, cc: EcnCodepoint) -> Ecn {
-        if self.val.response == Response::Classic {
+        if self.val.response.get() == Response::Classic {
             return Ecn::Ect0;
         }
         match self.override_cp {
@@ -154,7 +154,8 @@ impl EcnState {
         match kind {
             Kind::Syn => {
                 // RFC 3168 §6.1.1.1: no ECT once the SYN fell back.
-                let fell_back = self.hs.negotiation == super::negotiation::Negotiation::SynFallback;
+                let fell_back =
+                    self.hs.negotiation.get() == super::negotiation::Negotiation::SynFallback;
                 if self.hs.want != EcnMode::Off && !fell_back && self.needs_ecn(cc) {
                     self.ect(cc)
                 } else {
@@ -162,14 +163,17 @@ impl EcnState {
                 }
             }
             Kind::SynAck => {
-                if mode != EcnMode::Off && self.val.send_ect != SendEct::Off && self.needs_ecn(cc) {
+                if mode != EcnMode::Off
+                    && self.val.send_ect.get() != SendEct::Off
+                    && self.needs_ecn(cc)
+                {
                     self.ect(cc)
                 } else {
                     Ecn::NotEct
                 }
             }
             // Off, or a fallback (validation.rs): Not-ECT.
-            _ if mode == EcnMode::Off || self.val.send_ect != SendEct::On => Ecn::NotEct,
+            _ if mode == EcnMode::Off || self.val.send_ect.get() != SendEct::On => Ecn::NotEct,
             Kind::NewData => self.ect(cc),
             Kind::Retransmit | Kind::Control => {
                 let ack_off = kind == Kind::Control && !self.val.ack_ect_on();
@@ -247,7 +251,7 @@ impl EcnState {
         // validation.rs: the black-hole probe's answer and the testing period.
         self.answer_probe(d, opt.is_some(), cc, stats);
         self.check_testing_period(stats);
-        if self.val.send_ect == SendEct::Off {
+        if self.val.send_ect.get() == SendEct::Off {
             // Bleached / black hole / failed: "MUST NOT respond to AccECN
             // feedback" (RFC 9768 §3.2.2.1); the counters above still run.
             self.tx.ce_carry = 0;
@@ -365,12 +369,12 @@ impl EcnState {
     /// ECE); and for an L4S sender after the re-marking fallback. DCTCP
     /// (ECT(0)) and Prague (ECT(1)) read the CE bytes.
     pub fn classic_response(&self, cc: EcnCodepoint) -> bool {
-        self.val.send_ect != SendEct::Off
+        self.val.send_ect.get() != SendEct::Off
             && match self.mode() {
                 EcnMode::Off => false,
                 EcnMode::Classic => true,
                 EcnMode::AccEcn => {
-                    self.val.response == Response::Classic || cc == EcnCodepoint::NotEct
+                    self.val.response.get() == Response::Classic || cc == EcnCodepoint::NotEct
                 }
             }
     }

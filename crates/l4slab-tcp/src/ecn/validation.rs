@@ -17,7 +17,7 @@ use l4slab_cc::EcnCodepoint;
 use l4slab_core::Ecn;
 
 use super::negotiation::reflected;
-use super::{Delivered, EcnState, Machine};
+use super::{Checked, Delivered, EcnState, Machine};
 use crate::config::EcnMode;
 use crate::stats::EndpointStats;
 
@@ -181,10 +181,10 @@ impl Machine for AckEct {
 /// The validation part of [`EcnState`]: the verdict and the fallbacks.
 #[derive(Debug)]
 pub(super) struct Validation {
-    pub verdict: EcnValidation,
-    pub send_ect: SendEct,
-    pub response: Response,
-    pub ack_ect: AckEct,
+    pub verdict: Checked<EcnValidation>,
+    pub send_ect: Checked<SendEct>,
+    pub response: Checked<Response>,
+    pub ack_ect: Checked<AckEct>,
     /// End of the highest duplicate data received so far (0: none).
     pub dup_high: u64,
 }
@@ -192,20 +192,20 @@ pub(super) struct Validation {
 impl Validation {
     pub fn new(want: EcnMode) -> Self {
         Validation {
-            verdict: if want == EcnMode::Off {
+            verdict: Checked::new(if want == EcnMode::Off {
                 EcnValidation::NotNegotiated
             } else {
                 EcnValidation::Unknown
-            },
-            send_ect: SendEct::On,
-            response: Response::AsController,
-            ack_ect: AckEct::On,
+            }),
+            send_ect: Checked::new(SendEct::On),
+            response: Checked::new(Response::AsController),
+            ack_ect: Checked::new(AckEct::On),
             dup_high: 0,
         }
     }
 
     pub fn ack_ect_on(&self) -> bool {
-        self.ack_ect == AckEct::On
+        self.ack_ect.get() == AckEct::On
     }
 }
 
@@ -261,14 +261,13 @@ impl EcnState {
     pub fn on_data_rto(&mut self) {
         if self.mode() != EcnMode::Off
             && self.fallback
-            && self.val.verdict == EcnValidation::Unknown
+            && self.val.verdict.get() == EcnValidation::Unknown
             && self.tx.ect_sent_pkts > 0
             && self.tx.ect_delivered_pkts == 0
-            && self.val.send_ect == SendEct::On
+            && self.val.send_ect.get() == SendEct::On
         {
-            self.val
-                .send_ect
-                .transition(SendEct::Probing, &mut self.journal);
+            self.journal
+                .record(self.val.send_ect.transition(SendEct::Probing));
         }
     }
 
@@ -284,7 +283,7 @@ impl EcnState {
         cc: EcnCodepoint,
         stats: &mut EndpointStats,
     ) {
-        if self.val.send_ect != SendEct::Probing || d.pkts == 0 {
+        if self.val.send_ect.get() != SendEct::Probing || d.pkts == 0 {
             return;
         }
         let ect_arrived = if self.mode() == EcnMode::AccEcn && has_option {
@@ -295,15 +294,16 @@ impl EcnState {
         if !ect_arrived {
             self.fail(EcnValidation::Blackholed, cc, stats);
         }
-        if self.val.send_ect == SendEct::Probing {
-            self.val.send_ect.transition(SendEct::On, &mut self.journal);
+        if self.val.send_ect.get() == SendEct::Probing {
+            self.journal
+                .record(self.val.send_ect.transition(SendEct::On));
         }
     }
 
     /// RFC 9000 §13.4.2: the testing period ends well after
     /// [`TESTING_PACKETS`] ECT packets were delivered without a failure.
     pub(super) fn check_testing_period(&mut self, stats: &mut EndpointStats) {
-        if self.val.verdict == EcnValidation::Unknown
+        if self.val.verdict.get() == EcnValidation::Unknown
             && self.tx.ect_delivered_pkts >= TESTING_PACKETS
         {
             self.set_validation(EcnValidation::Capable, stats);
@@ -318,8 +318,9 @@ impl EcnState {
     /// retransmission round (an RTO after ordinary ACK loss) does not
     /// trigger it. `seq`, `bytes`: a duplicate data segment.
     pub(super) fn note_duplicate(&mut self, seq: u64, bytes: u64) {
-        if seq < self.val.dup_high && self.val.ack_ect == AckEct::On {
-            self.val.ack_ect.transition(AckEct::Off, &mut self.journal);
+        if seq < self.val.dup_high && self.val.ack_ect.get() == AckEct::On {
+            self.journal
+                .record(self.val.ack_ect.transition(AckEct::Off));
         }
         self.val.dup_high = self.val.dup_high.max(seq + bytes);
     }
@@ -327,25 +328,23 @@ impl EcnState {
     /// Switch an L4S sender to classic ECN behaviour: ECT(0) and classic
     /// (once per RTT) reaction to CE feedback, no `ce_bytes`.
     pub fn fall_back_to_classic(&mut self) {
-        if self.val.response == Response::AsController {
-            self.val
-                .response
-                .transition(Response::Classic, &mut self.journal);
+        if self.val.response.get() == Response::AsController {
+            self.journal
+                .record(self.val.response.transition(Response::Classic));
         }
     }
 
     /// Stop setting ECT (the fallback of bleaching and black holes).
     pub(super) fn stop_ect(&mut self) {
-        if self.val.send_ect != SendEct::Off {
-            self.val
-                .send_ect
-                .transition(SendEct::Off, &mut self.journal);
+        if self.val.send_ect.get() != SendEct::Off {
+            self.journal
+                .record(self.val.send_ect.transition(SendEct::Off));
         }
     }
 
     /// Record a failure and take its fallback (if `ecn_fallback`).
     pub(super) fn fail(&mut self, v: EcnValidation, cc: EcnCodepoint, stats: &mut EndpointStats) {
-        if self.val.verdict == v || !self.val.verdict.may_enter(v) {
+        if self.val.verdict.get() == v || !self.val.verdict.get().may_enter(v) {
             return;
         }
         self.set_validation(v, stats);
@@ -361,10 +360,10 @@ impl EcnState {
 
     /// The verdict changes to `v` (checked; a no-op if it is `v` already).
     pub(super) fn set_validation(&mut self, v: EcnValidation, stats: &mut EndpointStats) {
-        if self.val.verdict == v {
+        if self.val.verdict.get() == v {
             return;
         }
-        self.val.verdict.transition(v, &mut self.journal);
+        self.journal.record(self.val.verdict.transition(v));
         stats.ecn_validation = v;
     }
 }

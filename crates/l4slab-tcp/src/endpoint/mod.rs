@@ -28,6 +28,7 @@ mod output;
 mod tlp;
 mod undo;
 
+use l4slab_cc::pacing::linux::{self as pacing, Pacer};
 use l4slab_cc::rate::{RateEstimator, RateSample};
 use l4slab_cc::{CcCtx, CcMetrics, CongestionControl};
 use l4slab_core::{Dur, Ecn, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
@@ -35,7 +36,6 @@ use l4slab_core::{Dur, Ecn, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
 use crate::config::{EcnMode, TransportConfig};
 use crate::ecn::{EcnState, EcnValidation};
 use crate::fastopen::{FastOpen, FastOpenCache};
-use crate::pacing::{self, Pacer};
 use crate::rack::Rack;
 use crate::receiver::Receiver;
 use crate::rtt::RttEstimator;

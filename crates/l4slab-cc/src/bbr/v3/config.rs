@@ -66,6 +66,15 @@ pub const PROBE_RTT_INTERVAL: Param = Param {
 /// draft's constants that experiments change.
 pub const PARAMS: &[Param] = &[LOSS_THRESH, BETA, HEADROOM, PROBE_RTT_INTERVAL];
 
+crate::registry::cc_config! {
+    Bbr3Config => super::Bbr3 {
+        LOSS_THRESH => loss_thresh,
+        BETA => beta,
+        HEADROOM => headroom,
+        PROBE_RTT_INTERVAL => probe_rtt_interval,
+    }
+}
+
 /// Parameters of [`Bbr3`](super::Bbr3); defaults are the draft-ietf-ccwg-bbr-06 constants.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -39,7 +39,7 @@ impl Bbr3 {
 
     /// §5.6.4.4 `SaveCwnd()`.
     pub(super) fn save_cwnd(&mut self) {
-        if self.ca == CaState::Open && !matches!(self.mode, Mode::ProbeRtt { .. }) {
+        if self.ca == CaState::Open && !matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
             self.prior_cwnd = self.cwnd;
         } else {
             self.prior_cwnd = self.prior_cwnd.max(self.cwnd);
@@ -64,7 +64,7 @@ impl Bbr3 {
         }
         self.cwnd = self.cwnd.max(self.min_pipe_cwnd());
         // BoundCwndForProbeRTT()
-        if matches!(self.mode, Mode::ProbeRtt { .. }) {
+        if matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
             self.cwnd = self.cwnd.min(self.probe_rtt_cwnd());
         }
         self.bound_cwnd_for_model();
@@ -72,10 +72,11 @@ impl Bbr3 {
 
     /// §5.6.4.7 `BoundCwndForModel()`: the "Volume Cap" column of §5.6.1.
     pub(super) fn bound_cwnd_for_model(&mut self) {
-        let phase = self.mode.phase();
+        let phase = self.mode.get().phase();
         let mut cap = if phase.is_some() && phase != Some(ProbeBwPhase::Cruise) {
             self.bounds.inflight_longterm
-        } else if phase == Some(ProbeBwPhase::Cruise) || matches!(self.mode, Mode::ProbeRtt { .. })
+        } else if phase == Some(ProbeBwPhase::Cruise)
+            || matches!(self.mode.get(), Mode::ProbeRtt { .. })
         {
             self.bounds
                 .inflight_with_headroom(self.cfg.headroom, self.smss(), self.min_pipe_cwnd())

@@ -18,7 +18,7 @@ impl Bbr3 {
 
     /// §5.3.2 `CheckDrainDone()`.
     pub(super) fn check_drain_done(&mut self, now: Time, in_flight: u64, ctx: &mut CcCtx<'_>) {
-        if let Mode::Drain { start_round } = self.mode {
+        if let Mode::Drain { start_round } = self.mode.get() {
             // Linux bbr_check_drain uses max_bw here (BBR.bw equals it in Drain
             // unless a lossy round has already set bw_shortterm).
             if in_flight <= self.inflight(self.max_bw(), 1.0)

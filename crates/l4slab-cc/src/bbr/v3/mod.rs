@@ -69,11 +69,13 @@ mod probe_bw;
 mod probe_rtt;
 mod startup;
 
-use l4slab_core::{Dur, FlowId, Rate, Time, TraceEvent, Tracer};
+use l4slab_core::state::{Checked, Machine};
+use l4slab_core::{Dur, FlowId, Rate, Time, Tracer};
 
 use self::bounds::Bounds;
 use super::filters::{CycleMaxFilter, MaxFilter};
 use super::{AppLimitedMark, CaState, LossCounter, RateSample};
+use crate::cong;
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
 pub use self::config::{
@@ -129,9 +131,11 @@ enum Mode {
     },
 }
 
-impl Mode {
+impl Machine for Mode {
+    const NAME: &'static str = "BBR";
+
     /// Names used in traces and plots; stable.
-    const fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Mode::Startup => "Startup",
             Mode::Drain { .. } => "Drain",
@@ -152,13 +156,6 @@ impl Mode {
                 ..
             } => "ProbeBW_UP",
             Mode::ProbeRtt { .. } => "ProbeRTT",
-        }
-    }
-
-    fn phase(self) -> Option<ProbeBwPhase> {
-        match self {
-            Mode::ProbeBw { phase, .. } => Some(phase),
-            _ => None,
         }
     }
 
@@ -195,6 +192,15 @@ impl Mode {
             ),
         ]
         .contains(&(from, to))
+    }
+}
+
+impl Mode {
+    fn phase(self) -> Option<ProbeBwPhase> {
+        match self {
+            Mode::ProbeBw { phase, .. } => Some(phase),
+            _ => None,
+        }
     }
 
     /// The state without its data, for edge checks.
@@ -239,7 +245,7 @@ pub struct Bbr3Stats {
 #[derive(Debug)]
 pub struct Bbr3 {
     cfg: Bbr3Config,
-    mode: Mode,
+    mode: Checked<Mode>,
     started: bool,
     // --- control parameters ---
     cwnd: u64,
@@ -310,7 +316,7 @@ impl Bbr3 {
         cfg.validate()?;
         let cwnd = cfg.mss.saturating_mul(cfg.initial_window_segments);
         Ok(Bbr3 {
-            mode: Mode::Startup,
+            mode: Checked::new(Mode::Startup),
             started: false,
             cwnd,
             pacing_rate: Rate::ZERO,
@@ -369,12 +375,12 @@ impl Bbr3 {
 
     /// State name (`"Startup"`, `"Drain"`, `"ProbeBW_DOWN"`, ... `"ProbeRTT"`).
     pub fn mode_name(&self) -> &'static str {
-        self.mode.name()
+        self.mode.get().name()
     }
 
     /// The ProbeBW sub-state, in ProbeBW.
     pub fn probe_bw_phase(&self) -> Option<ProbeBwPhase> {
-        self.mode.phase()
+        self.mode.get().phase()
     }
 
     pub fn pacing_gain(&self) -> f64 {
@@ -428,7 +434,7 @@ impl Bbr3 {
     /// In ProbeRTT: `BBR.probe_rtt_done_stamp`, once in-flight is at the
     /// ProbeRTT cwnd.
     pub fn probe_rtt_done_at(&self) -> Option<Time> {
-        match self.mode {
+        match self.mode.get() {
             Mode::ProbeRtt { done_at, .. } => done_at,
             _ => None,
         }
@@ -473,15 +479,15 @@ impl Bbr3 {
     }
 
     fn in_probe_bw(&self) -> bool {
-        matches!(self.mode, Mode::ProbeBw { .. })
+        matches!(self.mode.get(), Mode::ProbeBw { .. })
     }
 
     /// §5.3.3.9 `IsProbingBW()`.
     fn is_probing_bw(&self) -> bool {
         matches!(
-            self.mode.phase(),
+            self.mode.get().phase(),
             Some(ProbeBwPhase::Refill | ProbeBwPhase::Up)
-        ) || self.mode == Mode::Startup
+        ) || self.mode.get() == Mode::Startup
     }
 
     /// `C.is_cwnd_limited`, approximated (module docs).
@@ -492,14 +498,7 @@ impl Bbr3 {
     /// The one place the state changes: checks the §5.1.1 edge, sets the
     /// gains of the new state (§5.6.1 table) and traces it.
     fn transition_to(&mut self, now: Time, next: Mode, flow: FlowId, tracer: &mut dyn Tracer) {
-        assert!(
-            self.mode.may_enter(next),
-            "illegal BBR transition {} -> {}",
-            self.mode.name(),
-            next.name()
-        );
-        let from = self.mode.name();
-        self.mode = next;
+        cong::enter(&mut self.mode, now, next, flow, tracer);
         let c = &self.cfg;
         (self.pacing_gain, self.cwnd_gain) = match next {
             Mode::Startup => (c.startup_pacing_gain, c.default_cwnd_gain),
@@ -511,14 +510,6 @@ impl Bbr3 {
             },
             Mode::ProbeRtt { .. } => (1.0, c.probe_rtt_cwnd_gain),
         };
-        tracer.event(
-            now,
-            TraceEvent::CcStateChanged {
-                flow,
-                from,
-                to: next.name(),
-            },
-        );
     }
 
     /// The time-dependent parts of §5.2.1 `OnInit()`, at the first event.
@@ -568,7 +559,7 @@ impl CongestionControl for Bbr3 {
         self.extra_acked_interval_start = now;
         if self.in_probe_bw() {
             self.set_pacing_rate_with_gain(1.0);
-        } else if matches!(self.mode, Mode::ProbeRtt { .. }) {
+        } else if matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
             self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer);
         }
     }
@@ -675,7 +666,7 @@ impl CongestionControl for Bbr3 {
             cwnd: self.cwnd,
             ssthresh: None,
             pacing_rate: Some(self.pacing_rate),
-            state: self.mode.name(),
+            state: self.mode.get().name(),
             extra: vec![
                 ("pacing_gain", self.pacing_gain),
                 ("cwnd_gain", self.cwnd_gain),

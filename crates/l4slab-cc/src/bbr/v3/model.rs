@@ -31,7 +31,7 @@ impl Bbr3 {
         // §5.5.8.1 UpdateOffloadBudget() for TCP: 3 * C.send_quantum.
         let offload_budget = 3 * self.send_quantum;
         let mut cap = inflight_cap.max(offload_budget).max(self.min_pipe_cwnd());
-        if self.mode.phase() == Some(ProbeBwPhase::Up) {
+        if self.mode.get().phase() == Some(ProbeBwPhase::Up) {
             cap += 2 * self.smss();
         }
         cap

@@ -160,7 +160,7 @@ impl Bbr3 {
         self.bounds
             .handle_inflight_too_high(rs, target, self.cfg.beta);
         self.stats.inflight_too_high += 1;
-        if self.mode.phase() == Some(ProbeBwPhase::Up) {
+        if self.mode.get().phase() == Some(ProbeBwPhase::Up) {
             self.start_probe_bw_down(now, ctx.flow, ctx.rng, ctx.tracer);
         }
     }
@@ -209,7 +209,7 @@ impl Bbr3 {
         if rs.tx_in_flight > hi {
             self.bounds.inflight_longterm = Some(rs.tx_in_flight);
         }
-        if self.mode.phase() == Some(ProbeBwPhase::Up) {
+        if self.mode.get().phase() == Some(ProbeBwPhase::Up) {
             let limited = self.is_cwnd_limited();
             let (cwnd, round_start, smss) = (self.cwnd, self.round_start, self.smss());
             self.bounds.probe_inflight_longterm_upward(
@@ -237,7 +237,7 @@ impl Bbr3 {
         if self.adapt_long_term_model(now, rs, ctx) {
             return; // "already decided state transition"
         }
-        let Some(phase) = self.mode.phase() else {
+        let Some(phase) = self.mode.get().phase() else {
             return; // "only handling ProbeBW states here"
         };
         match phase {

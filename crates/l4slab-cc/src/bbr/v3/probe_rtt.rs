@@ -36,7 +36,7 @@ impl Bbr3 {
         rs: &RateSample,
         ctx: &mut CcCtx<'_>,
     ) {
-        if !matches!(self.mode, Mode::ProbeRtt { .. })
+        if !matches!(self.mode.get(), Mode::ProbeRtt { .. })
             && self.probe_rtt_expired
             && !self.idle_restart
         {
@@ -51,7 +51,7 @@ impl Bbr3 {
             self.ack_phase = AckPhase::ProbeStopping;
             self.start_round();
         }
-        if matches!(self.mode, Mode::ProbeRtt { .. }) {
+        if matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
             self.handle_probe_rtt(now, ack, ctx);
         }
         if rs.has_data() {
@@ -64,7 +64,7 @@ impl Bbr3 {
         let Mode::ProbeRtt {
             done_at,
             round_done,
-        } = self.mode
+        } = self.mode.get()
         else {
             return;
         };
@@ -73,17 +73,21 @@ impl Bbr3 {
         if done_at.is_none() && ack.in_flight <= self.probe_rtt_cwnd() {
             // "Wait for at least BBR.ProbeRTTDuration to elapse" and "for at
             // least one round to elapse"
-            self.mode = Mode::ProbeRtt {
-                done_at: Some(now + self.cfg.probe_rtt_duration),
-                round_done: false,
-            };
+            self.mode.update(|m| {
+                *m = Mode::ProbeRtt {
+                    done_at: Some(now + self.cfg.probe_rtt_duration),
+                    round_done: false,
+                }
+            });
             self.start_round();
         } else if done_at.is_some() {
             let round_done = round_done || self.round_start;
-            self.mode = Mode::ProbeRtt {
-                done_at,
-                round_done,
-            };
+            self.mode.update(|m| {
+                *m = Mode::ProbeRtt {
+                    done_at,
+                    round_done,
+                }
+            });
             if round_done {
                 self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer);
             }
@@ -101,7 +105,7 @@ impl Bbr3 {
         let Mode::ProbeRtt {
             done_at: Some(done),
             ..
-        } = self.mode
+        } = self.mode.get()
         else {
             return;
         };

@@ -33,7 +33,7 @@ impl Bbr3 {
         self.full_bw_now = self.full_bw_count >= self.cfg.full_bw_count;
         if self.full_bw_now && !self.full_bw_reached {
             self.full_bw_reached = true;
-            if self.mode == Mode::Startup {
+            if self.mode.get() == Mode::Startup {
                 self.stats.startup_exit = Some(StartupExit::BandwidthPlateau);
             }
         }
@@ -41,7 +41,8 @@ impl Bbr3 {
 
     /// §5.3.1.3 `CheckStartupHighLoss()` (see the module docs for the approximation).
     pub(super) fn check_startup_high_loss(&mut self) {
-        if self.full_bw_reached || self.mode != Mode::Startup || !self.bounds.loss_round_start {
+        if self.full_bw_reached || self.mode.get() != Mode::Startup || !self.bounds.loss_round_start
+        {
             return;
         }
         // "The loss rate over the time scale of a single full round trip"
@@ -74,7 +75,7 @@ impl Bbr3 {
     /// §5.3.1 `CheckStartupDone()`.
     pub(super) fn check_startup_done(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
         self.check_startup_high_loss();
-        if self.mode == Mode::Startup && self.full_bw_reached {
+        if self.mode.get() == Mode::Startup && self.full_bw_reached {
             self.enter_drain(now, ctx);
         }
     }

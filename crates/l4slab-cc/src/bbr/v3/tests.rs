@@ -76,7 +76,7 @@ fn startup_cannot_jump_to_up() {
 #[should_panic(expected = "illegal BBR transition ProbeBW_CRUISE -> ProbeBW_UP")]
 fn cruise_must_refill_before_up() {
     let mut d = Driver::new(Bbr3::new(Bbr3Config::default()));
-    d.cc.mode = bw(ProbeBwPhase::Cruise);
+    d.cc.mode = Checked::new(bw(ProbeBwPhase::Cruise));
     d.cc.transition_to(Time::ZERO, bw(ProbeBwPhase::Up), 1, &mut d.tracer);
 }
 

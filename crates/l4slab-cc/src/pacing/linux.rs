@@ -1,5 +1,7 @@
-//! Pacing: data segments leave at most every `len / pacing_rate`, expressed as
-//! a release time the endpoint turns into a timer (never a sleep).
+//! TCP pacing: data segments leave at most every `len / pacing_rate`,
+//! expressed as a release time (Linux `tcp_wstamp_ns`, the earliest departure
+//! time `sch_fq` honours) the endpoint turns into a timer (never a sleep).
+//! Used by `l4slab-tcp`.
 //!
 //! Follows Linux TCP internal pacing (`tcp_update_skb_after_send`,
 //! `tcp_update_pacing_rate`; REFERENCES §3.8):
@@ -15,14 +17,15 @@
 use l4slab_core::{Dur, Rate, Time};
 
 /// Linux `tcp_update_skb_after_send`: pacing starts once `data_segs_out >= 10`.
-pub(crate) const UNPACED_SEGMENTS: u64 = 10;
+pub const UNPACED_SEGMENTS: u64 = 10;
 /// Linux `tcp_pacing_ss_ratio` default, percent.
-pub(crate) const PACING_SS_RATIO: u64 = 200;
+pub const PACING_SS_RATIO: u64 = 200;
 /// Linux `tcp_pacing_ca_ratio` default, percent.
-pub(crate) const PACING_CA_RATIO: u64 = 120;
+pub const PACING_CA_RATIO: u64 = 120;
 
+/// The departure-time pacer of one TCP sender.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Pacer {
+pub struct Pacer {
     /// Linux `tcp_wstamp_ns`: earliest departure of the next data segment.
     next_send: Time,
     /// Linux `data_segs_out`.
@@ -61,7 +64,7 @@ impl Pacer {
 /// `ratio * max(cwnd, outstanding) / srtt`, with ratio 200 % while
 /// `cwnd < ssthresh / 2` ("slow start") and 120 % otherwise. `None` before the
 /// first RTT sample (Linux then does not divide, i.e. effectively unpaced).
-pub(crate) fn default_rate(
+pub fn default_rate(
     cwnd: u64,
     ssthresh: Option<u64>,
     outstanding: u64,
