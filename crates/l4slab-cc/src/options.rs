@@ -113,6 +113,7 @@ impl Serialize for Value {
             ParamValue::Int(i) => s.serialize_i64(i),
             ParamValue::Num(x) => s.serialize_f64(x),
             ParamValue::Dur(d) => d.serialize(s),
+            ParamValue::Rate(r) => r.serialize(s),
             ParamValue::Flag(b) => s.serialize_bool(b),
             ParamValue::Choice(c) => s.serialize_str(c),
             ParamValue::Unset { .. } => s.serialize_none(),

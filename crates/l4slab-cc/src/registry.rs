@@ -11,8 +11,6 @@
 //! `PARAMS` and an `impl CcConfig`), one line here and its
 //! `docs/models/<name>.md`.
 
-use l4slab_core::Dur;
-
 use crate::param::{Param, ParamValue};
 use crate::CongestionControl;
 
@@ -38,45 +36,6 @@ pub trait CcConfig: Sized {
     fn build(self) -> Box<dyn CongestionControl>;
 }
 
-/// A config field's type from a [`ParamValue`] of its declared kind.
-///
-/// # Panics
-/// On a value of another kind or out of the type's range: the caller (the
-/// scenario resolver) reads values by their declaration, so that is a bug.
-pub trait FromParam: Sized {
-    fn from_param(v: ParamValue) -> Self;
-}
-
-impl FromParam for u32 {
-    fn from_param(v: ParamValue) -> Self {
-        u32::try_from(v.int()).expect("declared range fits u32")
-    }
-}
-
-impl FromParam for u64 {
-    fn from_param(v: ParamValue) -> Self {
-        u64::try_from(v.int()).expect("declared range fits u64")
-    }
-}
-
-impl FromParam for f64 {
-    fn from_param(v: ParamValue) -> Self {
-        v.num()
-    }
-}
-
-impl FromParam for bool {
-    fn from_param(v: ParamValue) -> Self {
-        v.flag()
-    }
-}
-
-impl FromParam for Dur {
-    fn from_param(v: ParamValue) -> Self {
-        v.dur()
-    }
-}
-
 /// `impl CcConfig for $cfg`, building `$cc`, in the algorithm's file: each
 /// declared parameter onto its config field, through a conversion where the
 /// config keeps Linux's units (`HIGH_GAIN => high_gain (gain_to_fixed)`).
@@ -97,7 +56,7 @@ macro_rules! cc_config {
                 let _ = (&name, &v);
                 $(
                     if name == $param.name {
-                        self.$field = $($conv)?($crate::registry::FromParam::from_param(v));
+                        self.$field = $($conv)?(l4slab_core::param::FromParam::from_param(v));
                         return true;
                     }
                 )*

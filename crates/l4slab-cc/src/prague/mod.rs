@@ -116,8 +116,8 @@ use l4slab_core::{Dur, Rate, Time};
 use crate::cong;
 use crate::dctcp::{self, MarkedFraction, RoundTracker};
 use crate::param::{Kind, Param, ParamError, ParamValue};
-use crate::registry::FromParam;
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
+use l4slab_core::param::FromParam;
 
 use classic_ecn::ClassicEcnDetector;
 pub use rtt_scaling::RttScaling;
