@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from l4slab import cli
+from l4slab import _cli_base, cli, report_cli
+from l4slab import run_cli as run_mod
 from l4slab.cli import main
 from l4slab.results import MANIFEST_FILE, RUN_FILE, SERIES_FILE, SUMMARY_FILE, load, write_bundle
 
@@ -256,10 +257,10 @@ def _write(path: Path, data: bytes) -> Path:
 
 def test_progress_bar_starts_only_after_a_second(monkeypatch):
     clock = [100.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(run_mod.time, "monotonic", lambda: clock[0])
     console = Console(file=io.StringIO(), force_terminal=True, width=80)
 
-    with cli._LazyProgress(console, enabled=True) as progress:
+    with run_mod._LazyProgress(console, enabled=True) as progress:
         progress(1.0, 10.0)
         clock[0] += 0.9
         progress(2.0, 10.0)
@@ -274,8 +275,8 @@ def test_progress_bar_starts_only_after_a_second(monkeypatch):
 
 def test_disabled_progress_never_draws(monkeypatch):
     clock = [0.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
-    progress = cli._LazyProgress(Console(file=io.StringIO()), enabled=False)
+    monkeypatch.setattr(run_mod.time, "monotonic", lambda: clock[0])
+    progress = run_mod._LazyProgress(Console(file=io.StringIO()), enabled=False)
     clock[0] = 10.0
     progress(1.0, 2.0)
 
@@ -406,11 +407,11 @@ def test_ctrl_c_during_a_run_exits_130_and_writes_nothing(
 ):
     calls = []
 
-    def interrupt(self: cli._LazyProgress, sim_s: float, duration_s: float) -> None:
+    def interrupt(self: run_mod._LazyProgress, sim_s: float, duration_s: float) -> None:
         calls.append(sim_s)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli._LazyProgress, "__call__", interrupt)
+    monkeypatch.setattr(run_mod._LazyProgress, "__call__", interrupt)
     out_dir = tmp_path / "out"
 
     code, _, err = run_cli(capsys, "run", example_scenario, "-o", out_dir, "--set", "duration=60s")
@@ -669,7 +670,7 @@ def test_sigterm_mid_run_exits_143_and_leaves_nothing(native, example_scenario, 
 
 def test_progress_names_the_trace_being_written():
     console = Console(file=io.StringIO(), force_terminal=True, width=100)
-    with cli._LazyProgress(
+    with run_mod._LazyProgress(
         console, enabled=True, delay=0.0, label="simulating, writing packets.parquet"
     ) as progress:
         progress(1.0, 10.0)
@@ -684,9 +685,9 @@ def test_sigterm_in_any_command_exits_143(tmp_path, capsys, monkeypatch, make_na
     bundle = write_bundle(tmp_path / "res", make_native_result())
 
     def terminated(*args: object, **kwargs: object) -> None:
-        raise cli.Terminated  # what the SIGTERM handler raises
+        raise _cli_base.Terminated  # what the SIGTERM handler raises
 
-    monkeypatch.setattr(cli, "_write_report", terminated)
+    monkeypatch.setattr(report_cli, "_write_report", terminated)
 
     code, _, err = run_cli(capsys, "report", bundle)
 
@@ -703,7 +704,7 @@ def test_main_handles_sigterm_only_while_it_runs(tmp_path, capsys, monkeypatch, 
         during.append(signal.getsignal(signal.SIGTERM))
         return directory / "report.html"
 
-    monkeypatch.setattr(cli, "_write_report", report)
+    monkeypatch.setattr(report_cli, "_write_report", report)
 
     code, _, err = run_cli(capsys, "report", bundle)
 

@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from l4slab import emu
-from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, _fail
+from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, _fail, errors
 
 __all__ = ["app"]
 
@@ -195,7 +195,7 @@ def _emu(
         bool, _opt("--quiet", "-q", help="No banner or timing line.", panel=_RUN)
     ] = False,
 ) -> None:
-    try:
+    with errors(input_only=True):
         link = emu.link_sets(
             rate=rate,
             down_rate=down_rate,
@@ -209,8 +209,6 @@ def _emu(
             loss=loss,
             sets=sets or (),
         )
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     ctx.meta["l4slab.emu"] = {
         "sets": link,
         "server_command": server,
@@ -228,12 +226,9 @@ def _emu(
 
 
 def _run(args: list[str]) -> int:
-    try:
-        return emu.run_emulator(args).returncode
-    except emu.NotRootError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_FAILED) from None
+    with errors():
+        code = emu.run_emulator(args).returncode
+    return code
 
 
 @app.command(
@@ -251,10 +246,8 @@ def _shell(
             EXIT_BAD_INPUT,
         )
     opts = dict(ctx.meta["l4slab.emu"])
-    try:
+    with errors(input_only=True):
         args = emu.shell_args(command, **opts)
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     raise typer.Exit(_run(args))
 
 
@@ -290,21 +283,15 @@ def _ecn_check(
     count: Annotated[int, typer.Option(min=1, help="Probes per codepoint and direction.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON report.")] = False,
 ) -> None:
-    try:
+    with errors():
         emulator = emu.emulator_command()
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_FAILED) from None
     opts = dict(ctx.meta["l4slab.emu"])
     opts["quiet"] = True
     checker = [*emulator, "probe", "ecn-check", "10.77.0.2", "--tcp-addr", "10.77.0.3"]
     checker += ["--count", str(count)]
     opts["server_command"] = shlex.join([*emulator, "probe", "ecn-reflect"])
-    try:
+    with errors():
         proc = emu.run_emulator(emu.shell_args(checker, **opts), capture=True)
-    except emu.NotRootError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_FAILED) from None
     if proc.returncode not in (0, 3):
         raise _fail(f"the ECN check failed: {(proc.stderr or '').strip()}", EXIT_FAILED)
     report = json.loads(proc.stdout)
