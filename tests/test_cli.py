@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import os
@@ -11,8 +12,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 from rich.console import Console
 
 from l4slab import _cli_base, cli, report_cli
@@ -121,6 +124,79 @@ def test_no_command_prints_help(capsys):
 
     assert code == 2
     assert "Usage" in out
+
+
+# --------------------------------------------------------------------------- exit codes
+
+
+def test_every_row_of_the_exit_code_table_is_an_error_class_no_earlier_row_shadows(native):
+    seen: list[type[BaseException]] = []
+    for row in _cli_base.EXIT_CODES:
+        cls = getattr(importlib.import_module(row.module), row.name)
+        assert isinstance(cls, type) and issubclass(cls, Exception), row
+        shadow = [earlier.__name__ for earlier in seen if issubclass(cls, earlier)]
+        assert not shadow, f"{row.name} is reported by the earlier row of {shadow}"
+        seen.append(cls)
+
+
+def _reported(
+    capsys: pytest.CaptureFixture[str], exc: BaseException, **block: Any
+) -> tuple[int, str]:
+    """The exit code and the error line ``errors(**block)`` gives ``exc``."""
+    with pytest.raises(typer.Exit) as caught, _cli_base.errors(**block):
+        raise exc
+    return caught.value.exit_code, capsys.readouterr().err.strip()
+
+
+def test_errors_map_each_class_to_its_code_and_message(native, capsys):
+    from l4slab import emu
+    from l4slab.output import OutputDirError
+
+    assert _reported(capsys, native.ScenarioError("k: bad")) == (2, "error: k: bad")
+    assert _reported(capsys, native.SimulationError("boom")) == (
+        1,
+        "error: simulation failed: boom",
+    )
+    # A subclass before its base: OutputDirError is an OSError, but bad input.
+    assert _reported(capsys, OutputDirError("d: not ours")) == (2, "error: d: not ours")
+    assert _reported(capsys, KeyError("no flow 'x'")) == (2, "error: no flow 'x'")
+    assert _reported(capsys, OSError("disk full"), writing="results to d") == (
+        1,
+        "error: could not write results to d: disk full",
+    )
+    assert _reported(capsys, emu.EmuError("no emulator")) == (1, "error: no emulator")
+    assert _reported(capsys, emu.EmuError("died"), emulation=True) == (
+        1,
+        "error: emulation failed: died",
+    )
+    assert _reported(capsys, emu.EmuError("bad --x"), input_only=True) == (2, "error: bad --x")
+    assert _reported(capsys, FileExistsError("d: taken"), about="--out") == (
+        2,
+        "error: --out: d: taken",
+    )
+
+
+def test_errors_let_what_the_block_does_not_expect_through(capsys):
+    # An OSError where nothing is written, an error the table does not know, and Ctrl-C
+    # without a message of the block's: not an error line, the exception itself.
+    for exc in (OSError("read failed"), RuntimeError("a bug"), KeyboardInterrupt()):
+        with pytest.raises(type(exc)), _cli_base.errors():
+            raise exc
+    assert capsys.readouterr().err == ""
+
+
+def test_errors_say_what_ctrl_c_and_sigterm_stopped(capsys):
+    def stopped(exc: KeyboardInterrupt) -> str:
+        return f"{'terminated' if _cli_base.terminated(exc) else 'interrupted'}; nothing written"
+
+    assert _reported(capsys, KeyboardInterrupt(), interrupted=stopped) == (
+        130,
+        "error: interrupted; nothing written",
+    )
+    assert _reported(capsys, _cli_base.Terminated(), interrupted=stopped) == (
+        143,
+        "error: terminated; nothing written",
+    )
 
 
 # --------------------------------------------------------------------------- show
