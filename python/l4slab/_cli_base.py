@@ -315,13 +315,25 @@ class _Bar:
 
 # --------------------------------------------------------------------------- options
 
+
+def opt(*names: str, **kwargs: Any) -> Any:
+    """A ``typer.Option`` whose help shows no default (its text says what happens without it)."""
+    return typer.Option(*names, show_default=False, **kwargs)
+
+
+def out_opt(metavar: str, help: str) -> Any:
+    """``-o/--out METAVAR``: where a command writes."""
+    return opt("-o", "--out", metavar=metavar, help=help)
+
+
+def arg(**kwargs: Any) -> Any:
+    """A ``typer.Argument`` whose help shows no default."""
+    return typer.Argument(show_default=False, **kwargs)
+
+
 ScenarioArg = Annotated[
     Path,
-    typer.Argument(
-        metavar="SCENARIO",
-        help="Scenario TOML file, e.g. scenarios/examples/reno-20mbit.toml.",
-        show_default=False,
-    ),
+    arg(metavar="SCENARIO", help="Scenario TOML file, e.g. scenarios/examples/reno-20mbit.toml."),
 ]
 AllowLargeOpt = Annotated[
     bool,
@@ -334,19 +346,14 @@ AllowLargeOpt = Annotated[
 ]
 ResultsDirArg = Annotated[
     Path,
-    typer.Argument(
-        metavar="DIR",
-        help="A results directory written by l4slab run, e.g. results/reno-20mbit.",
-        show_default=False,
-    ),
+    arg(metavar="DIR", help="A results directory written by l4slab run, e.g. results/reno-20mbit."),
 ]
 SetOpt = Annotated[
     list[str] | None,
-    typer.Option(
+    opt(
         "--set",
         metavar="KEY=VALUE",
         help="Override one scenario value by key path; repeatable. "
         "E.g. --set bottleneck.rate=50Mbit --set duration=10s.",
-        show_default=False,
     ),
 ]

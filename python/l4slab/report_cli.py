@@ -18,7 +18,10 @@ from l4slab._cli_base import (
     _help,
     _open,
     _stdout,
+    arg,
     errors,
+    opt,
+    out_opt,
 )
 
 __all__ = ["register"]
@@ -57,22 +60,20 @@ def report_command(
     directory: ResultsDirArg,
     flow: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--flow",
             metavar="NAME",
             help="Flow of the time-sequence graph. Default: the first flow.",
-            show_default=False,
         ),
     ] = None,
     tsg_window: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--tsg-window",
             metavar="T0:T1",
             help="Time range in seconds of the zoomed time-sequence graph, e.g. 12.5:13.0 "
             "(every packet in it is drawn). Default: around the flow's first loss, "
             "retransmission or CE mark.",
-            show_default=False,
         ),
     ] = None,
     open_page: Annotated[
@@ -126,29 +127,21 @@ DEFAULT_COMPARE_DIR = DEFAULT_RESULTS_ROOT / "compare"
 def compare_command(
     directories: Annotated[
         list[Path],
-        typer.Argument(
+        arg(
             metavar="DIR",
             help="Two or more results directories, e.g. results/fifo-reno results/codel-reno.",
-            show_default=False,
         ),
     ],
     out: Annotated[
         Path | None,
-        typer.Option(
-            "-o",
-            "--out",
-            metavar="OUT",
-            help="Where compare.html and figures/ go. Default: results/compare.",
-            show_default=False,
-        ),
+        out_opt("OUT", "Where compare.html and figures/ go. Default: results/compare."),
     ] = None,
     labels: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--label",
             metavar="LABEL",
             help="Name of a run, once per DIR in order. Default: scenario or directory names.",
-            show_default=False,
         ),
     ] = None,
     open_page: Annotated[

@@ -23,7 +23,10 @@ from l4slab._cli_base import (
     _open,
     _stderr,
     _stdout,
+    arg,
     errors,
+    opt,
+    out_opt,
 )
 
 __all__ = ["register"]
@@ -67,10 +70,9 @@ def _studies_root(option: Path | None) -> Path:
 def reproduce_command(
     study: Annotated[
         str | None,
-        typer.Argument(
+        arg(
             metavar="STUDY",
             help="A study id (e.g. litespeed-bbr-loss), a study directory, or 'all'.",
-            show_default=False,
         ),
     ] = None,
     list_studies: Annotated[
@@ -78,44 +80,30 @@ def reproduce_command(
     ] = False,
     out: Annotated[
         Path | None,
-        typer.Option(
-            "-o",
-            "--out",
-            metavar="OUT",
-            help="Where study results go (OUT/<id>/). Default: results/studies.",
-            show_default=False,
-        ),
+        out_opt("OUT", "Where study results go (OUT/<id>/). Default: results/studies."),
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=1,
-            help="Worker processes. Default: one per CPU, at most 2.",
-            show_default=False,
-        ),
+        opt("--jobs", "-j", min=1, help="Worker processes. Default: one per CPU, at most 2."),
     ] = None,
     dask: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--dask",
             metavar="ADDRESS",
             help="Run the simulations on a Dask cluster: its scheduler's address, e.g. "
             "tcp://10.0.0.5:8786 (pip install 'l4slab\\[dask]' here and on the workers, the "
             "same l4slab version). The workers send each run's bundle back; study.json is "
             "the same, byte for byte.",
-            show_default=False,
         ),
     ] = None,
     studies_dir: Annotated[
         Path | None,
-        typer.Option(
+        opt(
             "--studies",
             metavar="DIR",
             help="Where to look for study ids. Default: the studies l4slab ships "
             "(in the source tree: scenarios/studies).",
-            show_default=False,
         ),
     ] = None,
     quiet: Annotated[

@@ -39,6 +39,8 @@ from l4slab._cli_base import (
     _stderr,
     _stdout,
     errors,
+    opt,
+    out_opt,
     terminated,
 )
 from l4slab._types import SEED_MAX
@@ -141,21 +143,14 @@ def run_command(
     scenario: ScenarioArg,
     out: Annotated[
         Path | None,
-        typer.Option(
-            "-o",
-            "--out",
-            metavar="DIR",
-            help="Results directory. Default: results/<scenario name>.",
-            show_default=False,
-        ),
+        out_opt("DIR", "Results directory. Default: results/<scenario name>."),
     ] = None,
     seed: Annotated[
         int | None,
-        typer.Option(
+        opt(
             min=0,
             max=SEED_MAX,
             help="Root seed, an integer from 0 to 2^63-1; replaces the scenario's seed.",
-            show_default=False,
         ),
     ] = None,
     overrides: SetOpt = None,

@@ -26,7 +26,10 @@ from l4slab._cli_base import (
     _open,
     _stderr,
     _stdout,
+    arg,
     errors,
+    opt,
+    out_opt,
     terminated,
 )
 
@@ -67,44 +70,32 @@ def sweep_command(
     scenario: ScenarioArg,
     grid: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--grid",
             metavar="KEY=V1,V2,...",
             help="A grid key and its values, repeatable: every combination runs. E.g. "
             "--grid bottleneck.qdisc=dualpi2,fq_codel --grid flows[0].cc=prague,cubic. "
             "Replaces the values the scenario's \\[sweep] table gives that key.",
-            show_default=False,
         ),
     ] = None,
     seeds: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--seeds",
             metavar="N|S1,S2,...",
             help="Seeds per grid point: a number (--seeds 3: seeds 1, 2, 3) or a list "
             "(--seeds 1,7,42). Default: the \\[sweep] table's seeds, else the scenario's seed.",
-            show_default=False,
         ),
     ] = None,
     overrides: SetOpt = None,
     out: Annotated[
         Path | None,
-        typer.Option(
-            "-o",
-            "--out",
-            metavar="DIR",
-            help="The sweep's directory. Default: results/sweeps/<scenario name>.",
-            show_default=False,
-        ),
+        out_opt("DIR", "The sweep's directory. Default: results/sweeps/<scenario name>."),
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=1,
-            help="Local worker processes (or threads). Default: every core.",
-            show_default=False,
+        opt(
+            "--jobs", "-j", min=1, help="Local worker processes (or threads). Default: every core."
         ),
     ] = None,
     threads: Annotated[
@@ -117,13 +108,12 @@ def sweep_command(
     ] = False,
     dask: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--dask",
             metavar="ADDRESS",
             help="Run the cells on a Dask cluster: its scheduler's address, e.g. "
             "tcp://10.0.0.5:8786. The workers need l4slab (this version) and send each "
             "bundle back: no shared file system needed.",
-            show_default=False,
         ),
     ] = None,
     report: Annotated[
@@ -280,58 +270,45 @@ PLOT_SWEEP_HELP = _help(
 def plot_sweep_command(
     directory: Annotated[
         Path,
-        typer.Argument(
-            metavar="DIR",
-            help="A sweep's directory, e.g. results/sweeps/sweep-aqm.",
-            show_default=False,
-        ),
+        arg(metavar="DIR", help="A sweep's directory, e.g. results/sweeps/sweep-aqm."),
     ],
     metric: Annotated[
         str | None,
-        typer.Argument(
+        arg(
             metavar="[METRIC]",
             help="A metric column of cells.parquet, e.g. flow/download/goodput_bps.",
-            show_default=False,
         ),
     ] = None,
     x: Annotated[
         str | None,
-        typer.Option("--x", metavar="KEY", help="Grid key on the x axis.", show_default=False),
+        opt("--x", metavar="KEY", help="Grid key on the x axis."),
     ] = None,
     y: Annotated[
         str | None,
-        typer.Option(
-            "--y", metavar="KEY", help="Grid key on the y axis: a heatmap.", show_default=False
-        ),
+        opt("--y", metavar="KEY", help="Grid key on the y axis: a heatmap."),
     ] = None,
     by: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--by",
             metavar="KEY",
             help="One line per value of these grid keys (repeatable). Default: every other "
             "varying key.",
-            show_default=False,
         ),
     ] = None,
     where: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--where",
             metavar="KEY=VALUE",
             help="Only the cells with this value of a grid key, as written in the grid "
             "(repeatable), e.g. --where bottleneck.qdisc=dualpi2.",
-            show_default=False,
         ),
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option(
-            "-o",
-            "--out",
-            metavar="FILE",
-            help="Where the figure goes (.png or .svg). Default: DIR/figures/<name>.png|svg.",
-            show_default=False,
+        out_opt(
+            "FILE", "Where the figure goes (.png or .svg). Default: DIR/figures/<name>.png|svg."
         ),
     ] = None,
     list_columns: Annotated[
