@@ -159,7 +159,7 @@ def test_errors_map_each_class_to_its_code_and_message(native, capsys):
     )
     # A subclass before its base: OutputDirError is an OSError, but bad input.
     assert _reported(capsys, OutputDirError("d: not ours")) == (2, "error: d: not ours")
-    assert _reported(capsys, KeyError("no flow 'x'")) == (2, "error: no flow 'x'")
+    assert _reported(capsys, KeyError("no flow 'x'"), reading=True) == (2, "error: no flow 'x'")
     assert _reported(capsys, OSError("disk full"), writing="results to d") == (
         1,
         "error: could not write results to d: disk full",
@@ -177,9 +177,15 @@ def test_errors_map_each_class_to_its_code_and_message(native, capsys):
 
 
 def test_errors_let_what_the_block_does_not_expect_through(capsys):
-    # An OSError where nothing is written, an error the table does not know, and Ctrl-C
-    # without a message of the block's: not an error line, the exception itself.
-    for exc in (OSError("read failed"), RuntimeError("a bug"), KeyboardInterrupt()):
+    # An OSError where nothing is written, a plain ValueError where no results are read,
+    # an error the table does not know, and Ctrl-C without a message of the block's: not
+    # an error line, the exception itself.
+    for exc in (
+        OSError("read failed"),
+        ValueError("Out of range float values are not JSON compliant"),
+        RuntimeError("a bug"),
+        KeyboardInterrupt(),
+    ):
         with pytest.raises(type(exc)), _cli_base.errors():
             raise exc
     assert capsys.readouterr().err == ""

@@ -124,6 +124,9 @@ class ErrorCode:
     #: Reported only by a block that says what it writes (``errors(writing=WHAT)``):
     #: ``could not write WHAT: TEXT``. Elsewhere such an error is a bug and propagates.
     writes: bool = False
+    #: Reported only by a block that reads results (``errors(reading=True)``), whose
+    #: library calls raise it for bad input; elsewhere it is a bug and propagates.
+    reads: bool = False
     #: The prefix in a block that runs a scenario through the emulator
     #: (``errors(emulation=True)``).
     emulating: str = ""
@@ -158,10 +161,10 @@ EXIT_CODES: tuple[ErrorCode, ...] = (
     ErrorCode("l4slab.shipped", "ShippedDataError", EXIT_FAILED),
     ErrorCode("l4slab.output", "OutputDirError", EXIT_BAD_INPUT),
     ErrorCode("builtins", "FileExistsError", EXIT_BAD_INPUT),
-    # results.load: no such bundle, or not a bundle (ValueError); a key the data lacks.
-    ErrorCode("builtins", "FileNotFoundError", EXIT_BAD_INPUT),
-    ErrorCode("builtins", "KeyError", EXIT_BAD_INPUT),
-    ErrorCode("builtins", "ValueError", EXIT_BAD_INPUT),
+    # Reading results: no such bundle, not a bundle, a flow or a metric the data lacks.
+    ErrorCode("builtins", "FileNotFoundError", EXIT_BAD_INPUT, reads=True),
+    ErrorCode("builtins", "KeyError", EXIT_BAD_INPUT, reads=True),
+    ErrorCode("builtins", "ValueError", EXIT_BAD_INPUT, reads=True),
     # The native module is not built (l4slab.api says how to build it).
     ErrorCode("builtins", "ImportError", EXIT_FAILED),
     ErrorCode("builtins", "OSError", EXIT_FAILED, writes=True),
@@ -177,6 +180,7 @@ def error_row(exc: BaseException) -> ErrorCode | None:
 def errors(
     *,
     writing: str | None = None,
+    reading: bool = False,
     about: str | None = None,
     interrupted: Callable[[KeyboardInterrupt], str | None] | None = None,
     input_only: bool = False,
@@ -184,14 +188,20 @@ def errors(
 ) -> Iterator[None]:
     """Report an error of the block as ``error: ...`` and exit with its code (:data:`EXIT_CODES`).
 
-    What the block adds: ``writing`` what it writes (an ``OSError`` is then ``could not
-    write WRITING: ...``; elsewhere an ``OSError`` is not expected and propagates);
-    ``about`` the option the errors are about (``--out: ...``); ``interrupted`` the
-    message for Ctrl-C (exit 130) or SIGTERM (143), which propagate without one (or when
-    it gives None);
-    ``input_only``: the block only checks options, so any error is bad input (exit 2);
-    ``emulation``: the block runs a scenario through the emulator (``emulation failed:``).
-    An error the table does not know propagates unchanged.
+    What the block adds to the table:
+
+    * ``writing``: what it writes; an ``OSError`` is then ``could not write WRITING: ...``
+      (elsewhere an ``OSError`` is not expected and propagates);
+    * ``reading``: the block reads results or looks names up in them (:mod:`l4slab.results`,
+      the plots), which raise a plain ``ValueError``, ``KeyError`` or
+      ``FileNotFoundError`` for bad input; elsewhere those are bugs and propagate;
+    * ``about``: the option its errors are about (``--out: ...``);
+    * ``interrupted``: the message for Ctrl-C (exit 130) or SIGTERM (143); without one,
+      or when it gives None, the interrupt propagates;
+    * ``input_only``: the block only checks options, so any error is bad input (exit 2);
+    * ``emulation``: the block runs a scenario through the emulator (``emulation failed:``).
+
+    An error the table does not know propagates unchanged: it is a bug, with a traceback.
     """
     try:
         yield
@@ -204,7 +214,7 @@ def errors(
         raise _fail(message, EXIT_TERMINATED if terminated(exc) else EXIT_INTERRUPTED) from None
     except Exception as exc:
         row = error_row(exc)
-        if row is None or (row.writes and writing is None):
+        if row is None or (row.writes and writing is None) or (row.reads and not reading):
             raise
         text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
         prefix = row.prefix

@@ -1,6 +1,7 @@
 """``l4slab check-l4s [--server CMD] -- CLIENT CMD``: an L4S conformance report
 for any program (needs root). The work is :func:`l4slab.check.check_l4s`; this
-module only maps options and exit codes.
+module only maps options, and the verdict to its exit code (errors go through
+:func:`l4slab._cli_base.errors`).
 """
 
 from __future__ import annotations

@@ -111,9 +111,9 @@ def _write_report(
     """Write the report of a bundle, or exit naming the problem."""
     from l4slab.report import write_report
 
-    with errors():
+    with errors(reading=True):
         results = results_mod.load(directory)
-    with errors(writing=f"the report in {directory}"):
+    with errors(writing=f"the report in {directory}", reading=True):
         page = write_report(results, flow=flow, tsg_window=tsg_window)
     return page
 
@@ -154,11 +154,11 @@ def compare_command(
     if len(directories) < 2:
         raise _fail("give at least two results directories to compare", EXIT_BAD_INPUT)
     target = out if out is not None else DEFAULT_COMPARE_DIR
-    with errors():
+    with errors(reading=True):
         runs = [results_mod.load(d) for d in directories]
         check_compare_dir(target)
     names = list(labels) if labels else run_labels(runs)
-    with errors(writing=f"the comparison to {target}"):
+    with errors(writing=f"the comparison to {target}", reading=True):
         page = compare(runs, target, labels=names)
     console = _stdout()
     for table in comparison_tables(runs, names):

@@ -301,7 +301,7 @@ def cost_line(cost: Any) -> str:
 
 
 def show_command(directory: ResultsDirArg) -> None:
-    with errors():
+    with errors(reading=True):
         results = results_mod.load(directory)
     console = _stdout()
     console.print(summary_view(results))

@@ -320,7 +320,7 @@ def plot_sweep_command(
 ) -> None:
     from l4slab import sweep as sweep_mod
 
-    with errors():
+    with errors(reading=True):
         data = sweep_mod.load(directory)
     console = _stdout()
     if list_columns:
@@ -382,7 +382,7 @@ def _plot_one(
 
     figure = Figure(figsize=(7.5, 4.4), layout="constrained")
     ax = figure.add_subplot()
-    with errors():
+    with errors(reading=True):
         if y is None:
             metric_vs_param(ax, data, metric, x, by=by, where=fixed)
         else:
