@@ -53,7 +53,9 @@ def digest_run(path: Path) -> str:
     for name in sorted(series):
         col = series[name]
         h.update(name.encode())
-        h.update(bytes(col) if isinstance(col, (bytes, bytearray, memoryview)) else repr(col).encode())
+        h.update(
+            bytes(col) if isinstance(col, (bytes, bytearray, memoryview)) else repr(col).encode()
+        )
     return h.hexdigest()[:16]
 
 
@@ -73,7 +75,9 @@ def digest_studies() -> dict[str, str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("-o", "--out", type=Path, help="write the digests here (JSON)")
     ap.add_argument("--compare", type=Path, help="compare with digests written earlier")
     ap.add_argument("--studies", action="store_true", help="also digest `l4slab reproduce all`")
@@ -97,7 +101,9 @@ def main() -> int:
         args.out.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
     if args.compare:
         before = json.loads(args.compare.read_text())
-        changed = sorted(k for k in before.keys() | digests.keys() if before.get(k) != digests.get(k))
+        changed = sorted(
+            k for k in before.keys() | digests.keys() if before.get(k) != digests.get(k)
+        )
         for k in changed:
             print(f"CHANGED {k}: {before.get(k)} -> {digests.get(k)}")
         print(f"{len(digests)} digests, {len(changed)} changed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import os
@@ -11,11 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 from rich.console import Console
 
-from l4slab import cli
+from l4slab import _cli_base, cli, report_cli
+from l4slab import run_cli as run_mod
 from l4slab.cli import main
 from l4slab.results import MANIFEST_FILE, RUN_FILE, SERIES_FILE, SUMMARY_FILE, load, write_bundle
 
@@ -120,6 +124,85 @@ def test_no_command_prints_help(capsys):
 
     assert code == 2
     assert "Usage" in out
+
+
+# --------------------------------------------------------------------------- exit codes
+
+
+def test_every_row_of_the_exit_code_table_is_an_error_class_no_earlier_row_shadows(native):
+    seen: list[type[BaseException]] = []
+    for row in _cli_base.EXIT_CODES:
+        cls = getattr(importlib.import_module(row.module), row.name)
+        assert isinstance(cls, type) and issubclass(cls, Exception), row
+        shadow = [earlier.__name__ for earlier in seen if issubclass(cls, earlier)]
+        assert not shadow, f"{row.name} is reported by the earlier row of {shadow}"
+        seen.append(cls)
+
+
+def _reported(
+    capsys: pytest.CaptureFixture[str], exc: BaseException, **block: Any
+) -> tuple[int, str]:
+    """The exit code and the error line ``errors(**block)`` gives ``exc``."""
+    with pytest.raises(typer.Exit) as caught, _cli_base.errors(**block):
+        raise exc
+    return caught.value.exit_code, capsys.readouterr().err.strip()
+
+
+def test_errors_map_each_class_to_its_code_and_message(native, capsys):
+    from l4slab import emu
+    from l4slab.output import OutputDirError
+
+    assert _reported(capsys, native.ScenarioError("k: bad")) == (2, "error: k: bad")
+    assert _reported(capsys, native.SimulationError("boom")) == (
+        1,
+        "error: simulation failed: boom",
+    )
+    # A subclass before its base: OutputDirError is an OSError, but bad input.
+    assert _reported(capsys, OutputDirError("d: not ours")) == (2, "error: d: not ours")
+    assert _reported(capsys, KeyError("no flow 'x'"), reading=True) == (2, "error: no flow 'x'")
+    assert _reported(capsys, OSError("disk full"), writing="results to d") == (
+        1,
+        "error: could not write results to d: disk full",
+    )
+    assert _reported(capsys, emu.EmuError("no emulator")) == (1, "error: no emulator")
+    assert _reported(capsys, emu.EmuError("died"), emulation=True) == (
+        1,
+        "error: emulation failed: died",
+    )
+    assert _reported(capsys, emu.EmuError("bad --x"), input_only=True) == (2, "error: bad --x")
+    assert _reported(capsys, FileExistsError("d: taken"), about="--out") == (
+        2,
+        "error: --out: d: taken",
+    )
+
+
+def test_errors_let_what_the_block_does_not_expect_through(capsys):
+    # An OSError where nothing is written, a plain ValueError where no results are read,
+    # an error the table does not know, and Ctrl-C without a message of the block's: not
+    # an error line, the exception itself.
+    for exc in (
+        OSError("read failed"),
+        ValueError("Out of range float values are not JSON compliant"),
+        RuntimeError("a bug"),
+        KeyboardInterrupt(),
+    ):
+        with pytest.raises(type(exc)), _cli_base.errors():
+            raise exc
+    assert capsys.readouterr().err == ""
+
+
+def test_errors_say_what_ctrl_c_and_sigterm_stopped(capsys):
+    def stopped(exc: KeyboardInterrupt) -> str:
+        return f"{'terminated' if _cli_base.terminated(exc) else 'interrupted'}; nothing written"
+
+    assert _reported(capsys, KeyboardInterrupt(), interrupted=stopped) == (
+        130,
+        "error: interrupted; nothing written",
+    )
+    assert _reported(capsys, _cli_base.Terminated(), interrupted=stopped) == (
+        143,
+        "error: terminated; nothing written",
+    )
 
 
 # --------------------------------------------------------------------------- show
@@ -256,10 +339,10 @@ def _write(path: Path, data: bytes) -> Path:
 
 def test_progress_bar_starts_only_after_a_second(monkeypatch):
     clock = [100.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(run_mod.time, "monotonic", lambda: clock[0])
     console = Console(file=io.StringIO(), force_terminal=True, width=80)
 
-    with cli._LazyProgress(console, enabled=True) as progress:
+    with run_mod._LazyProgress(console, enabled=True) as progress:
         progress(1.0, 10.0)
         clock[0] += 0.9
         progress(2.0, 10.0)
@@ -274,8 +357,8 @@ def test_progress_bar_starts_only_after_a_second(monkeypatch):
 
 def test_disabled_progress_never_draws(monkeypatch):
     clock = [0.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
-    progress = cli._LazyProgress(Console(file=io.StringIO()), enabled=False)
+    monkeypatch.setattr(run_mod.time, "monotonic", lambda: clock[0])
+    progress = run_mod._LazyProgress(Console(file=io.StringIO()), enabled=False)
     clock[0] = 10.0
     progress(1.0, 2.0)
 
@@ -406,11 +489,11 @@ def test_ctrl_c_during_a_run_exits_130_and_writes_nothing(
 ):
     calls = []
 
-    def interrupt(self: cli._LazyProgress, sim_s: float, duration_s: float) -> None:
+    def interrupt(self: run_mod._LazyProgress, sim_s: float, duration_s: float) -> None:
         calls.append(sim_s)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli._LazyProgress, "__call__", interrupt)
+    monkeypatch.setattr(run_mod._LazyProgress, "__call__", interrupt)
     out_dir = tmp_path / "out"
 
     code, _, err = run_cli(capsys, "run", example_scenario, "-o", out_dir, "--set", "duration=60s")
@@ -669,7 +752,7 @@ def test_sigterm_mid_run_exits_143_and_leaves_nothing(native, example_scenario, 
 
 def test_progress_names_the_trace_being_written():
     console = Console(file=io.StringIO(), force_terminal=True, width=100)
-    with cli._LazyProgress(
+    with run_mod._LazyProgress(
         console, enabled=True, delay=0.0, label="simulating, writing packets.parquet"
     ) as progress:
         progress(1.0, 10.0)
@@ -684,9 +767,9 @@ def test_sigterm_in_any_command_exits_143(tmp_path, capsys, monkeypatch, make_na
     bundle = write_bundle(tmp_path / "res", make_native_result())
 
     def terminated(*args: object, **kwargs: object) -> None:
-        raise cli.Terminated  # what the SIGTERM handler raises
+        raise _cli_base.Terminated  # what the SIGTERM handler raises
 
-    monkeypatch.setattr(cli, "_write_report", terminated)
+    monkeypatch.setattr(report_cli, "_write_report", terminated)
 
     code, _, err = run_cli(capsys, "report", bundle)
 
@@ -703,7 +786,7 @@ def test_main_handles_sigterm_only_while_it_runs(tmp_path, capsys, monkeypatch, 
         during.append(signal.getsignal(signal.SIGTERM))
         return directory / "report.html"
 
-    monkeypatch.setattr(cli, "_write_report", report)
+    monkeypatch.setattr(report_cli, "_write_report", report)
 
     code, _, err = run_cli(capsys, "report", bundle)
 

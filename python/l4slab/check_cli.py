@@ -1,6 +1,7 @@
 """``l4slab check-l4s [--server CMD] -- CLIENT CMD``: an L4S conformance report
 for any program (needs root). The work is :func:`l4slab.check.check_l4s`; this
-module only maps options and exit codes.
+module only maps options, and the verdict to its exit code (errors go through
+:func:`l4slab._cli_base.errors`).
 """
 
 from __future__ import annotations
@@ -11,23 +12,20 @@ from typing import Annotated
 import typer
 
 from l4slab import emu
-from l4slab._cli_base import DEFAULT_RESULTS_ROOT, EXIT_BAD_INPUT, _fail
-from l4slab.check import (
-    PHASE_NAMES,
-    CheckError,
-    CheckInputError,
-    check_l4s,
-    default_server,
-    validate_options,
+from l4slab._cli_base import (
+    DEFAULT_RESULTS_ROOT,
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_VERDICT_FAILED,
+    _fail,
+    errors,
 )
+from l4slab.check import PHASE_NAMES, check_l4s, default_server, validate_options
 from l4slab.check.measure import PhaseMetrics
 from l4slab.check.phases import Phase
-from l4slab.output import OutputDirError, check_output_dir
+from l4slab.output import check_output_dir
 
 __all__ = ["register"]
-
-EXIT_FAIL = 3
-EXIT_ERROR = 1
 
 CHECK_HELP = "\n\n".join(
     [
@@ -110,14 +108,10 @@ def check(
             "--cc prague -t '$L4SLAB_CHECK_SECONDS'",
             EXIT_BAD_INPUT,
         )
-    try:
+    with errors():
         validate_options(seconds, only or ())
-    except CheckInputError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    try:
+    with errors(about="--out"):
         check_output_dir(out)
-    except (FileExistsError, OutputDirError) as exc:
-        raise _fail(f"--out: {exc}", EXIT_BAD_INPUT) from None
     if not emu.is_root():
         raise _fail(
             "l4slab check-l4s needs root: it runs the emulator (network namespaces, TUN). "
@@ -125,7 +119,7 @@ def check(
             EXIT_BAD_INPUT,
         )
     srv = None if no_server else (server if server is not None else default_server())
-    try:
+    with errors():
         result = check_l4s(
             " ".join(command),
             server=srv,
@@ -134,15 +128,9 @@ def check(
             only=only or (),
             on_phase=_progress,
         )
-    except CheckInputError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except CheckError as exc:
-        raise _fail(str(exc), EXIT_ERROR) from None
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_ERROR) from None
     print(result.text())
     print(f"report: {result.out / 'report.html'}")
-    raise typer.Exit(EXIT_FAIL if result.failed else 0)
+    raise typer.Exit(EXIT_VERDICT_FAILED if result.failed else EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:

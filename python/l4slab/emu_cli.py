@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from l4slab import emu
-from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, _fail
+from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, _fail, errors
 from l4slab.emu_plan import Cleanup, EcnCheck, EcnReflect, Plan, Shell, Tuning
 
 __all__ = ["app"]
@@ -248,7 +248,7 @@ def _emu(
         bool, _opt("--quiet", "-q", help="No banner or timing line.", panel=_RUN)
     ] = False,
 ) -> None:
-    try:
+    with errors(input_only=True):
         link = emu.link_sets(
             rate=rate,
             down_rate=down_rate,
@@ -265,8 +265,6 @@ def _emu(
             ecn_path_up=ecn_path_up,
             sets=sets or (),
         )
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     # The shell plan but its COMMAND, which the sub-command gives.
     ctx.meta["l4slab.emu"] = Shell(
         command=(),
@@ -288,12 +286,9 @@ def _emu(
 
 
 def _run(plan: Plan) -> int:
-    try:
-        return emu.run_emulator(plan).returncode
-    except emu.NotRootError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_FAILED) from None
+    with errors():
+        code = emu.run_emulator(plan).returncode
+    return code
 
 
 @app.command(
@@ -310,10 +305,8 @@ def _shell(
             "no COMMAND; write e.g. l4slab emu --rate 20Mbit -- sh -c 'ping -c 3 $L4SLAB_SERVER'",
             EXIT_BAD_INPUT,
         )
-    try:
+    with errors(input_only=True):
         plan = emu.checked(dataclasses.replace(ctx.meta["l4slab.emu"], command=tuple(command)))
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     raise typer.Exit(_run(plan))
 
 
@@ -351,20 +344,14 @@ def _ecn_check(
     ] = EcnCheck.count,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON report.")] = False,
 ) -> None:
-    try:
+    with errors():
         checker = emu.command_line(emu.checked(EcnCheck(count=count)))
         reflector = shlex.join(emu.command_line(EcnReflect()))
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_FAILED) from None
     plan = dataclasses.replace(
         ctx.meta["l4slab.emu"], command=tuple(checker), server_command=reflector, quiet=True
     )
-    try:
+    with errors():
         proc = emu.run_emulator(plan, capture=True)
-    except emu.NotRootError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except emu.EmuError as exc:
-        raise _fail(str(exc), EXIT_FAILED) from None
     if proc.returncode not in (0, 3):
         raise _fail(f"the ECN check failed: {(proc.stderr or '').strip()}", EXIT_FAILED)
     report = json.loads(proc.stdout)

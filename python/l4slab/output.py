@@ -55,6 +55,7 @@ __all__ = [
     "clean_stale_staging",
     "output_path",
     "read_manifest",
+    "shown_names",
     "staging_dir",
     "write_bundle",
     "write_files",
@@ -217,7 +218,7 @@ def check_output_dir(path: str | os.PathLike[str]) -> None:
             f"refusing to replace {target}: {exc}; move the directory away or choose "
             "another output directory (-o)"
         ) from None
-    shown = _shown(entries)
+    shown = shown_names(entries)
     if manifest is None and any(name in entries for name in (SUMMARY_FILE, "study.json")):
         raise FileExistsError(
             f"refusing to replace {target}: it holds {shown} but no {MANIFEST_FILE}, so "
@@ -233,7 +234,7 @@ def check_output_dir(path: str | os.PathLike[str]) -> None:
     if strangers:
         one = len(strangers) == 1
         raise FileExistsError(
-            f"refusing to replace {target}: {_shown(strangers)} {'is' if one else 'are'} "
+            f"refusing to replace {target}: {shown_names(strangers)} {'is' if one else 'are'} "
             f"not l4slab's (not in its {MANIFEST_FILE}); move {'it' if one else 'them'} out "
             "of the results directory, or choose another output directory (-o)"
         )
@@ -298,7 +299,8 @@ def _strangers(directory: Path, manifest: Manifest) -> list[str]:
     return found
 
 
-def _shown(names: Sequence[str], limit: int = 3) -> str:
+def shown_names(names: Sequence[str], limit: int = 3) -> str:
+    """``a, b, c and 2 more``: the first ``limit`` names of a list, for a message."""
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
@@ -343,7 +345,7 @@ def clean_stale_staging(path: str | os.PathLike[str]) -> list[str]:
         if foreign:
             notes.append(
                 f"left {entry} alone: a killed run (process {pid}) left it, but it holds "
-                f"{_shown(foreign)}, which l4slab does not write; look inside, then remove it"
+                f"{shown_names(foreign)}, which l4slab does not write; look inside, then remove it"
             )
             continue
         if match["kind"] == "old" and not target.exists() and not target.is_symlink():
@@ -532,7 +534,7 @@ def _replace_dir(new: Path, target: Path) -> None:
     kept = _remove_own_files(old)
     if kept:
         warnings.warn(
-            f"kept {old}: it holds {_shown(kept)}, which appeared in {target} during the "
+            f"kept {old}: it holds {shown_names(kept)}, which appeared in {target} during the "
             "run and l4slab did not write; the new results are in place",
             OutputWarning,
             stacklevel=3,
@@ -639,7 +641,7 @@ def write_files(
     if conflicts:
         one = len(conflicts) == 1
         raise FileExistsError(
-            f"refusing to overwrite {_shown(conflicts)} in {target}: l4slab {writer} did not "
+            f"refusing to overwrite {shown_names(conflicts)} in {target}: l4slab {writer} did not "
             f"write {'it' if one else 'them'} (not in {MANIFEST_FILE}); move "
             f"{'it' if one else 'them'} away, or write somewhere else"
         )

@@ -13,8 +13,7 @@ from typing import Annotated
 import typer
 
 from l4slab import endpoints
-from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, _fail
-from l4slab.results import OutputDirError
+from l4slab._cli_base import EXIT_FAILED, EXIT_INTERRUPTED, errors
 
 __all__ = ["register"]
 
@@ -115,7 +114,7 @@ def send(
         typer.Option("-o", "--out", help="Write the results bundle here.", metavar="DIR"),
     ] = None,
 ) -> None:
-    try:
+    with errors():
         _, raw = endpoints.send(
             host,
             cc=cc,
@@ -130,10 +129,6 @@ def send(
             out=out,
             command=["l4slab", "send", *sys.argv[2:]],
         )
-    except (endpoints.EndpointInputError, OutputDirError, FileExistsError) as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except endpoints.EndpointError as exc:
-        raise _fail(str(exc), EXIT_FAILED) from None
     if out is not None:
         print(f"results in {out}")
     if raw.get("interrupted"):
@@ -175,7 +170,7 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    try:
+    with errors():
         run = endpoints.serve(
             bind=bind,
             port=port,
@@ -187,10 +182,6 @@ def serve(
             out=out,
             command=["l4slab", "serve", *sys.argv[2:]],
         )
-    except (endpoints.EndpointInputError, OutputDirError, FileExistsError) as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except endpoints.EndpointError as exc:
-        raise _fail(str(exc), EXIT_FAILED) from None
     if run.get("interrupted"):
         raise typer.Exit(EXIT_INTERRUPTED)
 

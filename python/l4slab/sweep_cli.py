@@ -14,12 +14,9 @@ from l4slab._cli_base import (
     DEFAULT_RESULTS_ROOT,
     EXIT_BAD_INPUT,
     EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
     AllowLargeOpt,
     ScenarioArg,
     SetOpt,
-    Terminated,
     _Bar,
     _dir_name,
     _fail,
@@ -29,6 +26,11 @@ from l4slab._cli_base import (
     _open,
     _stderr,
     _stdout,
+    arg,
+    errors,
+    opt,
+    out_opt,
+    terminated,
 )
 
 __all__ = ["register"]
@@ -68,44 +70,32 @@ def sweep_command(
     scenario: ScenarioArg,
     grid: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--grid",
             metavar="KEY=V1,V2,...",
             help="A grid key and its values, repeatable: every combination runs. E.g. "
             "--grid bottleneck.qdisc=dualpi2,fq_codel --grid flows[0].cc=prague,cubic. "
             "Replaces the values the scenario's \\[sweep] table gives that key.",
-            show_default=False,
         ),
     ] = None,
     seeds: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--seeds",
             metavar="N|S1,S2,...",
             help="Seeds per grid point: a number (--seeds 3: seeds 1, 2, 3) or a list "
             "(--seeds 1,7,42). Default: the \\[sweep] table's seeds, else the scenario's seed.",
-            show_default=False,
         ),
     ] = None,
     overrides: SetOpt = None,
     out: Annotated[
         Path | None,
-        typer.Option(
-            "-o",
-            "--out",
-            metavar="DIR",
-            help="The sweep's directory. Default: results/sweeps/<scenario name>.",
-            show_default=False,
-        ),
+        out_opt("DIR", "The sweep's directory. Default: results/sweeps/<scenario name>."),
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=1,
-            help="Local worker processes (or threads). Default: every core.",
-            show_default=False,
+        opt(
+            "--jobs", "-j", min=1, help="Local worker processes (or threads). Default: every core."
         ),
     ] = None,
     threads: Annotated[
@@ -118,13 +108,12 @@ def sweep_command(
     ] = False,
     dask: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--dask",
             metavar="ADDRESS",
             help="Run the cells on a Dask cluster: its scheduler's address, e.g. "
             "tcp://10.0.0.5:8786. The workers need l4slab (this version) and send each "
             "bundle back: no shared file system needed.",
-            show_default=False,
         ),
     ] = None,
     report: Annotated[
@@ -141,11 +130,10 @@ def sweep_command(
 ) -> None:
     _native()
     from l4slab import sweep as sweep_mod
-    from l4slab._read import ScenarioFileError
 
     if threads and dask is not None:
         raise _fail("--threads and --dask: choose one", EXIT_BAD_INPUT)
-    try:
+    with errors():
         plan = sweep_mod.plan(
             scenario,
             grid=list(grid or []),
@@ -153,15 +141,11 @@ def sweep_command(
             sets=list(overrides or []),
             allow_large=allow_large,
         )
-    except (sweep_mod.SweepError, ScenarioFileError) as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     target = results_mod.output_path(
         out if out is not None else DEFAULT_SWEEPS_OUT / _dir_name(plan.name)
     )
-    try:
+    with errors():
         sweep_mod.check_sweep_dir(target)
-    except FileExistsError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     err = _stderr()
     workers = jobs or sweep_mod.default_jobs()
     plural = "" if workers == 1 else "s" if threads else "es"
@@ -179,32 +163,27 @@ def sweep_command(
     )
     command = (ctx.obj or {}).get("command") or ["l4slab", "sweep"]
     bar = _SweepProgress(err, enabled=not quiet and err.is_terminal)
-    try:
-        with _notes(err), bar:
-            outcome = sweep_mod.run_sweep(
-                plan,
-                target,
-                jobs=jobs,
-                threads=threads,
-                dask=dask,
-                progress=bar,
-                command=command,
-            )
-    except sweep_mod.SweepInterrupted as exc:
-        code = EXIT_TERMINATED if isinstance(exc.__context__, Terminated) else EXIT_INTERRUPTED
-        raise _fail(
-            f"{'terminated' if code == EXIT_TERMINATED else 'interrupted'}: {exc.complete} of "
+
+    def stopped(exc: KeyboardInterrupt) -> str | None:
+        if not isinstance(exc, sweep_mod.SweepInterrupted):
+            return None  # before any cell ran: typer's own exit code 130
+        return (
+            f"{'terminated' if terminated(exc) else 'interrupted'}: {exc.complete} of "
             f"{exc.total} cells complete ({exc.ran} in this run"
             + (f", {exc.failed} failed" if exc.failed else "")
-            + f"); run the same command again to resume. Results so far: {target}/cells/",
-            code,
-        ) from None
-    except sweep_mod.ClusterError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except (FileExistsError, results_mod.OutputDirError) as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
-    except OSError as exc:
-        raise _fail(f"could not write the sweep to {target}: {exc}", EXIT_FAILED) from None
+            + f"); run the same command again to resume. Results so far: {target}/cells/"
+        )
+
+    with errors(writing=f"the sweep to {target}", interrupted=stopped), _notes(err), bar:
+        outcome = sweep_mod.run_sweep(
+            plan,
+            target,
+            jobs=jobs,
+            threads=threads,
+            dask=dask,
+            progress=bar,
+            command=command,
+        )
     console = _stdout()
     total = len(plan.unique_keys)
     console.print(
@@ -291,58 +270,45 @@ PLOT_SWEEP_HELP = _help(
 def plot_sweep_command(
     directory: Annotated[
         Path,
-        typer.Argument(
-            metavar="DIR",
-            help="A sweep's directory, e.g. results/sweeps/sweep-aqm.",
-            show_default=False,
-        ),
+        arg(metavar="DIR", help="A sweep's directory, e.g. results/sweeps/sweep-aqm."),
     ],
     metric: Annotated[
         str | None,
-        typer.Argument(
+        arg(
             metavar="[METRIC]",
             help="A metric column of cells.parquet, e.g. flow/download/goodput_bps.",
-            show_default=False,
         ),
     ] = None,
     x: Annotated[
         str | None,
-        typer.Option("--x", metavar="KEY", help="Grid key on the x axis.", show_default=False),
+        opt("--x", metavar="KEY", help="Grid key on the x axis."),
     ] = None,
     y: Annotated[
         str | None,
-        typer.Option(
-            "--y", metavar="KEY", help="Grid key on the y axis: a heatmap.", show_default=False
-        ),
+        opt("--y", metavar="KEY", help="Grid key on the y axis: a heatmap."),
     ] = None,
     by: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--by",
             metavar="KEY",
             help="One line per value of these grid keys (repeatable). Default: every other "
             "varying key.",
-            show_default=False,
         ),
     ] = None,
     where: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--where",
             metavar="KEY=VALUE",
             help="Only the cells with this value of a grid key, as written in the grid "
             "(repeatable), e.g. --where bottleneck.qdisc=dualpi2.",
-            show_default=False,
         ),
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option(
-            "-o",
-            "--out",
-            metavar="FILE",
-            help="Where the figure goes (.png or .svg). Default: DIR/figures/<name>.png|svg.",
-            show_default=False,
+        out_opt(
+            "FILE", "Where the figure goes (.png or .svg). Default: DIR/figures/<name>.png|svg."
         ),
     ] = None,
     list_columns: Annotated[
@@ -354,10 +320,8 @@ def plot_sweep_command(
 ) -> None:
     from l4slab import sweep as sweep_mod
 
-    try:
+    with errors(reading=True):
         data = sweep_mod.load(directory)
-    except (FileNotFoundError, ValueError) as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     console = _stdout()
     if list_columns:
         for param in data.params:
@@ -376,10 +340,8 @@ def plot_sweep_command(
             )
         from l4slab.sweep.report import write_sweep_report
 
-        try:
+        with errors():
             page = write_sweep_report(data)
-        except FileExistsError as exc:
-            raise _fail(str(exc), EXIT_BAD_INPUT) from None
         console.print(f"report: {page}", markup=False, soft_wrap=True)
         if open_page:
             _open(page)
@@ -420,15 +382,11 @@ def _plot_one(
 
     figure = Figure(figsize=(7.5, 4.4), layout="constrained")
     ax = figure.add_subplot()
-    try:
+    with errors(reading=True):
         if y is None:
             metric_vs_param(ax, data, metric, x, by=by, where=fixed)
         else:
             heatmap(ax, data, metric, x, y, where=fixed)
-    except KeyError as exc:
-        raise _fail(str(exc.args[0]) if exc.args else str(exc), EXIT_BAD_INPUT) from None
-    except ValueError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     if out is not None:
         if out.suffix not in (".png", ".svg"):
             raise _fail(f"-o {out}: write a .png or .svg file", EXIT_BAD_INPUT)
@@ -443,10 +401,8 @@ def _plot_one(
         f"figures/{stem}.png": figure_file(figure, Path("x.png")),
         f"figures/{stem}.svg": figure_file(figure, Path("x.svg")),
     }
-    try:
+    with errors():
         results_mod.write_files(directory, "plot-sweep", files, remove_stale=False)
-    except FileExistsError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     return directory / f"figures/{stem}.png"
 
 

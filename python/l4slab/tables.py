@@ -16,6 +16,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Group, RenderableType
+from rich.padding import PaddingDimensions
 from rich.table import Table
 from rich.text import Text
 
@@ -37,6 +38,7 @@ __all__ = [
     "format_count",
     "format_number",
     "phy_text",
+    "plain_table",
     "queues_data",
     "queues_table",
     "rich_table",
@@ -486,7 +488,7 @@ def flow_order(summary: Mapping[str, Any]) -> list[str]:
 
 def rich_table(data: TableData) -> Table:
     """Render table cells as a rich Table (sub-rows indented)."""
-    table = _table(data.title)
+    table = plain_table(data.title)
     for column in data.columns:
         table.add_column(
             Text(column.header),
@@ -540,16 +542,17 @@ def run_line(stats: Mapping[str, Any]) -> str:
     return line
 
 
-def _table(title: str) -> Table:
-    # Blank column rules and no padding: one space between columns, so the flow table fits
-    # in 80 characters.
+def plain_table(title: str, *, padding: PaddingDimensions = 0) -> Table:
+    """An empty rich Table in l4slab's style, its title plain text (no rich markup or emoji
+    codes from names). Blank column rules and no padding by default: one space between
+    columns, so the flow table fits in 80 characters."""
     return Table(
-        title=Text(title, style="bold"),  # plain: no rich markup or emoji codes from names
+        title=Text(title, style="bold"),
         title_justify="left",
         title_style="bold",
         header_style="bold",
         box=box.SIMPLE_HEAD,
-        padding=0,
+        padding=padding,
         pad_edge=False,
     )
 

@@ -56,7 +56,7 @@ pub const KERNEL_CC: &[&str] = &["reno", "cubic", "bbr"];
 /// `DEFAULT_TCP_CONG` "cubic"), not whatever the host was set to: what a run
 /// whose flows use different ones sets as the namespaces' default
 /// ([`crate::run`]; the shell's `cc` is its plan's, whose default is this too).
-pub const DEFAULT_CC: &str = "cubic";
+pub const DEFAULT_CC: &str = l4slab_cc::LINUX_DEFAULT_CC;
 
 /// How the forwarder process runs (part of the `shell` and `run` plans,
 /// [`crate::plan`]; the defaults are the plan's, python/l4slab/emu_plan.py).

@@ -104,7 +104,7 @@ impl Default for SendOptions {
         SendOptions {
             target: "127.0.0.1".into(),
             port: None,
-            cc: "cubic".into(),
+            cc: l4slab_cc::LINUX_DEFAULT_CC.into(),
             ecn: None,
             ecn_validation: true,
             app: "bulk".into(),

@@ -275,47 +275,72 @@ class _Bins:
         return self.start + (index + 0.5) * self.width
 
 
+_Parts = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
 @dataclass
-class _Capped:
-    """Ticks kept exactly up to ``cap``, then as a per-bin range (see :class:`Ticks`)."""
+class _CapOrBin:
+    """Rows of three columns kept exactly up to ``cap``, then reduced per time bin: what
+    :class:`_Capped` (ticks) and :class:`_AckCapped` (the ACK line) share."""
 
     cap: int
     bins: _Bins
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    parts: list[_Parts] = field(default_factory=list)
     total: int = 0
-    lo: np.ndarray | None = None
-    hi: np.ndarray | None = None
+    binned: bool = False
 
-    def add(self, t: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+    def add(self, t: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
         if not len(t):
             return
         self.total += len(t)
-        if self.lo is None:
-            self.parts.append((t, lo, hi))
-            if self.total <= self.cap:
-                return
-            self.lo = np.full(self.bins.count, np.inf)
-            self.hi = np.full(self.bins.count, -np.inf)
-            parts, self.parts = self.parts, []
-            for part in parts:
-                self._bin(*part)
-        else:
-            self._bin(t, lo, hi)
+        if self.binned:
+            self._bin(t, a, b)
+            return
+        self.parts.append((t, a, b))
+        if self.total <= self.cap:
+            return
+        self.binned = True
+        self._start_bins()
+        parts, self.parts = self.parts, []
+        for part in parts:
+            self._bin(*part)
+
+    def _exact(self) -> _Parts:
+        """The rows kept, each column concatenated."""
+        t, a, b = (
+            np.concatenate([part[i] for part in self.parts])
+            if self.parts
+            else np.array([], dtype=np.float64)
+            for i in (0, 1, 2)
+        )
+        return t, a, b
+
+    def _start_bins(self) -> None:
+        raise NotImplementedError
+
+    def _bin(self, t: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class _Capped(_CapOrBin):
+    """Ticks kept exactly up to ``cap``, then as a per-bin range (see :class:`Ticks`)."""
+
+    lo: np.ndarray = field(default_factory=lambda: np.empty(0))
+    hi: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    def _start_bins(self) -> None:
+        self.lo = np.full(self.bins.count, np.inf)
+        self.hi = np.full(self.bins.count, -np.inf)
 
     def _bin(self, t: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
-        assert self.lo is not None and self.hi is not None
         index = self.bins.index(t)
         np.minimum.at(self.lo, index, lo.astype(np.float64))
         np.maximum.at(self.hi, index, hi.astype(np.float64))
 
     def result(self) -> Ticks:
-        if self.lo is None or self.hi is None:
-            t, lo, hi = (
-                np.concatenate([part[i] for part in self.parts]).astype(np.float64)
-                if self.parts
-                else np.array([], dtype=np.float64)
-                for i in (0, 1, 2)
-            )
+        if not self.binned:
+            t, lo, hi = (column.astype(np.float64) for column in self._exact())
             return Ticks(t, lo, hi, self.total)
         used = np.flatnonzero(np.isfinite(self.lo))
         return Ticks(
@@ -324,35 +349,18 @@ class _Capped:
 
 
 @dataclass
-class _AckCapped:
+class _AckCapped(_CapOrBin):
     """The ACK line kept exactly up to ``cap`` ACKs, then as each bin's first and last ACK."""
 
-    cap: int
-    bins: _Bins
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
-    total: int = 0
     # Per bin: time, acked and window of the first and of the last ACK (NaN: none yet).
-    first: np.ndarray | None = None
-    last: np.ndarray | None = None
+    first: np.ndarray = field(default_factory=lambda: np.empty((3, 0)))
+    last: np.ndarray = field(default_factory=lambda: np.empty((3, 0)))
 
-    def add(self, t: np.ndarray, acked: np.ndarray, window: np.ndarray) -> None:
-        if not len(t):
-            return
-        self.total += len(t)
-        if self.first is None:
-            self.parts.append((t, acked, window))
-            if self.total <= self.cap:
-                return
-            self.first = np.full((3, self.bins.count), np.nan)
-            self.last = np.full((3, self.bins.count), np.nan)
-            parts, self.parts = self.parts, []
-            for part in parts:
-                self._bin(*part)
-        else:
-            self._bin(t, acked, window)
+    def _start_bins(self) -> None:
+        self.first = np.full((3, self.bins.count), np.nan)
+        self.last = np.full((3, self.bins.count), np.nan)
 
     def _bin(self, t: np.ndarray, acked: np.ndarray, window: np.ndarray) -> None:
-        assert self.first is not None and self.last is not None
         index = self.bins.index(t)
         values = np.vstack([t, acked.astype(np.float64), window.astype(np.float64)])
         # Times are in order, so each bin's rows are contiguous.
@@ -363,14 +371,8 @@ class _AckCapped:
         self.last[:, bins] = values[:, ends]
 
     def result(self) -> AckLine:
-        if self.first is None or self.last is None:
-            t, acked, window = (
-                np.concatenate([part[i] for part in self.parts])
-                if self.parts
-                else np.array([], dtype=np.float64)
-                for i in (0, 1, 2)
-            )
-            return AckLine(t, acked, window, self.total)
+        if not self.binned:
+            return AckLine(*self._exact(), self.total)
         used = np.flatnonzero(~np.isnan(self.first[0]))
         points = np.stack([self.first[:, used], self.last[:, used]], axis=2).reshape(3, -1)
         return AckLine(points[0], points[1], points[2], self.total, self.bins.width)

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -29,7 +28,7 @@ from l4slab.report import (
 from l4slab.results import Results, load
 from l4slab.studies.figures import FIGURES
 from l4slab.studies.runner import Outcome
-from l4slab.tables import MISSING, Column, Row, TableData
+from l4slab.tables import MISSING, Column, Row, TableData, plain_table
 
 __all__ = [
     "REPORT_FILE",
@@ -184,15 +183,7 @@ def holds_text(outcome: Outcome, noun: str = "") -> str:
 
 
 def _table(title: str) -> Table:
-    return Table(
-        title=Text(title, style="bold"),  # plain: no rich markup or emoji codes from names
-        title_justify="left",
-        title_style="bold",
-        header_style="bold",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        pad_edge=False,
-    )
+    return plain_table(title, padding=(0, 1))
 
 
 def _rich(data: TableData, *, verdict_column: int | None = None) -> Table:

@@ -52,6 +52,7 @@ from l4slab.output import (
     existing_entries,
     output_path,
     read_manifest,
+    shown_names,
     write_bundle,
     write_files,
 )
@@ -154,10 +155,9 @@ def check_sweep_dir(path: str | os.PathLike[str]) -> None:
         raise FileExistsError(f"refusing to use {target} for a sweep: {exc}") from None
     if manifest is not None and _MANIFEST_MARK in manifest.other:
         return
-    shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
     raise FileExistsError(
         f"refusing to use {target} for a sweep: it is not a sweep's results directory (it "
-        f"holds {shown}); choose another output directory (-o), or an empty one"
+        f"holds {shown_names(entries)}); choose another output directory (-o), or an empty one"
     )
 
 
