@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::registry::QdiscKind;
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Configure, Kind, Param, ParamValue};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, Ecn, MarkReason, Packet, Time};
 
 /// Linux `psched_mtu()` of an Ethernet device: MTU 1500 + 14 B header. The
@@ -214,10 +214,6 @@ l4slab_core::param_fields!(CodelConfig {
 
 impl QdiscKind for CodelConfig {
     const PARAMS: &'static [Param] = PARAMS;
-
-    fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        Configure::set(self, name, v)
-    }
 
     fn build(&self) -> Box<dyn Qdisc> {
         Box::new(Codel::new(self.clone()))

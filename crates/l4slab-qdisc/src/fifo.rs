@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::registry::{BufferLimit, QdiscKind};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Configure, Kind, Param, ParamValue};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Packet, Time};
 
 /// `head_drop`: drop the oldest packet instead of the arrival.
@@ -57,10 +57,6 @@ l4slab_core::param_fields!(FifoConfig {
 
 impl QdiscKind for FifoConfig {
     const PARAMS: &'static [Param] = PARAMS;
-
-    fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        Configure::set(self, name, v)
-    }
 
     /// The buffer is the limit as written: packets, or bytes.
     fn for_buffer(buffer: BufferLimit) -> Self {

@@ -62,7 +62,7 @@ pub use crate::fq::FlowList;
 use crate::fq::{Admit, FlowAqm, FlowQueue, FlowQueues, FqParams, FqStats, Overflow};
 use crate::registry::QdiscKind;
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Configure, Kind, Param, ParamValue};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, FlowId, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_codel_change`: `flows_cnt > 65536` is `-EINVAL`).
@@ -297,10 +297,6 @@ l4slab_core::param_fields!(FqCodelConfig {
 
 impl QdiscKind for FqCodelConfig {
     const PARAMS: &'static [Param] = PARAMS;
-
-    fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        Configure::set(self, name, v)
-    }
 
     fn build(&self) -> Box<dyn Qdisc> {
         Box::new(FqCodel::new(self.clone()))

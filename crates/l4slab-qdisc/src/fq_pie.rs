@@ -46,7 +46,7 @@ use crate::pie::{
 };
 use crate::registry::QdiscKind;
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Configure, Kind, Param, ParamValue};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, FlowId, MarkReason, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_pie_change`: "Number of flows must range in [1..65536]").
@@ -258,10 +258,6 @@ l4slab_core::param_fields!(FqPieConfig {
 
 impl QdiscKind for FqPieConfig {
     const PARAMS: &'static [Param] = PARAMS;
-
-    fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        Configure::set(self, name, v)
-    }
 
     fn build(&self) -> Box<dyn Qdisc> {
         Box::new(FqPie::new(self.clone()))

@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 use crate::pi::{pi_delta, PiGains};
 use crate::registry::QdiscKind;
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Configure, Kind, Param, ParamValue};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, SimRng, Time};
 
 /// RFC 8033 §5.1 `mark_ecnth`: mark instead of drop while `p <= 10 %`
@@ -245,10 +245,6 @@ l4slab_core::param_fields!(PieConfig {
 
 impl QdiscKind for PieConfig {
     const PARAMS: &'static [Param] = PARAMS;
-
-    fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        Configure::set(self, name, v)
-    }
 
     fn build(&self) -> Box<dyn Qdisc> {
         Box::new(Pie::new(self.clone()))

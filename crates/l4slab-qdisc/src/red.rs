@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::registry::{ConfigError, QdiscKind};
 use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
-use l4slab_core::param::{Configure, Kind, Param, ParamValue};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, Time};
 
 /// tc `limit`.
@@ -253,10 +253,6 @@ l4slab_core::param_fields!(RedConfig {
 
 impl QdiscKind for RedConfig {
     const PARAMS: &'static [Param] = PARAMS;
-
-    fn set(&mut self, name: &str, v: ParamValue) -> bool {
-        Configure::set(self, name, v)
-    }
 
     fn check(&self) -> Result<(), ConfigError> {
         self.parms().map(|_| ())

@@ -23,7 +23,7 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use l4slab_core::param::{Kind, Param, ParamValue};
+use l4slab_core::param::{Configure, Kind, Param, ParamValue};
 use l4slab_core::Dur;
 
 use crate::{CodelConfig, DualPi2Config, FifoConfig, FqCodelConfig, FqPieConfig, PieConfig, Qdisc};
@@ -85,15 +85,18 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// What the registry needs of a discipline, implemented on its config.
-pub trait QdiscKind: Clone + Default {
+pub trait QdiscKind: Clone + Default + Configure {
     /// Its `tc` parameters in docs order (`<kind>::PARAMS`).
     const PARAMS: &'static [Param];
 
     /// Set the parameter named `name` to `v` (of its declared kind, checked);
     /// false if the kind has no field for it (a custom parameter its
-    /// resolver reads). Usually the [`l4slab_core::param::Configure`] that
-    /// [`l4slab_core::param_fields!`] generates.
-    fn set(&mut self, name: &str, v: ParamValue) -> bool;
+    /// resolver reads). By default the field setter ([`Configure`], what
+    /// [`l4slab_core::param_fields!`] generates); a kind whose parameters
+    /// interact overrides it.
+    fn set(&mut self, name: &str, v: ParamValue) -> bool {
+        Configure::set(self, name, v)
+    }
 
     /// The config for a direction whose buffer is `buffer`, every other
     /// parameter at its default: the buffer sets the `limit` parameter, in
@@ -113,7 +116,7 @@ pub trait QdiscKind: Clone + Default {
             other => panic!("`limit` of kind {other:?} cannot take a buffer"),
         };
         assert!(
-            cfg.set(limit.name, ParamValue::Int(n)),
+            QdiscKind::set(&mut cfg, limit.name, ParamValue::Int(n)),
             "`limit` has a field"
         );
         cfg
