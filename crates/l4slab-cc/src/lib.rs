@@ -50,6 +50,19 @@ pub enum EcnCodepoint {
     Ect1,
 }
 
+/// A codepoint declared as a [`l4slab_core::param::Kind::Choice`] of
+/// [`l4slab_core::param::ECN_CODEPOINTS`] (a transport's `ecn_codepoint`).
+impl l4slab_core::param::FromParam for EcnCodepoint {
+    fn from_param(v: ParamValue) -> Self {
+        match v.choice() {
+            "not_ect" => EcnCodepoint::NotEct,
+            "ect0" => EcnCodepoint::Ect0,
+            "ect1" => EcnCodepoint::Ect1,
+            other => panic!("{other} is not a codepoint a sender chooses"),
+        }
+    }
+}
+
 /// One ACK, as seen by the sender after SACK/loss processing.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AckEvent {

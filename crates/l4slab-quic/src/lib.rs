@@ -19,6 +19,7 @@
 //! The model, its parameters and its deviations: `docs/models/quic.md`.
 
 pub mod connection;
+pub mod params;
 pub mod wire;
 
 pub use connection::{

@@ -4,11 +4,12 @@
 //!   (Linux `tcp_ecn`); absent = the congestion control's default, which the
 //!   backend resolves (this crate does not know the controllers);
 //! * `[flows.transport] ecn_codepoint = "ect0" | "ect1" | "not_ect"` — the
-//!   IP-ECN field of data packets instead of the controller's;
+//!   IP-ECN field of data packets instead of the controller's (declared
+//!   with the TCP model's config, `l4slab_tcp::config::ECN_CODEPOINT`, and
+//!   read by `crate::param`);
 //! * `[bottleneck] ecn_rewrite = "none" | "bleach" | "remark" | "drop_ect" |
 //!   "ce_all"` (or per direction) — what the path does to ECT packets.
 
-use l4slab_core::Ecn;
 use l4slab_link::EcnRewrite;
 use toml::Value;
 
@@ -18,8 +19,6 @@ use crate::values::describe;
 
 /// ECN modes, as written.
 pub const ECN_MODES: &[&str] = &["off", "classic", "accecn"];
-/// Codepoints a flow may put on its data.
-pub const ECN_CODEPOINTS: &[&str] = &["ect0", "ect1", "not_ect"];
 
 /// One of `choices`, or an error naming them.
 fn choice<'v>(
@@ -46,15 +45,6 @@ pub(crate) fn mode(v: &Value, path: &str) -> Result<EcnSpec, ScenarioError> {
         "off" => EcnSpec::Off,
         "classic" => EcnSpec::Classic,
         _ => EcnSpec::AccEcn,
-    })
-}
-
-/// `ecn_codepoint = "ect1"`.
-pub(crate) fn codepoint(v: &Value, path: &str) -> Result<Ecn, ScenarioError> {
-    Ok(match choice(v, path, "ECN codepoint", ECN_CODEPOINTS)? {
-        "ect0" => Ecn::Ect0,
-        "ect1" => Ecn::Ect1,
-        _ => Ecn::NotEct,
     })
 }
 

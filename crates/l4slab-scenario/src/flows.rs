@@ -8,23 +8,23 @@
 
 use std::collections::BTreeMap;
 
+use l4slab_core::param::{Configure, Kind};
 use l4slab_core::{Dur, Time};
 use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::model::{
-    AppSpec, Direction, Flow, Host, Protocol, RtoFormulaSpec, Side, TransportSpec, WebConnection,
-    WebPage,
+    AppSpec, Direction, Flow, Host, Protocol, Side, TransportSpec, WebConnection, WebPage,
 };
+use crate::param::read_keys;
 use crate::parse::ParseOptions;
-use crate::raw::{RawFlow, RawTransport};
+use crate::qdisc::params::with_example;
+use crate::raw::RawFlow;
 use crate::resolve::check_name;
 use crate::values::{self, join};
 
 /// Upper bound on `count`, to catch typos before they allocate.
 pub const MAX_COUNT: i64 = 100_000;
-/// Bounds on `mss`: RFC 879 minimum (576 - 40) to a 9000-byte jumbo frame.
-pub const MSS_RANGE: (i64, i64) = (536, 9000);
 
 pub(crate) fn resolve_flows(
     raw: Option<&[RawFlow]>,
@@ -311,17 +311,27 @@ fn pick_host(
 }
 
 /// `[flows.transport]` over the defaults of its `protocol`
-/// ([`TransportSpec::defaults_for`]); a QUIC flow's keys are then checked
-/// against what QUIC applies ([`crate::quic::check`]).
-fn resolve_transport(
-    raw: Option<&RawTransport>,
-    path: &str,
-) -> Result<TransportSpec, ScenarioError> {
+/// ([`TransportSpec::defaults_for`]): the keys declared by
+/// [`l4slab_tcp::config::PARAMS`] read by the generic reader
+/// ([`crate::param`]) and set by name; what depends on another key here
+/// (`mss` by `protocol`, QUIC's default `initial_window` by `mss`, the buffers
+/// by `mss`, `notsent_lowat` by `send_buffer`). A QUIC flow's keys are then
+/// checked against what QUIC applies ([`crate::quic::check`]).
+fn resolve_transport(raw: Option<&Value>, path: &str) -> Result<TransportSpec, ScenarioError> {
+    use l4slab_tcp::config::{self as tcp, PARAMS};
     let Some(raw) = raw else {
         return Ok(TransportSpec::default());
     };
+    let Value::Table(table) = raw else {
+        return Err(ScenarioError::wrong_type(
+            path,
+            "a table",
+            &values::describe(raw),
+        ));
+    };
+    let keys = read_keys(table, path, PARAMS, None, &["protocol"])?;
     let p = |key: &str| join(path, key);
-    let protocol = match &raw.protocol {
+    let protocol = match table.get("protocol") {
         None => Protocol::Tcp,
         Some(v) => {
             let fp = p("protocol");
@@ -347,74 +357,47 @@ fn resolve_transport(
         }
     };
     let mut t = TransportSpec::defaults_for(protocol);
-    if let Some(v) = &raw.mss {
-        let mp = p("mss");
+    for param in PARAMS {
+        if matches!(param.kind, Kind::Custom(_)) {
+            continue; // mss, below
+        }
+        if let Some(v) = keys.get(param) {
+            assert!(
+                t.set(param.name, v),
+                "{} is a TransportSpec field",
+                param.name
+            );
+        }
+    }
+    if let Some((_, v)) = keys.raw(&tcp::MSS) {
+        let mp = keys.path_of(&tcp::MSS);
+        let ex = tcp::MSS.example();
         let mss = match v {
             // The MSS is always in bytes, so a bare integer is not ambiguous.
             Value::Integer(i) => *i,
             v => i64::try_from(values::size(v, &mp)?).unwrap_or(i64::MAX),
         };
         t.mss = match protocol {
-            Protocol::Tcp => values::int_in(mss, &mp, MSS_RANGE.0, MSS_RANGE.1)? as u32,
+            Protocol::Tcp => {
+                let (min, max) = tcp::MSS_RANGE;
+                values::int_in(mss, &mp, min, max).map_err(|e| with_example(e, &ex))? as u32
+            }
             // QUIC's maximum datagram size.
             Protocol::Quic => crate::quic::mss(mss, &mp)?,
         };
     }
-    if let Some(iw) = raw.initial_window {
-        t.initial_window = values::int_in(iw, &p("initial_window"), 1, i64::from(u32::MAX))? as u32;
-    } else if protocol == Protocol::Quic {
+    if protocol == Protocol::Quic && !keys.has(&tcp::INITIAL_WINDOW) {
         // RFC 9002 §7.2's default for the datagram size.
         t.initial_window = l4slab_quic::default_initial_window(u64::from(t.mss.max(1))) as u32;
     }
-    if let Some(b) = raw.delayed_ack {
-        t.delayed_ack = b;
-    }
-    if let Some(v) = &raw.delayed_ack_timeout {
-        t.delayed_ack_timeout = values::positive_duration(v, &p("delayed_ack_timeout"))?;
-    }
-    if let Some(v) = &raw.min_rto {
-        t.min_rto = values::positive_duration(v, &p("min_rto"))?;
-    }
-    if let Some(v) = &raw.rto_formula {
-        let fp = p("rto_formula");
-        let Value::String(name) = v else {
-            return Err(ScenarioError::wrong_type(
-                &fp,
-                "a string",
-                &values::describe(v),
-            ));
-        };
-        t.rto_formula = match name.as_str() {
-            "rfc6298" => RtoFormulaSpec::Rfc6298,
-            "linux" => RtoFormulaSpec::Linux,
-            other => {
-                return Err(ScenarioError::unknown_name(
-                    &fp,
-                    "RTO formula",
-                    other,
-                    &["rfc6298", "linux"],
-                ))
-            }
-        };
-    }
-    for (raw, spec) in [
-        (raw.tlp, &mut t.tlp),
-        (raw.frto, &mut t.frto),
-        (raw.undo, &mut t.undo),
-        (raw.dsack, &mut t.dsack),
-        (raw.pacing, &mut t.pacing),
-        (raw.fastopen, &mut t.fastopen),
-    ] {
-        if let Some(b) = raw {
-            *spec = b;
-        }
-    }
     let mss = u64::from(t.mss);
-    let at_least_mss = |v: &Value, key: &str| -> Result<u64, ScenarioError> {
-        let bytes = values::size(v, &p(key))?;
-        if bytes < mss {
+    for (param, bytes) in [
+        (&tcp::SEND_BUFFER, t.send_buffer),
+        (&tcp::RECEIVE_BUFFER, t.receive_buffer),
+    ] {
+        if keys.has(param) && bytes < mss {
             return Err(ScenarioError::conflict(
-                &p(key),
+                &keys.path_of(param),
                 format!(
                     "{bytes} B is smaller than one {} (mss = {mss} B)",
                     match protocol {
@@ -424,30 +407,12 @@ fn resolve_transport(
                 ),
             ));
         }
-        Ok(bytes)
-    };
-    if let Some(v) = &raw.send_buffer {
-        t.send_buffer = at_least_mss(v, "send_buffer")?;
     }
-    if let Some(v) = &raw.receive_buffer {
-        t.receive_buffer = at_least_mss(v, "receive_buffer")?;
-    }
-    if let Some(v) = &raw.ecn_codepoint {
-        t.ecn_codepoint = Some(crate::ecn::codepoint(v, &p("ecn_codepoint"))?);
-    }
-    if let Some(v) = &raw.notsent_lowat {
-        let np = p("notsent_lowat");
-        let lowat = values::size(v, &np)?;
-        if lowat == 0 {
-            return Err(ScenarioError::bad_value(&np, "must be greater than zero"));
-        }
-        if lowat > t.send_buffer {
-            return Err(ScenarioError::conflict(
-                &np,
-                format!("{lowat} B is larger than send_buffer ({} B)", t.send_buffer),
-            ));
-        }
-        t.notsent_lowat = Some(lowat);
+    if let Some(lowat) = t.notsent_lowat.filter(|l| *l > t.send_buffer) {
+        return Err(ScenarioError::conflict(
+            &keys.path_of(&tcp::NOTSENT_LOWAT),
+            format!("{lowat} B is larger than send_buffer ({} B)", t.send_buffer),
+        ));
     }
     if protocol == Protocol::Quic {
         crate::quic::check(&t, path)?;

@@ -341,19 +341,14 @@ pub use l4slab_app::rtp::MediaCcKind;
 pub use l4slab_app::web::{WebConnection, WebObjectSpec, WebPage, WebSpec};
 pub use l4slab_app::AppSpec;
 
-/// The retransmission timeout's formula (docs/models/transport.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum RtoFormulaSpec {
-    /// RFC 6298 §2: `RTO = max(min_rto, SRTT + 4·RTTVAR)`, §5 timer rules.
-    #[serde(rename = "rfc6298")]
-    Rfc6298,
-    /// Linux `__tcp_set_rto`: `RTO = SRTT + max(min_rto, 4·RTTVAR)`, and the
-    /// timer restarts when the first unacknowledged segment is retransmitted.
-    #[serde(rename = "linux")]
-    Linux,
-}
+/// The retransmission timeout's formula: the TCP model's own
+/// ([`l4slab_tcp::RtoFormula`]: `"linux"` or `"rfc6298"`).
+pub use l4slab_tcp::RtoFormula as RtoFormulaSpec;
 
-/// Transport knobs (Linux sysctl / socket option equivalents in comments).
+/// `[flows.transport]` as resolved: the keys declared once with the TCP
+/// model's config ([`l4slab_tcp::config::PARAMS`]: kind, range, default
+/// and its Linux or RFC source, doc), read by `crate::param` and set by name
+/// ([`Configure`](l4slab_core::param::Configure)), plus `protocol`.
 /// The defaults are TCP's; a `protocol = "quic"` flow starts from
 /// [`TransportSpec::defaults_for`] and reads some keys with QUIC's meaning
 /// (`crate::quic::KEYS`: `mss` is the maximum datagram size,
@@ -404,28 +399,51 @@ pub struct TransportSpec {
 }
 
 impl Default for TransportSpec {
+    /// The declared defaults ([`l4slab_tcp::config::PARAMS`]).
     fn default() -> Self {
+        use l4slab_core::param::FromParam;
+        use l4slab_tcp::config as tcp;
+        let d = |p: &l4slab_core::param::Param| p.default;
         TransportSpec {
-            mss: 1448,
-            initial_window: 10,
-            delayed_ack: true,
-            delayed_ack_timeout: Dur::from_millis(40),
-            min_rto: Dur::from_millis(200),
-            rto_formula: RtoFormulaSpec::Linux,
-            tlp: true,
-            frto: true,
-            undo: true,
-            dsack: true,
-            pacing: false,
-            send_buffer: 4 * 1024 * 1024,
-            notsent_lowat: None,
-            receive_buffer: 6 * 1024 * 1024,
-            ecn_codepoint: None,
-            fastopen: false,
+            mss: FromParam::from_param(d(&tcp::MSS)),
+            initial_window: FromParam::from_param(d(&tcp::INITIAL_WINDOW)),
+            delayed_ack: d(&tcp::DELAYED_ACK).flag(),
+            delayed_ack_timeout: d(&tcp::DELAYED_ACK_TIMEOUT).dur(),
+            min_rto: d(&tcp::MIN_RTO).dur(),
+            rto_formula: FromParam::from_param(d(&tcp::RTO_FORMULA)),
+            tlp: d(&tcp::TLP).flag(),
+            frto: d(&tcp::FRTO).flag(),
+            undo: d(&tcp::UNDO).flag(),
+            dsack: d(&tcp::DSACK).flag(),
+            pacing: d(&tcp::PACING).flag(),
+            send_buffer: FromParam::from_param(d(&tcp::SEND_BUFFER)),
+            notsent_lowat: FromParam::from_param(d(&tcp::NOTSENT_LOWAT)),
+            receive_buffer: FromParam::from_param(d(&tcp::RECEIVE_BUFFER)),
+            ecn_codepoint: FromParam::from_param(d(&tcp::ECN_CODEPOINT)),
+            fastopen: d(&tcp::FASTOPEN).flag(),
             protocol: Protocol::Tcp,
         }
     }
 }
+
+l4slab_core::param_fields!(TransportSpec {
+    mss = l4slab_tcp::config::MSS,
+    initial_window = l4slab_tcp::config::INITIAL_WINDOW,
+    delayed_ack = l4slab_tcp::config::DELAYED_ACK,
+    delayed_ack_timeout = l4slab_tcp::config::DELAYED_ACK_TIMEOUT,
+    min_rto = l4slab_tcp::config::MIN_RTO,
+    rto_formula = l4slab_tcp::config::RTO_FORMULA,
+    tlp = l4slab_tcp::config::TLP,
+    frto = l4slab_tcp::config::FRTO,
+    undo = l4slab_tcp::config::UNDO,
+    dsack = l4slab_tcp::config::DSACK,
+    pacing = l4slab_tcp::config::PACING,
+    send_buffer = l4slab_tcp::config::SEND_BUFFER,
+    notsent_lowat = l4slab_tcp::config::NOTSENT_LOWAT,
+    receive_buffer = l4slab_tcp::config::RECEIVE_BUFFER,
+    ecn_codepoint = l4slab_tcp::config::ECN_CODEPOINT,
+    fastopen = l4slab_tcp::config::FASTOPEN,
+});
 
 impl TransportSpec {
     /// The defaults of a flow over `protocol`: [`TransportSpec::default`]

@@ -1,6 +1,7 @@
 //! The one generic reader of declared parameters ([`l4slab_core::param`]),
 //! shared by the congestion-control options (`crate::cc`), the queue
-//! disciplines (`crate::qdisc`) and the apps (`crate::app`): which keys a table accepts (the declared
+//! disciplines (`crate::qdisc`), the apps (`crate::app`) and `[flows.transport]`
+//! (`crate::flows`, by `l4slab_tcp::config::PARAMS`): which keys a table accepts (the declared
 //! names and aliases, plus `kind`), how each value is read and checked (its
 //! [`Kind`] and range), and the example in its errors (its default, or an
 //! unset default's example).
@@ -86,13 +87,29 @@ pub(crate) fn read_table<'t>(
     params: &'static [Param],
     rate: Option<Rate>,
 ) -> Result<Values<'t>, ScenarioError> {
+    read_keys(table, path, params, rate, &["kind"])
+}
+
+/// [`read_table`] for a table whose undeclared keys are `own` (read by the
+/// resolver: `kind`, or `[flows.transport]`'s `protocol`), listed first in
+/// the unknown-key error when `own` is `kind`, last otherwise.
+pub(crate) fn read_keys<'t>(
+    table: &'t Table,
+    path: &str,
+    params: &'static [Param],
+    rate: Option<Rate>,
+    own: &[&'static str],
+) -> Result<Values<'t>, ScenarioError> {
     if let Some(key) = table
         .keys()
-        .find(|k| *k != "kind" && !params.iter().any(|p| p.is_named(k)))
+        .find(|k| !own.contains(&k.as_str()) && !params.iter().any(|p| p.is_named(k)))
     {
-        let valid: Vec<&str> = std::iter::once("kind")
-            .chain(params.iter().map(|p| p.name))
-            .collect();
+        let declared = params.iter().map(|p| p.name);
+        let valid: Vec<&str> = if own == ["kind"] {
+            own.iter().copied().chain(declared).collect()
+        } else {
+            declared.chain(own.iter().copied()).collect()
+        };
         return Err(ScenarioError::invalid(
             &join(path, key),
             Problem::UnknownKey,

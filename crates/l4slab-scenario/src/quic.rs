@@ -13,12 +13,18 @@
 //! written with QUIC's default is fine, so a transport table shared with TCP
 //! runs that keeps the defaults still resolves.
 //!
+//! What QUIC applies is declared with the connection's config
+//! ([`l4slab_quic::params::PARAMS`]: range, default and its RFC, doc); its
+//! ranges and defaults are taken from there.
+//!
 //! The resolved scenario records what QUIC does: a QUIC flow's transport
 //! starts from [`defaults`] (`mss = 1200`, `pacing = true`,
 //! `delayed_ack_timeout = "25ms"`, `undo = false`, `dsack = false`), not
 //! TCP's; the keys QUIC has no use for keep TCP's defaults there.
 
+use l4slab_core::param::{FromParam, Kind, Param};
 use l4slab_core::Ecn;
+use l4slab_quic::params as q;
 use l4slab_quic::{default_initial_window, ConnectionConfig, MAX_ACK_DELAY_LIMIT};
 
 use crate::error::{Problem, ScenarioError};
@@ -26,8 +32,17 @@ use crate::model::{CcSpec, Protocol, TransportSpec};
 use crate::values::{join, show_dur};
 
 /// `mss` for QUIC, the maximum datagram size: RFC 9000 §14's smallest
-/// allowed (1200) to a 9000-byte jumbo frame's UDP payload.
-pub const MSS_RANGE: (i64, i64) = (1200, 9000);
+/// allowed (1200) to a 9000-byte jumbo frame's UDP payload
+/// ([`q::MAX_DATAGRAM_SIZE`]'s range).
+pub const MSS_RANGE: (i64, i64) = int_range(&q::MAX_DATAGRAM_SIZE);
+
+/// The range of an integer parameter.
+const fn int_range(p: &Param) -> (i64, i64) {
+    match p.kind {
+        Kind::Int { min, max } => (min, max),
+        _ => panic!("not an integer parameter"),
+    }
+}
 
 /// How the QUIC-style transport treats a `[flows.transport]` key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,17 +205,17 @@ pub const KEYS: &[QuicKey] = &[
 
 /// A QUIC flow's transport before its keys are read: TCP's defaults with
 /// what QUIC does instead where the key means something to it (the
-/// connection's own defaults, [`ConnectionConfig::default`]).
+/// declared QUIC defaults, [`l4slab_quic::params`], which
+/// [`ConnectionConfig::default`] takes too).
 pub fn defaults() -> TransportSpec {
-    let c = ConnectionConfig::default();
-    let mss = c.max_datagram_size as u64;
+    let mss = u64::from_param(q::MAX_DATAGRAM_SIZE.default);
     TransportSpec {
         mss: u32::try_from(mss).expect("1200"),
         initial_window: u32::try_from(default_initial_window(mss)).expect("at most 10"),
-        delayed_ack: true,
-        delayed_ack_timeout: c.max_ack_delay,
-        pacing: c.pacing,
-        send_buffer: c.send_buffer,
+        delayed_ack: q::DELAYED_ACK.default.flag(),
+        delayed_ack_timeout: q::MAX_ACK_DELAY.default.dur(),
+        pacing: q::PACING.default.flag(),
+        send_buffer: u64::from_param(q::SEND_BUFFER.default),
         undo: false,
         dsack: false,
         protocol: Protocol::Quic,
@@ -231,16 +246,17 @@ pub(crate) fn mss(value: i64, path: &str) -> Result<u32, ScenarioError> {
 pub(crate) fn check(t: &TransportSpec, path: &str) -> Result<(), ScenarioError> {
     let p = |key: &str| join(path, key);
     mss(i64::from(t.mss), &p("mss"))?;
-    if t.initial_window < 2 {
+    let min_window = int_range(&q::INITIAL_WINDOW).0;
+    if i64::from(t.initial_window) < min_window {
         return Err(ScenarioError::invalid(
             &p("initial_window"),
             Problem::BadValue,
             format!(
-                "{} datagram is below QUIC's minimum window of 2 datagrams \
+                "{} datagram is below QUIC's minimum window of {min_window} datagrams \
                  (RFC 9002 §7.2 kMinimumWindow)",
                 t.initial_window
             ),
-            Some("10".into()),
+            Some(q::INITIAL_WINDOW.example()),
         ));
     }
     if t.delayed_ack_timeout >= MAX_ACK_DELAY_LIMIT {
@@ -252,7 +268,7 @@ pub(crate) fn check(t: &TransportSpec, path: &str) -> Result<(), ScenarioError> 
                  (RFC 9000 §18.2)",
                 show_dur(t.delayed_ack_timeout)
             ),
-            Some(r#""25ms""#.into()),
+            Some(q::MAX_ACK_DELAY.example()),
         ));
     }
     let quic = defaults();

@@ -148,7 +148,8 @@ pub struct RawFlow {
     /// With `count`: copy `j` starts `j × stagger` after `start`.
     pub stagger: Option<Value>,
     pub app: Option<Value>,
-    pub transport: Option<RawTransport>,
+    /// Read by the declarations of `l4slab_tcp::config::PARAMS` (`crate::flows`).
+    pub transport: Option<Value>,
     pub ecn: Option<Value>,
     /// The Wi-Fi access category of the flow's packets (`"vi"`).
     pub wifi_ac: Option<Value>,
@@ -259,30 +260,6 @@ pub struct RawScan {
     pub first: Option<Value>,
     pub visits: Option<Value>,
     pub gap: Option<Value>,
-}
-
-/// `[flows.transport]`: overrides of `model::TransportSpec`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawTransport {
-    /// Bytes: an integer (`1448`) or a size (`"1448B"`).
-    pub mss: Option<Value>,
-    pub initial_window: Option<i64>,
-    pub delayed_ack: Option<bool>,
-    pub delayed_ack_timeout: Option<Value>,
-    pub min_rto: Option<Value>,
-    pub rto_formula: Option<Value>,
-    pub tlp: Option<bool>,
-    pub frto: Option<bool>,
-    pub undo: Option<bool>,
-    pub dsack: Option<bool>,
-    pub pacing: Option<bool>,
-    pub send_buffer: Option<Value>,
-    pub notsent_lowat: Option<Value>,
-    pub receive_buffer: Option<Value>,
-    pub ecn_codepoint: Option<Value>,
-    pub fastopen: Option<bool>,
-    pub protocol: Option<Value>,
 }
 
 /// `{ kind = "none" }` (loss) or `{ kind = "bulk" }` (app): no parameters.

@@ -99,13 +99,13 @@ fn ecn_errors_name_their_key_path_and_the_choices() {
             &["flows[0].transport.ecn_codepoint=ce"],
             "flows[0].transport.ecn_codepoint",
             Problem::UnknownName,
-            "flows[0].transport.ecn_codepoint: unknown ECN codepoint 'ce'; choose one of: ect0, ect1, not_ect",
+            "flows[0].transport.ecn_codepoint: unknown ecn_codepoint 'ce'; choose one of: not_ect, ect0, ect1",
         ),
         (
             &["flows[0].transport.ecn_codepoint=1"],
             "flows[0].transport.ecn_codepoint",
             Problem::WrongType,
-            "expected a string, found an integer (1); write e.g. \"ect1\"",
+            "expected a string, found an integer (1); write e.g. \"not_ect\"",
         ),
         (
             &["bottleneck.ecn_rewrite=strip"],

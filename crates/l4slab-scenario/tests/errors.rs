@@ -247,7 +247,7 @@ const CASES: &[Case] = &[
     // transport
     set(&["flows[0].transport=5"], "flows[0].transport", WrongType, "write e.g. [flows.transport] with mss = 1448"),
     set(&["flows[0].transport.x=1"], "flows[0].transport.x", UnknownKey, "valid keys here: mss, initial_window, delayed_ack, delayed_ack_timeout, min_rto, rto_formula, tlp, frto, undo, dsack, pacing, send_buffer, notsent_lowat, receive_buffer"),
-    set(&["flows[0].transport.rto_formula=bsd"], "flows[0].transport.rto_formula", UnknownName, "unknown RTO formula 'bsd'; choose one of: rfc6298, linux"),
+    set(&["flows[0].transport.rto_formula=bsd"], "flows[0].transport.rto_formula", UnknownName, "unknown rto_formula 'bsd'; choose one of: rfc6298, linux"),
     set(&["flows[0].transport.mss=100"], "flows[0].transport.mss", BadValue, "100 is out of range; must be between 536 and 9000; write e.g. 1448"),
     set(&["flows[0].transport.mss=10KB"], "flows[0].transport.mss", BadValue, "10000 is out of range"),
     set(&["flows[0].transport.mss=1.5"], "flows[0].transport.mss", BadValue, "1.5 has no unit"),

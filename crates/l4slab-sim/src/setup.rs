@@ -8,9 +8,7 @@ use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, SimRng, Time};
 use l4slab_link::DelayLine;
 use l4slab_scenario::{AppSpec, Direction, EcnSpec, Scenario, Side};
-use l4slab_tcp::{
-    EcnMode, Endpoint, FastOpenCache, FastOpenCookie, Role, RtoFormula, TransportConfig,
-};
+use l4slab_tcp::{EcnMode, Endpoint, FastOpenCache, FastOpenCookie, Role, TransportConfig};
 
 use crate::engine::{
     BnArmed, EpState, Ev, FlowState, Line, LineExit, PacketCounts, QueueExit, QueueRoute, Sim,
@@ -172,10 +170,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             delayed_ack: t.delayed_ack,
             delayed_ack_timeout: t.delayed_ack_timeout,
             min_rto: t.min_rto,
-            rto_formula: match t.rto_formula {
-                l4slab_scenario::RtoFormulaSpec::Rfc6298 => RtoFormula::Rfc6298,
-                l4slab_scenario::RtoFormulaSpec::Linux => RtoFormula::Linux,
-            },
+            rto_formula: t.rto_formula,
             tlp: t.tlp,
             frto: t.frto,
             undo: t.undo,

@@ -1,11 +1,21 @@
 //! Endpoint parameters. Every default is the Linux default (or the RFC value
 //! where Linux follows it), with its source next to it.
+//!
+//! The keys a scenario sets (`[flows.transport]`) are declared once, as
+//! [`Param`]s in [`PARAMS`] (l4slab_core::param): name, kind and range,
+//! default and its source, doc. [`TransportConfig::default`] takes their
+//! defaults, `Configure` sets them by name, the scenario reads them with its
+//! generic reader, and the table of `docs/scenarios.md#flowstransport` is
+//! rendered from them (`tests/docs_params.rs`). `header_bytes`, `ecn`,
+//! `accecn_option` and `ecn_fallback` are not scenario keys (the flow's
+//! `ecn` sets `ecn`).
 
 use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use l4slab_cc::EcnCodepoint;
+use l4slab_core::param::{FromParam, Kind, Param, ParamValue, ECN_CODEPOINTS};
 use l4slab_core::Dur;
 
 /// ECN negotiation and feedback mode (RFC 3168 classic, RFC 9768 AccECN).
@@ -43,6 +53,219 @@ impl EcnMode {
         }
     }
 }
+
+impl FromParam for RtoFormula {
+    fn from_param(v: ParamValue) -> Self {
+        match v.choice() {
+            "rfc6298" => RtoFormula::Rfc6298,
+            "linux" => RtoFormula::Linux,
+            other => panic!("{other} is not an RTO formula"),
+        }
+    }
+}
+
+/// Bounds on `mss` over TCP: RFC 879's minimum (576 - 40) to a 9000-byte
+/// jumbo frame's payload.
+pub const MSS_RANGE: (i64, i64) = (536, 9000);
+
+pub const MSS: Param = Param {
+    name: "mss",
+    aliases: &[],
+    linux: "mss_cache",
+    // Read by the scenario's own code: its range depends on `protocol`.
+    kind: Kind::Custom(
+        "bytes 536..=9000: an integer or a size (`\"1448B\"`); over QUIC the maximum datagram size",
+    ),
+    default: ParamValue::Int(1448),
+    source: "1500 MTU − 20 IPv4 − 20 TCP − 12 timestamps (Linux `mss_cache`)",
+    doc: "payload bytes per segment",
+};
+
+pub const INITIAL_WINDOW: Param = Param {
+    name: "initial_window",
+    aliases: &[],
+    linux: "TCP_INIT_CWND",
+    kind: Kind::Int {
+        min: 1,
+        max: u32::MAX as i64,
+    },
+    default: ParamValue::Int(10),
+    source: "RFC 6928 §2, Linux `TCP_INIT_CWND`",
+    doc: "initial congestion window in segments (given to the controller)",
+};
+
+pub const DELAYED_ACK: Param = Param {
+    name: "delayed_ack",
+    aliases: &[],
+    linux: "TCP_QUICKACK",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "RFC 5681 §4.2 SHOULD; Linux default (no `TCP_QUICKACK`)",
+    doc:
+        "delayed ACKs (RFC 1122 §4.2.3.2): every second full segment or after `delayed_ack_timeout`",
+};
+
+pub const DELAYED_ACK_TIMEOUT: Param = Param {
+    name: "delayed_ack_timeout",
+    aliases: &[],
+    linux: "TCP_DELACK_MIN",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(40)),
+    source: "Linux `TCP_DELACK_MIN` (HZ/25)",
+    doc: "longest ACK delay",
+};
+
+pub const MIN_RTO: Param = Param {
+    name: "min_rto",
+    aliases: &[],
+    linux: "TCP_RTO_MIN",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Dur(Dur::from_millis(200)),
+    source: "Linux `TCP_RTO_MIN` (RFC 6298 §2.4 says 1 s)",
+    doc: "minimum retransmission timeout",
+};
+
+pub const RTO_FORMULA: Param = Param {
+    name: "rto_formula",
+    aliases: &[],
+    linux: "__tcp_set_rto",
+    kind: Kind::Choice(&["rfc6298", "linux"]),
+    default: ParamValue::Choice("linux"),
+    source: "Linux `__tcp_set_rto`",
+    doc: "how the RTO follows the RTT: `\"linux\"` = `SRTT + max(min_rto, 4·RTTVAR)`, never closer than `min_rto` to the RTT, the timer restarted when the first unacknowledged segment is retransmitted; `\"rfc6298\"` = RFC 6298 §2 `max(min_rto, SRTT + 4·RTTVAR)` and §5's timer rules",
+};
+
+pub const TLP: Param = Param {
+    name: "tlp",
+    aliases: &[],
+    linux: "tcp_early_retrans",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "Linux `tcp_early_retrans = 3`",
+    doc: "tail loss probe (RFC 8985 §7): about 2·SRTT after the last send, one segment goes out to reveal a tail loss without waiting for the RTO",
+};
+
+pub const FRTO: Param = Param {
+    name: "frto",
+    aliases: &[],
+    linux: "tcp_frto",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "Linux `tcp_frto = 2`",
+    doc: "F-RTO (RFC 5682 §3, SACK-enhanced): after a timeout, new data before more retransmissions, and the timeout undone if it was spurious",
+};
+
+pub const UNDO: Param = Param {
+    name: "undo",
+    aliases: &[],
+    linux: "tcp_try_undo_*",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "Linux: always on (`tcp_try_undo_*`)",
+    doc: "undo window reductions found spurious by D-SACK (RFC 3708) or the timestamp echo (RFC 3522)",
+};
+
+pub const DSACK: Param = Param {
+    name: "dsack",
+    aliases: &[],
+    linux: "tcp_dsack",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "Linux `tcp_dsack = 1`",
+    doc: "the receiver reports duplicate segments with D-SACK (RFC 2883)",
+};
+
+pub const PACING: Param = Param {
+    name: "pacing",
+    aliases: &[],
+    linux: "sch_fq",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "Linux paces only with `sch_fq` or a controller that asks (BBR)",
+    doc: "pace transmissions (Linux internal pacing: 200 % of cwnd/srtt in slow start, 120 % after) when the controller sets no rate",
+};
+
+/// A socket buffer's kind: a size with its unit, at least 1 B (the scenario
+/// then asks for at least one segment).
+const BUFFER: Kind = Kind::Size {
+    min: 1,
+    max: u64::MAX,
+};
+
+pub const SEND_BUFFER: Param = Param {
+    name: "send_buffer",
+    aliases: &[],
+    linux: "tcp_wmem",
+    kind: BUFFER,
+    default: ParamValue::Int(4 << 20),
+    source: "Linux `tcp_wmem[2]` (the autotuning ceiling)",
+    doc: "send buffer (`SO_SNDBUF`): bytes written but not yet acknowledged; at least one segment",
+};
+
+pub const NOTSENT_LOWAT: Param = Param {
+    name: "notsent_lowat",
+    aliases: &[],
+    linux: "tcp_notsent_lowat",
+    kind: BUFFER,
+    default: ParamValue::Unset {
+        example: "\"128KiB\"",
+    },
+    source: "Linux `tcp_notsent_lowat` = UINT_MAX (off)",
+    doc: "not-sent low-water mark (`TCP_NOTSENT_LOWAT`): writable only while fewer unsent bytes are queued; at most `send_buffer`",
+};
+
+pub const RECEIVE_BUFFER: Param = Param {
+    name: "receive_buffer",
+    aliases: &[],
+    linux: "tcp_rmem",
+    kind: BUFFER,
+    default: ParamValue::Int(6 << 20),
+    source: "Linux `tcp_rmem[2]` (the autotuning ceiling)",
+    doc: "receive buffer (`SO_RCVBUF`), which bounds the advertised window; at least one segment",
+};
+
+pub const ECN_CODEPOINT: Param = Param {
+    name: "ecn_codepoint",
+    aliases: &[],
+    linux: "TCP_CONG_ECT_1_NEGOTIATION",
+    kind: Kind::Choice(ECN_CODEPOINTS),
+    default: ParamValue::Unset {
+        example: "\"ect1\"",
+    },
+    source: "the controller's codepoint (Linux `TCP_CONG_ECT_1_NEGOTIATION`)",
+    doc: "IP-ECN field of data once ECN is negotiated, instead of the controller's (e.g. a classic controller sending ECT(1))",
+};
+
+pub const FASTOPEN: Param = Param {
+    name: "fastopen",
+    aliases: &[],
+    linux: "tcp_fastopen",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "Linux `tcp_fastopen = 1`: the client side, and only for an app that asks",
+    doc: "TCP Fast Open (RFC 7413; [models/transport.md](models/transport.md#tcp-fast-open-rfc-7413)): the client's first SYN asks for a cookie, later SYNs carry the first write; the server accepts it",
+};
+
+/// The scenario keys of [`TransportConfig`] (`[flows.transport]`), in the
+/// order the resolved scenario records them.
+pub const PARAMS: &[Param] = &[
+    MSS,
+    INITIAL_WINDOW,
+    DELAYED_ACK,
+    DELAYED_ACK_TIMEOUT,
+    MIN_RTO,
+    RTO_FORMULA,
+    TLP,
+    FRTO,
+    UNDO,
+    DSACK,
+    PACING,
+    SEND_BUFFER,
+    NOTSENT_LOWAT,
+    RECEIVE_BUFFER,
+    ECN_CODEPOINT,
+    FASTOPEN,
+];
 
 /// How the retransmission timeout is computed from SRTT and RTTVAR.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,30 +361,50 @@ pub struct TransportConfig {
 
 impl Default for TransportConfig {
     fn default() -> Self {
+        let d = |p: &Param| p.default;
         TransportConfig {
-            mss: 1448,          // 1500 MTU - 20 IPv4 - 20 TCP - 12 timestamps (Linux mss_cache)
-            initial_window: 10, // RFC 6928 §2, Linux TCP_INIT_CWND
-            delayed_ack: true,  // RFC 5681 §4.2 SHOULD; Linux default (no TCP_QUICKACK)
-            delayed_ack_timeout: Dur::from_millis(40), // Linux TCP_DELACK_MIN (HZ/25)
-            min_rto: Dur::from_millis(200), // Linux TCP_RTO_MIN (RFC 6298 §2.4 says 1 s)
-            rto_formula: RtoFormula::Linux, // Linux __tcp_set_rto (RFC 6298 selectable)
-            tlp: true,          // Linux tcp_early_retrans = 3 (RFC 8985 §7 TLP on)
-            frto: true,         // Linux tcp_frto = 2
-            undo: true,         // Linux: undo is always on (tcp_try_undo_*)
-            dsack: true,        // Linux tcp_dsack = 1
-            pacing: false,      // Linux paces only with sch_fq or a CC that asks (BBR)
-            send_buffer: 4 << 20, // Linux tcp_wmem[2] = 4 MiB (autotuning ceiling)
-            notsent_lowat: None, // Linux tcp_notsent_lowat = UINT_MAX (off)
-            receive_buffer: 6 << 20, // Linux tcp_rmem[2] = 6 MiB (autotuning ceiling)
-            header_bytes: 52,   // IPv4 20 + TCP 20 + timestamps option 12 (RFC 7323 §3, aligned)
-            ecn: EcnMode::Off,  // Linux tcp_ecn = 2 answers but never asks; see docs/models/ecn.md
-            ecn_codepoint: None, // the controller's choice (Linux TCP_CONG_ECT_1_NEGOTIATION)
+            mss: FromParam::from_param(d(&MSS)),
+            initial_window: FromParam::from_param(d(&INITIAL_WINDOW)),
+            delayed_ack: d(&DELAYED_ACK).flag(),
+            delayed_ack_timeout: d(&DELAYED_ACK_TIMEOUT).dur(),
+            min_rto: d(&MIN_RTO).dur(),
+            rto_formula: FromParam::from_param(d(&RTO_FORMULA)),
+            tlp: d(&TLP).flag(),
+            frto: d(&FRTO).flag(),
+            undo: d(&UNDO).flag(),
+            dsack: d(&DSACK).flag(),
+            pacing: d(&PACING).flag(),
+            send_buffer: FromParam::from_param(d(&SEND_BUFFER)),
+            notsent_lowat: FromParam::from_param(d(&NOTSENT_LOWAT)),
+            receive_buffer: FromParam::from_param(d(&RECEIVE_BUFFER)),
+            header_bytes: 52, // IPv4 20 + TCP 20 + timestamps option 12 (RFC 7323 §3, aligned)
+            ecn: EcnMode::Off, // Linux tcp_ecn = 2 answers but never asks; see docs/models/ecn.md
+            ecn_codepoint: FromParam::from_param(d(&ECN_CODEPOINT)),
             accecn_option: true, // Linux tcp_ecn_option = 2 (TCP_ACCECN_OPTION_FULL)
-            ecn_fallback: true, // Linux tcp_ecn_fallback = 1
-            fastopen: false, // Linux tcp_fastopen = 1: client only, and only for an app that asks
+            ecn_fallback: true,  // Linux tcp_ecn_fallback = 1
+            fastopen: d(&FASTOPEN).flag(),
         }
     }
 }
+
+l4slab_core::param_fields!(TransportConfig {
+    mss = MSS,
+    initial_window = INITIAL_WINDOW,
+    delayed_ack = DELAYED_ACK,
+    delayed_ack_timeout = DELAYED_ACK_TIMEOUT,
+    min_rto = MIN_RTO,
+    rto_formula = RTO_FORMULA,
+    tlp = TLP,
+    frto = FRTO,
+    undo = UNDO,
+    dsack = DSACK,
+    pacing = PACING,
+    send_buffer = SEND_BUFFER,
+    notsent_lowat = NOTSENT_LOWAT,
+    receive_buffer = RECEIVE_BUFFER,
+    ecn_codepoint = ECN_CODEPOINT,
+    fastopen = FASTOPEN,
+});
 
 /// Why a [`TransportConfig`] is unusable (a key path for the scenario layer).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -237,6 +480,22 @@ mod tests {
         let c = TransportConfig::default();
         c.validate().unwrap();
         assert_eq!(c.mss + c.header_bytes, 1500);
+    }
+
+    #[test]
+    fn every_declared_default_is_in_range_and_settable_by_name() {
+        use l4slab_core::param::Configure;
+        let mut c = TransportConfig::default();
+        for p in PARAMS {
+            p.check(p.default).unwrap();
+            assert!(c.set(p.name, p.default), "{}", p.name);
+        }
+        assert_eq!(c, TransportConfig::default());
+        assert!(c.set("rto_formula", ParamValue::Choice("rfc6298")));
+        assert!(c.set("ecn_codepoint", ParamValue::Choice("ect1")));
+        assert_eq!(c.rto_formula, RtoFormula::Rfc6298);
+        assert_eq!(c.ecn_codepoint, Some(EcnCodepoint::Ect1));
+        assert!(!c.set("header_bytes", ParamValue::Int(40)));
     }
 
     #[test]

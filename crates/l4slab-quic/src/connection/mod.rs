@@ -49,6 +49,7 @@ pub use handshake::{HandshakeState, ResumptionTicket, TransportParams};
 pub use stats::ConnectionStats;
 pub use streams::StreamId;
 
+use crate::params;
 use ecn::EcnValidator;
 use flow_control::{RecvWindow, SendCredit};
 use pacing::Pacer;
@@ -149,17 +150,18 @@ impl Default for ConnectionConfig {
         ConnectionConfig {
             cc: LINUX_DEFAULT_CC.into(),
             cc_options: None,
-            max_datagram_size: 1200,
+            // The scenario keys' declared defaults (crate::params).
+            max_datagram_size: params::MAX_DATAGRAM_SIZE.default.int() as usize,
             initial_window: None,
             ecn: true,
             ecn_validation: true,
-            pacing: true,
+            pacing: params::PACING.default.flag(),
             ecn_codepoint: None,
-            max_ack_delay: Dur::from_millis(25),
+            max_ack_delay: params::MAX_ACK_DELAY.default.dur(),
             ack_eliciting_threshold: ack::ACK_ELICITING_THRESHOLD,
             max_data: 16 << 20,
             max_stream_data: 4 << 20,
-            send_buffer: 4 << 20,
+            send_buffer: params::SEND_BUFFER.default.int() as u64,
             max_streams_bidi: 100,
             idle_timeout: Dur::from_secs(30),
             certificate_len: 1000,
