@@ -1,7 +1,8 @@
 //! l4slab-udp-driver: runs l4slab's sans-IO transports (a QUIC-style connection,
-//! RTP media) over real UDP sockets in real time, so that flows the kernel
-//! cannot carry (TCP Prague over UDP, ECT(1) media) go through the
-//! emulator's bottleneck.
+//! RTP media) over real UDP sockets in real time — what `l4slab send` and
+//! `l4slab serve` (`l4slab-sendserve`) run on, between real machines, with
+//! congestion controls the kernel does not offer (TCP Prague over UDP,
+//! ECT(1) media).
 //!
 //! * [`driver`]: the [`DatagramEndpoint`] trait and the [`Driver`] event
 //!   loop on `CLOCK_MONOTONIC` ([`Clock`]), with its [`DriverStats`].
