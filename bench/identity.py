@@ -3,13 +3,16 @@
 
     python3 bench/identity.py -o before.json          # on the old commit
     python3 bench/identity.py --compare before.json   # on the new one: exit 1 on any change
+    python3 bench/identity.py --native OLD.so -o before.json   # an old build kept aside
 
 Runs each scenario under scenarios/golden, scenarios/examples, bench/scenarios and
 scenarios/studies/*/ (every file but study.toml) in the simulator with its own seed,
 and digests what the run returns: summary.json without its wall-clock fields, and
-every series column. ``--studies`` also digests each study's study.json from
-``l4slab reproduce all`` (the verdicts, published vs measured). Prints one line per
-scenario; with ``--compare``, the ones whose digest changed.
+the series rows in order as series.parquet holds them (names, not the codes
+the native module happened to intern them under). ``--studies`` also digests each
+study's study.json from ``l4slab reproduce all`` (the verdicts, published vs
+measured). Prints one line per scenario; with ``--compare``, the ones whose digest
+changed.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from l4slab import _native, api
 
@@ -44,18 +49,18 @@ def strip_wall(value: Any) -> Any:
     return value
 
 
-def digest_run(path: Path) -> str:
-    out = _native.run(path.read_text(), str(path), [], None, None, None, api.trace_dirs(), True)
+def digest_run(native: Any, path: Path) -> str:
+    out = native.run(path.read_text(), str(path), [], None, None, None, api.trace_dirs(), True)
     h = hashlib.sha256()
     summary = strip_wall(json.loads(out["summary_json"]))
     h.update(json.dumps(summary, sort_keys=True).encode())
     series = out["series"]
-    for name in sorted(series):
-        col = series[name]
-        h.update(name.encode())
-        h.update(
-            bytes(col) if isinstance(col, (bytes, bytearray, memoryview)) else repr(col).encode()
-        )
+    names = series["names"]
+    for col in ("t_s", "value"):
+        h.update(np.frombuffer(series[col], dtype=np.float64).tobytes())
+    for col in ("series", "key"):
+        codes = np.frombuffer(series[col], dtype=np.uint32).tolist()
+        h.update("\0".join(names[i] for i in codes).encode())
     return h.hexdigest()[:16]
 
 
@@ -81,7 +86,16 @@ def main() -> int:
     ap.add_argument("-o", "--out", type=Path, help="write the digests here (JSON)")
     ap.add_argument("--compare", type=Path, help="compare with digests written earlier")
     ap.add_argument("--studies", action="store_true", help="also digest `l4slab reproduce all`")
+    ap.add_argument(
+        "--native", type=Path, help="a build of the native module kept aside (not --studies)"
+    )
     args = ap.parse_args()
+    native: Any = _native
+    if args.native:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import ab
+
+        native = ab.load(args.native, "identity")
     digests: dict[str, str] = {}
     for pattern in GLOBS:
         for path in sorted(ROOT.glob(pattern)):
@@ -89,7 +103,7 @@ def main() -> int:
                 continue
             key = str(path.relative_to(ROOT))
             try:
-                digests[key] = digest_run(path)
+                digests[key] = digest_run(native, path)
             except Exception as e:  # a scenario that does not run is recorded as such
                 digests[key] = f"error: {type(e).__name__}: {str(e).splitlines()[0]}"
             print(f"{digests[key]}  {key}", flush=True)
