@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import importlib.machinery
 import importlib.util
+import json
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -41,7 +44,9 @@ def once(native: ModuleType, path: Path) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("scenarios", nargs="*", type=Path)
@@ -50,24 +55,22 @@ def main() -> None:
     scenarios = args.scenarios or sorted((HERE / "scenarios").glob("*.toml"))
     # Two extension modules of one name cannot both live in one process: load one at
     # a time, each in a fresh interpreter.
-    import subprocess
-    import sys
-
     times: dict[tuple[str, str], list[float]] = {}
     for r in range(args.repeat):
         order = [("before", args.before), ("after", args.after)]
         if r % 2:
             order.reverse()
         for tag, so in order:
+            paths = [str(s) for s in scenarios]
             code = (
-                "import sys, json; sys.path.insert(0, %r); import ab; n = ab.load(ab.Path(%r), %r); "
-                "print(json.dumps([ab.once(n, ab.Path(p)) for p in %r]))"
-                % (str(HERE), str(so), tag, [str(s) for s in scenarios])
+                f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import ab; "
+                f"n = ab.load(ab.Path({str(so)!r}), {tag!r}); "
+                f"print(json.dumps([ab.once(n, ab.Path(p)) for p in {paths!r}]))"
             )
-            out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-            import json
-
-            for s, t in zip(scenarios, json.loads(out.stdout)):
+            out = subprocess.run(
+                [sys.executable, "-c", code], check=True, capture_output=True, text=True
+            )
+            for s, t in zip(scenarios, json.loads(out.stdout), strict=True):
                 times.setdefault((tag, s.name), []).append(t)
         print(f"round {r + 1}/{args.repeat} done", file=sys.stderr)
     print(f"{'scenario':34} {'before s':>9} {'after s':>9} {'after/before':>13}")
