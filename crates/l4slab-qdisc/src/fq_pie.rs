@@ -91,43 +91,34 @@ pub const BETA: Param = Param {
 };
 
 /// tc `quantum`.
-pub const QUANTUM: Param = Param {
-    name: "quantum",
-    aliases: &[],
-    linux: "quantum",
-    kind: Kind::Bytes {
+pub const QUANTUM: Param = Param::new(
+    "quantum",
+    Kind::Bytes {
         min: 1,
         max: MAX_QUANTUM as u64,
     },
-    default: ParamValue::Int(ETH_PSCHED_MTU as i64),
-    source: "Linux `fq_pie_init`: `psched_mtu(dev)` = 1514; range `fq_pie_q_range`",
-    doc: "DRR quantum: bytes a bucket may send per round",
-};
+    ParamValue::Int(ETH_PSCHED_MTU as i64),
+    "Linux `fq_pie_init`: `psched_mtu(dev)` = 1514; range `fq_pie_q_range`",
+    "DRR quantum: bytes a bucket may send per round",
+);
 
 /// tc `memory_limit`.
-pub const MEMORY_LIMIT: Param = Param {
-    name: "memory_limit",
-    aliases: &[],
-    linux: "memory_limit",
-    kind: Kind::Bytes {
-        min: 1,
-        max: u32::MAX as u64,
-    },
-    default: ParamValue::Int(32 << 20),
-    source: "Linux `fq_pie_init`: `SZ_32M`; a u32 in netlink",
-    doc: "bytes over all buckets (counted in `overmemory`, not enforced, as Linux)",
-};
+pub const MEMORY_LIMIT: Param = Param::new(
+    "memory_limit",
+    Kind::bytes_up_to_u32(1),
+    ParamValue::Int(32 << 20),
+    "Linux `fq_pie_init`: `SZ_32M`; a u32 in netlink",
+    "bytes over all buckets (counted in `overmemory`, not enforced, as Linux)",
+);
 
 /// tc `ecn_prob`.
-pub const ECN_PROB: Param = Param {
-    name: "ecn_prob",
-    aliases: &[],
-    linux: "ecn_prob",
-    kind: Kind::Percent { min: 0, max: 100 },
-    default: ParamValue::Int(10),
-    source: "Linux `fq_pie_init`: `ecn_prob = 10`",
-    doc: "CE-mark instead of dropping while the bucket's drop probability is at most this",
-};
+pub const ECN_PROB: Param = Param::new(
+    "ecn_prob",
+    Kind::Percent { min: 0, max: 100 },
+    ParamValue::Int(10),
+    "Linux `fq_pie_init`: `ecn_prob = 10`",
+    "CE-mark instead of dropping while the bucket's drop probability is at most this",
+);
 
 /// tc `ecn` / `noecn`.
 pub const ECN: Param = Param {
