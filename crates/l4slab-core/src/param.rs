@@ -725,10 +725,13 @@ macro_rules! param_fields {
 /// `param_config!(CodelConfig { limit = LIMIT, target = TARGET } + { mtu: 1514 })`:
 /// the [`param_fields!`](crate::param_fields) [`Configure`] of a config, and
 /// its `Default`: each declared field at its parameter's default (converted
-/// by [`FromParam`]), the fields after `+` as written there. The mapping of
-/// fields to parameters is written once for both.
+/// by [`FromParam`]), the fields after `+` (if any) as written there. The
+/// mapping of fields to parameters is written once for both.
 #[macro_export]
 macro_rules! param_config {
+    ($cfg:ty { $($field:ident = $param:expr),* $(,)? }) => {
+        $crate::param_config!($cfg { $($field = $param),* } + {});
+    };
     ($cfg:ty { $($field:ident = $param:expr),* $(,)? } + { $($other:ident : $value:expr),* $(,)? }) => {
         impl Default for $cfg {
             fn default() -> Self {

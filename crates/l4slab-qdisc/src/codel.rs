@@ -178,25 +178,14 @@ pub struct CodelConfig {
     pub mtu: u32,
 }
 
-impl Default for CodelConfig {
-    fn default() -> Self {
-        CodelConfig {
-            limit: LIMIT.default.int() as u32,
-            target: TARGET.default.dur(),
-            interval: INTERVAL.default.dur(),
-            ecn: ECN.default.flag(),
-            ce_threshold: CE_THRESHOLD.default.opt_dur(),
-            mtu: ETH_PSCHED_MTU, // codel_init: psched_mtu(qdisc_dev(sch))
-        }
-    }
-}
-
-l4slab_core::param_fields!(CodelConfig {
+l4slab_core::param_config!(CodelConfig {
     limit = LIMIT,
     target = TARGET,
     interval = INTERVAL,
     ecn = ECN,
     ce_threshold = CE_THRESHOLD,
+} + {
+    mtu: ETH_PSCHED_MTU, // codel_init: psched_mtu(qdisc_dev(sch))
 });
 
 impl QdiscKind for CodelConfig {

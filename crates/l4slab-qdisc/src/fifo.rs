@@ -39,17 +39,10 @@ pub struct FifoConfig {
     pub head_drop: bool,
 }
 
-impl Default for FifoConfig {
-    fn default() -> Self {
-        FifoConfig {
-            limit: BufferLimit::Packets(1000), // Linux txqueuelen default
-            head_drop: HEAD_DROP.default.flag(),
-        }
-    }
-}
-
-l4slab_core::param_fields!(FifoConfig {
+l4slab_core::param_config!(FifoConfig {
     head_drop = HEAD_DROP,
+} + {
+    limit: BufferLimit::Packets(1000), // Linux txqueuelen default
 });
 
 impl QdiscKind for FifoConfig {

@@ -225,26 +225,7 @@ pub struct FqCodelConfig {
     pub hash_seed: u32,
 }
 
-impl Default for FqCodelConfig {
-    fn default() -> Self {
-        FqCodelConfig {
-            limit: LIMIT.default.int() as u32,
-            flows: FLOWS.default.int() as u32,
-            target: TARGET.default.dur(),
-            interval: INTERVAL.default.dur(),
-            quantum: QUANTUM.default.int() as u32,
-            ecn: ECN.default.flag(),
-            ce_threshold: CE_THRESHOLD.default.opt_dur(),
-            ce_threshold_selector: None, // CE_THRESHOLD_SELECTOR: codel_params_init mask = 0
-            memory_limit: MEMORY_LIMIT.default.int() as u64,
-            drop_batch: DROP_BATCH.default.int() as u32,
-            mtu: ETH_PSCHED_MTU, // fq_codel_init: cparams.mtu = psched_mtu
-            hash_seed: HASH_SEED.default.int() as u32,
-        }
-    }
-}
-
-l4slab_core::param_fields!(FqCodelConfig {
+l4slab_core::param_config!(FqCodelConfig {
     limit = LIMIT,
     flows = FLOWS,
     target = TARGET,
@@ -255,6 +236,9 @@ l4slab_core::param_fields!(FqCodelConfig {
     memory_limit = MEMORY_LIMIT,
     drop_batch = DROP_BATCH,
     hash_seed = HASH_SEED,
+} + {
+    ce_threshold_selector: None, // CE_THRESHOLD_SELECTOR: codel_params_init mask = 0
+    mtu: ETH_PSCHED_MTU, // fq_codel_init: cparams.mtu = psched_mtu
 });
 
 impl QdiscKind for FqCodelConfig {

@@ -208,29 +208,7 @@ pub struct FqPieConfig {
     pub hash_seed: u32,
 }
 
-impl Default for FqPieConfig {
-    fn default() -> Self {
-        FqPieConfig {
-            limit: LIMIT.default.int() as u32,
-            flows: FLOWS.default.int() as u32,
-            target: TARGET.default.dur(),
-            tupdate: TUPDATE.default.dur(),
-            alpha: ALPHA.default.num(),
-            beta: BETA.default.num(),
-            quantum: QUANTUM.default.int() as u32,
-            memory_limit: MEMORY_LIMIT.default.int() as u64,
-            ecn_prob: ECN_PROB.default.int() as u32,
-            ecn: ECN.default.flag(),
-            bytemode: BYTEMODE.default.flag(),
-            dq_rate_estimator: DQ_RATE_ESTIMATOR.default.flag(),
-            max_burst: MAX_BURST.default.dur(),
-            mtu: ETH_PSCHED_MTU, // psched_mtu(qdisc_dev(sch))
-            hash_seed: HASH_SEED.default.int() as u32,
-        }
-    }
-}
-
-l4slab_core::param_fields!(FqPieConfig {
+l4slab_core::param_config!(FqPieConfig {
     limit = LIMIT,
     flows = FLOWS,
     target = TARGET,
@@ -245,6 +223,8 @@ l4slab_core::param_fields!(FqPieConfig {
     dq_rate_estimator = DQ_RATE_ESTIMATOR,
     max_burst = MAX_BURST,
     hash_seed = HASH_SEED,
+} + {
+    mtu: ETH_PSCHED_MTU, // psched_mtu(qdisc_dev(sch))
 });
 
 impl QdiscKind for FqPieConfig {

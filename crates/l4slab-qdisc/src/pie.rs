@@ -196,24 +196,7 @@ pub struct PieConfig {
     pub mtu: u32,
 }
 
-impl Default for PieConfig {
-    fn default() -> Self {
-        PieConfig {
-            limit: LIMIT.default.int() as u32,
-            target: TARGET.default.dur(),
-            tupdate: TUPDATE.default.dur(),
-            alpha: ALPHA.default.num(),
-            beta: BETA.default.num(),
-            ecn: ECN.default.flag(),
-            bytemode: BYTEMODE.default.flag(),
-            dq_rate_estimator: DQ_RATE_ESTIMATOR.default.flag(),
-            max_burst: MAX_BURST.default.dur(),
-            mtu: 1500,
-        }
-    }
-}
-
-l4slab_core::param_fields!(PieConfig {
+l4slab_core::param_config!(PieConfig {
     limit = LIMIT,
     target = TARGET,
     tupdate = TUPDATE,
@@ -223,6 +206,8 @@ l4slab_core::param_fields!(PieConfig {
     bytemode = BYTEMODE,
     dq_rate_estimator = DQ_RATE_ESTIMATOR,
     max_burst = MAX_BURST,
+} + {
+    mtu: 1500,
 });
 
 impl QdiscKind for PieConfig {

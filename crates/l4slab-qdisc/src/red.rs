@@ -184,24 +184,7 @@ pub struct RedConfig {
     pub adaptive: bool,
 }
 
-impl Default for RedConfig {
-    fn default() -> Self {
-        RedConfig {
-            limit: LIMIT.default.int() as u64,
-            min: None,
-            max: None,
-            avpkt: AVPKT.default.int() as u64,
-            burst: None,
-            probability: PROBABILITY.default.num(),
-            bandwidth: BANDWIDTH.default.int() as u64,
-            ecn: ECN.default.flag(),
-            harddrop: HARDDROP.default.flag(),
-            adaptive: ADAPTIVE.default.flag(),
-        }
-    }
-}
-
-l4slab_core::param_fields!(RedConfig {
+l4slab_core::param_config!(RedConfig {
     limit = LIMIT,
     min = MIN,
     max = MAX,

@@ -488,34 +488,9 @@ pub fn memory_limit_for(limit: u32, mtu: u32) -> u64 {
     u64::from(limit) * 2 * u64::from(mtu)
 }
 
-impl Default for DualPi2Config {
-    fn default() -> Self {
-        DualPi2Config {
-            limit: LIMIT.default.int() as u32,
-            // = memory_limit_for(limit, mtu), checked by `linux_defaults`.
-            memory_limit: MEMLIMIT.default.int() as u64,
-            target: TARGET.default.dur(),
-            tupdate: TUPDATE.default.dur(),
-            alpha: ALPHA.default.num(),
-            beta: BETA.default.num(),
-            coupling_factor: COUPLING_FACTOR.default.num(),
-            drop_on_overload: DROP_ON_OVERLOAD.default.flag(),
-            drop_enqueue: DROP_ENQUEUE.default.flag(),
-            ecn_mask: EcnMask::from_param(ECN_MASK.default),
-            split_gso: SPLIT_GSO.default.flag(),
-            l_aqm: LAqm::default(),
-            scheduler: Scheduler::default(),
-            pi_input: PiInput::from_param(PI_INPUT.default),
-            l_flows: Vec::new(),
-            llll_flows: Vec::new(),
-            mtu: 1500,
-        }
-    }
-}
-
-l4slab_core::param_fields!(DualPi2Config {
+l4slab_core::param_config!(DualPi2Config {
     limit = LIMIT,
-    memory_limit = MEMLIMIT,
+    memory_limit = MEMLIMIT, // = memory_limit_for(limit, mtu), checked by `linux_defaults`
     target = TARGET,
     tupdate = TUPDATE,
     alpha = ALPHA,
@@ -526,6 +501,12 @@ l4slab_core::param_fields!(DualPi2Config {
     ecn_mask = ECN_MASK,
     split_gso = SPLIT_GSO,
     pi_input = PI_INPUT,
+} + {
+    l_aqm: LAqm::default(),
+    scheduler: Scheduler::default(),
+    l_flows: Vec::new(),
+    llll_flows: Vec::new(),
+    mtu: 1500,
 });
 
 impl QdiscKind for DualPi2Config {
