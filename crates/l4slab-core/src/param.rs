@@ -214,28 +214,34 @@ impl ParamValue {
         }
     }
 
+    /// The panic of an accessor called on a value of another kind (a
+    /// declaration bug): `Num(0.5) is not an integer`.
+    fn not_a(&self, what: &str) -> ! {
+        panic!("{self:?} is not {what}")
+    }
+
     /// The integer; panics on another kind (a declaration bug).
     pub fn int(&self) -> i64 {
-        match *self {
-            ParamValue::Int(i) => i,
-            other => panic!("{other:?} is not an integer"),
-        }
+        let ParamValue::Int(i) = *self else {
+            self.not_a("an integer")
+        };
+        i
     }
 
     /// The number; panics on another kind (a declaration bug).
     pub fn num(&self) -> f64 {
-        match *self {
-            ParamValue::Num(x) => x,
-            other => panic!("{other:?} is not a number"),
-        }
+        let ParamValue::Num(x) = *self else {
+            self.not_a("a number")
+        };
+        x
     }
 
     /// The duration; panics on another kind (a declaration bug).
     pub fn dur(&self) -> Dur {
-        match *self {
-            ParamValue::Dur(d) => d,
-            other => panic!("{other:?} is not a duration"),
-        }
+        let ParamValue::Dur(d) = *self else {
+            self.not_a("a duration")
+        };
+        d
     }
 
     /// The duration, `None` when unset; panics on another kind.
@@ -243,36 +249,52 @@ impl ParamValue {
         match *self {
             ParamValue::Dur(d) => Some(d),
             ParamValue::Unset { .. } => None,
-            other => panic!("{other:?} is not a duration"),
+            _ => self.not_a("a duration"),
         }
     }
 
     /// The flag; panics on another kind (a declaration bug).
     pub fn flag(&self) -> bool {
-        match *self {
-            ParamValue::Flag(b) => b,
-            other => panic!("{other:?} is not a flag"),
-        }
+        let ParamValue::Flag(b) = *self else {
+            self.not_a("a flag")
+        };
+        b
     }
 
     /// The choice; panics on another kind (a declaration bug).
     pub fn choice(&self) -> &'static str {
-        match *self {
-            ParamValue::Choice(c) => c,
-            other => panic!("{other:?} is not a choice"),
-        }
+        let ParamValue::Choice(c) = *self else {
+            self.not_a("a choice")
+        };
+        c
     }
 
     /// The rate; panics on another kind (a declaration bug).
     pub fn rate(&self) -> Rate {
-        match *self {
-            ParamValue::Rate(r) => r,
-            other => panic!("{other:?} is not a rate"),
-        }
+        let ParamValue::Rate(r) = *self else {
+            self.not_a("a rate")
+        };
+        r
     }
 }
 
 impl Kind {
+    /// An integer from `min` up to `u32::MAX` (a knob Linux keeps in a `u32`).
+    pub const fn up_to_u32(min: i64) -> Kind {
+        Kind::Int {
+            min,
+            max: u32::MAX as i64,
+        }
+    }
+
+    /// Bytes from `min` up to `u32::MAX` (a size Linux keeps in a `u32`).
+    pub const fn bytes_up_to_u32(min: u64) -> Kind {
+        Kind::Bytes {
+            min,
+            max: u32::MAX as u64,
+        }
+    }
+
     /// Short name of the kind: `integer`, `fraction`, `number`, `gain`,
     /// `Hz`, `duration`, `packets`, `bytes`, `percent`, `flag`, `choice`,
     /// `custom`.
@@ -405,6 +427,37 @@ impl Kind {
 }
 
 impl Param {
+    /// A parameter in the common form: its scenario key is its Linux name
+    /// (`linux` = `name`) and it has no aliases. [`Param::aka`] and
+    /// [`Param::linux_name`] change those.
+    pub const fn new(
+        name: &'static str,
+        kind: Kind,
+        default: ParamValue,
+        source: &'static str,
+        doc: &'static str,
+    ) -> Param {
+        Param {
+            name,
+            aliases: &[],
+            linux: name,
+            kind,
+            default,
+            source,
+            doc,
+        }
+    }
+
+    /// The parameter with other keys a scenario may write for it.
+    pub const fn aka(self, aliases: &'static [&'static str]) -> Param {
+        Param { aliases, ..self }
+    }
+
+    /// The parameter with a Linux name other than its key (`MAX_BURST`).
+    pub const fn linux_name(self, linux: &'static str) -> Param {
+        Param { linux, ..self }
+    }
+
     /// A valid value for error messages, as TOML: the default (for a byte
     /// count, as a size string where one is exact: `"32MiB"`), or an unset
     /// default's example.
@@ -669,6 +722,29 @@ macro_rules! param_fields {
     };
 }
 
+/// `param_config!(CodelConfig { limit = LIMIT, target = TARGET } + { mtu: 1514 })`:
+/// the [`param_fields!`](crate::param_fields) [`Configure`] of a config, and
+/// its `Default`: each declared field at its parameter's default (converted
+/// by [`FromParam`]), the fields after `+` (if any) as written there. The
+/// mapping of fields to parameters is written once for both.
+#[macro_export]
+macro_rules! param_config {
+    ($cfg:ty { $($field:ident = $param:expr),* $(,)? }) => {
+        $crate::param_config!($cfg { $($field = $param),* } + {});
+    };
+    ($cfg:ty { $($field:ident = $param:expr),* $(,)? } + { $($other:ident : $value:expr),* $(,)? }) => {
+        impl Default for $cfg {
+            fn default() -> Self {
+                Self {
+                    $($field: $crate::param::FromParam::from_param($param.default),)*
+                    $($other: $value,)*
+                }
+            }
+        }
+        $crate::param_fields!($cfg { $($field = $param),* });
+    };
+}
+
 /// The header of [`markdown_table`].
 const TABLE_HEAD: &str = "| option | kind | default | source | meaning |\n|---|---|---|---|---|\n";
 
@@ -740,6 +816,63 @@ mod tests {
         source: "test",
         doc: "test",
     };
+
+    #[test]
+    fn the_constructor_fills_the_common_form() {
+        let p = Param::new("limit", Kind::Limit, ParamValue::Int(1000), "test", "test");
+        assert_eq!(p, LIMIT);
+        let q = Param::new(
+            "max_burst",
+            Kind::up_to_u32(1),
+            ParamValue::Int(1),
+            "s",
+            "d",
+        )
+        .aka(&["burst"])
+        .linux_name("MAX_BURST");
+        assert_eq!(
+            (q.name, q.aliases, q.linux),
+            ("max_burst", &["burst"][..], "MAX_BURST")
+        );
+        assert_eq!(q.kind.requirement(), "between 1 and 4294967295");
+        assert_eq!(
+            Kind::bytes_up_to_u32(1).range(),
+            "1 B..=4294967295 B (an integer or a size)"
+        );
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct Cfg {
+        limit: u32,
+        burst: Option<Dur>,
+        mtu: u32,
+    }
+
+    const BURST: Param = Param::new(
+        "burst",
+        Kind::Duration { zero_ok: true },
+        ParamValue::Unset { example: "\"1ms\"" },
+        "test",
+        "test",
+    );
+
+    crate::param_config!(Cfg { limit = LIMIT, burst = BURST } + { mtu: 1514 });
+
+    #[test]
+    fn a_param_config_defaults_to_its_declarations_and_sets_by_name() {
+        let mut c = Cfg::default();
+        assert_eq!(
+            c,
+            Cfg {
+                limit: 1000,
+                burst: None,
+                mtu: 1514
+            }
+        );
+        assert!(c.set("burst", ParamValue::Dur(Dur::from_millis(2))));
+        assert!(!c.set("mtu", ParamValue::Int(9000)));
+        assert_eq!(c.burst, Some(Dur::from_millis(2)));
+    }
 
     #[test]
     fn values_render_as_toml() {

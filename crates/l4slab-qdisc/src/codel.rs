@@ -39,12 +39,10 @@
 //! (`mtu` = `quantum` = 1514 = one full-size frame) mean what they mean in
 //! Linux. Queue byte counters ([`Backlog`], [`QdiscStats`]) stay in IP bytes.
 
-use std::collections::VecDeque;
-
 use serde::{Deserialize, Serialize};
 
 use crate::registry::QdiscKind;
-use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use crate::{Backlog, PacketFifo, Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, Ecn, MarkReason, Packet, Time};
 
@@ -112,62 +110,51 @@ pub struct CodelParams {
 }
 
 /// tc `limit`.
-pub const LIMIT: Param = Param {
-    name: "limit",
-    aliases: &[],
-    linux: "limit",
-    kind: Kind::Limit,
-    default: ParamValue::Int(1000),
-    source: "Linux `sch_codel.c` `DEFAULT_CODEL_LIMIT` = 1000; a scenario's default is the direction's `buffer`",
-    doc: "tail-drop limit in packets (bytes and times at 1500 B per packet, at least 1)",
-};
+pub const LIMIT: Param = Param::new(
+    "limit",
+    Kind::Limit,
+    ParamValue::Int(1000),
+    "Linux `sch_codel.c` `DEFAULT_CODEL_LIMIT` = 1000; a scenario's default is the direction's `buffer`",
+    "tail-drop limit in packets (bytes and times at 1500 B per packet, at least 1)",
+);
 
 /// tc `target`.
-pub const TARGET: Param = Param {
-    name: "target",
-    aliases: &[],
-    linux: "target",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(5)),
-    source: "RFC 8289 §4.3; Linux `codel_params_init` `MS2TIME(5)`",
-    doc: "acceptable standing queue delay (sojourn time)",
-};
+pub const TARGET: Param = Param::new(
+    "target",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_millis(5)),
+    "RFC 8289 §4.3; Linux `codel_params_init` `MS2TIME(5)`",
+    "acceptable standing queue delay (sojourn time)",
+);
 
 /// tc `interval`.
-pub const INTERVAL: Param = Param {
-    name: "interval",
-    aliases: &[],
-    linux: "interval",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(100)),
-    source: "RFC 8289 §4.2; Linux `codel_params_init` `MS2TIME(100)`",
-    doc:
-        "sliding window over which the minimum sojourn must exceed `target`; about a worst-case RTT",
-};
+pub const INTERVAL: Param = Param::new(
+    "interval",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_millis(100)),
+    "RFC 8289 §4.2; Linux `codel_params_init` `MS2TIME(100)`",
+    "sliding window over which the minimum sojourn must exceed `target`; about a worst-case RTT",
+);
 
 /// tc `ecn` / `noecn`.
-pub const ECN: Param = Param {
-    name: "ecn",
-    aliases: &[],
-    linux: "ecn",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "Linux `codel_params_init` (`codel` has ECN off)",
-    doc: "CE-mark ECN-capable packets instead of dropping them",
-};
+pub const ECN: Param = Param::new(
+    "ecn",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "Linux `codel_params_init` (`codel` has ECN off)",
+    "CE-mark ECN-capable packets instead of dropping them",
+);
 
 /// tc `ce_threshold`.
-pub const CE_THRESHOLD: Param = Param {
-    name: "ce_threshold",
-    aliases: &[],
-    linux: "ce_threshold",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Unset {
+pub const CE_THRESHOLD: Param = Param::new(
+    "ce_threshold",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Unset {
         example: r#""1ms""#,
     },
-    source: "Linux `codel_params_init`: `CODEL_DISABLED_THRESHOLD` (off)",
-    doc: "CE-mark every ECN-capable packet whose sojourn is above this, whatever the control law decides",
-};
+    "Linux `codel_params_init`: `CODEL_DISABLED_THRESHOLD` (off)",
+    "CE-mark every ECN-capable packet whose sojourn is above this, whatever the control law decides",
+);
 
 /// The parameters a scenario can set (`qdisc = { kind = "codel", ... }`).
 pub const PARAMS: &[Param] = &[LIMIT, TARGET, INTERVAL, ECN, CE_THRESHOLD];
@@ -191,25 +178,14 @@ pub struct CodelConfig {
     pub mtu: u32,
 }
 
-impl Default for CodelConfig {
-    fn default() -> Self {
-        CodelConfig {
-            limit: LIMIT.default.int() as u32,
-            target: TARGET.default.dur(),
-            interval: INTERVAL.default.dur(),
-            ecn: ECN.default.flag(),
-            ce_threshold: CE_THRESHOLD.default.opt_dur(),
-            mtu: ETH_PSCHED_MTU, // codel_init: psched_mtu(qdisc_dev(sch))
-        }
-    }
-}
-
-l4slab_core::param_fields!(CodelConfig {
+l4slab_core::param_config!(CodelConfig {
     limit = LIMIT,
     target = TARGET,
     interval = INTERVAL,
     ecn = ECN,
     ce_threshold = CE_THRESHOLD,
+} + {
+    mtu: ETH_PSCHED_MTU, // codel_init: psched_mtu(qdisc_dev(sch))
 });
 
 impl QdiscKind for CodelConfig {
@@ -345,9 +321,9 @@ impl<Q: CodelQueue> Loop<'_, '_, Q> {
 
     /// Linux `drop_func` + `stats->drop_count++`.
     fn drop(&mut self, now: Time, pkt: Packet) {
-        self.qstats.dropped_after_dequeue += 1;
         self.cstats.drop_count += 1;
-        self.ctx.drop_packet(now, pkt, DropReason::AqmDrop);
+        self.ctx
+            .discarded(now, pkt, DropReason::AqmDrop, self.qstats);
     }
 
     /// `params->ecn && INET_ECN_set_ce(skb)`: true if the packet was marked
@@ -498,20 +474,14 @@ impl CodelState {
     }
 }
 
-/// A single FIFO as a [`CodelQueue`].
-struct Fifo<'a> {
-    queue: &'a mut VecDeque<Packet>,
-    bytes: &'a mut u64,
-}
-
-impl CodelQueue for Fifo<'_> {
+/// `codel`'s single FIFO as a [`CodelQueue`].
+impl CodelQueue for PacketFifo {
+    /// sch_codel.c `dequeue_func`: `__qdisc_dequeue_head(&sch->q)`.
     fn pop(&mut self) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
-        *self.bytes -= u64::from(p.len);
-        Some(p)
+        PacketFifo::pop(self)
     }
     fn backlog_bytes(&self) -> u64 {
-        *self.bytes + u64::from(ETH_HLEN) * self.queue.len() as u64
+        self.frame_bytes()
     }
 }
 
@@ -523,8 +493,7 @@ pub struct Codel {
     state: CodelState,
     cstats: CodelStats,
     stats: QdiscStats,
-    queue: VecDeque<Packet>,
-    bytes: u64,
+    queue: PacketFifo,
 }
 
 impl Codel {
@@ -536,13 +505,12 @@ impl Codel {
         let params = cfg.params();
         assert_params(&params);
         Codel {
-            queue: VecDeque::with_capacity((cfg.limit as usize).min(1 << 16)),
+            queue: PacketFifo::with_capacity(u64::from(cfg.limit)),
             params,
             cfg,
             state: CodelState::default(),
             cstats: CodelStats::default(),
             stats: QdiscStats::default(),
-            bytes: 0,
         }
     }
 
@@ -563,19 +531,16 @@ impl Qdisc for Codel {
         "codel"
     }
 
-    fn enqueue(&mut self, now: Time, mut pkt: Packet, ctx: &mut QdiscCtx<'_>) {
+    fn enqueue(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
         self.stats.offered += 1;
         // sch_codel.c codel_qdisc_enqueue: `if (likely(qdisc_qlen(sch) < sch->limit))`
-        if self.queue.len() as u64 >= u64::from(self.cfg.limit) {
+        if self.queue.len() >= self.cfg.limit {
             self.cstats.drop_overlimit += 1;
-            self.stats.dropped_at_enqueue += 1;
-            ctx.drop_packet(now, pkt, DropReason::Overlimit);
+            ctx.refused(now, pkt, DropReason::Overlimit, &mut self.stats);
             return;
         }
-        // codel_set_enqueue_time(skb)
-        pkt.enqueued_at = now;
-        self.bytes += u64::from(pkt.len);
-        self.queue.push_back(pkt);
+        // codel_set_enqueue_time(skb); qdisc_enqueue_tail(skb, sch)
+        let pkt = self.queue.push(now, pkt);
         ctx.admitted(now, &pkt, 0, &mut self.stats);
     }
 
@@ -586,17 +551,15 @@ impl Qdisc for Codel {
             cstats,
             stats,
             queue,
-            bytes,
             ..
         } = self;
-        let mut fifo = Fifo { queue, bytes };
         let pkt = state.dequeue(
             now,
             &mut Loop {
                 params,
                 cstats,
                 qstats: stats,
-                queue: &mut fifo,
+                queue,
                 ctx,
             },
         )?;
@@ -605,10 +568,7 @@ impl Qdisc for Codel {
     }
 
     fn backlog(&self) -> Backlog {
-        Backlog {
-            packets: self.queue.len() as u32,
-            bytes: self.bytes,
-        }
+        self.queue.backlog()
     }
 
     fn stats(&self) -> &QdiscStats {

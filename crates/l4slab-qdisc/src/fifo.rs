@@ -7,25 +7,22 @@
 //! Deviation from Linux: none known; `bfifo` in Linux counts `skb->len`, which
 //! is our `Packet::len` (the IP packet).
 
-use std::collections::VecDeque;
-
 use serde::{Deserialize, Serialize};
 
 use crate::registry::{BufferLimit, QdiscKind};
-use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use crate::{Backlog, PacketFifo, Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Packet, Time};
 
 /// `head_drop`: drop the oldest packet instead of the arrival.
-pub const HEAD_DROP: Param = Param {
-    name: "head_drop",
-    aliases: &[],
-    linux: "pfifo_head_drop",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "tail drop, as Linux `pfifo`/`bfifo`",
-    doc: "a full queue drops its oldest packet instead of the arrival",
-};
+pub const HEAD_DROP: Param = Param::new(
+    "head_drop",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "tail drop, as Linux `pfifo`/`bfifo`",
+    "a full queue drops its oldest packet instead of the arrival",
+)
+.linux_name("pfifo_head_drop");
 
 /// The parameters a scenario can set (`qdisc = { kind = "fifo", ... }`);
 /// the limit is the direction's `buffer`.
@@ -42,17 +39,10 @@ pub struct FifoConfig {
     pub head_drop: bool,
 }
 
-impl Default for FifoConfig {
-    fn default() -> Self {
-        FifoConfig {
-            limit: BufferLimit::Packets(1000), // Linux txqueuelen default
-            head_drop: HEAD_DROP.default.flag(),
-        }
-    }
-}
-
-l4slab_core::param_fields!(FifoConfig {
+l4slab_core::param_config!(FifoConfig {
     head_drop = HEAD_DROP,
+} + {
+    limit: BufferLimit::Packets(1000), // Linux txqueuelen default
 });
 
 impl QdiscKind for FifoConfig {
@@ -74,8 +64,7 @@ impl QdiscKind for FifoConfig {
 #[derive(Debug)]
 pub struct Fifo {
     cfg: FifoConfig,
-    queue: VecDeque<Packet>,
-    bytes: u64,
+    queue: PacketFifo,
     stats: QdiscStats,
 }
 
@@ -85,14 +74,11 @@ impl Fifo {
             assert!(n > 0, "fifo limit must be positive");
         }
         Fifo {
-            queue: VecDeque::with_capacity(match cfg.limit {
-                BufferLimit::Packets(n) => (n as usize).min(1 << 16),
-                BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => {
-                    ((b / 1500) as usize).min(1 << 16)
-                }
+            queue: PacketFifo::with_capacity(match cfg.limit {
+                BufferLimit::Packets(n) => u64::from(n),
+                BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => b / 1500,
             }),
             cfg,
-            bytes: 0,
             stats: QdiscStats::default(),
         }
     }
@@ -101,17 +87,16 @@ impl Fifo {
     fn over_limit(&self, pkt: &Packet) -> bool {
         match self.cfg.limit {
             // sch_fifo.c pfifo_enqueue: `if (likely(sch->q.qlen < READ_ONCE(sch->limit)))`
-            BufferLimit::Packets(n) => self.queue.len() as u32 >= n,
+            BufferLimit::Packets(n) => self.queue.len() >= n,
             // sch_fifo.c bfifo_enqueue: `if (likely(sch->qstats.backlog + qdisc_pkt_len(skb) <= limit))`
             BufferLimit::Bytes(b) | BufferLimit::Time { bytes: b, .. } => {
-                self.bytes + u64::from(pkt.len) > b
+                self.queue.bytes() + u64::from(pkt.len) > b
             }
         }
     }
 
     fn pop(&mut self) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
-        self.bytes -= u64::from(p.len);
+        let p = self.queue.pop()?;
         self.stats.dequeued += 1;
         Some(p)
     }
@@ -126,29 +111,24 @@ impl Qdisc for Fifo {
         }
     }
 
-    fn enqueue(&mut self, now: Time, mut pkt: Packet, ctx: &mut QdiscCtx<'_>) {
+    fn enqueue(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
         self.stats.offered += 1;
         if self.over_limit(&pkt) {
             if !self.cfg.head_drop {
-                self.stats.dropped_at_enqueue += 1;
-                ctx.drop_packet(now, pkt, DropReason::Overlimit);
+                ctx.refused(now, pkt, DropReason::Overlimit, &mut self.stats);
                 return;
             }
             // sch_fifo.c pfifo_tail_enqueue: drop the head until the arrival fits.
             while self.over_limit(&pkt) {
                 let Some(head) = self.pop() else {
                     // A single packet larger than a byte limit: refuse it.
-                    self.stats.dropped_at_enqueue += 1;
-                    ctx.drop_packet(now, pkt, DropReason::Overlimit);
+                    ctx.refused(now, pkt, DropReason::Overlimit, &mut self.stats);
                     return;
                 };
-                self.stats.dropped_after_dequeue += 1;
-                ctx.drop_packet(now, head, DropReason::HeadDrop);
+                ctx.discarded(now, head, DropReason::HeadDrop, &mut self.stats);
             }
         }
-        pkt.enqueued_at = now;
-        self.bytes += u64::from(pkt.len);
-        self.queue.push_back(pkt);
+        let pkt = self.queue.push(now, pkt);
         ctx.admitted(now, &pkt, 0, &mut self.stats);
     }
 
@@ -159,10 +139,7 @@ impl Qdisc for Fifo {
     }
 
     fn backlog(&self) -> Backlog {
-        Backlog {
-            packets: self.queue.len() as u32,
-            bytes: self.bytes,
-        }
+        self.queue.backlog()
     }
 
     fn stats(&self) -> &QdiscStats {

@@ -39,7 +39,7 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use crate::codel::{qdisc_pkt_len, ETH_HLEN};
-use crate::{Backlog, QdiscCtx, QdiscStats};
+use crate::{Backlog, PacketFifo, QdiscCtx, QdiscStats};
 use l4slab_core::{DropReason, FlowId, Packet, Time};
 
 /// What an AQM says about an arrival ([`FlowAqm::on_enqueue`]).
@@ -148,9 +148,7 @@ pub enum FlowList {
 /// One bucket (Linux `struct fq_codel_flow` / `struct fq_pie_flow`).
 #[derive(Debug)]
 struct Bucket<V> {
-    queue: VecDeque<Packet>,
-    /// Bytes queued in this bucket.
-    bytes: u64,
+    queue: PacketFifo,
     /// DRR deficit, bytes.
     deficit: i64,
     vars: V,
@@ -158,18 +156,10 @@ struct Bucket<V> {
     list: Option<FlowList>,
 }
 
-impl<V> Bucket<V> {
-    /// The bucket's backlog as Linux counts it (`qdisc_pkt_len` per packet).
-    fn frame_bytes(&self) -> u64 {
-        self.bytes + u64::from(ETH_HLEN) * self.queue.len() as u64
-    }
-}
-
 /// One bucket's queue as a [`FlowAqm::dequeue`] hook sees it: pops update
 /// the bucket's and the qdisc's counters.
 pub struct FlowQueue<'a> {
-    queue: &'a mut VecDeque<Packet>,
-    bytes: &'a mut u64,
+    queue: &'a mut PacketFifo,
     total: &'a mut Backlog,
     memory_usage: &'a mut u64,
 }
@@ -177,9 +167,8 @@ pub struct FlowQueue<'a> {
 impl FlowQueue<'_> {
     /// Remove the head packet (Linux `dequeue_head` / `dequeue_func`).
     pub fn pop(&mut self) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
+        let p = self.queue.pop()?;
         let len = u64::from(p.len);
-        *self.bytes -= len;
         self.total.packets -= 1;
         self.total.bytes -= len;
         *self.memory_usage -= len;
@@ -188,7 +177,7 @@ impl FlowQueue<'_> {
 
     /// This flow's backlog, [`qdisc_pkt_len`] bytes (Linux `flow->backlog`).
     pub fn flow_backlog(&self) -> u64 {
-        *self.bytes + u64::from(ETH_HLEN) * self.queue.len() as u64
+        self.queue.frame_bytes()
     }
 
     /// The whole qdisc's backlog, [`qdisc_pkt_len`] bytes (Linux `sch->qstats.backlog`).
@@ -235,8 +224,7 @@ impl<A: FlowAqm> FlowQueues<A> {
         FlowQueues {
             buckets: (0..n)
                 .map(|_| Bucket {
-                    queue: VecDeque::new(),
-                    bytes: 0,
+                    queue: PacketFifo::default(),
                     deficit: 0,
                     vars: aqm.new_vars(),
                     list: None,
@@ -278,11 +266,11 @@ impl<A: FlowAqm> FlowQueues<A> {
     }
     /// Bytes ([`Packet::len`]) queued in a bucket.
     pub fn bucket_bytes(&self, bucket: usize) -> u64 {
-        self.buckets[bucket].bytes
+        self.buckets[bucket].queue.bytes()
     }
     /// Packets queued in a bucket.
     pub fn bucket_packets(&self, bucket: usize) -> usize {
-        self.buckets[bucket].queue.len()
+        self.buckets[bucket].queue.len() as usize
     }
     /// The list a bucket is scheduled on, if any.
     pub fn list(&self, bucket: usize) -> Option<FlowList> {
@@ -320,7 +308,7 @@ impl<A: FlowAqm> FlowQueues<A> {
     /// over all flows).
     pub fn for_each_flow(&mut self, mut f: impl FnMut(&mut A, &mut A::Vars, u64)) {
         for b in &mut self.buckets {
-            let backlog = b.frame_bytes();
+            let backlog = b.queue.frame_bytes();
             f(&mut self.aqm, &mut b.vars, backlog);
         }
     }
@@ -342,9 +330,8 @@ impl<A: FlowAqm> FlowQueues<A> {
         reason: DropReason,
         ctx: &mut QdiscCtx<'_>,
     ) {
-        self.stats.dropped_at_enqueue += 1;
         self.aqm.on_refused(&mut self.buckets[idx].vars);
-        ctx.drop_packet(now, pkt, reason);
+        ctx.refused(now, pkt, reason, &mut self.stats);
     }
 
     /// RFC 8290 §4.1: classify, let the AQM decide, append, schedule; then
@@ -368,7 +355,7 @@ impl<A: FlowAqm> FlowQueues<A> {
             }
         }
         let b = &mut self.buckets[idx];
-        let backlog = b.frame_bytes();
+        let backlog = b.queue.frame_bytes();
         let admit = self
             .aqm
             .on_enqueue(now, &mut b.vars, backlog, &mut pkt, &mut self.stats, ctx);
@@ -377,10 +364,8 @@ impl<A: FlowAqm> FlowQueues<A> {
             return;
         }
         // codel_set_enqueue_time(skb) / pie_set_enqueue_time(skb); flow_queue_add(flow, skb)
-        pkt.enqueued_at = now;
         let b = &mut self.buckets[idx];
-        b.queue.push_back(pkt);
-        b.bytes += len;
+        let pkt = b.queue.push(now, pkt);
         self.total.packets += 1;
         self.total.bytes += len;
         ctx.admitted(now, &pkt, 0, &mut self.stats);
@@ -416,7 +401,7 @@ impl<A: FlowAqm> FlowQueues<A> {
         let mut fattest = 0;
         let mut max_bytes = 0;
         for (i, b) in self.buckets.iter().enumerate() {
-            let backlog = b.frame_bytes();
+            let backlog = b.queue.frame_bytes();
             // `if (q->backlogs[i] > maxbacklog)`: the first of equals wins.
             if backlog > max_bytes {
                 max_bytes = backlog;
@@ -429,16 +414,14 @@ impl<A: FlowAqm> FlowQueues<A> {
         let mut dropped = 0u32;
         let mut len = 0u64;
         // `do { ... } while (++i < max_packets && len < threshold);`
-        while let Some(p) = b.queue.pop_front() {
+        while let Some(p) = b.queue.pop() {
             let plen = u64::from(p.len);
             len += qdisc_pkt_len(p.len);
-            b.bytes -= plen;
             self.total.packets -= 1;
             self.total.bytes -= plen;
             self.memory_usage -= plen;
             self.stats.dequeued += 1;
-            self.stats.dropped_after_dequeue += 1;
-            ctx.drop_packet(now, p, DropReason::Overlimit);
+            ctx.discarded(now, p, DropReason::Overlimit, &mut self.stats);
             dropped += 1;
             if dropped >= drop_batch || len >= threshold {
                 break;
@@ -470,15 +453,12 @@ impl<A: FlowAqm> FlowQueues<A> {
                 self.old_flows.push_back(idx);
                 continue;
             }
-            let Bucket {
-                queue, bytes, vars, ..
-            } = b;
+            let Bucket { queue, vars, .. } = b;
             let pkt = self.aqm.dequeue(
                 now,
                 vars,
                 &mut FlowQueue {
                     queue,
-                    bytes,
                     total: &mut self.total,
                     memory_usage: &mut self.memory_usage,
                 },

@@ -73,147 +73,109 @@ pub const MIN_QUANTUM: u32 = 256;
 pub const MAX_QUANTUM: u32 = 1 << 20;
 
 /// tc `limit`.
-pub const LIMIT: Param = Param {
-    name: "limit",
-    aliases: &[],
-    linux: "limit",
-    kind: Kind::Limit,
-    default: ParamValue::Int(10 * 1024),
-    source: "Linux `fq_codel_init`: `sch->limit = 10*1024`; a scenario's default is the direction's `buffer`",
-    doc: "packets over all buckets (bytes and times at 1500 B per packet, at least 1)",
-};
+pub const LIMIT: Param = Param::new(
+    "limit",
+    Kind::Limit,
+    ParamValue::Int(10 * 1024),
+    "Linux `fq_codel_init`: `sch->limit = 10*1024`; a scenario's default is the direction's `buffer`",
+    "packets over all buckets (bytes and times at 1500 B per packet, at least 1)",
+);
 
 /// tc `flows`.
-pub const FLOWS: Param = Param {
-    name: "flows",
-    aliases: &[],
-    linux: "flows",
-    kind: Kind::Int {
+pub const FLOWS: Param = Param::new(
+    "flows",
+    Kind::Int {
         min: 1,
         max: MAX_FLOWS as i64,
     },
-    default: ParamValue::Int(1024),
-    source: "Linux `fq_codel_init`; RFC 8290 §5.2; range `fq_codel_change`",
-    doc: "number of hash buckets",
-};
+    ParamValue::Int(1024),
+    "Linux `fq_codel_init`; RFC 8290 §5.2; range `fq_codel_change`",
+    "number of hash buckets",
+);
 
 /// tc `target`.
 pub const TARGET: Param = Param {
-    name: "target",
-    aliases: &[],
-    linux: "target",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(5)),
     source: "Linux `codel_params_init`; RFC 8290 §5.2",
     doc: "each bucket's CoDel target",
+    ..crate::codel::TARGET
 };
 
 /// tc `interval`.
 pub const INTERVAL: Param = Param {
-    name: "interval",
-    aliases: &[],
-    linux: "interval",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(100)),
     source: "Linux `codel_params_init`; RFC 8290 §5.2",
     doc: "each bucket's CoDel interval",
+    ..crate::codel::INTERVAL
 };
 
 /// tc `quantum`.
-pub const QUANTUM: Param = Param {
-    name: "quantum",
-    aliases: &[],
-    linux: "quantum",
-    kind: Kind::Bytes {
+pub const QUANTUM: Param = Param::new(
+    "quantum",
+    Kind::Bytes {
         min: MIN_QUANTUM as u64,
         max: MAX_QUANTUM as u64,
     },
-    default: ParamValue::Int(ETH_PSCHED_MTU as i64),
-    source: "Linux `fq_codel_init`: `psched_mtu(dev)` = 1514; RFC 8290 §5.2; Linux raises a smaller one to 256, l4slab refuses it",
-    doc: "DRR quantum: bytes a bucket may send per round",
-};
+    ParamValue::Int(ETH_PSCHED_MTU as i64),
+    "Linux `fq_codel_init`: `psched_mtu(dev)` = 1514; RFC 8290 §5.2; Linux raises a smaller one to 256, l4slab refuses it",
+    "DRR quantum: bytes a bucket may send per round",
+);
 
 /// tc `ecn` / `noecn`.
 pub const ECN: Param = Param {
-    name: "ecn",
-    aliases: &[],
-    linux: "ecn",
-    kind: Kind::Flag,
     default: ParamValue::Flag(true),
     source: "Linux `fq_codel_init`: `cparams.ecn = true`; RFC 8290 §5.2",
-    doc: "CE-mark ECN-capable packets instead of dropping them",
+    ..crate::codel::ECN
 };
 
 /// tc `ce_threshold`.
 pub const CE_THRESHOLD: Param = Param {
-    name: "ce_threshold",
-    aliases: &[],
-    linux: "ce_threshold",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Unset {
-        example: r#""1ms""#,
-    },
     source: "Linux `codel_params_init`: off; RFC 8290 §5.2",
     doc: "CE-mark every ECN-capable packet whose sojourn is above this",
+    ..crate::codel::CE_THRESHOLD
 };
 
 /// tc `ce_threshold_selector` (read by the scenario's own code: a name or
 /// tc's `VALUE/MASK`, which no generic kind describes).
-pub const CE_THRESHOLD_SELECTOR: Param = Param {
-    name: "ce_threshold_selector",
-    aliases: &[],
-    linux: "ce_threshold_selector",
-    kind: Kind::Custom(
+pub const CE_THRESHOLD_SELECTOR: Param = Param::new(
+    "ce_threshold_selector",
+    Kind::Custom(
         "`\"ect1\"` (= `0x1/0x3`) or tc's `VALUE/MASK` over the DS field, mask ≠ 0; needs `ce_threshold`",
     ),
-    default: ParamValue::Unset {
+    ParamValue::Unset {
         example: r#""ect1""#,
     },
-    source: "Linux ≥ 5.16; default none: `ce_threshold` applies to all packets",
-    doc: "which packets `ce_threshold` applies to (our packets carry no DSCP)",
-};
+    "Linux ≥ 5.16; default none: `ce_threshold` applies to all packets",
+    "which packets `ce_threshold` applies to (our packets carry no DSCP)",
+);
 
 /// tc `memory_limit`.
-pub const MEMORY_LIMIT: Param = Param {
-    name: "memory_limit",
-    aliases: &[],
-    linux: "memory_limit",
-    kind: Kind::Bytes {
+pub const MEMORY_LIMIT: Param = Param::new(
+    "memory_limit",
+    Kind::Bytes {
         min: 1,
         max: 1 << 31,
     },
-    default: ParamValue::Int(32 << 20),
-    source: "Linux `fq_codel_init`: `32 << 20`; Linux caps it at 2 GiB, l4slab refuses more",
-    doc: "bytes over all buckets before the fattest bucket is trimmed",
-};
+    ParamValue::Int(32 << 20),
+    "Linux `fq_codel_init`: `32 << 20`; Linux caps it at 2 GiB, l4slab refuses more",
+    "bytes over all buckets before the fattest bucket is trimmed",
+);
 
 /// tc `drop_batch`.
-pub const DROP_BATCH: Param = Param {
-    name: "drop_batch",
-    aliases: &[],
-    linux: "drop_batch",
-    kind: Kind::Int {
-        min: 1,
-        max: u32::MAX as i64,
-    },
-    default: ParamValue::Int(64),
-    source: "Linux `fq_codel_init`: `drop_batch_size = 64`",
-    doc: "most packets dropped from the fattest bucket per overflow",
-};
+pub const DROP_BATCH: Param = Param::new(
+    "drop_batch",
+    Kind::up_to_u32(1),
+    ParamValue::Int(64),
+    "Linux `fq_codel_init`: `drop_batch_size = 64`",
+    "most packets dropped from the fattest bucket per overflow",
+);
 
 /// l4slab's `hash_seed`.
-pub const HASH_SEED: Param = Param {
-    name: "hash_seed",
-    aliases: &[],
-    linux: "hash_seed",
-    kind: Kind::Int {
-        min: 0,
-        max: u32::MAX as i64,
-    },
-    default: ParamValue::Int(0),
-    source: "l4slab extension (Linux: a random per-boot seed)",
-    doc: "seed of the flow hash",
-};
+pub const HASH_SEED: Param = Param::new(
+    "hash_seed",
+    Kind::up_to_u32(0),
+    ParamValue::Int(0),
+    "l4slab extension (Linux: a random per-boot seed)",
+    "seed of the flow hash",
+);
 
 /// The parameters a scenario can set (`qdisc = { kind = "fq_codel", ... }`).
 pub const PARAMS: &[Param] = &[
@@ -263,26 +225,7 @@ pub struct FqCodelConfig {
     pub hash_seed: u32,
 }
 
-impl Default for FqCodelConfig {
-    fn default() -> Self {
-        FqCodelConfig {
-            limit: LIMIT.default.int() as u32,
-            flows: FLOWS.default.int() as u32,
-            target: TARGET.default.dur(),
-            interval: INTERVAL.default.dur(),
-            quantum: QUANTUM.default.int() as u32,
-            ecn: ECN.default.flag(),
-            ce_threshold: CE_THRESHOLD.default.opt_dur(),
-            ce_threshold_selector: None, // CE_THRESHOLD_SELECTOR: codel_params_init mask = 0
-            memory_limit: MEMORY_LIMIT.default.int() as u64,
-            drop_batch: DROP_BATCH.default.int() as u32,
-            mtu: ETH_PSCHED_MTU, // fq_codel_init: cparams.mtu = psched_mtu
-            hash_seed: HASH_SEED.default.int() as u32,
-        }
-    }
-}
-
-l4slab_core::param_fields!(FqCodelConfig {
+l4slab_core::param_config!(FqCodelConfig {
     limit = LIMIT,
     flows = FLOWS,
     target = TARGET,
@@ -293,6 +236,9 @@ l4slab_core::param_fields!(FqCodelConfig {
     memory_limit = MEMORY_LIMIT,
     drop_batch = DROP_BATCH,
     hash_seed = HASH_SEED,
+} + {
+    ce_threshold_selector: None, // CE_THRESHOLD_SELECTOR: codel_params_init mask = 0
+    mtu: ETH_PSCHED_MTU, // fq_codel_init: cparams.mtu = psched_mtu
 });
 
 impl QdiscKind for FqCodelConfig {

@@ -91,43 +91,34 @@ pub const BETA: Param = Param {
 };
 
 /// tc `quantum`.
-pub const QUANTUM: Param = Param {
-    name: "quantum",
-    aliases: &[],
-    linux: "quantum",
-    kind: Kind::Bytes {
+pub const QUANTUM: Param = Param::new(
+    "quantum",
+    Kind::Bytes {
         min: 1,
         max: MAX_QUANTUM as u64,
     },
-    default: ParamValue::Int(ETH_PSCHED_MTU as i64),
-    source: "Linux `fq_pie_init`: `psched_mtu(dev)` = 1514; range `fq_pie_q_range`",
-    doc: "DRR quantum: bytes a bucket may send per round",
-};
+    ParamValue::Int(ETH_PSCHED_MTU as i64),
+    "Linux `fq_pie_init`: `psched_mtu(dev)` = 1514; range `fq_pie_q_range`",
+    "DRR quantum: bytes a bucket may send per round",
+);
 
 /// tc `memory_limit`.
-pub const MEMORY_LIMIT: Param = Param {
-    name: "memory_limit",
-    aliases: &[],
-    linux: "memory_limit",
-    kind: Kind::Bytes {
-        min: 1,
-        max: u32::MAX as u64,
-    },
-    default: ParamValue::Int(32 << 20),
-    source: "Linux `fq_pie_init`: `SZ_32M`; a u32 in netlink",
-    doc: "bytes over all buckets (counted in `overmemory`, not enforced, as Linux)",
-};
+pub const MEMORY_LIMIT: Param = Param::new(
+    "memory_limit",
+    Kind::bytes_up_to_u32(1),
+    ParamValue::Int(32 << 20),
+    "Linux `fq_pie_init`: `SZ_32M`; a u32 in netlink",
+    "bytes over all buckets (counted in `overmemory`, not enforced, as Linux)",
+);
 
 /// tc `ecn_prob`.
-pub const ECN_PROB: Param = Param {
-    name: "ecn_prob",
-    aliases: &[],
-    linux: "ecn_prob",
-    kind: Kind::Percent { min: 0, max: 100 },
-    default: ParamValue::Int(10),
-    source: "Linux `fq_pie_init`: `ecn_prob = 10`",
-    doc: "CE-mark instead of dropping while the bucket's drop probability is at most this",
-};
+pub const ECN_PROB: Param = Param::new(
+    "ecn_prob",
+    Kind::Percent { min: 0, max: 100 },
+    ParamValue::Int(10),
+    "Linux `fq_pie_init`: `ecn_prob = 10`",
+    "CE-mark instead of dropping while the bucket's drop probability is at most this",
+);
 
 /// tc `ecn` / `noecn`.
 pub const ECN: Param = Param {
@@ -217,29 +208,7 @@ pub struct FqPieConfig {
     pub hash_seed: u32,
 }
 
-impl Default for FqPieConfig {
-    fn default() -> Self {
-        FqPieConfig {
-            limit: LIMIT.default.int() as u32,
-            flows: FLOWS.default.int() as u32,
-            target: TARGET.default.dur(),
-            tupdate: TUPDATE.default.dur(),
-            alpha: ALPHA.default.num(),
-            beta: BETA.default.num(),
-            quantum: QUANTUM.default.int() as u32,
-            memory_limit: MEMORY_LIMIT.default.int() as u64,
-            ecn_prob: ECN_PROB.default.int() as u32,
-            ecn: ECN.default.flag(),
-            bytemode: BYTEMODE.default.flag(),
-            dq_rate_estimator: DQ_RATE_ESTIMATOR.default.flag(),
-            max_burst: MAX_BURST.default.dur(),
-            mtu: ETH_PSCHED_MTU, // psched_mtu(qdisc_dev(sch))
-            hash_seed: HASH_SEED.default.int() as u32,
-        }
-    }
-}
-
-l4slab_core::param_fields!(FqPieConfig {
+l4slab_core::param_config!(FqPieConfig {
     limit = LIMIT,
     flows = FLOWS,
     target = TARGET,
@@ -254,6 +223,8 @@ l4slab_core::param_fields!(FqPieConfig {
     dq_rate_estimator = DQ_RATE_ESTIMATOR,
     max_burst = MAX_BURST,
     hash_seed = HASH_SEED,
+} + {
+    mtu: ETH_PSCHED_MTU, // psched_mtu(qdisc_dev(sch))
 });
 
 impl QdiscKind for FqPieConfig {

@@ -23,6 +23,7 @@ pub mod registry;
 pub mod testing;
 
 use core::fmt;
+use std::collections::VecDeque;
 
 use l4slab_core::{DropReason, Ecn, MarkReason, Packet, QueueId, SimRng, Time, TraceEvent, Tracer};
 
@@ -83,6 +84,28 @@ impl QdiscCtx<'_> {
         );
     }
 
+    /// Book-keeping for an offered packet `enqueue` refuses (Linux
+    /// `qdisc_drop` of the arrival): counts it in `stats.dropped_at_enqueue`
+    /// and discards it under `reason`.
+    pub fn refused(&mut self, now: Time, pkt: Packet, reason: DropReason, stats: &mut QdiscStats) {
+        stats.dropped_at_enqueue += 1;
+        self.drop_packet(now, pkt, reason);
+    }
+
+    /// Book-keeping for a queued packet removed and then discarded (an AQM
+    /// drop at dequeue, a head drop, an overflow drop from a bucket): counts
+    /// it in `stats.dropped_after_dequeue` and discards it under `reason`.
+    pub fn discarded(
+        &mut self,
+        now: Time,
+        pkt: Packet,
+        reason: DropReason,
+        stats: &mut QdiscStats,
+    ) {
+        stats.dropped_after_dequeue += 1;
+        self.drop_packet(now, pkt, reason);
+    }
+
     /// Book-keeping for a packet `dequeue` hands to the link: counts it as
     /// sent in `stats` and traces its sojourn (from `pkt.enqueued_at`).
     pub fn sent(&mut self, now: Time, pkt: &Packet, subqueue: u8, stats: &mut QdiscStats) {
@@ -141,6 +164,70 @@ pub struct QdiscStats {
     /// Removed packets that were then discarded (AQM at dequeue, head drop).
     pub dropped_after_dequeue: u64,
     pub sent_bytes: u64,
+}
+
+/// A FIFO of packets and the bytes it holds: Linux's `sch->q` with
+/// `sch->qstats.backlog`, as `qdisc_enqueue_tail` and `qdisc_dequeue_head`
+/// (`include/net/sch_generic.h`) keep them. The queue of `fifo`, `codel`,
+/// `pie` and `red`, and of each `fq_codel`/`fq_pie` bucket.
+#[derive(Debug, Default)]
+pub struct PacketFifo {
+    packets: VecDeque<Packet>,
+    /// Sum of [`Packet::len`] over `packets`.
+    bytes: u64,
+}
+
+impl PacketFifo {
+    /// An empty queue with room for `limit` packets preallocated (at most 65536).
+    pub fn with_capacity(limit: u64) -> Self {
+        PacketFifo {
+            packets: VecDeque::with_capacity(limit.min(1 << 16) as usize),
+            bytes: 0,
+        }
+    }
+
+    /// Packets queued (`qdisc_qlen`).
+    pub fn len(&self) -> u32 {
+        self.packets.len() as u32
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    /// Bytes queued, [`Packet::len`] terms.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Bytes queued as Linux counts them: [`codel::qdisc_pkt_len`] (IP length
+    /// + the 14-byte Ethernet header) per packet.
+    pub fn frame_bytes(&self) -> u64 {
+        self.bytes + u64::from(codel::ETH_HLEN) * self.packets.len() as u64
+    }
+
+    pub fn backlog(&self) -> Backlog {
+        Backlog {
+            packets: self.len(),
+            bytes: self.bytes,
+        }
+    }
+
+    /// Append `pkt` stamped with its enqueue time (`codel_set_enqueue_time`,
+    /// `pie_set_enqueue_time`; `__qdisc_enqueue_tail`); returns it as queued.
+    pub fn push(&mut self, now: Time, mut pkt: Packet) -> Packet {
+        pkt.enqueued_at = now;
+        self.bytes += u64::from(pkt.len);
+        self.packets.push_back(pkt);
+        pkt
+    }
+
+    /// Remove the head packet (`__qdisc_dequeue_head`).
+    pub fn pop(&mut self) -> Option<Packet> {
+        let pkt = self.packets.pop_front()?;
+        self.bytes -= u64::from(pkt.len);
+        Some(pkt)
+    }
 }
 
 /// A queueing discipline attached to the egress of a link.

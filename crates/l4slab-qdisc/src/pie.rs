@@ -43,13 +43,11 @@
 //! Kept from Linux although RFC 8033's pseudocode does not have it: `p`
 //! gains a further 2 % per update while the delay exceeds 250 ms.
 
-use std::collections::VecDeque;
-
 use serde::{Deserialize, Serialize};
 
 use crate::pi::{pi_delta, PiGains};
 use crate::registry::QdiscKind;
-use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use crate::{Backlog, PacketFifo, Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, SimRng, Time};
 
@@ -70,109 +68,93 @@ pub const ACCU_ALWAYS: f64 = 8.5;
 pub const DQ_THRESHOLD: u64 = 16384;
 
 /// tc `limit`.
-pub const LIMIT: Param = Param {
-    name: "limit",
-    aliases: &[],
-    linux: "limit",
-    kind: Kind::Limit,
-    default: ParamValue::Int(1000),
-    source: "Linux `pie_params_init`: 1000; a scenario's default is the direction's `buffer`",
-    doc: "tail-drop limit in packets (bytes and times at 1500 B per packet, at least 1)",
-};
+pub const LIMIT: Param = Param::new(
+    "limit",
+    Kind::Limit,
+    ParamValue::Int(1000),
+    "Linux `pie_params_init`: 1000; a scenario's default is the direction's `buffer`",
+    "tail-drop limit in packets (bytes and times at 1500 B per packet, at least 1)",
+);
 
 /// tc `target`: RFC 8033 `QDELAY_REF`.
-pub const TARGET: Param = Param {
-    name: "target",
-    aliases: &[],
-    linux: "target",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::from_millis(15)),
-    source: "Linux `pie_params_init`; RFC 8033 `QDELAY_REF`",
-    doc: "target queue delay",
-};
+pub const TARGET: Param = Param::new(
+    "target",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::from_millis(15)),
+    "Linux `pie_params_init`; RFC 8033 `QDELAY_REF`",
+    "target queue delay",
+);
 
 /// tc `tupdate`: RFC 8033 `T_UPDATE`.
-pub const TUPDATE: Param = Param {
-    name: "tupdate",
-    aliases: &[],
-    linux: "tupdate",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(15)),
-    source: "Linux `pie_params_init`; RFC 8033 `T_UPDATE`",
-    doc: "interval between drop-probability updates",
-};
+pub const TUPDATE: Param = Param::new(
+    "tupdate",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_millis(15)),
+    "Linux `pie_params_init`; RFC 8033 `T_UPDATE`",
+    "interval between drop-probability updates",
+);
 
 /// tc `alpha`, in Hz (tc's integer is in 1/16 Hz).
-pub const ALPHA: Param = Param {
-    name: "alpha",
-    aliases: &[],
-    linux: "alpha",
-    kind: Kind::Hz {
+pub const ALPHA: Param = Param::new(
+    "alpha",
+    Kind::Hz {
         zero_ok: true,
         tc_scale: Some(16),
     },
-    default: ParamValue::Num(2.0 / 16.0),
-    source: "Linux `pie_params_init` `alpha = 2` (1/16 Hz); RFC 8033",
-    doc: "integral gain: weight of the delay's distance from `target`",
-};
+    ParamValue::Num(2.0 / 16.0),
+    "Linux `pie_params_init` `alpha = 2` (1/16 Hz); RFC 8033",
+    "integral gain: weight of the delay's distance from `target`",
+);
 
 /// tc `beta`, in Hz (tc's integer is in 1/16 Hz).
-pub const BETA: Param = Param {
-    name: "beta",
-    aliases: &[],
-    linux: "beta",
-    kind: Kind::Hz {
+pub const BETA: Param = Param::new(
+    "beta",
+    Kind::Hz {
         zero_ok: true,
         tc_scale: Some(16),
     },
-    default: ParamValue::Num(20.0 / 16.0),
-    source: "Linux `pie_params_init` `beta = 20` (1/16 Hz); RFC 8033",
-    doc: "proportional gain: weight of the delay's change since the last update",
-};
+    ParamValue::Num(20.0 / 16.0),
+    "Linux `pie_params_init` `beta = 20` (1/16 Hz); RFC 8033",
+    "proportional gain: weight of the delay's change since the last update",
+);
 
 /// tc `ecn` / `noecn`.
-pub const ECN: Param = Param {
-    name: "ecn",
-    aliases: &[],
-    linux: "ecn",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "Linux `pie_params_init`",
-    doc: "CE-mark ECN-capable packets instead of dropping them while p ≤ 10 %",
-};
+pub const ECN: Param = Param::new(
+    "ecn",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "Linux `pie_params_init`",
+    "CE-mark ECN-capable packets instead of dropping them while p ≤ 10 %",
+);
 
 /// tc `bytemode` / `nobytemode`.
-pub const BYTEMODE: Param = Param {
-    name: "bytemode",
-    aliases: &[],
-    linux: "bytemode",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "Linux `pie_params_init`; RFC 8033 §5.2",
-    doc: "scale the drop probability by packet size / MTU",
-};
+pub const BYTEMODE: Param = Param::new(
+    "bytemode",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "Linux `pie_params_init`; RFC 8033 §5.2",
+    "scale the drop probability by packet size / MTU",
+);
 
 /// tc `dq_rate_estimator`.
-pub const DQ_RATE_ESTIMATOR: Param = Param {
-    name: "dq_rate_estimator",
-    aliases: &[],
-    linux: "dq_rate_estimator",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "Linux `pie_params_init`",
-    doc: "estimate the delay from the departure rate (RFC 8033 §4.3) instead of timestamps",
-};
+pub const DQ_RATE_ESTIMATOR: Param = Param::new(
+    "dq_rate_estimator",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "Linux `pie_params_init`",
+    "estimate the delay from the departure rate (RFC 8033 §4.3) instead of timestamps",
+);
 
 /// RFC 8033 `MAX_BURST` (Linux hard-codes it; an l4slab knob).
-pub const MAX_BURST: Param = Param {
-    name: "max_burst",
-    aliases: &["burst"],
-    linux: "MAX_BURST",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::from_millis(150)),
-    source: "Linux `pie_vars_init` (hard-coded, not a tc knob); RFC 8033 `MAX_BURST`",
-    doc: "burst allowance: no early drop for this long after the queue was calm",
-};
+pub const MAX_BURST: Param = Param::new(
+    "max_burst",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::from_millis(150)),
+    "Linux `pie_vars_init` (hard-coded, not a tc knob); RFC 8033 `MAX_BURST`",
+    "burst allowance: no early drop for this long after the queue was calm",
+)
+.aka(&["burst"])
+.linux_name("MAX_BURST");
 
 /// The parameters a scenario can set (`qdisc = { kind = "pie", ... }`).
 pub const PARAMS: &[Param] = &[
@@ -214,24 +196,7 @@ pub struct PieConfig {
     pub mtu: u32,
 }
 
-impl Default for PieConfig {
-    fn default() -> Self {
-        PieConfig {
-            limit: LIMIT.default.int() as u32,
-            target: TARGET.default.dur(),
-            tupdate: TUPDATE.default.dur(),
-            alpha: ALPHA.default.num(),
-            beta: BETA.default.num(),
-            ecn: ECN.default.flag(),
-            bytemode: BYTEMODE.default.flag(),
-            dq_rate_estimator: DQ_RATE_ESTIMATOR.default.flag(),
-            max_burst: MAX_BURST.default.dur(),
-            mtu: 1500,
-        }
-    }
-}
-
-l4slab_core::param_fields!(PieConfig {
+l4slab_core::param_config!(PieConfig {
     limit = LIMIT,
     target = TARGET,
     tupdate = TUPDATE,
@@ -241,6 +206,8 @@ l4slab_core::param_fields!(PieConfig {
     bytemode = BYTEMODE,
     dq_rate_estimator = DQ_RATE_ESTIMATOR,
     max_burst = MAX_BURST,
+} + {
+    mtu: 1500,
 });
 
 impl QdiscKind for PieConfig {
@@ -630,8 +597,7 @@ pub struct Pie {
     cfg: PieConfig,
     params: PieParams,
     vars: PieVars,
-    queue: VecDeque<Packet>,
-    bytes: u64,
+    queue: PacketFifo,
     next_update: Time,
     pstats: PieStats,
     stats: QdiscStats,
@@ -644,8 +610,7 @@ impl Pie {
         params.assert_valid("pie");
         Pie {
             vars: PieVars::new(&params),
-            queue: VecDeque::with_capacity((cfg.limit as usize).min(1 << 16)),
-            bytes: 0,
+            queue: PacketFifo::with_capacity(u64::from(cfg.limit)),
             next_update: Time::ZERO + cfg.tupdate,
             pstats: PieStats::default(),
             stats: QdiscStats::default(),
@@ -670,8 +635,7 @@ impl Pie {
 
     fn refuse(&mut self, now: Time, pkt: Packet, reason: DropReason, ctx: &mut QdiscCtx<'_>) {
         self.pstats.dropped += 1;
-        self.stats.dropped_at_enqueue += 1;
-        ctx.drop_packet(now, pkt, reason);
+        ctx.refused(now, pkt, reason, &mut self.stats);
     }
 }
 
@@ -683,13 +647,19 @@ impl Qdisc for Pie {
     fn enqueue(&mut self, now: Time, mut pkt: Packet, ctx: &mut QdiscCtx<'_>) {
         self.stats.offered += 1;
         // Linux pie_qdisc_enqueue: "if (unlikely(qdisc_qlen(sch) >= sch->limit))" first.
-        if self.queue.len() as u32 >= self.cfg.limit {
+        if self.queue.len() >= self.cfg.limit {
             self.vars.reset_accu(); // Linux resets it on every drop
             self.pstats.overlimit += 1;
             self.refuse(now, pkt, DropReason::Overlimit, ctx);
             return;
         }
-        if pie_drop_early(&self.params, &mut self.vars, self.bytes, pkt.len, ctx.rng) {
+        if pie_drop_early(
+            &self.params,
+            &mut self.vars,
+            self.queue.bytes(),
+            pkt.len,
+            ctx.rng,
+        ) {
             // RFC 8033 §5.1: mark ECN-capable packets while drop_prob <= mark_ecnth.
             let marked = self.cfg.ecn
                 && self.vars.prob <= MARK_ECN_THRESHOLD
@@ -700,34 +670,29 @@ impl Qdisc for Pie {
             }
             self.pstats.ecn_mark += 1;
         }
-        self.pstats.maxq = self.pstats.maxq.max(self.queue.len() as u32);
+        self.pstats.maxq = self.pstats.maxq.max(self.queue.len());
         self.pstats.packets_in += 1;
-        pkt.enqueued_at = now;
-        self.bytes += u64::from(pkt.len);
-        self.queue.push_back(pkt);
+        // pie_set_enqueue_time(skb); qdisc_enqueue_tail(skb, sch)
+        let pkt = self.queue.push(now, pkt);
         ctx.admitted(now, &pkt, 0, &mut self.stats);
     }
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
-        let pkt = self.queue.pop_front()?;
-        self.bytes -= u64::from(pkt.len);
+        let pkt = self.queue.pop()?;
         self.stats.dequeued += 1;
         pie_process_dequeue(
             &mut self.vars,
             now,
             u64::from(pkt.len),
             pkt.enqueued_at,
-            self.bytes,
+            self.queue.bytes(),
         );
         ctx.sent(now, &pkt, 0, &mut self.stats);
         Some(pkt)
     }
 
     fn backlog(&self) -> Backlog {
-        Backlog {
-            packets: self.queue.len() as u32,
-            bytes: self.bytes,
-        }
+        self.queue.backlog()
     }
 
     fn stats(&self) -> &QdiscStats {
@@ -742,7 +707,7 @@ impl Qdisc for Pie {
         if now < self.next_update {
             return;
         }
-        pie_calculate_probability(&self.params, &mut self.vars, self.bytes);
+        pie_calculate_probability(&self.params, &mut self.vars, self.queue.bytes());
         self.next_update = next_update(self.next_update, now, self.cfg.tupdate);
     }
 

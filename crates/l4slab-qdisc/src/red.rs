@@ -34,153 +34,116 @@
 //!   tc's value sits within rounding of a boundary.
 //! * Packet lengths are IP lengths ([`Packet::len`]), as for `fifo`.
 
-use std::collections::VecDeque;
-
 use serde::{Deserialize, Serialize};
 
 use crate::registry::{ConfigError, QdiscKind};
-use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use crate::{Backlog, PacketFifo, Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{DropReason, Dur, MarkReason, Packet, Time};
 
 /// tc `limit`.
-pub const LIMIT: Param = Param {
-    name: "limit",
-    aliases: &[],
-    linux: "limit",
-    kind: Kind::Bytes {
-        min: 1,
-        max: u32::MAX as u64,
-    },
-    default: ParamValue::Int(400_000),
-    source: "tc requires it (`tc-red(8)` example: 400000); a scenario's default is the direction's `buffer` (packets at 1500 B)",
-    doc: "hard limit of the real queue in bytes (Linux: the `bfifo` child's limit)",
-};
+pub const LIMIT: Param = Param::new(
+    "limit",
+    Kind::bytes_up_to_u32(1),
+    ParamValue::Int(400_000),
+    "tc requires it (`tc-red(8)` example: 400000); a scenario's default is the direction's `buffer` (packets at 1500 B)",
+    "hard limit of the real queue in bytes (Linux: the `bfifo` child's limit)",
+);
 
 /// tc `min`.
-pub const MIN: Param = Param {
-    name: "min",
-    aliases: &[],
-    linux: "min",
-    kind: Kind::Bytes {
-        min: 1,
-        max: u32::MAX as u64,
-    },
-    default: ParamValue::Unset {
+pub const MIN: Param = Param::new(
+    "min",
+    Kind::bytes_up_to_u32(1),
+    ParamValue::Unset {
         example: r#""30KB""#,
     },
-    source: "iproute2 `red_parse_opt`: `max / 3` when not given",
-    doc: "average queue (bytes) below which nothing is marked or dropped",
-};
+    "iproute2 `red_parse_opt`: `max / 3` when not given",
+    "average queue (bytes) below which nothing is marked or dropped",
+);
 
 /// tc `max`.
-pub const MAX: Param = Param {
-    name: "max",
-    aliases: &[],
-    linux: "max",
-    kind: Kind::Bytes {
-        min: 1,
-        max: u32::MAX as u64,
-    },
-    default: ParamValue::Unset {
+pub const MAX: Param = Param::new(
+    "max",
+    Kind::bytes_up_to_u32(1),
+    ParamValue::Unset {
         example: r#""90KB""#,
     },
-    source: "iproute2 `red_parse_opt`: `3 × min` when `min` is given, else `limit / 4`",
-    doc: "average queue (bytes) at and above which every packet is dropped (or marked)",
-};
+    "iproute2 `red_parse_opt`: `3 × min` when `min` is given, else `limit / 4`",
+    "average queue (bytes) at and above which every packet is dropped (or marked)",
+);
 
 /// tc `avpkt`.
-pub const AVPKT: Param = Param {
-    name: "avpkt",
-    aliases: &[],
-    linux: "avpkt",
-    kind: Kind::Bytes {
-        min: 1,
-        max: u32::MAX as u64,
-    },
-    default: ParamValue::Int(1000),
-    source: "tc requires it; `tc-red(8)`: \"Typical value: 1000\"",
-    doc:
-        "average packet size: with `burst` it sets the EWMA weight, with `bandwidth` the idle decay",
-};
+pub const AVPKT: Param = Param::new(
+    "avpkt",
+    Kind::bytes_up_to_u32(1),
+    ParamValue::Int(1000),
+    "tc requires it; `tc-red(8)`: \"Typical value: 1000\"",
+    "average packet size: with `burst` it sets the EWMA weight, with `bandwidth` the idle decay",
+);
 
 /// tc `burst`.
-pub const BURST: Param = Param {
-    name: "burst",
-    aliases: &[],
-    linux: "burst",
-    kind: Kind::Int {
-        min: 1,
-        max: u32::MAX as i64,
-    },
-    default: ParamValue::Unset { example: "20" },
-    source: "iproute2 `red_parse_opt`: `(2 × min + max) / (3 × avpkt)` when not given",
-    doc: "packets a burst may bring without marking: sets the EWMA weight W = 2^-Wlog (`tc_red_eval_ewma`)",
-};
+pub const BURST: Param = Param::new(
+    "burst",
+    Kind::up_to_u32(1),
+    ParamValue::Unset { example: "20" },
+    "iproute2 `red_parse_opt`: `(2 × min + max) / (3 × avpkt)` when not given",
+    "packets a burst may bring without marking: sets the EWMA weight W = 2^-Wlog (`tc_red_eval_ewma`)",
+);
 
 /// tc `probability`.
-pub const PROBABILITY: Param = Param {
-    name: "probability",
-    aliases: &[],
-    linux: "probability",
-    kind: Kind::Fraction {
+pub const PROBABILITY: Param = Param::new(
+    "probability",
+    Kind::Fraction {
         min: 0.0,
         max: 1.0,
         min_open: true,
         max_open: true,
         linux_scale: None,
     },
-    default: ParamValue::Num(0.02),
-    source: "iproute2 `red_parse_opt`: `probability = 0.02`",
-    doc: "max_P: the marking probability as the average reaches `max`",
-};
+    ParamValue::Num(0.02),
+    "iproute2 `red_parse_opt`: `probability = 0.02`",
+    "max_P: the marking probability as the average reaches `max`",
+);
 
 /// tc `bandwidth`.
-pub const BANDWIDTH: Param = Param {
-    name: "bandwidth",
-    aliases: &[],
-    linux: "bandwidth",
-    kind: Kind::Int {
+pub const BANDWIDTH: Param = Param::new(
+    "bandwidth",
+    Kind::Int {
         min: 1,
         max: i64::MAX,
     },
-    default: ParamValue::Int(10_000_000),
-    source: "iproute2 `red_parse_opt`: \"RED: set bandwidth to 10Mbit\" when not given",
-    doc: "bits per second (tc's rate, `10Mbit` = 10000000): how fast the average decays while the queue is idle",
-};
+    ParamValue::Int(10_000_000),
+    "iproute2 `red_parse_opt`: \"RED: set bandwidth to 10Mbit\" when not given",
+    "bits per second (tc's rate, `10Mbit` = 10000000): how fast the average decays while the queue is idle",
+);
 
 /// tc `ecn`.
-pub const ECN: Param = Param {
-    name: "ecn",
-    aliases: &[],
-    linux: "ecn",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "tc flag `TC_RED_ECN`, off unless given",
-    doc: "CE-mark ECN-capable packets instead of dropping them",
-};
+pub const ECN: Param = Param::new(
+    "ecn",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "tc flag `TC_RED_ECN`, off unless given",
+    "CE-mark ECN-capable packets instead of dropping them",
+);
 
 /// tc `harddrop`.
-pub const HARDDROP: Param = Param {
-    name: "harddrop",
-    aliases: &[],
-    linux: "harddrop",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "tc flag `TC_RED_HARDDROP`, off unless given",
-    doc: "drop, never mark, when the average is at or above `max` (with `ecn`)",
-};
+pub const HARDDROP: Param = Param::new(
+    "harddrop",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "tc flag `TC_RED_HARDDROP`, off unless given",
+    "drop, never mark, when the average is at or above `max` (with `ecn`)",
+);
 
 /// tc `adaptive`.
-pub const ADAPTIVE: Param = Param {
-    name: "adaptive",
-    aliases: &["adaptative"],
-    linux: "adaptive",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "tc flag `TC_RED_ADAPTATIVE`, off unless given",
-    doc: "Adaptive RED: every 500 ms move max_P (1 %..50 %) to keep the average between 40 % and 60 % of `min`..`max`",
-};
+pub const ADAPTIVE: Param = Param::new(
+    "adaptive",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "tc flag `TC_RED_ADAPTATIVE`, off unless given",
+    "Adaptive RED: every 500 ms move max_P (1 %..50 %) to keep the average between 40 % and 60 % of `min`..`max`",
+)
+.aka(&["adaptative"]);
 
 /// The parameters a scenario can set (`qdisc = { kind = "red", ... }`).
 pub const PARAMS: &[Param] = &[
@@ -221,24 +184,7 @@ pub struct RedConfig {
     pub adaptive: bool,
 }
 
-impl Default for RedConfig {
-    fn default() -> Self {
-        RedConfig {
-            limit: LIMIT.default.int() as u64,
-            min: None,
-            max: None,
-            avpkt: AVPKT.default.int() as u64,
-            burst: None,
-            probability: PROBABILITY.default.num(),
-            bandwidth: BANDWIDTH.default.int() as u64,
-            ecn: ECN.default.flag(),
-            harddrop: HARDDROP.default.flag(),
-            adaptive: ADAPTIVE.default.flag(),
-        }
-    }
-}
-
-l4slab_core::param_fields!(RedConfig {
+l4slab_core::param_config!(RedConfig {
     limit = LIMIT,
     min = MIN,
     max = MAX,
@@ -573,8 +519,8 @@ pub struct Red {
     parms: RedParms,
     vars: RedVars,
     rstats: RedStats,
-    queue: VecDeque<Packet>,
-    bytes: u64,
+    /// The `bfifo` child.
+    queue: PacketFifo,
     stats: QdiscStats,
     /// Next Adaptive RED update (`adapt_timer`), with `adaptive`.
     next_adapt: Option<Time>,
@@ -595,8 +541,7 @@ impl Red {
             parms,
             cfg,
             rstats: RedStats::default(),
-            queue: VecDeque::new(),
-            bytes: 0,
+            queue: PacketFifo::default(),
             stats: QdiscStats::default(),
         }
     }
@@ -612,11 +557,6 @@ impl Red {
     pub fn red_stats(&self) -> &RedStats {
         &self.rstats
     }
-
-    fn refuse(&mut self, now: Time, pkt: Packet, reason: DropReason, ctx: &mut QdiscCtx<'_>) {
-        self.stats.dropped_at_enqueue += 1;
-        ctx.drop_packet(now, pkt, reason);
-    }
 }
 
 impl Qdisc for Red {
@@ -627,7 +567,7 @@ impl Qdisc for Red {
     fn enqueue(&mut self, now: Time, mut pkt: Packet, ctx: &mut QdiscCtx<'_>) {
         self.stats.offered += 1;
         // red_enqueue: `q->vars.qavg = red_calc_qavg(&q->parms, &q->vars, child->qstats.backlog)`
-        self.vars.qavg = self.vars.calc_qavg(&self.parms, now, self.bytes);
+        self.vars.qavg = self.vars.calc_qavg(&self.parms, now, self.queue.bytes());
         // `if (red_is_idling(&q->vars)) red_end_of_idle_period(&q->vars);`
         self.vars.idle_since = None;
         let rng = &mut *ctx.rng;
@@ -642,7 +582,7 @@ impl Qdisc for Red {
                     self.rstats.prob_mark += 1;
                 } else {
                     self.rstats.prob_drop += 1;
-                    return self.refuse(now, pkt, DropReason::AqmDrop, ctx);
+                    return ctx.refused(now, pkt, DropReason::AqmDrop, &mut self.stats);
                 }
             }
             RedAction::HardMark => {
@@ -654,28 +594,25 @@ impl Qdisc for Red {
                     self.rstats.forced_mark += 1;
                 } else {
                     self.rstats.forced_drop += 1;
-                    return self.refuse(now, pkt, DropReason::AqmDrop, ctx);
+                    return ctx.refused(now, pkt, DropReason::AqmDrop, &mut self.stats);
                 }
             }
         }
         // The bfifo child: `if (likely(sch->qstats.backlog + qdisc_pkt_len(skb) <= limit))`.
-        if self.bytes + u64::from(pkt.len) > self.cfg.limit {
+        if self.queue.bytes() + u64::from(pkt.len) > self.cfg.limit {
             self.rstats.pdrop += 1;
-            return self.refuse(now, pkt, DropReason::Overlimit, ctx);
+            return ctx.refused(now, pkt, DropReason::Overlimit, &mut self.stats);
         }
-        pkt.enqueued_at = now;
-        self.bytes += u64::from(pkt.len);
-        self.queue.push_back(pkt);
+        let pkt = self.queue.push(now, pkt);
         ctx.admitted(now, &pkt, 0, &mut self.stats);
     }
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
-        let Some(pkt) = self.queue.pop_front() else {
+        let Some(pkt) = self.queue.pop() else {
             // red_dequeue: `if (!red_is_idling(&q->vars)) red_start_of_idle_period(&q->vars);`
             self.vars.idle_since.get_or_insert(now);
             return None;
         };
-        self.bytes -= u64::from(pkt.len);
         self.stats.dequeued += 1;
         if self.queue.is_empty() {
             // Linux asks again at once and finds the queue empty: the idle period starts now.
@@ -686,10 +623,7 @@ impl Qdisc for Red {
     }
 
     fn backlog(&self) -> Backlog {
-        Backlog {
-            packets: self.queue.len() as u32,
-            bytes: self.bytes,
-        }
+        self.queue.backlog()
     }
 
     fn stats(&self) -> &QdiscStats {

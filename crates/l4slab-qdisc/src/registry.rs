@@ -7,8 +7,9 @@
 //! implementation of [`QdiscKind`] on its config:
 //!
 //! * its `tc` parameters ([`QdiscKind::PARAMS`], [`Param`] declarations),
-//! * how a declared value sets its config ([`l4slab_core::param_fields!`]:
-//!   parameter -> field, converted by the field's type, [`l4slab_core::param::FromParam`]),
+//! * how a declared value sets its config, and its `Default` from the
+//!   declared defaults ([`l4slab_core::param_config!`]: parameter -> field,
+//!   converted by the field's type, [`l4slab_core::param::FromParam`]),
 //! * how the direction's buffer becomes its limit ([`QdiscKind::for_buffer`]:
 //!   by default through its `limit` parameter, in packets or bytes as
 //!   declared),

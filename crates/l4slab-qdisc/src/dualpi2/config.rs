@@ -20,313 +20,258 @@ use crate::Qdisc;
 // code (`Kind::Custom`): a time or packets, and flow names resolved later.
 
 /// tc `limit`.
-pub const LIMIT: Param = Param {
-    name: "limit",
-    aliases: &[],
-    linux: "limit",
-    kind: Kind::Limit,
-    default: ParamValue::Int(10_000),
-    source: "Linux `dualpi2_reset_default`: 10000 (\"Max 125ms at 1Gbps\"); a scenario's default is the direction's `buffer`",
-    doc: "packets in both queues together (bytes and times at 1500 B per packet, at least 1)",
-};
+pub const LIMIT: Param = Param::new(
+    "limit",
+    Kind::Limit,
+    ParamValue::Int(10_000),
+    "Linux `dualpi2_reset_default`: 10000 (\"Max 125ms at 1Gbps\"); a scenario's default is the direction's `buffer`",
+    "packets in both queues together (bytes and times at 1500 B per packet, at least 1)",
+);
 
 /// tc `memlimit`.
-pub const MEMLIMIT: Param = Param {
-    name: "memlimit",
-    aliases: &["memory_limit"],
-    linux: "memlimit",
-    kind: Kind::Bytes {
+pub const MEMLIMIT: Param = Param::new(
+    "memlimit",
+    Kind::Bytes {
         min: 1,
         max: i64::MAX as u64,
     },
-    default: ParamValue::Int(30_000_000),
-    source: "Linux `get_memory_limit`: `limit` × 2 × MTU, here × 1500 B; a scenario's default follows its `limit`",
-    doc: "bytes in both queues together (l4slab counts packet lengths, Linux `truesize`)",
-};
+    ParamValue::Int(30_000_000),
+    "Linux `get_memory_limit`: `limit` × 2 × MTU, here × 1500 B; a scenario's default follows its `limit`",
+    "bytes in both queues together (l4slab counts packet lengths, Linux `truesize`)",
+)
+.aka(&["memory_limit"]);
 
 /// tc `target`.
-pub const TARGET: Param = Param {
-    name: "target",
-    aliases: &[],
-    linux: "target",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::from_millis(15)),
-    source: "Linux `dualpi2_reset_default` `pi2_target`; RFC 9332 App. A: 15 ms",
-    doc: "PI2 target queue delay",
-};
+pub const TARGET: Param = Param::new(
+    "target",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::from_millis(15)),
+    "Linux `dualpi2_reset_default` `pi2_target`; RFC 9332 App. A: 15 ms",
+    "PI2 target queue delay",
+);
 
 /// tc `tupdate`.
-pub const TUPDATE: Param = Param {
-    name: "tupdate",
-    aliases: &[],
-    linux: "tupdate",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(16)),
-    source: "Linux `dualpi2_reset_default` `pi2_tupdate`",
-    doc: "PI2 update interval",
-};
+pub const TUPDATE: Param = Param::new(
+    "tupdate",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_millis(16)),
+    "Linux `dualpi2_reset_default` `pi2_tupdate`",
+    "PI2 update interval",
+);
 
 /// tc `alpha`, in Hz.
-pub const ALPHA: Param = Param {
-    name: "alpha",
-    aliases: &[],
-    linux: "alpha",
-    kind: Kind::Hz {
+pub const ALPHA: Param = Param::new(
+    "alpha",
+    Kind::Hz {
         zero_ok: false,
         tc_scale: None,
     },
-    default: ParamValue::Num(41.0 / 256.0),
-    source: "Linux `dualpi2_scale_alpha_beta(41)`: 41/256 Hz",
-    doc: "PI2 integral gain",
-};
+    ParamValue::Num(41.0 / 256.0),
+    "Linux `dualpi2_scale_alpha_beta(41)`: 41/256 Hz",
+    "PI2 integral gain",
+);
 
 /// tc `beta`, in Hz.
-pub const BETA: Param = Param {
-    name: "beta",
-    aliases: &[],
-    linux: "beta",
-    kind: Kind::Hz {
+pub const BETA: Param = Param::new(
+    "beta",
+    Kind::Hz {
         zero_ok: false,
         tc_scale: None,
     },
-    default: ParamValue::Num(819.0 / 256.0),
-    source: "Linux `dualpi2_scale_alpha_beta(819)`: 819/256 Hz",
-    doc: "PI2 proportional gain",
-};
+    ParamValue::Num(819.0 / 256.0),
+    "Linux `dualpi2_scale_alpha_beta(819)`: 819/256 Hz",
+    "PI2 proportional gain",
+);
 
 /// tc `step_thresh` (custom: a time or packets).
-pub const STEP_THRESH: Param = Param {
-    name: "step_thresh",
-    aliases: &[],
-    linux: "step_thresh",
-    kind: Kind::Custom("a duration (`\"1ms\"`) or packets (`\"5pkt\"`); with `l_aqm = \"step\"`"),
-    default: ParamValue::Dur(Dur::from_millis(1)),
-    source: "Linux `dualpi2_reset_default`: 1 ms, `step_in_packets = false`",
-    doc: "the L queue's step AQM marks packets whose sojourn (or queue) is above this",
-};
+pub const STEP_THRESH: Param = Param::new(
+    "step_thresh",
+    Kind::Custom("a duration (`\"1ms\"`) or packets (`\"5pkt\"`); with `l_aqm = \"step\"`"),
+    ParamValue::Dur(Dur::from_millis(1)),
+    "Linux `dualpi2_reset_default`: 1 ms, `step_in_packets = false`",
+    "the L queue's step AQM marks packets whose sojourn (or queue) is above this",
+);
 
 /// tc `min_qlen_step`.
-pub const MIN_QLEN_STEP: Param = Param {
-    name: "min_qlen_step",
-    aliases: &[],
-    linux: "min_qlen_step",
-    kind: Kind::Int {
-        min: 0,
-        max: u32::MAX as i64,
-    },
-    default: ParamValue::Int(0),
-    source: "Linux `dualpi2_reset_default`",
-    doc: "the step applies only to packets that found at least this many in the L queue (with `l_aqm = \"step\"`)",
-};
+pub const MIN_QLEN_STEP: Param = Param::new(
+    "min_qlen_step",
+    Kind::up_to_u32(0),
+    ParamValue::Int(0),
+    "Linux `dualpi2_reset_default`",
+    "the step applies only to packets that found at least this many in the L queue (with `l_aqm = \"step\"`)",
+);
 
 /// tc `coupling_factor`.
-pub const COUPLING_FACTOR: Param = Param {
-    name: "coupling_factor",
-    aliases: &[],
-    linux: "coupling_factor",
-    kind: Kind::Number { above: 0.0 },
-    default: ParamValue::Num(2.0),
-    source: "Linux `dualpi2_reset_default`; RFC 9332 k = 2",
-    doc: "k: the L queue's coupled probability is k × p'",
-};
+pub const COUPLING_FACTOR: Param = Param::new(
+    "coupling_factor",
+    Kind::Number { above: 0.0 },
+    ParamValue::Num(2.0),
+    "Linux `dualpi2_reset_default`; RFC 9332 k = 2",
+    "k: the L queue's coupled probability is k × p'",
+);
 
 /// tc `drop_on_overload` / `overflow`.
-pub const DROP_ON_OVERLOAD: Param = Param {
-    name: "drop_on_overload",
-    aliases: &[],
-    linux: "drop_on_overload",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(true),
-    source: "Linux `TC_DUALPI2_DROP_OVERLOAD_DROP`",
-    doc: "on overload drop ECN-capable packets; `false` (tc `overflow`) lets the queue overflow instead",
-};
+pub const DROP_ON_OVERLOAD: Param = Param::new(
+    "drop_on_overload",
+    Kind::Flag,
+    ParamValue::Flag(true),
+    "Linux `TC_DUALPI2_DROP_OVERLOAD_DROP`",
+    "on overload drop ECN-capable packets; `false` (tc `overflow`) lets the queue overflow instead",
+);
 
 /// tc `drop_enqueue` / `drop_dequeue`.
-pub const DROP_ENQUEUE: Param = Param {
-    name: "drop_enqueue",
-    aliases: &[],
-    linux: "drop_enqueue",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "Linux `TC_DUALPI2_DROP_EARLY_DROP_DEQUEUE`",
-    doc: "apply PI2's drop/mark at enqueue instead of dequeue (tc `drop_dequeue`)",
-};
+pub const DROP_ENQUEUE: Param = Param::new(
+    "drop_enqueue",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "Linux `TC_DUALPI2_DROP_EARLY_DROP_DEQUEUE`",
+    "apply PI2's drop/mark at enqueue instead of dequeue (tc `drop_dequeue`)",
+);
 
 /// tc `classic_protection`, a fraction (tc's percent).
-pub const CLASSIC_PROTECTION: Param = Param {
-    name: "classic_protection",
-    aliases: &["c_protection"],
-    linux: "classic_protection",
-    kind: Kind::Fraction {
+pub const CLASSIC_PROTECTION: Param = Param::new(
+    "classic_protection",
+    Kind::Fraction {
         min: 0.0,
         max: 1.0,
         min_open: false,
         max_open: false,
         linux_scale: None,
     },
-    default: ParamValue::Num(0.1),
-    source:
-        "Linux `dualpi2_calculate_c_protection(.., 10)`; rounded to a whole percent as iproute2",
-    doc:
-        "WRR share of bytes the C queue gets while both are backlogged (with `scheduler = \"wrr\"`)",
-};
+    ParamValue::Num(0.1),
+    "Linux `dualpi2_calculate_c_protection(.., 10)`; rounded to a whole percent as iproute2",
+    "WRR share of bytes the C queue gets while both are backlogged (with `scheduler = \"wrr\"`)",
+)
+.aka(&["c_protection"]);
 
 /// tc `l4s_ect` / `any_ect`.
-pub const ECN_MASK: Param = Param {
-    name: "ecn_mask",
-    aliases: &[],
-    linux: "ecn_mask",
-    kind: Kind::Choice(&["l4s_ect", "any_ect"]),
-    default: ParamValue::Choice("l4s_ect"),
-    source: "Linux `TC_DUALPI2_ECN_MASK_L4S_ECT`; RFC 9331 §5.1",
-    doc: "ECN codepoints classified as L4S: ECT(1) and CE, or any ECT",
-};
+pub const ECN_MASK: Param = Param::new(
+    "ecn_mask",
+    Kind::Choice(&["l4s_ect", "any_ect"]),
+    ParamValue::Choice("l4s_ect"),
+    "Linux `TC_DUALPI2_ECN_MASK_L4S_ECT`; RFC 9331 §5.1",
+    "ECN codepoints classified as L4S: ECT(1) and CE, or any ECT",
+);
 
 /// tc `split_gso` / `no_split_gso`.
-pub const SPLIT_GSO: Param = Param {
-    name: "split_gso",
-    aliases: &[],
-    linux: "split_gso",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(true),
-    source: "Linux `TC_DUALPI2_SPLIT_GSO_SPLIT_GSO`",
-    doc: "accepted for fidelity; a no-op (nothing is aggregated in l4slab)",
-};
+pub const SPLIT_GSO: Param = Param::new(
+    "split_gso",
+    Kind::Flag,
+    ParamValue::Flag(true),
+    "Linux `TC_DUALPI2_SPLIT_GSO_SPLIT_GSO`",
+    "accepted for fidelity; a no-op (nothing is aggregated in l4slab)",
+);
 
 /// iproute2 `max_rtt`.
-pub const MAX_RTT: Param = Param {
-    name: "max_rtt",
-    aliases: &[],
-    linux: "max_rtt",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Unset {
+pub const MAX_RTT: Param = Param::new(
+    "max_rtt",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Unset {
         example: r#""100ms""#,
     },
-    source: "iproute2 auto-configuration; RFC 9332 App. A.1",
-    doc: "computes `target`, `tupdate`, `alpha` and `beta` (so conflicts with them)",
-};
+    "iproute2 auto-configuration; RFC 9332 App. A.1",
+    "computes `target`, `tupdate`, `alpha` and `beta` (so conflicts with them)",
+);
 
 /// iproute2 `typical_rtt`.
-pub const TYPICAL_RTT: Param = Param {
-    name: "typical_rtt",
-    aliases: &[],
-    linux: "typical_rtt",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Unset {
+pub const TYPICAL_RTT: Param = Param::new(
+    "typical_rtt",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Unset {
         example: r#""15ms""#,
     },
-    source: "iproute2 auto-configuration; RFC 9332 App. A.1",
-    doc: "as `max_rtt`; `max_rtt` = 6 × `typical_rtt` when only this is given",
-};
+    "iproute2 auto-configuration; RFC 9332 App. A.1",
+    "as `max_rtt`; `max_rtt` = 6 × `typical_rtt` when only this is given",
+);
 
 /// l4slab: the L queue's AQM.
-pub const L_AQM: Param = Param {
-    name: "l_aqm",
-    aliases: &[],
-    linux: "l_aqm",
-    kind: Kind::Choice(&["step", "ramp"]),
-    default: ParamValue::Choice("step"),
-    source: "Linux's step",
-    doc: "the native L4S AQM: Linux's step, or RFC 9332's ramp (`min_th`, `range`, `th_len`)",
-};
+pub const L_AQM: Param = Param::new(
+    "l_aqm",
+    Kind::Choice(&["step", "ramp"]),
+    ParamValue::Choice("step"),
+    "Linux's step",
+    "the native L4S AQM: Linux's step, or RFC 9332's ramp (`min_th`, `range`, `th_len`)",
+);
 
 /// RFC 9332 App. A `minTh` of the ramp.
-pub const MIN_TH: Param = Param {
-    name: "min_th",
-    aliases: &[],
-    linux: "minTh",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::from_micros(800)),
-    source: "RFC 9332 App. A `dualpi2_params_init`",
-    doc: "sojourn where the ramp starts (with `l_aqm = \"ramp\"`)",
-};
+pub const MIN_TH: Param = Param::new(
+    "min_th",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::from_micros(800)),
+    "RFC 9332 App. A `dualpi2_params_init`",
+    "sojourn where the ramp starts (with `l_aqm = \"ramp\"`)",
+)
+.linux_name("minTh");
 
 /// RFC 9332 App. A `range` of the ramp.
-pub const RANGE: Param = Param {
-    name: "range",
-    aliases: &[],
-    linux: "range",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::from_micros(400)),
-    source: "RFC 9332 App. A `dualpi2_params_init`",
-    doc: "width of the ramp: marking reaches 1 at `min_th + range` (with `l_aqm = \"ramp\"`)",
-};
+pub const RANGE: Param = Param::new(
+    "range",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::from_micros(400)),
+    "RFC 9332 App. A `dualpi2_params_init`",
+    "width of the ramp: marking reaches 1 at `min_th + range` (with `l_aqm = \"ramp\"`)",
+);
 
 /// RFC 9332 App. A `Th_len` of the ramp.
-pub const TH_LEN: Param = Param {
-    name: "th_len",
-    aliases: &[],
-    linux: "Th_len",
-    kind: Kind::Int {
-        min: 0,
-        max: u32::MAX as i64,
-    },
-    default: ParamValue::Int(1),
-    source: "RFC 9332 App. A `dualpi2_params_init`",
-    doc: "no ramp marking while the L queue holds at most this many packets (with `l_aqm = \"ramp\"`)",
-};
+pub const TH_LEN: Param = Param::new(
+    "th_len",
+    Kind::up_to_u32(0),
+    ParamValue::Int(1),
+    "RFC 9332 App. A `dualpi2_params_init`",
+    "no ramp marking while the L queue holds at most this many packets (with `l_aqm = \"ramp\"`)",
+)
+.linux_name("Th_len");
 
 /// l4slab: the scheduler between the queues.
-pub const SCHEDULER: Param = Param {
-    name: "scheduler",
-    aliases: &[],
-    linux: "scheduler",
-    kind: Kind::Choice(&["wrr", "ts_fifo"]),
-    default: ParamValue::Choice("wrr"),
-    source: "Linux's WRR",
-    doc: "Linux's WRR (`classic_protection`) or RFC 9332's time-shifted FIFO (`tshift`)",
-};
+pub const SCHEDULER: Param = Param::new(
+    "scheduler",
+    Kind::Choice(&["wrr", "ts_fifo"]),
+    ParamValue::Choice("wrr"),
+    "Linux's WRR",
+    "Linux's WRR (`classic_protection`) or RFC 9332's time-shifted FIFO (`tshift`)",
+);
 
 /// The time shift of the TS-FIFO scheduler.
-pub const TSHIFT: Param = Param {
-    name: "tshift",
-    aliases: &[],
-    linux: "tshift",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::from_millis(50)),
-    source: "RFC 9332 leaves it open; the ns-3 DualQ model (draft-10): 50 ms",
-    doc:
-        "serve L if its head is no more than this younger than C's (with `scheduler = \"ts_fifo\"`)",
-};
+pub const TSHIFT: Param = Param::new(
+    "tshift",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::from_millis(50)),
+    "RFC 9332 leaves it open; the ns-3 DualQ model (draft-10): 50 ms",
+    "serve L if its head is no more than this younger than C's (with `scheduler = \"ts_fifo\"`)",
+);
 
 /// l4slab: the PI2 controller's input.
-pub const PI_INPUT: Param = Param {
-    name: "pi_input",
-    aliases: &[],
-    linux: "pi_input",
-    kind: Kind::Choice(&["max", "c"]),
-    default: ParamValue::Choice("max"),
-    source: "Linux `calculate_probability`: `max(qdelay_l, qdelay_c)`",
-    doc: "queue delay driving PI2: the larger of both, or the C queue's (RFC 9332 App. A)",
-};
+pub const PI_INPUT: Param = Param::new(
+    "pi_input",
+    Kind::Choice(&["max", "c"]),
+    ParamValue::Choice("max"),
+    "Linux `calculate_probability`: `max(qdelay_l, qdelay_c)`",
+    "queue delay driving PI2: the larger of both, or the C queue's (RFC 9332 App. A)",
+);
 
 /// Flows put in the L queue with its AQM (custom: names resolved later).
-pub const L_FLOWS: Param = Param {
-    name: "l_flows",
-    aliases: &[],
-    linux: "classid :1",
-    kind: Kind::Custom("flow names (`[\"dns\"]`); a name also matches the flows `count` expands from it"),
-    default: ParamValue::Unset {
+pub const L_FLOWS: Param = Param::new(
+    "l_flows",
+    Kind::Custom("flow names (`[\"dns\"]`); a name also matches the flows `count` expands from it"),
+    ParamValue::Unset {
         example: r#"["dns"]"#,
     },
-    source: "a tc filter setting classid `:1`; default none",
-    doc: "these flows' packets go to the L queue whatever their ECN field; AQM applies (Not-ECT ones dropped)",
-};
+    "a tc filter setting classid `:1`; default none",
+    "these flows' packets go to the L queue whatever their ECN field; AQM applies (Not-ECT ones dropped)",
+)
+.linux_name("classid :1");
 
 /// Flows put in the L queue without AQM (custom: names resolved later).
-pub const LLLL_FLOWS: Param = Param {
-    name: "llll_flows",
-    aliases: &[],
-    linux: "classid :2",
-    kind: Kind::Custom(
-        "flow names (`[\"dns\"]`); a name also matches the flows `count` expands from it",
-    ),
-    default: ParamValue::Unset {
+pub const LLLL_FLOWS: Param = Param::new(
+    "llll_flows",
+    Kind::Custom("flow names (`[\"dns\"]`); a name also matches the flows `count` expands from it"),
+    ParamValue::Unset {
         example: r#"["dns"]"#,
     },
-    source: "a tc filter setting classid `:2`; default none",
-    doc: "these flows' packets go to the L queue and are never AQM-dropped or -marked",
-};
+    "a tc filter setting classid `:2`; default none",
+    "these flows' packets go to the L queue and are never AQM-dropped or -marked",
+)
+.linux_name("classid :2");
 
 /// The parameters a scenario can set (`qdisc = { kind = "dualpi2", ... }`).
 pub const PARAMS: &[Param] = &[
@@ -543,34 +488,9 @@ pub fn memory_limit_for(limit: u32, mtu: u32) -> u64 {
     u64::from(limit) * 2 * u64::from(mtu)
 }
 
-impl Default for DualPi2Config {
-    fn default() -> Self {
-        DualPi2Config {
-            limit: LIMIT.default.int() as u32,
-            // = memory_limit_for(limit, mtu), checked by `linux_defaults`.
-            memory_limit: MEMLIMIT.default.int() as u64,
-            target: TARGET.default.dur(),
-            tupdate: TUPDATE.default.dur(),
-            alpha: ALPHA.default.num(),
-            beta: BETA.default.num(),
-            coupling_factor: COUPLING_FACTOR.default.num(),
-            drop_on_overload: DROP_ON_OVERLOAD.default.flag(),
-            drop_enqueue: DROP_ENQUEUE.default.flag(),
-            ecn_mask: EcnMask::from_param(ECN_MASK.default),
-            split_gso: SPLIT_GSO.default.flag(),
-            l_aqm: LAqm::default(),
-            scheduler: Scheduler::default(),
-            pi_input: PiInput::from_param(PI_INPUT.default),
-            l_flows: Vec::new(),
-            llll_flows: Vec::new(),
-            mtu: 1500,
-        }
-    }
-}
-
-l4slab_core::param_fields!(DualPi2Config {
+l4slab_core::param_config!(DualPi2Config {
     limit = LIMIT,
-    memory_limit = MEMLIMIT,
+    memory_limit = MEMLIMIT, // = memory_limit_for(limit, mtu), checked by `linux_defaults`
     target = TARGET,
     tupdate = TUPDATE,
     alpha = ALPHA,
@@ -581,6 +501,12 @@ l4slab_core::param_fields!(DualPi2Config {
     ecn_mask = ECN_MASK,
     split_gso = SPLIT_GSO,
     pi_input = PI_INPUT,
+} + {
+    l_aqm: LAqm::default(),
+    scheduler: Scheduler::default(),
+    l_flows: Vec::new(),
+    llll_flows: Vec::new(),
+    mtu: 1500,
 });
 
 impl QdiscKind for DualPi2Config {

@@ -264,16 +264,6 @@ impl DualPi2 {
         }
         true
     }
-
-    fn refuse(&mut self, now: Time, pkt: Packet, reason: DropReason, ctx: &mut QdiscCtx<'_>) {
-        self.stats.dropped_at_enqueue += 1;
-        ctx.drop_packet(now, pkt, reason);
-    }
-
-    fn discard(&mut self, now: Time, pkt: Packet, reason: DropReason, ctx: &mut QdiscCtx<'_>) {
-        self.stats.dropped_after_dequeue += 1;
-        ctx.drop_packet(now, pkt, reason);
-    }
 }
 
 impl Qdisc for DualPi2 {
@@ -288,13 +278,13 @@ impl Qdisc for DualPi2 {
         if self.qlen() >= self.cfg.limit
             || self.bytes() + u64::from(pkt.len) > self.cfg.memory_limit
         {
-            self.refuse(now, pkt, DropReason::Overlimit, ctx);
+            ctx.refused(now, pkt, DropReason::Overlimit, &mut self.stats);
             return;
         }
         if self.cfg.drop_enqueue {
             match self.must_drop(class, &pkt, ctx) {
                 Verdict::Drop(reason) => {
-                    self.refuse(now, pkt, reason, ctx);
+                    ctx.refused(now, pkt, reason, &mut self.stats);
                     return;
                 }
                 v => {
@@ -359,7 +349,7 @@ impl Qdisc for DualPi2 {
             if !self.cfg.drop_enqueue {
                 match self.must_drop(entry.class, &pkt, ctx) {
                     Verdict::Drop(reason) => {
-                        self.discard(now, pkt, reason, ctx);
+                        ctx.discarded(now, pkt, reason, &mut self.stats);
                         continue;
                     }
                     v => marked = self.mark(now, &mut pkt, v, ctx),
@@ -368,7 +358,7 @@ impl Qdisc for DualPi2 {
             if choice.sub == Sub::L && !marked {
                 match self.l_aqm(now, &entry, ctx) {
                     Verdict::Drop(reason) => {
-                        self.discard(now, pkt, reason, ctx);
+                        ctx.discarded(now, pkt, reason, &mut self.stats);
                         continue;
                     }
                     v => {
