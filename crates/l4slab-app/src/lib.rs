@@ -93,6 +93,18 @@ pub struct DatagramsIgnored {
     pub foreign: u64,
 }
 
+impl core::ops::Add for DatagramsIgnored {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        DatagramsIgnored {
+            unknown: self.unknown + o.unknown,
+            duplicate: self.duplicate + o.duplicate,
+            truncated: self.truncated + o.truncated,
+            foreign: self.foreign + o.foreign,
+        }
+    }
+}
+
 impl DatagramsIgnored {
     /// All of them.
     pub fn total(&self) -> u64 {
