@@ -180,6 +180,27 @@ def test_the_emulator_process_starts_with_one_thread() -> None:
     assert done.stdout.split(maxsplit=1) == ["1", "[]\n"], done.stdout
 
 
+def test_an_emulator_killed_by_a_signal_is_reported_with_exit_125(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An "emulator" that dies of SIGKILL at once: before, `emu` exited 247
+    # (-9 as an exit status) without a word.
+    fake = tmp_path / "dying-emulator"
+    fake.write_text("#!/bin/sh\nkill -9 $$\n", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("L4SLAB_EMU_BIN", os.fspath(fake))
+    monkeypatch.setattr(emu, "is_root", lambda: True)
+    monkeypatch.setattr(emu, "checked", lambda plan: plan)
+
+    assert main(["emu", "--rate", "20Mbit", "--", "true"]) == 125
+    err = capsys.readouterr().err
+    assert "the emulator process (pid " in err
+    assert "was killed by signal 9 (SIGKILL)" in err
+    assert "stderr" in err and "l4slab emu cleanup" in err
+    with pytest.raises(emu.EmulatorDied, match="signal 9"):
+        emu.run_scenario("format = 1\n", "s.toml")
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="the emulator runs on Linux only")
 def test_the_emulator_refuses_to_run_beside_other_threads() -> None:
     code = (

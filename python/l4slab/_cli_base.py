@@ -37,6 +37,9 @@ EXIT_BAD_INPUT = 2
 #: A verdict, not an error: ``check-l4s`` found a requirement FAILed, ``emu ecn-check``
 #: found the path unfit for L4S.
 EXIT_VERDICT_FAILED = 3
+#: ``emu``: the emulator process itself died (killed by a signal), so there is no
+#: COMMAND exit code to pass on; 125 as ``timeout``, ``env`` and ``docker run`` use it.
+EXIT_EMULATOR_DIED = 125
 EXIT_INTERRUPTED = 130
 #: 128 + SIGTERM, what a shell reports for a process SIGTERM ended.
 EXIT_TERMINATED = 143
@@ -149,6 +152,7 @@ EXIT_CODES: tuple[ErrorCode, ...] = (
     ErrorCode("l4slab._read", "ScenarioFileError", EXIT_BAD_INPUT),
     ErrorCode("l4slab.emu", "NotRootError", EXIT_BAD_INPUT),
     ErrorCode("l4slab.emu", "EmuInputError", EXIT_BAD_INPUT),
+    ErrorCode("l4slab.emu", "EmulatorDied", EXIT_EMULATOR_DIED),
     ErrorCode("l4slab.emu", "EmuError", EXIT_FAILED, emulating="emulation failed"),
     ErrorCode("l4slab.endpoints", "EndpointInputError", EXIT_BAD_INPUT),
     ErrorCode("l4slab.endpoints", "EndpointError", EXIT_FAILED),

@@ -36,6 +36,7 @@ from l4slab.emu_plan import Plan, Run, Shell, Tuning, Validate, to_json
 __all__ = [
     "EmuError",
     "EmuInputError",
+    "EmulatorDied",
     "NotRootError",
     "checked",
     "command_line",
@@ -69,6 +70,32 @@ PARENT_PID_ENV = "L4SLAB_EMU_PARENT_PID"
 
 class EmuError(RuntimeError):
     """The emulator could not run (not available, bad option, setup failed)."""
+
+
+class EmulatorDied(EmuError):
+    """The emulator process was killed by a signal (SIGKILL, a crash) before it could
+    report: nothing it ran has a result. ``l4slab`` exits 125 (:data:`EXIT_EMULATOR_DIED
+    <l4slab._cli_base.EXIT_EMULATOR_DIED>`), not COMMAND's code."""
+
+
+def _died(proc: subprocess.Popen[str], err: str | None) -> EmulatorDied:
+    """What to say about an emulator process that ``-returncode`` killed."""
+    number = -(proc.returncode or 0)
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    if err is None:
+        log = "its log is its stderr, this terminal's (any messages are above)"
+    elif err.strip():
+        log = "its last messages: " + " | ".join(err.strip().splitlines()[-5:])
+    else:
+        log = "it wrote nothing on stderr"
+    return EmulatorDied(
+        f"the emulator process (pid {proc.pid}) was killed by signal {number} ({name}); "
+        f"{log}. Its reaper removes the namespaces it made; `sudo l4slab emu cleanup` "
+        "removes any that remain"
+    )
 
 
 class NotRootError(EmuError):
@@ -213,8 +240,9 @@ def run_emulator(
 
     The emulator dies with the calling thread's process (module docs); this
     thread waits for it, so it outlives the emulator. Raises
-    :class:`NotRootError` when not root and :class:`EmuError` when there is no
-    emulator.
+    :class:`NotRootError` when not root, :class:`EmuError` when there is no
+    emulator, and :class:`EmulatorDied` when a signal killed the emulator process
+    (it handles SIGTERM, SIGHUP and SIGINT itself and exits 128 + the signal).
     """
     if not is_root():
         raise NotRootError(
@@ -247,6 +275,8 @@ def run_emulator(
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+    if proc.returncode < 0:
+        raise _died(proc, err)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 

@@ -32,7 +32,7 @@ use l4slab_core::stats::{round6, DurStats};
 use l4slab_core::{Dur, Ecn, Rate, Time};
 
 use crate::registry::{AppKind, BuildContext};
-use crate::{Datagram, FlowApp, FlowIo, Role, SampleSink};
+use crate::{Datagram, DatagramsIgnored, FlowApp, FlowIo, Role, SampleSink};
 
 pub const RATE: Param = Param {
     name: "rate",
@@ -152,6 +152,26 @@ pub struct Cbr {
     int_bytes: u64,
     int_received: u64,
     int_ce: u64,
+    /// The sequence numbers received (a duplicate is not counted twice).
+    seen: Seen,
+    ignored: DatagramsIgnored,
+}
+
+/// A set of sequence numbers below the datagrams sent: one bit each.
+#[derive(Debug, Default)]
+struct Seen(Vec<u64>);
+
+impl Seen {
+    /// Adds `k`; false if it was there.
+    fn insert(&mut self, k: u64) -> bool {
+        let (word, bit) = ((k / 64) as usize, k % 64);
+        if word >= self.0.len() {
+            self.0.resize(word + 1, 0);
+        }
+        let had = self.0[word] >> bit & 1 == 1;
+        self.0[word] |= 1 << bit;
+        !had
+    }
 }
 
 impl Cbr {
@@ -174,6 +194,8 @@ impl Cbr {
             int_bytes: 0,
             int_received: 0,
             int_ce: 0,
+            seen: Seen::default(),
+            ignored: DatagramsIgnored::default(),
         }
     }
 
@@ -227,15 +249,20 @@ impl FlowApp for Cbr {
         }
     }
     fn on_datagram(&mut self, now: Time, side: Role, dg: Datagram, _io: &mut dyn FlowIo) {
-        assert!(side != self.sender, "cbr: the sender got a datagram");
-        assert!(
-            dg.tag < self.sent,
-            "cbr: datagram {} was never sent",
-            dg.tag
-        );
-        let start = self
-            .start
-            .expect("a datagram arrived, so the sender started");
+        // Network input: what the sender did not send (a datagram at the
+        // sender, a sequence number not yet used) or sent once and already
+        // arrived is counted and ignored (`datagrams_ignored`).
+        let start = match self.start {
+            Some(s) if side != self.sender && dg.tag < self.sent => s,
+            _ => {
+                self.ignored.unknown += 1;
+                return;
+            }
+        };
+        if !self.seen.insert(dg.tag) {
+            self.ignored.duplicate += 1;
+            return;
+        }
         // The send timestamp the datagram carries.
         let transit = now.saturating_since(self.send_time(start, dg.tag));
         self.owd.record(transit);
@@ -248,6 +275,9 @@ impl FlowApp for Cbr {
         self.int_bytes += u64::from(dg.payload);
         self.int_received += 1;
         self.int_ce += ce;
+    }
+    fn datagrams_ignored(&self) -> DatagramsIgnored {
+        self.ignored
     }
     fn report(&self, end: Time) -> Value {
         let (counted, lost) = self.counted_lost();

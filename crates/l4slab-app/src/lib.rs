@@ -46,6 +46,8 @@ pub mod registry;
 pub mod rtp;
 pub mod screen_share;
 #[cfg(test)]
+mod stray_tests;
+#[cfg(test)]
 pub(crate) mod testing;
 pub mod video_call;
 pub mod web;
@@ -70,6 +72,43 @@ impl Datagram {
     /// Size on the wire, as queues and links see it.
     pub fn wire_len(&self) -> u32 {
         self.payload + Self::HEADER_BYTES
+    }
+}
+
+/// Datagrams a flow's receivers ignored because nothing the flow sent could
+/// be them: a backend that reads real sockets (the emulator) can be sent
+/// anything. Never panics, never acts on them; counted here, reported in
+/// the flow's summary (`datagrams_ignored`). The simulator delivers only
+/// what the app sent, so there they stay zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DatagramsIgnored {
+    /// A tag the app never sent, or a kind the receiving side never gets
+    /// (an echo at the echo server, media at the media's sender).
+    pub unknown: u64,
+    /// A second copy of one the app already took.
+    pub duplicate: u64,
+    /// Shorter than the backend's framing (the emulator's 8-byte tag).
+    pub truncated: u64,
+    /// From an address that is not the flow's other end.
+    pub foreign: u64,
+}
+
+impl core::ops::Add for DatagramsIgnored {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        DatagramsIgnored {
+            unknown: self.unknown + o.unknown,
+            duplicate: self.duplicate + o.duplicate,
+            truncated: self.truncated + o.truncated,
+            foreign: self.foreign + o.foreign,
+        }
+    }
+}
+
+impl DatagramsIgnored {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.unknown + self.duplicate + self.truncated + self.foreign
     }
 }
 
@@ -160,6 +199,11 @@ pub trait FlowApp: fmt::Debug + Send {
     /// endpoint's in `summary.json` (TCP-only ones are `None`: `null`).
     fn own_transport_summary(&self) -> Option<l4slab_bottleneck::flow::TransportCounts> {
         None
+    }
+    /// The datagrams the app ignored as unexpected (unknown tag, duplicate;
+    /// the backend adds what it dropped before the app).
+    fn datagrams_ignored(&self) -> DatagramsIgnored {
+        DatagramsIgnored::default()
     }
     /// The RTT samples the sending side's own transport took since the last
     /// call (one per ACK that gave one), for the flow's `rtt_ms` statistics.

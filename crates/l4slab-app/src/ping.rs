@@ -16,7 +16,7 @@ use l4slab_core::stats::{round6, DurStats};
 use l4slab_core::{Dur, Ecn, Time};
 
 use crate::registry::{AppKind, BuildContext};
-use crate::{Datagram, FlowApp, FlowIo, Role, SampleSink};
+use crate::{Datagram, DatagramsIgnored, FlowApp, FlowIo, Role, SampleSink};
 
 pub const INTERVAL: Param = Param {
     name: "interval",
@@ -133,6 +133,7 @@ pub struct Ping {
     late: u64,
     ce_requests: u64,
     ce_replies: u64,
+    ignored: DatagramsIgnored,
 }
 
 impl Ping {
@@ -147,6 +148,7 @@ impl Ping {
             late: 0,
             ce_requests: 0,
             ce_replies: 0,
+            ignored: DatagramsIgnored::default(),
         }
     }
 
@@ -198,13 +200,24 @@ impl FlowApp for Ping {
         }
     }
     fn on_datagram(&mut self, now: Time, side: Role, dg: Datagram, io: &mut dyn FlowIo) {
-        let Some(p) = self.probes.get_mut(dg.tag as usize) else {
-            panic!("ping: echo of probe {} that was never sent", dg.tag);
+        // Network input: a probe or echo the flow did not send is counted
+        // and ignored (`datagrams_ignored`), never trusted.
+        let Some(p) = usize::try_from(dg.tag)
+            .ok()
+            .and_then(|i| self.probes.get_mut(i))
+        else {
+            self.ignored.unknown += 1;
+            return;
         };
         let ce = dg.ecn == Ecn::Ce;
         match side {
-            // The echo server answers with the same codepoint it was configured with.
+            // The echo server answers with the same codepoint it was
+            // configured with, once per probe.
             Role::Server => {
+                if p.reflected.is_some() {
+                    self.ignored.duplicate += 1;
+                    return;
+                }
                 self.ce_requests += u64::from(ce);
                 self.owd_up.record(now.saturating_since(p.sent));
                 p.reflected = Some(now);
@@ -214,18 +227,28 @@ impl FlowApp for Ping {
                 });
             }
             Role::Client => {
+                // An echo the server never sent is not one.
+                let Some(reflected) = p.reflected else {
+                    self.ignored.unknown += 1;
+                    return;
+                };
+                if p.echoed.is_some() {
+                    self.ignored.duplicate += 1;
+                    return;
+                }
                 self.ce_replies += u64::from(ce);
-                assert!(p.echoed.is_none(), "probe {} echoed twice", dg.tag);
                 p.echoed = Some(now);
                 let rtt = now.saturating_since(p.sent);
                 if rtt > self.cfg.timeout {
                     self.late += 1;
                 }
                 self.rtt.record(rtt);
-                let reflected = p.reflected.expect("an echo was reflected by the server");
                 self.owd_down.record(now.saturating_since(reflected));
             }
         }
+    }
+    fn datagrams_ignored(&self) -> DatagramsIgnored {
+        self.ignored
     }
     fn report(&self, end: Time) -> Value {
         let (ok, lost, pending) = self.outcome(end);
@@ -251,5 +274,55 @@ impl FlowApp for Ping {
             out("ping_rtt_ms", mean);
             out("ping_rtt_max_ms", max);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Script;
+
+    fn dg(tag: u64) -> Datagram {
+        Datagram {
+            payload: 64,
+            ecn: Ecn::NotEct,
+            tag,
+        }
+    }
+
+    /// Probe 0 sent at 0, reflected at 10 ms, echoed at 20 ms; then what
+    /// the network might add: a probe never sent (at either end), the probe
+    /// again at the server, the echo again, and an echo of probe 1 that the
+    /// server never reflected. Each is counted and ignored: the server
+    /// echoes probe 0 once, and the client's RTT is the first echo's.
+    #[test]
+    fn unexpected_probes_and_echoes_are_counted_and_ignored() {
+        let mut app = Ping::new(PingConfig::default());
+        let mut s = Script::new();
+        let ms = Time::from_millis;
+        s.connected(&mut app, ms(0), Role::Client);
+        s.timer(&mut app, ms(100), Role::Client); // probe 1
+        app.on_datagram(ms(10), Role::Server, dg(0), s.sock(Role::Server));
+        app.on_datagram(ms(20), Role::Client, dg(0), s.sock(Role::Client));
+        app.on_datagram(ms(21), Role::Server, dg(7), s.sock(Role::Server));
+        app.on_datagram(ms(21), Role::Client, dg(u64::MAX), s.sock(Role::Client));
+        app.on_datagram(ms(22), Role::Server, dg(0), s.sock(Role::Server));
+        app.on_datagram(ms(23), Role::Client, dg(0), s.sock(Role::Client));
+        app.on_datagram(ms(24), Role::Client, dg(1), s.sock(Role::Client));
+        assert_eq!(s.sock(Role::Server).datagrams, [dg(0)]);
+        assert_eq!(
+            app.datagrams_ignored(),
+            DatagramsIgnored {
+                unknown: 3,
+                duplicate: 2,
+                ..DatagramsIgnored::default()
+            }
+        );
+        let r = app.report(ms(1000));
+        assert_eq!(
+            (r["probes_sent"].as_u64(), r["replies"].as_u64()),
+            (Some(2), Some(1))
+        );
+        assert_eq!(r["rtt_ms"]["max"], 20.0, "{r}");
     }
 }

@@ -22,6 +22,11 @@
 //!   (`IP_RECVTOS`). A QUIC flow's datagrams are its packets' bytes; a
 //!   datagram app's [`Datagram`] (size, ECN and a tag the app recognises it
 //!   by) travels as `payload` bytes whose first 8 are the tag.
+//! * **Network input.** The sockets are unconnected, so anything can reach
+//!   them: a datagram from another address than the flow's other end
+//!   (foreign) or too short to hold a tag (truncated) is dropped here; the
+//!   app ignores what it did not send (an unknown tag, a duplicate). Both
+//!   are counted in the flow's `datagrams_ignored`; nothing panics.
 //! * **Timing.** One thread runs every such flow: l4slab-sys's real-time
 //!   [`sys::Waiter`] sleeps in `epoll_pwait2` until the earliest wake-up
 //!   any flow asked for (a binary heap; with epoll, neither finding it nor
@@ -40,7 +45,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use l4slab_app::{AppIo, Datagram, FlowApp, FlowIo, Role, SocketInfo};
+use l4slab_app::{AppIo, Datagram, DatagramsIgnored, FlowApp, FlowIo, Role, SocketInfo};
 use l4slab_bottleneck::flow::{
     CcSample, FlowInfo, FlowRecorder, FlowReport, FlowSample, PathCounts, TransportCounts, UpDown,
 };
@@ -109,6 +114,8 @@ pub(crate) struct DgramFlow {
     wake: [Option<Time>; 2],
     started: bool,
     counts: [SideCounts; 2],
+    /// Datagrams dropped before the app (foreign, truncated).
+    ignored: DatagramsIgnored,
     /// The flow's recorder (series, window, summary entry) and its series.
     rec: FlowRecorder,
     series: SeriesStore,
@@ -157,6 +164,7 @@ impl DgramFlow {
             wake: [None; 2],
             started: false,
             counts: [SideCounts::default(); 2],
+            ignored: DatagramsIgnored::default(),
             rec,
             series,
             error: None,
@@ -352,9 +360,17 @@ impl Dgrams<'_> {
                 for _ in 0..RECV_BATCH {
                     let got = f.socks[side].recv_from(&mut rbuf);
                     let (len, ecn) = match got {
-                        Ok(Some((len, _from, ecn))) => (len, ecn),
+                        // Only the flow's other end: the sockets are unconnected.
+                        Ok(Some((_, from, _))) if from != f.peer[side] => {
+                            f.ignored.foreign += 1;
+                            continue;
+                        }
+                        Ok(Some((len, _, ecn))) => (len, ecn),
                         Ok(None) => break,
-                        Err(UdpError::Truncated { .. }) => continue,
+                        Err(UdpError::Truncated { .. }) => {
+                            f.ignored.truncated += 1;
+                            continue;
+                        }
                         Err(e) => {
                             f.error.get_or_insert_with(|| format!("receive: {e}"));
                             break;
@@ -363,6 +379,11 @@ impl Dgrams<'_> {
                     f.counts[side].datagrams_received += 1;
                     if !f.started {
                         continue; // not possible: the peer starts with it
+                    }
+                    if !f.bytes && len < TAG_BYTES {
+                        // Every datagram the app sends carries its whole tag.
+                        f.ignored.truncated += 1;
+                        continue;
                     }
                     let at = self.app_time(self.clock.now());
                     let data = &rbuf[..len];
@@ -374,8 +395,7 @@ impl Dgrams<'_> {
                         f.app.take_rtt_samples(&mut |d| rec.record_rtt(d));
                     } else {
                         let mut tag = [0u8; TAG_BYTES];
-                        let n = len.min(TAG_BYTES);
-                        tag[..n].copy_from_slice(&data[..n]);
+                        tag.copy_from_slice(&data[..TAG_BYTES]);
                         let dg = Datagram {
                             payload: len as u32,
                             ecn,
@@ -511,6 +531,9 @@ pub(crate) fn flow_json(
             "up": count(CLIENT).send_refused,
         },
         "sender_bytes_sent": count(sender).bytes_sent,
+        // What either end dropped or its app ignored as unexpected (a
+        // stray, a truncated datagram, a duplicate).
+        "datagrams_ignored": f.app.datagrams_ignored() + f.ignored,
         "error": f.error,
     });
     if let Value::Object(e) = extra {

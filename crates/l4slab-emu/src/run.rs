@@ -885,17 +885,35 @@ mod tests {
     }
 
     #[test]
-    fn the_shell_refuses_an_access_link_it_cannot_route() {
-        let sets = [
-            "hosts.laptop.side=client".to_string(),
-            "hosts.laptop.access.rate=10Mbit".to_string(),
-            "hosts.laptop.access.buffer=50pkt".to_string(),
+    fn the_shell_refuses_every_key_it_would_drop_naming_it() {
+        // `--set wifi.standard=a` used to run with no cell at all (exit 0).
+        for (set, fragment) in [
+            ("wifi.standard=a", "not a Wi-Fi cell"),
+            ("hosts.laptop.access.rate=10Mbit", "no scenario hosts"),
+            ("hosts.client.access_delay=5ms", "no scenario hosts"),
+            ("flows[0].cc=bbr", "no scenario flows"),
+            ("duration=10s", "until COMMAND exits"),
+        ] {
+            let e = shell::resolve_links(&[set.to_string()]).unwrap_err();
+            assert!(matches!(e, EmuError::Unsupported(_)), "{set}: {e}");
+            let key = set.split('=').next().unwrap();
+            let e = e.to_string();
+            assert!(
+                e.starts_with(&format!("--set {key}: `l4slab emu` cannot honour it")),
+                "{e}"
+            );
+            assert!(e.contains(fragment), "{e}");
+        }
+        // What the shell builds: the bottleneck (a trace, a loss model) and the seed.
+        let ok = [
+            "bottleneck.rate=20Mbit",
+            "bottleneck.down.loss={ kind = \"gilbert_elliott\", p = \"1%\", r = \"30%\" }",
+            "bottleneck.qdisc.kind=dualpi2",
+            "seed=7",
         ];
-        let e = shell::resolve_links(&sets).unwrap_err().to_string();
-        assert!(e.starts_with("hosts.laptop.access: the shell runs"), "{e}");
-        assert!(e.contains("--backend emu"), "{e}");
-        // A host without an access link still resolves.
-        assert!(shell::resolve_links(&sets[..1]).is_ok());
+        for set in ok {
+            shell::resolve_links(&[set.to_string()]).unwrap_or_else(|e| panic!("{set}: {e}"));
+        }
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //!
 //! Link options are scenario `--set` overrides on [`BASE_SCENARIO`], so they
 //! are validated, defaulted and built exactly like a scenario file's
-//! `[bottleneck]` (same errors, same objects).
+//! `[bottleneck]` (same errors, same objects). The shell builds the
+//! bottleneck only: an override of any other table (`wifi`, `hosts`,
+//! `flows`, `duration`, ...) is refused naming its key ([`shell_key`]),
+//! never dropped; `l4slab run --backend emu` runs a scenario's Wi-Fi cell
+//! and access links.
 //!
 //! Both namespaces get one default TCP congestion control (the plan's `cc`,
 //! by default Linux's, cubic; [`Topology::set_congestion_control`]) instead
@@ -112,6 +116,9 @@ pub struct ShellOptions {
 /// [`EmuError::Unsupported`] for a host's access link, which the shell
 /// cannot tell apart from other traffic (it has no scenario flows).
 pub fn resolve_links(sets: &[String]) -> Result<Scenario, EmuError> {
+    for set in sets {
+        shell_key(set)?;
+    }
     let scn = l4slab_scenario::parse_with(
         BASE_SCENARIO,
         "<emu link options>",
@@ -131,6 +138,38 @@ pub fn resolve_links(sets: &[String]) -> Result<Scenario, EmuError> {
         )));
     }
     Ok(scn)
+}
+
+/// Checks that the shell honours override `set` (`KEY=VALUE`): the
+/// `[bottleneck]` keys (rate, trace, delay, buffer, qdisc, loss models, ECN
+/// rewrite) and `seed` (their random streams). Anything else the shell
+/// would build nothing from, so it is refused rather than dropped.
+///
+/// # Errors
+/// [`EmuError::Unsupported`] naming the key.
+pub fn shell_key(set: &str) -> Result<(), EmuError> {
+    let key = set.split_once('=').map_or(set, |(k, _)| k).trim();
+    let top = key.split(['.', '[']).next().unwrap_or(key);
+    let why = match top {
+        "bottleneck" | "seed" => return Ok(()),
+        "wifi" => {
+            "the shell builds the bottleneck only, not a Wi-Fi cell (its stations are a \
+             scenario's client hosts, its queues per flow); write the cell in a scenario \
+             file's [wifi] and run it with `l4slab run SCENARIO --backend emu`"
+        }
+        "hosts" => {
+            "the shell runs one client and one server with no scenario hosts; put rates \
+             and delays on the bottleneck (--rate, --delay, --down-rate, ...)"
+        }
+        "flows" => {
+            "the shell has no scenario flows: COMMAND is the traffic (the namespaces' \
+             default congestion control is --cc)"
+        }
+        _ => "the shell runs until COMMAND exits and records nothing but the queues",
+    };
+    Err(EmuError::Unsupported(format!(
+        "--set {key}: `l4slab emu` cannot honour it: {why}"
+    )))
 }
 
 /// Environment for commands in the namespaces.

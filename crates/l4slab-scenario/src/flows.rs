@@ -14,7 +14,7 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::model::{
-    AppSpec, Direction, Flow, Host, Protocol, Side, TransportSpec, WebConnection, WebPage,
+    AppSpec, Direction, EcnSpec, Flow, Host, Protocol, Side, TransportSpec, WebConnection, WebPage,
 };
 use crate::param::read_keys;
 use crate::parse::ParseOptions;
@@ -188,6 +188,14 @@ fn resolve_flow(
             ),
         ));
     }
+    let ecn = f
+        .ecn
+        .as_ref()
+        .map(|v| crate::ecn::mode(v, &join(path, "ecn")))
+        .transpose()?;
+    if transport.protocol == Protocol::Quic {
+        quic_ecn(ecn, &join(path, "ecn"))?;
+    }
     Ok(Flow {
         name,
         entry: i,
@@ -198,17 +206,40 @@ fn resolve_flow(
         start,
         app,
         transport,
-        ecn: f
-            .ecn
-            .as_ref()
-            .map(|v| crate::ecn::mode(v, &join(path, "ecn")))
-            .transpose()?,
+        ecn,
         // Without [wifi] it does nothing (so a file keeps working with the cell removed).
         wifi_ac: match &f.wifi_ac {
             Some(v) => crate::wifi::access_category(v, &join(path, "wifi_ac"))?,
             None => l4slab_wifi::edca::Ac::Be,
         },
     })
+}
+
+/// A QUIC flow's `ecn`: on (absent) or `"off"`. `"classic"` and `"accecn"`
+/// name TCP's ways of negotiating and feeding back ECN (RFC 3168 §6.1.1's
+/// ECE/CWR handshake, Accurate ECN's counters), which QUIC does not have:
+/// its ACK frames count ECT(0), ECT(1) and CE (RFC 9000 §13.4, §19.3.2) and
+/// its codepoint is `transport.ecn_codepoint`.
+fn quic_ecn(ecn: Option<EcnSpec>, path: &str) -> Result<(), ScenarioError> {
+    let (name, what) = match ecn {
+        None | Some(EcnSpec::Off) => return Ok(()),
+        Some(EcnSpec::Classic) => (
+            "classic",
+            "classic ECN is TCP's (RFC 3168 §6.1.1: negotiated with ECE and CWR in the handshake)",
+        ),
+        Some(EcnSpec::AccEcn) => (
+            "accecn",
+            "AccECN is TCP's (Accurate ECN feedback in the TCP header)",
+        ),
+    };
+    Err(ScenarioError::invalid(
+        path,
+        crate::error::Problem::Conflict,
+        format!(
+            "\"{name}\" with transport.protocol = \"quic\": {what}; a QUIC flow uses ECN unless ecn = \"off\", feeds it back in its ACK frames (RFC 9000 §13.4) and sends the codepoint transport.ecn_codepoint names (\"ect0\", \"ect1\" or \"not_ect\"); remove ecn"
+        ),
+        Some(r#"transport = { protocol = "quic", ecn_codepoint = "ect0" }"#.into()),
+    ))
 }
 
 /// A web flow and one flow per `connection = "new"` object (which moves to

@@ -185,3 +185,33 @@ fn out_of_range_values_name_quics_limits() {
     ]);
     base_with(&[r#"flows[0].transport.delayed_ack_timeout="20s""#]);
 }
+
+#[test]
+fn tcps_ecn_modes_are_refused_on_a_quic_flow_with_what_quic_has_instead() {
+    for mode in ["classic", "accecn"] {
+        let set = format!("flows[0].ecn={mode}");
+        let e = quic_err(&[&set]);
+        assert_eq!(e.path(), Some("flows[0].ecn"), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("\"{mode}\" with transport.protocol = \"quic\"")),
+            "{text}"
+        );
+        assert!(text.contains("transport.ecn_codepoint"), "{text}");
+        assert!(
+            text.ends_with(
+                r#"write e.g. transport = { protocol = "quic", ecn_codepoint = "ect0" }"#
+            ),
+            "{text}"
+        );
+    }
+    // What it says to write is accepted, and "off" stays QUIC's.
+    let s = quic_with(&["flows[0].transport.ecn_codepoint=ect0"]);
+    assert_eq!(
+        s.flows[0].transport.ecn_codepoint,
+        Some(l4slab_core::Ecn::Ect0)
+    );
+    assert!(quic_with(&["flows[0].ecn=off"]).flows[0].ecn.is_some());
+    // Over TCP both modes stay.
+    assert!(parse_set(BASE, &["flows[0].ecn=classic"]).is_ok());
+}

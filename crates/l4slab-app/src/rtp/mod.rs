@@ -34,7 +34,7 @@ use l4slab_media::MediaCc;
 
 use crate::framed::FrameTransport;
 use crate::rate_control::SeriesNames;
-use crate::{Datagram, FlowApp, FlowIo, Role, SampleSink};
+use crate::{Datagram, DatagramsIgnored, FlowApp, FlowIo, Role, SampleSink};
 use receiver::{playout_config, Receiver, Rtcp};
 use sender::{Sender, SenderConfig};
 
@@ -191,6 +191,7 @@ pub struct RtpMedia {
     kind: &'static str,
     cfg: RtpConfig,
     streams: Vec<Stream>,
+    ignored: DatagramsIgnored,
 }
 
 impl RtpMedia {
@@ -230,7 +231,12 @@ impl RtpMedia {
                 started: None,
             })
             .collect();
-        RtpMedia { kind, cfg, streams }
+        RtpMedia {
+            kind,
+            cfg,
+            streams,
+            ignored: DatagramsIgnored::default(),
+        }
     }
 
     fn frame_interval(&self) -> Dur {
@@ -322,35 +328,54 @@ impl FlowApp for RtpMedia {
 
     fn on_datagram(&mut self, now: Time, side: Role, dg: Datagram, io: &mut dyn FlowIo) {
         let (kind, id) = untag(dg.tag);
+        // Network input: a kind this side never receives, or a message the
+        // other side never sent, is counted and ignored (`datagrams_ignored`).
+        let mut known = false;
         for i in 0..self.streams.len() {
             let s = &mut self.streams[i];
             match kind {
                 MEDIA if s.from != side => {
                     // A packet older than the sender's header ring (2^16
-                    // packets, RTP's sequence space) is too late to use.
+                    // packets, RTP's sequence space) is too late to use; a
+                    // duplicate is counted by the report generator and the
+                    // playout buffer (`duplicate_packets`).
+                    known = id < s.tx.packets_numbered();
                     if let Some(h) = s.tx.header(id) {
                         s.rx.on_packet(now, id, dg.ecn, h.media);
                     }
                 }
                 REPORT if s.from == side => {
-                    if let Some(r) = s.rx.take_report(id) {
+                    // A report id not yet used would recycle every kept report.
+                    known = s.rx.sent_rtcp(id);
+                    if let Some(r) = known.then(|| s.rx.take_report(id)).flatten() {
                         s.tx.on_report(now, &r);
                         s.rx.recycle(r);
                     }
                 }
                 NACK if s.from == side => {
+                    known = s.rx.sent_rtcp(id);
                     if let Some(list) = s.rx.nack_list(id) {
                         for &seq in list {
                             s.tx.on_nack(now, seq);
                         }
                     }
                 }
-                PLI if s.from == side => s.tx.on_keyframe_request(),
+                PLI if s.from == side && id == 0 => {
+                    known = true;
+                    s.tx.on_keyframe_request();
+                }
                 _ => continue,
             }
             break;
         }
+        if !known {
+            self.ignored.unknown += 1;
+        }
         self.run(now, side, io);
+    }
+
+    fn datagrams_ignored(&self) -> DatagramsIgnored {
+        self.ignored
     }
 
     fn report(&self, end: Time) -> Value {

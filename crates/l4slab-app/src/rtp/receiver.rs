@@ -160,6 +160,11 @@ impl Receiver {
         }
     }
 
+    /// Whether RTCP message `id` (a report or a NACK) was sent.
+    pub fn sent_rtcp(&self, id: u64) -> bool {
+        id < self.next_id
+    }
+
     /// Give a report back once the sender has read it.
     pub fn recycle(&mut self, r: Report) {
         if self.spare.len() < 8 {

@@ -158,6 +158,11 @@ impl Sender {
             .clamp(self.cfg.min_bitrate, self.cfg.max_bitrate)
     }
 
+    /// Transport-wide sequence numbers used so far (the next packet's).
+    pub fn packets_numbered(&self) -> u64 {
+        self.next_transport
+    }
+
     /// The header of packet `transport_seq`, for the receiving side.
     pub fn header(&self, transport_seq: u64) -> Option<RtpHeader> {
         let first = self.headers.front()?.transport_seq;
