@@ -426,8 +426,8 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
     }
     let failure = client.failure().map(|f| match f {
         Failure::NoAnswer { waited } => format!(
-            "no answer from {server} within {} s (no `l4slab serve` there, or it refused: full, or the address-validation token failed)",
-            round6(waited.as_secs_f64().min(connect_timeout.as_secs_f64()))
+            "no answer from {server} within {:.1} s (no `l4slab serve` there, or it refused: full, or the address-validation token failed)",
+            waited.as_secs_f64().min(connect_timeout.as_secs_f64())
         ),
         Failure::NothingDelivered => format!(
             "nothing delivered: the handshake with {server} completed but the server acknowledged no data"
