@@ -7,8 +7,14 @@ client through the CLI, as a person would; the runs take about two seconds.
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -38,7 +44,7 @@ def _ipv6_loopback() -> bool:
 class _Server:
     """``serve(once=True)`` in a thread; its lines and result."""
 
-    def __init__(self, bind: str, port: int, out: Path | None = None) -> None:
+    def __init__(self, bind: str, port: int, out: Path | None = None, **options: Any) -> None:
         self.lines: list[str] = []
         self.result: dict[str, Any] = {}
         self.error: BaseException | None = None
@@ -52,6 +58,7 @@ class _Server:
                     time_limit="20",
                     out=out,
                     on_line=self.lines.append,
+                    **options,
                 )
             except BaseException as exc:  # reported by join()
                 self.error = exc
@@ -193,3 +200,162 @@ def test_help_teaches_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
         assert main([command, "--help"]) == 0
         text = capsys.readouterr().out
         assert "Example" in text and "l4slab" in text
+
+
+def test_send_with_no_server_fails_even_when_its_duration_ends_first(
+    native: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 25: `send -t 2` to nobody exited 0 with 0 bytes and a normal-looking bundle.
+    port = _free_port(socket.AF_INET, "127.0.0.1")
+    out = tmp_path / "send"
+    code, stdout, _ = _send([f"127.0.0.1:{port}", "-t", "1", "-o", str(out)], capsys)
+    assert code == 1, stdout
+    assert "error: no answer from" in stdout and "within 1.0 s" in stdout, stdout
+    assert "a failed run" in stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["failure"].startswith("no answer from"), summary["failure"]
+    assert summary["flows"]["send"]["bytes_delivered"] == 0
+
+
+_CLI = [sys.executable, "-m", "l4slab"]
+
+
+def _cli_env() -> dict[str, str]:
+    import l4slab
+
+    python_dir = str(Path(l4slab.__file__).resolve().parent.parent)
+    return {**os.environ, "PYTHONPATH": python_dir}
+
+
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["sigterm", "sigint"]
+)
+def test_serve_stopped_by_a_signal_says_and_writes_its_counters(
+    native: ModuleType, tmp_path: Path, sig: int, code: int
+) -> None:
+    # Issue 25: `serve` exited 130 on SIGTERM and dropped its counters.
+    port = _free_port(socket.AF_INET, "127.0.0.1")
+    out = tmp_path / "serve"
+    proc = subprocess.Popen(
+        [*_CLI, "serve", "--bind", "127.0.0.1", "--port", str(port), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_cli_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()  # the server listens: signals reach the native loop
+        assert "listening on" in banner, banner + proc.stderr.read() if proc.stderr else ""
+        # A stray datagram, to see it counted.
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"hello", ("127.0.0.1", port))
+        time.sleep(0.3)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == code, stdout + stderr
+    assert "l4slab serve: 0 sessions" in stdout and "1 malformed" in stdout, stdout
+    counters = json.loads((out / "server.json").read_text())
+    assert counters["interrupted"] is True
+    assert counters["server"]["datagrams"] == 1 and counters["server"]["malformed"] == 1
+
+
+_VERSION = (0x4C340001).to_bytes(4, "big")
+
+
+def _initial(dcid: bytes, scid: bytes, token: bytes, pn: int, size: int = 1200) -> bytes:
+    """An l4slab Initial of PADDING only (RFC 9000 §17.2.2; a 16-byte zero tag stands in
+    for the AEAD tag): first byte, version, the CIDs, token, Length, a 4-byte packet number."""
+    head = bytes([0xC3]) + _VERSION + bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid
+    head += bytes([len(token)]) + token  # a 1-byte varint: tokens are under 64 bytes
+    length = size - len(head) - 2  # the packet number, the padding and the tag
+    return head + (0x4000 | length).to_bytes(2, "big") + pn.to_bytes(4, "big") + bytes(length - 4)
+
+
+def test_serve_ignores_stray_foreign_truncated_and_padding_only_datagrams(
+    native: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25: junk, and a host that holds sessions with padding-only Initials, neither
+    crash the server nor keep a real client out; every datagram is counted, the fake
+    sessions are dropped at the handshake timeout and leave no bundle."""
+    port = _free_port(socket.AF_INET, "127.0.0.1")
+    out = tmp_path / "serve"
+    server = _Server(
+        "127.0.0.1", port, out=out, max_per_address=2, handshake_timeout="0.5", interval="0.2"
+    )
+    for _ in range(100):  # until it listens
+        if server.lines:
+            break
+        time.sleep(0.05)
+    target = ("127.0.0.1", port)
+    rng = random.Random(25)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as junk:
+        junk.settimeout(2)
+        stray = [
+            bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 1400))) for _ in range(200)
+        ]
+        foreign = [
+            b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01",
+            # A QUIC v1 Initial (another version), padded to 1200 bytes.
+            b"\xc3\x00\x00\x00\x01\x08"
+            + bytes(8)
+            + b"\x08"
+            + bytes(8)
+            + b"\x00\x44\x9e"
+            + bytes(1174),
+            b"\x40" + bytes(30),  # a short header for no session
+        ]
+        full = _initial(b"\x11" * 8, b"\x22" * 8, b"", 0)
+        truncated = [full[:n] for n in (1, 5, 6, 14, 15, 24, 40, 600, 1199)]
+        short = _initial(b"\x11" * 8, b"\x22" * 8, b"", 0, size=600)  # §14.1: under 1200
+        for d in [*stray, *foreign, *truncated, short]:
+            junk.sendto(d, target)
+            time.sleep(0.001)  # not faster than a busy server drains its socket
+        # Padding-only Initials from one host (127.0.0.2; the client sends from 127.0.0.1):
+        # each takes the Retry, then comes back with the token and never completes a
+        # handshake. Four tries, a limit of two per address.
+        holders = []
+        for i in range(4):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.2", 0))
+            s.settimeout(1)
+            holders.append(s)
+            scid = bytes([0x30 + i]) * 8
+            retry = b""
+            for _ in range(5):  # as a client would: again after a second without an answer
+                s.sendto(_initial(bytes([0x40 + i]) * 8, scid, b"", 0), target)
+                try:
+                    retry = s.recv(2048)
+                    break
+                except TimeoutError:
+                    continue
+            assert retry[0] & 0xF0 == 0xF0, retry[:8]  # a Retry (long header, type 3)
+            at = 6 + retry[5]
+            new_cid = retry[at + 1 : at + 1 + retry[at]]
+            token = retry[at + 1 + retry[at] : -16]
+            for pn in range(3):
+                s.sendto(_initial(new_cid, scid, token, pn + 1), target)
+        time.sleep(0.2)
+        argv = [f"127.0.0.1:{port}", "-t", "1", "-o", str(tmp_path / "send")]
+        code, stdout, stderr = _send(argv, capsys)
+        for s in holders:
+            s.close()
+    run = server.join()
+    assert code == 0, stdout + stderr
+    st = run["server"]
+    assert st["sessions_connected"] == 1 and st["sessions_ended"] == 1, st
+    assert st["sessions_accepted"] == 3, st  # two padding-only holders and the client
+    # The third and fourth holders' three Initials each.
+    assert st["sessions_refused_per_address"] == 6, st
+    assert st["handshake_timeouts"] == 2, st
+    # Every datagram that reached the server is counted; the junk as junk.
+    assert st["datagrams"] == run["driver"]["datagrams_received"], (st, run["driver"])
+    assert st["malformed"] >= 100 and st["unknown_connection"] >= 1, st
+    assert st["initial_too_small"] == 1, st
+    assert [p.name for p in out.iterdir() if p.is_dir()] == ["session-1"]
+    assert any("over the limit of 2 per address" in line for line in server.lines), server.lines
+    assert any("without a handshake in 0.5 s" in line for line in server.lines), server.lines

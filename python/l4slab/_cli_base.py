@@ -80,6 +80,8 @@ def _stderr() -> Console:
 
 #: Whether a command printed an ``error:`` line in this ``main`` call.
 _failed = False
+#: Whether SIGTERM arrived in this ``main`` call.
+_sigterm = False
 
 
 def failed() -> bool:
@@ -88,8 +90,21 @@ def failed() -> bool:
 
 
 def reset_failed() -> None:
-    global _failed
+    global _failed, _sigterm
     _failed = False
+    _sigterm = False
+
+
+def note_sigterm() -> None:
+    """Remember that SIGTERM arrived (the handler calls it before raising :class:`Terminated`)."""
+    global _sigterm
+    _sigterm = True
+
+
+def interrupted_exit_code() -> int:
+    """The exit code of a run a command stopped and reported itself (``send``, ``serve``):
+    143 after SIGTERM, 130 after Ctrl-C."""
+    return EXIT_TERMINATED if _sigterm else EXIT_INTERRUPTED
 
 
 def _fail(message: str, code: int) -> typer.Exit:

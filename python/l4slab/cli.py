@@ -32,6 +32,7 @@ from l4slab._cli_base import (
     _help,
     _native,
     failed,
+    note_sigterm,
     reset_failed,
     terminated,
 )
@@ -106,6 +107,7 @@ check_cli.register(app)
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
+    note_sigterm()
     raise Terminated
 
 

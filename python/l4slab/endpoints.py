@@ -75,7 +75,9 @@ def send(
     """Send to an ``l4slab serve`` at ``host`` (``HOST``, ``HOST:PORT``, ``[V6]:PORT``).
 
     Returns the run as :class:`Results` (saved at ``out`` when given) and the raw
-    result (``failure``: why it did not complete, or ``None``; ``interrupted``).
+    result (``failure``: why it did not complete, or ``None``; ``interrupted``). A run
+    with no handshake, or in which the server acknowledged nothing, is a failure; its
+    bundle is still saved, with ``failure`` in ``summary.json`` saying why.
     Raises :class:`EndpointInputError` for a bad option before anything is sent.
     ``ecn_validation=False`` keeps marking whatever the path does (RFC 9000
     §13.4.2 off: a non-conforming sender, only to demonstrate the failure).
@@ -116,6 +118,8 @@ def serve(
     bind: str | None = None,
     port: int = 4433,
     max_sessions: int = 16,
+    max_per_address: int = 4,
+    handshake_timeout: str = "5",
     once: bool = False,
     interval: str = "1",
     idle_timeout: str = "10",
@@ -128,9 +132,12 @@ def serve(
     the first session's end.
 
     With ``out``, each session's results are saved as it ends, at
-    ``out/session-N/``. Returns the run: ``sessions`` (their raw results, and
-    ``path`` where saved), ``server`` (the counters: Retries, refused tokens,
-    malformed datagrams, ...), ``driver``, ``listen``.
+    ``out/session-N/`` (only sessions that completed their handshake are
+    reported), and the server's counters at ``out/server.json`` when it stops,
+    however it stops (Ctrl-C and SIGTERM too). Returns the run: ``sessions``
+    (their raw results, and ``path`` where saved), ``server`` (the counters:
+    Retries, refused tokens and sessions, handshake timeouts, malformed
+    datagrams, ...), ``driver``, ``listen``, ``interrupted``.
     """
     native = _native_mod()
     root = Path(out) if out is not None else None
@@ -155,6 +162,8 @@ def serve(
         "bind": bind,
         "port": port,
         "max_sessions": max_sessions,
+        "max_per_address": max_per_address,
+        "handshake_timeout": handshake_timeout,
         "once": once,
         "interval": interval,
         "idle_timeout": idle_timeout,
@@ -169,4 +178,20 @@ def serve(
     for s in run["sessions"]:
         if int(s["session"]) in saved:
             s["path"] = os.fspath(saved[int(s["session"])])
+    if root is not None:
+        _write_counters(root / "server.json", run, saved)
     return run
+
+
+def _write_counters(path: Path, run: dict[str, Any], saved: dict[int, Path]) -> None:
+    """``serve``'s counters as JSON, replaced whole (a new file renamed over the old)."""
+    record = {
+        "listen": run["listen"],
+        "interrupted": bool(run.get("interrupted")),
+        "server": run["server"],
+        "driver": run["driver"],
+        "sessions": {str(n): os.fspath(p) for n, p in sorted(saved.items())},
+    }
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
+    tmp.replace(path)

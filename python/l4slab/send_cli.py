@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from l4slab import endpoints
-from l4slab._cli_base import EXIT_FAILED, EXIT_INTERRUPTED, errors
+from l4slab._cli_base import EXIT_FAILED, errors, interrupted_exit_code
 
 __all__ = ["register"]
 
@@ -31,8 +31,10 @@ SEND_HELP = "\n\n".join(
         "[bold]l4slab send ::1 --cc cubic --ecn ect0 --app file:20MB[/bold]; "
         "[bold]l4slab send 192.0.2.1 --app frames:8Mbit@60 -t 30 -o results/call[/bold] "
         "(an 8 Mbit/s call: a frame every 1/60 s).",
-        "Exit codes: 0 done, 1 no answer or the connection failed, 2 bad option, 130 Ctrl-C "
-        "(the results so far are still reported and written).",
+        "Exit codes: 0 done, 1 failed: no answer (no handshake within --connect-timeout or "
+        "before --duration ends), the connection failed, or nothing was acknowledged (the "
+        "bundle is still written; its summary.json says why under 'failure'), 2 bad option, "
+        "130 Ctrl-C, 143 SIGTERM (the results so far are still reported and written).",
     ]
 )
 
@@ -44,11 +46,18 @@ SERVE_HELP = "\n\n".join(
         "Safe on a real network: a client must first answer a Retry with an "
         "address-validation token (a MAC over its address, port and the time, valid 10 s), so "
         "spoofed sources get no session and nothing larger than what they sent; at most "
-        "--max-sessions sessions, each with bounded memory; sessions idle for --idle-timeout "
-        "end; malformed datagrams are counted and ignored (docs/send.md).",
+        "--max-sessions sessions and --max-per-address from one address (an IPv6 /64), each "
+        "with bounded memory; a session that has not completed its handshake within "
+        "--handshake-timeout is dropped (no report); sessions idle for --idle-timeout end; "
+        "refusals are counted and said (at most a line a second), malformed datagrams are "
+        "counted and ignored (docs/send.md).",
         "Examples: [bold]l4slab serve[/bold] (all addresses, IPv6 and IPv4, port 4433); "
         "[bold]l4slab serve --bind 127.0.0.1 --port 5000 --once -o results/serve[/bold] "
-        "(stop after one session; its bundle goes to results/serve/session-1/).",
+        "(stop after one session; its bundle goes to results/serve/session-1/, the "
+        "server's counters to results/serve/server.json).",
+        "Exit codes: 0 done (--once, or the time limit), 1 the socket failed, 2 bad option, "
+        "130 Ctrl-C, 143 SIGTERM (either way the sessions so far and the counters are "
+        "reported and written).",
     ]
 )
 
@@ -130,9 +139,10 @@ def send(
             command=["l4slab", "send", *sys.argv[2:]],
         )
     if out is not None:
-        print(f"results in {out}")
+        failed_note = " (a failed run: see 'failure' in summary.json)" if raw.get("failure") else ""
+        print(f"results in {out}{failed_note}")
     if raw.get("interrupted"):
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(interrupted_exit_code())
     if raw.get("failure"):
         raise typer.Exit(EXIT_FAILED)
 
@@ -152,6 +162,23 @@ def serve(
         int,
         typer.Option("--max-sessions", help="Sessions at once (1 to 4096).", min=1, max=4096),
     ] = 16,
+    max_per_address: Annotated[
+        int,
+        typer.Option(
+            "--max-per-address",
+            help="Sessions at once from one client address (an IPv4 address or an IPv6 /64; "
+            "1 to 4096).",
+            min=1,
+            max=4096,
+        ),
+    ] = 4,
+    handshake_timeout: Annotated[
+        str,
+        typer.Option(
+            "--handshake-timeout",
+            help="Drop a session that has not completed its handshake after this long.",
+        ),
+    ] = "5",
     once: Annotated[bool, typer.Option("--once", help="Stop after the first session.")] = False,
     interval: Annotated[
         str, typer.Option("-i", "--interval", help="Seconds between report lines.")
@@ -175,6 +202,8 @@ def serve(
             bind=bind,
             port=port,
             max_sessions=max_sessions,
+            max_per_address=max_per_address,
+            handshake_timeout=handshake_timeout,
             once=once,
             interval=interval,
             idle_timeout=idle_timeout,
@@ -183,7 +212,7 @@ def serve(
             command=["l4slab", "serve", *sys.argv[2:]],
         )
     if run.get("interrupted"):
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(interrupted_exit_code())
 
 
 def register(app: typer.Typer) -> None:

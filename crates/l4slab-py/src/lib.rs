@@ -466,23 +466,33 @@ fn emu_plan_check(plan: &str) -> PyResult<&'static str> {
 struct PyObserver {
     on_line: PyObject,
     error: Option<PyErr>,
+    /// Set when another callback of the run failed (`serve`'s
+    /// `on_session`, where a SIGTERM may land): the run stops.
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[cfg(target_os = "linux")]
 impl l4slab_sendserve::Observer for PyObserver {
     fn line(&mut self, line: &str) {
-        if self.error.is_some() {
-            return;
-        }
         Python::with_gil(|py| {
+            // After Ctrl-C or SIGTERM the run still says what it did (its
+            // summary, the server's counters); after any other error of the
+            // callback, nothing more.
+            if self
+                .error
+                .as_ref()
+                .is_some_and(|e| !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py))
+            {
+                return;
+            }
             if let Err(e) = self.on_line.call1(py, (line,)) {
-                self.error = Some(e);
+                self.error.get_or_insert(e);
             }
         });
     }
 
     fn keep_going(&mut self) -> bool {
-        if self.error.is_some() {
+        if self.error.is_some() || self.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return false;
         }
         Python::with_gil(|py| match py.check_signals() {
@@ -549,6 +559,7 @@ fn send_run(py: Python<'_>, options: &Bound<'_, PyDict>, on_line: PyObject) -> P
     let mut obs = PyObserver {
         on_line,
         error: None,
+        stop: Default::default(),
     };
     let r = py.allow_threads(|| l4slab_sendserve::run_send(&o, &mut obs));
     let mut v = r.map_err(endpoint_error)?;
@@ -588,20 +599,28 @@ fn serve_run(
             o.max_sessions = n.extract()?;
         }
     }
+    if let Some(n) = options.get_item("max_per_address")? {
+        if !n.is_none() {
+            o.max_per_address = n.extract()?;
+        }
+    }
     if let Some(b) = options.get_item("once")? {
         o.once = b.is_truthy()?;
     }
     for (key, slot) in [
         ("interval", &mut o.interval),
         ("idle_timeout", &mut o.idle_timeout),
+        ("handshake_timeout", &mut o.handshake_timeout),
     ] {
         if let Some(v) = opt_string(options, key)? {
             *slot = v;
         }
     }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut obs = PyObserver {
         on_line,
         error: None,
+        stop: stop.clone(),
     };
     let mut session_error: Option<PyErr> = None;
     let r = py.allow_threads(|| {
@@ -609,13 +628,19 @@ fn serve_run(
             Python::with_gil(|py| {
                 if let Err(e) = on_session.call1(py, (s.to_string(),)) {
                     session_error.get_or_insert(e);
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
             });
         })
     });
     let mut v = r.map_err(endpoint_error)?;
     if let Some(e) = session_error {
-        return Err(e);
+        // Ctrl-C or SIGTERM while a session's report was saved: an
+        // interrupted run, reported as such; anything else is an error.
+        if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+            return Err(e);
+        }
+        obs.error.get_or_insert(e);
     }
     if let Some(e) = obs.error.take() {
         if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {

@@ -5,8 +5,9 @@
 //! It sends until the app is done (a file acknowledged) or `duration` has
 //! passed, then closes the connection (CONNECTION_CLOSE, RFC 9000 §10.2)
 //! and is done once the closing period ends. A handshake that has not
-//! completed within `connect_timeout` ends the run
-//! ([`Client::failure`]).
+//! completed within `connect_timeout` (or by the end of `duration`, if
+//! that comes first) ends the run, and so does a run in which the server
+//! acknowledged no data: [`Client::failure`].
 
 use std::net::SocketAddr;
 
@@ -21,9 +22,13 @@ use crate::record::{interval_line, FlowRecord, Interval, Side};
 /// Why a client run ended without a complete transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
-    /// No handshake within the connect timeout (no server, or it refused:
-    /// full, or the token did not validate).
-    NoAnswer,
+    /// No handshake within `waited` (the connect timeout, or the duration
+    /// if shorter): no server, or it refused (full, or the token did not
+    /// validate).
+    NoAnswer { waited: Dur },
+    /// The handshake completed but the run ended without a byte of data
+    /// acknowledged.
+    NothingDelivered,
     /// The server closed the connection.
     ClosedByPeer { error_code: u64 },
     /// The connection timed out idle (§10.1) after the handshake.
@@ -103,8 +108,17 @@ impl Client {
         })
     }
 
+    /// Why the run failed, once it is over: what ended it early, or no
+    /// handshake, or no data acknowledged (`None` after Ctrl-C before the
+    /// handshake: nothing was tried to the end).
     pub fn failure(&self) -> Option<Failure> {
-        self.failure
+        if self.failure.is_some() {
+            return self.failure;
+        }
+        match self.connected {
+            Some(_) if self.acked == 0 => Some(Failure::NothingDelivered),
+            _ => None,
+        }
     }
 
     pub fn connected_at(&self) -> Option<Time> {
@@ -152,7 +166,9 @@ impl Client {
                             Failure::ClosedByPeer { error_code }
                         }
                         l4slab_quic::CloseReason::IdleTimeout if self.connected.is_none() => {
-                            Failure::NoAnswer
+                            Failure::NoAnswer {
+                                waited: now.saturating_since(self.start),
+                            }
                         }
                         _ => Failure::IdleTimeout,
                     });
@@ -215,15 +231,18 @@ impl DatagramEndpoint for Client {
             }
         }
         if self.connected.is_none() {
-            min(self.connect_by);
+            min(self.connect_by.min(self.stop_at));
         }
         t
     }
 
     fn handle_timeout(&mut self, now: Time) {
-        if self.connected.is_none() && now >= self.connect_by {
-            // Nobody answered: give up at once (nothing to close).
-            self.failure.get_or_insert(Failure::NoAnswer);
+        if self.connected.is_none() && now >= self.connect_by.min(self.stop_at) {
+            // Nobody answered in time (or by the end of the run): give up
+            // at once (nothing to close).
+            self.failure.get_or_insert(Failure::NoAnswer {
+                waited: now.saturating_since(self.start),
+            });
             self.abandoned = true;
             return;
         }

@@ -10,6 +10,7 @@
 //!   stateless Retry address validation, bounds, counters.
 //! * [`token`]: the Retry tokens (a keyed MAC).
 //! * [`heap`]: the server's per-session timer heap.
+//! * [`notice`]: the server's rate-limited lines about refused sessions.
 //! * [`record`]: a connection's snapshots for the flow recorder
 //!   (`l4slab_bottleneck::flow`: series, the summary's flow entry), live lines.
 //! * [`run`]: option parsing and the two run loops.
@@ -19,6 +20,7 @@
 
 pub mod client;
 pub mod heap;
+pub mod notice;
 pub mod record;
 pub mod run;
 pub mod server;

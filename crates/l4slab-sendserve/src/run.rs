@@ -18,6 +18,7 @@ use l4slab_scenario::units::{parse_duration, parse_rate, parse_size};
 use l4slab_udp_driver::{Driver, DriverConfig, DriverError, RunOutcome, UdpError, UdpSocket};
 
 use crate::client::{Client, Failure};
+use crate::notice::RefusalNotice;
 use crate::record::{human_bytes, human_rate, ms, Outcome, SeriesColumns};
 use crate::server::{FinishedSession, Server, ServerConfig};
 use crate::token::{TokenKey, DEFAULT_LIFETIME};
@@ -124,6 +125,10 @@ pub struct ServeOptions {
     pub bind: Option<String>,
     pub port: u16,
     pub max_sessions: usize,
+    /// Sessions at once from one source (an IPv4 address, an IPv6 /64).
+    pub max_per_address: usize,
+    /// Drop a session whose handshake has not completed after this long.
+    pub handshake_timeout: String,
     /// Stop after the first session ends.
     pub once: bool,
     pub interval: String,
@@ -138,6 +143,8 @@ impl Default for ServeOptions {
             bind: None,
             port: DEFAULT_PORT,
             max_sessions: 16,
+            max_per_address: 4,
+            handshake_timeout: "5".into(),
             once: false,
             interval: "1".into(),
             idle_timeout: "10".into(),
@@ -418,9 +425,12 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         obs.line(&line);
     }
     let failure = client.failure().map(|f| match f {
-        Failure::NoAnswer => format!(
-            "no answer from {server} within {} s (no `l4slab serve` there, or it refused: full, or the address-validation token failed)",
-            round6(connect_timeout.as_secs_f64())
+        Failure::NoAnswer { waited } => format!(
+            "no answer from {server} within {:.1} s (no `l4slab serve` there, or it refused: full, or the address-validation token failed)",
+            waited.as_secs_f64().min(connect_timeout.as_secs_f64())
+        ),
+        Failure::NothingDelivered => format!(
+            "nothing delivered: the handshake with {server} completed but the server acknowledged no data"
         ),
         Failure::ClosedByPeer { error_code } => {
             format!("the server closed the connection (error code {error_code})")
@@ -579,6 +589,10 @@ pub fn run_serve(
     if opts.max_sessions == 0 || opts.max_sessions > 4096 {
         return Err(bad("--max-sessions", "must be from 1 to 4096; write e.g. 16").into());
     }
+    if opts.max_per_address == 0 || opts.max_per_address > 4096 {
+        return Err(bad("--max-per-address", "must be from 1 to 4096; write e.g. 4").into());
+    }
+    let handshake_timeout = seconds("--handshake-timeout", &opts.handshake_timeout, "5")?;
     let socket = match &opts.bind {
         Some(b) => UdpSocket::bind(resolve(b, Some(opts.port))?)?,
         None => {
@@ -600,6 +614,8 @@ pub fn run_serve(
     let keys = TokenKey::random(DEFAULT_LIFETIME).map_err(|e| RunError::Random(e.to_string()))?;
     let cfg = ServerConfig {
         max_sessions: opts.max_sessions,
+        max_sessions_per_address: opts.max_per_address,
+        handshake_timeout,
         idle_timeout: idle,
         stop_after: opts.once.then_some(1),
         ..ServerConfig::default()
@@ -608,9 +624,11 @@ pub fn run_serve(
     let mut driver = Driver::new(DriverConfig::default());
     let start = driver.now();
     obs.line(&format!(
-        "l4slab serve: listening on {local} (UDP), at most {} sessions{}; clients must answer a Retry (address validation)",
+        "l4slab serve: listening on {local} (UDP), at most {} sessions, {} per address{}; clients must answer a Retry (address validation) and complete the handshake within {} s",
         opts.max_sessions,
-        if opts.once { ", stopping after one" } else { "" }
+        opts.max_per_address.min(opts.max_sessions),
+        if opts.once { ", stopping after one" } else { "" },
+        round6(handshake_timeout.as_secs_f64()),
     ));
     let deadline = limit.map_or(Time::MAX, |l| start + l);
     let mut next = start + interval;
@@ -647,17 +665,18 @@ pub fn run_serve(
         on_session(&v);
         sessions.push(v);
     };
-    let mut accepted = 0;
+    let mut notice = RefusalNotice::default();
+    let limits = (opts.max_sessions, opts.max_per_address, handshake_timeout);
     loop {
         let now = driver.now();
         let until = next.min(now + POLL).min(deadline);
         let outcome = driver.run(&socket, &mut server, until)?;
         let now = driver.now();
-        if server.stats().sessions_accepted > accepted {
-            for s in server.live().filter(|s| s.number > accepted) {
-                obs.line(&format!("[session-{}] accepted from {}", s.number, s.peer));
-            }
-            accepted = server.stats().sessions_accepted;
+        for (number, peer) in server.take_connected() {
+            obs.line(&format!("[session-{number}] connected from {peer}"));
+        }
+        if let Some(l) = notice.poll(now, server.stats(), limits, server.last_refused()) {
+            obs.line(&l);
         }
         if now >= next {
             for iv in server.sample(now) {
@@ -678,12 +697,15 @@ pub fn run_serve(
     }
     let st = server.stats().clone();
     obs.line(&format!(
-        "l4slab serve: {} sessions; {} Retries sent; refused: {} invalid and {} expired tokens, {} over the session limit; ignored: {} malformed, {} for no session, {} short Initials",
-        st.sessions_accepted,
+        "l4slab serve: {} sessions; {} Retries sent; refused: {} invalid and {} expired tokens, {} over the session limit, {} over the per-address limit; dropped without a handshake: {} timed out, {} abandoned; ignored: {} malformed, {} for no session, {} short Initials",
+        st.sessions_connected,
         st.retries_sent,
         st.invalid_tokens,
         st.expired_tokens,
         st.sessions_refused,
+        st.sessions_refused_per_address,
+        st.handshake_timeouts,
+        st.handshakes_abandoned,
         st.malformed,
         st.unknown_connection,
         st.initial_too_small

@@ -17,8 +17,17 @@
 //! datagram of at least 1200 bytes (§14.1: smaller ones are discarded), so
 //! the server amplifies nothing before validation (§8.1 allows 3x).
 //!
-//! **Bounds.** At most [`ServerConfig::max_sessions`] sessions; an Initial
-//! with a valid token beyond that is refused (counted). Each session's
+//! **Bounds.** At most [`ServerConfig::max_sessions`] sessions, and at most
+//! [`ServerConfig::max_sessions_per_address`] from one source
+//! ([`source_key`]: an IPv4 address, or an IPv6 /64); an Initial with a
+//! valid token beyond either is refused (counted, and the source kept for
+//! the log: [`Server::last_refused`]). A session must complete its
+//! handshake within [`ServerConfig::handshake_timeout`] of its first
+//! Initial, or it is dropped (counted: `handshake_timeouts`); only
+//! sessions that completed it are numbered, sampled and reported
+//! ([`Server::take_finished`]), so a client that only ever sends
+//! padding-only Initials holds a slot for at most the handshake timeout
+//! and leaves no report. Each session's
 //! memory is bounded by the connection's own limits (docs/send.md):
 //! 1024 reassembly gaps per stream ([`l4slab_quic::connection::MAX_RECV_RANGES`]),
 //! [`ServerConfig::max_streams`] streams, 8192 sent-packet records out of
@@ -35,7 +44,7 @@
 //! limit; a session allocates when it is created.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
 use serde_json::{json, Value};
 
@@ -64,6 +73,12 @@ pub struct ServerConfig {
     pub conn: ConnectionConfig,
     /// Sessions at once.
     pub max_sessions: usize,
+    /// Sessions at once from one source ([`source_key`]), like a server's
+    /// per-IP connection limit.
+    pub max_sessions_per_address: usize,
+    /// A session whose handshake has not completed this long after its
+    /// first Initial is dropped.
+    pub handshake_timeout: Dur,
     /// Streams a client may open in a session (§4.6 MAX_STREAMS).
     pub max_streams: u64,
     /// A session ends after this long without a packet (§10.1).
@@ -79,6 +94,8 @@ impl Default for ServerConfig {
         ServerConfig {
             conn: ConnectionConfig::default(),
             max_sessions: 16,
+            max_sessions_per_address: 4,
+            handshake_timeout: Dur::from_secs(5),
             max_streams: 4,
             idle_timeout: Dur::from_secs(10),
             token_lifetime: crate::token::DEFAULT_LIFETIME,
@@ -106,9 +123,22 @@ pub struct ServerStats {
     /// Initials with a valid token whose packet the new connection did
     /// not accept (so no session was kept).
     pub rejected_initials: u64,
+    /// Valid Initials that started a session (its handshake).
     pub sessions_accepted: u64,
+    /// Sessions whose handshake completed (numbered, reported).
+    pub sessions_connected: u64,
     /// Valid tokens refused because `max_sessions` sessions were running.
     pub sessions_refused: u64,
+    /// Valid tokens refused because `max_sessions_per_address` sessions
+    /// from the same source were running.
+    pub sessions_refused_per_address: u64,
+    /// Sessions dropped because their handshake did not complete within
+    /// `handshake_timeout` (no report).
+    pub handshake_timeouts: u64,
+    /// Sessions that ended otherwise before their handshake completed (the
+    /// client closed, an error, the server stopped; no report).
+    pub handshakes_abandoned: u64,
+    /// Sessions that ended after their handshake (each reported once).
     pub sessions_ended: u64,
     /// Stateless answers dropped because the answer ring was full.
     pub responses_dropped: u64,
@@ -129,7 +159,11 @@ impl ServerStats {
             "expired_tokens": self.expired_tokens,
             "rejected_initials": self.rejected_initials,
             "sessions_accepted": self.sessions_accepted,
+            "sessions_connected": self.sessions_connected,
             "sessions_refused": self.sessions_refused,
+            "sessions_refused_per_address": self.sessions_refused_per_address,
+            "handshake_timeouts": self.handshake_timeouts,
+            "handshakes_abandoned": self.handshakes_abandoned,
             "sessions_ended": self.sessions_ended,
             "responses_dropped": self.responses_dropped,
             "stateless_bytes_sent": self.stateless_bytes_sent,
@@ -156,9 +190,13 @@ impl FlowIo for NoIo {
 
 /// One client's session.
 pub struct Session {
-    /// 1, 2, ... in the order sessions were accepted.
+    /// 1, 2, ... in the order sessions completed their handshake; 0 before.
     pub number: u64,
     pub peer: SocketAddr,
+    /// When its first Initial came.
+    pub accepted: Time,
+    /// When its handshake completed; `None`: still in its handshake.
+    pub connected: Option<Time>,
     pub conn: Connection,
     /// The receiving end of the client's upload (the simulator's `Transfer`).
     pub app: Transfer,
@@ -219,6 +257,31 @@ struct Response {
     to: SocketAddr,
 }
 
+/// Why a session ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The connection is done (closed, idle timeout, error).
+    Closed,
+    /// `handshake_timeout` passed without a completed handshake.
+    HandshakeTimeout,
+    /// The server stops ([`Server::end_all`]).
+    Stopped,
+}
+
+/// The key a per-address limit counts: the IPv4 address (also when it
+/// arrives IPv4-mapped on an IPv6 socket), or the IPv6 address's /64 —
+/// one host can use any address of its /64 (RFC 4291 §2.5.4: the
+/// interface identifier is the low 64 bits), so the prefix is the source.
+pub fn source_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(Ipv6Addr::from(prefix))
+        }
+        v4 => v4,
+    }
+}
+
 /// The server demultiplexer (see the module documentation).
 pub struct Server {
     cfg: ServerConfig,
@@ -234,16 +297,29 @@ pub struct Server {
     due: Vec<usize>,
     responses: VecDeque<Response>,
     finished: Vec<FinishedSession>,
+    /// Sessions that completed their handshake since the last call of
+    /// `take_connected`: (number, peer).
+    connected: Vec<(u64, SocketAddr)>,
+    /// Sessions running per source ([`source_key`]); no entry for none.
+    per_source: HashMap<IpAddr, usize>,
+    /// Sessions past their handshake, running now.
+    connected_now: usize,
+    /// The source of the last refused session.
+    last_refused: Option<SocketAddr>,
     next_number: u64,
     stats: ServerStats,
 }
 
 impl Server {
     /// # Panics
-    /// If `max_sessions` is 0.
+    /// If `max_sessions` or `max_sessions_per_address` is 0.
     pub fn new(cfg: ServerConfig, keys: TokenKey) -> Self {
         let n = cfg.max_sessions;
         assert!(n > 0, "max_sessions must be positive");
+        assert!(
+            cfg.max_sessions_per_address > 0,
+            "max_sessions_per_address must be positive"
+        );
         Server {
             slots: (0..n).map(|_| None).collect(),
             free: (0..n).rev().collect(),
@@ -254,6 +330,10 @@ impl Server {
             due: Vec::with_capacity(n),
             responses: VecDeque::with_capacity(RESPONSE_SLOTS),
             finished: Vec::new(),
+            connected: Vec::new(),
+            per_source: HashMap::with_capacity(n),
+            connected_now: 0,
+            last_refused: None,
             next_number: 1,
             stats: ServerStats::default(),
             keys,
@@ -269,9 +349,28 @@ impl Server {
         &self.cfg
     }
 
-    /// Sessions running now.
+    /// Sessions running now (in their handshake or past it).
     pub fn sessions(&self) -> usize {
         self.by_cid.len()
+    }
+
+    /// Sessions running now from the source of `addr` ([`source_key`]).
+    pub fn sessions_from(&self, addr: SocketAddr) -> usize {
+        self.per_source
+            .get(&source_key(addr.ip()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The source of the last session refused (over either limit).
+    pub fn last_refused(&self) -> Option<SocketAddr> {
+        self.last_refused
+    }
+
+    /// Sessions that completed their handshake since the last call:
+    /// (number, peer), in that order.
+    pub fn take_connected(&mut self) -> Vec<(u64, SocketAddr)> {
+        std::mem::take(&mut self.connected)
     }
 
     /// The running sessions, in slot order.
@@ -284,10 +383,14 @@ impl Server {
         std::mem::take(&mut self.finished)
     }
 
-    /// Close every interval ending at `now`: one line per running session.
+    /// Close every interval ending at `now`: one line per running session
+    /// past its handshake.
     pub fn sample(&mut self, now: Time) -> Vec<SessionInterval> {
         let mut out = Vec::new();
         for s in self.slots.iter_mut().flatten() {
+            if s.connected.is_none() {
+                continue;
+            }
             let bytes = s.app.delivered();
             let iv = s.record.sample(now, &s.conn, bytes);
             let line = interval_line(&s.record.name, Side::Receiver, &iv);
@@ -300,11 +403,12 @@ impl Server {
         out
     }
 
-    /// End every session now (Ctrl-C): their reports go to `take_finished`.
+    /// End every session now (Ctrl-C): the reports of those past their
+    /// handshake go to `take_finished`.
     pub fn end_all(&mut self, now: Time) {
         for slot in 0..self.slots.len() {
             if self.slots[slot].is_some() {
-                self.end_session(slot, now);
+                self.end_session(slot, now, End::Stopped);
             }
         }
     }
@@ -316,24 +420,60 @@ impl Server {
         }
     }
 
+    /// After the session's connection moved: note a completed handshake,
+    /// end a finished session, or set its timer (the connection's, and
+    /// before the handshake completes, the handshake deadline).
     fn refresh(&mut self, slot: usize, now: Time) {
         let Some(s) = self.slots[slot].as_mut() else {
             return;
         };
+        if s.connected.is_none() && s.conn.is_established() {
+            s.connected = Some(now);
+            s.number = self.next_number;
+            self.next_number += 1;
+            // Its report starts now that it is a session; the handshake's
+            // observations (no data) are left out.
+            s.record = FlowRecord::new(format!("session-{}", s.number), Side::Receiver, s.accepted);
+            s.record.observe(&s.conn);
+            self.stats.sessions_connected += 1;
+            self.connected_now += 1;
+            self.connected.push((s.number, s.peer));
+        }
         if s.conn.is_done() {
-            self.end_session(slot, now);
+            self.end_session(slot, now, End::Closed);
             return;
         }
-        self.timers.set(slot, s.conn.poll_timeout());
+        let mut t = s.conn.poll_timeout();
+        if s.connected.is_none() {
+            let by = s.accepted + self.cfg.handshake_timeout;
+            t = Some(t.map_or(by, |t| t.min(by)));
+        }
+        self.timers.set(slot, t);
     }
 
-    fn end_session(&mut self, slot: usize, now: Time) {
+    fn end_session(&mut self, slot: usize, now: Time, why: End) {
         let Some(s) = self.slots[slot].take() else {
             return;
         };
         self.by_cid.remove(&s.conn.local_cid());
         self.timers.set(slot, None);
         self.free.push(slot);
+        let key = source_key(s.peer.ip());
+        if let Some(n) = self.per_source.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_source.remove(&key);
+            }
+        }
+        if s.connected.is_none() {
+            // Never a session: counted, not reported.
+            match why {
+                End::HandshakeTimeout => self.stats.handshake_timeouts += 1,
+                End::Closed | End::Stopped => self.stats.handshakes_abandoned += 1,
+            }
+            return;
+        }
+        self.connected_now -= 1;
         self.stats.sessions_ended += 1;
         let mut series = SeriesColumns::default();
         s.record.series_into(&mut series);
@@ -430,8 +570,15 @@ impl Server {
                 return;
             }
         };
+        let source = source_key(from.ip());
+        if self.per_source.get(&source).copied().unwrap_or(0) >= self.cfg.max_sessions_per_address {
+            self.stats.sessions_refused_per_address += 1;
+            self.last_refused = Some(from);
+            return;
+        }
         let Some(slot) = self.free.pop() else {
             self.stats.sessions_refused += 1;
+            self.last_refused = Some(from);
             return;
         };
         let cfg = ConnectionConfig {
@@ -453,17 +600,19 @@ impl Server {
             self.stats.rejected_initials += 1;
             return;
         }
-        let number = self.next_number;
-        self.next_number += 1;
         self.stats.sessions_accepted += 1;
         let mut s = Session {
-            number,
+            number: 0,
             peer: from,
+            accepted: now,
+            connected: None,
             conn,
             app: Transfer::new(QuicApp::Bulk, Role::Client),
-            record: FlowRecord::new(format!("session-{number}"), Side::Receiver, now),
+            // Replaced, with the session's number, when its handshake completes.
+            record: FlowRecord::new(String::new(), Side::Receiver, now),
         };
         s.pump(now);
+        *self.per_source.entry(source).or_insert(0) += 1;
         self.by_cid.insert(dcid, slot);
         self.slots[slot] = Some(s);
         self.mark_ready(slot);
@@ -545,6 +694,10 @@ impl DatagramEndpoint for Server {
         }
         for &slot in &due {
             if let Some(s) = self.slots[slot].as_mut() {
+                if s.connected.is_none() && now >= s.accepted + self.cfg.handshake_timeout {
+                    self.end_session(slot, now, End::HandshakeTimeout);
+                    continue;
+                }
                 s.conn.handle_timeout(now);
                 s.pump(now);
                 self.mark_ready(slot);
@@ -555,8 +708,9 @@ impl DatagramEndpoint for Server {
     }
 
     fn is_done(&self) -> bool {
+        // Sessions still in their handshake do not hold `--once` up.
         self.cfg
             .stop_after
-            .is_some_and(|n| self.stats.sessions_ended >= n && self.by_cid.is_empty())
+            .is_some_and(|n| self.stats.sessions_ended >= n && self.connected_now == 0)
     }
 }

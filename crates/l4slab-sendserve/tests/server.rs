@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use l4slab_app::quic::QuicApp;
 use l4slab_core::datagram::DatagramEndpoint;
 use l4slab_core::{Dur, Ecn, Time};
-use l4slab_quic::wire::is_retry;
+use l4slab_quic::wire::{is_retry, Header, LongHeader, LongType, PacketBuilder, TruncatedPn};
 use l4slab_quic::ConnectionConfig;
-use l4slab_sendserve::client::Client;
-use l4slab_sendserve::server::{Server, ServerConfig};
+use l4slab_sendserve::client::{Client, Failure};
+use l4slab_sendserve::server::{source_key, Server, ServerConfig};
 use l4slab_sendserve::token::TokenKey;
 
 const SERVER: &str = "192.0.2.1:4433";
@@ -333,4 +333,203 @@ fn mutate(d: &[u8], rng: &mut Rng) -> Vec<u8> {
         m[i] ^= 1 << (rng.next() % 8);
     }
     m
+}
+
+/// An Initial from `addr` carrying a valid token: the client's Initial
+/// after `s`'s Retry, as sent at `now`. With it, `addr` owns a session.
+fn validated_initial(s: &mut Server, addr: &str, now: Time, seed: u64) -> Vec<u8> {
+    let mut c = client("cubic", now, seed, 1);
+    let mut buf = vec![0u8; 65_535];
+    let (n, _, _) = c.poll_transmit(now, &mut buf).unwrap();
+    s.handle_datagram(now, a(addr), &buf[..n], Ecn::NotEct);
+    let (rn, _, _) = s.poll_transmit(now, &mut buf).expect("a Retry");
+    let retry = buf[..rn].to_vec();
+    c.handle_datagram(now, a(SERVER), &retry, Ecn::NotEct);
+    let (n, _, _) = c.poll_transmit(now, &mut buf).unwrap();
+    buf[..n].to_vec()
+}
+
+/// A 1200-byte Initial of PADDING only, to the connection ID and with the
+/// token of `validated` (an Initial from [`validated_initial`]), numbered `pn`.
+fn padding_initial(validated: &[u8], pn: u32) -> Vec<u8> {
+    let (_, t) = token_span(validated);
+    let h = Header::Long(LongHeader {
+        ty: LongType::Initial {
+            token: &validated[t],
+        },
+        dcid: &validated[6..14],
+        scid: &validated[15..23],
+        pn: TruncatedPn::new(pn, 4).unwrap(),
+    });
+    let mut buf = vec![0u8; 1500];
+    let mut b = PacketBuilder::new(&mut buf, &h).unwrap();
+    b.pad_to(1200).unwrap();
+    let n = b.finish().unwrap();
+    buf.truncate(n);
+    buf
+}
+
+/// Advance `s` to `now`: its due timers, then its answers (discarded).
+fn tick(s: &mut Server, now: Time) {
+    if s.poll_timeout().is_some_and(|t| t <= now) {
+        s.handle_timeout(now);
+    }
+    let mut buf = vec![0u8; 65_535];
+    while s.poll_transmit(now, &mut buf).is_some() {}
+}
+
+#[test]
+fn a_session_without_a_handshake_is_dropped_at_the_handshake_timeout_and_not_reported() {
+    // `--once`: a session that never completes its handshake must not end the server either.
+    let mut s = Server::new(
+        ServerConfig {
+            stop_after: Some(1),
+            ..ServerConfig::default()
+        },
+        TokenKey::from_keys([7; 16], [8; 16], Dur::from_secs(10)),
+    );
+    let attacker = "203.0.113.66:4444";
+    let first = validated_initial(&mut s, attacker, Time::ZERO, 21);
+    s.handle_datagram(Time::ZERO, a(attacker), &first, Ecn::NotEct);
+    assert_eq!((s.sessions(), s.stats().sessions_accepted), (1, 1));
+    // Padding-only Initials every 500 ms keep the connection from idling
+    // out (10 s); only the handshake timeout (5 s) ends it.
+    let mut dropped_at = None;
+    for i in 1..=60u32 {
+        let now = Time::from_millis(u64::from(i) * 500);
+        tick(&mut s, now);
+        if s.sessions() == 0 {
+            dropped_at.get_or_insert(now);
+            continue;
+        }
+        s.handle_datagram(now, a(attacker), &padding_initial(&first, i), Ecn::NotEct);
+        tick(&mut s, now);
+    }
+    assert_eq!(dropped_at, Some(Time::from_secs(5)), "{:?}", s.stats());
+    let st = s.stats().clone();
+    assert_eq!(st.handshake_timeouts, 1, "{st:?}");
+    assert_eq!((st.sessions_connected, st.sessions_ended), (0, 0), "{st:?}");
+    assert!(
+        s.take_finished().is_empty(),
+        "no report of a session that never was one"
+    );
+    assert!(s.take_connected().is_empty());
+    assert!(!s.is_done(), "--once waits for a real session");
+    assert_eq!(
+        s.sessions_from(a(attacker)),
+        0,
+        "its per-address count is released"
+    );
+    // A real client is served after it, and is session 1.
+    let mut net = Net::new(s);
+    net.now = Time::from_secs(31);
+    net.add("198.51.100.7:50000", client("cubic", net.now, 1, 1));
+    net.run(Time::from_secs(35));
+    let st = net.server.stats().clone();
+    assert_eq!((st.sessions_connected, st.sessions_ended), (1, 1), "{st:?}");
+    assert_eq!(
+        net.server.take_connected(),
+        vec![(1, a("198.51.100.7:50000"))]
+    );
+    let f = net.server.take_finished();
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].number, 1);
+    assert!(f[0].summary["bytes_delivered"].as_u64().unwrap() > 100_000);
+    assert!(net.server.is_done());
+}
+
+#[test]
+fn one_source_holds_at_most_its_per_address_limit_and_others_are_still_served() {
+    let mut s = Server::new(
+        ServerConfig {
+            max_sessions: 8,
+            max_sessions_per_address: 2,
+            ..ServerConfig::default()
+        },
+        TokenKey::from_keys([7; 16], [8; 16], Dur::from_secs(10)),
+    );
+    // One host, five ports, each with a valid token.
+    for port in 0..5u64 {
+        let from = format!("203.0.113.66:{}", 4000 + port);
+        let d = validated_initial(&mut s, &from, Time::ZERO, 30 + port);
+        s.handle_datagram(Time::ZERO, a(&from), &d, Ecn::NotEct);
+    }
+    let st = s.stats().clone();
+    assert_eq!(
+        (st.sessions_accepted, st.sessions_refused_per_address),
+        (2, 3),
+        "{st:?}"
+    );
+    assert_eq!(st.sessions_refused, 0, "{st:?}");
+    assert_eq!(s.last_refused(), Some(a("203.0.113.66:4004")));
+    assert_eq!(s.sessions_from(a("203.0.113.66:1")), 2);
+    // Another host still gets a session, and completes it.
+    let mut net = Net::new(s);
+    net.add("198.51.100.7:50000", client("cubic", Time::ZERO, 1, 1));
+    net.run(Time::from_secs(3));
+    let st = net.server.stats().clone();
+    assert_eq!((st.sessions_connected, st.sessions_ended), (1, 1), "{st:?}");
+    assert!(net.clients[0].1.acked() > 100_000);
+}
+
+#[test]
+fn the_per_address_limit_counts_an_ipv4_address_and_an_ipv6_64() {
+    let key = |s: &str| source_key(s.parse().unwrap());
+    assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff:1:2:3"));
+    assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+    assert_eq!(
+        key("::ffff:192.0.2.7"),
+        key("192.0.2.7"),
+        "IPv4-mapped is IPv4"
+    );
+    assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+}
+
+#[test]
+fn a_client_that_gets_no_answer_before_its_duration_ends_fails() {
+    // `send -t 2` to nobody: the duration (2 s) comes before the connect
+    // timeout (5 s); the run must still fail, not end as a 0-byte success.
+    let mut c = client("cubic", Time::ZERO, 1, 2);
+    let mut buf = vec![0u8; 65_535];
+    let mut now = Time::ZERO;
+    while !c.is_done() {
+        while c.poll_transmit(now, &mut buf).is_some() {}
+        let Some(t) = c.poll_timeout() else { break };
+        now = now.max(t);
+        c.handle_timeout(now);
+    }
+    assert_eq!(now, Time::from_secs(2));
+    assert_eq!(
+        c.failure(),
+        Some(Failure::NoAnswer {
+            waited: Dur::from_secs(2)
+        })
+    );
+}
+
+#[test]
+fn a_client_whose_data_is_never_acknowledged_fails_as_nothing_delivered() {
+    // The server completes the handshake, then hears nothing more: every
+    // datagram after the handshake is lost.
+    let mut net = Net::new(server(4));
+    net.add("198.51.100.7:50000", client("cubic", Time::ZERO, 1, 2));
+    // Up to the handshake.
+    while net.clients[0].1.connected_at().is_none() {
+        let before = net.now;
+        net.run(net.now);
+        if net.now == before {
+            net.now += Dur::from_micros(10);
+        }
+    }
+    let mut c = net.clients.remove(0).1;
+    let mut buf = vec![0u8; 65_535];
+    let mut now = net.now;
+    while !c.is_done() {
+        while c.poll_transmit(now, &mut buf).is_some() {}
+        let Some(t) = c.poll_timeout() else { break };
+        now = now.max(t);
+        c.handle_timeout(now);
+    }
+    assert_eq!(c.acked(), 0);
+    assert_eq!(c.failure(), Some(Failure::NothingDelivered));
 }
