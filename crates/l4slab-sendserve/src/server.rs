@@ -62,7 +62,7 @@ use crate::token::{TokenError, TokenKey};
 
 /// Stateless answers (Retry) waiting to be sent.
 pub const RESPONSE_SLOTS: usize = 64;
-/// Room for one stateless answer: a Retry is 1 + 4 + 2 × 9 + 41 + 16 = 80 bytes.
+/// Room for one stateless answer: a Retry is 1 + 4 + 2 × 9 + 33 + 16 = 72 bytes.
 const RESPONSE_LEN: usize = 128;
 
 /// Server settings.

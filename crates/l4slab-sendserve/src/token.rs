@@ -6,7 +6,7 @@
 //! defense against amplification attacks is verifying that a peer is able
 //! to receive packets at the transport address that it claims").
 //!
-//! Layout ([`TOKEN_LEN`] = 41 bytes):
+//! Layout ([`TOKEN_LEN`] = 33 bytes):
 //!
 //! ```text
 //! version (1) = 1 | issued (8, ms on the server's clock) | original DCID (8)
