@@ -52,7 +52,7 @@ pub use streams::StreamId;
 use crate::params;
 use ecn::EcnValidator;
 use flow_control::{RecvWindow, SendCredit};
-use pacing::Pacer;
+use pacing::{Pacer, Rule};
 use rtt::RttEstimator;
 use schedule::RoundRobin;
 use spaces::PacketSpace;
@@ -554,7 +554,12 @@ impl Connection {
             scalable_ecn: scalable,
             rng: SimRng::derive(cfg.seed, label),
             tracer: NullTracer,
-            pacer: Pacer::new(iw.saturating_mul(mds64), now),
+            pacer: Pacer::new(
+                Rule::TokenBucket {
+                    burst: iw.saturating_mul(mds64),
+                },
+                now,
+            ),
             pacing_wakeup: None,
             ecn: if cfg.ecn && !cfg.ecn_validation {
                 EcnValidator::unvalidated(codepoint)
