@@ -5,7 +5,8 @@
 //! `tcp_reno_ssthresh`), the undo point ([`UndoPoint`],
 //! `tcp_reno_undo_cwnd` with `tcp_undo_cwnd_reduction`), and the one way a
 //! controller's state changes ([`enter`]: a checked `l4slab_core::state`
-//! transition, traced as `TraceEvent::CcStateChanged`).
+//! transition, traced as `TraceEvent::CcStateChanged`); also the check
+//! every controller makes of the window it starts from ([`check_window`]).
 //!
 //! Windows are in bytes (Prague's fractional window in `f64` bytes).
 
@@ -69,6 +70,33 @@ pub(crate) fn cong_avoid_ai(cwnd: &mut u64, bytes_acked: &mut u64, acked: u64, s
 /// base").
 pub(crate) fn reno_ssthresh(cwnd: u64, smss: u64) -> u64 {
     ((cwnd / smss) / 2).max(2) * smss
+}
+
+/// Why a controller's window is unusable: every controller starts from
+/// `initial_window_segments` segments of `mss` bytes (Linux `TCP_INIT_CWND`
+/// of `mss_cache`), and neither may be zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WindowConfigError {
+    /// `mss` is zero.
+    #[error("mss: must be at least 1 byte")]
+    ZeroMss,
+    /// `initial_window_segments` is zero.
+    #[error("initial_window_segments: must be at least 1 segment")]
+    ZeroInitialWindow,
+}
+
+/// The check of every controller's `validate` on the window it starts from.
+pub(crate) fn check_window(
+    mss: u64,
+    initial_window_segments: u64,
+) -> Result<(), WindowConfigError> {
+    if mss == 0 {
+        return Err(WindowConfigError::ZeroMss);
+    }
+    if initial_window_segments == 0 {
+        return Err(WindowConfigError::ZeroInitialWindow);
+    }
+    Ok(())
 }
 
 /// Linux `prior_cwnd` and `prior_ssthresh`, saved when a loss reduces the
