@@ -6,7 +6,10 @@
 //! `tcp_reno_undo_cwnd` with `tcp_undo_cwnd_reduction`), and the one way a
 //! controller's state changes ([`enter`]: a checked `l4slab_core::state`
 //! transition, traced as `TraceEvent::CcStateChanged`); also the check
-//! every controller makes of the window it starts from ([`check_window`]).
+//! every controller makes of the window it starts from ([`check_window`])
+//! and of the windows slow start, congestion avoidance and recovery need
+//! ([`assert_slow_start`], [`assert_congestion_avoidance`],
+//! [`assert_recovery`]).
 //!
 //! Windows are in bytes (Prague's fractional window in `f64` bytes).
 
@@ -126,6 +129,37 @@ impl UndoPoint {
     }
 }
 
+/// The windows slow start needs (RFC 5681 §3.1: "cwnd < ssthresh"; Linux
+/// `tcp_in_slow_start`), checked where a controller enters it.
+#[track_caller]
+pub(crate) fn assert_slow_start(cwnd: u64, ssthresh: u64) {
+    assert!(
+        cwnd < ssthresh,
+        "SlowStart needs cwnd < ssthresh ({cwnd} >= {ssthresh})"
+    );
+}
+
+/// The windows congestion avoidance needs (RFC 5681 §3.1: "cwnd >
+/// ssthresh", or equal), checked where a controller enters it.
+#[track_caller]
+pub(crate) fn assert_congestion_avoidance(cwnd: u64, ssthresh: u64) {
+    assert!(
+        cwnd >= ssthresh,
+        "CongestionAvoidance needs cwnd >= ssthresh ({cwnd} < {ssthresh})"
+    );
+}
+
+/// The windows loss recovery needs: a reduction set `ssthresh` and cwnd is
+/// at or below it (RFC 6675 §5 (4.2); RFC 6582), checked where a controller
+/// enters it.
+#[track_caller]
+pub(crate) fn assert_recovery(cwnd: u64, ssthresh: u64) {
+    assert!(
+        ssthresh != u64::MAX && cwnd <= ssthresh,
+        "Recovery needs a reduced window (cwnd {cwnd}, ssthresh {ssthresh})"
+    );
+}
+
 /// A controller's state changes to `next`: the checked transition of
 /// `l4slab_core::state` (panics on an illegal edge), traced as
 /// `CcStateChanged` when the state's name changes (the data a state carries
@@ -194,6 +228,27 @@ mod tests {
         assert_eq!(reno_ssthresh(41 * MSS, MSS), 20 * MSS);
         assert_eq!(reno_ssthresh(5 * MSS + 1, MSS), 2 * MSS);
         assert_eq!(reno_ssthresh(MSS, MSS), 2 * MSS);
+    }
+
+    #[test]
+    fn state_windows_hold_at_their_edges() {
+        assert_slow_start(10 * MSS, 10 * MSS + 1);
+        assert_congestion_avoidance(10 * MSS, 10 * MSS);
+        assert_recovery(10 * MSS, 10 * MSS);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "Recovery needs a reduced window (cwnd 14480, ssthresh 18446744073709551615)"
+    )]
+    fn recovery_without_a_reduction_is_a_bug() {
+        assert_recovery(10 * MSS, u64::MAX);
+    }
+
+    #[test]
+    #[should_panic(expected = "SlowStart needs cwnd < ssthresh (14480 >= 14480)")]
+    fn slow_start_at_ssthresh_is_a_bug() {
+        assert_slow_start(10 * MSS, 10 * MSS);
     }
 
     #[test]

@@ -497,29 +497,16 @@ impl Cubic {
     /// agree with the new state; a real change emits a trace event.
     fn transition_to(&mut self, now: Time, next: State, ctx: &mut CcCtx<'_>) {
         match next {
-            State::SlowStart => assert!(
-                self.cwnd < self.ssthresh,
-                "SlowStart needs cwnd < ssthresh ({} >= {})",
-                self.cwnd,
-                self.ssthresh
-            ),
+            State::SlowStart => cong::assert_slow_start(self.cwnd, self.ssthresh),
             State::ConservativeSlowStart { .. } => assert!(
                 self.ssthresh == u64::MAX && self.hystart.is_some(),
                 "CSS only in the initial slow start (ssthresh {})",
                 self.ssthresh
             ),
-            State::CongestionAvoidance { .. } => assert!(
-                self.cwnd >= self.ssthresh,
-                "CongestionAvoidance needs cwnd >= ssthresh ({} < {})",
-                self.cwnd,
-                self.ssthresh
-            ),
-            State::Recovery => assert!(
-                self.ssthresh != u64::MAX && self.cwnd <= self.ssthresh,
-                "Recovery needs a reduced window (cwnd {}, ssthresh {})",
-                self.cwnd,
-                self.ssthresh
-            ),
+            State::CongestionAvoidance { .. } => {
+                cong::assert_congestion_avoidance(self.cwnd, self.ssthresh)
+            }
+            State::Recovery => cong::assert_recovery(self.cwnd, self.ssthresh),
         }
         cong::enter(&mut self.state, now, next, ctx.flow, ctx.tracer);
     }

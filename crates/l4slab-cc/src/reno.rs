@@ -249,30 +249,17 @@ impl RenoCore {
     /// windows; a real change emits a trace event.
     pub fn transition_to(&mut self, now: Time, next: State, ctx: &mut CcCtx<'_>) {
         match next {
-            State::SlowStart => assert!(
-                self.cwnd < self.ssthresh,
-                "SlowStart needs cwnd < ssthresh ({} >= {})",
-                self.cwnd,
-                self.ssthresh
-            ),
-            State::CongestionAvoidance { .. } => assert!(
-                self.cwnd >= self.ssthresh,
-                "CongestionAvoidance needs cwnd >= ssthresh ({} < {})",
-                self.cwnd,
-                self.ssthresh
-            ),
+            State::SlowStart => cong::assert_slow_start(self.cwnd, self.ssthresh),
+            State::CongestionAvoidance { .. } => {
+                cong::assert_congestion_avoidance(self.cwnd, self.ssthresh)
+            }
             State::Cwr { .. } => assert!(
                 self.cwnd == self.ssthresh,
                 "Cwr holds cwnd at ssthresh (cwnd {}, ssthresh {})",
                 self.cwnd,
                 self.ssthresh
             ),
-            State::Recovery => assert!(
-                self.ssthresh != u64::MAX && self.cwnd <= self.ssthresh,
-                "Recovery needs a reduced window (cwnd {}, ssthresh {})",
-                self.cwnd,
-                self.ssthresh
-            ),
+            State::Recovery => cong::assert_recovery(self.cwnd, self.ssthresh),
         }
         cong::enter(&mut self.state, now, next, ctx.flow, ctx.tracer);
     }
