@@ -5,7 +5,11 @@
 //! `tcp_reno_ssthresh`), the undo point ([`UndoPoint`],
 //! `tcp_reno_undo_cwnd` with `tcp_undo_cwnd_reduction`), and the one way a
 //! controller's state changes ([`enter`]: a checked `l4slab_core::state`
-//! transition, traced as `TraceEvent::CcStateChanged`).
+//! transition, traced as `TraceEvent::CcStateChanged`); also the check
+//! every controller makes of the window it starts from ([`check_window`])
+//! and of the windows slow start, congestion avoidance and recovery need
+//! ([`assert_slow_start`], [`assert_congestion_avoidance`],
+//! [`assert_recovery`]).
 //!
 //! Windows are in bytes (Prague's fractional window in `f64` bytes).
 
@@ -71,6 +75,33 @@ pub(crate) fn reno_ssthresh(cwnd: u64, smss: u64) -> u64 {
     ((cwnd / smss) / 2).max(2) * smss
 }
 
+/// Why a controller's window is unusable: every controller starts from
+/// `initial_window_segments` segments of `mss` bytes (Linux `TCP_INIT_CWND`
+/// of `mss_cache`), and neither may be zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WindowConfigError {
+    /// `mss` is zero.
+    #[error("mss: must be at least 1 byte")]
+    ZeroMss,
+    /// `initial_window_segments` is zero.
+    #[error("initial_window_segments: must be at least 1 segment")]
+    ZeroInitialWindow,
+}
+
+/// The check of every controller's `validate` on the window it starts from.
+pub(crate) fn check_window(
+    mss: u64,
+    initial_window_segments: u64,
+) -> Result<(), WindowConfigError> {
+    if mss == 0 {
+        return Err(WindowConfigError::ZeroMss);
+    }
+    if initial_window_segments == 0 {
+        return Err(WindowConfigError::ZeroInitialWindow);
+    }
+    Ok(())
+}
+
 /// Linux `prior_cwnd` and `prior_ssthresh`, saved when a loss reduces the
 /// window (`tcp_init_cwnd_reduction`, `tcp_enter_loss`) and restored by an
 /// undo (`tcp_undo_cwnd_reduction` with `tcp_reno_undo_cwnd`, also CUBIC's
@@ -96,6 +127,37 @@ impl UndoPoint {
     pub fn restore(self, cwnd: u64, ssthresh: u64) -> (u64, u64) {
         (cwnd.max(self.cwnd), ssthresh.max(self.ssthresh))
     }
+}
+
+/// The windows slow start needs (RFC 5681 §3.1: "cwnd < ssthresh"; Linux
+/// `tcp_in_slow_start`), checked where a controller enters it.
+#[track_caller]
+pub(crate) fn assert_slow_start(cwnd: u64, ssthresh: u64) {
+    assert!(
+        cwnd < ssthresh,
+        "SlowStart needs cwnd < ssthresh ({cwnd} >= {ssthresh})"
+    );
+}
+
+/// The windows congestion avoidance needs (RFC 5681 §3.1: "cwnd >
+/// ssthresh", or equal), checked where a controller enters it.
+#[track_caller]
+pub(crate) fn assert_congestion_avoidance(cwnd: u64, ssthresh: u64) {
+    assert!(
+        cwnd >= ssthresh,
+        "CongestionAvoidance needs cwnd >= ssthresh ({cwnd} < {ssthresh})"
+    );
+}
+
+/// The windows loss recovery needs: a reduction set `ssthresh` and cwnd is
+/// at or below it (RFC 6675 §5 (4.2); RFC 6582), checked where a controller
+/// enters it.
+#[track_caller]
+pub(crate) fn assert_recovery(cwnd: u64, ssthresh: u64) {
+    assert!(
+        ssthresh != u64::MAX && cwnd <= ssthresh,
+        "Recovery needs a reduced window (cwnd {cwnd}, ssthresh {ssthresh})"
+    );
 }
 
 /// A controller's state changes to `next`: the checked transition of
@@ -166,6 +228,27 @@ mod tests {
         assert_eq!(reno_ssthresh(41 * MSS, MSS), 20 * MSS);
         assert_eq!(reno_ssthresh(5 * MSS + 1, MSS), 2 * MSS);
         assert_eq!(reno_ssthresh(MSS, MSS), 2 * MSS);
+    }
+
+    #[test]
+    fn state_windows_hold_at_their_edges() {
+        assert_slow_start(10 * MSS, 10 * MSS + 1);
+        assert_congestion_avoidance(10 * MSS, 10 * MSS);
+        assert_recovery(10 * MSS, 10 * MSS);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "Recovery needs a reduced window (cwnd 14480, ssthresh 18446744073709551615)"
+    )]
+    fn recovery_without_a_reduction_is_a_bug() {
+        assert_recovery(10 * MSS, u64::MAX);
+    }
+
+    #[test]
+    #[should_panic(expected = "SlowStart needs cwnd < ssthresh (14480 >= 14480)")]
+    fn slow_start_at_ssthresh_is_a_bug() {
+        assert_slow_start(10 * MSS, 10 * MSS);
     }
 
     #[test]

@@ -92,14 +92,12 @@
 //!   RFC 9438 §5.8 requires it ("t MUST NOT include these periods"); Linux
 //!   only shifts the epoch after an idle period.
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use l4slab_core::state::{Checked, Machine};
 use l4slab_core::{Dur, Time};
 
-use crate::cong::{self, UndoPoint};
+use crate::cong::{self, UndoPoint, WindowConfigError};
 use crate::hystart::{self, HyStartPp};
 use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
@@ -220,43 +218,22 @@ impl Default for CubicConfig {
 }
 
 /// Why a [`CubicConfig`] is unusable.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum CubicConfigError {
-    /// `mss` is zero.
-    ZeroMss,
-    /// `initial_window_segments` is zero.
-    ZeroInitialWindow,
+    /// `mss` or `initial_window_segments` is zero.
+    #[error(transparent)]
+    Window(#[from] WindowConfigError),
     /// A parameter of [`PARAMS`] is out of its declared range.
+    #[error(transparent)]
     Param(ParamError),
     /// `ack_limit_segments` is zero.
+    #[error("ack_limit_segments: must be at least 1 segment")]
     ZeroAckLimit,
 }
 
-impl fmt::Display for CubicConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CubicConfigError::ZeroMss => write!(f, "mss: must be at least 1 byte"),
-            CubicConfigError::ZeroInitialWindow => {
-                write!(f, "initial_window_segments: must be at least 1 segment")
-            }
-            CubicConfigError::Param(e) => e.fmt(f),
-            CubicConfigError::ZeroAckLimit => {
-                write!(f, "ack_limit_segments: must be at least 1 segment")
-            }
-        }
-    }
-}
-
-impl std::error::Error for CubicConfigError {}
-
 impl CubicConfig {
     pub fn validate(&self) -> Result<(), CubicConfigError> {
-        if self.mss == 0 {
-            return Err(CubicConfigError::ZeroMss);
-        }
-        if self.initial_window_segments == 0 {
-            return Err(CubicConfigError::ZeroInitialWindow);
-        }
+        cong::check_window(self.mss, self.initial_window_segments)?;
         C.check(ParamValue::Num(self.c))
             .and(BETA.check(ParamValue::Num(self.beta)))
             .map_err(CubicConfigError::Param)?;
@@ -520,29 +497,16 @@ impl Cubic {
     /// agree with the new state; a real change emits a trace event.
     fn transition_to(&mut self, now: Time, next: State, ctx: &mut CcCtx<'_>) {
         match next {
-            State::SlowStart => assert!(
-                self.cwnd < self.ssthresh,
-                "SlowStart needs cwnd < ssthresh ({} >= {})",
-                self.cwnd,
-                self.ssthresh
-            ),
+            State::SlowStart => cong::assert_slow_start(self.cwnd, self.ssthresh),
             State::ConservativeSlowStart { .. } => assert!(
                 self.ssthresh == u64::MAX && self.hystart.is_some(),
                 "CSS only in the initial slow start (ssthresh {})",
                 self.ssthresh
             ),
-            State::CongestionAvoidance { .. } => assert!(
-                self.cwnd >= self.ssthresh,
-                "CongestionAvoidance needs cwnd >= ssthresh ({} < {})",
-                self.cwnd,
-                self.ssthresh
-            ),
-            State::Recovery => assert!(
-                self.ssthresh != u64::MAX && self.cwnd <= self.ssthresh,
-                "Recovery needs a reduced window (cwnd {}, ssthresh {})",
-                self.cwnd,
-                self.ssthresh
-            ),
+            State::CongestionAvoidance { .. } => {
+                cong::assert_congestion_avoidance(self.cwnd, self.ssthresh)
+            }
+            State::Recovery => cong::assert_recovery(self.cwnd, self.ssthresh),
         }
         cong::enter(&mut self.state, now, next, ctx.flow, ctx.tracer);
     }

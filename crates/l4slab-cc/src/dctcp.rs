@@ -72,13 +72,11 @@
 //! * The observation window is counted in delivered bytes (`delivered +
 //!   in_flight` stands for `SND.NXT`), see `RoundTracker`.
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize};
 
-use l4slab_core::state::Machine;
 use l4slab_core::Time;
 
+use crate::cong::{self, WindowConfigError};
 use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::reno::{RenoCore, State};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
@@ -207,38 +205,19 @@ impl Default for DctcpConfig {
 }
 
 /// Why a [`DctcpConfig`] is unusable.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum DctcpConfigError {
-    /// `mss` is zero.
-    ZeroMss,
-    /// `initial_window_segments` is zero.
-    ZeroInitialWindow,
+    /// `mss` or `initial_window_segments` is zero.
+    #[error(transparent)]
+    Window(#[from] WindowConfigError),
     /// A parameter of [`PARAMS`] is out of its declared range.
+    #[error(transparent)]
     Param(ParamError),
 }
 
-impl fmt::Display for DctcpConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DctcpConfigError::ZeroMss => write!(f, "mss: must be at least 1 byte"),
-            DctcpConfigError::ZeroInitialWindow => {
-                write!(f, "initial_window_segments: must be at least 1 segment")
-            }
-            DctcpConfigError::Param(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for DctcpConfigError {}
-
 impl DctcpConfig {
     pub fn validate(&self) -> Result<(), DctcpConfigError> {
-        if self.mss == 0 {
-            return Err(DctcpConfigError::ZeroMss);
-        }
-        if self.initial_window_segments == 0 {
-            return Err(DctcpConfigError::ZeroInitialWindow);
-        }
+        cong::check_window(self.mss, self.initial_window_segments)?;
         SHIFT_G
             .check(ParamValue::Int(self.shift_g.into()))
             .and(ALPHA_ON_INIT.check(ParamValue::Num(self.alpha_on_init)))
@@ -482,13 +461,10 @@ impl CongestionControl for Dctcp {
     }
 
     fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            cwnd: self.core.cwnd(),
-            ssthresh: self.core.ssthresh(),
-            pacing_rate: None,
-            state: self.core.state().name(),
-            extra: vec![("alpha", self.alpha), ("ce_fraction", self.last_fraction)],
-        }
+        self.core.metrics(vec![
+            ("alpha", self.alpha),
+            ("ce_fraction", self.last_fraction),
+        ])
     }
 }
 
@@ -556,7 +532,10 @@ mod tests {
             mss: 0,
             ..DctcpConfig::default()
         };
-        assert_eq!(Dctcp::try_new(bad).unwrap_err(), DctcpConfigError::ZeroMss);
+        assert_eq!(
+            Dctcp::try_new(bad).unwrap_err(),
+            DctcpConfigError::Window(WindowConfigError::ZeroMss)
+        );
     }
 
     #[test]

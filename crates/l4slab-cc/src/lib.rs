@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
 pub use bbr::{Bbr, Bbr3, Bbr3Config, BbrConfig};
+pub use cong::WindowConfigError;
 pub use cubic::{Cubic, CubicConfig, CubicConfigError, CubicStats};
 pub use dctcp::{Dctcp, DctcpConfig, DctcpConfigError, DctcpStats};
 pub use options::CcOptions;

@@ -65,14 +65,12 @@
 //!   an RTO, where RFC 5681 §3.1 requires slow start (Linux grows cwnd in
 //!   `TCP_CA_Loss`; only `CWR`/`Recovery` freeze it, `tcp_in_cwnd_reduction`).
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use l4slab_core::state::{Checked, Machine};
 use l4slab_core::Time;
 
-use crate::cong::{self, UndoPoint};
+use crate::cong::{self, UndoPoint, WindowConfigError};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
 /// Parameters of [`Reno`].
@@ -103,35 +101,16 @@ impl Default for RenoConfig {
 }
 
 /// Why a [`RenoConfig`] is unusable.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RenoConfigError {
-    /// `mss` is zero.
-    ZeroMss,
-    /// `initial_window_segments` is zero.
-    ZeroInitialWindow,
+    /// `mss` or `initial_window_segments` is zero.
+    #[error(transparent)]
+    Window(#[from] WindowConfigError),
 }
-
-impl fmt::Display for RenoConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RenoConfigError::ZeroMss => write!(f, "mss: must be at least 1 byte"),
-            RenoConfigError::ZeroInitialWindow => {
-                write!(f, "initial_window_segments: must be at least 1 segment")
-            }
-        }
-    }
-}
-
-impl std::error::Error for RenoConfigError {}
 
 impl RenoConfig {
     pub fn validate(&self) -> Result<(), RenoConfigError> {
-        if self.mss == 0 {
-            return Err(RenoConfigError::ZeroMss);
-        }
-        if self.initial_window_segments == 0 {
-            return Err(RenoConfigError::ZeroInitialWindow);
-        }
+        cong::check_window(self.mss, self.initial_window_segments)?;
         Ok(())
     }
 }
@@ -253,35 +232,34 @@ impl RenoCore {
         self.state.get()
     }
 
+    /// The controller's [`CcMetrics`]: the window, the state, no pacing
+    /// rate of its own, and the controller's `extra` scalars.
+    pub fn metrics(&self, extra: Vec<(&'static str, f64)>) -> CcMetrics {
+        CcMetrics {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh(),
+            pacing_rate: None,
+            state: self.state().name(),
+            extra,
+        }
+    }
+
     /// The one place the state changes: checks the edge
     /// ([`Machine::may_enter`]) and that the new state agrees with the
     /// windows; a real change emits a trace event.
     pub fn transition_to(&mut self, now: Time, next: State, ctx: &mut CcCtx<'_>) {
         match next {
-            State::SlowStart => assert!(
-                self.cwnd < self.ssthresh,
-                "SlowStart needs cwnd < ssthresh ({} >= {})",
-                self.cwnd,
-                self.ssthresh
-            ),
-            State::CongestionAvoidance { .. } => assert!(
-                self.cwnd >= self.ssthresh,
-                "CongestionAvoidance needs cwnd >= ssthresh ({} < {})",
-                self.cwnd,
-                self.ssthresh
-            ),
+            State::SlowStart => cong::assert_slow_start(self.cwnd, self.ssthresh),
+            State::CongestionAvoidance { .. } => {
+                cong::assert_congestion_avoidance(self.cwnd, self.ssthresh)
+            }
             State::Cwr { .. } => assert!(
                 self.cwnd == self.ssthresh,
                 "Cwr holds cwnd at ssthresh (cwnd {}, ssthresh {})",
                 self.cwnd,
                 self.ssthresh
             ),
-            State::Recovery => assert!(
-                self.ssthresh != u64::MAX && self.cwnd <= self.ssthresh,
-                "Recovery needs a reduced window (cwnd {}, ssthresh {})",
-                self.cwnd,
-                self.ssthresh
-            ),
+            State::Recovery => cong::assert_recovery(self.cwnd, self.ssthresh),
         }
         cong::enter(&mut self.state, now, next, ctx.flow, ctx.tracer);
     }
@@ -499,13 +477,7 @@ impl CongestionControl for Reno {
     }
 
     fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            cwnd: self.core.cwnd(),
-            ssthresh: self.core.ssthresh(),
-            pacing_rate: None,
-            state: self.core.state().name(),
-            extra: Vec::new(),
-        }
+        self.core.metrics(Vec::new())
     }
 }
 
@@ -732,7 +704,10 @@ mod tests {
             mss: 0,
             ..RenoConfig::default()
         };
-        assert_eq!(Reno::try_new(bad).unwrap_err(), RenoConfigError::ZeroMss);
+        assert_eq!(
+            Reno::try_new(bad).unwrap_err(),
+            RenoConfigError::Window(WindowConfigError::ZeroMss)
+        );
         let bad = RenoConfig {
             initial_window_segments: 0,
             ..RenoConfig::default()

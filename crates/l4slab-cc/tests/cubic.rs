@@ -4,7 +4,7 @@
 
 use l4slab_cc::hystart::{CSS_GROWTH_DIVISOR, CSS_ROUNDS};
 use l4slab_cc::testing::Driver;
-use l4slab_cc::{CongestionControl, Cubic, CubicConfig, CubicConfigError};
+use l4slab_cc::{CongestionControl, Cubic, CubicConfig, CubicConfigError, WindowConfigError};
 use l4slab_core::{Dur, Time};
 
 const MSS: u64 = 1448;
@@ -535,7 +535,7 @@ fn invalid_config_is_a_typed_error() {
             mss: 0,
             ..d.clone()
         }),
-        CubicConfigError::ZeroMss
+        CubicConfigError::Window(WindowConfigError::ZeroMss)
     );
     assert_eq!(
         bad(CubicConfig {

@@ -10,7 +10,8 @@
 //!   `IsLost`) and RACK (RFC 8985), NewReno episodes (RFC 6582) with
 //!   Proportional Rate Reduction (RFC 6937), RTO
 //!   (RFC 6298), delivery-rate samples (draft-cheng-iccrg-delivery-rate-
-//!   estimation), pacing (Linux internal pacing, `l4slab_cc::pacing::linux`),
+//!   estimation), pacing (`l4slab_cc::pacing::Pacer` with the Linux internal
+//!   pacing rule, `l4slab_cc::pacing::linux`),
 //!   send buffer with
 //!   `TCP_NOTSENT_LOWAT`;
 //! * the congestion controller ([`l4slab_cc::CongestionControl`]) owns cwnd

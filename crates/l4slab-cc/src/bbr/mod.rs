@@ -12,8 +12,11 @@
 //!
 //! This file holds what both share: the per-ACK rate sample as the transport
 //! reports it, Linux's congestion-avoidance state (`icsk_ca_state`) as the
-//! congestion events imply it, and the emulation of "mark the connection
-//! application-limited" that both versions perform in ProbeRTT. `filters.rs`
+//! congestion events imply it, the emulation of "mark the connection
+//! application-limited" that both versions perform in ProbeRTT, and
+//! ProbeRTT's dwell ([`ProbeRttDwell`], Linux `bbr_update_min_rtt` and
+//! `bbr_check_probe_rtt_done`, the draft's `HandleProbeRTT` and
+//! `CheckProbeRTTDone`: the same rule). `filters.rs`
 //! has the windowed max/min filters.
 //!
 //! **Inputs.** Everything comes from [`AckEvent`]: besides the usual fields,
@@ -31,7 +34,7 @@ pub mod v3;
 pub use v1::{Bbr, BbrConfig, BbrConfigError, BbrStats, BBR_UNIT};
 pub use v3::{Bbr3, Bbr3Config, Bbr3ConfigError, Bbr3Stats, ProbeBwPhase, StartupExit};
 
-use l4slab_core::{Dur, Rate};
+use l4slab_core::{Dur, Rate, Time};
 
 use crate::AckEvent;
 
@@ -144,9 +147,120 @@ pub(crate) enum CaState {
     Loss,
 }
 
+/// ProbeRTT's dwell, the data of both versions' ProbeRTT state: once
+/// in-flight is down to the ProbeRTT window, hold it for a duration and at
+/// least one round (Linux `bbr_update_min_rtt`, "Maintain min packets in
+/// flight for max(200 ms, 1 round)"; draft-ietf-ccwg-bbr-06 §5.3.4.3
+/// `HandleProbeRTT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ProbeRttDwell {
+    /// Linux `probe_rtt_done_stamp`, draft `BBR.probe_rtt_done_stamp`: unset
+    /// until in-flight has fallen to the ProbeRTT window.
+    pub done_at: Option<Time>,
+    /// Linux `probe_rtt_round_done`, draft `BBR.probe_rtt_round_done`: a
+    /// packet-timed round has passed since then.
+    pub round_done: bool,
+}
+
+/// What one ACK in ProbeRTT did to the dwell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DwellStep {
+    /// In-flight reached the window: the dwell began, and the caller starts
+    /// a round (Linux `next_rtt_delivered = tp->delivered`, draft
+    /// `StartRound()`).
+    Began,
+    /// A round has passed since it began: the caller checks whether the dwell
+    /// is over ([`ProbeRttDwell::is_over`], Linux `bbr_check_probe_rtt_done`).
+    RoundDone,
+    /// Nothing to do yet.
+    Waiting,
+}
+
+impl ProbeRttDwell {
+    /// Entering ProbeRTT (Linux `probe_rtt_done_stamp = 0`, draft
+    /// `BBR.probe_rtt_done_stamp = 0`).
+    pub const ENTER: ProbeRttDwell = ProbeRttDwell {
+        done_at: None,
+        round_done: false,
+    };
+
+    /// One ACK in ProbeRTT, `in_flight` bytes in flight, `window` the
+    /// ProbeRTT window, `duration` the dwell, `round_start` whether this ACK
+    /// began a round.
+    pub fn on_ack(
+        &mut self,
+        now: Time,
+        in_flight: u64,
+        window: u64,
+        duration: Dur,
+        round_start: bool,
+    ) -> DwellStep {
+        // Linux: if (!bbr->probe_rtt_done_stamp && tcp_packets_in_flight(tp) <= bbr_cwnd_min_target)
+        // draft: if (BBR.probe_rtt_done_stamp == 0 and C.inflight <= BBRProbeRTTCwnd())
+        if self.done_at.is_none() && in_flight <= window {
+            *self = ProbeRttDwell {
+                done_at: Some(now + duration),
+                round_done: false,
+            };
+            return DwellStep::Began;
+        }
+        if self.done_at.is_none() {
+            return DwellStep::Waiting;
+        }
+        // "if (bbr->round_start) bbr->probe_rtt_round_done = 1;
+        //  if (bbr->probe_rtt_round_done) bbr_check_probe_rtt_done(sk);"
+        self.round_done |= round_start;
+        if self.round_done {
+            DwellStep::RoundDone
+        } else {
+            DwellStep::Waiting
+        }
+    }
+
+    /// Linux `bbr_check_probe_rtt_done`, draft `CheckProbeRTTDone()`: the
+    /// dwell began and `now` is past its end (`after(tcp_jiffies32,
+    /// probe_rtt_done_stamp)`, `Now() > BBR.probe_rtt_done_stamp`).
+    pub fn is_over(self, now: Time) -> bool {
+        self.done_at.is_some_and(|done| now > done)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probe_rtt_dwell_waits_for_the_window_then_the_duration_and_a_round() {
+        let ms = Time::from_millis;
+        let (window, duration) = (4_000, Dur::from_millis(200));
+        let mut d = ProbeRttDwell::ENTER;
+        // In-flight above the window: nothing starts.
+        assert_eq!(
+            d.on_ack(ms(0), 5_000, window, duration, true),
+            DwellStep::Waiting
+        );
+        assert!(!d.is_over(ms(1_000)));
+        // Down to the window at 10 ms: the dwell runs to 210 ms.
+        assert_eq!(
+            d.on_ack(ms(10), 4_000, window, duration, true),
+            DwellStep::Began
+        );
+        assert_eq!(d.done_at, Some(ms(210)));
+        assert_eq!(
+            d.on_ack(ms(20), 0, window, duration, false),
+            DwellStep::Waiting
+        );
+        // A round passes; the dwell is over only strictly after 210 ms.
+        assert_eq!(
+            d.on_ack(ms(50), 0, window, duration, true),
+            DwellStep::RoundDone
+        );
+        assert!(d.round_done && !d.is_over(ms(210)) && d.is_over(ms(211)));
+        assert_eq!(
+            d.on_ack(ms(60), 0, window, duration, false),
+            DwellStep::RoundDone
+        );
+    }
 
     #[test]
     fn loss_counter_reports_increments() {

@@ -50,16 +50,14 @@
 //!   2 segments above 1.2 Mbit/s) although the transport has no TSO, so that
 //!   cwnd matches Linux's at the same rate.
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use l4slab_core::state::{Checked, Machine};
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
 use super::filters::MaxFilter;
-use super::{AppLimitedMark, CaState, LossCounter, RateSample};
-use crate::cong;
+use super::{AppLimitedMark, CaState, DwellStep, LossCounter, ProbeRttDwell, RateSample};
+use crate::cong::{self, WindowConfigError};
 use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
@@ -254,52 +252,29 @@ impl Default for BbrConfig {
 }
 
 /// Why a [`BbrConfig`] is unusable.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BbrConfigError {
-    /// `mss` is zero.
-    ZeroMss,
-    /// `initial_window_segments` is zero.
-    ZeroInitialWindow,
+    /// `mss` or `initial_window_segments` is zero.
+    #[error(transparent)]
+    Window(#[from] WindowConfigError),
     /// `cycle_rand` must be in `1..=7` (the random start must avoid phase 1).
+    #[error("cycle_rand: {0} is not in 1..=7")]
     CycleRand(u32),
     /// A window (`bw_rtts`, `cwnd_min_target`,
     /// `extra_acked_win_rtts`, `full_bw_cnt`) is zero.
+    #[error("{0}: must be positive")]
     ZeroWindow(&'static str),
     /// `pacing_margin_percent` must be below 100.
+    #[error("pacing_margin_percent: {0} is not below 100")]
     PacingMargin(u32),
     /// A parameter of [`PARAMS`] is out of its declared range.
+    #[error(transparent)]
     Param(ParamError),
 }
 
-impl fmt::Display for BbrConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BbrConfigError::ZeroMss => write!(f, "mss: must be at least 1 byte"),
-            BbrConfigError::ZeroInitialWindow => {
-                write!(f, "initial_window_segments: must be at least 1 segment")
-            }
-            BbrConfigError::CycleRand(n) => {
-                write!(f, "cycle_rand: {n} is not in 1..=7")
-            }
-            BbrConfigError::ZeroWindow(k) => write!(f, "{k}: must be positive"),
-            BbrConfigError::Param(e) => e.fmt(f),
-            BbrConfigError::PacingMargin(p) => {
-                write!(f, "pacing_margin_percent: {p} is not below 100")
-            }
-        }
-    }
-}
-
-impl std::error::Error for BbrConfigError {}
-
 impl BbrConfig {
     pub fn validate(&self) -> Result<(), BbrConfigError> {
-        if self.mss == 0 {
-            return Err(BbrConfigError::ZeroMss);
-        }
-        if self.initial_window_segments == 0 {
-            return Err(BbrConfigError::ZeroInitialWindow);
-        }
+        cong::check_window(self.mss, self.initial_window_segments)?;
         if !(1..CYCLE_LEN as u32).contains(&self.cycle_rand) {
             return Err(BbrConfigError::CycleRand(self.cycle_rand));
         }
@@ -338,13 +313,8 @@ enum Mode {
     /// Gain cycling. `cycle_idx` indexes `pacing_gain_cycle`; `cycle_start`
     /// is when the phase began (Linux `cycle_mstamp`).
     ProbeBw { cycle_idx: usize, cycle_start: Time },
-    /// cwnd held at `cwnd_min_target`. `done_at` is unset until in-flight
-    /// has fallen to that target (Linux `probe_rtt_done_stamp`);
-    /// `round_done` records a packet-timed round since then.
-    ProbeRtt {
-        done_at: Option<Time>,
-        round_done: bool,
-    },
+    /// cwnd held at `cwnd_min_target` for the dwell (shared with BBRv3).
+    ProbeRtt(ProbeRttDwell),
 }
 
 impl Machine for Mode {
@@ -356,7 +326,7 @@ impl Machine for Mode {
             Mode::Startup => "Startup",
             Mode::Drain => "Drain",
             Mode::ProbeBw { .. } => "ProbeBW",
-            Mode::ProbeRtt { .. } => "ProbeRTT",
+            Mode::ProbeRtt(_) => "ProbeRTT",
         }
     }
 
@@ -369,8 +339,8 @@ impl Machine for Mode {
             (self, next),
             (Startup, Drain)
                 | (Drain, ProbeBw { .. })
-                | (Startup | Drain | ProbeBw { .. }, ProbeRtt { .. })
-                | (ProbeRtt { .. }, ProbeBw { .. } | Startup)
+                | (Startup | Drain | ProbeBw { .. }, ProbeRtt(_))
+                | (ProbeRtt(_), ProbeBw { .. } | Startup)
         )
     }
 }
@@ -528,7 +498,7 @@ impl Bbr {
     /// `probe_rtt_done_stamp`), once in-flight has fallen to it.
     pub fn probe_rtt_done_at(&self) -> Option<Time> {
         match self.mode.get() {
-            Mode::ProbeRtt { done_at, .. } => done_at,
+            Mode::ProbeRtt(dwell) => dwell.done_at,
             _ => None,
         }
     }
@@ -820,14 +790,7 @@ impl Bbr {
         rng: &mut SimRng,
         tracer: &mut dyn Tracer,
     ) {
-        let Mode::ProbeRtt {
-            done_at: Some(done),
-            ..
-        } = self.mode.get()
-        else {
-            return;
-        };
-        if now <= done {
+        if !matches!(self.mode.get(), Mode::ProbeRtt(dwell) if dwell.is_over(now)) {
             return;
         }
         self.min_rtt_stamp = now; // "wait a while until PROBE_RTT"
@@ -837,7 +800,7 @@ impl Bbr {
 
     /// `bbr_save_cwnd`: the last good cwnd, to restore after recovery or ProbeRTT.
     fn save_cwnd(&mut self) {
-        if self.prev_ca < CaState::Recovery && !matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
+        if self.prev_ca < CaState::Recovery && !matches!(self.mode.get(), Mode::ProbeRtt(_)) {
             self.prior_cwnd = self.cwnd; // "this cwnd is good enough"
         } else {
             // "loss recovery or BBR_PROBE_RTT have temporarily cut cwnd"
@@ -859,48 +822,37 @@ impl Bbr {
         if !self.cfg.probe_rtt_mode.is_zero()
             && filter_expired
             && !self.idle_restart
-            && !matches!(self.mode.get(), Mode::ProbeRtt { .. })
+            && !matches!(self.mode.get(), Mode::ProbeRtt(_))
         {
             // "dip, drain queue"
             self.transition_to(
                 now,
-                Mode::ProbeRtt {
-                    done_at: None,
-                    round_done: false,
-                },
+                Mode::ProbeRtt(ProbeRttDwell::ENTER),
                 ctx.flow,
                 ctx.tracer,
             );
             self.stats.probe_rtt_entries += 1;
             self.save_cwnd(); // "note cwnd so we can restore it"
         }
-        if let Mode::ProbeRtt {
-            done_at,
-            round_done,
-        } = self.mode.get()
-        {
+        if let Mode::ProbeRtt(mut dwell) = self.mode.get() {
             // "Ignore low rate samples during this mode."
             self.app_mark.mark(ack.delivered, ack.in_flight);
             // "Maintain min packets in flight for max(200 ms, 1 round)."
-            if done_at.is_none() && ack.in_flight <= self.cfg.cwnd_min_target * self.mss() {
-                self.mode.update(|m| {
-                    *m = Mode::ProbeRtt {
-                        done_at: Some(now + self.cfg.probe_rtt_mode),
-                        round_done: false,
-                    }
-                });
-                self.next_rtt_delivered = ack.delivered;
-            } else if done_at.is_some() {
-                let round_done = round_done || self.round_start;
-                self.mode.update(|m| {
-                    *m = Mode::ProbeRtt {
-                        done_at,
-                        round_done,
-                    }
-                });
-                if round_done {
-                    self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer);
+            let min_target = self.cfg.cwnd_min_target * self.mss();
+            let step = dwell.on_ack(
+                now,
+                ack.in_flight,
+                min_target,
+                self.cfg.probe_rtt_mode,
+                self.round_start,
+            );
+            self.mode.update(|m| *m = Mode::ProbeRtt(dwell));
+            match step {
+                DwellStep::Began => self.next_rtt_delivered = ack.delivered,
+                DwellStep::RoundDone => {
+                    self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer)
                 }
+                DwellStep::Waiting => {}
             }
         }
         // "Restart after idle ends only once we process a new S/ACK for data"
@@ -916,7 +868,7 @@ impl Bbr {
             Mode::Startup => (c.high_gain, c.high_gain),
             Mode::Drain => (c.drain_gain, c.high_gain), // "slow, to drain" / "keep cwnd"
             Mode::ProbeBw { cycle_idx, .. } => (c.pacing_gain_cycle[cycle_idx], c.cwnd_gain),
-            Mode::ProbeRtt { .. } => (BBR_UNIT, BBR_UNIT),
+            Mode::ProbeRtt(_) => (BBR_UNIT, BBR_UNIT),
         };
     }
 
@@ -989,7 +941,7 @@ impl Bbr {
             }
         }
         // done: "drain queue, refresh min_rtt"
-        if let Mode::ProbeRtt { .. } = self.mode.get() {
+        if let Mode::ProbeRtt(_) = self.mode.get() {
             cwnd = cwnd.min(self.cfg.cwnd_min_target * mss);
         }
         self.cwnd = cwnd;
@@ -1023,7 +975,7 @@ impl CongestionControl for Bbr {
                 let bw = self.bw.get();
                 self.pacing_rate = self.rate_with_gain(bw, BBR_UNIT);
             }
-            Mode::ProbeRtt { .. } => self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer),
+            Mode::ProbeRtt(_) => self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer),
             _ => {}
         }
     }
@@ -1146,10 +1098,7 @@ mod tests {
             cycle_idx: 0,
             cycle_start: Time::ZERO,
         };
-        let rtt = ProbeRtt {
-            done_at: None,
-            round_done: false,
-        };
+        let rtt = ProbeRtt(ProbeRttDwell::ENTER);
         for (from, to) in [
             (Startup, Drain),
             (Drain, bw),
@@ -1189,10 +1138,7 @@ mod tests {
     #[should_panic(expected = "illegal BBR transition ProbeRTT -> ProbeRTT")]
     fn probe_rtt_is_not_reentered() {
         let mut d = Driver::new(Bbr::new(BbrConfig::default()));
-        let rtt = Mode::ProbeRtt {
-            done_at: None,
-            round_done: false,
-        };
+        let rtt = Mode::ProbeRtt(ProbeRttDwell::ENTER);
         d.cc.transition_to(Time::ZERO, rtt, 1, &mut d.tracer);
         d.cc.transition_to(Time::ZERO, rtt, 1, &mut d.tracer);
     }

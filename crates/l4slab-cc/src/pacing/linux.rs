@@ -1,7 +1,7 @@
-//! TCP pacing: data segments leave at most every `len / pacing_rate`,
-//! expressed as a release time (Linux `tcp_wstamp_ns`, the earliest departure
-//! time `sch_fq` honours) the endpoint turns into a timer (never a sleep).
-//! Used by `l4slab-tcp`.
+//! TCP pacing, the [`super::Rule::Linux`] release rule: data segments leave
+//! at most every `len / pacing_rate`, expressed as a release time (Linux
+//! `tcp_wstamp_ns`, the earliest departure time `sch_fq` honours). Used by
+//! `l4slab-tcp` through [`super::Pacer`].
 //!
 //! Follows Linux TCP internal pacing (`tcp_update_skb_after_send`,
 //! `tcp_update_pacing_rate`; REFERENCES §3.8):
@@ -23,24 +23,24 @@ pub const PACING_SS_RATIO: u64 = 200;
 /// Linux `tcp_pacing_ca_ratio` default, percent.
 pub const PACING_CA_RATIO: u64 = 120;
 
-/// The departure-time pacer of one TCP sender.
-#[derive(Clone, Debug, Default)]
-pub struct Pacer {
+/// The departure time of one TCP sender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Departure {
     /// Linux `tcp_wstamp_ns`: earliest departure of the next data segment.
     next_send: Time,
     /// Linux `data_segs_out`.
     data_segs_out: u64,
 }
 
-impl Pacer {
-    /// When the next data segment may leave.
-    pub fn release_time(&self) -> Time {
-        self.next_send
+impl Departure {
+    /// Linux `tcp_pacing_check`: a segment waits until `tcp_wstamp_ns`.
+    pub(super) fn release_time(&self, now: Time) -> Time {
+        self.next_send.max(now)
     }
 
     /// A data segment of `payload` bytes leaves at `now`; `rate` is the
     /// pacing rate in force (`None` = unpaced).
-    pub fn on_send(&mut self, now: Time, payload: u32, rate: Option<Rate>) {
+    pub(super) fn on_sent(&mut self, now: Time, payload: u64, rate: Option<Rate>) {
         self.data_segs_out += 1;
         // Linux __tcp_transmit_skb: prior_wstamp = wstamp; wstamp = max(wstamp, now)
         let prior = self.next_send;
@@ -52,7 +52,7 @@ impl Pacer {
             return;
         }
         // Linux tcp_update_skb_after_send: len_ns = skb->len * NSEC_PER_SEC / rate
-        let len_ns = rate.tx_time(u64::from(payload));
+        let len_ns = rate.tx_time(payload);
         // "take into account OS jitter": len_ns -= min(len_ns / 2, credit)
         let credit = self.next_send - prior;
         let gap = len_ns - Dur::from_nanos((len_ns.as_nanos() / 2).min(credit.as_nanos()));
@@ -83,24 +83,42 @@ pub fn default_rate(
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Pacer, Rule};
     use super::*;
 
     #[test]
     fn gaps_are_payload_over_rate_after_the_first_ten() {
         // 1448 B at 11.584 Mbit/s = exactly 1 ms.
         let rate = Some(Rate::from_bps(1448 * 8 * 1000));
-        let mut p = Pacer::default();
+        let mut p = Pacer::new(Rule::Linux, Time::ZERO);
+        p.set_rate(Time::ZERO, rate);
         for _ in 0..9 {
-            p.on_send(Time::ZERO, 1448, rate);
-            assert_eq!(p.release_time(), Time::ZERO);
+            p.on_sent(Time::ZERO, 1448);
+            assert_eq!(p.release_time(Time::ZERO, 1448), Time::ZERO);
         }
-        p.on_send(Time::ZERO, 1448, rate); // the 10th sets the first gap
-        assert_eq!(p.release_time(), Time::from_millis(1));
-        p.on_send(Time::from_millis(1), 1448, rate);
-        assert_eq!(p.release_time(), Time::from_millis(2));
+        p.on_sent(Time::ZERO, 1448); // the 10th sets the first gap
+        assert_eq!(p.release_time(Time::ZERO, 1448), Time::from_millis(1));
+        p.on_sent(Time::from_millis(1), 1448);
+        assert_eq!(p.release_time(Time::ZERO, 1448), Time::from_millis(2));
         // Sent 3 ms late: at most half a gap of credit.
-        p.on_send(Time::from_millis(5), 1448, rate);
-        assert_eq!(p.release_time(), Time::from_micros(5_500));
+        p.on_sent(Time::from_millis(5), 1448);
+        assert_eq!(p.release_time(Time::ZERO, 1448), Time::from_micros(5_500));
+        // A release time in the past is now.
+        assert_eq!(
+            p.release_time(Time::from_millis(9), 1448),
+            Time::from_millis(9)
+        );
+    }
+
+    #[test]
+    fn unpaced_segments_still_count_towards_the_ten() {
+        let mut p = Pacer::new(Rule::Linux, Time::ZERO);
+        for _ in 0..12 {
+            p.on_sent(Time::ZERO, 1448);
+        }
+        p.set_rate(Time::ZERO, Some(Rate::from_bps(1448 * 8 * 1000)));
+        p.on_sent(Time::ZERO, 1448);
+        assert_eq!(p.release_time(Time::ZERO, 1448), Time::from_millis(1));
     }
 
     #[test]

@@ -1,16 +1,17 @@
-//! QUIC pacing, RFC 9002 §7.7: a token bucket whose rate is the controller's
-//! pacing rate when it has one, else `N * cwnd / smoothed_rtt` with N = 1.25,
-//! and whose depth (the largest burst) is the initial window. With
-//! [`crate::ConnectionConfig::pacing`] off only a controller with a rate of
-//! its own (BBR) paces, as the TCP model's `pacing = false` (§7.7 says
-//! SHOULD pace, so off is a deviation a scenario asks for).
+//! QUIC pacing, the [`super::Rule::TokenBucket`] release rule, RFC 9002
+//! §7.7: a token bucket whose rate is the controller's pacing rate when it
+//! has one, else `N * cwnd / smoothed_rtt` with N = 1.25 ([`rate_for`]), and
+//! whose depth (the largest burst) is the initial window. With the
+//! connection's `pacing` off only a controller with a rate of its own (BBR)
+//! paces, as the TCP model's `pacing = false` (§7.7 says SHOULD pace, so off
+//! is a deviation a scenario asks for).
 //!
 //! §7.7: "Senders SHOULD limit bursts to the initial congestion window".
 //! Only ack-eliciting Application Data packets are paced; ACK-only packets,
 //! handshake packets and PTO probes are not (§7.7: "acknowledgments... SHOULD
 //! NOT be paced"; probes must not be blocked). No pacing before the first
 //! RTT sample (the initial window bounds that burst). Used by `l4slab-quic`
-//! (`connection/pacing.rs`).
+//! (`connection/pacing.rs`) through [`super::Pacer`].
 
 use l4slab_core::{Dur, Rate, Time};
 
@@ -18,60 +19,51 @@ use l4slab_core::{Dur, Rate, Time};
 const N_NUM: u64 = 5;
 const N_DEN: u64 = 4;
 
+/// The rate §7.7 asks for, given the controller's own rate if any; without
+/// one, the §7.7 default rate if `default_rate`, else none.
+pub fn rate_for(
+    cc_rate: Option<Rate>,
+    cwnd: u64,
+    srtt: Option<Dur>,
+    default_rate: bool,
+) -> Option<Rate> {
+    cc_rate.filter(|r| r.as_bps() > 0).or_else(|| {
+        if !default_rate {
+            return None;
+        }
+        let srtt = srtt?;
+        // §7.7: "rate = N * congestion_window / smoothed_rtt".
+        Rate::from_bytes_per(cwnd * N_NUM / N_DEN, srtt)
+    })
+}
+
 /// The token bucket of one QUIC connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pacer {
+pub(super) struct Bucket {
     /// Bucket depth in bytes (the initial window).
     capacity: u64,
     /// Tokens, in bytes × 1e9 (nanosecond-exact refill).
     tokens_nb: u128,
     last: Time,
-    rate: Option<Rate>,
 }
 
-impl Pacer {
+impl Bucket {
     /// A full bucket of `capacity` bytes (the initial window) at `now`.
-    pub fn new(capacity: u64, now: Time) -> Self {
-        Pacer {
+    pub(super) fn full(capacity: u64, now: Time) -> Self {
+        Bucket {
             capacity,
             tokens_nb: u128::from(capacity) * 1_000_000_000,
             last: now,
-            rate: None,
         }
     }
 
-    /// The rate §7.7 asks for, given the controller's own rate if any;
-    /// without one, the §7.7 default rate if `default_rate`, else none.
-    pub fn rate_for(
-        cc_rate: Option<Rate>,
-        cwnd: u64,
-        srtt: Option<Dur>,
-        default_rate: bool,
-    ) -> Option<Rate> {
-        cc_rate.filter(|r| r.as_bps() > 0).or_else(|| {
-            if !default_rate {
-                return None;
-            }
-            let srtt = srtt?;
-            // §7.7: "rate = N * congestion_window / smoothed_rtt".
-            Rate::from_bytes_per(cwnd * N_NUM / N_DEN, srtt)
-        })
-    }
-
-    pub fn set_rate(&mut self, now: Time, rate: Option<Rate>) {
-        self.refill(now);
-        self.rate = rate;
-    }
-
-    pub fn rate(&self) -> Option<Rate> {
-        self.rate
-    }
-
-    fn refill(&mut self, now: Time) {
+    /// Tokens earned at `rate` until `now`, up to the depth; unpaced, the
+    /// bucket is full.
+    pub(super) fn refill(&mut self, now: Time, rate: Option<Rate>) {
         let cap = u128::from(self.capacity) * 1_000_000_000;
         let dt = u128::from(now.saturating_since(self.last).as_nanos());
         self.last = self.last.max(now);
-        match self.rate {
+        match rate {
             None => self.tokens_nb = cap,
             Some(r) => {
                 let add = dt.saturating_mul(u128::from(r.as_bps()) / 8);
@@ -80,11 +72,12 @@ impl Pacer {
         }
     }
 
-    /// When a packet of `bytes` may leave: `now` or later.
-    pub fn next_send(&mut self, now: Time, bytes: u64) -> Time {
-        self.refill(now);
+    /// When a packet of `bytes` may leave: `now` or later (once the bucket
+    /// holds its size, at most the depth).
+    pub(super) fn release_time(&mut self, now: Time, bytes: u64, rate: Option<Rate>) -> Time {
+        self.refill(now, rate);
         let need = u128::from(bytes.min(self.capacity)) * 1_000_000_000;
-        match self.rate {
+        match rate {
             _ if self.tokens_nb >= need => now,
             None => now,
             Some(r) => {
@@ -95,8 +88,9 @@ impl Pacer {
         }
     }
 
-    pub fn on_sent(&mut self, now: Time, bytes: u64) {
-        self.refill(now);
+    /// A packet of `bytes` left at `now`: its size leaves the bucket.
+    pub(super) fn on_sent(&mut self, now: Time, bytes: u64, rate: Option<Rate>) {
+        self.refill(now, rate);
         self.tokens_nb = self
             .tokens_nb
             .saturating_sub(u128::from(bytes) * 1_000_000_000);
@@ -105,25 +99,37 @@ impl Pacer {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Pacer, Rule};
     use super::*;
 
     #[test]
     fn burst_then_paced() {
-        let mut p = Pacer::new(3000, Time::ZERO);
+        let mut p = Pacer::new(Rule::TokenBucket { burst: 3000 }, Time::ZERO);
         p.set_rate(Time::ZERO, Some(Rate::from_mbps(8))); // 1 byte/µs
         p.on_sent(Time::ZERO, 1500);
         p.on_sent(Time::ZERO, 1500);
-        assert_eq!(p.next_send(Time::ZERO, 1500), Time::from_micros(1500));
+        assert_eq!(p.release_time(Time::ZERO, 1500), Time::from_micros(1500));
         assert_eq!(
-            p.next_send(Time::from_micros(1500), 1500),
+            p.release_time(Time::from_micros(1500), 1500),
             Time::from_micros(1500)
         );
+        // Unpaced: the bucket is full again.
+        p.on_sent(Time::from_micros(1500), 1500);
+        p.set_rate(Time::from_micros(1500), None);
+        assert_eq!(
+            p.release_time(Time::from_micros(1500), 1500),
+            Time::from_micros(1500)
+        );
+    }
+
+    #[test]
+    fn rate_is_the_controllers_else_five_quarters_of_cwnd_per_srtt() {
         let srtt = Some(Dur::from_millis(10));
-        let r = Pacer::rate_for(None, 10_000, srtt, true).unwrap();
+        let r = rate_for(None, 10_000, srtt, true).unwrap();
         assert_eq!(r, Rate::from_bps(10_000_000)); // 12500 B / 10 ms
                                                    // Pacing off: only a controller's own rate paces.
-        assert_eq!(Pacer::rate_for(None, 10_000, srtt, false), None);
+        assert_eq!(rate_for(None, 10_000, srtt, false), None);
         let bbr = Some(Rate::from_mbps(3));
-        assert_eq!(Pacer::rate_for(bbr, 10_000, srtt, false), bbr);
+        assert_eq!(rate_for(bbr, 10_000, srtt, false), bbr);
     }
 }

@@ -106,14 +106,12 @@
 pub mod classic_ecn;
 pub mod rtt_scaling;
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use l4slab_core::state::{Checked, Machine};
 use l4slab_core::{Dur, Rate, Time};
 
-use crate::cong;
+use crate::cong::{self, WindowConfigError};
 use crate::dctcp::{self, MarkedFraction, RoundTracker};
 use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, EcnCodepoint};
@@ -321,41 +319,22 @@ impl Default for PragueConfig {
 }
 
 /// Why a [`PragueConfig`] is unusable.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum PragueConfigError {
-    ZeroMss,
-    ZeroInitialWindow,
+    /// `mss` or `initial_window_segments` is zero.
+    #[error(transparent)]
+    Window(#[from] WindowConfigError),
     /// A parameter of [`PARAMS`] or [`SHIFT_G`] is out of its declared range.
+    #[error(transparent)]
     Param(ParamError),
     /// `min_cwnd_segments` is zero.
+    #[error("min_cwnd_segments: must be at least 1 segment")]
     ZeroMinCwnd,
 }
 
-impl fmt::Display for PragueConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PragueConfigError::ZeroMss => write!(f, "mss: must be at least 1 byte"),
-            PragueConfigError::ZeroInitialWindow => {
-                write!(f, "initial_window_segments: must be at least 1 segment")
-            }
-            PragueConfigError::Param(e) => e.fmt(f),
-            PragueConfigError::ZeroMinCwnd => {
-                write!(f, "min_cwnd_segments: must be at least 1 segment")
-            }
-        }
-    }
-}
-
-impl std::error::Error for PragueConfigError {}
-
 impl PragueConfig {
     pub fn validate(&self) -> Result<(), PragueConfigError> {
-        if self.mss == 0 {
-            return Err(PragueConfigError::ZeroMss);
-        }
-        if self.initial_window_segments == 0 {
-            return Err(PragueConfigError::ZeroInitialWindow);
-        }
+        cong::check_window(self.mss, self.initial_window_segments)?;
         let int = |v: u64| ParamValue::Int(i64::try_from(v).unwrap_or(i64::MAX));
         RTT_TRANSITION
             .check(int(self.rtt_transition_rounds))

@@ -52,7 +52,7 @@ pub use streams::StreamId;
 use crate::params;
 use ecn::EcnValidator;
 use flow_control::{RecvWindow, SendCredit};
-use pacing::Pacer;
+use pacing::{Pacer, Rule};
 use rtt::RttEstimator;
 use schedule::RoundRobin;
 use spaces::PacketSpace;
@@ -554,7 +554,12 @@ impl Connection {
             scalable_ecn: scalable,
             rng: SimRng::derive(cfg.seed, label),
             tracer: NullTracer,
-            pacer: Pacer::new(iw.saturating_mul(mds64), now),
+            pacer: Pacer::new(
+                Rule::TokenBucket {
+                    burst: iw.saturating_mul(mds64),
+                },
+                now,
+            ),
             pacing_wakeup: None,
             ecn: if cfg.ecn && !cfg.ecn_validation {
                 EcnValidator::unvalidated(codepoint)
@@ -636,13 +641,7 @@ impl Connection {
             return Err(StreamError::Closed);
         }
         let buf = self.cfg.send_buffer;
-        let s = self
-            .streams
-            .get_mut(&stream.0)
-            .ok_or(StreamError::UnknownStream(stream))?;
-        if s.send.fin {
-            return Err(StreamError::Finished(stream));
-        }
+        let s = self.sending_stream(stream)?;
         let n = bytes.min(buf.saturating_sub(s.send.unacked()));
         s.send.written += n;
         self.sched_touch(stream.0);
@@ -651,6 +650,16 @@ impl Connection {
 
     /// No more data on `stream`: send FIN after what is written.
     pub fn finish(&mut self, stream: StreamId) -> Result<(), StreamError> {
+        let s = self.sending_stream(stream)?;
+        s.send.fin = true;
+        s.send.fin_pending = true;
+        self.sched_touch(stream.0);
+        Ok(())
+    }
+
+    /// `stream`, if its sending part may still take data: RFC 9000 §3.1, a
+    /// sending part that has sent its FIN ("Data Sent") takes no more.
+    fn sending_stream(&mut self, stream: StreamId) -> Result<&mut Stream, StreamError> {
         let s = self
             .streams
             .get_mut(&stream.0)
@@ -658,10 +667,7 @@ impl Connection {
         if s.send.fin {
             return Err(StreamError::Finished(stream));
         }
-        s.send.fin = true;
-        s.send.fin_pending = true;
-        self.sched_touch(stream.0);
-        Ok(())
+        Ok(s)
     }
 
     /// Bytes written to `stream` and not yet acknowledged in order.

@@ -326,7 +326,7 @@ impl Connection {
     }
 
     pub(super) fn update_pacing_rate(&mut self, now: Time) {
-        let rate = super::pacing::Pacer::rate_for(
+        let rate = super::pacing::rate_for(
             self.cc.pacing_rate(),
             self.cwnd(),
             self.srtt(),

@@ -54,7 +54,7 @@ impl Connection {
             return false;
         }
         if sp == 2 && self.rtt.has_sample() {
-            let t = self.pacer.next_send(now, self.mds());
+            let t = self.pacer.release_time(now, self.mds());
             if t > now {
                 self.pacing_wakeup = Some(t);
                 return false;

@@ -859,12 +859,9 @@ impl<'a> Frame<'a> {
                 maximum: r.varint(Field::MaximumStreamData)?,
             },
             ft::MAX_STREAMS_BIDI | ft::MAX_STREAMS_UNI => {
-                let maximum = r.varint(Field::MaximumStreams)?;
-                check_stream_count(FrameKind::MaxStreams, maximum)?;
-                Frame::MaxStreams {
-                    dir: stream_dir(ty, ft::MAX_STREAMS_BIDI),
-                    maximum,
-                }
+                let (dir, maximum) =
+                    stream_count(&mut r, ty, ft::MAX_STREAMS_BIDI, FrameKind::MaxStreams)?;
+                Frame::MaxStreams { dir, maximum }
             }
             ft::DATA_BLOCKED => Frame::DataBlocked(r.varint(Field::MaximumData)?),
             ft::STREAM_DATA_BLOCKED => Frame::StreamDataBlocked {
@@ -872,12 +869,13 @@ impl<'a> Frame<'a> {
                 maximum: r.varint(Field::MaximumStreamData)?,
             },
             ft::STREAMS_BLOCKED_BIDI | ft::STREAMS_BLOCKED_UNI => {
-                let maximum = r.varint(Field::MaximumStreams)?;
-                check_stream_count(FrameKind::StreamsBlocked, maximum)?;
-                Frame::StreamsBlocked {
-                    dir: stream_dir(ty, ft::STREAMS_BLOCKED_BIDI),
-                    maximum,
-                }
+                let (dir, maximum) = stream_count(
+                    &mut r,
+                    ty,
+                    ft::STREAMS_BLOCKED_BIDI,
+                    FrameKind::StreamsBlocked,
+                )?;
+                Frame::StreamsBlocked { dir, maximum }
             }
             ft::CONNECTION_CLOSE | ft::CONNECTION_CLOSE_APP => {
                 let error_code = r.varint(Field::ErrorCode)?;
@@ -909,6 +907,20 @@ impl<'a> Frame<'a> {
         };
         Ok((frame, r.pos()))
     }
+}
+
+/// The body MAX_STREAMS (§19.11) and STREAMS_BLOCKED (§19.14) share: the
+/// direction is the frame type (`bidi` or the one after it), then "Maximum
+/// Streams", which "cannot exceed 2^60".
+fn stream_count(
+    r: &mut Reader<'_>,
+    ty: u64,
+    bidi: u64,
+    kind: FrameKind,
+) -> Result<(StreamDir, u64), WireError> {
+    let maximum = r.varint(Field::MaximumStreams)?;
+    check_stream_count(kind, maximum)?;
+    Ok((stream_dir(ty, bidi), maximum))
 }
 
 fn stream_dir(ty: u64, bidi: u64) -> StreamDir {

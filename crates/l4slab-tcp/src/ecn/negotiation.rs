@@ -190,20 +190,32 @@ impl EcnState {
     /// (Linux keeps the request's first decision; see docs/models/ecn.md.)
     pub fn on_repeated_syn(&mut self, flags: Flags, stats: &mut EndpointStats) {
         if self.mode() != EcnMode::Off && !flags.contains(Flags::CWR | Flags::ECE) {
-            self.journal.record(
-                self.hs
-                    .negotiation
-                    .transition(Negotiation::Agreed(EcnMode::Off)),
-            );
-            stats.ecn_mode = EcnMode::Off;
-            if self
-                .val
-                .verdict
-                .get()
-                .may_enter(EcnValidation::NotNegotiated)
-            {
-                self.set_validation(EcnValidation::NotNegotiated, stats);
-            }
+            self.agree_off(stats);
+            self.settle_not_negotiated(stats);
+        }
+    }
+
+    /// Server: the ECN it agreed to is off after all (the client gave it up
+    /// or zeroed the ACE field).
+    fn agree_off(&mut self, stats: &mut EndpointStats) {
+        self.journal.record(
+            self.hs
+                .negotiation
+                .transition(Negotiation::Agreed(EcnMode::Off)),
+        );
+        stats.ecn_mode = EcnMode::Off;
+    }
+
+    /// Validation has nothing to validate once ECN is off: `NotNegotiated`,
+    /// unless the verdict is already one it cannot leave.
+    fn settle_not_negotiated(&mut self, stats: &mut EndpointStats) {
+        if self
+            .val
+            .verdict
+            .get()
+            .may_enter(EcnValidation::NotNegotiated)
+        {
+            self.set_validation(EcnValidation::NotNegotiated, stats);
         }
     }
 
@@ -314,21 +326,9 @@ impl EcnState {
             // client is not in AccECN mode — it gave up ECN after a SYN
             // timeout — or the flags were zeroed. Stop ECT, ignore feedback.
             0 => {
-                self.journal.record(
-                    self.hs
-                        .negotiation
-                        .transition(Negotiation::Agreed(EcnMode::Off)),
-                );
-                stats.ecn_mode = EcnMode::Off;
+                self.agree_off(stats);
                 self.stop_ect();
-                if self
-                    .val
-                    .verdict
-                    .get()
-                    .may_enter(EcnValidation::NotNegotiated)
-                {
-                    self.set_validation(EcnValidation::NotNegotiated, stats);
-                }
+                self.settle_not_negotiated(stats);
             }
             _ if !pure_ack => {}
             0b001 | 0b101 | 0b111 => {}

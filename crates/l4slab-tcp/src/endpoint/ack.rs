@@ -11,18 +11,88 @@
 //! that triggers a reduction does not also grow the window — and last the
 //! probe or retransmission timer.
 
-use l4slab_cc::rate::SampleBuilder;
+use l4slab_cc::rate::{RateEstimator, SampleBuilder};
 use l4slab_cc::{AckEvent, CongestionEvent};
-use l4slab_core::{Time, TraceEvent};
+use l4slab_core::{Dur, FlowId, Time, TraceEvent, Tracer};
 
 use super::tlp::TlpAck;
 use super::undo::AckFacts;
 use super::{Endpoint, EndpointCtx, ISS};
 use crate::ecn::Delivered;
 use crate::prr::Prr;
+use crate::rack::Rack;
 use crate::scoreboard::SentSeg;
 use crate::segment::{SackBlock, Segment, MAX_SACK_BLOCKS};
 use crate::state::Recovery;
+use crate::stats::EndpointStats;
+
+/// What one ACK delivered, segment by segment, whether cumulatively or by
+/// SACK: Linux counts both alike (`tcp_clean_rtx_queue` and the SACK
+/// tagging of `tcp_sacktag_walk`/`tcp_sacktag_one` each feed
+/// `tcp_rate_skb_delivered` and `tcp_rack_advance`, and count delivered
+/// segments for PRR and ECN).
+struct Deliveries {
+    now: Time,
+    min_rtt: Option<Dur>,
+    /// The delivery-rate sample the ACK builds (`l4slab_cc::rate`).
+    rs: SampleBuilder,
+    /// Segments delivered.
+    segs: u64,
+    /// Linux FLAG_ORIG_SACK_ACKED: data never retransmitted newly (S)ACKed.
+    orig_acked: bool,
+    /// Delivered segments (and their payload) sent with ECT, for ECN validation.
+    ect_segs: u64,
+    ect_bytes: u64,
+}
+
+impl Deliveries {
+    fn new(now: Time, min_rtt: Option<Dur>) -> Self {
+        Deliveries {
+            now,
+            min_rtt,
+            rs: SampleBuilder::default(),
+            segs: 0,
+            orig_acked: false,
+            ect_segs: 0,
+            ect_bytes: 0,
+        }
+    }
+
+    /// Segment `s` (`bytes` of payload) is delivered.
+    fn count(&mut self, s: &SentSeg, bytes: u64, rate: &mut RateEstimator, rack: &mut Rack) {
+        self.orig_acked |= s.tx_count == 1;
+        self.segs += 1;
+        if s.ecn.is_ect() {
+            self.ect_segs += 1;
+            self.ect_bytes += bytes;
+        }
+        rate.on_delivered(self.now, bytes, s, &mut self.rs);
+        rack.on_delivered(s, self.now, self.min_rtt);
+    }
+}
+
+/// Segment `s` is marked lost, by whichever detector (RFC 6675 DupThresh,
+/// RACK or the RTO; Linux marks them all through `tcp_mark_skb_lost`):
+/// counted, added to the rate estimator's lost bytes (`C.lost`), traced.
+fn count_loss(
+    now: Time,
+    flow: FlowId,
+    s: &SentSeg,
+    stats: &mut EndpointStats,
+    rate: &mut RateEstimator,
+    tracer: &mut dyn Tracer,
+) {
+    stats.lost_segments += 1;
+    rate.on_lost(u64::from(s.len));
+    tracer.event(
+        now,
+        TraceEvent::LossDetected {
+            flow,
+            seq: s.seq,
+            bytes: s.len,
+        },
+    );
+}
 
 impl Endpoint {
     /// RFC 9293 §3.10.7.4 window update: "If SND.UNA =< SEG.ACK =< SND.NXT ...
@@ -56,14 +126,9 @@ impl Endpoint {
         let rtt_sample = (ack > prior_una).then(|| self.take_rtt_sample(now, seg.ts_ecr, ctx));
         let min_rtt = self.rtt.min_rtt();
 
-        let mut rs = SampleBuilder::default();
+        let mut d = Deliveries::new(now, min_rtt);
         let mut acked = 0u64;
         let mut sacked = 0u64;
-        let mut delivered_segs = 0u64;
-        // Linux FLAG_ORIG_SACK_ACKED: data never retransmitted newly (S)ACKed.
-        let mut orig_acked = false;
-        // Delivered segments (and their payload) sent with ECT, for ECN validation.
-        let (mut ect_segs, mut ect_bytes) = (0u64, 0u64);
         if ack > prior_una {
             let (rate, rack, stats) = (&mut self.rate, &mut self.rack, &mut self.stats);
             let mut first = true;
@@ -74,15 +139,8 @@ impl Endpoint {
                     stats.spurious_retransmits += 1;
                 }
                 first = false;
-                orig_acked |= s.tx_count == 1;
                 acked += bytes;
-                delivered_segs += 1;
-                if s.ecn.is_ect() {
-                    ect_segs += 1;
-                    ect_bytes += bytes;
-                }
-                rate.on_delivered(now, bytes, s, &mut rs);
-                rack.on_delivered(s, now, min_rtt);
+                d.count(s, bytes, rate, rack);
             });
             self.snd_una = ack;
             // Payload below SND.UNA (data starts after the SYN; the FIN is not payload).
@@ -114,15 +172,8 @@ impl Endpoint {
             }
             let (rate, rack) = (&mut self.rate, &mut self.rack);
             self.sb.sack(start, end, |_, s, bytes| {
-                orig_acked |= s.tx_count == 1;
                 sacked += bytes;
-                delivered_segs += 1;
-                if s.ecn.is_ect() {
-                    ect_segs += 1;
-                    ect_bytes += bytes;
-                }
-                rate.on_delivered(now, bytes, s, &mut rs);
-                rack.on_delivered(s, now, min_rtt);
+                d.count(s, bytes, rate, rack);
             });
         }
 
@@ -130,10 +181,10 @@ impl Endpoint {
         // during an episode forbids undoing its reduction (Linux FLAG_ECE).
         let cp = self.cc.ecn_codepoint();
         let delivered = Delivered {
-            pkts: delivered_segs,
+            pkts: d.segs,
             bytes: acked + sacked,
-            ect_pkts: ect_segs,
-            ect_bytes,
+            ect_pkts: d.ect_segs,
+            ect_bytes: d.ect_bytes,
         };
         let mss = u64::from(self.cfg.mss);
         let fb = self.ecn.on_ack(seg, &delivered, mss, cp, &mut self.stats);
@@ -150,7 +201,7 @@ impl Endpoint {
         // recovery point ends the episode — or undoes it (`undo.rs`).
         let facts = AckFacts {
             una_advanced,
-            orig_acked,
+            orig_acked: d.orig_acked,
             data_sacked: sacked > 0,
             dupack: !una_advanced && seg.len == 0,
             ts_ecr: seg.ts_ecr,
@@ -160,7 +211,7 @@ impl Endpoint {
         let (lost, lost_segs) = self.detect_losses(now, ctx);
         self.on_loss(now, lost, ctx);
         self.undo.ece |= fb.congestion; // also for an episode this ACK began
-        self.prr_update(delivered_segs, lost_segs, una_advanced);
+        self.prr_update(d.segs, lost_segs, una_advanced);
 
         // Classic ECN response: at most one EcnEcho per window (RFC 3168
         // §6.1.2: not during loss recovery, Linux tcp_enter_cwr only from
@@ -176,7 +227,7 @@ impl Endpoint {
             self.cc_congestion(now, CongestionEvent::EcnEcho { in_flight: flight }, ctx);
         }
 
-        let sample = self.rate.finish(now, &rs, self.rtt.min_rtt());
+        let sample = self.rate.finish(now, &d.rs, self.rtt.min_rtt());
         if sample.is_some() {
             self.last_rate_sample = sample;
         }
@@ -230,16 +281,7 @@ impl Endpoint {
         let mut note = |s: &SentSeg| {
             lost += s.seq_len();
             segs += 1;
-            stats.lost_segments += 1;
-            rate.on_lost(u64::from(s.len));
-            ctx.tracer.event(
-                now,
-                TraceEvent::LossDetected {
-                    flow,
-                    seq: s.seq,
-                    bytes: s.len,
-                },
-            );
+            count_loss(now, flow, s, stats, rate, ctx.tracer);
         };
         // RFC 6675 §4 IsLost (DupThresh SACKed segments above). Once reordering
         // has been seen, RACK decides alone (Linux raises tp->reordering, and
@@ -262,18 +304,8 @@ impl Endpoint {
     /// RFC 6298 §5 after a timeout: every outstanding un-SACKed segment is lost.
     pub(super) fn mark_all_lost(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
         let (flow, stats, rate) = (self.flow, &mut self.stats, &mut self.rate);
-        self.sb.mark_all_lost(|_, s| {
-            stats.lost_segments += 1;
-            rate.on_lost(u64::from(s.len));
-            ctx.tracer.event(
-                now,
-                TraceEvent::LossDetected {
-                    flow,
-                    seq: s.seq,
-                    bytes: s.len,
-                },
-            );
-        });
+        self.sb
+            .mark_all_lost(|_, s| count_loss(now, flow, s, stats, rate, ctx.tracer));
     }
 
     /// After loss detection (`lost` bytes newly declared lost): start a

@@ -28,7 +28,7 @@ mod output;
 mod tlp;
 mod undo;
 
-use l4slab_cc::pacing::linux::{self as pacing, Pacer};
+use l4slab_cc::pacing::{linux as pacing, Pacer, Rule};
 use l4slab_cc::rate::{RateEstimator, RateSample};
 use l4slab_cc::{CcCtx, CcMetrics, CongestionControl};
 use l4slab_core::{Dur, Ecn, FlowId, Rate, SimRng, Time, TraceEvent, Tracer};
@@ -197,7 +197,7 @@ impl Endpoint {
             recovery: Recovery::Open,
             force_retransmit: false,
             rtt: RttEstimator::new(cfg.min_rto, cfg.rto_formula),
-            pacer: Pacer::default(),
+            pacer: Pacer::new(Rule::Linux, Time::ZERO),
             rcv,
             rto_deadline: None,
             tlp_deadline: None,

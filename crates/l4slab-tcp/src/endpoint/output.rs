@@ -171,7 +171,7 @@ impl Endpoint {
         if self.pacing_rate().is_none() {
             return true;
         }
-        let at = self.pacer.release_time();
+        let at = self.pacer.release_time(now, u64::from(self.cfg.mss));
         if now >= at {
             return true;
         }
@@ -291,7 +291,9 @@ impl Endpoint {
         let mut c = Self::cc_ctx(self.flow, self.cfg.mss, ctx);
         self.cc
             .on_packet_sent(now, u64::from(len), in_flight, &mut c);
-        self.pacer.on_send(now, len, rate);
+        // Linux tcp_update_skb_after_send: the gap at the rate in force when it left.
+        self.pacer.set_rate(now, rate);
+        self.pacer.on_sent(now, u64::from(len));
         if let Recovery::Fast { prr: Some(p), .. } = &mut self.recovery {
             p.on_send();
         }

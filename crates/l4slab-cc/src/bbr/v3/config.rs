@@ -1,12 +1,11 @@
 //! Parameters of BBRv3 ([`Bbr3Config`]): the draft-ietf-ccwg-bbr-06 constants
 //! as defaults, and their validation.
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use l4slab_core::Dur;
 
+use crate::cong::{self, WindowConfigError};
 use crate::param::{Kind, Param, ParamError, ParamValue};
 
 /// A fraction in `[0, 1)`.
@@ -170,44 +169,25 @@ impl Default for Bbr3Config {
 }
 
 /// Why a [`Bbr3Config`] is unusable.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum Bbr3ConfigError {
-    /// `mss` is zero.
-    ZeroMss,
-    /// `initial_window_segments` is zero.
-    ZeroInitialWindow,
+    /// `mss` or `initial_window_segments` is zero.
+    #[error(transparent)]
+    Window(#[from] WindowConfigError),
     /// A gain or factor is not a positive finite number, or a fraction is not in `[0, 1)`.
+    #[error("{0}: {1} is out of range")]
     BadFactor(&'static str, f64),
     /// A count or duration is zero.
+    #[error("{0}: must be positive")]
     Zero(&'static str),
     /// A parameter of [`PARAMS`] is out of its declared range.
+    #[error(transparent)]
     Param(ParamError),
 }
 
-impl fmt::Display for Bbr3ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Bbr3ConfigError::ZeroMss => write!(f, "mss: must be at least 1 byte"),
-            Bbr3ConfigError::ZeroInitialWindow => {
-                write!(f, "initial_window_segments: must be at least 1 segment")
-            }
-            Bbr3ConfigError::BadFactor(k, v) => write!(f, "{k}: {v} is out of range"),
-            Bbr3ConfigError::Zero(k) => write!(f, "{k}: must be positive"),
-            Bbr3ConfigError::Param(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for Bbr3ConfigError {}
-
 impl Bbr3Config {
     pub fn validate(&self) -> Result<(), Bbr3ConfigError> {
-        if self.mss == 0 {
-            return Err(Bbr3ConfigError::ZeroMss);
-        }
-        if self.initial_window_segments == 0 {
-            return Err(Bbr3ConfigError::ZeroInitialWindow);
-        }
+        cong::check_window(self.mss, self.initial_window_segments)?;
         for (k, v) in [
             ("startup_pacing_gain", self.startup_pacing_gain),
             ("drain_pacing_gain", self.drain_pacing_gain),

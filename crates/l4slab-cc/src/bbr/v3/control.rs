@@ -39,7 +39,7 @@ impl Bbr3 {
 
     /// §5.6.4.4 `SaveCwnd()`.
     pub(super) fn save_cwnd(&mut self) {
-        if self.ca == CaState::Open && !matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
+        if self.ca == CaState::Open && !matches!(self.mode.get(), Mode::ProbeRtt(_)) {
             self.prior_cwnd = self.cwnd;
         } else {
             self.prior_cwnd = self.prior_cwnd.max(self.cwnd);
@@ -64,7 +64,7 @@ impl Bbr3 {
         }
         self.cwnd = self.cwnd.max(self.min_pipe_cwnd());
         // BoundCwndForProbeRTT()
-        if matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
+        if matches!(self.mode.get(), Mode::ProbeRtt(_)) {
             self.cwnd = self.cwnd.min(self.probe_rtt_cwnd());
         }
         self.bound_cwnd_for_model();
@@ -76,7 +76,7 @@ impl Bbr3 {
         let mut cap = if phase.is_some() && phase != Some(ProbeBwPhase::Cruise) {
             self.bounds.inflight_longterm
         } else if phase == Some(ProbeBwPhase::Cruise)
-            || matches!(self.mode.get(), Mode::ProbeRtt { .. })
+            || matches!(self.mode.get(), Mode::ProbeRtt(_))
         {
             self.bounds
                 .inflight_with_headroom(self.cfg.headroom, self.smss(), self.min_pipe_cwnd())

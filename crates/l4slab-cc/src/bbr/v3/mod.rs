@@ -74,7 +74,7 @@ use l4slab_core::{Dur, FlowId, Rate, Time, Tracer};
 
 use self::bounds::Bounds;
 use super::filters::{CycleMaxFilter, MaxFilter};
-use super::{AppLimitedMark, CaState, LossCounter, RateSample};
+use super::{AppLimitedMark, CaState, LossCounter, ProbeRttDwell, RateSample};
 use crate::cong;
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
@@ -123,12 +123,9 @@ enum Mode {
         phase: ProbeBwPhase,
         phase_start: Time,
     },
-    /// `done_at` = `BBR.probe_rtt_done_stamp` (unset until in-flight is at
-    /// the ProbeRTT cwnd); `round_done` = `BBR.probe_rtt_round_done`.
-    ProbeRtt {
-        done_at: Option<Time>,
-        round_done: bool,
-    },
+    /// `BBR.probe_rtt_done_stamp` and `BBR.probe_rtt_round_done` (the
+    /// dwell, shared with BBR v1).
+    ProbeRtt(ProbeRttDwell),
 }
 
 impl Machine for Mode {
@@ -155,7 +152,7 @@ impl Machine for Mode {
                 phase: ProbeBwPhase::Up,
                 ..
             } => "ProbeBW_UP",
-            Mode::ProbeRtt { .. } => "ProbeRTT",
+            Mode::ProbeRtt(_) => "ProbeRTT",
         }
     }
 
@@ -173,9 +170,9 @@ impl Machine for Mode {
         let (from, to) = (self.strip(), next.strip());
         matches!(
             (from, to),
-            (Startup | Drain { .. } | ProbeBw { .. }, ProbeRtt { .. })
+            (Startup | Drain { .. } | ProbeBw { .. }, ProbeRtt(_))
                 | (Startup, Drain { .. })
-                | (ProbeRtt { .. }, Startup)
+                | (ProbeRtt(_), Startup)
         ) || [
             (Drain { start_round: 0 }, bw(Down)),
             (bw(Down), bw(Cruise)),
@@ -183,13 +180,7 @@ impl Machine for Mode {
             (bw(Cruise), bw(Refill)),
             (bw(Refill), bw(Up)),
             (bw(Up), bw(Down)),
-            (
-                ProbeRtt {
-                    done_at: None,
-                    round_done: false,
-                },
-                bw(Down),
-            ),
+            (ProbeRtt(ProbeRttDwell::ENTER), bw(Down)),
         ]
         .contains(&(from, to))
     }
@@ -212,10 +203,7 @@ impl Mode {
                 phase,
                 phase_start: Time::ZERO,
             },
-            Mode::ProbeRtt { .. } => Mode::ProbeRtt {
-                done_at: None,
-                round_done: false,
-            },
+            Mode::ProbeRtt(_) => Mode::ProbeRtt(ProbeRttDwell::ENTER),
         }
     }
 }
@@ -435,7 +423,7 @@ impl Bbr3 {
     /// ProbeRTT cwnd.
     pub fn probe_rtt_done_at(&self) -> Option<Time> {
         match self.mode.get() {
-            Mode::ProbeRtt { done_at, .. } => done_at,
+            Mode::ProbeRtt(dwell) => dwell.done_at,
             _ => None,
         }
     }
@@ -508,7 +496,7 @@ impl Bbr3 {
                 ProbeBwPhase::Cruise | ProbeBwPhase::Refill => (1.0, c.default_cwnd_gain),
                 ProbeBwPhase::Up => (c.probe_up_pacing_gain, c.probe_up_cwnd_gain),
             },
-            Mode::ProbeRtt { .. } => (1.0, c.probe_rtt_cwnd_gain),
+            Mode::ProbeRtt(_) => (1.0, c.probe_rtt_cwnd_gain),
         };
     }
 
@@ -559,7 +547,7 @@ impl CongestionControl for Bbr3 {
         self.extra_acked_interval_start = now;
         if self.in_probe_bw() {
             self.set_pacing_rate_with_gain(1.0);
-        } else if matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
+        } else if matches!(self.mode.get(), Mode::ProbeRtt(_)) {
             self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer);
         }
     }

@@ -6,7 +6,7 @@
 use l4slab_core::{FlowId, SimRng, Time, Tracer};
 
 use super::{AckPhase, Bbr3, Mode};
-use crate::bbr::RateSample;
+use crate::bbr::{DwellStep, ProbeRttDwell, RateSample};
 use crate::{AckEvent, CcCtx};
 
 impl Bbr3 {
@@ -36,22 +36,19 @@ impl Bbr3 {
         rs: &RateSample,
         ctx: &mut CcCtx<'_>,
     ) {
-        if !matches!(self.mode.get(), Mode::ProbeRtt { .. })
+        if !matches!(self.mode.get(), Mode::ProbeRtt(_))
             && self.probe_rtt_expired
             && !self.idle_restart
         {
             // EnterProbeRTT(); SaveCwnd(); probe_rtt_done_stamp = 0
-            let next = Mode::ProbeRtt {
-                done_at: None,
-                round_done: false,
-            };
+            let next = Mode::ProbeRtt(ProbeRttDwell::ENTER);
             self.transition_to(now, next, ctx.flow, ctx.tracer);
             self.save_cwnd();
             self.stats.probe_rtt_entries += 1;
             self.ack_phase = AckPhase::ProbeStopping;
             self.start_round();
         }
-        if matches!(self.mode.get(), Mode::ProbeRtt { .. }) {
+        if matches!(self.mode.get(), Mode::ProbeRtt(_)) {
             self.handle_probe_rtt(now, ack, ctx);
         }
         if rs.has_data() {
@@ -61,36 +58,26 @@ impl Bbr3 {
 
     /// §5.3.4.3 `HandleProbeRTT()`.
     pub(super) fn handle_probe_rtt(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>) {
-        let Mode::ProbeRtt {
-            done_at,
-            round_done,
-        } = self.mode.get()
-        else {
+        let Mode::ProbeRtt(mut dwell) = self.mode.get() else {
             return;
         };
         // "Ignore low rate samples during ProbeRTT: MarkConnectionAppLimited()"
         self.app_mark.mark(ack.delivered, ack.in_flight);
-        if done_at.is_none() && ack.in_flight <= self.probe_rtt_cwnd() {
-            // "Wait for at least BBR.ProbeRTTDuration to elapse" and "for at
-            // least one round to elapse"
-            self.mode.update(|m| {
-                *m = Mode::ProbeRtt {
-                    done_at: Some(now + self.cfg.probe_rtt_duration),
-                    round_done: false,
-                }
-            });
-            self.start_round();
-        } else if done_at.is_some() {
-            let round_done = round_done || self.round_start;
-            self.mode.update(|m| {
-                *m = Mode::ProbeRtt {
-                    done_at,
-                    round_done,
-                }
-            });
-            if round_done {
-                self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer);
-            }
+        // "Wait for at least BBR.ProbeRTTDuration to elapse" and "for at
+        // least one round to elapse"
+        let cwnd = self.probe_rtt_cwnd();
+        let step = dwell.on_ack(
+            now,
+            ack.in_flight,
+            cwnd,
+            self.cfg.probe_rtt_duration,
+            self.round_start,
+        );
+        self.mode.update(|m| *m = Mode::ProbeRtt(dwell));
+        match step {
+            DwellStep::Began => self.start_round(),
+            DwellStep::RoundDone => self.check_probe_rtt_done(now, ctx.flow, ctx.rng, ctx.tracer),
+            DwellStep::Waiting => {}
         }
     }
 
@@ -102,14 +89,7 @@ impl Bbr3 {
         rng: &mut SimRng,
         tracer: &mut dyn Tracer,
     ) {
-        let Mode::ProbeRtt {
-            done_at: Some(done),
-            ..
-        } = self.mode.get()
-        else {
-            return;
-        };
-        if now > done {
+        if matches!(self.mode.get(), Mode::ProbeRtt(dwell) if dwell.is_over(now)) {
             self.probe_rtt_min_stamp = now; // "schedule next ProbeRTT"
             self.restore_cwnd();
             self.exit_probe_rtt(now, flow, rng, tracer);

@@ -28,10 +28,10 @@ fn draft_constants() {
 fn legal_edges_follow_the_diagram() {
     use Mode::*;
     use ProbeBwPhase::*;
-    let rtt = ProbeRtt {
+    let rtt = ProbeRtt(ProbeRttDwell {
         done_at: Some(Time::from_millis(3)),
         round_done: true,
-    };
+    });
     let drain = Drain { start_round: 9 };
     for (from, to) in [
         (Startup, drain),
@@ -90,10 +90,7 @@ fn transitions_set_the_table_gains() {
         bw(ProbeBwPhase::Cruise),
         bw(ProbeBwPhase::Refill),
         bw(ProbeBwPhase::Up),
-        Mode::ProbeRtt {
-            done_at: None,
-            round_done: false,
-        },
+        Mode::ProbeRtt(ProbeRttDwell::ENTER),
     ] {
         d.cc.transition_to(Time::ZERO, next, 1, &mut d.tracer);
         gains.push((d.cc.pacing_gain, d.cc.cwnd_gain));
