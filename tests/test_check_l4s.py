@@ -6,7 +6,9 @@ ECN validation off fails the bleaching phase."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import shlex
 import struct
 import subprocess
@@ -20,6 +22,9 @@ from l4slab import emu, emu_plan
 from l4slab.check import judge as J
 from l4slab.check.measure import PhaseMetrics
 from l4slab.check.pcap import CE, ECT1, NOT_ECT, read_direction
+from l4slab.check.report import write_report
+from l4slab.check.runner import stopped_by_the_check
+from l4slab.check.schedstat import ROLE_VAR, Sampler
 from l4slab.cli import main
 
 # --------------------------------------------------------------------------- pcap
@@ -70,6 +75,8 @@ def _metrics(name: str, **kw: Any) -> PhaseMetrics:
         "exit_code": 0,
         "data_dir": "up",
         "data_packets": 5000,
+        "delivered_packets": 4990,
+        "answers": 2500,
         "codepoints": {"not_ect": 0.0, "ect1": 1.0, "ect0": 0.0, "ce": 0.0},
         "codepoints_late": {"not_ect": 0.0, "ect1": 1.0, "ect0": 0.0, "ce": 0.0},
         "goodput_mbit": 18.0,
@@ -85,6 +92,17 @@ def _metrics(name: str, **kw: Any) -> PhaseMetrics:
         "tcp_ecn_setup": None,
         "tcp_ece_acks": None,
         "transport": "udp",
+        "disturbance": {
+            "timing_error_p99_us": 40.0,
+            "timing_error_max_us": 300.0,
+            "burst_mean": 1.5,
+            "client_wait_per_wakeup_ms": 0.05,
+            "client_wait_share": 0.02,
+            "server_wait_per_wakeup_ms": 0.05,
+            "server_wait_share": 0.02,
+            "emulator_wait_per_wakeup_ms": 0.01,
+            "emulator_wait_share": 0.01,
+        },
     }
     base.update(kw)
     return PhaseMetrics(**base)
@@ -150,6 +168,145 @@ def test_a_queue_past_the_step_by_more_than_a_quarter_rtt_fails_the_prompt_check
     assert J.check_prompt([_metrics("l4s")]).verdict == "PASS"
     # Never marked: nothing to respond to, so not exercised.
     assert J.check_prompt([_metrics("rtt", ce_fraction=0.0)]).verdict == "NOT APPLICABLE"
+
+
+def _all_phases(**kw: Any) -> dict[str, PhaseMetrics]:
+    """Every phase, as a good L4S sender shows it, with ``kw`` applied to each."""
+    out = {}
+    for name in ("l4s", "mark-2%", "mark-6%", "mark-18%", "bleach", "remark", "blackhole",
+                 "classic-ecn", "rtt"):  # fmt: skip
+        p = {"mark-2%": 0.02, "mark-6%": 0.06, "mark-18%": 0.18}.get(name)
+        extra: dict[str, Any] = {"ce_fraction": p, "window_packets": 2 / p} if p else {}
+        not_ect = {"not_ect": 1.0, "ect1": 0.0, "ect0": 0.0, "ce": 0.0}
+        if name in ("bleach", "remark", "blackhole"):
+            extra["codepoints_late"] = not_ect
+        if name == "classic-ecn":
+            extra["competitor_mbit"] = 9.0
+        out[name] = _metrics(name, **(extra | kw))
+    return out
+
+
+def test_a_good_sender_passes_every_observable_check() -> None:
+    checks = J.judge(_all_phases())
+    verdicts = {c.id: c.verdict for c in checks}
+    assert verdicts["blackhole"] == "PASS" and verdicts["scalable"] == "PASS", verdicts
+    assert "INCONCLUSIVE" not in verdicts.values() and "FAIL" not in verdicts.values()
+    assert J.overall(checks, _all_phases()).startswith("L4S:")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        # Padded Initial retransmissions: "data" by size, and the client gave up.
+        {"delivered_packets": 4, "answers": 0, "exit_code": 1, "goodput_late_mbit": 0.01},
+        # It exited 0, but nothing got past the bottleneck.
+        {"delivered_packets": 0, "answers": 0, "goodput_mbit": 0.0, "goodput_late_mbit": 0.0},
+        # Data got through, but the client failed.
+        {"exit_code": 1},
+        # Packets got through but the receiver never answered (a dead port).
+        {"answers": 0},
+    ],
+)
+def test_a_client_that_delivers_nothing_or_fails_gets_no_pass(kw: dict[str, Any]) -> None:
+    metrics = _all_phases(**kw)
+    checks = J.judge(metrics)
+    passed = [c.id for c in checks if c.verdict == "PASS"]
+    assert passed == [], [(c.id, c.evidence) for c in checks if c.verdict == "PASS"]
+    by_id = {c.id: c for c in checks}
+    # The black hole's requirement is that the application keeps working: a
+    # SHOULD not met (WARN), not "cannot tell".
+    assert by_id["blackhole"].verdict == "WARN", by_id["blackhole"].evidence
+    assert by_id["ect1"].verdict == "INCONCLUSIVE"
+    assert J.inconclusive_musts(checks) and not J.overall(checks, metrics).startswith("L4S:")
+    # QUIC words for a UDP sender.
+    if kw.get("answers") == 0:
+        assert "Initial" in by_id["ect1"].evidence and "SYN" not in by_id["ect1"].evidence
+
+
+def test_a_tcp_client_that_delivers_nothing_is_told_in_tcp_words() -> None:
+    first = _metrics("l4s", transport="tcp", tcp_ecn_setup="accecn", answers=0, exit_code=1)
+    c = {c.id: c for c in J.judge({"l4s": first})}
+    assert c["ect1"].verdict == "INCONCLUSIVE" and "SYN" in c["ect1"].evidence
+    assert "Initial" not in c["ect1"].evidence
+    # The phases after l4s were not run: unknown, not "not applicable".
+    assert c["scalable"].verdict == "INCONCLUSIVE" and "not run" in c["scalable"].evidence
+
+
+@pytest.mark.parametrize(
+    ("where", "disturbance"),
+    [
+        ("mark-6%", {"timing_error_p99_us": 4000.0}),
+        ("l4s", {"client_wait_per_wakeup_ms": 2.5, "client_wait_share": 0.6}),
+        ("bleach", {"server_wait_per_wakeup_ms": 1.5}),
+    ],
+)
+def test_a_disturbed_phase_makes_its_checks_inconclusive_never_pass_or_fail(
+    where: str, disturbance: dict[str, float]
+) -> None:
+    metrics = _all_phases()
+    m = metrics[where]
+    metrics[where] = dataclasses.replace(m, disturbance=m.disturbance | disturbance)
+    # Numbers that would FAIL, to show a disturbed phase cannot FAIL either.
+    if where.startswith("mark"):
+        metrics[where] = dataclasses.replace(metrics[where], window_packets=1.0)
+    checks = J.judge(metrics)
+    for c in checks:
+        if where in c.phases and c.verdict not in ("NOT OBSERVABLE", "NOT APPLICABLE"):
+            assert c.verdict == "INCONCLUSIVE", (c.id, c.verdict)
+            assert "quieter machine" in c.evidence and "--seconds" in c.evidence
+        elif where not in c.phases and c.verdict != "NOT OBSERVABLE":
+            assert c.verdict == "PASS", (c.id, c.evidence)
+    assert J.phase_problems(metrics[where]) is not None
+    assert J.overall(checks, metrics).startswith("not judged")
+    # Just under every limit: judged as before.
+    calm = _all_phases(
+        disturbance={
+            "timing_error_p99_us": J.TIMING_ERROR_LIMIT_US,
+            "client_wait_per_wakeup_ms": J.CPU_WAIT_LIMIT_MS,
+            "server_wait_per_wakeup_ms": J.CPU_WAIT_LIMIT_MS,
+        }
+    )
+    assert all(J.phase_problems(m) is None for m in calm.values())
+
+
+def test_summary_json_has_no_infinity_or_nan_only_nulls_with_a_reason(tmp_path: Path) -> None:
+    metrics = _all_phases()
+    # A division by a zero duration under load, a competitor that got nothing.
+    metrics["l4s"] = dataclasses.replace(
+        metrics["l4s"], goodput_mbit=math.inf, window_packets=math.nan
+    )
+    metrics["classic-ecn"] = dataclasses.replace(metrics["classic-ecn"], competitor_mbit=0.0)
+    keys = ("t_s", "rate_mbit", "ce_fraction", "qdelay_ms", "ect1_share", "competitor_mbit")
+    for name, m in metrics.items():
+        metrics[name] = dataclasses.replace(m, series={k: [0.05, None, 1.0] for k in keys})
+    checks = J.judge(metrics)
+    write_report(tmp_path, checks=checks, metrics=metrics, verdict="x", meta={"wall_s": math.inf})
+
+    def no_constants(name: str) -> None:
+        raise AssertionError(f"{name} in summary.json")
+
+    summary = json.loads((tmp_path / "summary.json").read_text(), parse_constant=no_constants)
+    nulls = summary["null_numbers"]
+    assert summary["phases"]["l4s"]["goodput_mbit"] is None
+    assert "infinite" in nulls["phases.l4s.goodput_mbit"]
+    assert "not a number" in nulls["phases.l4s.window_packets"]
+    assert summary["wall_s"] is None and "wall_s" in nulls
+    classic = next(c for c in summary["checks"] if c["id"] == "classic-ecn")
+    assert classic["numbers"]["ratio"] is None and classic["numbers"]["ratio_null_reason"]
+
+
+def test_the_cpu_sampler_sees_a_busy_descendant_by_its_role() -> None:
+    # A direct child (the emulator's place) starting a busy grandchild with a role.
+    busy = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"
+    script = f"{ROLE_VAR}=client sh -c {shlex.quote(busy)}; true"
+    with Sampler(origin_role="client") as cpu:
+        subprocess.run(["sh", "-c", script], check=True)
+    w = cpu.wait("client", -1.0, 1e9)
+    assert w is not None and w.run_ms > 50 and w.slices > 0, w
+    assert w.wait_per_slice_ms is not None and w.wait_per_slice_ms >= 0
+    assert cpu.wait("server", -1.0, 1e9) is None
+    assert stopped_by_the_check(124) and stopped_by_the_check(137)
+    assert not stopped_by_the_check(1) and not stopped_by_the_check(0)
 
 
 # --------------------------------------------------------------------------- command line

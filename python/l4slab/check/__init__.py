@@ -4,7 +4,10 @@ Runs a client command (and a server command) through a series of emulated
 paths (:mod:`l4slab.check.phases`), reads the application's own packets from
 the bottleneck's capture, both directions (:mod:`l4slab.check.measure`), and
 judges each requirement of RFC 9331 §4 and RFC 9000 §13.4.2 it can see
-(:mod:`l4slab.check.judge`). Needs root (the emulator). docs/check-l4s.md.
+(:mod:`l4slab.check.judge`). A check that reads a phase that was disturbed
+(the emulator late, the endpoints starved of CPU) or where the client failed
+is INCONCLUSIVE or not PASS (:func:`l4slab.check.judge.phase_problems`).
+Needs root (the emulator). docs/check-l4s.md.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from l4slab.check.judge import FAIL, Check, overall
+from l4slab.check.judge import FAIL, Check, inconclusive_musts, overall, phase_problems
 from l4slab.check.judge import judge as _judge
 from l4slab.check.measure import PhaseMetrics, data_direction, measure
 from l4slab.check.phases import Phase, phases
@@ -56,6 +59,11 @@ class CheckResult:
     @property
     def failed(self) -> bool:
         return any(c.verdict == FAIL for c in self.checks)
+
+    @property
+    def inconclusive(self) -> bool:
+        """A MUST could not be judged (and none FAILed): the exit code is not 0."""
+        return not self.failed and bool(inconclusive_musts(self.checks))
 
     def text(self) -> str:
         return format_text(self.checks, self.verdict)
@@ -135,11 +143,14 @@ def _check(
             f"{run.exit_code}); its output:\n{log}"
         )
     uses_ecn = metrics[first.name].codepoints["not_ect"] < 0.5
+    # A first phase that cannot be judged (disturbed, the client failed or
+    # delivered nothing) says nothing the others could build on.
+    usable = phase_problems(metrics[first.name]) is None
     all_phases = phases(data_dir)
     for phase in all_phases[1:]:
         if only and phase.name not in only:
             continue
-        if not uses_ecn:
+        if not uses_ecn or not usable:
             continue
         t = time.monotonic()
         run = run_phase(phase, client=client, server=server, seconds=seconds,
@@ -163,7 +174,7 @@ def _check(
             p.name: list(p.sets) + ([f"ecn_path={p.ecn_path}"] if p.ecn_path else [])
             for p in all_phases
         },
-        "skipped": [] if uses_ecn else [p.name for p in all_phases[1:]],
+        "skipped": [] if uses_ecn and usable else [p.name for p in all_phases[1:]],
     }
     write_report(out, checks=checks, metrics=metrics, verdict=verdict, meta=meta)
     return CheckResult(checks=checks, metrics=metrics, verdict=verdict, out=out)
