@@ -347,17 +347,48 @@ def _namespaces() -> list[str]:
     return [line.split()[0] for line in out.stdout.splitlines() if line.startswith("l4slab-")]
 
 
-def _check(out: Path, client: str, server: str, *only: str) -> tuple[int, dict[str, Any]]:
-    args = ["check-l4s", "-o", str(out), "--server", server]
+def _check(out: Path, client: str, server: str | None, *only: str, seconds: float = 4.0) -> Any:
+    """``(exit code, checks by id + "_summary")``; skips the test when the machine
+    was too busy for the first phase to show anything (nothing can be judged)."""
+    args = ["check-l4s", "-o", str(out), "--seconds", f"{seconds:g}"]
+    args += ["--server", server] if server is not None else ["--no-server"]
     for o in only:
         args += ["--only", o]
     code = main([*args, "--", client])
+    if not (out / "summary.json").exists():
+        pytest.skip("check-l4s could not judge anything: the first phase was disturbed")
     summary = json.loads((out / "summary.json").read_text())
     return code, {c["id"]: c for c in summary["checks"]} | {"_summary": summary}
 
 
+def _disturbed(c: dict[str, Any]) -> bool:
+    """INCONCLUSIVE because a phase it reads was disturbed (a busy machine)."""
+    return bool(c["verdict"] == "INCONCLUSIVE" and "was disturbed" in c["evidence"])
+
+
+def _expect(c: dict[str, Any], verdict: str) -> bool:
+    """``c`` has ``verdict``, or was not judged on a disturbed phase (then
+    False: its numbers are not to be checked). Any other verdict fails."""
+    assert c["verdict"] == verdict or _disturbed(c), (c["id"], c["verdict"], c["evidence"])
+    return bool(c["verdict"] == verdict)
+
+
+def _code(code: int, c: dict[str, Any], judged: int) -> None:
+    """Exit code ``judged`` unless a MUST was INCONCLUSIVE on a disturbed phase
+    (then 1: not judged), and never 0 when one was."""
+    unsure = [v for k, v in c.items() if k != "_summary" and v["verdict"] == "INCONCLUSIVE"]
+    musts = [v for v in unsure if v["level"] == "MUST"]
+    assert all(_disturbed(v) for v in unsure), unsure
+    fails = any(v["verdict"] == "FAIL" for k, v in c.items() if k != "_summary")
+    assert code == (judged if fails or not musts else 1), (code, c["_summary"]["verdict"])
+
+
 def test_known_behaviours_get_the_expected_verdicts(tmp_path: Path) -> None:
-    """Issue 16's Done-means, as root through the emulator (about 2 minutes)."""
+    """Issue 16's Done-means, as root through the emulator (about 2 minutes).
+
+    On a busy machine a phase may be disturbed: its checks are then
+    INCONCLUSIVE (accepted), but a sender judged the wrong way still fails.
+    """
     _root_or_skip()
     before = _namespaces()
     l4slab = shlex.join([sys.executable, "-m", "l4slab"])
@@ -370,44 +401,81 @@ def test_known_behaviours_get_the_expected_verdicts(tmp_path: Path) -> None:
         plan = emu_plan.TcpSend(addr=f"{addr}:5001", cc="cubic", seconds=4.0)
         return shlex.join(emu.command_line(plan))
 
-    # l4slab's own Prague endpoint passes every phase (WARN is allowed: SHOULDs).
-    code, c = _check(tmp_path / "prague", send, serve)
-    assert code == 0, c["_summary"]["verdict"]
-    assert c["ect1"]["verdict"] == "PASS"
-    assert c["scalable"]["verdict"] == "PASS", c["scalable"]["evidence"]
-    assert c["scalable"]["numbers"]["slope"] <= J.SLOPE_THRESHOLD
-    for cid in ("prompt", "validation-bleach", "validation-remark", "loss"):
-        assert c[cid]["verdict"] == "PASS", (cid, c[cid]["evidence"])
-    assert (tmp_path / "prague/report.html").exists()
-    assert (tmp_path / "prague/figures/mark-6%.png").stat().st_size > 1000
+    try:
+        # l4slab's own Prague endpoint passes every phase (WARN is allowed: SHOULDs).
+        code, c = _check(tmp_path / "prague", send, serve)
+        _code(code, c, 0)
+        _expect(c["ect1"], "PASS")
+        if _expect(c["scalable"], "PASS"):
+            assert c["scalable"]["numbers"]["slope"] <= J.SLOPE_THRESHOLD
+        for cid in ("prompt", "validation-bleach", "validation-remark", "loss"):
+            _expect(c[cid], "PASS")
+        assert (tmp_path / "prague/report.html").exists()
+        assert (tmp_path / "prague/figures/mark-6%.png").stat().st_size > 1000
 
-    # Kernel Cubic without ECN: "not L4S" (no ECT(1)), exit code 3.
-    code, c = _check(tmp_path / "cubic", cubic(emu_plan.SERVER_ADDR), sink)
-    assert code == 3
-    assert c["ect1"]["verdict"] == "FAIL" and "no ECN" in c["ect1"]["evidence"]
-    assert c["_summary"]["verdict"].startswith("not L4S")
+        # Kernel Cubic without ECN: "not L4S" (no ECT(1)), exit code 3.
+        code, c = _check(tmp_path / "cubic", cubic(emu_plan.SERVER_ADDR), sink)
+        _code(code, c, 3)
+        if _expect(c["ect1"], "FAIL"):
+            assert "no ECN" in c["ect1"]["evidence"]
+            assert c["_summary"]["verdict"].startswith("not L4S")
 
-    # Kernel Cubic with classic ECN: ECT(0), and a classic (square-root) response.
-    code, c = _check(
-        tmp_path / "cubic-ecn",
-        cubic(emu_plan.SERVER_ECN_ADDR),
-        sink,
-        "mark-2%",
-        "mark-6%",
-        "mark-18%",
+        # Kernel Cubic with classic ECN: ECT(0), and a classic (square-root) response.
+        code, c = _check(
+            tmp_path / "cubic-ecn",
+            cubic(emu_plan.SERVER_ECN_ADDR),
+            sink,
+            "mark-2%",
+            "mark-6%",
+            "mark-18%",
+        )
+        _code(code, c, 3)
+        if _expect(c["ect1"], "FAIL"):
+            assert "classic ECN" in c["ect1"]["evidence"]
+        if _expect(c["scalable"], "FAIL"):
+            assert c["scalable"]["numbers"]["slope"] > J.SLOPE_THRESHOLD
+        _expect(c["feedback"], "FAIL")
+
+        # Prague with ECN validation switched off keeps ECT(1) on a bleached path.
+        code, c = _check(tmp_path / "noval", send + " --no-ecn-validation", serve, "bleach")
+        _code(code, c, 3)
+        _expect(c["validation-bleach"], "FAIL")
+        _expect(c["ect1"], "PASS")
+    finally:
+        assert _namespaces() == before
+
+
+def test_a_client_that_delivers_nothing_gets_no_pass_through_the_emulator(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: ECT(1) datagrams of data size to a port nobody listens on (exit
+    0), and a client that fails at once: no check PASSes, the exit code is not 0."""
+    _root_or_skip()
+    before = _namespaces()
+    dead_port = (
+        "import os, socket, time\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 1)\n"
+        "end = time.monotonic() + float(os.environ['L4SLAB_CHECK_SECONDS'])\n"
+        "while time.monotonic() < end:\n"
+        "    s.sendto(bytes(1200), (os.environ['L4SLAB_SERVER'], 9))\n"
+        "    time.sleep(0.01)\n"
     )
-    assert code == 3
-    assert "classic ECN" in c["ect1"]["evidence"]
-    assert c["scalable"]["verdict"] == "FAIL", c["scalable"]["evidence"]
-    assert c["scalable"]["numbers"]["slope"] > J.SLOPE_THRESHOLD
-    assert c["feedback"]["verdict"] == "FAIL"
-
-    # Prague with ECN validation switched off keeps ECT(1) on a bleached path.
-    code, c = _check(tmp_path / "noval", send + " --no-ecn-validation", serve, "bleach")
-    assert code == 3
-    assert c["validation-bleach"]["verdict"] == "FAIL", c["validation-bleach"]["evidence"]
-    assert c["ect1"]["verdict"] == "PASS"
-    assert _namespaces() == before
+    client = shlex.join([sys.executable, "-c", dead_port])
+    try:
+        code, c = _check(tmp_path / "dead", client, None, seconds=2)
+        checks = {k: v for k, v in c.items() if k != "_summary"}
+        assert [k for k, v in checks.items() if v["verdict"] == "PASS"] == []
+        assert code == 1, c["_summary"]["verdict"]
+        assert checks["ect1"]["verdict"] == "INCONCLUSIVE"
+        assert _disturbed(checks["ect1"]) or "never answered" in checks["ect1"]["evidence"]
+        assert checks["scalable"]["verdict"] == "INCONCLUSIVE"
+        # Sent nothing at all: the check says so and writes no verdicts.
+        assert main(["check-l4s", "-o", str(tmp_path / "fail"), "--seconds", "2",
+                     "--no-server", "--", "sh", "-c", "'exit 1'"]) == 1  # fmt: skip
+        assert not (tmp_path / "fail" / "summary.json").exists()
+    finally:
+        assert _namespaces() == before
 
 
 def test_send_refuses_no_ecn_validation_without_ecn(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,7 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from l4slab.check.judge import FAIL, Check, inconclusive_musts, overall, phase_problems
+from l4slab.check.judge import (
+    FAIL,
+    Check,
+    disturbances,
+    inconclusive_musts,
+    overall,
+    phase_problems,
+)
 from l4slab.check.judge import judge as _judge
 from l4slab.check.measure import PhaseMetrics, data_direction, measure
 from l4slab.check.phases import Phase, phases
@@ -29,6 +36,7 @@ from l4slab.output import check_output_dir, output_path, staging_dir, write_mani
 
 __all__ = [
     "PHASE_NAMES",
+    "CheckDisturbedError",
     "CheckError",
     "CheckInputError",
     "CheckResult",
@@ -47,6 +55,10 @@ class CheckError(Exception):
 
 class CheckInputError(CheckError):
     """A bad option; the message names it and shows a valid value."""
+
+
+class CheckDisturbedError(CheckError):
+    """Nothing could be judged: the first phase had no data and was disturbed."""
 
 
 @dataclass
@@ -138,6 +150,13 @@ def _check(
         on_phase(first, metrics[first.name], time.monotonic() - t)
     if metrics[first.name].data_packets == 0:
         log = (run.dir / "client.log").read_text(errors="replace")[-2000:]
+        why = disturbances(metrics[first.name])
+        if why:
+            raise CheckDisturbedError(
+                f"the application sent no data in the first phase (client exit code "
+                f"{run.exit_code}), and the phase was disturbed: {'; '.join(why)}; nothing "
+                "can be judged: run the check on a quieter machine; its output:\n" + log
+            )
         raise CheckError(
             f"the application sent no data in the first phase (client exit code "
             f"{run.exit_code}); its output:\n{log}"
