@@ -155,6 +155,9 @@ def test_validation_fails_when_ect1_continues_after_bleaching() -> None:
     ok = J.check_validation(_metrics("bleach", codepoints_late=fell_back), "bleach", True)
     assert ok.verdict == "PASS"
     assert J.check_validation(_metrics("bleach"), "bleach", False).verdict == "NOT APPLICABLE"
+    # No data at all on the bleached path: nothing to judge, not a FAIL nor a PASS.
+    none = J.check_validation(_metrics("bleach", data_packets=0), "bleach", True)
+    assert none.verdict == "INCONCLUSIVE"
 
 
 def test_classic_tcp_ecn_feedback_is_not_accurate_and_quic_feedback_is_not_observable() -> None:
@@ -273,7 +276,8 @@ def test_a_disturbed_phase_makes_its_checks_inconclusive_never_pass_or_fail(
 
 
 def test_summary_json_has_no_infinity_or_nan_only_nulls_with_a_reason(tmp_path: Path) -> None:
-    metrics = _all_phases()
+    # Two phases (a figure each: keep it fast).
+    metrics = {k: v for k, v in _all_phases().items() if k in ("l4s", "classic-ecn")}
     # A division by a zero duration under load, a competitor that got nothing.
     metrics["l4s"] = dataclasses.replace(
         metrics["l4s"], goodput_mbit=math.inf, window_packets=math.nan

@@ -299,7 +299,8 @@ def check_validation(m: PhaseMetrics | None, what: str, l4s: bool) -> Check:
     if not l4s:
         verdict, ev = NOT_APPLICABLE, "the sender does not send ECT(1)"
     elif m.data_packets == 0:
-        verdict, ev = FAIL, "no data got through"
+        # Nothing to see the codepoints of: unknown, not a failure of this MUST.
+        verdict, ev = INCONCLUSIVE, "no data packets reached the bottleneck: nothing to judge"
     else:
         # §13.4.2: after validation fails, no ECT at all.
         verdict = PASS if late <= ECT1_AFTER_FAIL else FAIL
@@ -498,7 +499,7 @@ def phase_problems(m: PhaseMetrics) -> tuple[str, list[str]] | None:
         )
         why.append(
             f"nothing was delivered ({what}; fewer than {MIN_DELIVERED_PACKETS} or no answer is "
-            f"a {_handshake(m)} and its retransmissions, not data)"
+            f"at most a handshake ({_handshake(m)}) and its retransmissions, not data)"
         )
     return ("failed", why) if why else None
 
