@@ -23,10 +23,11 @@ import pytest
 
 from l4slab import emu, emu_plan
 from l4slab.check import judge as J
-from l4slab.check.measure import PhaseMetrics
+from l4slab.check.measure import PhaseMetrics, measure
 from l4slab.check.pcap import CE, ECT1, NOT_ECT, read_direction
+from l4slab.check.phases import phases
 from l4slab.check.report import write_report
-from l4slab.check.runner import stopped_by_the_check
+from l4slab.check.runner import PhaseRun, stopped_by_the_check
 from l4slab.check.schedstat import ROLE_VAR, Sampler
 from l4slab.cli import main
 
@@ -66,6 +67,28 @@ def test_the_capture_reader_pairs_each_packet_with_its_departure_and_finds_drops
     assert p.t_out[2] != p.t_out[2], "dropped: NaN"
     assert list(p.payload) == [1200, 1200, 1200] and list(p.ip_len) == [1228] * 3
     assert list(p.proto) == [17] * 3 and list(p.dport) == [4433] * 3
+
+
+def test_the_window_opens_at_the_client_s_first_packet_of_its_flows(tmp_path: Path) -> None:
+    """A slow start-up costs no measurement, and the kernel's own packets at the
+    namespace's start (here an ICMP record) do not open the window."""
+    pcap = tmp_path / "pcap"
+    pcap.mkdir()
+    icmp = bytes([0x45, 0, 0, 28]) + bytes(5) + bytes([1]) + bytes(18)
+    data = [(5.0 + i * 0.01, _udp4(ECT1, i)) for i in range(30)]
+    _pcap(pcap / "bottleneck.up.in.pcap", [(0.05, icmp, 28)] + [(t, r, 1228) for t, r in data])
+    _pcap(pcap / "bottleneck.up.out.pcap", [(0.06, icmp, 28)] + [(t + 0.011, r, 1228)
+                                                                 for t, r in data])  # fmt: skip
+    acks = [(t + 0.02, _udp4(NOT_ECT, 1000 + i, payload=40)) for i, (t, _) in enumerate(data)]
+    acks = [(t, r[:20] + struct.pack(">HH", 4433, 4000) + r[24:]) for t, r in acks]
+    _pcap(pcap / "bottleneck.down.in.pcap", [(t, r, 68) for t, r in acks])
+    _pcap(pcap / "bottleneck.down.out.pcap", [(t + 0.011, r, 68) for t, r in acks])
+    run = PhaseRun(phase=phases("up")[0], dir=tmp_path, seconds=2.0, exit_code=0, report={})
+    m = measure(run, "up")
+    assert (m.data_packets, m.delivered_packets, m.answers) == (30, 30, 30)
+    assert m.transport == "udp" and m.codepoints["ect1"] == 1.0
+    assert m.disturbance["client_wait_per_wakeup_ms"] is None
+    assert J.phase_problems(m) is None
 
 
 # --------------------------------------------------------------------------- verdicts

@@ -153,9 +153,7 @@ def measure(run: PhaseRun, data_dir: str) -> PhaseMetrics:
     fwd_all, rev_all = read_direction(run.pcap_dir, data_dir), read_direction(run.pcap_dir, rev)
     fwd, back = fwd_all.select(_app(fwd_all)), rev_all.select(_app(rev_all))
     up, down = (fwd, back) if data_dir == "up" else (back, fwd)
-    # The window opens at the client's first packet (it sends up): its start-up
-    # is its own business, and nothing is expected before it asks.
-    t0 = float(up.t_in.min()) if len(up) else 0.0
+    t0 = _client_start(up, fwd.select(fwd.payload > DATA_PAYLOAD))
     data = fwd.select((fwd.payload > DATA_PAYLOAD) & (fwd.t_in >= t0))
     comp = fwd_all.select(~_app(fwd_all) & (fwd_all.payload > DATA_PAYLOAD))
     end = t0 + run.seconds
@@ -226,6 +224,25 @@ def measure(run: PhaseRun, data_dir: str) -> PhaseMetrics:
         disturbance=_disturbance(run, t0 + SETTLE_S, end, burst),
         series=_series(data, comp, t0, run.seconds, qd, newly_ce),
     )
+
+
+def _client_start(up: Packets, data: Packets) -> float:
+    """When the client sent its first packet of the application's flows: the
+    window opens there (its start-up is its own business, and nothing is
+    expected before it asks). A flow is a pair of ports that carried data; the
+    kernel's own packets (IPv6 neighbour discovery, MLD) at the namespace's
+    start belong to none. Without data: the client's first TCP or UDP packet."""
+    mine = np.isin(_flow_key(up), _flow_key(data))
+    if not mine.any():
+        mine = (up.proto == 6) | (up.proto == 17)
+    return float(up.t_in[mine].min()) if mine.any() else 0.0
+
+
+def _flow_key(p: Packets) -> npt.NDArray[np.int64]:
+    """One number per packet for its pair of ports, whichever way it goes."""
+    a, b = p.sport.astype(np.int64), p.dport.astype(np.int64)
+    key: npt.NDArray[np.int64] = np.minimum(a, b) * 65536 + np.maximum(a, b)
+    return key
 
 
 def _disturbance(run: PhaseRun, start: float, end: float, burst: float) -> dict[str, float | None]:
