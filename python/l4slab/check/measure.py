@@ -9,8 +9,9 @@ with more payload bytes in the first phase. Packets of the ``classic-ecn``
 phase's competitor (its port, :data:`~l4slab.check.phases.COMPETITOR_PORT`)
 are kept apart.
 
-A phase's window opens at the client's first packet (whatever its start-up
-took) and lasts the phase's seconds; nothing before that packet counts. Beside
+A phase's window opens at the client's first packet of the application's
+flows (whatever its start-up took; :func:`_client_start`) and lasts the
+phase's seconds; nothing before that packet counts. Beside
 what the packets show, each phase records how disturbed it was
 (:attr:`PhaseMetrics.disturbance`): the emulator's own timing error (from its
 report), the mean burst at the queue, and how long the client, the server and
