@@ -287,6 +287,13 @@ def test_a_disturbed_phase_makes_its_checks_inconclusive_never_pass_or_fail(
             assert c.verdict == "PASS", (c.id, c.evidence)
     assert J.phase_problems(metrics[where]) is not None
     assert J.overall(checks, metrics).startswith("not judged")
+    if where == "l4s":
+        # The later phases are not run after a disturbed first one: their checks
+        # say so, with the same advice.
+        only_first = {c.id: c for c in J.judge({"l4s": metrics["l4s"]})}
+        assert only_first["scalable"].verdict == "INCONCLUSIVE"
+        assert "was disturbed" in only_first["scalable"].evidence
+        assert "quieter machine" in only_first["scalable"].evidence
     # Just under every limit: judged as before.
     calm = _all_phases(
         disturbance={

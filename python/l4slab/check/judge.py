@@ -540,7 +540,11 @@ def judge(metrics: dict[str, PhaseMetrics]) -> list[Check]:
     if first is not None:
         # The other phases are not run when the first cannot be judged: what
         # needs them is not "not applicable", it is unknown.
-        reason = f"not run: phase l4s could not be judged ({'; '.join(first[1])})"
+        why = "; ".join(first[1])
+        if first[0] == "disturbed":
+            reason = f"not run: phase l4s was disturbed ({why}); {_ADVICE_DISTURBED}"
+        else:
+            reason = f"not run: phase l4s could not be judged ({why})"
         checks = [
             replace(c, verdict=INCONCLUSIVE, evidence=reason) if c.evidence == _NOT_RUN else c
             for c in checks
