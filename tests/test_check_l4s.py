@@ -1,8 +1,11 @@
 """``l4slab check-l4s``: the capture reader, the verdicts on known numbers, the
-command line, and (as root) the known behaviours of issue 16 through the
+rules of issue 25 (a client that failed or delivered nothing gets no PASS; a
+disturbed phase is INCONCLUSIVE; JSON has no infinity), the CPU-wait sampler,
+the command line, and (as root) the known behaviours of issue 16 through the
 emulator: l4slab's Prague passes; kernel Cubic without ECN is "not L4S";
 kernel Cubic with classic ECN fails the scalable-response check; Prague with
-ECN validation off fails the bleaching phase."""
+ECN validation off fails the bleaching phase; and a client that delivers
+nothing gets no PASS."""
 
 from __future__ import annotations
 
