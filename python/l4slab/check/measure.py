@@ -120,7 +120,9 @@ class PhaseMetrics:
     #: error ``timing_error_p99_us`` / ``_max_us`` (actual - intended release),
     #: ``burst_mean``, and per role (``client``, ``server``, ``emulator``) the
     #: mean wait for a CPU per time on one ``<role>_wait_per_wakeup_ms`` and
-    #: the share of its runnable time it waited ``<role>_wait_share``.
+    #: the share of its runnable time it waited ``<role>_wait_share``, and the
+    #: largest share of the window one of its threads was runnable
+    #: ``<role>_busiest_thread_share``.
     disturbance: dict[str, float | None]
     #: Per BIN_S bin (None: no packet in the bin).
     series: dict[str, list[float | None]] = field(default_factory=dict)
@@ -259,6 +261,7 @@ def _disturbance(run: PhaseRun, start: float, end: float, burst: float) -> dict[
         runnable = (w.run_ms + w.wait_ms) if w else 0.0
         out[f"{role}_wait_per_wakeup_ms"] = w.wait_per_slice_ms if w else None
         out[f"{role}_wait_share"] = w.wait_ms / runnable if w and runnable > 0 else None
+        out[f"{role}_busiest_thread_share"] = w.busiest_share if w else None
     return out
 
 

@@ -51,6 +51,10 @@ class CpuWait:
     wait_ms: float
     #: Times a thread was put on a CPU (each wake-up or preemption return).
     slices: int
+    #: The largest share of the window one thread was runnable (running or
+    #: waiting): near 1, it never slept, so the CPU, not its own timers or
+    #: acknowledgements, set its pace.
+    busiest_share: float
 
     @property
     def wait_per_slice_ms(self) -> float | None:
@@ -173,8 +177,15 @@ class Sampler:
                 last[tid] = c
         if not last:
             return None
-        run = wait = slices = 0
+        run = wait = slices = busiest = 0
         for tid, (r1, w1, s1) in last.items():
             r0, w0, s0 = before.get(tid, (0, 0, 0))
             run, wait, slices = run + r1 - r0, wait + w1 - w0, slices + s1 - s0
-        return CpuWait(run_ms=run / 1e6, wait_ms=wait / 1e6, slices=slices)
+            busiest = max(busiest, r1 - r0 + w1 - w0)
+        span_ns = max(1e-9, end_s - max(start_s, 0.0)) * 1e9
+        return CpuWait(
+            run_ms=run / 1e6,
+            wait_ms=wait / 1e6,
+            slices=slices,
+            busiest_share=min(1.0, busiest / span_ns),
+        )
