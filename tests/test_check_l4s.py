@@ -343,6 +343,7 @@ def test_the_cpu_sampler_sees_a_busy_descendant_by_its_role() -> None:
         subprocess.run(["sh", "-c", script], check=True)
     w = cpu.wait("client", -1.0, 1e9)
     assert w is not None and w.run_ms > 50 and w.slices > 0, w
+    assert 0 < w.busiest_share <= 1
     assert w.wait_per_slice_ms is not None and w.wait_per_slice_ms >= 0
     assert cpu.wait("server", -1.0, 1e9) is None
     assert stopped_by_the_check(124) and stopped_by_the_check(137)
