@@ -384,8 +384,11 @@ def _root_or_skip() -> list[str]:
 
 
 def _namespaces() -> list[str]:
+    """The emulator's namespaces left behind: ``l4slab-<pid>-...`` whose emulator
+    is gone (a running one may be another test's on a shared machine)."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    return [line.split()[0] for line in out.stdout.splitlines() if line.startswith("l4slab-")]
+    names = [line.split()[0] for line in out.stdout.splitlines() if line.startswith("l4slab-")]
+    return [n for n in names if not Path(f"/proc/{n.split('-')[1]}").exists()]
 
 
 def _check(out: Path, client: str, server: str | None, *only: str, seconds: float = 4.0) -> Any:
