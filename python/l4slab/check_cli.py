@@ -42,7 +42,9 @@ CHECK_HELP = "\n\n".join(
         "CLIENT CMD is run by sh -c, its words joined with spaces (as ssh does), with "
         "$L4SLAB_SERVER, $L4SLAB_SERVER_ECN (kernel TCP negotiates classic ECN to it), "
         "$L4SLAB_CHECK_SECONDS (how long to send) and the other variables of l4slab emu; "
-        "quote the variables from your own shell. It is stopped 2 s after its phase ends.",
+        "quote the variables from your own shell. Each phase is measured from its first "
+        "packet (it may take up to 3 s to start); it is stopped 3 + 2 s after its phase "
+        "ends.",
         "Example: [bold]sudo l4slab check-l4s -- l4slab send '$L4SLAB_SERVER' --cc prague -t "
         "'$L4SLAB_CHECK_SECONDS'[/bold] (the default server is l4slab serve).",
         "Writes OUT (default results/check-l4s/): summary.json, report.html (a figure "
