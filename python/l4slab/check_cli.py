@@ -15,12 +15,14 @@ from l4slab import emu
 from l4slab._cli_base import (
     DEFAULT_RESULTS_ROOT,
     EXIT_BAD_INPUT,
+    EXIT_FAILED,
     EXIT_OK,
     EXIT_VERDICT_FAILED,
     _fail,
     errors,
 )
 from l4slab.check import PHASE_NAMES, check_l4s, default_server, validate_options
+from l4slab.check.judge import phase_problems
 from l4slab.check.measure import PhaseMetrics
 from l4slab.check.phases import Phase
 from l4slab.output import check_output_dir
@@ -40,13 +42,18 @@ CHECK_HELP = "\n\n".join(
         "CLIENT CMD is run by sh -c, its words joined with spaces (as ssh does), with "
         "$L4SLAB_SERVER, $L4SLAB_SERVER_ECN (kernel TCP negotiates classic ECN to it), "
         "$L4SLAB_CHECK_SECONDS (how long to send) and the other variables of l4slab emu; "
-        "quote the variables from your own shell. It is stopped 2 s after its phase ends.",
+        "quote the variables from your own shell. Each phase is measured from its first "
+        "packet (it may take up to 3 s to start); it is stopped 3 + 2 s after its phase "
+        "ends.",
         "Example: [bold]sudo l4slab check-l4s -- l4slab send '$L4SLAB_SERVER' --cc prague -t "
         "'$L4SLAB_CHECK_SECONDS'[/bold] (the default server is l4slab serve).",
         "Writes OUT (default results/check-l4s/): summary.json, report.html (a figure "
         "per phase) and each phase's capture in phases/PHASE/pcap/, all at once when the "
-        "check ends (an OUT that l4slab wrote before is replaced). Exit code 0 when no "
-        "requirement FAILs, 3 when one does, 2 for bad input, 1 when the check could not run.",
+        "check ends (an OUT that l4slab wrote before is replaced). A check that reads a "
+        "phase that was disturbed (the emulator late, the endpoints waiting for a CPU) or "
+        "where the client failed or delivered nothing is INCONCLUSIVE (never PASS). Exit code "
+        "0 when no requirement FAILs and every MUST was judged, 3 when one FAILs, 1 when a "
+        "MUST is INCONCLUSIVE (or the check could not run), 2 for bad input.",
     ]
 )
 
@@ -59,6 +66,9 @@ def _progress(phase: Phase, m: PhaseMetrics, wall: float) -> None:
         f"CE {m.ce_fraction:.1%}  {phase.title}",
         flush=True,
     )
+    problems = phase_problems(m)
+    if problems is not None:
+        print(f"{'':<14}{problems[0]}: {'; '.join(problems[1])}", flush=True)
 
 
 def check(
@@ -130,7 +140,9 @@ def check(
         )
     print(result.text())
     print(f"report: {result.out / 'report.html'}")
-    raise typer.Exit(EXIT_VERDICT_FAILED if result.failed else EXIT_OK)
+    if result.failed:
+        raise typer.Exit(EXIT_VERDICT_FAILED)
+    raise typer.Exit(EXIT_FAILED if result.inconclusive else EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,10 @@ Runs a client command (and a server command) through a series of emulated
 paths (:mod:`l4slab.check.phases`), reads the application's own packets from
 the bottleneck's capture, both directions (:mod:`l4slab.check.measure`), and
 judges each requirement of RFC 9331 §4 and RFC 9000 §13.4.2 it can see
-(:mod:`l4slab.check.judge`). Needs root (the emulator). docs/check-l4s.md.
+(:mod:`l4slab.check.judge`). A check that reads a phase that was disturbed
+(the emulator late, the endpoints starved of CPU) or where the client failed
+is INCONCLUSIVE or not PASS (:func:`l4slab.check.judge.phase_problems`).
+Needs root (the emulator). docs/check-l4s.md.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from l4slab.check.judge import FAIL, Check, overall
+from l4slab.check.judge import (
+    FAIL,
+    Check,
+    disturbances,
+    inconclusive_musts,
+    overall,
+    phase_problems,
+)
 from l4slab.check.judge import judge as _judge
 from l4slab.check.measure import PhaseMetrics, data_direction, measure
 from l4slab.check.phases import Phase, phases
@@ -26,6 +36,7 @@ from l4slab.output import check_output_dir, output_path, staging_dir, write_mani
 
 __all__ = [
     "PHASE_NAMES",
+    "CheckDisturbedError",
     "CheckError",
     "CheckInputError",
     "CheckResult",
@@ -46,6 +57,10 @@ class CheckInputError(CheckError):
     """A bad option; the message names it and shows a valid value."""
 
 
+class CheckDisturbedError(CheckError):
+    """Nothing could be judged: the first phase had no data and was disturbed."""
+
+
 @dataclass
 class CheckResult:
     checks: list[Check]
@@ -56,6 +71,11 @@ class CheckResult:
     @property
     def failed(self) -> bool:
         return any(c.verdict == FAIL for c in self.checks)
+
+    @property
+    def inconclusive(self) -> bool:
+        """A MUST could not be judged (and none FAILed): the exit code is not 0."""
+        return not self.failed and bool(inconclusive_musts(self.checks))
 
     def text(self) -> str:
         return format_text(self.checks, self.verdict)
@@ -130,16 +150,26 @@ def _check(
         on_phase(first, metrics[first.name], time.monotonic() - t)
     if metrics[first.name].data_packets == 0:
         log = (run.dir / "client.log").read_text(errors="replace")[-2000:]
+        why = disturbances(metrics[first.name])
+        if why:
+            raise CheckDisturbedError(
+                f"the application sent no data in the first phase (client exit code "
+                f"{run.exit_code}), and the phase was disturbed: {'; '.join(why)}; nothing "
+                "can be judged: run the check on a quieter machine; its output:\n" + log
+            )
         raise CheckError(
             f"the application sent no data in the first phase (client exit code "
             f"{run.exit_code}); its output:\n{log}"
         )
     uses_ecn = metrics[first.name].codepoints["not_ect"] < 0.5
+    # A first phase that cannot be judged (disturbed, the client failed or
+    # delivered nothing) says nothing the others could build on.
+    usable = phase_problems(metrics[first.name]) is None
     all_phases = phases(data_dir)
     for phase in all_phases[1:]:
         if only and phase.name not in only:
             continue
-        if not uses_ecn:
+        if not uses_ecn or not usable:
             continue
         t = time.monotonic()
         run = run_phase(phase, client=client, server=server, seconds=seconds,
@@ -163,7 +193,7 @@ def _check(
             p.name: list(p.sets) + ([f"ecn_path={p.ecn_path}"] if p.ecn_path else [])
             for p in all_phases
         },
-        "skipped": [] if uses_ecn else [p.name for p in all_phases[1:]],
+        "skipped": [] if uses_ecn and usable else [p.name for p in all_phases[1:]],
     }
     write_report(out, checks=checks, metrics=metrics, verdict=verdict, meta=meta)
     return CheckResult(checks=checks, metrics=metrics, verdict=verdict, out=out)

@@ -5,30 +5,46 @@ bottleneck can show, judged from :class:`~l4slab.check.measure.PhaseMetrics`.
 Verdicts: ``PASS``; ``FAIL`` (a MUST not met: exit code non-zero); ``WARN`` (a
 SHOULD, or advice, not met); ``NOT OBSERVABLE`` (the packets cannot show it,
 said why); ``NOT APPLICABLE`` (e.g. validation of ECT(1) for a sender that
-never sends ECT(1)). Every threshold is set from the requirement's own terms,
-stated beside it and in docs/check-l4s.md; none was fitted to a run.
+never sends ECT(1)); ``INCONCLUSIVE`` (a phase it reads cannot be judged: it
+was disturbed, or the client failed or delivered nothing; said why and what to
+do). Every threshold is set from the requirement's own terms, stated beside it
+and in docs/check-l4s.md; none was fitted to a run.
+
+Each check is first judged from the numbers alone, then :func:`_usable`
+applies the rules every check shares (:func:`phase_problems`): a check that
+reads a disturbed phase is INCONCLUSIVE whatever the numbers said; one that
+reads a phase where the client failed or delivered nothing is never PASS.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from l4slab.check.measure import PhaseMetrics
 from l4slab.check.phases import BASE_RTT_MS, LONG_RTT_MS, MARK_LEVELS, STEP_THRESH_MS
+from l4slab.check.runner import stopped_by_the_check
 
 __all__ = [
     "CLASSIC_SLOPE",
+    "CPU_WAIT_LIMIT_MS",
+    "INCONCLUSIVE",
+    "MIN_DELIVERED_PACKETS",
     "SCALABLE_SLOPE",
     "SLOPE_THRESHOLD",
+    "TIMING_ERROR_LIMIT_US",
     "Check",
     "Verdict",
+    "client_failed",
+    "disturbances",
+    "inconclusive_musts",
     "judge",
     "overall",
+    "phase_problems",
 ]
 
-PASS, FAIL, WARN = "PASS", "FAIL", "WARN"
+PASS, FAIL, WARN, INCONCLUSIVE = "PASS", "FAIL", "WARN", "INCONCLUSIVE"
 _NOT_RUN = "phase not run (the sender sent no ECN-capable data, or --only left it out)"
 NOT_OBSERVABLE, NOT_APPLICABLE = "NOT OBSERVABLE", "NOT APPLICABLE"
 Verdict = str
@@ -52,6 +68,28 @@ LOSS_LIMIT = 0.05
 #: Coexistence at a classic-ECN AQM: within a factor 2 of the Reno-friendly
 #: flow (the tolerance of RTT and start-up differences in short phases).
 SHARE_FACTOR = 2.0
+
+# What makes a phase unusable (phase_problems). The principle: a verdict must
+# be about the application, so every part of the measurement chain must keep
+# the finest time any check judges at, DualPI2's 1 ms L-queue step (the L4S
+# AQM's signal, to which the prompt and pacing checks hold the sender).
+#: The emulator's release of packets: p99 of actual - intended time (us). Later
+#: than the step, the emulated path is not the path the phase describes.
+TIMING_ERROR_LIMIT_US = STEP_THRESH_MS * 1e3
+#: An endpoint's (client, server) mean wait for a CPU each time it became
+#: runnable (ms). Longer than the step, its pacing and its response to a mark
+#: show the machine's scheduler, not its algorithm.
+CPU_WAIT_LIMIT_MS = STEP_THRESH_MS
+#: Data got through when more than an initial window of it (10 packets, RFC
+#: 6928 / RFC 9002 §7.2) left the bottleneck and the receiver answered: a
+#: handshake with its retransmissions is fewer packets (QUIC Initials are
+#: padded to 1200 bytes, RFC 9000 §14.1, so they look like data here).
+MIN_DELIVERED_PACKETS = 10
+#: What to do about a disturbed phase.
+_ADVICE_DISTURBED = (
+    "run the check on a quieter machine (fewer busy processes), or with a longer "
+    "--seconds so the disturbance weighs less"
+)
 
 
 @dataclass
@@ -261,7 +299,8 @@ def check_validation(m: PhaseMetrics | None, what: str, l4s: bool) -> Check:
     if not l4s:
         verdict, ev = NOT_APPLICABLE, "the sender does not send ECT(1)"
     elif m.data_packets == 0:
-        verdict, ev = FAIL, "no data got through"
+        # Nothing to see the codepoints of: unknown, not a failure of this MUST.
+        verdict, ev = INCONCLUSIVE, "no data packets reached the bottleneck: nothing to judge"
     else:
         # §13.4.2: after validation fails, no ECT at all.
         verdict = PASS if late <= ECT1_AFTER_FAIL else FAIL
@@ -276,9 +315,19 @@ def check_blackhole(m: PhaseMetrics | None) -> Check:
         "A path that drops ECT packets stalls an application that keeps marking. RFC 9000 "
         '§13.4.2: "If all packets marked with non-zero ECN codepoints are subsequently '
         'lost, it can disable marking" (a permission, so a SHOULD here, not a MUST); the '
-        "data then gets through as Not-ECT. Marking the handshake too (and leaving the "
-        "testing state only after ten marked packets) can make the connection itself fail."
+        "data then gets through as Not-ECT. "
     )
+    if m is not None and m.transport == "tcp":
+        # RFC 3168 §6.1.1: "A host MUST NOT set ECT on SYN or SYN-ACK packets."
+        meaning += (
+            "TCP sends its SYN Not-ECT (RFC 3168 §6.1.1), so the connection opens; the data "
+            "must then stop being sent ECT."
+        )
+    else:
+        meaning += (
+            "Marking the QUIC Initial packets too (and leaving the testing state only after "
+            "ten marked packets) can make the connection itself fail."
+        )
     if m is None:
         return Check("blackhole", title, "RFC 9000 §13.4.2", "SHOULD", NOT_APPLICABLE,
                      _NOT_RUN, meaning, (), {})  # fmt: skip
@@ -287,15 +336,14 @@ def check_blackhole(m: PhaseMetrics | None) -> Check:
     if m.data_packets and m.codepoints["not_ect"] >= 1.0:
         verdict, ev = NOT_APPLICABLE, "the sender sends no ECT"
     else:
-        # Fallen back: Not-ECT data (ECT1_AFTER_FAIL tolerance) and data delivered.
+        # Fallen back: Not-ECT data (ECT1_AFTER_FAIL tolerance) and data delivered
+        # (the shared rules, _usable, turn a PASS without delivery into WARN).
         ok = ect <= ECT1_AFTER_FAIL and m.goodput_late_mbit > 0
         verdict = PASS if ok else WARN
         ev = (
             f"second half: {ect:.1%} of the packets the sender sent still ECT (dropped by "
             f"the path), {m.goodput_late_mbit:.2f} Mbit/s delivered"
         )
-        if m.goodput_mbit == 0:
-            ev += f"; nothing got through (client exit code {m.exit_code})"
     return Check("blackhole", title, "RFC 9000 §13.4.2", "SHOULD", verdict, ev, meaning,
                  (m.name,), nums)  # fmt: skip
 
@@ -334,11 +382,20 @@ def check_classic_ecn(m: PhaseMetrics | None, l4s: bool) -> Check:
         return Check("classic-ecn", title, "RFC 9331 §4.3", "SHOULD", NOT_APPLICABLE,
                      _NOT_RUN, meaning, (), {})  # fmt: skip
     app, comp = m.goodput_mbit, m.competitor_mbit
-    nums = {"app_mbit": app, "competitor_mbit": comp}
+    nums: dict[str, Any] = {"app_mbit": app, "competitor_mbit": comp}
     if comp <= 0 and app <= 0:
         verdict, ev = NOT_OBSERVABLE, "neither flow delivered data"
+    elif comp <= 0:
+        # No ratio (JSON has no infinity): the competitor got nothing at all.
+        nums["ratio"] = None
+        nums["ratio_null_reason"] = "the kernel Cubic flow delivered nothing"
+        verdict = WARN
+        ev = (
+            f"application {app:.2f} Mbit/s beside kernel Cubic with classic ECN, which "
+            f"delivered nothing: the application took the whole queue"
+        )
     else:
-        ratio = app / comp if comp > 0 else math.inf
+        ratio = app / comp
         nums["ratio"] = ratio
         verdict = PASS if ratio <= SHARE_FACTOR else WARN
         ev = (
@@ -390,8 +447,112 @@ def check_rtt_independence() -> Check:
     )
 
 
+def client_failed(m: PhaseMetrics) -> bool:
+    """The client exited non-zero on its own (not stopped at the phase's limit)."""
+    return m.exit_code != 0 and not stopped_by_the_check(m.exit_code)
+
+
+def _handshake(m: PhaseMetrics) -> str:
+    """The handshake packet in the words of the protocol seen."""
+    return "SYN" if m.transport == "tcp" else "Initial"
+
+
+def _pct(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:.0%}"
+
+
+def disturbances(m: PhaseMetrics) -> list[str]:
+    """Why phase ``m`` was too disturbed to judge (empty: it was not)."""
+    d = m.disturbance
+    out = []
+    p99 = d.get("timing_error_p99_us")
+    if p99 is not None and p99 > TIMING_ERROR_LIMIT_US:
+        out.append(
+            f"the emulator released packets late (timing error p99 {p99 / 1e3:.1f} ms, "
+            f"limit {TIMING_ERROR_LIMIT_US / 1e3:g} ms: the path was not the one described)"
+        )
+    for role in ("client", "server"):
+        wait = d.get(f"{role}_wait_per_wakeup_ms")
+        if wait is not None and wait > CPU_WAIT_LIMIT_MS:
+            out.append(
+                f"the {role} waited {wait:.1f} ms for a CPU per wake-up on average (limit "
+                f"{CPU_WAIT_LIMIT_MS:g} ms; {_pct(d.get(f'{role}_wait_share'))} of its "
+                "runnable time): its timing shows the machine, not its algorithm"
+            )
+    return out
+
+
+def phase_problems(m: PhaseMetrics) -> tuple[str, list[str]] | None:
+    """What makes phase ``m`` unusable: ``("disturbed", reasons)``,
+    ``("failed", reasons)`` (the client failed or delivered nothing), or None."""
+    d = disturbances(m)
+    if d:
+        return "disturbed", d
+    why = []
+    if client_failed(m):
+        why.append(f"the client failed (exit code {m.exit_code})")
+    if m.delivered_packets < MIN_DELIVERED_PACKETS or m.answers == 0:
+        what = (
+            f"{m.delivered_packets} data packets got past the bottleneck"
+            if m.answers
+            else "the receiver never answered"
+        )
+        why.append(
+            f"nothing was delivered ({what}; fewer than {MIN_DELIVERED_PACKETS} or no answer is "
+            f"at most a handshake ({_handshake(m)}) and its retransmissions, not data)"
+        )
+    return ("failed", why) if why else None
+
+
+def _usable(check: Check, metrics: dict[str, PhaseMetrics]) -> Check:
+    """The rules every check shares (module docs): INCONCLUSIVE for a disturbed
+    phase; never PASS when the client failed or delivered nothing."""
+    if check.verdict in (NOT_APPLICABLE, NOT_OBSERVABLE, INCONCLUSIVE):
+        return check
+    used = [metrics[p] for p in check.phases if p in metrics]
+    problems = [(m.name, phase_problems(m)) for m in used]
+    disturbed = [(n, p[1]) for n, p in problems if p and p[0] == "disturbed"]
+    if disturbed:
+        why = "; ".join(f"phase {n} was disturbed: {', '.join(r)}" for n, r in disturbed)
+        return replace(
+            check,
+            verdict=INCONCLUSIVE,
+            evidence=f"{why}; {_ADVICE_DISTURBED} (the numbers, not judged: {check.evidence})",
+        )
+    failed = [(n, p[1]) for n, p in problems if p and p[0] == "failed"]
+    if not failed or check.verdict != PASS:
+        return check
+    why = "; ".join(f"phase {n}: {', '.join(r)}" for n, r in failed)
+    if check.id == "blackhole":
+        # The requirement is that the application keeps working: it did not.
+        return replace(check, verdict=WARN, evidence=f"{why}; {check.evidence}")
+    return replace(
+        check,
+        verdict=INCONCLUSIVE,
+        evidence=f"{why}, so there is nothing to judge (the numbers: {check.evidence})",
+    )
+
+
 def judge(metrics: dict[str, PhaseMetrics]) -> list[Check]:
     """Every check from the phases that ran (``metrics`` by phase name)."""
+    checks = _judge_numbers(metrics)
+    first = phase_problems(metrics["l4s"])
+    if first is not None:
+        # The other phases are not run when the first cannot be judged: what
+        # needs them is not "not applicable", it is unknown.
+        why = "; ".join(first[1])
+        if first[0] == "disturbed":
+            reason = f"not run: phase l4s was disturbed ({why}); {_ADVICE_DISTURBED}"
+        else:
+            reason = f"not run: phase l4s could not be judged ({why})"
+        checks = [
+            replace(c, verdict=INCONCLUSIVE, evidence=reason) if c.evidence == _NOT_RUN else c
+            for c in checks
+        ]
+    return [_usable(c, metrics) for c in checks]
+
+
+def _judge_numbers(metrics: dict[str, PhaseMetrics]) -> list[Check]:
     first = metrics["l4s"]
     l4s = _l4s_sender(first)
     marks = [metrics[n] for n in (f"mark-{p * 100:g}%" for p in MARK_LEVELS) if n in metrics]
@@ -411,14 +572,24 @@ def judge(metrics: dict[str, PhaseMetrics]) -> list[Check]:
     ]
 
 
+def inconclusive_musts(checks: list[Check]) -> list[str]:
+    """The MUST checks that could not be judged (they keep the exit code off 0)."""
+    return [c.id for c in checks if c.verdict == INCONCLUSIVE and c.level == "MUST"]
+
+
 def overall(checks: list[Check], metrics: dict[str, PhaseMetrics]) -> str:
     """One line: L4S or not, and whether every MUST that could be seen held."""
     l4s = _l4s_sender(metrics["l4s"])
     fails = [c.id for c in checks if c.verdict == FAIL]
-    if not l4s:
+    unsure = inconclusive_musts(checks)
+    if not l4s and "ect1" in fails:
         return "not L4S: the data does not carry ECT(1)" + (
             f" (also FAIL: {', '.join(f for f in fails if f != 'ect1')})" if len(fails) > 1 else ""
         )
     if fails:
-        return f"L4S sender with failures: {', '.join(fails)}"
+        return f"L4S sender with failures: {', '.join(fails)}" + (
+            f" (INCONCLUSIVE: {', '.join(unsure)})" if unsure else ""
+        )
+    if unsure:
+        return f"not judged: INCONCLUSIVE {', '.join(unsure)} (see each check's evidence)"
     return "L4S: every observable requirement met"

@@ -8,6 +8,15 @@ than :data:`DATA_PAYLOAD` bytes of transport payload in the data direction
 with more payload bytes in the first phase. Packets of the ``classic-ecn``
 phase's competitor (its port, :data:`~l4slab.check.phases.COMPETITOR_PORT`)
 are kept apart.
+
+A phase's window opens at the client's first packet of the application's
+flows (whatever its start-up took; :func:`_client_start`) and lasts the
+phase's seconds; nothing before that packet counts. Beside
+what the packets show, each phase records how disturbed it was
+(:attr:`PhaseMetrics.disturbance`): the emulator's own timing error (from its
+report), the mean burst at the queue, and how long the client, the server and
+the emulator waited for a CPU (:mod:`l4slab.check.schedstat`) over the window
+after :data:`SETTLE_S`. Whether that is too much is the judge's rule.
 """
 
 from __future__ import annotations
@@ -74,8 +83,13 @@ class PhaseMetrics:
     #: The client command's exit code (124: stopped at the end of the phase).
     exit_code: int
     data_dir: str
-    #: Data packets at the queue's ingress.
+    #: Data packets at the queue's ingress, in the window.
     data_packets: int
+    #: Of those, the ones that left the queue (got past the bottleneck).
+    delivered_packets: int
+    #: The receiver's packets of the data's transport protocol (acknowledgements)
+    #: at the queue in the other direction, in the window.
+    answers: int
     #: Share of each codepoint the sender set on data, whole phase and second half.
     codepoints: dict[str, float]
     codepoints_late: dict[str, float]
@@ -102,6 +116,14 @@ class PhaseMetrics:
     #: TCP: share of pure ACKs carrying ECE, and of those after a CE mark.
     tcp_ece_acks: float | None
     transport: str
+    #: How disturbed the phase was (None: not measured): the emulator's timing
+    #: error ``timing_error_p99_us`` / ``_max_us`` (actual - intended release),
+    #: ``burst_mean``, and per role (``client``, ``server``, ``emulator``) the
+    #: mean wait for a CPU per time on one ``<role>_wait_per_wakeup_ms`` and
+    #: the share of its runnable time it waited ``<role>_wait_share``, and the
+    #: largest share of the window one of its threads was runnable
+    #: ``<role>_busiest_thread_share``.
+    disturbance: dict[str, float | None]
     #: Per BIN_S bin (None: no packet in the bin).
     series: dict[str, list[float | None]] = field(default_factory=dict)
 
@@ -133,9 +155,10 @@ def measure(run: PhaseRun, data_dir: str) -> PhaseMetrics:
     rev = "down" if data_dir == "up" else "up"
     fwd_all, rev_all = read_direction(run.pcap_dir, data_dir), read_direction(run.pcap_dir, rev)
     fwd, back = fwd_all.select(_app(fwd_all)), rev_all.select(_app(rev_all))
-    data = fwd.select(fwd.payload > DATA_PAYLOAD)
+    up, down = (fwd, back) if data_dir == "up" else (back, fwd)
+    t0 = _client_start(up, fwd.select(fwd.payload > DATA_PAYLOAD))
+    data = fwd.select((fwd.payload > DATA_PAYLOAD) & (fwd.t_in >= t0))
     comp = fwd_all.select(~_app(fwd_all) & (fwd_all.payload > DATA_PAYLOAD))
-    t0 = float(data.t_in.min()) if len(data) else 0.0
     end = t0 + run.seconds
     steady = (data.t_in >= t0 + SETTLE_S) & (data.t_in < end)
     late = (data.t_in >= t0 + run.seconds / 2) & (data.t_in < end)
@@ -170,19 +193,22 @@ def measure(run: PhaseRun, data_dir: str) -> PhaseMetrics:
     if phase.competitor:
         cs = (comp.t_in >= t0 + SETTLE_S) & (comp.t_in < end) & ~np.isnan(comp.t_out)
         comp_mbit = float(comp.payload[cs].sum()) * 8 / span / 1e6
-    up, down = (fwd, back) if data_dir == "up" else (back, fwd)
     setup = _tcp_setup(up, down)
     ece = None
     if setup is not None:
         pure = back.select((back.proto == 6) & (back.payload == 0) & (back.flags & ACK > 0))
         ece = float(np.mean((pure.flags & ECE) > 0)) if len(pure) else 0.0
-    transport = "tcp" if (data.proto == 6).any() else ("udp" if len(data) else "none")
+    seen = data if len(data) else up
+    proto = 6 if (seen.proto == 6).any() else (17 if (seen.proto == 17).any() else -1)
+    transport = {6: "tcp", 17: "udp"}.get(proto, "none")
     return PhaseMetrics(
         name=phase.name,
         seconds=run.seconds,
         exit_code=run.exit_code,
         data_dir=data_dir,
-        data_packets=len(data),
+        data_packets=int((data.t_in < end).sum()),
+        delivered_packets=int(((data.t_in < end) & delivered).sum()),
+        answers=int(((back.t_in >= t0) & (back.t_in < end) & (back.proto == proto)).sum()),
         codepoints=_shares(data.ecn_in[data.t_in < end]),
         codepoints_late=_shares(data.ecn_in[late]),
         goodput_mbit=good,
@@ -198,8 +224,45 @@ def measure(run: PhaseRun, data_dir: str) -> PhaseMetrics:
         tcp_ecn_setup=setup,
         tcp_ece_acks=ece,
         transport=transport,
+        disturbance=_disturbance(run, t0 + SETTLE_S, end, burst),
         series=_series(data, comp, t0, run.seconds, qd, newly_ce),
     )
+
+
+def _client_start(up: Packets, data: Packets) -> float:
+    """When the client sent its first packet of the application's flows: the
+    window opens there (its start-up is its own business, and nothing is
+    expected before it asks). A flow is a pair of ports that carried data; the
+    kernel's own packets (IPv6 neighbour discovery, MLD) at the namespace's
+    start belong to none. Without data: the client's first TCP or UDP packet."""
+    mine = np.isin(_flow_key(up), _flow_key(data))
+    if not mine.any():
+        mine = (up.proto == 6) | (up.proto == 17)
+    return float(up.t_in[mine].min()) if mine.any() else 0.0
+
+
+def _flow_key(p: Packets) -> npt.NDArray[np.int64]:
+    """One number per packet for its pair of ports, whichever way it goes."""
+    a, b = p.sport.astype(np.int64), p.dport.astype(np.int64)
+    key: npt.NDArray[np.int64] = np.minimum(a, b) * 65536 + np.maximum(a, b)
+    return key
+
+
+def _disturbance(run: PhaseRun, start: float, end: float, burst: float) -> dict[str, float | None]:
+    """How disturbed the phase was between ``start`` and ``end`` (capture times)."""
+    timing = run.report.get("forwarder", {}).get("timing_error_us") or {}
+    out: dict[str, float | None] = {
+        "timing_error_p99_us": timing.get("p99"),
+        "timing_error_max_us": timing.get("max"),
+        "burst_mean": burst,
+    }
+    for role in ("client", "server", "emulator"):
+        w = run.cpu.wait(role, start, end) if run.cpu else None
+        runnable = (w.run_ms + w.wait_ms) if w else 0.0
+        out[f"{role}_wait_per_wakeup_ms"] = w.wait_per_slice_ms if w else None
+        out[f"{role}_wait_share"] = w.wait_ms / runnable if w and runnable > 0 else None
+        out[f"{role}_busiest_thread_share"] = w.busiest_share if w else None
+    return out
 
 
 def _burst_mean(t: npt.NDArray[np.float64], gap_s: float) -> float:
@@ -255,5 +318,5 @@ def _series(
 
 
 def _r(x: float) -> float | None:
-    """Rounded; NaN (an empty bin) is None."""
-    return None if np.isnan(x) else round(float(x), 4)
+    """Rounded; NaN (an empty bin) or infinity is None."""
+    return None if not np.isfinite(x) else round(float(x), 4)

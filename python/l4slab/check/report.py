@@ -1,7 +1,9 @@
 """The ``check-l4s`` report: ``summary.json``, one figure per phase, ``report.html``.
 
 Figures are plain functions taking an ``Axes`` (DESIGN §7); the page is
-self-contained HTML that links the figures next to it.
+self-contained HTML that links the figures next to it. JSON has no NaN or
+infinity: a number that is not finite is written as ``null`` and its path is
+listed in ``summary.json``'s ``null_numbers`` with the reason (:func:`finite`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from l4slab.check.judge import Check
+from l4slab.check.judge import Check, phase_problems
 from l4slab.check.measure import PhaseMetrics
 
-__all__ = ["format_text", "plot_phase", "write_report"]
+__all__ = ["finite", "format_text", "plot_phase", "write_report"]
 
 _COLOURS = {
     "PASS": "#1a7f37",
@@ -23,7 +25,24 @@ _COLOURS = {
     "WARN": "#9a6700",
     "NOT OBSERVABLE": "#57606a",
     "NOT APPLICABLE": "#57606a",
+    "INCONCLUSIVE": "#8250df",
 }
+
+
+def finite(value: Any, nulls: dict[str, str], path: str = "") -> Any:
+    """``value`` with every NaN or infinite float replaced by None, each one's
+    path and reason added to ``nulls`` (a measured quantity divided by a zero
+    duration or count gives infinity; an empty set's mean NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        nulls[path] = (
+            "not a number (no samples)" if math.isnan(value) else "infinite (divided by zero)"
+        )
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v, nulls, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v, nulls, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
 
 
 def _nan(v: list[float | None]) -> list[float]:
@@ -87,14 +106,20 @@ def write_report(
 ) -> None:
     """Write ``out/summary.json``, ``out/figures/<phase>.png`` and ``out/report.html``."""
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    summary = {
-        "format_version": 1,
-        "verdict": verdict,
-        "failed": [c.id for c in checks if c.verdict == "FAIL"],
-        "checks": [c.to_json() for c in checks],
-        "phases": {k: m.to_json() for k, m in metrics.items()},
-        **meta,
-    }
+    nulls: dict[str, str] = {}
+    summary = finite(
+        {
+            "format_version": 1,
+            "verdict": verdict,
+            "failed": [c.id for c in checks if c.verdict == "FAIL"],
+            "inconclusive": [c.id for c in checks if c.verdict == "INCONCLUSIVE"],
+            "checks": [c.to_json() for c in checks],
+            "phases": {k: m.to_json() for k, m in metrics.items()},
+            **meta,
+        },
+        nulls,
+    )
+    summary["null_numbers"] = nulls
     text = json.dumps(summary, indent=1, sort_keys=True, allow_nan=False)
     (out / "summary.json").write_text(text + "\n")
     for m in metrics.values():
@@ -118,8 +143,14 @@ def _html(
     figs = []
     for m in metrics.values():
         title = e(str(meta.get("phase_titles", {}).get(m.name, m.name)))
+        problems = phase_problems(m)
+        note = (
+            f'<p style="color:#8250df">{e(problems[0])}: {e("; ".join(problems[1]))}</p>'
+            if problems
+            else ""
+        )
         figs.append(
-            f'<div class="fig" id="{e(m.name)}"><h3>{e(m.name)}</h3><p>{title}</p>'
+            f'<div class="fig" id="{e(m.name)}"><h3>{e(m.name)}</h3><p>{title}</p>{note}'
             f'<img src="figures/{e(m.name)}.png" alt="{e(m.name)}"></div>'
         )
     return f"""<!doctype html>

@@ -4,8 +4,12 @@ A phase is one run of the emulator's shell (:mod:`l4slab.emu`) with the
 bottleneck captured into ``<phase dir>/pcap/``. The client command runs under
 ``sh -c`` with ``$L4SLAB_CHECK_SECONDS`` and ``$L4SLAB_CHECK_PHASE`` added to
 the emulator's variables (``$L4SLAB_SERVER`` ...), and is stopped (SIGTERM,
-then SIGKILL 2 s later) if it outlives the phase by more than 2 s. Its output
-and the server's go to ``client.log`` / ``server.log`` in the phase folder.
+then SIGKILL 2 s later) if it outlives the phase, its start-up allowance
+(:data:`STARTUP_S`: the phase is measured from the client's first packet) and
+2 s. Its output and the server's go to ``client.log`` / ``server.log`` in the
+phase folder. The client and the server run with ``$L4SLAB_CHECK_ROLE`` set
+(``client``, ``server``): how long they waited for a CPU is sampled while the
+phase runs (:mod:`l4slab.check.schedstat`).
 The emulator removes the namespaces and everything in them when the phase
 ends, on Ctrl-C and on SIGTERM (docs/emulator.md "Teardown and safety").
 """
@@ -21,12 +25,19 @@ from typing import Any
 
 from l4slab import emu
 from l4slab.check.phases import COMPETITOR_PORT, Phase
+from l4slab.check.schedstat import ROLE_VAR, Sampler
 from l4slab.emu_plan import CLIENT_ADDR, SERVER_ECN_ADDR, Shell, TcpSend, TcpSink
 
-__all__ = ["GRACE_S", "PhaseRun", "run_phase"]
+__all__ = ["GRACE_S", "STARTUP_S", "PhaseRun", "run_phase", "stopped_by_the_check"]
 
 #: How long the client may outlive its phase before it is stopped.
 GRACE_S = 2.0
+#: How long the client may take to start (to send its first packet): the
+#: phase's window opens at that packet, so a slow start costs no measurement.
+STARTUP_S = 3.0
+#: ``timeout``'s exit codes when it stopped the client at the limit: 124
+#: (SIGTERM), 128 + SIGKILL (the client ignored SIGTERM for 2 s).
+STOPPED_CODES = (124, 128 + signal.SIGKILL)
 #: The emulator's exit codes after SIGINT, SIGTERM, SIGHUP (128 + signal).
 _INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGHUP)
 
@@ -41,10 +52,17 @@ class PhaseRun:
     #: The client command's exit code (124: stopped at the end of the phase).
     exit_code: int
     report: dict[str, Any]
+    #: How long the client, the server and the emulator waited for a CPU.
+    cpu: Sampler | None = None
 
     @property
     def pcap_dir(self) -> Path:
         return self.dir / "pcap"
+
+
+def stopped_by_the_check(exit_code: int) -> bool:
+    """Whether the client ended because the check stopped it at its limit."""
+    return exit_code in STOPPED_CODES
 
 
 def _competitor(phase: Phase, data_dir: str, seconds: float) -> tuple[str, str]:
@@ -83,17 +101,21 @@ def run_phase(
     d.mkdir(parents=True, exist_ok=True)
     comp_client, comp_server = _competitor(phase, data_dir, seconds)
     env = f"export L4SLAB_CHECK_SECONDS={seconds:g} L4SLAB_CHECK_PHASE={shlex.quote(phase.name)}"
-    limit = seconds + GRACE_S
+    limit = seconds + STARTUP_S + GRACE_S
     client_log, server_log = shlex.quote(str(d / "client.log")), shlex.quote(str(d / "server.log"))
     script = (
-        f"{env}; {comp_client} "
+        f"{env}; {comp_client} export {ROLE_VAR}=client; "
         f"timeout -k 2 {limit:g} sh -c {shlex.quote(client)} >{client_log} 2>&1; "
         "code=$?; wait; exit $code"
     )
     server_script = None
     if server is not None or comp_server:
         server_script = f"{env}; {comp_server} "
-        server_script += f"sh -c {shlex.quote(server)} >{server_log} 2>&1" if server else "wait"
+        server_script += (
+            f"export {ROLE_VAR}=server; sh -c {shlex.quote(server)} >{server_log} 2>&1"
+            if server
+            else "wait"
+        )
     report = d / "emu-report.json"
     plan = Shell(
         command=("sh", "-c", script),
@@ -103,7 +125,8 @@ def run_phase(
         quiet=True,
         pcap_dir=d,
     )
-    proc = emu.run_emulator(plan, capture=True)
+    with Sampler(origin_role="client") as cpu:
+        proc = emu.run_emulator(plan, capture=True)
     if proc.returncode in _INTERRUPTED:
         # Ctrl-C or SIGTERM: the emulator has torn the phase down; run no more.
         raise KeyboardInterrupt
@@ -113,4 +136,6 @@ def run_phase(
             f"{(proc.stderr or '').strip()}"
         )
     rep: dict[str, Any] = json.loads(report.read_text())
-    return PhaseRun(phase=phase, dir=d, seconds=seconds, exit_code=proc.returncode, report=rep)
+    return PhaseRun(
+        phase=phase, dir=d, seconds=seconds, exit_code=proc.returncode, report=rep, cpu=cpu
+    )
