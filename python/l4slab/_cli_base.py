@@ -66,13 +66,18 @@ def _help(*paragraphs: str) -> str:
     return "\n\n".join(paragraphs)
 
 
+# Both consoles print user text (file names, key paths, flow names, values) as written:
+# emoji=False, or rich turns ``a:b:c`` into "a🅱c"; errors and notes print with
+# markup=False, so ``[red]`` in a name is shown, not applied.
+
+
 def _stdout() -> Console:
     # Wide enough for the tables when output goes to a file or a pipe.
-    return Console(width=None if sys.stdout.isatty() else 120, highlight=False)
+    return Console(width=None if sys.stdout.isatty() else 120, highlight=False, emoji=False)
 
 
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 #: Whether a command printed an ``error:`` line in this ``main`` call.
