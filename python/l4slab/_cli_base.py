@@ -355,8 +355,10 @@ AllowLargeOpt = Annotated[
     typer.Option(
         "--allow-large",
         help="Run even when the estimated cost is past the limits (more than 5,000 flows, "
-        "20 million series rows, 250 million packet-trace rows; see docs/scenarios.md, "
-        "Limits). Without it such a scenario exits with code 2 before anything runs.",
+        "1,000 Wi-Fi stations, 1,500 MB of RTP calls, 10 million ping probes, 20 million series "
+        "rows, 250 million packet-trace rows; a sweep of more than 10,000 cells; see "
+        "docs/scenarios.md, Limits). Without it such a scenario exits with code 2 before "
+        "anything runs.",
     ),
 ]
 ResultsDirArg = Annotated[
