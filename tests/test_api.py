@@ -72,8 +72,12 @@ def test_estimate_counts_flows_samples_and_trace_rows(native, example_scenario):
     assert cost["series_rows"] == 20 * cost["rows_per_sample"]
     assert cost["trace_rows"] == 0
     assert cost["pcap_records"] == 0
+    assert (cost["stations"], cost["calls"], cost["call_bytes"], cost["probes"]) == (0, 0, 0, 0)
     assert cost["limits"] == {
         "flows": 5_000,
+        "stations": 1_000,
+        "call_bytes": 1_500_000_000,
+        "probes": 10_000_000,
         "series_rows": 20_000_000,
         "trace_rows": 250_000_000,
         "pcap_records": 25_000_000,

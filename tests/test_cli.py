@@ -176,6 +176,20 @@ def test_errors_map_each_class_to_its_code_and_message(native, capsys):
     )
 
 
+def test_user_text_in_errors_and_notes_is_printed_as_written(native, capsys, tmp_path):
+    # rich's emoji codes (":b:" is an emoji) and markup ("[red]") in a file name or a
+    # value the user wrote: shown as written, on both consoles.
+    text = "a:b:c [red]x[/red] :smile:"
+    assert _reported(capsys, native.ScenarioError(f"k: {text}")) == (2, f"error: k: {text}")
+    code, _, err = run_cli(capsys, "validate", tmp_path / "a:b:c.toml")
+    assert code == 2 and "a:b:c.toml" in err, err
+    out = io.StringIO()
+    console = _cli_base._stdout()
+    console.file = out
+    console.print(text, markup=False)
+    assert out.getvalue().strip() == text
+
+
 def test_errors_let_what_the_block_does_not_expect_through(capsys):
     # An OSError where nothing is written, a plain ValueError where no results are read,
     # an error the table does not know, and Ctrl-C without a message of the block's: not

@@ -703,6 +703,29 @@ def test_an_old_bundle_left_aside_by_a_killed_run_is_put_back(tmp_path, make_nat
     assert load(target).seed == 1 and not aside.exists()
 
 
+def test_a_report_cleans_what_a_killed_report_left(tmp_path, bundle):
+    """A report killed by SIGKILL leaves its hidden staging directory beside the bundle;
+    the next report removes it (l4slab's name with a dead writer's pid, only files l4slab
+    writes), and leaves a look-alike holding a user's file where it is."""
+    target = bundle()
+    pid = dead_pid()
+    ours = tmp_path / f".{target.name}.tmp-{pid}-0123abcd"
+    (ours / "figures").mkdir(parents=True)
+    (ours / "report.html").write_bytes(b"<html>half")
+    (ours / "figures" / "rtt.png").write_bytes(b"png")
+    theirs = tmp_path / f".{target.name}.tmp-{pid}-4567abcd"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+
+    with pytest.warns(results_mod.OutputWarning) as caught:
+        results_mod.write_files(target, "report", {"report.html": b"<html></html>"})
+
+    notes = " | ".join(str(w.message) for w in caught)
+    assert not ours.exists() and "removed" in notes
+    assert (theirs / "notes.txt").read_text() == "mine" and "notes.txt" in notes
+    assert (target / "report.html").read_bytes() == b"<html></html>"
+
+
 def test_a_report_never_deletes_through_a_symlinked_figures_dir(tmp_path, bundle):
     target = bundle()
     elsewhere = tmp_path / "elsewhere"

@@ -255,6 +255,30 @@ def test_errors_name_the_key_path(tmp_path, old, new, expected):
     assert expected in error_of(tmp_path, VALID.replace(old, new, 1))
 
 
+@pytest.mark.parametrize("outside", ["../s.toml", "{abs}"])
+def test_a_scenario_outside_the_study_is_refused(tmp_path, outside):
+    # The file exists, one folder up: a study must not read it (nor any absolute path).
+    folder = write_study(tmp_path, VALID)
+    (folder.parent / "s.toml").write_text(SCENARIO)
+    path = outside.format(abs=folder.parent / "s.toml")
+    (folder / "study.toml").write_text(
+        VALID.replace('scenario = "s.toml"', f'scenario = "{path}"', 1)
+    )
+    with pytest.raises(StudyError) as info:
+        load_study(folder)
+    message = str(info.value)
+    assert "runs[0].scenario: " in message and "leaves the study directory" in message
+    assert message.endswith(
+        'write e.g. scenario = "s.toml" (a file in the study directory, copied there)'
+    )
+    # Through a sub-folder and back stays inside.
+    (folder / "sub").mkdir()
+    (folder / "study.toml").write_text(
+        VALID.replace('scenario = "s.toml"', 'scenario = "sub/../s.toml"', 1)
+    )
+    assert load_study(folder)
+
+
 def test_toml_syntax_errors_name_the_file(tmp_path):
     message = error_of(tmp_path, VALID + "oops = [\n")
 

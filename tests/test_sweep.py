@@ -8,6 +8,7 @@ The cluster tests are in test_sweep_dask.py.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -147,6 +148,24 @@ def test_bad_grid_keys_and_values_are_named_with_an_example(native, scenario, gr
     with pytest.raises(sweep.SweepError) as caught:
         sweep.plan(scenario, grid=[grid])
     assert message in str(caught.value)
+
+
+def test_a_sweep_past_the_cell_limit_is_refused_naming_its_biggest_key(native, scenario):
+    # 101 rates x 100 delays x 1 seed = 10,100 cells: refused before any point is checked.
+    rates = ",".join(f"{n}Mbit" for n in range(1, 102))
+    delays = ",".join(f"{n}ms" for n in range(1, 101))
+    grid = [f"bottleneck.rate={rates}", f"bottleneck.delay={delays}"]
+    with pytest.raises(sweep.SweepError) as caught:
+        sweep.plan(scenario, grid=grid, seeds=1)
+    assert str(caught.value) == (
+        "--grid bottleneck.rate: 10,100 cells (101 x 100 x 1 seeds) is past the limit of "
+        "10,000 cells (each is a run and a bundle on disk); lift the limit with "
+        "--allow-large; write e.g. 100 of its 101 values"
+    )
+    assert sweep.spec.MAX_CELLS == 10_000
+    # Seeds count too, and name their own option.
+    with pytest.raises(sweep.SweepError, match=r"^--seeds: 10,002 cells \(2 x 5001 seeds\)"):
+        sweep.plan(scenario, grid=["bottleneck.rate=5Mbit,6Mbit"], seeds=5001)
 
 
 def test_a_bad_sweep_table_names_its_key_path(native, tmp_path):
@@ -466,8 +485,10 @@ def test_an_interrupted_sweep_resumes_to_the_same_bytes(native, tmp_path, signum
             ).read_bytes()
 
 
-def _worker_pids() -> list[int]:
-    """This process's multiprocessing workers (not its resource tracker), from /proc."""
+def _worker_pids(parent: int | None = None) -> list[int]:
+    """The multiprocessing workers (not the resource tracker) of ``parent`` (this
+    process by default), from /proc."""
+    parent = os.getpid() if parent is None else parent
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -478,9 +499,52 @@ def _worker_pids() -> list[int]:
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == os.getpid() and b"spawn_main" in cmdline and b"resource_tracker" not in cmdline:
+        if ppid == parent and b"spawn_main" in cmdline and b"resource_tracker" not in cmdline:
             pids.append(int(entry.name))
     return pids
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not reaped by its new parent, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
+def test_workers_die_with_a_sigkilled_sweep(native, tmp_path):
+    """SIGKILL gives the sweep no chance to stop its workers: the kernel must (they
+    used to run on, for nobody, ten minutes later)."""
+    path = tmp_path / "slow.toml"
+    path.write_text(SCENARIO.replace('duration = "2s"', 'duration = "300s"'))
+    out = tmp_path / "s"
+    argv = [sys.executable, "-m", "l4slab", "sweep", str(path), "-o", str(out), "-j", "2"]
+    argv += ["--grid", "bottleneck.rate=40Mbit,50Mbit"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(workers) < 2 and process.poll() is None:
+            time.sleep(0.1)
+            workers = _worker_pids(process.pid)
+        assert len(workers) == 2, "the sweep never started its workers"
+        time.sleep(1.0)  # the workers are simulating now
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+            time.sleep(0.1)
+        assert not [pid for pid in workers if _alive(pid)], "workers outlived their sweep"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in workers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")

@@ -63,14 +63,21 @@ class SeriesBuffers(TypedDict):
 class RunCost(TypedDict):
     """What ``l4slab._native.estimate`` returns: a run's estimated cost and the limits.
 
-    ``flows`` after ``count`` expansion; ``samples`` sample instants of
+    ``flows`` after ``count`` expansion; ``stations`` of the Wi-Fi cell (0 without
+    one); ``calls`` flows over RTP and ``call_bytes`` the memory they hold (an
+    estimate); ``probes`` of all ping flows; ``samples`` sample instants of
     ``rows_per_sample`` series rows each (an upper bound), ``series_rows`` their
     product; ``trace_rows`` packet-trace rows (0 without a trace); ``pcap_records``
     records of the pcap files (0 without ``pcap``). ``limits`` holds the backend's
-    limits of ``flows``, ``series_rows``, ``trace_rows`` and ``pcap_records``.
+    limits of ``flows``, ``stations``, ``call_bytes``, ``probes``, ``series_rows``,
+    ``trace_rows`` and ``pcap_records``.
     """
 
     flows: int
+    stations: int
+    calls: int
+    call_bytes: int
+    probes: int
     samples: int
     rows_per_sample: int
     series_rows: int

@@ -627,10 +627,13 @@ def write_files(
     other file is left alone. A file to write that exists and is not ``writer``'s (per the manifest)
     is refused with ``FileExistsError`` before anything is written. The manifest claims
     the files before they appear, so a killed write never leaves unlisted files. Returns
-    the directory.
+    the directory. What an earlier write killed by SIGKILL left beside ``directory``
+    is cleaned first (:func:`clean_stale_staging`; each note an :class:`OutputWarning`).
     """
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
+    for note in clean_stale_staging(target):
+        warnings.warn(note, OutputWarning, stacklevel=2)
     try:
         manifest = read_manifest(target) or Manifest()
     except ValueError as exc:

@@ -286,6 +286,16 @@ def cost_line(cost: Any) -> str:
         else "no packet trace",
     ]
     limits = cost["limits"]
+    # The costs only some scenarios have, shown when they do.
+    if cost["stations"]:
+        parts.append(f"{cost['stations']:,} Wi-Fi stations (limit {limits['stations']:,})")
+    if cost["calls"]:
+        parts.append(
+            f"{cost['calls']:,} RTP calls, about {cost['call_bytes'] // 1_000_000:,} MB "
+            f"(limit {limits['call_bytes'] // 1_000_000:,} MB)"
+        )
+    if cost["probes"]:
+        parts.append(f"{cost['probes']:,} ping probes (limit {limits['probes']:,})")
     pcap_limit = ""
     if cost["pcap_records"]:
         parts.append(f"about {cost['pcap_records']:,} pcap records")

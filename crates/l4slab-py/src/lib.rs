@@ -92,6 +92,10 @@ fn estimate<'py>(
     let c = Cost::estimate(&scn);
     let d = PyDict::new(py);
     d.set_item("flows", c.flows)?;
+    d.set_item("stations", c.stations)?;
+    d.set_item("calls", c.calls)?;
+    d.set_item("call_bytes", c.call_bytes)?;
+    d.set_item("probes", c.probes)?;
     d.set_item("samples", c.samples)?;
     d.set_item("rows_per_sample", c.rows_per_sample)?;
     d.set_item("series_rows", c.series_rows)?;
@@ -99,6 +103,9 @@ fn estimate<'py>(
     d.set_item("pcap_records", c.pcap_records)?;
     let l = PyDict::new(py);
     l.set_item("flows", limits.flows)?;
+    l.set_item("stations", limits.stations)?;
+    l.set_item("call_bytes", limits.call_bytes)?;
+    l.set_item("probes", limits.probes)?;
     l.set_item("series_rows", limits.series_rows)?;
     l.set_item("trace_rows", limits.trace_rows)?;
     l.set_item("pcap_records", limits.pcap_records)?;

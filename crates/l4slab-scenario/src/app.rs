@@ -235,10 +235,13 @@ fn frame_transport(values: &Values<'_>) -> Result<FrameTransport, ScenarioError>
         for p in [MEDIA_CC, PLAYOUT_DELAY] {
             if values.has(&p) {
                 let k = p.name;
-                return Err(conflict(
+                // The example is the key to add: `p`'s own example alone is
+                // refused for this same reason.
+                return Err(ScenarioError::invalid(
                     &values.path_of(&p),
+                    Problem::Conflict,
                     format!("{k} applies to RTP media; add transport = \"rtp\""),
-                    &p,
+                    Some(format!("transport = \"rtp\", {k} = {}", p.example())),
                 ));
             }
         }

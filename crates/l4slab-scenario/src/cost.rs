@@ -6,11 +6,23 @@
 //! disk long before the run ends. An explicit option (`--allow-large`,
 //! `l4slab.run(..., allow_large=True)`) lifts the limits.
 //!
-//! The four quantities and why each is bounded:
+//! The quantities and why each is bounded (the memory figures are peak RSS
+//! measured on whole runs, docs/PERFORMANCE.md, "What a run holds in memory"):
 //!
 //! * **flows** (after `count` expansion): each holds a transport, an app and
 //!   its recorders in memory for the whole run (about 0.3 MB measured per
 //!   bulk flow, docs/PERFORMANCE.md).
+//! * **Wi-Fi stations** (the client hosts of `[wifi]`): a cell's memory grows
+//!   faster than its stations, about 0.7 MB each (with its flow) plus
+//!   0.5 KB × stations² (1,000 stations: 1.3 GB measured).
+//! * **RTP call memory** (flows whose app runs over RTP): each holds its
+//!   media sender, feedback, controller and playout buffer, about 0.9 MB,
+//!   and its frame records grow about 85 KB a second of the call (100
+//!   calls: 173 MB for 2 s, 223 MB for 8 s), so calls have a limit of their
+//!   own, in bytes, well below `flows`.
+//! * **ping probes**: a ping flow keeps every probe it sent until the end
+//!   (its send and echo times, about 40 bytes, up to twice that while its
+//!   list grows), one per `interval` from its start to the end.
 //! * **series rows**: `series.parquet` is recorded in memory during the run,
 //!   one row per (sample, series, key): `samples × rows per sample`, the
 //!   rows per sample counted from the queues the scenario builds (the
@@ -37,7 +49,7 @@ use l4slab_wifi::config::AirDir;
 
 use l4slab_app::cbr::CbrConfig;
 
-use crate::model::{AppSpec, Direction, Scenario, Side};
+use crate::model::{AppSpec, Direction, Flow, Scenario, Side};
 
 /// Series rows a flow adds per sample, at most: goodput, cwnd, ssthresh,
 /// pacing, inflight, unsent, srtt, rtt and loss (`l4slab-sim` `sample`), plus
@@ -72,6 +84,9 @@ pub enum Backend {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub flows: u64,
+    pub stations: u64,
+    pub call_bytes: u64,
+    pub probes: u64,
     pub series_rows: u64,
     pub trace_rows: u64,
     pub pcap_records: u64,
@@ -83,6 +98,13 @@ impl Limits {
         Limits {
             // About 1.5 GB of flow state.
             flows: 5_000,
+            // 1.3 GB measured (each station with one bulk flow); 2,000 took
+            // 4.3 GB (docs/PERFORMANCE.md).
+            stations: 1_000,
+            // 1.5 GB: 1,600 calls of one second, 500 of 30 s.
+            call_bytes: 1_500_000_000,
+            // 0.4 to 0.8 GB of probe records.
+            probes: 10_000_000,
             // 24 bytes a row in the simulator, about 50 at the peak of
             // writing series.parquet: about 1 GB (docs/PERFORMANCE.md).
             series_rows: 20_000_000,
@@ -103,6 +125,15 @@ impl Limits {
 pub struct Cost {
     /// Flows after `count` expansion.
     pub flows: u64,
+    /// Stations of the Wi-Fi cell (0 without `[wifi]`).
+    pub stations: u64,
+    /// Flows whose app runs over RTP.
+    pub calls: u64,
+    /// The memory those calls hold at the end: [`CALL_BYTES`] each and
+    /// [`CALL_BYTES_PER_SECOND`] per second from its start.
+    pub call_bytes: u64,
+    /// Probes of all ping flows: one per `interval` from each one's start.
+    pub probes: u64,
     /// Sample instants: `floor(duration / sample_interval)`.
     pub samples: u64,
     /// Series rows per sample (an upper bound).
@@ -151,6 +182,17 @@ impl Cost {
             })
             .sum();
         let flows = scn.flows.len() as u64;
+        let stations = scn.wifi.as_ref().map_or(0, |w| w.stations.len() as u64);
+        let rtp = || scn.flows.iter().filter(|f| f.app.is_rtp());
+        let calls = rtp().count() as u64;
+        let call_bytes = rtp()
+            .map(|f| call_bytes(scn.duration.saturating_since(f.start)))
+            .fold(0u64, u64::saturating_add);
+        let probes = scn
+            .flows
+            .iter()
+            .map(|f| ping_probes(scn, f))
+            .fold(0u64, u64::saturating_add);
         let rows_per_sample = queue_rows.saturating_add(flows.saturating_mul(FLOW_ROWS_PER_SAMPLE));
         let packets = if scn.packet_trace || scn.pcap {
             bottleneck_packets(scn)
@@ -161,6 +203,10 @@ impl Cost {
         let access = access_links_per_packet(scn);
         Cost {
             flows,
+            stations,
+            calls,
+            call_bytes,
+            probes,
             samples,
             rows_per_sample,
             series_rows: samples.saturating_mul(rows_per_sample),
@@ -181,11 +227,12 @@ impl Cost {
     }
 
     /// `Ok` when every quantity is within `limits`; otherwise an error for the
-    /// first one past its limit (flows, then series rows, then trace rows)
-    /// naming the key to change, the estimate and the limit.
+    /// first one past its limit (flows, stations, calls, probes, then series
+    /// rows, trace rows and pcap records) naming the key to change, the
+    /// estimate and the limit.
     pub fn check(&self, scn: &Scenario, limits: &Limits) -> Result<(), ScenarioError> {
         if self.flows > limits.flows {
-            let (path, example) = biggest_count(scn);
+            let (path, _) = biggest_count(scn, |_| true);
             return Err(too_large(
                 &path,
                 format!(
@@ -194,7 +241,52 @@ impl Cost {
                     group(self.flows),
                     group(limits.flows)
                 ),
-                example,
+                "count = 100".to_string(),
+            ));
+        }
+        if self.stations > limits.stations {
+            return Err(too_large(
+                "hosts",
+                format!(
+                    "{} Wi-Fi stations (the client hosts of [wifi]) is past the limit of {} \
+                     (a cell's memory grows faster than its stations: about 0.7 MB each and \
+                     0.5 KB × stations²)",
+                    group(self.stations),
+                    group(limits.stations)
+                ),
+                format!("at most {} client hosts", group(limits.stations)),
+            ));
+        }
+        if self.call_bytes > limits.call_bytes {
+            let (path, entry) = biggest_count(scn, |f| f.app.is_rtp());
+            // The count at which this entry's calls alone fit.
+            let fits = (u128::from(entry) * u128::from(limits.call_bytes)
+                / u128::from(self.call_bytes))
+            .max(1);
+            return Err(too_large(
+                &path,
+                format!(
+                    "{} RTP calls hold about {} MB in all (about 0.9 MB each and 85 KB a \
+                     second of call, for duration = {}), past the limit of {} MB",
+                    group(self.calls),
+                    group(self.call_bytes / 1_000_000),
+                    crate::values::show_dur(scn.duration.saturating_since(Time::ZERO)),
+                    group(limits.call_bytes / 1_000_000)
+                ),
+                format!("count = {fits}"),
+            ));
+        }
+        if self.probes > limits.probes {
+            let (path, interval) = densest_ping(scn, limits);
+            return Err(too_large(
+                &path,
+                format!(
+                    "{} ping probes in all is past the limit of {} (a ping keeps every probe \
+                     it sent until the run ends)",
+                    group(self.probes),
+                    group(limits.probes)
+                ),
+                format!("interval = \"{}\"", crate::values::show_dur(interval)),
             ));
         }
         if self.series_rows > limits.series_rows {
@@ -346,6 +438,50 @@ fn access_links_per_packet(scn: &Scenario) -> u64 {
         .unwrap_or(0)
 }
 
+/// Memory an RTP call holds at the end (measured, docs/PERFORMANCE.md).
+pub const CALL_BYTES: u64 = 900_000;
+/// What an RTP call's records add per second of the call.
+pub const CALL_BYTES_PER_SECOND: u64 = 85_000;
+
+/// The memory of an RTP call active for `active`.
+fn call_bytes(active: Dur) -> u64 {
+    let grown = u128::from(CALL_BYTES_PER_SECOND) * u128::from(active.as_nanos()) / 1_000_000_000;
+    CALL_BYTES.saturating_add(u64::try_from(grown).unwrap_or(u64::MAX))
+}
+
+/// The probes a ping flow sends: one every `interval` from its start to the
+/// end (0 for any other app).
+fn ping_probes(scn: &Scenario, flow: &Flow) -> u64 {
+    match &flow.app {
+        AppSpec::Ping(p) => {
+            scn.duration.saturating_since(flow.start).as_nanos() / p.interval.as_nanos().max(1)
+        }
+        _ => 0,
+    }
+}
+
+/// The ping flow with the most probes (its `interval` key path) and the
+/// shortest interval, a whole number of milliseconds, at which every ping
+/// flow sending as often keeps all within `limits`.
+fn densest_ping(scn: &Scenario, limits: &Limits) -> (String, Dur) {
+    let pings: Vec<_> = scn
+        .flows
+        .iter()
+        .filter(|f| ping_probes(scn, f) > 0)
+        .collect();
+    let densest = pings
+        .iter()
+        .max_by_key(|f| ping_probes(scn, f))
+        .expect("probes past the limit come from a ping flow");
+    let duration = scn.duration.saturating_since(Time::ZERO).as_nanos();
+    let share = (limits.probes / pings.len().max(1) as u64).max(1);
+    let ns = duration.div_ceil(share);
+    (
+        format!("flows[{}].app.interval", densest.entry),
+        Dur::from_millis(ns.div_ceil(1_000_000).max(1)),
+    )
+}
+
 /// Datagrams a cbr flow sends in `active` (from its start to the end): one
 /// every `size · 8 / rate`, the first at the start. Unresponsive, so the
 /// link's rate does not bound them (what it cannot carry is dropped, and
@@ -356,11 +492,11 @@ fn cbr_datagrams(c: &CbrConfig, active: Dur) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX).saturating_add(1)
 }
 
-/// The `[[flows]]` entry that makes the most flows: its `count` key path
-/// and a smaller count to suggest.
-fn biggest_count(scn: &Scenario) -> (String, String) {
+/// The `[[flows]]` entry that makes the most flows `counted`: its `count`
+/// key path and how many it makes.
+fn biggest_count(scn: &Scenario, counted: impl Fn(&Flow) -> bool) -> (String, u64) {
     let mut per_entry: Vec<u64> = Vec::new();
-    for flow in &scn.flows {
+    for flow in scn.flows.iter().filter(|f| counted(f)) {
         if per_entry.len() <= flow.entry {
             per_entry.resize(flow.entry + 1, 0);
         }
@@ -373,7 +509,10 @@ fn biggest_count(scn: &Scenario) -> (String, String) {
             best = i;
         }
     }
-    (format!("flows[{best}].count"), "count = 100".to_string())
+    (
+        format!("flows[{best}].count"),
+        per_entry.get(best).copied().unwrap_or(0),
+    )
 }
 
 /// The shortest sample interval (a whole number of milliseconds, at least

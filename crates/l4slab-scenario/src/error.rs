@@ -266,6 +266,10 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
                 .into(),
         );
     }
+    // One web object (`objects[0]`), not the array `objects`.
+    if path.ends_with(']') && key == "objects" {
+        return Some(r#"{ size = "20KB", at = "5s" }"#.into());
+    }
     if path.starts_with("wifi.links[") && key == "links" {
         return Some(r#"{ standard = "be", band = "6GHz", width = "160MHz" }"#.into());
     }

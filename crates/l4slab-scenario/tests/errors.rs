@@ -163,7 +163,7 @@ const CASES: &[Case] = &[
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.up.delay=5ms"], "hosts.laptop.access.up.delay", UnknownKey, "valid keys here: rate, buffer, qdisc, loss, ecn_rewrite"),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.up=fast"], "hosts.laptop.access.up", WrongType, "expected a table, found a string (\"fast\"); write e.g. [hosts.laptop.access.up] with rate = \"10Mbit\""),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.qdisc=sfq"], "hosts.laptop.access.qdisc", UnknownName, "unknown qdisc 'sfq'; choose one of: fifo, codel, fq_codel, pie, fq_pie, dualpi2, red"),
-    set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.up.qdisc={ target = \"5ms\" }"], "hosts.laptop.access.up.qdisc.kind", Missing, "write e.g. kind = \"fifo\""),
+    set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.up.qdisc={ target = \"5ms\" }"], "hosts.laptop.access.up.qdisc.kind", Missing, "write e.g. kind = \"codel\""),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.qdisc={ kind = \"codel\", target = \"soon\" }"], "hosts.laptop.access.qdisc.target", BadValue, "\"soon\" is not a duration"),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.loss=150%"], "hosts.laptop.access.loss", BadValue, "is more than 100%"),
     set(&["hosts.laptop.side=client", "hosts.laptop.access.rate=50Mbit", "hosts.laptop.access.buffer=100pkt", "hosts.laptop.access.ecn_rewrite=scramble"], "hosts.laptop.access.ecn_rewrite", UnknownName, "unknown ECN rewrite 'scramble'"),
@@ -412,5 +412,258 @@ fn unreadable_file_is_an_io_error() {
         e.to_string()
             .starts_with("/nonexistent/x.toml: cannot read: "),
         "{e}"
+    );
+}
+
+/// A suggestion (the text after `write e.g. `) for the error at `path`, as
+/// the key whose old content it replaces and the `--set` arguments that write
+/// it: a value for the path; a `--set` argument; `[table] with k = v, ...`
+/// (that table, with those keys); `k = v` lines (`, `-separated), each for the
+/// path's last key or one of its parents (`app = { ... }` for
+/// `flows[0].app.size`), else a key to add beside it (`l_aqm = "ramp"` for
+/// `bottleneck.qdisc.min_th`); optionally followed by ` under [table] ...`
+/// (where the line may go: the first place named).
+fn suggestion_as_set(path: &str, example: &str) -> (String, Vec<String>) {
+    if let Some(set) = example.strip_prefix("--set ") {
+        return (set_key(set).to_string(), vec![set.to_string()]);
+    }
+    if let Some((table, keys)) = example.split_once(" with ") {
+        let value = if table.starts_with("[[") {
+            format!("[{{ {keys} }}]")
+        } else {
+            format!("{{ {keys} }}")
+        };
+        let name = table.trim_matches(|c| c == '[' || c == ']');
+        // `[flows.transport]` in a file is the last `[[flows]]` entry's: here, the path's.
+        let name = match (name.strip_prefix("flows."), path.split_once("].")) {
+            (Some(rest), Some((entry, _))) if path.starts_with("flows[") => {
+                format!("{entry}].{rest}")
+            }
+            _ => name.to_string(),
+        };
+        return (name.clone(), vec![format!("{name}={value}")]);
+    }
+    // `rate = "20Mbit" under [bottleneck] (both directions) or ...`: the first place.
+    if let Some((line, place)) = example.split_once(" under [") {
+        let table = place.split(']').next().unwrap_or(place);
+        if let Some((key, value)) = line.split_once(" = ") {
+            let at = format!("{table}.{key}");
+            return (at.clone(), vec![format!("{at}={value}")]);
+        }
+    }
+    let pairs: Vec<(&str, &str)> = split_top(example)
+        .into_iter()
+        .map(|p| p.split_once(" = "))
+        .map(|kv| {
+            kv.filter(|(k, _)| {
+                !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            })
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    if pairs.is_empty() {
+        return (path.to_string(), vec![format!("{path}={example}")]);
+    }
+    let mut replaced = path.to_string();
+    let mut sets = Vec::new();
+    for (key, value) in pairs {
+        // The path up to `key`, if `key` is on it; else `key` beside its last key.
+        let mut at = None;
+        let mut end = path.len();
+        loop {
+            let here = &path[..end];
+            let last = here.rsplit('.').next().unwrap_or(here);
+            if last == key || (last.split('[').next() == Some(key) && !last.ends_with(']')) {
+                at = Some(here.to_string());
+                break;
+            }
+            match here.rfind('.') {
+                Some(dot) => end = dot,
+                None => break,
+            }
+        }
+        let at = match at {
+            Some(here) => {
+                replaced = here.clone();
+                here
+            }
+            None => match path.rsplit_once('.') {
+                Some((table, _)) => format!("{table}.{key}"),
+                None => key.to_string(),
+            },
+        };
+        sets.push(format!("{at}={value}"));
+    }
+    (replaced, sets)
+}
+
+/// `text` split at the `, ` outside quotes, brackets and braces.
+fn split_top(text: &str) -> Vec<&str> {
+    let (mut depth, mut quoted, mut start) = (0i32, false, 0);
+    let mut parts = Vec::new();
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'"' => quoted = !quoted,
+            b'[' | b'{' if !quoted => depth += 1,
+            b']' | b'}' if !quoted => depth -= 1,
+            b',' if !quoted && depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
+                parts.push(&text[start..i]);
+                start = i + 2;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+/// The key an `--set` argument writes.
+fn set_key(set: &str) -> &str {
+    set.split_once('=').map_or(set, |(k, _)| k)
+}
+
+/// `text` without what it writes at `path` (dotted keys, `name[i]` indices
+/// into arrays), as TOML.
+fn without(text: &str, path: &str) -> String {
+    fn remove(table: &mut toml::Table, keys: &[&str]) {
+        let Some((key, rest)) = keys.split_first() else {
+            return;
+        };
+        let (name, index) = match key.split_once('[') {
+            Some((n, i)) => (n, i.trim_end_matches(']').parse::<usize>().ok()),
+            None => (*key, None),
+        };
+        match (table.get_mut(name), index, rest.is_empty()) {
+            (Some(_), None, true) => {
+                table.remove(name);
+            }
+            (Some(toml::Value::Array(a)), Some(j), true) if j < a.len() => {
+                a.remove(j);
+            }
+            (Some(toml::Value::Array(a)), Some(j), false) => {
+                if let Some(toml::Value::Table(t)) = a.get_mut(j) {
+                    remove(t, rest);
+                }
+            }
+            (Some(toml::Value::Table(t)), None, false) => remove(t, rest),
+            _ => {}
+        }
+    }
+    let mut doc: toml::Table = toml::from_str(text).expect("case text is TOML");
+    remove(&mut doc, &path.split('.').collect::<Vec<_>>());
+    toml::to_string(&doc).expect("serializable")
+}
+
+#[test]
+fn every_suggestion_is_accepted_when_applied() {
+    // Each error's "write e.g." suggestion, written in place of what the case
+    // wrote at the key it names (and under it), must make the scenario valid:
+    // advice that is itself refused sends the user round in circles.
+    let mut failures = Vec::new();
+    let mut applied = 0;
+    for (i, c) in CASES.iter().enumerate() {
+        let Err(ScenarioError::Invalid {
+            path,
+            example: Some(example),
+            ..
+        }) = parse_set(c.text, c.sets)
+        else {
+            continue;
+        };
+        let (key, fixes) = suggestion_as_set(&path, &example);
+        // What the case wrote at the error's path or the suggestion's key goes.
+        let under = |k: &str| {
+            [path.as_str(), key.as_str()].iter().any(|p| {
+                k == *p || k.starts_with(&format!("{p}.")) || k.starts_with(&format!("{p}["))
+            })
+        };
+        let text = without(&without(c.text, &path), &key);
+        let mut sets: Vec<&str> = c
+            .sets
+            .iter()
+            .copied()
+            .filter(|s| !under(set_key(s)))
+            .collect();
+        sets.extend(fixes.iter().map(String::as_str));
+        applied += 1;
+        if let Err(e) = parse_set(&text, &sets) {
+            failures.push(format!("case {i} {:?}: applied {fixes:?}: {e}", c.sets));
+        }
+    }
+    assert!(applied >= 140, "only {applied} cases suggest a value");
+    assert!(
+        failures.is_empty(),
+        "{} of {applied} suggestions are refused when applied:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_declared_parameter_accepts_its_own_example() {
+    // The example an error about a declared parameter shows (its default, or an
+    // unset default's example), written alone in its table, is accepted, or
+    // the error it meets suggests what to add (and that is accepted).
+    let opts = l4slab_scenario::ParseOptions {
+        known_cc: l4slab_cc::CC_NAMES.to_vec(),
+        trace_dirs: vec![],
+    };
+    let mut tried = 0;
+    let mut failures = Vec::new();
+    let parse = |sets: &[String]| l4slab_scenario::parse_with(BASE, "test.toml", sets, &opts);
+    let mut try_set = |set: String| {
+        tried += 1;
+        // Refused alone (a key that needs another): the error's suggestion applied
+        // must make it valid; an error without one is guidance, not a suggestion.
+        if let Err(ScenarioError::Invalid {
+            path,
+            example: Some(example),
+            ..
+        }) = parse(std::slice::from_ref(&set))
+        {
+            let (_, fixes) = suggestion_as_set(&path, &example);
+            let sets: Vec<String> = std::iter::once(set.clone()).chain(fixes.clone()).collect();
+            if let Err(e) = parse(&sets) {
+                failures.push(format!("{set}: applied {fixes:?}: {e}"));
+            }
+        }
+    };
+    for &kind in l4slab_qdisc::QDISC_NAMES {
+        for p in l4slab_qdisc::registry::params(kind).unwrap() {
+            try_set(format!(
+                "bottleneck.qdisc={{ kind = \"{kind}\", {} = {} }}",
+                p.name,
+                p.example()
+            ));
+        }
+    }
+    for &kind in l4slab_cc::CC_NAMES {
+        for p in l4slab_cc::registry::kind(kind).unwrap().params {
+            try_set(format!(
+                "flows[0].cc={{ kind = \"{kind}\", {} = {} }}",
+                p.name,
+                p.example()
+            ));
+        }
+    }
+    for &kind in l4slab_app::APP_NAMES {
+        for p in l4slab_app::registry::params(kind).unwrap() {
+            try_set(format!(
+                "flows[0].app={{ kind = \"{kind}\", {} = {} }}",
+                p.name,
+                p.example()
+            ));
+        }
+    }
+    for p in l4slab_tcp::config::PARAMS {
+        try_set(format!("flows[0].transport.{}={}", p.name, p.example()));
+    }
+    assert!(tried >= 100, "only {tried} parameters");
+    assert!(
+        failures.is_empty(),
+        "{} of {tried} declared examples are refused, suggestion applied:\n{}",
+        failures.len(),
+        failures.join("\n")
     );
 }

@@ -288,3 +288,100 @@ fn the_limits_allow_every_shipped_scenario() {
         check(&scn, Backend::Sim).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     }
 }
+
+/// A cell of `n` stations, each with one Cubic download, for `duration`.
+fn wifi_cell(n: usize, duration: &str) -> String {
+    let mut text = format!(
+        "format = 1\nduration = \"{duration}\"\n[bottleneck]\nrate = \"1Gbit\"\n\
+         delay = \"8ms\"\nbuffer = \"5000pkt\"\n[wifi]\nstandard = \"ax\"\n"
+    );
+    for i in 0..n {
+        text += &format!("[hosts.s{i}]\nside = \"client\"\nwifi = {{ snr_db = 30 }}\n");
+    }
+    for i in 0..n {
+        text += &format!("[[flows]]\nclient = \"s{i}\"\ncc = \"cubic\"\napp = \"bulk\"\n");
+    }
+    text
+}
+
+#[test]
+fn a_crowded_wifi_cell_is_refused_naming_its_stations() {
+    // 4,999 stations used to pass (under 5,000 flows) and take more than 10 GB.
+    let limit = Limits::for_backend(Backend::Sim).stations;
+    assert_eq!(limit, 1_000);
+    let at = common::scenario(&wifi_cell(1_000, "2s"), &[]);
+    assert_eq!(
+        check(&at, Backend::Sim).expect("at the limit").stations,
+        1_000
+    );
+    let past = common::scenario(&wifi_cell(1_001, "2s"), &[]);
+    let err = check(&past, Backend::Sim).unwrap_err();
+    assert_eq!(err.path(), Some("hosts"), "{err}");
+    assert_eq!(err.problem(), Some(Problem::TooLarge));
+    let text = err.to_string();
+    assert!(text.contains("1,001 Wi-Fi stations"), "{text}");
+    assert!(
+        text.ends_with("write e.g. at most 1,000 client hosts"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_dense_ping_is_refused_naming_its_interval_and_one_that_fits() {
+    // interval = "10ns" for 60 s: 6 billion probes, shown as "600 series rows" before.
+    let ping = "format = 1\nduration = \"60s\"\n[bottleneck]\nrate = \"20Mbit\"\n\
+                delay = \"10ms\"\nbuffer = \"100pkt\"\n[[flows]]\ncc = \"reno\"\n\
+                [[flows]]\ncc = \"reno\"\napp = { kind = \"ping\", interval = \"10ms\" }\n";
+    let scn = common::scenario(ping, &["flows[1].app.interval=10ns"]);
+    let cost = Cost::estimate(&scn);
+    assert_eq!(cost.probes, 6_000_000_000);
+    let err = check(&scn, Backend::Sim).unwrap_err();
+    assert_eq!(err.path(), Some("flows[1].app.interval"), "{err}");
+    assert!(
+        err.to_string().contains("6,000,000,000 ping probes"),
+        "{err}"
+    );
+    let example = err
+        .to_string()
+        .rsplit("write e.g. ")
+        .next()
+        .unwrap()
+        .to_string();
+    let value = example.trim_start_matches("interval = ").trim_matches('"');
+    let fixed = common::scenario(ping, &[&format!("flows[1].app.interval={value}")]);
+    let cost = check(&fixed, Backend::Sim).unwrap_or_else(|e| panic!("{example}: {e}"));
+    assert!(cost.probes > 0 && cost.probes <= 10_000_000, "{cost:?}");
+    // A bulk flow alone sends no probes.
+    assert_eq!(Cost::estimate(&common::scenario(BULK, &[])).probes, 0);
+}
+
+#[test]
+fn many_rtp_calls_are_refused_by_their_memory_and_a_count_that_fits() {
+    // 4,999 calls and a bulk flow (5,000 flows) used to pass; 5,000 calls aborted at 3 GB.
+    let calls = "format = 1\nduration = \"30s\"\n[bottleneck]\nrate = \"1Gbit\"\n\
+                 delay = \"10ms\"\nbuffer = \"1000pkt\"\n[[flows]]\ncc = \"reno\"\n\
+                 [[flows]]\ncount = 4999\n\
+                 app = { kind = \"video_call\", transport = \"rtp\", media_cc = \"scream\" }\n";
+    let scn = common::scenario(calls, &[]);
+    let cost = Cost::estimate(&scn);
+    assert_eq!((cost.flows, cost.calls), (5_000, 4_999));
+    // 0.9 MB + 30 s × 85 KB each.
+    assert_eq!(cost.call_bytes, 4_999 * (900_000 + 30 * 85_000));
+    let err = check(&scn, Backend::Sim).unwrap_err();
+    assert_eq!(err.path(), Some("flows[1].count"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("4,999 RTP calls hold about 17,246 MB"),
+        "{err}"
+    );
+    let example = err
+        .to_string()
+        .rsplit("write e.g. ")
+        .next()
+        .unwrap()
+        .to_string();
+    let count = example.trim_start_matches("count = ");
+    let fixed = common::scenario(calls, &[&format!("flows[1].count={count}")]);
+    let cost = check(&fixed, Backend::Sim).unwrap_or_else(|e| panic!("{example}: {e}"));
+    assert!(cost.calls >= 400, "{example}: {cost:?}");
+}

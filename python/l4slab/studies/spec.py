@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import tomllib
@@ -386,6 +386,15 @@ class _Parser:
                 )
             scenario_file = _fill(scenario, values)
             path = (self.folder / scenario_file).resolve()
+            if not path.is_relative_to(self.folder.resolve()):
+                # A study is one folder: shipped, copied and archived whole; a run that
+                # reads another folder's file (or any file on the machine) is not its.
+                raise self.error(
+                    f"{key}.scenario",
+                    f"{scenario_file}: leaves the study directory {self.folder}",
+                    f'scenario = "{PurePosixPath(scenario_file).name}" (a file in the study '
+                    "directory, copied there)",
+                )
             if not path.is_file():
                 raise self.error(
                     f"{key}.scenario",

@@ -17,15 +17,20 @@ breaks the process pool: the pool is started again and the cells that were runni
 run again, up to :data:`MAX_ATTEMPTS` times each; a cell still unfinished then is
 recorded as failed. A Dask cluster does the same for a lost worker or node (the
 scheduler's ``allowed-failures``, 3 by default; then ``KilledWorker``).
+
+A local worker dies with its parent: a ``sweep`` or ``reproduce`` killed with SIGKILL
+leaves no worker running (the kernel sends each one SIGTERM, which stops it as above).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -79,13 +84,34 @@ _busy = False
 _pool_worker = False
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int) -> None:
     """In each worker process: Ctrl-C at the terminal is the parent's to handle (it
-    stops the workers with SIGTERM), and SIGTERM stops the running simulation."""
+    stops the workers with SIGTERM), SIGTERM stops the running simulation, and the
+    parent's death, however it dies (SIGKILL too), sends this worker SIGTERM."""
     global _pool_worker
     _pool_worker = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    _die_with_parent(parent)
+
+
+#: prctl(2) option: the signal the kernel sends this process when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux): a SIGKILLed ``sweep`` or ``reproduce``
+    takes its workers with it instead of leaving them running its cells for nobody.
+    The parent is the thread that started the pool (it lives until the pool is shut
+    down). A parent already dead before the call is caught by comparing ``getppid()``
+    with the pid it passed (prctl(2): the signal is only sent on a later death)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"prctl(PR_SET_PDEATHSIG): {os.strerror(err)}")
+    if os.getppid() != parent:
+        os._exit(128 + signal.SIGTERM)  # orphaned already: nobody will read our results
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
@@ -174,6 +200,7 @@ def run_in_processes(
             max_workers=max(1, min(jobs, len(queue))),
             mp_context=context,
             initializer=_worker_init,
+            initargs=(os.getpid(),),
         )
         running: dict[Future[tuple[R, tuple[str, ...]]], T] = {}
         broken = False

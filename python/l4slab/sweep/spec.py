@@ -457,6 +457,9 @@ def plan(
     else:
         seed_list = _file_seeds(table) or [int(base["seed"])]
 
+    if not allow_large:
+        _check_cells(keys, seed_list, "--seeds" if seeds is not None else "sweep.seeds")
+
     # Each value alone first: its error names the value, not a whole point.
     for grid_key in keys:
         for i, value in enumerate(grid_key.values):
@@ -494,6 +497,30 @@ def plan(
         cells=tuple(cells),
         tool_version=version,
         allow_large=allow_large,
+    )
+
+
+#: The most cells a sweep may have without ``--allow-large`` (docs/sweeps.md, "How big"):
+#: each is a run, a bundle on disk and a row of cells.parquet, and every grid point is
+#: validated before the first cell runs.
+MAX_CELLS = 10_000
+
+
+def _check_cells(keys: Sequence[GridKey], seed_list: Sequence[int], seeds_origin: str) -> None:
+    """Refuse a sweep of more than :data:`MAX_CELLS` cells, naming the grid key (or the
+    seeds) with the most values and how many of them fit."""
+    sizes = [len(key.values) for key in keys]
+    cells = math.prod(sizes) * len(seed_list)
+    if cells <= MAX_CELLS:
+        return
+    shape = " x ".join([*(str(n) for n in sizes), f"{len(seed_list)} seeds"])
+    by_size = [(n, key.origin) for n, key in zip(sizes, keys, strict=True)]
+    biggest, origin = max([*by_size, (len(seed_list), seeds_origin)], key=lambda t: t[0])
+    fits = max(1, MAX_CELLS * biggest // cells)
+    raise SweepError(
+        f"{origin}: {cells:,} cells ({shape}) is past the limit of {MAX_CELLS:,} cells (each "
+        f"is a run and a bundle on disk); lift the limit with --allow-large; write e.g. "
+        f"{fits} of its {biggest} values"
     )
 
 

@@ -33,7 +33,7 @@ use toml::Value;
 use crate::error::ScenarioError;
 use crate::model::{BufferLimit, QdiscSpec};
 use crate::param::{read_table, Values};
-use crate::values::kind_of;
+use crate::values::{join, kind_of};
 use params::bad_value;
 
 /// Queue disciplines this build implements (the registry's
@@ -53,6 +53,11 @@ pub(crate) fn resolve(
     buffer: BufferLimit,
     rate: Rate,
 ) -> Result<QdiscSpec, ScenarioError> {
+    if let Value::Table(table) = value {
+        if !table.contains_key("kind") {
+            return Err(missing_kind(table, path));
+        }
+    }
     let (kind, kind_path) = kind_of(value, path)?;
     let Some(mut spec) = QdiscSpec::for_buffer(kind, buffer) else {
         return Err(ScenarioError::unknown_name(
@@ -77,6 +82,18 @@ pub(crate) fn resolve(
         _ => {}
     }
     checked(spec, path, Some(&v))
+}
+
+/// `kind: missing` for a qdisc table without one, suggesting the first kind
+/// that takes every key written (`{ target = "5ms" }`: codel, not fifo,
+/// whose example would then be refused for `target`).
+fn missing_kind(table: &toml::value::Table, path: &str) -> ScenarioError {
+    let takes_all = |kind: &str| {
+        let params = l4slab_qdisc::registry::params(kind).unwrap_or_default();
+        table.keys().all(|k| params.iter().any(|p| p.is_named(k)))
+    };
+    let kind = QDISCS.iter().find(|k| takes_all(k)).unwrap_or(&"fifo");
+    ScenarioError::missing_with(&join(path, "kind"), format!("kind = \"{kind}\""))
 }
 
 /// `spec` if its kind accepts it ([`QdiscSpec::check`]); otherwise the error
