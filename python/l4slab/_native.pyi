@@ -39,6 +39,10 @@ class ScenarioError(ValueError):
 class SimulationError(RuntimeError):
     """The simulation could not complete."""
 
+def die_with_parent() -> None:
+    """In a worker process: SIGTERM from the kernel when the thread that started it
+    exits (``prctl(PR_SET_PDEATHSIG)``; Linux only, absent elsewhere)."""
+
 def validate(
     text: str,
     source: str,

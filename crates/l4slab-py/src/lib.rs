@@ -300,6 +300,16 @@ fn packet_chunk<'py>(
     Ok(d)
 }
 
+/// In a worker process: the kernel sends it SIGTERM when the thread that
+/// started it exits, however it exits (`prctl(PR_SET_PDEATHSIG)`, prctl(2);
+/// `l4slab.sweep.pool`). Linux only.
+#[cfg(target_os = "linux")]
+#[pyfunction]
+fn die_with_parent() -> PyResult<()> {
+    l4slab_sys::process::set_parent_death_signal(l4slab_sys::signal::SIGTERM)
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("prctl(PR_SET_PDEATHSIG): {e}")))
+}
+
 #[pyfunction]
 fn cc_names() -> Vec<&'static str> {
     l4slab_sim::cc_names().to_vec()
@@ -664,6 +674,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    #[cfg(target_os = "linux")]
+    m.add_function(wrap_pyfunction!(die_with_parent, m)?)?;
     m.add_function(wrap_pyfunction!(quantity, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;

@@ -25,7 +25,6 @@ leaves no worker running (the kernel sends each one SIGTERM, which stops it as a
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib
 import multiprocessing
 import os
@@ -95,21 +94,17 @@ def _worker_init(parent: int) -> None:
     _die_with_parent(parent)
 
 
-#: prctl(2) option: the signal the kernel sends this process when its parent dies.
-_PR_SET_PDEATHSIG = 1
-
-
 def _die_with_parent(parent: int) -> None:
-    """``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux): a SIGKILLed ``sweep`` or ``reproduce``
-    takes its workers with it instead of leaving them running its cells for nobody.
-    The parent is the thread that started the pool (it lives until the pool is shut
-    down). A parent already dead before the call is caught by comparing ``getppid()``
-    with the pid it passed (prctl(2): the signal is only sent on a later death)."""
+    """``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux, through the native module's OS
+    boundary): a SIGKILLed ``sweep`` or ``reproduce`` takes its workers with it instead
+    of leaving them running its cells for nobody. The parent is the thread that started
+    the pool (it lives until the pool is shut down). A parent already dead before the
+    call is caught by comparing ``getppid()`` with the pid it passed (prctl(2): the
+    signal is only sent on a later death)."""
     if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"prctl(PR_SET_PDEATHSIG): {os.strerror(err)}")
+        from l4slab import _native
+
+        _native.die_with_parent()
     if os.getppid() != parent:
         os._exit(128 + signal.SIGTERM)  # orphaned already: nobody will read our results
 
