@@ -14,6 +14,7 @@ __all__ = [
     "__version__",
     "cc_names",
     "cc_params",
+    "die_with_parent",
     "ecn_rewrite_names",
     "emu_main",
     "emu_plan_check",
