@@ -18,6 +18,8 @@
 //! * [`cbr::Cbr`]: an unresponsive constant-bit-rate UDP stream.
 //! * [`screen_share::ScreenShare`]: frames written whenever the socket is writable.
 //! * [`web::Web`]: objects fetched by request and response.
+//! * [`web_browse::WebBrowse`]: a person browsing, page after page
+//!   ([`web_browse_model`]: the pages they ask for).
 //! * [`cloud_gaming::CloudGaming`]: rate-adapted frames, server to player.
 //! * [`video_call::VideoCall`]: rate-adapted frames both ways.
 //! * [`frames`]: frame bookkeeping shared by the frame-based apps;
@@ -51,6 +53,8 @@ mod stray_tests;
 pub(crate) mod testing;
 pub mod video_call;
 pub mod web;
+pub mod web_browse;
+pub mod web_browse_model;
 pub mod web_quic;
 
 /// A UDP datagram an app sends outside its connection. The payload is not
@@ -209,6 +213,11 @@ pub trait FlowApp: fmt::Debug + Send {
     /// call (one per ACK that gave one), for the flow's `rtt_ms` statistics.
     fn take_rtt_samples(&mut self, out: &mut dyn FnMut(Dur)) {
         let _ = out;
+    }
+    /// Numbers the app drew from a seeded stream of its own (a browsing
+    /// person's pages), for the run's `random_draws`.
+    fn random_draws(&self) -> u64 {
+        0
     }
 }
 

@@ -30,6 +30,7 @@ use crate::ping::PingConfig;
 use crate::screen_share::ScreenShareConfig;
 use crate::video_call::VideoCallConfig;
 use crate::web::{WebConfig, WebSpec};
+use crate::web_browse::WebBrowseConfig;
 use crate::{cbr::CbrConfig, FlowApp, Role};
 
 /// What building a flow's app needs besides its config.
@@ -41,6 +42,9 @@ pub struct BuildContext<'a> {
     pub flow: &'a str,
     /// When the flow starts.
     pub start: Time,
+    /// The run's seed, for an app that draws (`web_browse`: its stream is
+    /// derived from it and the flow's name).
+    pub seed: u64,
 }
 
 impl BuildContext<'_> {
@@ -163,6 +167,8 @@ app_kinds! {
     ScreenShare(Framed<ScreenShareConfig>),
     /// Objects fetched by request and response.
     Web(WebSpec),
+    /// A person browsing: pages and think times.
+    WebBrowse(WebBrowseConfig),
     /// Rate-adapted frames from the server to the player.
     CloudGaming(Framed<CloudGamingConfig>),
     /// Rate-adapted frames in both directions.

@@ -35,6 +35,7 @@ fn build(name: &str) -> Box<dyn FlowApp> {
         sender: Role::Server,
         flow: "f",
         start: Time::ZERO,
+        seed: 1,
     };
     let rtp = FrameTransport::Rtp {
         media_cc: MediaCcKind::Scream { l4s: true },

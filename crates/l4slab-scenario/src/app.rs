@@ -12,7 +12,9 @@
 //! * a frame app's `transport`, `media_cc` and `playout_delay`, which go
 //!   together ([`l4slab_app::framed`]);
 //! * `min_bitrate <= start_bitrate <= max_bitrate`, and a default start
-//!   clamped to the limits written.
+//!   clamped to the limits written;
+//! * `web_browse`'s truncation ranges (`*_min <= *_max`, `objects_scale <=
+//!   objects_cap`).
 
 use serde::Deserialize;
 use toml::Value;
@@ -87,6 +89,18 @@ pub(crate) fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, 
     }
     match &mut app {
         AppSpec::Web(w) => w.objects = web_objects(&values)?,
+        // A model that cannot be sampled: a truncation range upside down.
+        AppSpec::WebBrowse(b) => {
+            if let Some((low, high, why)) = b.conflict() {
+                // Name the key written (the upper one if both were).
+                let at = if values.has(&high) || !values.has(&low) {
+                    high
+                } else {
+                    low
+                };
+                return Err(conflict(&values.path_of(&at), why, &at));
+            }
+        }
         AppSpec::CloudGaming(f) => {
             let a = &mut f.app;
             (a.min_bitrate, a.start_bitrate, a.max_bitrate) = bitrates(

@@ -28,6 +28,7 @@ pub fn flow_app(f: &Flow, seed: u64) -> Box<dyn FlowApp> {
         sender: sender(f),
         flow: &f.name,
         start: f.start,
+        seed,
     };
     match f.transport.protocol {
         Protocol::Tcp => f.app.build(&cx),

@@ -31,9 +31,13 @@ impl Sim<'_> {
     }
 
     /// Numbers drawn from every seeded stream of the run: each link's loss and
-    /// qdisc streams and each flow's.
+    /// qdisc streams and each flow's (its endpoints' and its app's own).
     fn random_draws(&self) -> u64 {
-        let flows: u64 = self.flows.iter().map(|fl| fl.rng.draws()).sum();
+        let flows: u64 = self
+            .flows
+            .iter()
+            .map(|fl| fl.rng.draws() + fl.app.random_draws())
+            .sum();
         self.bn.random_draws() + flows
     }
 
