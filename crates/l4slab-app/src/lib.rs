@@ -20,6 +20,8 @@
 //! * [`web::Web`]: objects fetched by request and response.
 //! * [`cloud_gaming::CloudGaming`]: rate-adapted frames, server to player.
 //! * [`video_call::VideoCall`]: rate-adapted frames both ways.
+//! * [`video_stream::VideoStream`]: an adaptive-bitrate video player
+//!   (segments by request and response, ABR rules in [`abr`]).
 //! * [`frames`]: frame bookkeeping shared by the frame-based apps;
 //!   [`rate_control`]: the bitrate adaptation cloud gaming and video calls share;
 //!   [`framed`]: how a frame app's frames travel (TCP, or RTP: [`rtp`]).
@@ -34,6 +36,7 @@ use l4slab_core::{Dur, Ecn, Time};
 pub use l4slab_tcp::{AppIo, Bulk, File, Role, SocketInfo};
 pub use registry::{AppKind, AppSpec, BuildContext, APP_NAMES};
 
+pub mod abr;
 pub mod cbr;
 pub mod cloud_gaming;
 pub mod framed;
@@ -48,6 +51,7 @@ pub mod screen_share;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod video_call;
+pub mod video_stream;
 pub mod web;
 pub mod web_quic;
 
