@@ -22,6 +22,8 @@
 //!   ([`web_browse_model`]: the pages they ask for).
 //! * [`cloud_gaming::CloudGaming`]: rate-adapted frames, server to player.
 //! * [`video_call::VideoCall`]: rate-adapted frames both ways.
+//! * [`video_stream::VideoStream`]: an adaptive-bitrate video player
+//!   (segments by request and response, ABR rules in [`abr`]).
 //! * [`frames`]: frame bookkeeping shared by the frame-based apps;
 //!   [`rate_control`]: the bitrate adaptation cloud gaming and video calls share;
 //!   [`framed`]: how a frame app's frames travel (TCP, or RTP: [`rtp`]).
@@ -36,6 +38,7 @@ use l4slab_core::{Dur, Ecn, Time};
 pub use l4slab_tcp::{AppIo, Bulk, File, Role, SocketInfo};
 pub use registry::{AppKind, AppSpec, BuildContext, APP_NAMES};
 
+pub mod abr;
 pub mod cbr;
 pub mod cloud_gaming;
 pub mod framed;
@@ -52,6 +55,7 @@ mod stray_tests;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod video_call;
+pub mod video_stream;
 pub mod web;
 pub mod web_browse;
 pub mod web_browse_model;

@@ -74,6 +74,11 @@ pub trait QuicStreams: core::fmt::Debug + Send {
     /// The app's figures for `app_metrics` (a JSON object); the flow adds
     /// `transport` and each end's connection counters.
     fn report(&self, start: Time, end: Time) -> Value;
+    /// The app's series for the interval that ends at `now`
+    /// ([`FlowApp::sample`]).
+    fn sample(&mut self, now: Time, interval: Dur, out: &mut crate::SampleSink<'_>) {
+        let _ = (now, interval, out);
+    }
 }
 
 /// One stream from the sending side (the flow's `direction`), opened once
@@ -350,6 +355,10 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
         for d in self.rtt_samples.drain(..) {
             out(d);
         }
+    }
+
+    fn sample(&mut self, now: Time, interval: Dur, out: &mut crate::SampleSink<'_>) {
+        self.streams.sample(now, interval, out);
     }
 
     fn report(&self, end: Time) -> Value {

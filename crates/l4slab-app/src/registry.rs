@@ -29,6 +29,7 @@ use crate::oneway::{BulkConfig, FileConfig};
 use crate::ping::PingConfig;
 use crate::screen_share::ScreenShareConfig;
 use crate::video_call::VideoCallConfig;
+use crate::video_stream::VideoStreamConfig;
 use crate::web::{WebConfig, WebSpec};
 use crate::web_browse::WebBrowseConfig;
 use crate::{cbr::CbrConfig, FlowApp, Role};
@@ -173,6 +174,8 @@ app_kinds! {
     CloudGaming(Framed<CloudGamingConfig>),
     /// Rate-adapted frames in both directions.
     VideoCall(Framed<VideoCallConfig>),
+    /// An adaptive-bitrate video player fetching segments.
+    VideoStream(VideoStreamConfig),
 }
 
 impl AppSpec {

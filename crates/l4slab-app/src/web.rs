@@ -276,6 +276,26 @@ impl Objects {
         self.outcomes[k].done = Some(now);
     }
 
+    /// Append an object of `size` bytes asked for at `now`, for an app that
+    /// decides what to fetch as it goes (`video_stream`); returns its `k`.
+    pub(crate) fn push(&mut self, size: u64, now: Time) -> usize {
+        assert!(size > 0, "an object has at least one byte");
+        let at = now.saturating_since(self.cfg.page_start);
+        assert!(
+            self.cfg.objects.last().is_none_or(|o| o.at <= at),
+            "objects are pushed in time order"
+        );
+        let k = self.len();
+        self.cfg.objects.push(WebObject {
+            index: u32::try_from(k).expect("fewer than 2^32 objects"),
+            size,
+            at,
+            new_connection: false,
+        });
+        self.outcomes.push(Outcome::default());
+        k
+    }
+
     fn object_report(&self, k: usize) -> Value {
         let o = &self.cfg.objects[k];
         let r = &self.outcomes[k];
@@ -350,6 +370,18 @@ impl Web {
     /// Objects completed so far.
     pub fn completed(&self) -> usize {
         self.completed
+    }
+
+    pub(crate) fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    /// Ask for one more object of `size` bytes now (see [`Objects::push`]).
+    pub(crate) fn push(&mut self, now: Time, size: u64, io: &mut dyn FlowIo) {
+        self.objects.push(size, now);
+        self.ends
+            .push(self.ends.last().copied().unwrap_or(0) + size);
+        self.request(now, io);
     }
 
     /// Write every request that is due, then wait for the next one.

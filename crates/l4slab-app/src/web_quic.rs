@@ -98,6 +98,18 @@ impl WebStreams {
         self.completed
     }
 
+    pub(crate) fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    /// Ask for one more object of `size` bytes now (see
+    /// [`Objects::push`]); its stream opens on the next [`QuicStreams::drive`].
+    pub(crate) fn push(&mut self, now: Time, size: u64) {
+        self.objects.push(size, now);
+        self.received.push(0);
+        self.request_bytes.push(0);
+    }
+
     /// The object a request stream carries: the requester opens one stream
     /// per object, in request order, so the stream's index is `k`.
     fn object(&self, id: StreamId) -> usize {

@@ -14,7 +14,9 @@
 //! * `min_bitrate <= start_bitrate <= max_bitrate`, and a default start
 //!   clamped to the limits written;
 //! * `web_browse`'s truncation ranges (`*_min <= *_max`, `objects_scale <=
-//!   objects_cap`).
+//!   objects_cap`);
+//! * `video_stream`'s `ladder` (a name or an array of rates), a buffer
+//!   target of at least one segment and a startup within the target.
 
 use serde::Deserialize;
 use toml::Value;
@@ -22,6 +24,7 @@ use toml::Value;
 use l4slab_app::framed::{FrameTransport, MEDIA_CC, MEDIA_CCS, PLAYOUT_DELAY, TRANSPORT};
 use l4slab_app::registry::APP_NAMES;
 use l4slab_app::rtp::MediaCcKind;
+use l4slab_app::video_stream::{self as video, VideoStreamConfig};
 use l4slab_app::web::{self, WebConnection, WebObjectSpec};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate};
@@ -117,6 +120,7 @@ pub(crate) fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, 
                 (a.min_bitrate, a.start_bitrate, a.max_bitrate),
             )?;
         }
+        AppSpec::VideoStream(v) => video_stream(v, &values)?,
         _ => {}
     }
     if let Some(t) = app.frame_transport_mut() {
@@ -296,4 +300,81 @@ fn media_cc(v: &Value, path: &str) -> Result<MediaCcKind, ScenarioError> {
             &kind_path, "media_cc", k, MEDIA_CCS,
         )),
     }
+}
+
+/// `video_stream`'s `ladder` (`"apple_hls"` or rates lowest first), and
+/// `segment <= buffer_target`, `startup <= buffer_target`.
+fn video_stream(v: &mut VideoStreamConfig, values: &Values<'_>) -> Result<(), ScenarioError> {
+    if let Some((_, raw)) = values.raw(&video::LADDER) {
+        let path = values.path_of(&video::LADDER);
+        v.ladder = match raw {
+            Value::String(name) if name == "apple_hls" => video::APPLE_HLS_LADDER.to_vec(),
+            Value::String(name) => {
+                return Err(ScenarioError::unknown_name(
+                    &path,
+                    "ladder",
+                    name,
+                    video::LADDERS,
+                ))
+            }
+            Value::Array(items) => {
+                if items.is_empty() {
+                    return Err(ScenarioError::bad_value(
+                        &path,
+                        "lists no bitrates; a ladder has at least one rung (e.g. [\"1Mbit\", \"3Mbit\"])",
+                    ));
+                }
+                let mut ladder = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let at = format!("{path}[{i}]");
+                    let bps = values::rate(item, &at)?.as_bps();
+                    if ladder.last().is_some_and(|&prev| prev >= bps) {
+                        return Err(ScenarioError::bad_value(
+                            &at,
+                            "is not above the rung before it; list the ladder lowest first, each rate once",
+                        ));
+                    }
+                    ladder.push(bps);
+                }
+                ladder
+            }
+            other => {
+                return Err(ScenarioError::wrong_type(
+                    &path,
+                    "\"apple_hls\" or an array of rates",
+                    &describe(other),
+                ))
+            }
+        };
+    }
+    let at = |p: &Param| {
+        if values.has(p) {
+            *p
+        } else {
+            video::BUFFER_TARGET
+        }
+    };
+    if v.buffer_target < v.segment {
+        let p = at(&video::BUFFER_TARGET);
+        return Err(conflict(
+            &values.path_of(&p),
+            format!(
+                "buffer_target ({}) is below one segment ({}); the player holds at least one",
+                v.buffer_target, v.segment
+            ),
+            &p,
+        ));
+    }
+    if v.startup > v.buffer_target {
+        let p = at(&video::STARTUP);
+        return Err(conflict(
+            &values.path_of(&p),
+            format!(
+                "startup ({}) is above buffer_target ({}); playback could never start",
+                v.startup, v.buffer_target
+            ),
+            &p,
+        ));
+    }
+    Ok(())
 }

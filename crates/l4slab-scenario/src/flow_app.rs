@@ -36,7 +36,7 @@ pub fn flow_app(f: &Flow, seed: u64) -> Box<dyn FlowApp> {
     }
 }
 
-/// A `bulk`, `file` or `web` flow over the QUIC-style transport: the
+/// A `bulk`, `file`, `web` or `video_stream` flow over the QUIC-style transport: the
 /// flow's controller with its options, ECN unless the flow turns it off
 /// (RFC 9000 §13.4: QUIC endpoints use and validate ECN), and the transport
 /// keys QUIC applies ([`crate::quic::connection_config`]). A web page opens
@@ -65,6 +65,11 @@ fn quic_app(f: &Flow, cx: &BuildContext<'_>, seed: u64) -> Box<dyn FlowApp> {
                 cx.sender,
             ))
         }
-        _ => unreachable!("the scenario allows bulk, file and web over QUIC only"),
+        AppSpec::VideoStream(v) => {
+            // One stream per segment, and no MAX_STREAMS: allow the video's count.
+            cfg.max_streams_bidi = cfg.max_streams_bidi.max(v.segments());
+            Box::new(QuicFlow::with_streams(v.quic_streams(cx), cfg, cx.sender))
+        }
+        _ => unreachable!("the scenario allows bulk, file, web and video_stream over QUIC only"),
     }
 }

@@ -178,12 +178,15 @@ fn resolve_flow(
     }
     let transport = resolve_transport(f.transport.as_ref(), &join(path, "transport"))?;
     if transport.protocol == Protocol::Quic
-        && !matches!(app, AppSpec::Bulk(_) | AppSpec::File(_) | AppSpec::Web(_))
+        && !matches!(
+            app,
+            AppSpec::Bulk(_) | AppSpec::File(_) | AppSpec::Web(_) | AppSpec::VideoStream(_)
+        )
     {
         return Err(ScenarioError::conflict(
             &join(path, "transport.protocol"),
             format!(
-                "\"quic\" carries the bulk, file and web apps for now, not \"{}\"; use app = \"bulk\", {{ kind = \"file\", size = \"10MB\" }} or {{ kind = \"web\", objects = [...] }}",
+                "\"quic\" carries the bulk, file, web and video_stream apps for now, not \"{}\"; use app = \"bulk\", {{ kind = \"file\", size = \"10MB\" }} or {{ kind = \"web\", objects = [...] }}",
                 app.kind()
             ),
         ));

@@ -241,7 +241,7 @@ const CASES: &[Case] = &[
     set(&["flows[0].app={ kind = \"cbr\", interval = \"10ms\" }"], "flows[0].app.interval", UnknownKey, "valid keys here: kind, rate, size, ecn"),
     set(&["flows[0].app={ kind = \"screen_share\", max_fps = 0 }"], "flows[0].app.max_fps", BadValue, "must be between 1 and 1000"),
     set(&["flows[0].app={ kind = \"screen_share\", frame_size = \"0B\" }"], "flows[0].app.frame_size", BadValue, "must be greater than zero"),
-    set(&["flows[0].app=video"], "flows[0].app", UnknownName, "unknown app 'video'; choose one of: bulk, file, ping, cbr, screen_share, web, web_browse, cloud_gaming, video_call"),
+    set(&["flows[0].app=video"], "flows[0].app", UnknownName, "unknown app 'video'; choose one of: bulk, file, ping, cbr, screen_share, web, web_browse, cloud_gaming, video_call, video_stream"),
     set(&["flows[0].app=file"], "flows[0].app.size", Missing, "write e.g. app = { kind = \"file\", size = \"10MB\" }"),
     set(&["flows[0].app={ kind = \"file\" }"], "flows[0].app.size", Missing, "write e.g. size = \"10MB\""),
     set(&["flows[0].app={ kind = \"file\", size = \"0B\" }"], "flows[0].app.size", BadValue, "must be greater than zero"),
