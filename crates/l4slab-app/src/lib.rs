@@ -22,6 +22,7 @@
 //! * [`video_call::VideoCall`]: rate-adapted frames both ways.
 //! * [`frames`]: frame bookkeeping shared by the frame-based apps;
 //!   [`rate_control`]: the bitrate adaptation cloud gaming and video calls share;
+//!   [`adaptive`]: their config (the same keys, each kind's defaults);
 //!   [`framed`]: how a frame app's frames travel (TCP, or RTP: [`rtp`]).
 //! * [`registry`]: the app kinds by scenario name, each config with its
 //!   declared parameters ([`registry::AppSpec`]), and how each is built.
@@ -34,6 +35,7 @@ use l4slab_core::{Dur, Ecn, Time};
 pub use l4slab_tcp::{AppIo, Bulk, File, Role, SocketInfo};
 pub use registry::{AppKind, AppSpec, BuildContext, APP_NAMES};
 
+pub mod adaptive;
 pub mod cbr;
 pub mod cloud_gaming;
 pub mod framed;
