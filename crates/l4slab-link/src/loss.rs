@@ -14,6 +14,11 @@
 //! * [`GilbertElliott`]: the two-state Markov model of Linux netem
 //!   `loss gemodel p r 1-h 1-k` (`net/sched/sch_netem.c`, `loss_gilb_ell`).
 //!
+//! The keys of each model's scenario table (`loss = { kind = "bernoulli",
+//! p = "1%" }`) are declared here ([`MODELS`]: [`BERNOULLI_PARAMS`],
+//! [`GILBERT_ELLIOTT_PARAMS`]); the scenario layer reads them by these
+//! declarations, and docs/models/loss.md renders their tables.
+//!
 //! A model only *chooses* packets; what a chosen packet becomes is the
 //! link's business: dropped, or, with netem's `ecn` flag
 //! ([`Link::with_loss_ecn`](crate::Link::with_loss_ecn)), CE-marked if it

@@ -38,7 +38,13 @@ fn the_declared_defaults_are_valid_and_a_probability_is_checked() {
     let e = loss::GE_K
         .check(l4slab_core::param::ParamValue::Num(1.5))
         .unwrap_err();
-    assert_eq!(e.to_string(), "k: 1.5 is out of range; must be between 0 and 1");
+    assert_eq!(
+        e.to_string(),
+        "k: 1.5 is out of range; must be between 0 and 1"
+    );
     // The Gilbert-Elliott defaults are netem's (`loss gemodel p r`, 1-h = 100 %, 1-k = 0 %).
-    assert_eq!((loss::GE_K.default.num(), loss::GE_H.default.num()), (1.0, 0.0));
+    assert_eq!(
+        (loss::GE_K.default.num(), loss::GE_H.default.num()),
+        (1.0, 0.0)
+    );
 }

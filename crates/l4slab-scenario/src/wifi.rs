@@ -572,14 +572,16 @@ fn resolve_scan(v: &Value, path: &str) -> Result<Option<Scan>, ScenarioError> {
     let span =
         duration.saturating_mul(u64::from(visits)) + gap.saturating_mul(u64::from(visits - 1));
     if span >= every {
-        return Err(ScenarioError::conflict(
-            &join(path, "duration"),
+        return Err(ScenarioError::invalid(
+            &join(path, cell::SCAN_DURATION.name),
+            Problem::Conflict,
             format!(
                 "a scan takes {} (visits x duration + gaps), which must be shorter than every = {} \
                  (the station returns between scans)",
                 values::show_dur(span),
                 values::show_dur(every)
             ),
+            Some(cell::SCAN_DURATION.example()),
         ));
     }
     let first = values.get(&cell::SCAN_FIRST).map_or(every, |v| v.dur());

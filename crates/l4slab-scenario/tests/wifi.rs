@@ -484,7 +484,7 @@ fn station_errors_name_the_key() {
         (gamer("snr_db = [40, 30]"), "hosts.gamer.wifi.snr_db", "2 values for 1 link (wifi.stations.links = [0])"),
         (gamer("links = [1]"), "hosts.gamer.wifi.links[0]", "1 is not a link of the cell: [wifi] has 1 link, numbered 0..=0"),
         (gamer("links = []"), "hosts.gamer.wifi.links", "at least one link"),
-        (stations("scan = { every = \"1s\", duration = \"1s\" }"), "wifi.stations.scan.duration", "a scan takes 1s (visits x duration + gaps), which must be shorter than every = 1s"),
+        (stations("scan = { every = \"1s\", duration = \"1s\" }"), "wifi.stations.scan.duration", "a scan takes 1s (visits x duration + gaps), which must be shorter than every = 1s (the station returns between scans); write e.g. \"100ms\""),
         (stations("scan = { duration = \"100ms\" }"), "wifi.stations.scan.every", "missing"),
         (stations("scan = { every = \"30s\", duration = \"0s\" }"), "wifi.stations.scan.duration", "greater than zero"),
         (stations("scan = true"), "wifi.stations.scan", "give a table, or false"),
