@@ -1,31 +1,46 @@
-//! The loss models' key tables in docs/models/loss.md are rendered from their
-//! declarations (`l4slab_link::loss::MODELS`), so the docs cannot drift from
-//! the code.
+//! The loss models' key tables in docs/models/loss.md and the trace table's
+//! in docs/models/trace.md are rendered from their declarations
+//! (`l4slab_link::loss::MODELS`, `l4slab_link::trace::PARAMS`), so the docs
+//! cannot drift from the code.
 
 use std::path::PathBuf;
 
 use l4slab_core::param::markdown_table;
-use l4slab_link::loss;
+use l4slab_link::{loss, trace};
 
-fn loss_md() -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/loss.md");
+fn page(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/models")
+        .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"))
+}
+
+/// `text` holds `table` whole: every row, then a blank line (no extra row).
+fn assert_holds(text: &str, table: &str, what: &str) {
+    let table = table.trim_end();
+    assert!(
+        text.contains(&format!("\n{table}\n\n")),
+        "{what} lacks its table; it should read:\n\n{table}"
+    );
 }
 
 #[test]
 fn the_loss_page_holds_each_models_keys() {
-    let text = loss_md();
+    let text = page("loss.md");
     for &(kind, params) in loss::MODELS {
-        if params.is_empty() {
-            continue;
+        if !params.is_empty() {
+            assert_holds(&text, &markdown_table(params), &format!("loss.md ({kind})"));
         }
-        let table = markdown_table(params);
-        let table = table.trim_end();
-        assert!(
-            text.contains(&format!("\n{table}\n\n")),
-            "docs/models/loss.md lacks the keys of {kind}; it should read:\n\n{table}"
-        );
     }
+}
+
+#[test]
+fn the_trace_page_holds_the_rate_tables_keys() {
+    assert_holds(
+        &page("trace.md"),
+        &markdown_table(trace::PARAMS),
+        "trace.md",
+    );
 }
 
 #[test]

@@ -97,7 +97,7 @@ pub(crate) fn resolve_link(
 ) -> Result<LinkSpec, ScenarioError> {
     let (v, p) = m.require("rate", r#""20Mbit""#)?;
     let (rate, rate_trace) = match v {
-        Value::Table(_) => crate::trace::resolve(v, &p, trace_dirs)?,
+        Value::Table(t) => crate::trace::resolve(t, &p, trace_dirs)?,
         _ => (values::positive_rate(v, &p)?, None),
     };
     let delay = match delay {
