@@ -19,17 +19,16 @@
 //! most commercial services use (this is the TCP variant the Excentis test
 //! ran), decoder and display delay.
 
-use serde::Serialize;
 use serde_json::Value;
 
-use l4slab_core::param::{FromParam, Kind, Param, ParamValue};
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
+use crate::adaptive::{AdaptiveConfig, CLOUD_GAMING};
 use crate::framed::{Framed, MEDIA_CC, PLAYOUT_DELAY, TRANSPORT};
-use crate::frames::FrameStream;
-use crate::rate_control::{AdaptiveFrames, RateControlConfig, SeriesNames};
+use crate::rate_control::{AdaptiveFrames, SeriesNames};
 use crate::registry::{AppKind, BuildContext};
-use crate::rtp::{self, RtpConfig, RtpMedia};
+use crate::rtp::{self, RtpMedia};
 use crate::{FlowApp, FlowIo, Role, SampleSink};
 
 pub const FPS: Param = Param {
@@ -90,7 +89,8 @@ pub const STALL_THRESHOLD: Param = Param {
     ..crate::screen_share::STALL_THRESHOLD
 };
 
-/// `app = { kind = "cloud_gaming", ... }` (docs/apps.md#cloud_gaming).
+/// `app = { kind = "cloud_gaming", ... }` (docs/apps.md#cloud_gaming): the
+/// six keys of [`AdaptiveConfig`] first, in its order.
 pub const PARAMS: &[Param] = &[
     FPS,
     START_BITRATE,
@@ -105,43 +105,7 @@ pub const PARAMS: &[Param] = &[
 
 /// Cloud-gaming parameters (scenario `app = { kind = "cloud_gaming", ... }`;
 /// [`PARAMS`]).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct CloudGamingConfig {
-    /// [`FPS`].
-    pub fps: u32,
-    /// [`START_BITRATE`].
-    pub start_bitrate: Rate,
-    /// [`MIN_BITRATE`].
-    pub min_bitrate: Rate,
-    /// [`MAX_BITRATE`].
-    pub max_bitrate: Rate,
-    /// [`LATE_THRESHOLD`].
-    pub late_threshold: Dur,
-    /// [`STALL_THRESHOLD`].
-    pub stall_threshold: Dur,
-}
-
-impl Default for CloudGamingConfig {
-    fn default() -> Self {
-        CloudGamingConfig {
-            fps: FromParam::from_param(FPS.default),
-            start_bitrate: START_BITRATE.default.rate(),
-            min_bitrate: MIN_BITRATE.default.rate(),
-            max_bitrate: MAX_BITRATE.default.rate(),
-            late_threshold: LATE_THRESHOLD.default.dur(),
-            stall_threshold: STALL_THRESHOLD.default.dur(),
-        }
-    }
-}
-
-l4slab_core::param_fields!(CloudGamingConfig {
-    fps = FPS,
-    start_bitrate = START_BITRATE,
-    min_bitrate = MIN_BITRATE,
-    max_bitrate = MAX_BITRATE,
-    late_threshold = LATE_THRESHOLD,
-    stall_threshold = STALL_THRESHOLD,
-});
+pub type CloudGamingConfig = AdaptiveConfig<CLOUD_GAMING>;
 
 impl AppKind for Framed<CloudGamingConfig> {
     const NAME: &'static str = "cloud_gaming";
@@ -150,19 +114,10 @@ impl AppKind for Framed<CloudGamingConfig> {
     const PARAMS: &'static [Param] = PARAMS;
 
     fn build(&self, cx: &BuildContext<'_>) -> Box<dyn FlowApp> {
-        let p = self.app;
         if !self.is_rtp() {
-            return Box::new(CloudGaming::new(p, cx.sender));
+            return Box::new(CloudGaming::new(self.app, cx.sender));
         }
-        let cfg = RtpConfig::new(
-            p.fps,
-            p.start_bitrate,
-            p.min_bitrate,
-            p.max_bitrate,
-            p.stall_threshold,
-            Some(p.late_threshold),
-        )
-        .with_transport(self.transport);
+        let cfg = self.app.rtp().with_transport(self.transport);
         Box::new(RtpMedia::new(
             "cloud_gaming",
             cfg,
@@ -188,12 +143,10 @@ pub struct CloudGaming {
 
 impl CloudGaming {
     pub fn new(cfg: CloudGamingConfig, sender: Role) -> Self {
-        let rate = RateControlConfig::gcc(cfg.start_bitrate, cfg.min_bitrate, cfg.max_bitrate);
-        let frames = FrameStream::new(cfg.stall_threshold).with_late_threshold(cfg.late_threshold);
         CloudGaming {
             cfg,
             sender,
-            stream: AdaptiveFrames::new(rate, cfg.fps, frames),
+            stream: cfg.frames(),
         }
     }
 

@@ -26,6 +26,7 @@
 //!   (segments by request and response, ABR rules in [`abr`]).
 //! * [`frames`]: frame bookkeeping shared by the frame-based apps;
 //!   [`rate_control`]: the bitrate adaptation cloud gaming and video calls share;
+//!   [`adaptive`]: their config (the same keys, each kind's defaults);
 //!   [`framed`]: how a frame app's frames travel (TCP, or RTP: [`rtp`]).
 //! * [`registry`]: the app kinds by scenario name, each config with its
 //!   declared parameters ([`registry::AppSpec`]), and how each is built.
@@ -39,6 +40,7 @@ pub use l4slab_tcp::{AppIo, Bulk, File, Role, SocketInfo};
 pub use registry::{AppKind, AppSpec, BuildContext, APP_NAMES};
 
 pub mod abr;
+pub mod adaptive;
 pub mod cbr;
 pub mod cloud_gaming;
 pub mod framed;

@@ -22,18 +22,17 @@
 //! calls run over RTP/UDP; over TCP a loss delays every later frame until
 //! it is repaired — which is what this app measures).
 
-use serde::Serialize;
 use serde_json::{json, Value};
 
-use l4slab_core::param::{FromParam, Param, ParamValue};
+use l4slab_core::param::{Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
+use crate::adaptive::{AdaptiveConfig, VIDEO_CALL};
 use crate::cloud_gaming as game;
 use crate::framed::{Framed, MEDIA_CC, PLAYOUT_DELAY, TRANSPORT};
-use crate::frames::FrameStream;
-use crate::rate_control::{AdaptiveFrames, RateControlConfig, SeriesNames};
+use crate::rate_control::{AdaptiveFrames, SeriesNames};
 use crate::registry::{AppKind, BuildContext};
-use crate::rtp::{self, RtpConfig, RtpMedia};
+use crate::rtp::{self, RtpMedia};
 use crate::{FlowApp, FlowIo, Role, SampleSink};
 
 pub const FPS: Param = Param {
@@ -73,7 +72,8 @@ pub const LATE_THRESHOLD: Param = Param {
     ..game::LATE_THRESHOLD
 };
 
-/// `app = { kind = "video_call", ... }` (docs/apps.md#video_call).
+/// `app = { kind = "video_call", ... }` (docs/apps.md#video_call): the six
+/// keys of [`AdaptiveConfig`] first, in its order.
 pub const PARAMS: &[Param] = &[
     FPS,
     START_BITRATE,
@@ -88,43 +88,7 @@ pub const PARAMS: &[Param] = &[
 
 /// Video-call parameters (scenario `app = { kind = "video_call", ... }`;
 /// [`PARAMS`]), the same for both directions.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct VideoCallConfig {
-    /// [`FPS`].
-    pub fps: u32,
-    /// [`START_BITRATE`].
-    pub start_bitrate: Rate,
-    /// [`MIN_BITRATE`].
-    pub min_bitrate: Rate,
-    /// [`MAX_BITRATE`].
-    pub max_bitrate: Rate,
-    /// [`STALL_THRESHOLD`].
-    pub stall_threshold: Dur,
-    /// [`LATE_THRESHOLD`].
-    pub late_threshold: Dur,
-}
-
-impl Default for VideoCallConfig {
-    fn default() -> Self {
-        VideoCallConfig {
-            fps: FromParam::from_param(FPS.default),
-            start_bitrate: START_BITRATE.default.rate(),
-            min_bitrate: MIN_BITRATE.default.rate(),
-            max_bitrate: MAX_BITRATE.default.rate(),
-            stall_threshold: STALL_THRESHOLD.default.dur(),
-            late_threshold: LATE_THRESHOLD.default.dur(),
-        }
-    }
-}
-
-l4slab_core::param_fields!(VideoCallConfig {
-    fps = FPS,
-    start_bitrate = START_BITRATE,
-    min_bitrate = MIN_BITRATE,
-    max_bitrate = MAX_BITRATE,
-    stall_threshold = STALL_THRESHOLD,
-    late_threshold = LATE_THRESHOLD,
-});
+pub type VideoCallConfig = AdaptiveConfig<VIDEO_CALL>;
 
 impl AppKind for Framed<VideoCallConfig> {
     const NAME: &'static str = "video_call";
@@ -133,19 +97,10 @@ impl AppKind for Framed<VideoCallConfig> {
     const PARAMS: &'static [Param] = PARAMS;
 
     fn build(&self, _: &BuildContext<'_>) -> Box<dyn FlowApp> {
-        let p = self.app;
         if !self.is_rtp() {
-            return Box::new(VideoCall::new(p));
+            return Box::new(VideoCall::new(self.app));
         }
-        let cfg = RtpConfig::new(
-            p.fps,
-            p.start_bitrate,
-            p.min_bitrate,
-            p.max_bitrate,
-            p.stall_threshold,
-            Some(p.late_threshold),
-        )
-        .with_transport(self.transport);
+        let cfg = self.app.rtp().with_transport(self.transport);
         Box::new(RtpMedia::new(
             "video_call",
             cfg,
@@ -189,16 +144,9 @@ fn sent_by(side: Role) -> usize {
 
 impl VideoCall {
     pub fn new(cfg: VideoCallConfig) -> Self {
-        let stream = || {
-            AdaptiveFrames::new(
-                RateControlConfig::gcc(cfg.start_bitrate, cfg.min_bitrate, cfg.max_bitrate),
-                cfg.fps,
-                FrameStream::new(cfg.stall_threshold).with_late_threshold(cfg.late_threshold),
-            )
-        };
         VideoCall {
             cfg,
-            streams: [stream(), stream()],
+            streams: [cfg.frames(), cfg.frames()],
         }
     }
 

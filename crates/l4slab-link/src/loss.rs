@@ -14,6 +14,11 @@
 //! * [`GilbertElliott`]: the two-state Markov model of Linux netem
 //!   `loss gemodel p r 1-h 1-k` (`net/sched/sch_netem.c`, `loss_gilb_ell`).
 //!
+//! The keys of each model's scenario table (`loss = { kind = "bernoulli",
+//! p = "1%" }`) are declared here ([`MODELS`]: [`BERNOULLI_PARAMS`],
+//! [`GILBERT_ELLIOTT_PARAMS`]); the scenario layer reads them by these
+//! declarations, and docs/models/loss.md renders their tables.
+//!
 //! A model only *chooses* packets; what a chosen packet becomes is the
 //! link's business: dropped, or, with netem's `ecn` flag
 //! ([`Link::with_loss_ecn`](crate::Link::with_loss_ecn)), CE-marked if it
@@ -27,9 +32,98 @@
 
 use core::fmt;
 
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::SimRng;
 
 use crate::LinkError;
+
+/// A probability in `[0, 1]` (`"1%"` or `0.01`).
+const PROBABILITY: Kind = Kind::Fraction {
+    min: 0.0,
+    max: 1.0,
+    min_open: false,
+    max_open: false,
+    linux_scale: None,
+};
+
+/// `ecn` of a loss table: what a chosen packet becomes.
+pub const ECN: Param = Param {
+    name: "ecn",
+    aliases: &[],
+    linux: "ecn",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "netem: off unless `ecn` is given",
+    doc: "CE-mark a chosen ECN-capable packet instead of dropping it (netem `loss ... ecn`)",
+};
+
+/// `p` of `bernoulli`: required.
+pub const BERNOULLI_P: Param = Param {
+    name: "p",
+    aliases: &[],
+    linux: "loss random P",
+    kind: PROBABILITY,
+    default: ParamValue::Unset { example: "\"1%\"" },
+    source: "required (netem `loss random P`)",
+    doc: "probability that a packet is lost",
+};
+
+/// The keys of `loss = { kind = "bernoulli", ... }` ([`Bernoulli`]).
+pub const BERNOULLI_PARAMS: &[Param] = &[BERNOULLI_P, ECN];
+
+/// `p` of `gilbert_elliott`: required.
+pub const GE_P: Param = Param {
+    name: "p",
+    aliases: &[],
+    linux: "gemodel p",
+    kind: PROBABILITY,
+    default: ParamValue::Unset { example: "\"1%\"" },
+    source: "required (netem `loss gemodel P`)",
+    doc: "P(Good → Bad) per packet",
+};
+
+/// `r` of `gilbert_elliott`: required (netem's `1 - p` when omitted there).
+pub const GE_R: Param = Param {
+    name: "r",
+    aliases: &[],
+    linux: "gemodel r",
+    kind: PROBABILITY,
+    default: ParamValue::Unset { example: "\"30%\"" },
+    source: "required (netem `loss gemodel p R`)",
+    doc: "P(Bad → Good) per packet; the mean time in Bad is `1/r` packets",
+};
+
+/// `k` of `gilbert_elliott`.
+pub const GE_K: Param = Param {
+    name: "k",
+    aliases: &[],
+    linux: "gemodel 1-k",
+    kind: PROBABILITY,
+    default: ParamValue::Num(1.0),
+    source: "netem `loss gemodel p r 1-h 1-k`: `1-k` = 0 % (no loss in Good)",
+    doc: "P(delivery) in Good; a packet is lost there with `1-k`",
+};
+
+/// `h` of `gilbert_elliott`.
+pub const GE_H: Param = Param {
+    name: "h",
+    aliases: &[],
+    linux: "gemodel 1-h",
+    kind: PROBABILITY,
+    default: ParamValue::Num(0.0),
+    source: "netem `loss gemodel p r 1-h`: `1-h` = 100 % (every packet lost in Bad)",
+    doc: "P(delivery) in Bad; a packet is lost there with `1-h`",
+};
+
+/// The keys of `loss = { kind = "gilbert_elliott", ... }` ([`GilbertElliott`]).
+pub const GILBERT_ELLIOTT_PARAMS: &[Param] = &[GE_P, GE_R, GE_K, GE_H, ECN];
+
+/// The keys of each loss model's table, by its `kind`, in the docs' order.
+pub const MODELS: &[(&str, &[Param])] = &[
+    ("none", &[]),
+    ("bernoulli", BERNOULLI_PARAMS),
+    ("gilbert_elliott", GILBERT_ELLIOTT_PARAMS),
+];
 
 /// Is this packet lost on the wire?
 pub trait LossModel: fmt::Debug + Send {

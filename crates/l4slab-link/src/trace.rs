@@ -27,9 +27,27 @@
 
 use std::sync::Arc;
 
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Rate, Time};
 
 use crate::rate::RateModel;
+
+/// `rate = { trace = "..." }`: the trace a link replays (required).
+pub const TRACE: Param = Param {
+    name: "trace",
+    aliases: &[],
+    linux: "mm-link UPLINK-TRACE DOWNLINK-TRACE",
+    kind: Kind::Custom("a shipped trace's name, or a path with a `/`"),
+    default: ParamValue::Unset {
+        example: "\"TMobile-LTE-short.down\"",
+    },
+    source: "required",
+    doc: "the delivery trace the link replays; its mean rate converts a time buffer",
+};
+
+/// The keys of a link's `rate = { ... }` table, read by their declarations
+/// in the scenario layer.
+pub const PARAMS: &[Param] = &[TRACE];
 
 /// Bytes per delivery opportunity (mahimahi `PACKET_SIZE`).
 pub const OPPORTUNITY_BYTES: u32 = 1504;

@@ -21,13 +21,14 @@
 use serde::Deserialize;
 use toml::Value;
 
+use l4slab_app::adaptive::AdaptiveConfig;
 use l4slab_app::framed::{FrameTransport, MEDIA_CC, MEDIA_CCS, PLAYOUT_DELAY, TRANSPORT};
 use l4slab_app::registry::APP_NAMES;
 use l4slab_app::rtp::MediaCcKind;
 use l4slab_app::video_stream::{self as video, VideoStreamConfig};
 use l4slab_app::web::{self, WebConnection, WebObjectSpec};
 use l4slab_core::param::{Kind, Param, ParamValue};
-use l4slab_core::{Dur, Rate};
+use l4slab_core::Dur;
 
 use crate::error::{Problem, ScenarioError};
 use crate::model::AppSpec;
@@ -104,22 +105,8 @@ pub(crate) fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, 
                 return Err(conflict(&values.path_of(&at), why, &at));
             }
         }
-        AppSpec::CloudGaming(f) => {
-            let a = &mut f.app;
-            (a.min_bitrate, a.start_bitrate, a.max_bitrate) = bitrates(
-                &values,
-                l4slab_app::cloud_gaming::PARAMS,
-                (a.min_bitrate, a.start_bitrate, a.max_bitrate),
-            )?;
-        }
-        AppSpec::VideoCall(f) => {
-            let a = &mut f.app;
-            (a.min_bitrate, a.start_bitrate, a.max_bitrate) = bitrates(
-                &values,
-                l4slab_app::video_call::PARAMS,
-                (a.min_bitrate, a.start_bitrate, a.max_bitrate),
-            )?;
-        }
+        AppSpec::CloudGaming(f) => bitrates(&values, &mut f.app)?,
+        AppSpec::VideoCall(f) => bitrates(&values, &mut f.app)?,
         AppSpec::VideoStream(v) => video_stream(v, &values)?,
         _ => {}
     }
@@ -140,12 +127,13 @@ fn is_required(default: ParamValue) -> bool {
 }
 
 /// `min_bitrate <= max_bitrate`, and a `start_bitrate` between them (the
-/// default start clamped to them); `params` are the kind's declarations.
-fn bitrates(
+/// default start clamped to them), by the kind's declarations.
+fn bitrates<const K: usize>(
     values: &Values<'_>,
-    params: &[Param],
-    (min, start, max): (Rate, Rate, Rate),
-) -> Result<(Rate, Rate, Rate), ScenarioError> {
+    a: &mut AdaptiveConfig<K>,
+) -> Result<(), ScenarioError> {
+    let (min, start, max) = (a.min_bitrate, a.start_bitrate, a.max_bitrate);
+    let params = AdaptiveConfig::<K>::PARAMS;
     let p = |name: &str| *params.iter().find(|p| p.name == name).expect(name);
     let (min_p, start_p, max_p) = (p("min_bitrate"), p("start_bitrate"), p("max_bitrate"));
     if min > max {
@@ -157,7 +145,8 @@ fn bitrates(
         ));
     }
     if !values.has(&start_p) {
-        return Ok((min, start.clamp(min, max), max));
+        a.start_bitrate = start.clamp(min, max);
+        return Ok(());
     }
     if start < min || start > max {
         return Err(conflict(
@@ -166,7 +155,7 @@ fn bitrates(
             &start_p,
         ));
     }
-    Ok((min, start, max))
+    Ok(())
 }
 
 /// `objects = [{ size = "20KB", at = "5s", connection = "new" }, ...]`,

@@ -15,28 +15,23 @@ use toml::Value;
 
 use crate::error::{Problem, ScenarioError};
 use crate::model::EcnSpec;
-use crate::values::describe;
+use crate::qdisc::params;
 
 /// ECN modes, as written.
 pub const ECN_MODES: &[&str] = &["off", "classic", "accecn"];
 
-/// One of `choices`, or an error naming them.
+/// One of `choices`, or an error naming them ([`params::choice`]); a wrong
+/// type's example is `choices[1]`, the first that turns something on.
 fn choice<'v>(
     v: &'v Value,
     path: &str,
     what: &str,
     choices: &[&str],
 ) -> Result<&'v str, ScenarioError> {
-    match v {
-        Value::String(s) if choices.contains(&s.as_str()) => Ok(s),
-        Value::String(s) => Err(ScenarioError::unknown_name(path, what, s, choices)),
-        other => Err(ScenarioError::invalid(
-            path,
-            Problem::WrongType,
-            format!("expected a string, found {}", describe(other)),
-            Some(format!("{:?}", choices[1])),
-        )),
-    }
+    params::choice(v, path, what, choices).map_err(|e| match e.problem() {
+        Some(Problem::WrongType) => e.with_example(&format!("{:?}", choices[1])),
+        _ => e,
+    })
 }
 
 /// `ecn = "accecn"`.

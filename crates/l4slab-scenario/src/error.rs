@@ -274,30 +274,22 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         return Some(r#"{ standard = "be", band = "6GHz", width = "160MHz" }"#.into());
     }
     // An app's keys take their examples from their declarations
-    // (`l4slab_app`'s `PARAMS`, read by `crate::param`); a web object's are here.
+    // (`l4slab_app`'s `PARAMS`, read by `crate::param`), as do the Wi-Fi
+    // model's (`l4slab_wifi`'s `phy::PARAMS`, `config::STATION_PARAMS`,
+    // `config::SCAN_PARAMS`) and the loss models' (`l4slab_link::loss::MODELS`);
+    // a web object's are here.
     let v = match (parent, key) {
         ("", "wifi") => r#"[wifi] with standard = "ax", band = "5GHz""#,
         (_, "wifi") => "[hosts.laptop.wifi] with snr_db = 25",
         ("wifi", "ap") => r#"[wifi.ap] with qdisc = "fifo", buffer = "1000pkt""#,
         ("wifi", "stations") => "[wifi.stations] with snr_db = 40",
-        (_, "standard") => r#""ax""#,
-        (_, "band") => r#""5GHz""#,
-        (_, "width") => r#""80MHz""#,
-        (_, "nss") => "2",
         (_, "edca") => "{ be = { cw_min = 15, cw_max = 1023 } }",
         ("edca", "vo" | "vi" | "be" | "bk") => {
             r#"{ aifsn = 3, cw_min = 15, cw_max = 1023, txop = "0ms" }"#
         }
-        (_, "snr_db") => "30",
-        (_, "mcs") => "7",
         (_, "links") if path.ends_with(']') => "0",
         (_, "links") => "[0, 1]",
         (_, "scan") => r#"{ every = "30s", duration = "100ms" }"#,
-        ("scan", "every") => r#""30s""#,
-        ("scan", "duration") => r#""100ms""#,
-        ("scan", "first") => r#""10s""#,
-        ("scan", "visits") => "20",
-        ("scan", "gap") => r#""150ms""#,
         (_, "wifi_ac") => r#""vi""#,
         ("ap" | "stations", "buffer") => r#""1000pkt""#,
         ("qdisc", "kind") => r#""fifo""#,
@@ -308,8 +300,6 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         ("objects", "size") => r#""20KB""#,
         ("objects", "at") => r#""5s""#,
         ("cc", "kind") => r#""prague""#,
-        ("loss", "p") => r#""1%""#,
-        ("loss", "ecn") => "true",
         (_, "format") => "1",
         (_, "name") => r#""download""#,
         (_, "description") => r#""one Reno download""#,
@@ -325,10 +315,6 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "qdisc") => r#""fifo""#,
         (_, "head_drop") => "true",
         (_, "loss") => r#""1%""#,
-        (_, "p") => r#""1%""#,
-        (_, "r") => r#""30%""#,
-        (_, "k") => r#""100%""#,
-        (_, "h") => r#""0%""#,
         (_, "side") => r#""client""#,
         (_, "access_delay") => r#""2ms""#,
         (_, "client") => r#""client""#,

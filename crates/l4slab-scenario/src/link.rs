@@ -11,15 +11,16 @@
 
 use toml::Value;
 
+use l4slab_core::param::{Param, ParamValue};
+use l4slab_core::Dur;
+use l4slab_link::loss;
+
 use crate::error::ScenarioError;
 use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec};
-use crate::raw::{BernoulliTable, GilbertElliottTable, KindOnlyTable, LinkKeys, RawBottleneck};
+use crate::param::read_table;
+use crate::raw::{LinkKeys, RawBottleneck};
 use crate::units::Buffer;
-use crate::values::{self, deserialize_at, join, kind_of};
-use l4slab_core::Dur;
-
-/// Loss models.
-pub const LOSS_MODELS: &[&str] = &["none", "bernoulli", "gilbert_elliott"];
+use crate::values::{self, join, kind_of};
 
 /// The smallest byte buffer: one full-size (1500-byte MTU) packet.
 pub const MIN_BUFFER_BYTES: u64 = 1500;
@@ -96,7 +97,7 @@ pub(crate) fn resolve_link(
 ) -> Result<LinkSpec, ScenarioError> {
     let (v, p) = m.require("rate", r#""20Mbit""#)?;
     let (rate, rate_trace) = match v {
-        Value::Table(_) => crate::trace::resolve(v, &p, trace_dirs)?,
+        Value::Table(t) => crate::trace::resolve(t, &p, trace_dirs)?,
         _ => (values::positive_rate(v, &p)?, None),
     };
     let delay = match delay {
@@ -156,7 +157,8 @@ pub(crate) fn buffer_limit(
     }
 }
 
-/// `loss = "1%"`, `loss = 0.01`, or a table with `kind`.
+/// `loss = "1%"`, `loss = 0.01`, or a table with `kind` whose keys are read
+/// by the model's declarations (`l4slab_link::loss::MODELS`).
 pub(crate) fn resolve_loss(value: &Value, path: &str) -> Result<LossSpec, ScenarioError> {
     // p = 0 chooses no packet, so there is nothing to drop or mark.
     let bernoulli = |p: f64, ecn: bool| {
@@ -170,46 +172,39 @@ pub(crate) fn resolve_loss(value: &Value, path: &str) -> Result<LossSpec, Scenar
         return values::fraction(value, path).map(|p| bernoulli(p, false));
     };
     let (kind, kind_path) = kind_of(value, path)?;
-    let table = Value::Table(t.clone());
-    let required = |v: Option<Value>, key: &str| -> Result<f64, ScenarioError> {
-        let p = join(path, key);
-        match v {
-            Some(v) => values::fraction(&v, &p),
-            None => Err(ScenarioError::missing(&p)),
-        }
-    };
-    let optional = |v: Option<Value>, key: &str, default: f64| -> Result<f64, ScenarioError> {
-        v.map_or(Ok(default), |v| values::fraction(&v, &join(path, key)))
-    };
-    match kind {
-        "none" => {
-            deserialize_at::<KindOnlyTable>(table, path)?;
-            Ok(LossSpec::None)
-        }
-        "bernoulli" => {
-            let t: BernoulliTable = deserialize_at(table, path)?;
-            let ecn = t.ecn.unwrap_or(false);
-            required(t.p, "p").map(|p| bernoulli(p, ecn))
-        }
-        "gilbert_elliott" => {
-            let t: GilbertElliottTable = deserialize_at(table, path)?;
-            Ok(LossSpec::GilbertElliott {
-                p: required(t.p, "p")?,
-                r: required(t.r, "r")?,
-                // Gilbert-Elliott defaults: no loss in the good state (k = 1),
-                // every packet lost in the bad state (h = 0).
-                k: optional(t.k, "k", 1.0)?,
-                h: optional(t.h, "h", 0.0)?,
-                ecn: t.ecn.unwrap_or(false),
-            })
-        }
-        k => Err(ScenarioError::unknown_name(
+    let Some(&(kind, params)) = loss::MODELS.iter().find(|(k, _)| *k == kind) else {
+        return Err(ScenarioError::unknown_name(
             &kind_path,
             "loss model",
-            k,
-            LOSS_MODELS,
-        )),
-    }
+            kind,
+            &loss::MODELS.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+        ));
+    };
+    let values = read_table(t, path, params, None)?;
+    let num = |p: &Param| -> Result<f64, ScenarioError> {
+        match values.get(p) {
+            Some(v) => Ok(v.num()),
+            None if matches!(p.default, ParamValue::Unset { .. }) => {
+                Err(ScenarioError::missing_with(
+                    &join(path, p.name),
+                    format!("{} = {}", p.name, p.example()),
+                ))
+            }
+            None => Ok(p.default.num()),
+        }
+    };
+    let ecn = || values.get(&loss::ECN).is_some_and(|v| v.flag());
+    Ok(match kind {
+        "none" => LossSpec::None,
+        "bernoulli" => bernoulli(num(&loss::BERNOULLI_P)?, ecn()),
+        _ => LossSpec::GilbertElliott {
+            p: num(&loss::GE_P)?,
+            r: num(&loss::GE_R)?,
+            k: num(&loss::GE_K)?,
+            h: num(&loss::GE_H)?,
+            ecn: ecn(),
+        },
+    })
 }
 
 #[cfg(test)]

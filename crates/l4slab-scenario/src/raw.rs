@@ -8,9 +8,10 @@
 //! [`toml::Value`] and interpreted there, so their errors can say what a valid
 //! value looks like instead of what serde expected.
 //!
-//! The per-kind tables at the bottom (`GilbertElliottTable`, ...)
-//! are deserialized in a second step, once `kind` has been read, so that each
-//! kind rejects keys that belong to another.
+//! A per-kind table (`loss = { kind = "bernoulli", ... }`, an app, a qdisc)
+//! is read in a second step, once `kind` has been read, by that kind's
+//! declarations (`crate::param`), so that each kind rejects keys that belong
+//! to another.
 
 use std::collections::BTreeMap;
 
@@ -160,28 +161,26 @@ pub struct RawFlow {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawWifi {
+    /// The PHY keys, each read by its declaration (`l4slab_wifi::phy::PARAMS`).
     pub standard: Option<Value>,
     pub band: Option<Value>,
     /// `"80MHz"` or `80`.
     pub width: Option<Value>,
-    pub nss: Option<i64>,
+    pub nss: Option<Value>,
     /// Read by its declaration (`l4slab_wifi::config::RETRY_LIMIT_PARAM`).
     pub retry_limit: Option<Value>,
-    /// Multi-link operation: one table per link (exclusive with the four
-    /// keys above).
-    pub links: Option<Vec<RawWifiLink>>,
+    /// Multi-link operation: one table per link, with the four PHY keys
+    /// above (exclusive with them), read by `l4slab_wifi::phy::PARAMS`.
+    pub links: Option<Vec<toml::Table>>,
     pub ap: Option<RawWifiAp>,
     pub stations: Option<RawStation>,
 }
 
-/// One entry of `wifi.links`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawWifiLink {
-    pub standard: Option<Value>,
-    pub band: Option<Value>,
-    pub width: Option<Value>,
-    pub nss: Option<i64>,
+impl RawWifi {
+    /// The single-link PHY keys as written, in `l4slab_wifi::phy::PARAMS` order.
+    pub fn phy_keys(&self) -> [Option<&Value>; 4] {
+        [&self.standard, &self.band, &self.width, &self.nss].map(Option::as_ref)
+    }
 }
 
 /// `[wifi.ap]`: the AP's queues (one per station and AC) and its EDCA.
@@ -247,50 +246,6 @@ pub struct RawStation {
     /// An integer, or an array of one per link.
     pub mcs: Option<Value>,
     pub links: Option<Vec<i64>>,
-    /// A table, or `false`.
+    /// A table (read by `l4slab_wifi::config::SCAN_PARAMS`), or `false`.
     pub scan: Option<Value>,
-}
-
-/// `scan = { every = "30s", duration = "100ms", first = "10s" }`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawScan {
-    pub every: Option<Value>,
-    pub duration: Option<Value>,
-    pub first: Option<Value>,
-    pub visits: Option<Value>,
-    pub gap: Option<Value>,
-}
-
-/// `{ kind = "none" }` (loss) or `{ kind = "bulk" }` (app): no parameters.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct KindOnlyTable {
-    #[allow(dead_code)] // already read to choose this struct
-    pub kind: String,
-}
-
-/// `loss = { kind = "bernoulli", p = "1%", ecn = true }`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct BernoulliTable {
-    #[allow(dead_code)] // already read to choose this struct
-    pub kind: String,
-    pub p: Option<Value>,
-    /// netem's `loss ... ecn`: CE-mark a chosen ECN-capable packet.
-    pub ecn: Option<bool>,
-}
-
-/// `loss = { kind = "gilbert_elliott", p = "1%", r = "30%", k = "100%", h = "0%", ecn = true }`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct GilbertElliottTable {
-    #[allow(dead_code)] // already read to choose this struct
-    pub kind: String,
-    pub p: Option<Value>,
-    pub r: Option<Value>,
-    pub k: Option<Value>,
-    pub h: Option<Value>,
-    /// netem's `loss ... ecn`, as for Bernoulli.
-    pub ecn: Option<bool>,
 }

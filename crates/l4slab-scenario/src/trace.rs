@@ -21,15 +21,18 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Deserialize;
+use toml::value::Table;
 use toml::Value;
 
 use l4slab_core::Rate;
+use l4slab_link::trace;
 use l4slab_link::Trace;
 
 use crate::error::{Problem, ScenarioError};
 use crate::model::RateTrace;
-use crate::values::{deserialize_at, join};
+use crate::param::read_keys;
+use crate::qdisc::params::wrong_type;
+use crate::values::join;
 
 /// The shipped traces in the source tree (`python/l4slab/data/traces`).
 pub const SOURCE_TRACE_DIR: &str = concat!(
@@ -41,12 +44,6 @@ pub const SOURCE_TRACE_DIR: &str = concat!(
 /// opportunities (the largest shipped trace, TMobile-LTE-driving.down, is
 /// 3.4 MB). A larger file, or anything that is not a regular file, is refused.
 pub const MAX_TRACE_BYTES: u64 = 64 << 20;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct TraceTable {
-    trace: Option<String>,
-}
 
 /// The directories searched for a bare trace name, in order: `$L4SLAB_TRACES`,
 /// then `shipped` (or the source tree's traces when `shipped` is empty).
@@ -80,21 +77,33 @@ fn available(dirs: &[PathBuf]) -> Vec<String> {
     names
 }
 
-/// `rate = { trace = NAME }` at `path` -> (mean rate, the trace).
+/// `rate = { trace = NAME }` at `path` -> (mean rate, the trace); the
+/// table's keys are read by their declarations (`l4slab_link::trace::PARAMS`).
 pub(crate) fn resolve(
-    value: &Value,
+    table: &Table,
     path: &str,
     shipped: &[PathBuf],
 ) -> Result<(Rate, Option<RateTrace>), ScenarioError> {
-    let t: TraceTable = deserialize_at(value.clone(), path)?;
-    let tpath = join(path, "trace");
-    let Some(name) = t.trace else {
-        return Err(ScenarioError::invalid(
-            &tpath,
-            Problem::Missing,
-            "missing: a rate table names a mahimahi trace file",
-            Some(r#"rate = { trace = "TMobile-LTE-short.down" }"#.into()),
-        ));
+    let values = read_keys(table, path, trace::PARAMS, None, &[])?;
+    let tpath = join(path, trace::TRACE.name);
+    let name = match values.raw(&trace::TRACE) {
+        Some((_, Value::String(name))) => name.clone(),
+        Some((_, other)) => {
+            return Err(wrong_type(
+                &tpath,
+                "a string",
+                other,
+                &trace::TRACE.example(),
+            ))
+        }
+        None => {
+            return Err(ScenarioError::invalid(
+                &tpath,
+                Problem::Missing,
+                "missing: a rate table names a mahimahi trace file",
+                Some(format!("rate = {{ trace = {} }}", trace::TRACE.example())),
+            ))
+        }
     };
     let file = if name.contains('/') {
         PathBuf::from(&name)

@@ -218,11 +218,12 @@ mod tests {
 
     #[test]
     fn deserialize_at_prefixes_paths() {
-        let v: Value = toml::from_str("kind = 'none'\nlimit = 3").unwrap();
-        let e = deserialize_at::<crate::raw::KindOnlyTable>(v, "bottleneck.loss").unwrap_err();
+        let v: Value = toml::from_str("rate = '1Mbit'\nlimit = 3").unwrap();
+        let e = deserialize_at::<crate::raw::RawLink>(v, "bottleneck.down").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "bottleneck.loss.limit: unknown key; valid keys here: kind"
+            "bottleneck.down.limit: unknown key; valid keys here: rate, delay, buffer, qdisc, \
+             loss, ecn_rewrite"
         );
     }
 }

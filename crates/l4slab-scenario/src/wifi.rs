@@ -18,9 +18,12 @@
 //! links or an array with one per link, in the order of its `links`. No
 //! `mcs`: ideal rate control, [`Phy::best_mcs`] at the link's SNR.
 //!
-//! `retry_limit` and the EDCA keys (`aifsn`, `cw_min`, `cw_max`, `txop`) are
-//! read by their declarations (`l4slab_wifi::config::CELL_PARAMS`,
-//! `l4slab_wifi::edca::PARAMS`: range, default, source, example).
+//! The keys the Wi-Fi model defines are read by their declarations (range,
+//! default, source, example): the PHY's `standard`, `band`, `width`, `nss`
+//! (`l4slab_wifi::phy::PARAMS`), `retry_limit` (`config::CELL_PARAMS`), a
+//! station's `snr_db`, `mcs`, `links`, `scan` (`config::STATION_PARAMS`),
+//! the scan's keys (`config::SCAN_PARAMS`) and the EDCA keys (`aifsn`,
+//! `cw_min`, `cw_max`, `txop`: `edca::PARAMS`).
 //!
 //! A buffer written as time is converted at one reference rate: the PHY
 //! rate of the default station (the `[wifi.stations]` keys alone) on its
@@ -31,28 +34,24 @@ use std::collections::BTreeMap;
 
 use toml::Value;
 
-use l4slab_core::{Dur, Rate};
-use l4slab_wifi::config::{Scan, StationLink, RETRY_LIMIT, RETRY_LIMIT_PARAM};
+use l4slab_core::param::Param;
+use l4slab_core::Rate;
+use l4slab_wifi::config::{
+    self as cell, Scan, StationLink, DEFAULT_SNR_DB, RETRY_LIMIT, RETRY_LIMIT_PARAM,
+};
 use l4slab_wifi::edca::{self, Ac, EdcaError, EdcaSet};
-use l4slab_wifi::phy::{Band, Phy, PhyError, Standard};
+use l4slab_wifi::phy::{self, Band, Phy, PhyError, Standard};
 
 use crate::error::{Problem, ScenarioError};
 use crate::link::buffer_limit;
 use crate::model::{BufferLimit, Flow, Host, QdiscSpec, Side, WifiSpec, WifiStation};
-use crate::param::read;
-use crate::qdisc::params::choice;
-use crate::raw::{RawEdcaSet, RawHost, RawScan, RawStation, RawWifi};
-use crate::values::{self, describe, deserialize_at, join};
+use crate::param::{read, read_keys};
+use crate::qdisc::params::{choice, number, with_example};
+use crate::raw::{RawEdcaSet, RawHost, RawStation, RawWifi};
+use crate::values::{self, describe, join};
 
-/// `standard` values.
-pub const STANDARDS: &[&str] = &["a", "n", "ac", "ax", "be"];
-/// `band` values.
-pub const BANDS: &[&str] = &["2.4GHz", "5GHz", "6GHz"];
 /// `wifi_ac` values (highest priority first).
 pub const ACS: &[&str] = &["vo", "vi", "be", "bk"];
-/// A station's SNR when the scenario gives none (dB): a good link, close
-/// to the AP, where every PHY picks its highest MCS at 20..80 MHz.
-pub const DEFAULT_SNR_DB: f64 = 40.0;
 /// An AP or station queue's buffer when the scenario gives none: Linux's
 /// default `txqueuelen`, 1000 packets.
 pub const DEFAULT_BUFFER_PACKETS: u32 = 1000;
@@ -211,29 +210,19 @@ fn example(key: &str) -> String {
 /// The cell's links: the single-link keys, or `links`.
 fn resolve_links(raw: &RawWifi) -> Result<Vec<Phy>, ScenarioError> {
     let Some(list) = &raw.links else {
-        return Ok(vec![resolve_phy(
-            raw.standard.as_ref(),
-            raw.band.as_ref(),
-            raw.width.as_ref(),
-            raw.nss,
-            "wifi",
-        )?]);
+        return Ok(vec![resolve_phy(raw.phy_keys(), "wifi")?]);
     };
-    let single = [
-        ("standard", raw.standard.is_some()),
-        ("band", raw.band.is_some()),
-        ("width", raw.width.is_some()),
-        ("nss", raw.nss.is_some()),
-    ];
-    if let Some((key, _)) = single.iter().find(|(_, written)| *written) {
+    let written = phy::PARAMS.iter().zip(raw.phy_keys());
+    if let Some((p, _)) = written.into_iter().find(|(_, v)| v.is_some()) {
         return Err(ScenarioError::invalid(
-            &join("wifi", key),
+            &join("wifi", p.name),
             Problem::Conflict,
             "conflicts with wifi.links: give the PHY either by the single-link keys \
              (standard, band, width, nss) or per link in wifi.links, not both",
             Some(format!(
-                "{key} = {} inside each entry of wifi.links",
-                example(key)
+                "{} = {} inside each entry of wifi.links",
+                p.name,
+                p.example()
             )),
         ));
     }
@@ -245,62 +234,48 @@ fn resolve_links(raw: &RawWifi) -> Result<Vec<Phy>, ScenarioError> {
     }
     list.iter()
         .enumerate()
-        .map(|(i, l)| {
+        .map(|(i, t)| {
             let path = format!("wifi.links[{i}]");
-            resolve_phy(
-                l.standard.as_ref(),
-                l.band.as_ref(),
-                l.width.as_ref(),
-                l.nss,
-                &path,
-            )
+            read_keys(t, &path, phy::PARAMS, None, &[])?;
+            resolve_phy([0, 1, 2, 3].map(|k| t.get(phy::PARAMS[k].name)), &path)
         })
         .collect()
 }
 
-/// One link's PHY from its keys under `path` (`wifi`, `wifi.links[1]`).
-/// Defaults: `ax`, `5GHz`, the standard's usual width there
-/// ([`default_width`]), 2 streams (1 for `a`).
-fn resolve_phy(
-    standard: Option<&Value>,
-    band: Option<&Value>,
-    width: Option<&Value>,
-    nss: Option<i64>,
-    path: &str,
-) -> Result<Phy, ScenarioError> {
-    let standard = match standard {
-        Some(v) => {
-            let p = join(path, "standard");
-            match choice(v, &p, "Wi-Fi standard", STANDARDS)? {
-                "a" => Standard::A,
-                "n" => Standard::N,
-                "ac" => Standard::Ac,
-                "ax" => Standard::Ax,
-                _ => Standard::Be,
-            }
-        }
-        None => Standard::Ax,
+/// One link's PHY from its keys (in [`phy::PARAMS`] order) under `path`
+/// (`wifi`, `wifi.links[1]`), each read by its declaration. Defaults: `ax`,
+/// `5GHz`, the standard's usual width there ([`default_width`]), 2 streams
+/// (1 for `a`).
+fn resolve_phy(keys: [Option<&Value>; 4], path: &str) -> Result<Phy, ScenarioError> {
+    let [standard, band, width, nss] = keys;
+    let declared = |p: &Param, v: Option<&Value>| match v {
+        Some(v) => read(p, v, &join(path, p.name), None),
+        None => Ok(p.default),
     };
-    let band = match band {
-        Some(v) => match choice(v, &join(path, "band"), "band", BANDS)? {
-            "2.4GHz" => Band::G2_4,
-            "5GHz" => Band::G5,
-            _ => Band::G6,
-        },
-        None => Band::G5,
+    let standard = match declared(&phy::STANDARD, standard)?.choice() {
+        "a" => Standard::A,
+        "n" => Standard::N,
+        "ac" => Standard::Ac,
+        "ax" => Standard::Ax,
+        _ => Standard::Be,
+    };
+    let band = match declared(&phy::BAND, band)?.choice() {
+        "2.4GHz" => Band::G2_4,
+        "5GHz" => Band::G5,
+        _ => Band::G6,
     };
     let width = match width {
         Some(v) => channel_width(v, &join(path, "width"))?,
         None => default_width(standard, band),
     };
     let nss = match nss {
-        Some(n) => values::int_in(n, &join(path, "nss"), 1, i64::from(u32::MAX))? as u32,
+        Some(v) => read(&phy::NSS, v, &join(path, "nss"), None)?.int() as u32,
         None if standard == Standard::A => 1,
         None => 2,
     };
     Phy::new(standard, band, width, nss).map_err(|e| {
         let (key, example) = match e {
-            PhyError::Band { .. } => ("band", r#""5GHz""#.to_string()),
+            PhyError::Band { .. } => ("band", phy::BAND.example()),
             PhyError::Width { .. } => {
                 ("width", format!("\"{}MHz\"", default_width(standard, band)))
             }
@@ -330,12 +305,16 @@ pub fn default_width(standard: Standard, band: Band) -> u32 {
     }
 }
 
-/// `"80MHz"` (also `"80 MHz"`, `"80mhz"`) or the integer `80`.
+/// `"80MHz"` (also `"80 MHz"`, `"80mhz"`) or the integer `80`
+/// ([`phy::WIDTH`], whose example the errors carry).
 fn channel_width(v: &Value, path: &str) -> Result<u32, ScenarioError> {
+    let example = phy::WIDTH.example();
     let bad = || {
-        ScenarioError::bad_value(
+        ScenarioError::invalid(
             path,
+            Problem::BadValue,
             format!("{v} is not a channel width in MHz (20, 40, 80, 160 or 320)"),
+            Some(example.clone()),
         )
     };
     match v {
@@ -349,10 +328,9 @@ fn channel_width(v: &Value, path: &str) -> Result<u32, ScenarioError> {
                 .trim();
             digits.parse::<u32>().map_err(|_| bad())
         }
-        other => Err(ScenarioError::wrong_type(
-            path,
-            "a width such as \"80MHz\"",
-            &describe(other),
+        other => Err(with_example(
+            ScenarioError::wrong_type(path, "a width such as \"80MHz\"", &describe(other)),
+            &example,
         )),
     }
 }
@@ -449,11 +427,15 @@ fn resolve_station(keys: &StationKeys<'_>, cell: &[Phy]) -> Result<WifiStation, 
     let shown = format!("{links_path} = {links:?}");
 
     let snr = match keys.get("snr_db", |r| r.snr_db.as_ref()) {
-        Some((v, p)) => per_link(v, &p, idx.len(), &shown, snr_db)?,
+        Some((v, p)) => per_link(v, &p, idx.len(), &shown, &cell::SNR_DB, |v, p| {
+            number(v, p, &cell::SNR_DB.example())
+        })?,
         None => vec![(DEFAULT_SNR_DB, String::new()); idx.len()],
     };
     let mcs = match keys.get("mcs", |r| r.mcs.as_ref()) {
-        Some((v, p)) => Some(per_link(v, &p, idx.len(), &shown, mcs_value)?),
+        Some((v, p)) => Some(per_link(v, &p, idx.len(), &shown, &cell::MCS, |v, p| {
+            Ok(read(&cell::MCS, v, p, None)?.int() as u8)
+        })?),
         None => None,
     };
     let mut station_links = Vec::with_capacity(idx.len());
@@ -518,13 +500,14 @@ fn describe_phy(phy: &Phy) -> String {
     )
 }
 
-/// One value for all `n` links or an array of one per link; each with the
-/// path it was read at.
+/// One value for all `n` links or an array of one per link, of the
+/// parameter `param`; each with the path it was read at.
 fn per_link<T: Copy>(
     v: &Value,
     path: &str,
     n: usize,
     links: &str,
+    param: &Param,
     one: impl Fn(&Value, &str) -> Result<T, ScenarioError>,
 ) -> Result<Vec<(T, String)>, ScenarioError> {
     let Value::Array(items) = v else {
@@ -532,14 +515,16 @@ fn per_link<T: Copy>(
         return Ok(vec![(x, path.to_string()); n]);
     };
     if items.len() != n {
-        return Err(ScenarioError::conflict(
+        return Err(ScenarioError::invalid(
             path,
+            Problem::Conflict,
             format!(
                 "{} values for {n} link{} ({links}); give one value for all links or one per \
                  link, in the order of links",
                 items.len(),
                 if n == 1 { "" } else { "s" }
             ),
+            Some(param.example()),
         ));
     }
     items
@@ -552,40 +537,11 @@ fn per_link<T: Copy>(
         .collect()
 }
 
-/// `snr_db`: a finite number (dB).
-fn snr_db(v: &Value, path: &str) -> Result<f64, ScenarioError> {
-    match v {
-        Value::Integer(i) => Ok(*i as f64),
-        Value::Float(f) if f.is_finite() => Ok(*f),
-        Value::Float(f) => Err(ScenarioError::bad_value(
-            path,
-            format!("{f} is not a number"),
-        )),
-        other => Err(ScenarioError::wrong_type(
-            path,
-            "a number of dB (or an array of one per link)",
-            &describe(other),
-        )),
-    }
-}
-
-/// `mcs`: an integer index.
-fn mcs_value(v: &Value, path: &str) -> Result<u8, ScenarioError> {
-    match v {
-        Value::Integer(i) => Ok(values::int_in(*i, path, 0, 255)? as u8),
-        other => Err(ScenarioError::wrong_type(
-            path,
-            "an MCS index (or an array of one per link)",
-            &describe(other),
-        )),
-    }
-}
-
 /// `scan = { every, duration, first, visits, gap }` or `false`.
 fn resolve_scan(v: &Value, path: &str) -> Result<Option<Scan>, ScenarioError> {
-    match v {
+    let t = match v {
         Value::Boolean(false) => return Ok(None),
-        Value::Table(_) => {}
+        Value::Table(t) => t,
         Value::Boolean(true) => {
             return Err(ScenarioError::bad_value(
                 path,
@@ -599,60 +555,36 @@ fn resolve_scan(v: &Value, path: &str) -> Result<Option<Scan>, ScenarioError> {
                 &describe(other),
             ))
         }
-    }
-    let raw: RawScan = deserialize_at(v.clone(), path)?;
-    let required = |v: &Option<Value>, key: &str| -> Result<Dur, ScenarioError> {
-        let p = join(path, key);
-        match v {
-            Some(v) => values::positive_duration(v, &p),
-            None => Err(ScenarioError::missing(&p)),
-        }
     };
-    let every = required(&raw.every, "every")?;
-    let duration = required(&raw.duration, "duration")?;
-    let visits = match &raw.visits {
-        Some(v) => {
-            let p = join(path, "visits");
-            let n = v.as_integer().ok_or_else(|| {
-                ScenarioError::wrong_type(
-                    &p,
-                    "an integer (channels visited per scan)",
-                    &describe(v),
-                )
-            })?;
-            u32::try_from(n)
-                .ok()
-                .filter(|n| (1..=1000).contains(n))
-                .ok_or_else(|| {
-                    ScenarioError::bad_value(
-                        &p,
-                        format!("{n} is not a number of channels in 1..=1000"),
-                    )
-                })?
-        }
-        None => 1,
+    let values = read_keys(t, path, cell::SCAN_PARAMS, None, &[])?;
+    let required = |p: &Param| match values.get(p) {
+        Some(v) => Ok(v.dur()),
+        None => Err(ScenarioError::missing_with(
+            &join(path, p.name),
+            format!("{} = {}", p.name, p.example()),
+        )),
     };
-    let gap = match &raw.gap {
-        Some(v) => values::duration(v, &join(path, "gap"))?,
-        None => Dur::ZERO,
-    };
+    let optional = |p: &Param| values.get(p).unwrap_or(p.default);
+    let every = required(&cell::SCAN_EVERY)?;
+    let duration = required(&cell::SCAN_DURATION)?;
+    let visits = optional(&cell::SCAN_VISITS).int() as u32;
+    let gap = optional(&cell::SCAN_GAP).dur();
     let span =
         duration.saturating_mul(u64::from(visits)) + gap.saturating_mul(u64::from(visits - 1));
     if span >= every {
-        return Err(ScenarioError::conflict(
-            &join(path, "duration"),
+        return Err(ScenarioError::invalid(
+            &join(path, cell::SCAN_DURATION.name),
+            Problem::Conflict,
             format!(
                 "a scan takes {} (visits x duration + gaps), which must be shorter than every = {} \
                  (the station returns between scans)",
                 values::show_dur(span),
                 values::show_dur(every)
             ),
+            Some(cell::SCAN_DURATION.example()),
         ));
     }
-    let first = match &raw.first {
-        Some(v) => values::duration(v, &join(path, "first"))?,
-        None => every,
-    };
+    let first = values.get(&cell::SCAN_FIRST).map_or(every, |v| v.dur());
     Ok(Some(Scan {
         every,
         duration,

@@ -175,3 +175,22 @@ fn a_bare_name_is_only_looked_up_among_the_traces() {
         assert!(e.contains(&format!("no trace named '{name}'")), "{e}");
     }
 }
+
+#[test]
+fn the_rate_tables_keys_are_read_by_their_declaration() {
+    let err = |set: &str| parse_set(BASE, &[set]).unwrap_err().to_string();
+    assert_eq!(
+        err("bottleneck.rate={ trace = 3 }"),
+        "bottleneck.rate.trace: expected a string, found an integer (3); \
+         write e.g. \"TMobile-LTE-short.down\""
+    );
+    assert_eq!(
+        err("bottleneck.rate={ file = \"x.down\" }"),
+        "bottleneck.rate.file: unknown key; valid keys here: trace"
+    );
+    assert_eq!(
+        err("bottleneck.rate={}"),
+        "bottleneck.rate.trace: missing: a rate table names a mahimahi trace file; \
+         write e.g. rate = { trace = \"TMobile-LTE-short.down\" }"
+    );
+}

@@ -389,7 +389,7 @@ fn wifi_ac_without_a_cell_does_nothing() {
 fn phy_errors_name_the_key() {
     // (extra, path, message, whether the error carries an example)
     let cases = [
-        ("[wifi]\nstandard = \"ad\"", "wifi.standard", "unknown Wi-Fi standard 'ad'; choose one of: a, n, ac, ax, be", false),
+        ("[wifi]\nstandard = \"ad\"", "wifi.standard", "unknown standard 'ad'; choose one of: a, n, ac, ax, be", false),
         ("[wifi]\nband = \"60GHz\"", "wifi.band", "unknown band '60GHz'; choose one of: 2.4GHz, 5GHz, 6GHz", false),
         ("[wifi]\nstandard = 6", "wifi.standard", "expected a string, found an integer (6)", true),
         ("[wifi]\nstandard = \"ac\"\nband = \"2.4GHz\"", "wifi.band", "802.11ac does not operate at 2.4GHz", true),
@@ -479,16 +479,16 @@ fn station_errors_name_the_key() {
     let cases = [
         (stations("mcs = 12"), "wifi.stations.mcs", "on link 0 (802.11ax 80 MHz 2 SS at 5GHz): 12 is out of range for 802.11ax (expected 0..=11)"),
         (gamer("mcs = -1"), "hosts.gamer.wifi.mcs", "out of range"),
-        (gamer("mcs = \"7\""), "hosts.gamer.wifi.mcs", "expected an MCS index"),
-        (gamer("snr_db = \"40dB\""), "hosts.gamer.wifi.snr_db", "expected a number of dB"),
+        (gamer("mcs = \"7\""), "hosts.gamer.wifi.mcs", "expected an integer, found a string (\"7\"); write e.g. 7"),
+        (gamer("snr_db = \"40dB\""), "hosts.gamer.wifi.snr_db", "expected a number, found a string (\"40dB\"); write e.g. 40.0"),
         (gamer("snr_db = [40, 30]"), "hosts.gamer.wifi.snr_db", "2 values for 1 link (wifi.stations.links = [0])"),
         (gamer("links = [1]"), "hosts.gamer.wifi.links[0]", "1 is not a link of the cell: [wifi] has 1 link, numbered 0..=0"),
         (gamer("links = []"), "hosts.gamer.wifi.links", "at least one link"),
-        (stations("scan = { every = \"1s\", duration = \"1s\" }"), "wifi.stations.scan.duration", "a scan takes 1s (visits x duration + gaps), which must be shorter than every = 1s"),
+        (stations("scan = { every = \"1s\", duration = \"1s\" }"), "wifi.stations.scan.duration", "a scan takes 1s (visits x duration + gaps), which must be shorter than every = 1s (the station returns between scans); write e.g. \"100ms\""),
         (stations("scan = { duration = \"100ms\" }"), "wifi.stations.scan.every", "missing"),
         (stations("scan = { every = \"30s\", duration = \"0s\" }"), "wifi.stations.scan.duration", "greater than zero"),
         (stations("scan = true"), "wifi.stations.scan", "give a table, or false"),
-        (stations("scan = { every = \"1s\", duration = \"100ms\", visits = 0 }"), "wifi.stations.scan.visits", "not a number of channels in 1..=1000"),
+        (stations("scan = { every = \"1s\", duration = \"100ms\", visits = 0 }"), "wifi.stations.scan.visits", "0 is out of range; must be between 1 and 1000"),
         (stations("scan = { every = \"1s\", duration = \"100ms\", visits = 6, gap = \"100ms\" }"), "wifi.stations.scan.duration", "a scan takes 1100ms"),
         (stations("scan = { every = \"30s\", duration = \"1s\", period = \"1s\" }"), "wifi.stations.scan.period", "unknown key; valid keys here: every, duration, first, visits, gap"),
         (gamer("qdisc = \"fq_codel\""), "hosts.gamer.wifi.qdisc", "set it under [wifi.stations]"),

@@ -36,6 +36,123 @@ pub const RETRY_LIMIT: u32 = match RETRY_LIMIT_PARAM.default {
     _ => panic!("retry_limit is an integer"),
 };
 
+/// `snr_db` of a station: per link, or one for all its links.
+pub const SNR_DB: Param = Param {
+    name: "snr_db",
+    aliases: &[],
+    linux: "SNR",
+    kind: Kind::Custom("a number (dB), or an array of one per link"),
+    default: ParamValue::Num(40.0),
+    source: "a good link close to the AP: every PHY picks its highest MCS at 20..80 MHz",
+    doc: "signal-to-noise ratio in dB (over the noise of a 20 MHz channel), both directions",
+};
+
+/// `mcs` of a station: each value is read as this integer, then checked
+/// against its link's PHY (`phy::Phy::check_mcs`).
+pub const MCS: Param = Param {
+    name: "mcs",
+    aliases: &[],
+    linux: "MCS index",
+    kind: Kind::Int { min: 0, max: 255 },
+    default: ParamValue::Unset { example: "7" },
+    source: "ideal rate control: the best MCS at the link's SNR (`Phy::best_mcs`)",
+    doc: "a fixed MCS index, one for all links or an array of one per link; it must exist on its link",
+};
+
+/// `links` of a station.
+pub const LINKS: Param = Param {
+    name: "links",
+    aliases: &[],
+    linux: "MLO links",
+    kind: Kind::Custom("indices of the cell's links, in the station's order (`[1, 0]`)"),
+    default: ParamValue::Unset { example: "[0, 1]" },
+    source: "the cell's first link, `[0]`",
+    doc: "which links of the cell the station uses (Wi-Fi 7 multi-link operation with two or more)",
+};
+
+/// `scan` of a station: a table of [`SCAN_PARAMS`], or `false`.
+pub const SCAN: Param = Param {
+    name: "scan",
+    aliases: &[],
+    linux: "background scan",
+    kind: Kind::Custom("a table of the scan keys, or `false`"),
+    default: ParamValue::Flag(false),
+    source: "no scan",
+    doc: "the station leaves its channel to visit others: the scan keys below; `false`: no scan",
+};
+
+/// The keys of a station (`[wifi.stations]`, `[hosts.NAME.wifi]`) this
+/// crate models (the queues' `qdisc` and `buffer`, and `edca`, are the
+/// scenario's), in the docs' order.
+pub const STATION_PARAMS: &[Param] = &[SNR_DB, MCS, LINKS, SCAN];
+
+/// [`SNR_DB`]'s default.
+pub const DEFAULT_SNR_DB: f64 = match SNR_DB.default {
+    ParamValue::Num(x) => x,
+    _ => panic!("snr_db is a number"),
+};
+
+/// `scan.every`: required.
+pub const SCAN_EVERY: Param = Param {
+    name: "every",
+    aliases: &[],
+    linux: "bgscan interval",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Unset { example: "\"30s\"" },
+    source: "required",
+    doc: "time from one scan's start to the next's",
+};
+
+/// `scan.duration`: required.
+pub const SCAN_DURATION: Param = Param {
+    name: "duration",
+    aliases: &[],
+    linux: "dwell time",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Unset {
+        example: "\"100ms\"",
+    },
+    source: "required",
+    doc: "time away on each channel visited",
+};
+
+/// `scan.first`.
+pub const SCAN_FIRST: Param = Param {
+    name: "first",
+    aliases: &[],
+    linux: "first scan",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Unset { example: "\"10s\"" },
+    source: "`every`",
+    doc: "when the first scan starts",
+};
+
+/// `scan.visits`.
+pub const SCAN_VISITS: Param = Param {
+    name: "visits",
+    aliases: &[],
+    linux: "channels per scan",
+    kind: Kind::Int { min: 1, max: 1000 },
+    default: ParamValue::Int(1),
+    source: "one absence per scan",
+    doc: "channels visited per scan, one after another",
+};
+
+/// `scan.gap`.
+pub const SCAN_GAP: Param = Param {
+    name: "gap",
+    aliases: &[],
+    linux: "return to the operating channel",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::ZERO),
+    source: "back-to-back visits",
+    doc: "time back on the station's own channel between two visits",
+};
+
+/// The keys of `scan = { ... }` ([`Scan`]), in the docs' order; a whole
+/// scan (`visits × duration + gaps`) must end before the next.
+pub const SCAN_PARAMS: &[Param] = &[SCAN_EVERY, SCAN_DURATION, SCAN_FIRST, SCAN_VISITS, SCAN_GAP];
+
 /// One station's attachment to one link of the cell.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct StationLink {

@@ -25,7 +25,61 @@
 
 use core::fmt;
 
+use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate};
+
+/// `standard`: the PHY generation, by the amendment's letters.
+pub const STANDARD: Param = Param {
+    name: "standard",
+    aliases: &[],
+    linux: "hostapd hw_mode, ieee80211n/ac/ax/be",
+    kind: Kind::Choice(&["a", "n", "ac", "ax", "be"]),
+    default: ParamValue::Choice("ax"),
+    source: "Wi-Fi 6, the common generation of current APs",
+    doc: "PHY generation: 802.11a/n/ac/ax/be (clauses 17, 19, 21, 27; 802.11be clause 36)",
+};
+
+/// `band`.
+pub const BAND: Param = Param {
+    name: "band",
+    aliases: &[],
+    linux: "hostapd hw_mode",
+    kind: Kind::Choice(&["2.4GHz", "5GHz", "6GHz"]),
+    default: ParamValue::Choice("5GHz"),
+    source: "the one band every standard runs in",
+    doc: "frequency band; `a` and `n` not at 6 GHz, `ac` only at 5 GHz",
+};
+
+/// `width`: checked against the standard and band by [`Phy::new`].
+pub const WIDTH: Param = Param {
+    name: "width",
+    aliases: &[],
+    linux: "hostapd vht_oper_chwidth, he_oper_chwidth, eht_oper_chwidth",
+    kind: Kind::Custom("20, 40, 80, 160 or 320 MHz: `\"80MHz\"` or `80`"),
+    default: ParamValue::Unset {
+        example: "\"80MHz\"",
+    },
+    source: "the standard's usual width in the band: 20 MHz at 2.4 GHz and for `a`, 40 for `n`, 80 otherwise",
+    doc: "channel width, as the standard allows it in the band",
+};
+
+/// `nss`: checked against the standard's maximum by [`Phy::new`].
+pub const NSS: Param = Param {
+    name: "nss",
+    aliases: &[],
+    linux: "N_SS",
+    kind: Kind::Int {
+        min: 1,
+        max: u32::MAX as i64,
+    },
+    default: ParamValue::Unset { example: "2" },
+    source: "2 streams (1 for `a`), a common client",
+    doc: "spatial streams: 1 for `a`, at most 4 for `n`, 8 otherwise",
+};
+
+/// The keys of one link of the cell (`[wifi]` or an entry of `wifi.links`),
+/// in the docs' order.
+pub const PARAMS: &[Param] = &[STANDARD, BAND, WIDTH, NSS];
 
 /// The 802.11 PHY generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -1,14 +1,17 @@
 //! The Wi-Fi tables of the docs are rendered from the declarations: the
-//! EDCA keys (`l4slab_wifi::edca::PARAMS`) and the cell's
-//! (`config::CELL_PARAMS`) in docs/models/wifi.md, the EDCA defaults per
+//! EDCA keys (`l4slab_wifi::edca::PARAMS`), the cell's
+//! (`config::CELL_PARAMS`), a link's PHY keys (`phy::PARAMS`), a station's
+//! (`config::STATION_PARAMS`) and a scan's (`config::SCAN_PARAMS`) in
+//! docs/models/wifi.md, the EDCA defaults per
 //! access category (`edca::markdown_defaults`) there and in
 //! docs/scenarios.md, so the docs cannot drift from the code.
 
 use std::path::PathBuf;
 
 use l4slab_core::param::markdown_table;
-use l4slab_wifi::config::CELL_PARAMS;
+use l4slab_wifi::config::{CELL_PARAMS, SCAN_PARAMS, STATION_PARAMS};
 use l4slab_wifi::edca::{self, markdown_defaults};
+use l4slab_wifi::phy;
 
 fn docs(rel: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -39,6 +42,13 @@ fn the_wifi_pages_hold_the_declared_tables() {
         &markdown_table(CELL_PARAMS),
         "models/wifi.md (cell keys)",
     );
+    for (params, what) in [
+        (phy::PARAMS, "models/wifi.md (PHY keys)"),
+        (STATION_PARAMS, "models/wifi.md (station keys)"),
+        (SCAN_PARAMS, "models/wifi.md (scan keys)"),
+    ] {
+        assert_holds(&model, &markdown_table(params), what);
+    }
     assert_holds(
         &model,
         &markdown_defaults(),
@@ -64,7 +74,14 @@ fn the_declared_defaults_are_best_efforts_and_valid() {
             be.txop
         )
     );
-    for p in edca::PARAMS.iter().chain(CELL_PARAMS) {
+    let all = [
+        edca::PARAMS,
+        CELL_PARAMS,
+        phy::PARAMS,
+        STATION_PARAMS,
+        SCAN_PARAMS,
+    ];
+    for p in all.into_iter().flatten() {
         assert_eq!(p.check(p.default), Ok(()), "{}", p.name);
     }
     assert!(markdown_defaults()
@@ -82,4 +99,7 @@ fn print_tables_on_request() {
     std::fs::write(dir.join("wifi.edca.md"), markdown_table(edca::PARAMS)).unwrap();
     std::fs::write(dir.join("wifi.cell.md"), markdown_table(CELL_PARAMS)).unwrap();
     std::fs::write(dir.join("wifi.defaults.md"), markdown_defaults()).unwrap();
+    std::fs::write(dir.join("wifi.phy.md"), markdown_table(phy::PARAMS)).unwrap();
+    std::fs::write(dir.join("wifi.station.md"), markdown_table(STATION_PARAMS)).unwrap();
+    std::fs::write(dir.join("wifi.scan.md"), markdown_table(SCAN_PARAMS)).unwrap();
 }
