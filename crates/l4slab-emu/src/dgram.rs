@@ -27,7 +27,8 @@
 //!   any flow asked for (a binary heap; with epoll, neither finding it nor
 //!   the ready sockets costs more with more flows), with 1 ns timer slack,
 //!   and polls the sockets without sleeping for the last [`SPIN`] before
-//!   it; it runs real-time like the kernel flows' thread
+//!   it (the waiter spins only at real-time priority); it runs real-time
+//!   like the kernel flows' thread
 //!   ([`crate::apps::Apps`]). How late each wake-up fired is in
 //!   `summary.emulator.datagram_endpoints.wakeup_late_us`.
 

@@ -58,6 +58,14 @@ pub fn realtime(priority: i32) -> io::Result<()> {
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
 }
 
+/// Whether the calling thread runs under a real-time policy (`SCHED_FIFO`
+/// or `SCHED_RR`, sched_getscheduler(2)); `false` if it cannot be read.
+pub fn is_realtime() -> bool {
+    // SAFETY: plain syscall on the calling thread (pid 0).
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
+}
+
 /// CPU time (user, system) of the *calling thread* in seconds
 /// (`RUSAGE_THREAD`: in `run` mode the applications thread's socket work
 /// must not be counted as the forwarder's).
@@ -112,5 +120,18 @@ mod tests {
         let has = |c| unsafe { libc::CPU_ISSET(c, &s.0) };
         assert!(has(0) && has(3) && !has(1) && !has(2));
         assert!(!allowed_cpus().is_empty());
+    }
+
+    #[test]
+    fn is_realtime_agrees_with_proc() {
+        // /proc/thread-self/sched: "policy : 0" (SCHED_OTHER), 1 FIFO, 2 RR.
+        let text = std::fs::read_to_string("/proc/thread-self/sched").unwrap_or_default();
+        let policy = text
+            .lines()
+            .find_map(|l| l.strip_prefix("policy"))
+            .and_then(|v| v.trim_start_matches([' ', ':']).trim().parse::<i32>().ok());
+        if let Some(p) = policy {
+            assert_eq!(is_realtime(), p == 1 || p == 2);
+        }
     }
 }

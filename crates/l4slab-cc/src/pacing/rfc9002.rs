@@ -11,6 +11,14 @@
 //! NOT be paced"; probes must not be blocked). No pacing before the first
 //! RTT sample (the initial window bounds that burst). Used by `l4slab-quic`
 //! (`connection/pacing.rs`).
+//!
+//! **Late wake-ups** (real clocks only; [`Pacer::on_late_wakeup`]): a bucket
+//! that waited for a packet's tokens and was looked at only later (the
+//! thread was not running) holds at most one and a half packets: the time
+//! lost is forfeited, as Linux's EDT pacing does (`tcp_update_skb_after_send`:
+//! "take into account OS jitter", a credit of at most half the packet's
+//! time), instead of a catch-up burst of up to the initial window. The
+//! simulator's timers are never late, so it never calls it.
 
 use l4slab_core::{Dur, Rate, Time};
 
@@ -95,6 +103,19 @@ impl Pacer {
         }
     }
 
+    /// A packet of `bytes` was due at a wake-up the caller noticed only at
+    /// `now`, later: keep at most 1.5 packets of tokens (module docs).
+    pub fn on_late_wakeup(&mut self, now: Time, bytes: u64) {
+        self.refill(now);
+        if self.rate.is_none() {
+            return;
+        }
+        // tcp_update_skb_after_send: len_ns -= min(len_ns / 2, credit).
+        let b = u128::from(bytes.min(self.capacity));
+        let most = (b + b / 2) * 1_000_000_000;
+        self.tokens_nb = self.tokens_nb.min(most);
+    }
+
     pub fn on_sent(&mut self, now: Time, bytes: u64) {
         self.refill(now);
         self.tokens_nb = self
@@ -125,5 +146,39 @@ mod tests {
         assert_eq!(Pacer::rate_for(None, 10_000, srtt, false), None);
         let bbr = Some(Rate::from_mbps(3));
         assert_eq!(Pacer::rate_for(bbr, 10_000, srtt, false), bbr);
+    }
+
+    #[test]
+    fn a_late_wakeup_releases_one_packet_then_paces_not_a_burst() {
+        // 8 Mbit/s = 1 byte/µs; a 15 kB bucket (ten 1500-byte packets).
+        let mut p = Pacer::new(15_000, Time::ZERO);
+        p.set_rate(Time::ZERO, Some(Rate::from_mbps(8)));
+        p.on_sent(Time::ZERO, 15_000);
+        let due = p.next_send(Time::ZERO, 1500);
+        assert_eq!(due, Time::from_micros(1500));
+        // Woken 6 ms late: without the rule, five packets' worth of tokens.
+        let now = due + Dur::from_millis(6);
+        let mut catch_up = p;
+        let burst = |p: &mut Pacer| {
+            let mut n = 0;
+            while p.next_send(now, 1500) == now {
+                p.on_sent(now, 1500);
+                n += 1;
+            }
+            n
+        };
+        assert_eq!(burst(&mut catch_up), 5);
+        p.on_late_wakeup(now, 1500);
+        assert_eq!(burst(&mut p), 1);
+        // The next after half a packet's time (the credit), then at the rate.
+        assert_eq!(p.next_send(now, 1500), now + Dur::from_micros(750));
+        let t = now + Dur::from_micros(750);
+        p.on_sent(t, 1500);
+        assert_eq!(p.next_send(t, 1500), t + Dur::from_micros(1500));
+        // Never more than the initial window, never below what was due.
+        let mut q = Pacer::new(3000, Time::ZERO);
+        q.set_rate(Time::ZERO, Some(Rate::from_mbps(8)));
+        q.on_late_wakeup(Time::ZERO, 1500);
+        assert_eq!(q.next_send(Time::ZERO, 1500), Time::ZERO);
     }
 }
