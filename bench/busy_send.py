@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`l4slab send` on a busy machine (issue 25): pace, rate, verdict, start-up.
 
-    sudo python3 bench/busy_send.py --l4slab 'l4slab' --runs 5 --seconds 8 -o /tmp/busy
+    sudo python3 bench/busy_send.py --l4slab 'l4slab' --runs 5 -o /tmp/busy
     python3 bench/busy_send.py --l4slab 'l4slab' --start-only
 
 Starts ``--busy`` CPU-bound shell loops at normal priority (``while :; do :;
@@ -11,14 +11,16 @@ end, however the script ends. Then, for each of ``--runs`` rounds:
 * **send alone**: ``check-l4s --only l4s`` (the 20 Mbit/s DualPI2 path, 20 ms
   RTT, captured at the bottleneck) with ``send --cc prague`` at normal
   priority, then the same run under ``chrt -f 10`` (real-time priority),
-  alternated; from each summary.json: goodput (Mbit/s, share of 20), the
-  packet-weighted mean burst at the queue, the phase's verdicts;
-* **check-l4s**: the README's positive control, every phase, normal
-  priority; its exit code (0: judged L4S).
+  alternated (10 s phases); from each summary.json: goodput (Mbit/s, of
+  20; over the phase and over its second half), the packet-weighted mean
+  burst at the queue, the phase's verdicts;
+* **check-l4s**: the README's positive control, every phase (4 s each, as
+  by default), normal priority; its exit code (0: judged L4S).
 
 ``--l4slab`` is the command that runs l4slab (e.g. ``'l4slab'`` for the
 installed one, or a wrapper that puts a work tree first on ``PYTHONPATH``):
-the emulator, the ``serve`` and the ``send`` all come from it.
+the emulator, the ``serve`` and the ``send`` all come from it (``l4slab`` on
+the client's ``PATH`` is a script that runs it).
 
 **Start-up** (no root, no load): the time from starting ``send`` at a local
 UDP socket to the first datagram it sends, ``--start-runs`` times; median and
@@ -66,15 +68,23 @@ def check_l4s(l4slab: str, out: Path, seconds: int, only_l4s: bool, rt: bool) ->
     if only_l4s:
         cmd += ["--only", "l4s"]
     t0 = time.monotonic()
-    rc = subprocess.run(
-        [*cmd, "--", *shlex.split(send)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    ).returncode
+    bindir = out.parent / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    script = bindir / "l4slab"
+    script.write_text(f'#!/bin/sh\nexec {l4slab} "$@"\n')
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '')}"}
+    with (out.parent / f"{out.name}.log").open("w") as log:
+        rc = subprocess.run(
+            [*cmd, "--", *shlex.split(send)], stdout=log, stderr=log, env=env
+        ).returncode
     row: dict[str, object] = {"rc": rc, "wall_s": round(time.monotonic() - t0, 1)}
     path = out / "summary.json"
     if path.exists():
         s = json.loads(path.read_text())
         ph = s.get("phases", {}).get("l4s", {})
         row["goodput_mbit"] = ph.get("goodput_mbit")
+        row["late_mbit"] = ph.get("goodput_late_mbit")
         row["burst_mean"] = ph.get("burst_mean")
         checks = s.get("checks", [])
         row["not_pass"] = sorted(
@@ -109,7 +119,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--l4slab", default="l4slab", help="command that runs l4slab")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--seconds", type=int, default=4, help="check-l4s phase length")
+    ap.add_argument("--seconds", type=int, default=10, help="phase length, send alone")
+    ap.add_argument("--check-seconds", type=int, default=4, help="phase length, check-l4s")
     ap.add_argument("--busy", type=int, default=6, help="CPU-bound loops to run meanwhile")
     ap.add_argument("--start-runs", type=int, default=10)
     ap.add_argument("--start-only", action="store_true")
@@ -137,18 +148,18 @@ def main() -> int:
                 print(kind, i, rows[-1][2], flush=True)
             if not a.no_check:
                 d = out / f"check-{i}"
-                full = check_l4s(a.l4slab, d, a.seconds, False, False)
+                full = check_l4s(a.l4slab, d, a.check_seconds, False, False)
                 rows.append(("check-l4s, normal", i, full))
                 print("check-l4s", i, rows[-1][2], flush=True)
     finally:
         stop_busy(busy)
     print(f"\n{a.busy} busy loops, {os.cpu_count()} CPUs; results in {out}\n")
-    print("| run | # | exit | goodput Mbit/s (of 20) | mean burst (packets) | not PASS |")
-    print("|---|---|---|---|---|---|")
+    print("| run | # | exit | goodput Mbit/s (of 20) | 2nd half | mean burst | not PASS |")
+    print("|---|---|---|---|---|---|---|")
     for kind, i, r in rows:
         nots = ", ".join(str(x) for x in r.get("not_pass", []))  # type: ignore[attr-defined]
-        rate, burst = r.get("goodput_mbit"), r.get("burst_mean")
-        print(f"| {kind} | {i} | {r['rc']} | {rate} | {burst} | {nots} |")
+        rate, late, burst = r.get("goodput_mbit"), r.get("late_mbit"), r.get("burst_mean")
+        print(f"| {kind} | {i} | {r['rc']} | {rate} | {late} | {burst} | {nots} |")
     return 0
 
 

@@ -264,6 +264,7 @@ impl Dgrams<'_> {
                 min_sleep: Dur::ZERO,
                 max_sleep: Some(MAX_SLEEP),
                 timer_slack: Some(Dur::from_nanos(1)),
+                fair_slice: None,
             },
         );
         let iv = self.scn.sample_interval;

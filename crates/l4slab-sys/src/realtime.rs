@@ -20,8 +20,10 @@
 //! preempted exactly when it should send: on a 2-core VM with six CPU-bound
 //! processes, `l4slab send` reached 6.5-8 of 20 Mbit/s with 2.5-2.9-packet
 //! bursts while spinning (issue 25; figures in docs/PERFORMANCE.md). There
-//! it sleeps to the deadline (1 ns slack) and takes the scheduler's
-//! lateness, which its caller's pacer absorbs.
+//! it sleeps to the deadline (1 ns slack) with, if asked
+//! ([`WaiterConfig::fair_slice`]), a short fair-scheduler slice so that its
+//! wake-ups preempt CPU-bound threads (Linux 6.12+ EEVDF), and the caller's
+//! pacer absorbs the lateness left.
 //!
 //! **Lateness.** A wait that reaches its deadline after sleeping or
 //! spinning returns [`Wake::Due`] with how late it noticed it (now −
@@ -41,6 +43,7 @@ use l4slab_core::{Dur, Time};
 use crate::clock::{Clock, TimerSlack};
 use crate::epoll::Epoll;
 use crate::poll::{poll, PollFd};
+use crate::sched::FairSlice;
 
 /// Waiter settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,6 +62,10 @@ pub struct WaiterConfig {
     /// The thread's timer slack while the waiter lives (at least 1 ns);
     /// `None`: leave it.
     pub timer_slack: Option<Dur>,
+    /// A normal thread's fair-scheduler slice while the waiter lives
+    /// ([`crate::sched::FairSlice`]: a short one lets its wake-ups preempt
+    /// CPU-bound threads); `None`: leave it.
+    pub fair_slice: Option<Dur>,
 }
 
 /// Why [`Waiter::wait`] returned.
@@ -103,6 +110,7 @@ pub struct Waiter {
     cfg: WaiterConfig,
     clock: Clock,
     _slack: Option<TimerSlack>,
+    _slice: Option<FairSlice>,
 }
 
 impl Waiter {
@@ -119,6 +127,10 @@ impl Waiter {
         }
         Waiter {
             _slack: cfg.timer_slack.map(TimerSlack::set),
+            _slice: cfg
+                .fair_slice
+                .filter(|_| !realtime)
+                .map(|d| FairSlice::set(d.as_nanos())),
             cfg,
             clock,
         }

@@ -64,6 +64,11 @@ pub struct DriverConfig {
     /// The thread's timer slack during a run (restored after); `None`:
     /// leave it (a normal thread's default is 50 µs, added to each sleep).
     pub timer_slack: Option<Dur>,
+    /// A normal thread's fair-scheduler slice during a run (restored
+    /// after; `l4slab_sys::sched::FairSlice`): the shortest the kernel
+    /// takes, 0.1 ms, lets a wake-up preempt CPU-bound processes; `None`:
+    /// leave it.
+    pub fair_slice: Option<Dur>,
     /// Size of the send and the receive buffer (one each, allocated once):
     /// the largest datagram either way.
     pub buffer_size: usize,
@@ -81,6 +86,7 @@ impl Default for DriverConfig {
         DriverConfig {
             spin: Dur::from_micros(50),
             timer_slack: Some(Dur::from_nanos(1)),
+            fair_slice: Some(Dur::from_micros(100)),
             buffer_size: 65_535,
             max_burst: 64,
             max_recv_batch: 64,
@@ -259,6 +265,7 @@ impl Driver {
             WaiterConfig {
                 spin: self.cfg.spin,
                 timer_slack: self.cfg.timer_slack,
+                fair_slice: self.cfg.fair_slice,
                 ..WaiterConfig::default()
             },
         );

@@ -14,11 +14,14 @@
 //!
 //! **Late wake-ups** (real clocks only; [`Pacer::on_late_wakeup`]): a bucket
 //! that waited for a packet's tokens and was looked at only later (the
-//! thread was not running) holds at most one and a half packets: the time
-//! lost is forfeited, as Linux's EDT pacing does (`tcp_update_skb_after_send`:
-//! "take into account OS jitter", a credit of at most half the packet's
-//! time), instead of a catch-up burst of up to the initial window. The
-//! simulator's timers are never late, so it never calls it.
+//! thread was not running) keeps at most Linux's burst quantum, 1 ms at the
+//! pacing rate and at least two packets (`tcp_tso_autosize`: `rate >>
+//! sk_pacing_shift`, `tcp_min_tso_segs` = 2), instead of a catch-up burst of
+//! up to the initial window: the rest of the time lost is forfeited, as
+//! Linux's EDT pacing forfeits it (`tcp_update_skb_after_send` gives a late
+//! packet's successor at most half its time as "OS jitter" credit). A 1 ms
+//! burst at a rate below the bottleneck's stays under DualPI2's 1 ms
+//! L-queue step. The simulator's timers are never late, so it never calls it.
 
 use l4slab_core::{Dur, Rate, Time};
 
@@ -104,16 +107,18 @@ impl Pacer {
     }
 
     /// A packet of `bytes` was due at a wake-up the caller noticed only at
-    /// `now`, later: keep at most 1.5 packets of tokens (module docs).
+    /// `now`, later: keep at most Linux's burst quantum of tokens (module
+    /// docs).
     pub fn on_late_wakeup(&mut self, now: Time, bytes: u64) {
         self.refill(now);
-        if self.rate.is_none() {
+        let Some(rate) = self.rate else {
             return;
-        }
-        // tcp_update_skb_after_send: len_ns -= min(len_ns / 2, credit).
-        let b = u128::from(bytes.min(self.capacity));
-        let most = (b + b / 2) * 1_000_000_000;
-        self.tokens_nb = self.tokens_nb.min(most);
+        };
+        // tcp_tso_autosize: bytes = rate >> sk_pacing_shift (10: ~1 ms),
+        // at least tcp_min_tso_segs (2) segments.
+        let ms = u128::from(rate.as_bps() / 8 / 1000);
+        let quantum = ms.max(2 * u128::from(bytes)).min(u128::from(self.capacity));
+        self.tokens_nb = self.tokens_nb.min(quantum * 1_000_000_000);
     }
 
     pub fn on_sent(&mut self, now: Time, bytes: u64) {
@@ -148,37 +153,48 @@ mod tests {
         assert_eq!(Pacer::rate_for(bbr, 10_000, srtt, false), bbr);
     }
 
-    #[test]
-    fn a_late_wakeup_releases_one_packet_then_paces_not_a_burst() {
-        // 8 Mbit/s = 1 byte/µs; a 15 kB bucket (ten 1500-byte packets).
+    /// Packets of 1500 bytes a late wake-up at `now` releases at once.
+    fn burst(p: &mut Pacer, now: Time) -> u32 {
+        let mut n = 0;
+        while p.next_send(now, 1500) == now {
+            p.on_sent(now, 1500);
+            n += 1;
+        }
+        n
+    }
+
+    /// A 15 kB bucket (ten 1500-byte packets) at `mbps`, emptied at 0;
+    /// the time its next packet is due.
+    fn emptied(mbps: u64) -> (Pacer, Time) {
         let mut p = Pacer::new(15_000, Time::ZERO);
-        p.set_rate(Time::ZERO, Some(Rate::from_mbps(8)));
+        p.set_rate(Time::ZERO, Some(Rate::from_mbps(mbps)));
         p.on_sent(Time::ZERO, 15_000);
         let due = p.next_send(Time::ZERO, 1500);
+        (p, due)
+    }
+
+    #[test]
+    fn a_late_wakeup_releases_linuxs_quantum_not_a_catch_up_burst() {
+        // 8 Mbit/s = 1 byte/µs: the next packet is due at 1.5 ms.
+        let (mut p, due) = emptied(8);
         assert_eq!(due, Time::from_micros(1500));
         // Woken 6 ms late: without the rule, five packets' worth of tokens.
         let now = due + Dur::from_millis(6);
-        let mut catch_up = p;
-        let burst = |p: &mut Pacer| {
-            let mut n = 0;
-            while p.next_send(now, 1500) == now {
-                p.on_sent(now, 1500);
-                n += 1;
-            }
-            n
-        };
-        assert_eq!(burst(&mut catch_up), 5);
+        assert_eq!(burst(&mut p.clone(), now), 5);
+        // 1 ms at 8 Mbit/s is 1000 bytes: the two-segment floor.
         p.on_late_wakeup(now, 1500);
-        assert_eq!(burst(&mut p), 1);
-        // The next after half a packet's time (the credit), then at the rate.
-        assert_eq!(p.next_send(now, 1500), now + Dur::from_micros(750));
-        let t = now + Dur::from_micros(750);
-        p.on_sent(t, 1500);
-        assert_eq!(p.next_send(t, 1500), t + Dur::from_micros(1500));
-        // Never more than the initial window, never below what was due.
-        let mut q = Pacer::new(3000, Time::ZERO);
-        q.set_rate(Time::ZERO, Some(Rate::from_mbps(8)));
-        q.on_late_wakeup(Time::ZERO, 1500);
-        assert_eq!(q.next_send(Time::ZERO, 1500), Time::ZERO);
+        assert_eq!(burst(&mut p, now), 2);
+        // Then at the rate again.
+        assert_eq!(p.next_send(now, 1500), now + Dur::from_micros(1500));
+        // 96 Mbit/s: 1 ms is 12 kB, eight packets of 1500 (of ten).
+        let (mut q, due) = emptied(96);
+        let now = due + Dur::from_millis(6);
+        q.on_late_wakeup(now, 1500);
+        assert_eq!(burst(&mut q, now), 8);
+        // A wake-up only a little late keeps what it had: one packet.
+        let (mut r, due) = emptied(8);
+        let now = due + Dur::from_micros(100);
+        r.on_late_wakeup(now, 1500);
+        assert_eq!(burst(&mut r, now), 1);
     }
 }
