@@ -2,6 +2,6 @@
 
 import sys
 
-from l4slab.cli import main
+from l4slab._start import main
 
 sys.exit(main())

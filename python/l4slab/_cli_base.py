@@ -28,6 +28,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from l4slab._interrupt import Terminated as Terminated
+
 EXIT_OK = 0
 #: The run failed (simulation, emulation, a study's run), or results could not be written.
 EXIT_FAILED = 1
@@ -58,10 +60,6 @@ RESULTS_HELP = (
     "series.parquet, run.json, and packets.parquet when the scenario traces packets "
     "(see docs/results.md)."
 )
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: handled like Ctrl-C (nothing half-written), exit code 143."""
 
 
 def _help(*paragraphs: str) -> str:

@@ -17,10 +17,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from l4slab.results import Results, check_output_dir, output_path
-
 if TYPE_CHECKING:
     from l4slab._types import NativeResult
+    from l4slab.results import Results
+
+# numpy and pyarrow (l4slab.results, l4slab.output) are imported only where a
+# bundle is checked or written: a run starts sending before they load
+# (issue 25: the first packet within about 100 ms of the command).
 
 __all__ = ["EndpointError", "EndpointInputError", "available", "send", "serve"]
 
@@ -83,8 +86,11 @@ def send(
     §13.4.2 off: a non-conforming sender, only to demonstrate the failure).
     """
     native = _native_mod()
-    target = output_path(out) if out is not None else None
-    if target is not None:
+    target = None
+    if out is not None:
+        from l4slab.output import check_output_dir, output_path
+
+        target = output_path(out)
         check_output_dir(target)
     options = {
         "target": host,
@@ -104,6 +110,8 @@ def send(
         raise EndpointInputError(str(exc)) from None
     except RuntimeError as exc:
         raise EndpointError(str(exc)) from None
+    from l4slab.results import Results
+
     native_result = cast("NativeResult", {**raw, "packets": None})
     results = Results.from_native(
         native_result, command=list(sys.argv if command is None else command)
@@ -149,6 +157,9 @@ def serve(
     def on_session(text: str) -> None:
         if root is None:
             return
+        from l4slab.output import check_output_dir, output_path
+        from l4slab.results import Results
+
         raw = json.loads(text)
         target = output_path(root / f"session-{raw['session']}")
         check_output_dir(target)

@@ -23,6 +23,14 @@ pub trait DatagramEndpoint {
     fn poll_timeout(&self) -> Option<Time>;
     /// The time [`DatagramEndpoint::poll_timeout`] named has come.
     fn handle_timeout(&mut self, now: Time);
+    /// Real clocks only: the time [`DatagramEndpoint::poll_timeout`] named
+    /// passed before `now`, when the driver first looks (its thread was not
+    /// running, or woke late); called just before
+    /// [`DatagramEndpoint::handle_timeout`]. A pacer forfeits the time lost
+    /// rather than catching up in a burst. The simulator never calls it.
+    fn handle_late_timeout(&mut self, now: Time) {
+        let _ = now;
+    }
     /// Finished: its driver may stop.
     fn is_done(&self) -> bool;
 }

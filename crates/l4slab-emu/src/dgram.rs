@@ -32,7 +32,8 @@
 //!   any flow asked for (a binary heap; with epoll, neither finding it nor
 //!   the ready sockets costs more with more flows), with 1 ns timer slack,
 //!   and polls the sockets without sleeping for the last [`SPIN`] before
-//!   it; it runs real-time like the kernel flows' thread
+//!   it (the waiter spins only at real-time priority); it runs real-time
+//!   like the kernel flows' thread
 //!   ([`crate::apps::Apps`]). How late each wake-up fired is in
 //!   `summary.emulator.datagram_endpoints.wakeup_late_us`.
 
@@ -271,6 +272,7 @@ impl Dgrams<'_> {
                 min_sleep: Dur::ZERO,
                 max_sleep: Some(MAX_SLEEP),
                 timer_slack: Some(Dur::from_nanos(1)),
+                fair_slice: None,
             },
         );
         let iv = self.scn.sample_interval;

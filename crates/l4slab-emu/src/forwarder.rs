@@ -420,6 +420,7 @@ impl Forwarder {
                 // The caller's (`sys::realtime`: 1 ns for a SCHED_FIFO forwarder).
                 timer_slack: None,
                 max_sleep: None,
+                fair_slice: None,
             },
         );
         loop {

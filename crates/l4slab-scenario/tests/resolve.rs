@@ -833,7 +833,10 @@ fn quic_is_a_transport_protocol_for_bulk_file_and_web() {
     .unwrap_err();
     assert_eq!(e.path(), Some("flows[0].transport.protocol"));
     assert_eq!(e.problem(), Some(Problem::Conflict));
-    assert!(e.to_string().contains("bulk, file, web and video_stream"), "{e}");
+    assert!(
+        e.to_string().contains("bulk, file, web and video_stream"),
+        "{e}"
+    );
     // A web page over QUIC: its new-connection object is a QUIC flow too.
     let s = base_with(&[
         r#"flows[0].transport={ protocol = "quic" }"#,

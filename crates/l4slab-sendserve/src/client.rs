@@ -255,6 +255,10 @@ impl DatagramEndpoint for Client {
         self.pump(now);
     }
 
+    fn handle_late_timeout(&mut self, now: Time) {
+        self.conn.handle_late_timeout(now);
+    }
+
     fn is_done(&self) -> bool {
         self.abandoned || self.conn.is_done()
     }

@@ -316,6 +316,7 @@ fn driver_json(d: &Driver) -> Value {
         "send_dropped": s.send_dropped,
         "recv_truncated": s.recv_truncated,
         "timeouts": s.timeouts,
+        "late_timeouts": s.late_timeouts,
         // How late timed wake-ups fired (pacing, timers), µs.
         "timer_lateness_us": s.lateness.summary_scaled(1e-3),
     })

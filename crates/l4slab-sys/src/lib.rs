@@ -8,9 +8,9 @@
 //!   ([`Clock`]) and the thread's timer slack (`prctl`). The only clock
 //!   reads of the project (DESIGN.md §4.4).
 //! * [`realtime`]: the one real-time waiter ([`Waiter`]): sleep towards a
-//!   deadline with 1 ns timer slack, spin the last stretch, report how late
-//!   it noticed the deadline. Used by the emulator's forwarder, its own
-//!   endpoints and the UDP driver.
+//!   deadline with 1 ns timer slack, spin the last stretch (at real-time
+//!   priority only), report how late it noticed the deadline. Used by the
+//!   emulator's forwarder, its own endpoints and the UDP driver.
 //! * [`epoll`]: an epoll set with `epoll_pwait2` (nanosecond timeouts);
 //!   [`poll`]: `ppoll` on a few descriptors.
 //! * [`udp`]: a UDP socket whose datagrams each carry their own IP ECN field

@@ -13,6 +13,18 @@
 //! vCPU is not running), for about 2 % more CPU at one wake-up per ms
 //! (l4slab-udp-driver's `tests/driver.rs`).
 //!
+//! **Spin only at real-time priority.** The spin is used only when the
+//! waiting thread runs `SCHED_FIFO`/`SCHED_RR` when the waiter is created
+//! ([`crate::sched::is_realtime`]). A normal thread that spins spends the
+//! CPU time the scheduler would otherwise credit to its next wake-up, and is
+//! preempted exactly when it should send: on a 2-core VM with six CPU-bound
+//! processes, `l4slab send` reached 6.5-8 of 20 Mbit/s with 2.5-2.9-packet
+//! bursts while spinning (issue 25; figures in docs/PERFORMANCE.md). There
+//! it sleeps to the deadline (1 ns slack) with, if asked
+//! ([`WaiterConfig::fair_slice`]), a short fair-scheduler slice so that its
+//! wake-ups preempt CPU-bound threads (Linux 6.12+ EEVDF), and the caller's
+//! pacer absorbs the lateness left.
+//!
 //! **Lateness.** A wait that reaches its deadline after sleeping or
 //! spinning returns [`Wake::Due`] with how late it noticed it (now −
 //! deadline); the caller records it in a [`lateness_stats`] histogram,
@@ -31,12 +43,14 @@ use l4slab_core::{Dur, Time};
 use crate::clock::{Clock, TimerSlack};
 use crate::epoll::Epoll;
 use crate::poll::{poll, PollFd};
+use crate::sched::FairSlice;
 
 /// Waiter settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WaiterConfig {
     /// Look at the source without sleeping for this long before the
-    /// deadline (trades CPU for accuracy); zero: always sleep.
+    /// deadline (trades CPU for accuracy), if the thread runs at real-time
+    /// priority (see the module docs); zero: always sleep.
     pub spin: Dur,
     /// Never sleep for less than this (several deadlines within it are
     /// served by one wake-up, at most this much late); zero: no floor.
@@ -48,6 +62,10 @@ pub struct WaiterConfig {
     /// The thread's timer slack while the waiter lives (at least 1 ns);
     /// `None`: leave it.
     pub timer_slack: Option<Dur>,
+    /// A normal thread's fair-scheduler slice while the waiter lives
+    /// ([`crate::sched::FairSlice`]: a short one lets its wake-ups preempt
+    /// CPU-bound threads); `None`: leave it.
+    pub fair_slice: Option<Dur>,
 }
 
 /// Why [`Waiter::wait`] returned.
@@ -92,12 +110,27 @@ pub struct Waiter {
     cfg: WaiterConfig,
     clock: Clock,
     _slack: Option<TimerSlack>,
+    _slice: Option<FairSlice>,
 }
 
 impl Waiter {
+    /// A waiter for the calling thread: [`WaiterConfig::spin`] is kept only
+    /// if the thread runs at real-time priority now (see the module docs).
     pub fn new(clock: Clock, cfg: WaiterConfig) -> Waiter {
+        Waiter::with_policy(clock, cfg, crate::sched::is_realtime())
+    }
+
+    /// A waiter that spins as configured only if `realtime`.
+    fn with_policy(clock: Clock, mut cfg: WaiterConfig, realtime: bool) -> Waiter {
+        if !realtime {
+            cfg.spin = Dur::ZERO;
+        }
         Waiter {
             _slack: cfg.timer_slack.map(TimerSlack::set),
+            _slice: cfg
+                .fair_slice
+                .filter(|_| !realtime)
+                .map(|d| FairSlice::set(d.as_nanos())),
             cfg,
             clock,
         }
@@ -222,6 +255,25 @@ mod tests {
             w.wait(Some(Time::ZERO), &mut fds[..]).unwrap(),
             Wake::Passed
         );
+    }
+
+    #[test]
+    fn only_a_realtime_thread_spins() {
+        let cfg = WaiterConfig {
+            spin: Dur::from_micros(50),
+            ..WaiterConfig::default()
+        };
+        let clock = Clock::start();
+        assert_eq!(
+            Waiter::with_policy(clock, cfg, true).config().spin,
+            Dur::from_micros(50)
+        );
+        assert_eq!(
+            Waiter::with_policy(clock, cfg, false).config().spin,
+            Dur::ZERO
+        );
+        let here = Waiter::new(clock, cfg).config().spin;
+        assert_eq!(here.is_zero(), !crate::sched::is_realtime());
     }
 
     #[test]

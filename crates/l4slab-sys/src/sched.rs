@@ -58,6 +58,92 @@ pub fn realtime(priority: i32) -> io::Result<()> {
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
 }
 
+/// Whether the calling thread runs under a real-time policy (`SCHED_FIFO`
+/// or `SCHED_RR`, sched_getscheduler(2)); `false` if it cannot be read.
+pub fn is_realtime() -> bool {
+    // SAFETY: plain syscall on the calling thread (pid 0).
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
+}
+
+/// `struct sched_attr` up to `sched_period` (`SCHED_ATTR_SIZE_VER0`, 48
+/// bytes; include/uapi/linux/sched/types.h).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct SchedAttr {
+    size: u32,
+    sched_policy: u32,
+    sched_flags: u64,
+    sched_nice: i32,
+    sched_priority: u32,
+    sched_runtime: u64,
+    sched_deadline: u64,
+    sched_period: u64,
+}
+
+fn get_attr() -> Option<SchedAttr> {
+    let mut a = SchedAttr::default();
+    let size = std::mem::size_of::<SchedAttr>() as libc::c_uint;
+    // SAFETY: `a` is a writable sched_attr of `size` bytes; pid 0 is the
+    // calling thread; flags 0.
+    let r = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut a, size, 0) };
+    (r == 0).then_some(a)
+}
+
+/// The calling thread's fair-scheduler slice (`sched_attr.sched_runtime`
+/// of a `SCHED_OTHER` thread, Linux 6.12+; the default is the system's base
+/// slice, 0.75-3 ms); `None` if unavailable or the thread is not fair.
+pub fn fair_slice() -> Option<u64> {
+    get_attr()
+        .filter(|a| a.sched_policy == libc::SCHED_OTHER as u32)
+        .map(|a| a.sched_runtime)
+}
+
+/// Sets the calling thread's fair-scheduler slice (Linux 6.12+, EEVDF:
+/// `sched_setattr(2)` with `sched_runtime` on a `SCHED_OTHER` thread, no
+/// privilege needed; the kernel clamps it to 0.1-100 ms) and puts the
+/// previous one back when dropped. A short slice is a short virtual
+/// deadline: on a busy machine the thread preempts a CPU-bound one when it
+/// wakes instead of waiting its turn (kernel/sched/fair.c `PREEMPT_SHORT`),
+/// as a real-time thread would, without real-time priority. Best effort: on
+/// an older kernel, a real-time thread or a refusal nothing changes.
+pub struct FairSlice {
+    previous: Option<SchedAttr>,
+}
+
+impl FairSlice {
+    pub fn set(slice_ns: u64) -> FairSlice {
+        let Some(prev) = get_attr().filter(|a| a.sched_policy == libc::SCHED_OTHER as u32) else {
+            return FairSlice { previous: None };
+        };
+        let attr = SchedAttr {
+            size: std::mem::size_of::<SchedAttr>() as u32,
+            sched_runtime: slice_ns,
+            ..prev
+        };
+        FairSlice {
+            previous: set_attr(&attr).then_some(SchedAttr {
+                size: std::mem::size_of::<SchedAttr>() as u32,
+                ..prev
+            }),
+        }
+    }
+}
+
+fn set_attr(a: &SchedAttr) -> bool {
+    // SAFETY: `a` is a live sched_attr whose `size` field is its size; pid 0
+    // is the calling thread; flags 0. Same policy and nice: only the slice.
+    unsafe { libc::syscall(libc::SYS_sched_setattr, 0, a as *const SchedAttr, 0) == 0 }
+}
+
+impl Drop for FairSlice {
+    fn drop(&mut self) {
+        if let Some(prev) = self.previous {
+            set_attr(&prev);
+        }
+    }
+}
+
 /// CPU time (user, system) of the *calling thread* in seconds
 /// (`RUSAGE_THREAD`: in `run` mode the applications thread's socket work
 /// must not be counted as the forwarder's).
@@ -112,5 +198,32 @@ mod tests {
         let has = |c| unsafe { libc::CPU_ISSET(c, &s.0) };
         assert!(has(0) && has(3) && !has(1) && !has(2));
         assert!(!allowed_cpus().is_empty());
+    }
+
+    #[test]
+    fn a_fair_slice_is_set_and_put_back() {
+        let Some(before) = fair_slice() else {
+            return; // not a fair thread, or a kernel without sched_getattr
+        };
+        {
+            let g = FairSlice::set(100_000);
+            if g.previous.is_some() {
+                assert_eq!(fair_slice(), Some(100_000));
+            }
+        }
+        assert_eq!(fair_slice(), Some(before));
+    }
+
+    #[test]
+    fn is_realtime_agrees_with_proc() {
+        // /proc/thread-self/sched: "policy : 0" (SCHED_OTHER), 1 FIFO, 2 RR.
+        let text = std::fs::read_to_string("/proc/thread-self/sched").unwrap_or_default();
+        let policy = text
+            .lines()
+            .find_map(|l| l.strip_prefix("policy"))
+            .and_then(|v| v.trim_start_matches([' ', ':']).trim().parse::<i32>().ok());
+        if let Some(p) = policy {
+            assert_eq!(is_realtime(), p == 1 || p == 2);
+        }
     }
 }

@@ -5,7 +5,9 @@
 //! [`is_done`](DatagramEndpoint::is_done) or the deadline passes:
 //!
 //! 1. if the endpoint's timeout is due, `handle_timeout(now)` (a timeout
-//!    already in the past when asked for is due at once);
+//!    already in the past when asked for is due at once), preceded by
+//!    `handle_late_timeout(now)` if it is past (a pacer then forfeits the
+//!    time lost instead of sending a catch-up burst);
 //! 2. send what `poll_transmit` gives, until it says `None` (pacing: not
 //!    now), the socket pushes back (`EAGAIN` / `ENOBUFS`: the datagram is
 //!    kept and sent again later, counted), or [`DriverConfig::max_burst`]
@@ -16,7 +18,9 @@
 //!    [`Waiter`] sleeps in `ppoll` until [`DriverConfig::spin`] before the
 //!    wake-up, with the thread's timer slack at 1 ns for the run
 //!    ([`DriverConfig::timer_slack`]), and spends the rest polling the
-//!    socket without sleeping;
+//!    socket without sleeping — at real-time priority only: a normal
+//!    thread sleeps to the wake-up (spinning there costs it the CPU time
+//!    the scheduler would give it when it is due; `l4slab_sys::realtime`);
 //! 4. read the waiting datagrams (at most [`DriverConfig::max_recv_batch`])
 //!    into `handle_datagram`, each with the clock read at its turn.
 //!
@@ -54,11 +58,17 @@ pub use l4slab_core::datagram::DatagramEndpoint;
 pub struct DriverConfig {
     /// Poll without sleeping for this long before each wake-up (trades CPU
     /// for timing accuracy: a `ppoll` timeout fires some µs late, see the
-    /// crate docs); zero: always sleep.
+    /// crate docs) when the thread runs at real-time priority; zero:
+    /// always sleep.
     pub spin: Dur,
     /// The thread's timer slack during a run (restored after); `None`:
     /// leave it (a normal thread's default is 50 µs, added to each sleep).
     pub timer_slack: Option<Dur>,
+    /// A normal thread's fair-scheduler slice during a run (restored
+    /// after; `l4slab_sys::sched::FairSlice`): the shortest the kernel
+    /// takes, 0.1 ms, lets a wake-up preempt CPU-bound processes; `None`:
+    /// leave it.
+    pub fair_slice: Option<Dur>,
     /// Size of the send and the receive buffer (one each, allocated once):
     /// the largest datagram either way.
     pub buffer_size: usize,
@@ -76,6 +86,7 @@ impl Default for DriverConfig {
         DriverConfig {
             spin: Dur::from_micros(50),
             timer_slack: Some(Dur::from_nanos(1)),
+            fair_slice: Some(Dur::from_micros(100)),
             buffer_size: 65_535,
             max_burst: 64,
             max_recv_batch: 64,
@@ -122,6 +133,9 @@ pub struct DriverStats {
     pub recv_errors: u64,
     /// Calls of `handle_timeout`.
     pub timeouts: u64,
+    /// Of those, the ones after the time the endpoint named (preceded by
+    /// `handle_late_timeout`).
+    pub late_timeouts: u64,
     /// How late each timed wake-up fired.
     pub lateness: DurStats,
 }
@@ -139,6 +153,7 @@ impl DriverStats {
             recv_truncated: 0,
             recv_errors: 0,
             timeouts: 0,
+            late_timeouts: 0,
             lateness: lateness_stats(),
         }
     }
@@ -162,6 +177,7 @@ impl std::fmt::Debug for DriverStats {
             .field("recv_truncated", &self.recv_truncated)
             .field("recv_errors", &self.recv_errors)
             .field("timeouts", &self.timeouts)
+            .field("late_timeouts", &self.late_timeouts)
             .field("lateness", &self.lateness())
             .finish()
     }
@@ -249,6 +265,7 @@ impl Driver {
             WaiterConfig {
                 spin: self.cfg.spin,
                 timer_slack: self.cfg.timer_slack,
+                fair_slice: self.cfg.fair_slice,
                 ..WaiterConfig::default()
             },
         );
@@ -260,7 +277,11 @@ impl Driver {
             if now >= deadline {
                 return Ok(RunOutcome::Deadline);
             }
-            if endpoint.poll_timeout().is_some_and(|t| t <= now) {
+            if let Some(t) = endpoint.poll_timeout().filter(|&t| t <= now) {
+                if t < now {
+                    self.stats.late_timeouts += 1;
+                    endpoint.handle_late_timeout(now);
+                }
                 self.stats.timeouts += 1;
                 endpoint.handle_timeout(now);
                 if endpoint.is_done() {

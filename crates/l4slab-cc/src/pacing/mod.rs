@@ -90,6 +90,19 @@ impl Pacer {
         }
     }
 
+    /// A packet of `bytes` was due at a wake-up noticed only at `now`, later
+    /// (real clocks only; the simulator's timers are never late). The token
+    /// bucket keeps at most Linux's burst quantum instead of a catch-up burst
+    /// ([`rfc9002`]'s module docs); Linux's rule already bounds what a late
+    /// packet's successor gains (`tcp_update_skb_after_send`), so it keeps
+    /// its state.
+    pub fn on_late_wakeup(&mut self, now: Time, bytes: u64) {
+        match &mut self.release {
+            Release::Linux(_) => {}
+            Release::TokenBucket(b) => b.on_late_wakeup(now, bytes, self.rate),
+        }
+    }
+
     /// A packet of `bytes` (TCP: its payload, Linux `skb->len`; QUIC: its
     /// size) left at `now`.
     pub fn on_sent(&mut self, now: Time, bytes: u64) {

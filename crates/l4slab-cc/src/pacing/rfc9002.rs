@@ -12,6 +12,17 @@
 //! NOT be paced"; probes must not be blocked). No pacing before the first
 //! RTT sample (the initial window bounds that burst). Used by `l4slab-quic`
 //! (`connection/pacing.rs`) through [`super::Pacer`].
+//!
+//! **Late wake-ups** (real clocks only; [`super::Pacer::on_late_wakeup`]): a bucket
+//! that waited for a packet's tokens and was looked at only later (the
+//! thread was not running) keeps at most Linux's burst quantum, 1 ms at the
+//! pacing rate and at least two packets (`tcp_tso_autosize`: `rate >>
+//! sk_pacing_shift`, `tcp_min_tso_segs` = 2), instead of a catch-up burst of
+//! up to the initial window: the rest of the time lost is forfeited, as
+//! Linux's EDT pacing forfeits it (`tcp_update_skb_after_send` gives a late
+//! packet's successor at most half its time as "OS jitter" credit). A 1 ms
+//! burst at a rate below the bottleneck's stays under DualPI2's 1 ms
+//! L-queue step. The simulator's timers are never late, so it never calls it.
 
 use l4slab_core::{Dur, Rate, Time};
 
@@ -88,6 +99,21 @@ impl Bucket {
         }
     }
 
+    /// A packet of `bytes` was due at a wake-up the caller noticed only at
+    /// `now`, later: keep at most Linux's burst quantum of tokens (module
+    /// docs).
+    pub(super) fn on_late_wakeup(&mut self, now: Time, bytes: u64, rate: Option<Rate>) {
+        self.refill(now, rate);
+        let Some(rate) = rate else {
+            return;
+        };
+        // tcp_tso_autosize: bytes = rate >> sk_pacing_shift (10: ~1 ms),
+        // at least tcp_min_tso_segs (2) segments.
+        let ms = u128::from(rate.as_bps() / 8 / 1000);
+        let quantum = ms.max(2 * u128::from(bytes)).min(u128::from(self.capacity));
+        self.tokens_nb = self.tokens_nb.min(quantum * 1_000_000_000);
+    }
+
     /// A packet of `bytes` left at `now`: its size leaves the bucket.
     pub(super) fn on_sent(&mut self, now: Time, bytes: u64, rate: Option<Rate>) {
         self.refill(now, rate);
@@ -131,5 +157,50 @@ mod tests {
         assert_eq!(rate_for(None, 10_000, srtt, false), None);
         let bbr = Some(Rate::from_mbps(3));
         assert_eq!(rate_for(bbr, 10_000, srtt, false), bbr);
+    }
+
+    /// Packets of 1500 bytes a late wake-up at `now` releases at once.
+    fn burst(p: &mut Pacer, now: Time) -> u32 {
+        let mut n = 0;
+        while p.release_time(now, 1500) == now {
+            p.on_sent(now, 1500);
+            n += 1;
+        }
+        n
+    }
+
+    /// A 15 kB bucket (ten 1500-byte packets) at `mbps`, emptied at 0;
+    /// the time its next packet is due.
+    fn emptied(mbps: u64) -> (Pacer, Time) {
+        let mut p = Pacer::new(Rule::TokenBucket { burst: 15_000 }, Time::ZERO);
+        p.set_rate(Time::ZERO, Some(Rate::from_mbps(mbps)));
+        p.on_sent(Time::ZERO, 15_000);
+        let due = p.release_time(Time::ZERO, 1500);
+        (p, due)
+    }
+
+    #[test]
+    fn a_late_wakeup_releases_linuxs_quantum_not_a_catch_up_burst() {
+        // 8 Mbit/s = 1 byte/µs: the next packet is due at 1.5 ms.
+        let (mut p, due) = emptied(8);
+        assert_eq!(due, Time::from_micros(1500));
+        // Woken 6 ms late: without the rule, five packets' worth of tokens.
+        let now = due + Dur::from_millis(6);
+        assert_eq!(burst(&mut p.clone(), now), 5);
+        // 1 ms at 8 Mbit/s is 1000 bytes: the two-segment floor.
+        p.on_late_wakeup(now, 1500);
+        assert_eq!(burst(&mut p, now), 2);
+        // Then at the rate again.
+        assert_eq!(p.release_time(now, 1500), now + Dur::from_micros(1500));
+        // 96 Mbit/s: 1 ms is 12 kB, eight packets of 1500 (of ten).
+        let (mut q, due) = emptied(96);
+        let now = due + Dur::from_millis(6);
+        q.on_late_wakeup(now, 1500);
+        assert_eq!(burst(&mut q, now), 8);
+        // A wake-up only a little late keeps what it had: one packet.
+        let (mut r, due) = emptied(8);
+        let now = due + Dur::from_micros(100);
+        r.on_late_wakeup(now, 1500);
+        assert_eq!(burst(&mut r, now), 1);
     }
 }

@@ -864,6 +864,14 @@ impl DatagramEndpoint for Connection {
         Some(t)
     }
 
+    fn handle_late_timeout(&mut self, now: Time) {
+        // A pacing wake-up noticed late: no catch-up burst (pacing.rs).
+        if self.pacing_wakeup.is_some_and(|t| t < now) {
+            let mds = self.mds();
+            self.pacer.on_late_wakeup(now, mds);
+        }
+    }
+
     fn handle_timeout(&mut self, now: Time) {
         self.now = self.now.max(now);
         if self.done {
