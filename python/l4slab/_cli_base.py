@@ -28,6 +28,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from l4slab import _interrupt
 from l4slab._interrupt import Terminated as Terminated
 
 EXIT_OK = 0
@@ -83,8 +84,6 @@ def _stderr() -> Console:
 
 #: Whether a command printed an ``error:`` line in this ``main`` call.
 _failed = False
-#: Whether SIGTERM arrived in this ``main`` call.
-_sigterm = False
 
 
 def failed() -> bool:
@@ -93,21 +92,20 @@ def failed() -> bool:
 
 
 def reset_failed() -> None:
-    global _failed, _sigterm
+    """A new ``main`` call: no ``error:`` line, no SIGTERM yet."""
+    global _failed
     _failed = False
-    _sigterm = False
+    _interrupt.reset_sigterm()
 
 
-def note_sigterm() -> None:
-    """Remember that SIGTERM arrived (the handler calls it before raising :class:`Terminated`)."""
-    global _sigterm
-    _sigterm = True
+#: Remember that SIGTERM arrived (the handler calls it before raising :class:`Terminated`).
+note_sigterm = _interrupt.note_sigterm
 
 
 def interrupted_exit_code() -> int:
     """The exit code of a run a command stopped and reported itself (``send``, ``serve``):
     143 after SIGTERM, 130 after Ctrl-C."""
-    return EXIT_TERMINATED if _sigterm else EXIT_INTERRUPTED
+    return EXIT_TERMINATED if _interrupt.sigterm_seen() else EXIT_INTERRUPTED
 
 
 def _fail(message: str, code: int) -> typer.Exit:

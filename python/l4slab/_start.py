@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from l4slab._interrupt import on_sigterm
+from l4slab._interrupt import note_sigterm, on_sigterm, sigterm_seen
 
 __all__ = ["OPTIONS", "declared_options", "main", "parse"]
 
@@ -55,6 +55,8 @@ OPTIONS: dict[str, tuple[Param, ...]] = {
         ("bind", "str", ("--bind",), None),
         ("port", "int:1:65535", ("-p", "--port"), 4433),
         ("max_sessions", "int:1:4096", ("--max-sessions",), 16),
+        ("max_per_address", "int:1:4096", ("--max-per-address",), 4),
+        ("handshake_timeout", "str", ("--handshake-timeout",), "5"),
         ("once", "flag", ("--once",), False),
         ("interval", "str", ("-i", "--interval"), "1"),
         ("idle_timeout", "str", ("--idle-timeout",), "10"),
@@ -162,13 +164,26 @@ def _call(command: str, v: dict[str, object]) -> Call:
         kwargs = {k: v[k] for k in sent}
         kwargs["ecn_validation"] = not v["no_ecn_validation"]
         return (v["host"],), {**kwargs, "out": v["out"], "command": argv}
-    served = ("bind", "port", "max_sessions", "once", "interval", "idle_timeout", "time_limit")
+    served = (
+        "bind",
+        "port",
+        "max_sessions",
+        "max_per_address",
+        "handshake_timeout",
+        "once",
+        "interval",
+        "idle_timeout",
+        "time_limit",
+    )
     return (), {**{k: v[k] for k in served}, "out": v["out"], "command": argv}
 
 
 @contextmanager
-def _replaying(command: str, call: Call, outcome: tuple[bool, Any]) -> Iterator[None]:
-    """Make ``endpoints.<command>`` give ``outcome`` (raised if its flag is set) once."""
+def _replaying(
+    command: str, call: Call, outcome: tuple[bool, Any], sigterm: bool
+) -> Iterator[None]:
+    """Make ``endpoints.<command>`` give ``outcome`` (raised if its flag is set) once;
+    ``sigterm``: SIGTERM stopped the run (the CLI's exit code is then 143)."""
     from l4slab import endpoints
 
     real = getattr(endpoints, command)
@@ -178,6 +193,8 @@ def _replaying(command: str, call: Call, outcome: tuple[bool, Any]) -> Iterator[
         assert (args, kwargs) == call, f"l4slab {command}: fast start {call}, CLI {(args, kwargs)}"
         setattr(endpoints, command, real)
         used.append(True)
+        if sigterm:  # the CLI forgot it when its main() began
+            note_sigterm()
         raised, value = outcome
         if raised:
             raise value
@@ -221,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    with _replaying(command, call, outcome):
+    with _replaying(command, call, outcome, sigterm_seen()):
         return _cli(args)
 
 
