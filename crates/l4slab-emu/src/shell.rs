@@ -459,11 +459,11 @@ pub fn cell_line(scn: &Scenario) -> Option<String> {
         .map(|l| {
             let phy = &wifi.links[l.link];
             format!(
-                "{} (SNR {} dB, MCS {}: {})",
+                "{} (SNR {} dB, MCS {}: {:.1} Mbit/s PHY rate)",
                 l4slab_scenario::wifi::describe_phy(phy),
                 l.snr_db,
                 l.mcs,
-                phy.data_rate(l.mcs)
+                phy.data_rate(l.mcs).as_mbps_f64()
             )
         })
         .collect();
@@ -527,7 +527,7 @@ mod tests {
         assert_eq!(wifi.stations[0].links[0].mcs, 3);
         let line = cell_line(&scn).expect("a banner line");
         assert!(line.contains("802.11a 20 MHz 1 SS at 5GHz"), "{line}");
-        assert!(line.contains("MCS 3: 18Mbit"), "{line}");
+        assert!(line.contains("MCS 3: 18.0 Mbit/s PHY rate"), "{line}");
 
         // Built as `run --backend emu` builds a scenario's network: the
         // station's and the AP's best-effort queues after the bottleneck's.
