@@ -128,6 +128,21 @@ def test_bad_options_exit_2_naming_the_problem(capsys: pytest.CaptureFixture[str
     assert "shell.tuning.malformed: unknown variant `sideways`, expected `pass` or `drop`" in err
 
 
+def test_wifi_keys_are_the_scenario_files_and_what_the_shell_cannot_build_exits_2(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # The shell builds the Wi-Fi cell (the client its one station) from the
+    # scenario file's [wifi] keys, checked as there before anything is created.
+    # (The emulator process says it, on the same stderr.)
+    assert main(["emu", "--set", "wifi.standard=zz", "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert "wifi.standard: unknown Wi-Fi standard 'zz'" in err, err
+    # A second station would need a scenario host: refused, pointing at the station keys.
+    assert main(["emu", "--set", "hosts.client.wifi.snr_db=20", "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert "cannot honour it" in err and "wifi.stations.snr_db=20" in err, err
+
+
 def test_refuses_clearly_without_root(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

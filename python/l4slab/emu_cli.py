@@ -35,7 +35,9 @@ EMU_HELP = "\n\n".join(
         "the server namespace first. The exit code is COMMAND's.",
         "The bottleneck runs the simulator's own queue disciplines, rate and loss models: "
         "the link options mean what the scenario file's \\[bottleneck] keys mean (--set "
-        "reaches any of them).",
+        "reaches any of them). --set wifi.KEY=VALUE (the scenario file's \\[wifi] keys) puts "
+        "the client behind an emulated Wi-Fi cell as its one station, e.g. --set "
+        "wifi.standard=ax --set wifi.stations.snr_db=20.",
         "Example: [bold]sudo l4slab emu --rate 20Mbit --delay 10ms --qdisc dualpi2 -- "
         "sh -c 'ping -c 5 $L4SLAB_SERVER'[/bold] (COMMAND is run directly, so use a shell "
         "to expand variables; with no arguments but a shell, it is interactive).",
@@ -163,7 +165,8 @@ def _emu(
         list[str] | None,
         _opt(
             "--set",
-            help="Any scenario override, e.g. bottleneck.down.qdisc.step_thresh=1ms; repeatable.",
+            help="A bottleneck or Wi-Fi cell key of the scenario file (or seed), e.g. "
+            "bottleneck.down.qdisc.step_thresh=1ms or wifi.standard=a; repeatable.",
             metavar="KEY=VALUE",
         ),
     ] = None,

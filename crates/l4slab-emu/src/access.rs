@@ -6,7 +6,9 @@
 //! [`crate::forwarder::Classifier::Ports`] flow id): a packet of flow `i`
 //! going in direction `d` passes the sending host's access link in `d` (if
 //! it has one) before the bottleneck, and the receiving host's after it.
-//! Packets of no scenario flow pass the bottleneck only.
+//! Packets of no scenario flow pass the bottleneck only, except in the
+//! shell ([`AccessRoutes::every_packet`]), where every packet is COMMAND's
+//! and takes the one client host's route (its Wi-Fi station's queues).
 
 use l4slab_scenario::build::AccessQueues;
 use l4slab_scenario::Scenario;
@@ -19,6 +21,8 @@ use crate::forwarder::{DOWN, UP};
 pub struct AccessRoutes {
     /// Per flow id, per direction: `[before the bottleneck, after it]`.
     flows: Vec<[[Option<usize>; 2]; 2]>,
+    /// The same for a packet of no flow in `flows`.
+    other: [[Option<usize>; 2]; 2],
     /// Per direction: the access queues before the bottleneck,
     pub(crate) ingress: [Vec<usize>; 2],
     /// and after it.
@@ -75,17 +79,35 @@ impl AccessRoutes {
         routes
     }
 
+    /// The shell's routes (`l4slab emu -- COMMAND`, [`crate::shell`]): every
+    /// packet, whatever its flow id (the shell's classifier hashes the
+    /// 5-tuple for the qdiscs), takes the route of `scn`'s only flow, the
+    /// placeholder of [`crate::shell::BASE_SCENARIO`]: COMMAND runs on its
+    /// one client host, so its packets pass that host's Wi-Fi station.
+    pub fn every_packet(scn: &Scenario, access: &AccessQueues) -> Self {
+        assert_eq!(scn.flows.len(), 1, "the shell's scenario has one flow");
+        let mut routes = Self::new(scn, access);
+        routes.other = routes.flows.pop().expect("one flow");
+        routes
+    }
+
+    /// `flow`'s route per direction.
+    #[inline]
+    fn route(&self, flow: u32) -> &[[Option<usize>; 2]; 2] {
+        self.flows.get(flow as usize).unwrap_or(&self.other)
+    }
+
     /// The access queue a packet of `flow` going in `dir` enters before the
     /// bottleneck.
     #[inline]
     pub fn ingress(&self, flow: u32, dir: usize) -> Option<usize> {
-        self.flows.get(flow as usize).and_then(|f| f[dir][0])
+        self.route(flow)[dir][0]
     }
 
     /// The access queue it enters after the bottleneck.
     #[inline]
     pub fn egress(&self, flow: u32, dir: usize) -> Option<usize> {
-        self.flows.get(flow as usize).and_then(|f| f[dir][1])
+        self.route(flow)[dir][1]
     }
 
     /// The direction of queue `q` (`DOWN`, `UP`, or an access queue's).

@@ -886,10 +886,11 @@ mod tests {
 
     #[test]
     fn the_shell_refuses_every_key_it_would_drop_naming_it() {
-        // `--set wifi.standard=a` used to run with no cell at all (exit 0).
+        // `--set wifi.standard=a` used to run with no cell at all (exit 0);
+        // the shell builds the cell now (shell.rs tests).
         for (set, fragment) in [
-            ("wifi.standard=a", "not a Wi-Fi cell"),
             ("hosts.laptop.access.rate=10Mbit", "no scenario hosts"),
+            ("hosts.client.wifi.snr_db=20", "wifi.stations.snr_db=20"),
             ("hosts.client.access_delay=5ms", "no scenario hosts"),
             ("flows[0].cc=bbr", "no scenario flows"),
             ("duration=10s", "until COMMAND exits"),
@@ -904,9 +905,12 @@ mod tests {
             );
             assert!(e.contains(fragment), "{e}");
         }
-        // What the shell builds: the bottleneck (a trace, a loss model) and the seed.
+        // What the shell builds: the bottleneck (a trace, a loss model), the
+        // Wi-Fi cell and the seed.
         let ok = [
             "bottleneck.rate=20Mbit",
+            "wifi.standard=a",
+            "wifi.stations.snr_db=20",
             "bottleneck.down.loss={ kind = \"gilbert_elliott\", p = \"1%\", r = \"30%\" }",
             "bottleneck.qdisc.kind=dualpi2",
             "seed=7",

@@ -9,11 +9,15 @@
 //!
 //! Link options are scenario `--set` overrides on [`BASE_SCENARIO`], so they
 //! are validated, defaulted and built exactly like a scenario file's
-//! `[bottleneck]` (same errors, same objects). The shell builds the
-//! bottleneck only: an override of any other table (`wifi`, `hosts`,
-//! `flows`, `duration`, ...) is refused naming its key ([`shell_key`]),
-//! never dropped; `l4slab run --backend emu` runs a scenario's Wi-Fi cell
-//! and access links.
+//! `[bottleneck]` and `[wifi]` (same errors, same objects: the network is
+//! built by `l4slab_scenario::build::network`, as `l4slab run --backend emu`
+//! builds a scenario's). With `wifi.*` keys the client namespace is the one
+//! station of a Wi-Fi cell (the scenario's default `client` host, its keys
+//! `wifi.stations.*`) and the AP sits at the bottleneck's client end: every
+//! packet of COMMAND passes the station's queue up and the AP's queue for it
+//! down, best effort ([`AccessRoutes::every_packet`]). An override of any
+//! other table (`hosts`, `flows`, `duration`, ...) is refused naming its key
+//! ([`shell_key`]), never dropped.
 //!
 //! Both namespaces get one default TCP congestion control (the plan's `cc`,
 //! by default Linux's, cubic; [`Topology::set_congestion_control`]) instead
@@ -33,6 +37,7 @@ use serde_json::{json, Value};
 use l4slab_core::Dur;
 use l4slab_scenario::{ParseOptions, Scenario};
 
+use crate::access::AccessRoutes;
 use crate::forwarder::{self, Forwarder, Hooks, Step};
 use crate::netns::{self, Topology};
 use crate::sys;
@@ -40,7 +45,9 @@ use crate::EmuError;
 
 /// The scenario link options apply to: no rate limit to speak of (10 Gbit/s),
 /// no delay, a 1000-packet FIFO, no loss. The flow is a placeholder the
-/// scenario format requires; the shell's traffic is whatever COMMAND sends.
+/// scenario format requires; the shell's traffic is whatever COMMAND sends
+/// (through the flow's route: its client host's Wi-Fi station, best effort,
+/// when `wifi.*` makes a cell).
 pub const BASE_SCENARIO: &str = r#"format = 1
 name = "emu-shell"
 duration = "24h"
@@ -109,7 +116,8 @@ pub struct ShellOptions {
     pub tuning: RunTuning,
 }
 
-/// Resolve link options against [`BASE_SCENARIO`].
+/// Resolve link options (the bottleneck's and the Wi-Fi cell's) against
+/// [`BASE_SCENARIO`].
 ///
 /// # Errors
 /// [`EmuError::Scenario`] naming the option's key path;
@@ -142,8 +150,10 @@ pub fn resolve_links(sets: &[String]) -> Result<Scenario, EmuError> {
 
 /// Checks that the shell honours override `set` (`KEY=VALUE`): the
 /// `[bottleneck]` keys (rate, trace, delay, buffer, qdisc, loss models, ECN
-/// rewrite) and `seed` (their random streams). Anything else the shell
-/// would build nothing from, so it is refused rather than dropped.
+/// rewrite), the `[wifi]` keys (the cell, its AP and its one station:
+/// `wifi.stations.snr_db`, `mcs`, ...) and `seed` (their random streams).
+/// Anything else the shell would build nothing from, so it is refused
+/// rather than dropped.
 ///
 /// # Errors
 /// [`EmuError::Unsupported`] naming the key.
@@ -151,15 +161,13 @@ pub fn shell_key(set: &str) -> Result<(), EmuError> {
     let key = set.split_once('=').map_or(set, |(k, _)| k).trim();
     let top = key.split(['.', '[']).next().unwrap_or(key);
     let why = match top {
-        "bottleneck" | "seed" => return Ok(()),
-        "wifi" => {
-            "the shell builds the bottleneck only, not a Wi-Fi cell (its stations are a \
-             scenario's client hosts, its queues per flow); write the cell in a scenario \
-             file's [wifi] and run it with `l4slab run SCENARIO --backend emu`"
-        }
+        "bottleneck" | "wifi" | "seed" => return Ok(()),
         "hosts" => {
             "the shell runs one client and one server with no scenario hosts; put rates \
-             and delays on the bottleneck (--rate, --delay, --down-rate, ...)"
+             and delays on the bottleneck (--rate, --delay, --down-rate, ...) and the \
+             client's Wi-Fi station keys under wifi.stations (wifi.stations.snr_db=20); \
+             a cell of several stations needs a scenario file's [hosts] and \
+             `l4slab run SCENARIO --backend emu`"
         }
         "flows" => {
             "the shell has no scenario flows: COMMAND is the traffic (the namespaces' \
@@ -320,8 +328,10 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     let cc = topo.set_congestion_control(&opts.cc)?;
     let clock = sys::Clock::start();
     let cpu0 = sys::cpu_times();
+    // The network `l4slab run --backend emu` builds from the same keys.
+    let (bn, access) = l4slab_scenario::build::network(&scn, scn.seed);
     let mut fwd = Forwarder::new(
-        l4slab_scenario::build::bottleneck(&scn.bottleneck, scn.seed, 0),
+        bn,
         topo.tun_fds(),
         Some(sigfd.as_raw_fd()),
         clock,
@@ -334,6 +344,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
             record_series: false,
             coalesce: t.coalesce,
             min_sleep: t.min_sleep,
+            access: AccessRoutes::every_packet(&scn, &access),
             ..forwarder::Config::default()
         },
     )?;
@@ -357,6 +368,9 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
             scn.bottleneck.up.delay,
             cc["client"],
         );
+        if let Some(cell) = cell_line(&scn) {
+            eprintln!("{cell}");
+        }
     }
     let server = match &opts.server_command {
         Some(s) => {
@@ -397,7 +411,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         let _ = sys::set_foreground(sys::getpgrp());
     }
     let captured = fwd.finish_capture();
-    let report = json!({
+    let mut report = json!({
         "queues": fwd.queues_json(&[]),
         "forwarder": fwd.forwarder_json(cpu0),
         "scenario": serde_json::to_value(&scn).expect("scenario serializes"),
@@ -408,6 +422,10 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
             "server": Topology::tcp_counters(&topo.server),
         },
     });
+    if let Some(w) = fwd.wifi_json() {
+        // The cell's results, as `summary.json`'s `wifi` (docs/results.md).
+        report["wifi"] = w;
+    }
     drop(fwd);
     if let Some(srv) = &hooks.server {
         let _ = sys::kill(srv.id() as i32, sys::SIGTERM);
@@ -428,6 +446,32 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         write_json(path, &report)?;
     }
     Ok(hooks.exit.unwrap_or(1))
+}
+
+/// The banner's line about the Wi-Fi cell (`None` without one): its
+/// links, and the client's station on each (SNR, MCS, PHY rate).
+pub fn cell_line(scn: &Scenario) -> Option<String> {
+    let wifi = scn.wifi.as_ref()?;
+    let station = wifi.stations.first()?;
+    let links: Vec<String> = station
+        .links
+        .iter()
+        .map(|l| {
+            let phy = &wifi.links[l.link];
+            format!(
+                "{} (SNR {} dB, MCS {}: {:.1} Mbit/s PHY rate)",
+                l4slab_scenario::wifi::describe_phy(phy),
+                l.snr_db,
+                l.mcs,
+                phy.data_rate(l.mcs).as_mbps_f64()
+            )
+        })
+        .collect();
+    Some(format!(
+        "l4slab emu: the client is a Wi-Fi station of one cell, the AP at the bottleneck's \
+         client end: {}; its packets are best effort (wifi.*.down.be / up.be)",
+        links.join(", ")
+    ))
 }
 
 /// One line summarizing the timing report.
@@ -456,4 +500,79 @@ pub fn write_json(path: &std::path::Path, v: &Value) -> Result<(), EmuError> {
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, path))
         .map_err(|e| EmuError::io(&format!("writing {}", path.display()), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forwarder::{DOWN, UP};
+    use l4slab_wifi::edca::Ac;
+
+    fn sets(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| (*x).to_string()).collect()
+    }
+
+    #[test]
+    fn wifi_keys_make_the_client_a_station_every_packet_passes() {
+        // `--set wifi.standard=a` ran with no cell at all (issue 25): the
+        // client is now the one station of an 802.11a cell, with the
+        // station keys of a scenario file.
+        let scn = resolve_links(&sets(&["wifi.standard=a", "wifi.stations.mcs=3"]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let wifi = scn.wifi.as_ref().expect("a cell");
+        assert_eq!(wifi.links.len(), 1);
+        assert_eq!(wifi.links[0].standard, l4slab_wifi::phy::Standard::A);
+        assert_eq!(wifi.stations.len(), 1);
+        assert_eq!(scn.hosts[wifi.stations[0].host].name, "client");
+        assert_eq!(wifi.stations[0].links[0].mcs, 3);
+        let line = cell_line(&scn).expect("a banner line");
+        assert!(line.contains("802.11a 20 MHz 1 SS at 5GHz"), "{line}");
+        assert!(line.contains("MCS 3: 18.0 Mbit/s PHY rate"), "{line}");
+
+        // Built as `run --backend emu` builds a scenario's network: the
+        // station's and the AP's best-effort queues after the bottleneck's.
+        let (bn, access) = l4slab_scenario::build::network(&scn, scn.seed);
+        let names: Vec<String> = bn
+            .queue_names()
+            .queues
+            .iter()
+            .map(|q| q.to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "bottleneck.down",
+                "bottleneck.up",
+                "wifi.client.down.be",
+                "wifi.client.up.be"
+            ]
+        );
+        let ap = access.cell_queue(0, DOWN, Ac::Be).expect("the AP's queue");
+        let sta = access
+            .cell_queue(0, UP, Ac::Be)
+            .expect("the station's queue");
+        // Every packet, whatever its (hashed) flow id, takes that route: up
+        // through the station's queue before the bottleneck, down through
+        // the AP's after it.
+        let routes = AccessRoutes::every_packet(&scn, &access);
+        for flow in [0, 1, 7, 0x9e37_79b9] {
+            assert_eq!(routes.ingress(flow, UP), Some(sta), "flow {flow}");
+            assert_eq!(routes.egress(flow, UP), None, "flow {flow}");
+            assert_eq!(routes.ingress(flow, DOWN), None, "flow {flow}");
+            assert_eq!(routes.egress(flow, DOWN), Some(ap), "flow {flow}");
+        }
+    }
+
+    #[test]
+    fn without_wifi_keys_the_shell_has_the_bottleneck_only() {
+        let scn = resolve_links(&sets(&["bottleneck.rate=20Mbit"])).unwrap();
+        assert!(scn.wifi.is_none() && cell_line(&scn).is_none());
+        let (bn, access) = l4slab_scenario::build::network(&scn, scn.seed);
+        assert_eq!(bn.queues(), 2);
+        let routes = AccessRoutes::every_packet(&scn, &access);
+        for dir in [DOWN, UP] {
+            assert_eq!(routes.ingress(3, dir), None);
+            assert_eq!(routes.egress(3, dir), None);
+        }
+    }
 }

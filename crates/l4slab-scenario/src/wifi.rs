@@ -493,7 +493,7 @@ fn resolve_station(keys: &StationKeys<'_>, cell: &[Phy]) -> Result<WifiStation, 
 }
 
 /// `802.11ax 80 MHz 2 SS at 5GHz`.
-fn describe_phy(phy: &Phy) -> String {
+pub fn describe_phy(phy: &Phy) -> String {
     format!(
         "{} {} MHz {} SS at {}",
         phy.standard, phy.width_mhz, phy.nss, phy.band
