@@ -24,6 +24,8 @@
 //! * [`video_call::VideoCall`]: rate-adapted frames both ways.
 //! * [`video_stream::VideoStream`]: an adaptive-bitrate video player
 //!   (segments by request and response, ABR rules in [`abr`]).
+//! * [`download::Part`]: one connection's part of a download split over
+//!   parallel connections (the scenario makes the parts).
 //! * [`frames`]: frame bookkeeping shared by the frame-based apps;
 //!   [`rate_control`]: the bitrate adaptation cloud gaming and video calls share;
 //!   [`adaptive`]: their config (the same keys, each kind's defaults);
@@ -43,6 +45,7 @@ pub mod abr;
 pub mod adaptive;
 pub mod cbr;
 pub mod cloud_gaming;
+pub mod download;
 pub mod framed;
 pub mod frames;
 pub mod oneway;

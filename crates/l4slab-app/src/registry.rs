@@ -24,6 +24,7 @@ use l4slab_core::param::{self, Configure, Param, ParamValue};
 use l4slab_core::Time;
 
 use crate::cloud_gaming::CloudGamingConfig;
+use crate::download::DownloadConfig;
 use crate::framed::Framed;
 use crate::oneway::{BulkConfig, FileConfig};
 use crate::ping::PingConfig;
@@ -176,6 +177,8 @@ app_kinds! {
     VideoCall(Framed<VideoCallConfig>),
     /// An adaptive-bitrate video player fetching segments.
     VideoStream(VideoStreamConfig),
+    /// A file split over parallel connections (or an upload).
+    Download(DownloadConfig),
 }
 
 impl AppSpec {

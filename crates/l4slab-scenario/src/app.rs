@@ -16,7 +16,10 @@
 //! * `web_browse`'s truncation ranges (`*_min <= *_max`, `objects_scale <=
 //!   objects_cap`);
 //! * `video_stream`'s `ladder` (a name or an array of rates), a buffer
-//!   target of at least one segment and a startup within the target.
+//!   target of at least one segment and a startup within the target;
+//! * `download`: at least a byte per connection, `stop <= every` (its
+//!   schedule against the run is checked where the flow is expanded,
+//!   `crate::flows`).
 
 use serde::Deserialize;
 use toml::Value;
@@ -108,6 +111,7 @@ pub(crate) fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, 
         AppSpec::CloudGaming(f) => bitrates(&values, &mut f.app)?,
         AppSpec::VideoCall(f) => bitrates(&values, &mut f.app)?,
         AppSpec::VideoStream(v) => video_stream(v, &values)?,
+        AppSpec::Download(d) => download(d, &values)?,
         _ => {}
     }
     if let Some(t) = app.frame_transport_mut() {
@@ -363,6 +367,42 @@ fn video_stream(v: &mut VideoStreamConfig, values: &Values<'_>) -> Result<(), Sc
                 v.startup, v.buffer_target
             ),
             &p,
+        ));
+    }
+    Ok(())
+}
+
+/// `download`: a byte or more per connection; with `every` and `stop`, each
+/// download stops before the next starts (on/off).
+fn download(
+    d: &l4slab_app::download::DownloadConfig,
+    values: &Values<'_>,
+) -> Result<(), ScenarioError> {
+    use l4slab_app::download::{CONNECTIONS, SIZE, STOP};
+    if d.size < u64::from(d.connections) {
+        let p = if values.has(&CONNECTIONS) {
+            CONNECTIONS
+        } else {
+            SIZE
+        };
+        return Err(conflict(
+            &values.path_of(&p),
+            format!(
+                "{} B over {} connections leaves a connection nothing to carry; give size at least one byte per connection",
+                d.size, d.connections
+            ),
+            &p,
+        ));
+    }
+    if !d.every.is_zero() && d.stop > d.every {
+        return Err(conflict(
+            &values.path_of(&STOP),
+            format!(
+                "stop ({}) is longer than every ({}): the next download would start before this one stops; give stop <= every (on for stop, off until the next start)",
+                values::show_dur(d.stop),
+                values::show_dur(d.every)
+            ),
+            &STOP,
         ));
     }
     Ok(())

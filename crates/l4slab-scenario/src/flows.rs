@@ -4,7 +4,9 @@
 //! A flow with `count = N > 1` becomes N identical flows named
 //! `<name>.0` .. `<name>.<N-1>`. A web flow's `connection = "new"` objects
 //! each become a flow of their own, `<name>.obj<i>` (after the flow),
-//! starting at the object's time. Names must be unique after expansion.
+//! starting at the object's time. A `download` flow becomes one flow per
+//! connection, `<name>.<j>` (per start of its `every` schedule,
+//! `<name>.<r>.<j>`). Names must be unique after expansion.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +15,8 @@ use l4slab_core::{Dur, Time};
 use toml::Value;
 
 use crate::error::ScenarioError;
+use l4slab_app::download::DownloadPart;
+
 use crate::model::{
     AppSpec, Direction, EcnSpec, Flow, Host, Protocol, Side, TransportSpec, WebConnection, WebPage,
 };
@@ -26,43 +30,42 @@ use crate::values::{self, join};
 /// Upper bound on `count`, to catch typos before they allocate.
 pub const MAX_COUNT: i64 = 100_000;
 
+/// `raw`: each `[[flows]]` entry (and each flow a household brought,
+/// `crate::household`) with the key path its errors name.
 pub(crate) fn resolve_flows(
-    raw: Option<&[RawFlow]>,
+    raw: &[(String, &RawFlow)],
     hosts: &[Host],
     end: Time,
     opts: &ParseOptions<'_>,
 ) -> Result<Vec<Flow>, ScenarioError> {
-    let raw = match raw {
-        Some(r) if !r.is_empty() => r,
-        _ => return Err(ScenarioError::missing("flows")),
-    };
+    if raw.is_empty() {
+        return Err(ScenarioError::missing("flows"));
+    }
     let mut flows = Vec::new();
-    // Expanded name -> index in `[[flows]]` that produced it.
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for (i, f) in raw.iter().enumerate() {
-        let path = format!("flows[{i}]");
-        let flow = resolve_flow(f, i, &path, hosts, end, opts)?;
+    // Expanded name -> the key path of the entry that produced it.
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for (i, (path, f)) in raw.iter().enumerate() {
+        let path = path.as_str();
+        let flow = resolve_flow(f, i, path, hosts, end, opts)?;
         let count = match f.count {
-            Some(c) => values::int_in(c, &join(&path, "count"), 1, MAX_COUNT)?,
+            Some(c) => values::int_in(c, &join(path, "count"), 1, MAX_COUNT)?,
             None => 1,
         };
         let stagger = match &f.stagger {
-            Some(v) => values::duration(v, &join(&path, "stagger"))?,
+            Some(v) => values::duration(v, &join(path, "stagger"))?,
             None => Dur::ZERO,
         };
         if count == 1 && !stagger.is_zero() {
             return Err(ScenarioError::conflict(
-                &join(&path, "stagger"),
+                &join(path, "stagger"),
                 "staggers the starts of a flow's copies: give count too (e.g. count = 10)",
             ));
         }
         // The last copy's start must fall inside the run, as `start`'s does.
-        let last = flow
-            .start
-            .saturating_add(stagger.saturating_mul((count - 1) as u64));
+        let last = flow.start.saturating_add(stagger.saturating_mul(count - 1));
         if last >= end {
             return Err(ScenarioError::conflict(
-                &join(&path, "stagger"),
+                &join(path, "stagger"),
                 format!(
                     "the last of {count} copies would start at {}, not before the end of the run \
                      (duration = {})",
@@ -71,33 +74,111 @@ pub(crate) fn resolve_flows(
                 ),
             ));
         }
-        let names: Vec<String> = if count == 1 {
-            vec![flow.name.clone()]
-        } else {
-            (0..count).map(|j| format!("{}.{j}", flow.name)).collect()
-        };
-        for (j, name) in names.into_iter().enumerate() {
-            let copy = Flow {
-                name,
-                start: flow.start.saturating_add(stagger.saturating_mul(j as u64)),
-                ..flow.clone()
-            };
-            for f in split_web(copy, &path, end)? {
-                if let Some(&j) = seen.get(&f.name) {
+        for copy in copies(&flow, count, stagger) {
+            for f in split_web(copy, path, end)?
+                .into_iter()
+                .map(|f| split_download(f, path, end))
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .flatten()
+            {
+                if let Some(&other) = seen.get(&f.name) {
                     return Err(ScenarioError::conflict(
-                        &join(&path, "name"),
+                        &join(path, "name"),
                         format!(
-                            "flow name '{}' is already used by flows[{j}]; names must be unique",
+                            "flow name '{}' is already used by {other}; names must be unique",
                             f.name
                         ),
                     ));
                 }
-                seen.insert(f.name.clone(), i);
+                seen.insert(f.name.clone(), path);
                 flows.push(f);
             }
         }
     }
     Ok(flows)
+}
+
+/// `count` copies of `flow`: itself when 1, else `<name>.0` ..
+/// `<name>.<count-1>`, copy `j` starting `j × stagger` after it. A download's
+/// connections and its `every` starts are made the same way
+/// ([`split_download`]).
+fn copies(flow: &Flow, count: u64, stagger: Dur) -> Vec<Flow> {
+    if count == 1 {
+        return vec![flow.clone()];
+    }
+    (0..count)
+        .map(|j| Flow {
+            name: format!("{}.{j}", flow.name),
+            start: flow.start.saturating_add(stagger.saturating_mul(j)),
+            ..flow.clone()
+        })
+        .collect()
+}
+
+/// A `download` flow -> its parts (l4slab_app::download): with `every`,
+/// one download per start that falls inside the run (`<name>.<r>`, the
+/// `count` naming with `every` as the stagger), each split over its
+/// `connections` (`<download>.<j>`, all starting with it), part `j`
+/// carrying [`DownloadConfig::part_bytes`]. A schedule that starts once
+/// only, or stops after the run ends, is an error. Other flows pass through.
+///
+/// [`DownloadConfig::part_bytes`]: l4slab_app::download::DownloadConfig::part_bytes
+fn split_download(flow: Flow, path: &str, end: Time) -> Result<Vec<Flow>, ScenarioError> {
+    let AppSpec::Download(d) = &flow.app else {
+        return Ok(vec![flow]);
+    };
+    let d = d.clone();
+    let app = join(path, "app");
+    let left = end.saturating_since(flow.start);
+    if !d.stop.is_zero() && d.stop >= left {
+        return Err(ScenarioError::conflict(
+            &join(&app, "stop"),
+            format!(
+                "{} after the start ({}) is not before the end of the run (duration = {}); the download would never be stopped",
+                values::show_dur(d.stop),
+                values::show_dur(flow.start.saturating_since(Time::ZERO)),
+                values::show_dur(end.saturating_since(Time::ZERO))
+            ),
+        ));
+    }
+    let starts = if d.every.is_zero() {
+        1
+    } else {
+        let n = left.as_nanos().div_ceil(d.every.as_nanos());
+        if n < 2 {
+            return Err(ScenarioError::conflict(
+                &join(&app, "every"),
+                format!(
+                    "the second download would start at {}, not before the end of the run (duration = {}); give a shorter every, or none to download once",
+                    values::show_dur(
+                        flow.start.saturating_add(d.every).saturating_since(Time::ZERO)
+                    ),
+                    values::show_dur(end.saturating_since(Time::ZERO))
+                ),
+            ));
+        }
+        n
+    };
+    let mut out = Vec::new();
+    for run in copies(&flow, starts, d.every) {
+        let name = run.name.clone();
+        for (j, mut part) in copies(&run, u64::from(d.connections), Dur::ZERO)
+            .into_iter()
+            .enumerate()
+        {
+            let j = j as u32;
+            if let AppSpec::Download(p) = &mut part.app {
+                p.part = Some(DownloadPart {
+                    download: name.clone(),
+                    index: j,
+                    bytes: d.part_bytes(j),
+                });
+            }
+            out.push(part);
+        }
+    }
+    Ok(out)
 }
 
 fn resolve_flow(

@@ -13,6 +13,7 @@
 //! * [`quic`]: `[flows.transport]` of a `protocol = "quic"` flow: which keys
 //!   QUIC applies, its defaults, refusals, the connection's config.
 //! * [`wifi`]: `[wifi]` -> the Wi-Fi cell the client hosts reach the bottleneck through.
+//! * [`household`]: `[[households]]`, preset mixes expanded into flows.
 //! * [`sweep`]: `[sweep]`, the grid `l4slab sweep` runs; checked, not resolved.
 //! * [`ScenarioError`]: every error names its key path and, where it helps,
 //!   a valid example.
@@ -27,6 +28,7 @@ pub mod ecn;
 pub mod error;
 pub mod flow_app;
 mod flows;
+pub mod household;
 mod link;
 pub mod model;
 mod overrides;

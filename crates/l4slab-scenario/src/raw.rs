@@ -39,6 +39,8 @@ pub struct RawScenario {
     /// Host name -> host; `BTreeMap` so iteration is in name order.
     pub hosts: Option<BTreeMap<String, RawHost>>,
     pub flows: Option<Vec<RawFlow>>,
+    /// `[[households]]`: preset mixes of flows (`crate::household`).
+    pub households: Option<Vec<crate::household::RawHousehold>>,
     /// `[sweep]`: the grid `l4slab sweep` makes of this file; its shape is
     /// checked ([`crate::sweep`]), and it is not part of the resolved scenario.
     pub sweep: Option<crate::sweep::RawSweep>,

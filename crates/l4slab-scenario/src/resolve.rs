@@ -20,7 +20,7 @@ use crate::flows::resolve_flows;
 use crate::link::{bottleneck_keys, resolve_bottleneck};
 use crate::model::{AccessLinks, Host, Scenario, Side, FORMAT_VERSION};
 use crate::parse::ParseOptions;
-use crate::raw::{RawHost, RawScenario};
+use crate::raw::{RawFlow, RawHost, RawScenario};
 use crate::values;
 
 /// Default `sample_interval`.
@@ -92,7 +92,16 @@ pub(crate) fn resolve(
     let mut bottleneck = resolve_bottleneck(raw.bottleneck.as_ref(), &opts.trace_dirs)?;
     let mut hosts = resolve_hosts(raw.hosts.as_ref(), &opts.trace_dirs)?;
     let end = Time::ZERO + duration;
-    let flows = resolve_flows(raw.flows.as_deref(), &hosts, end, opts)?;
+    let households = crate::household::expand(raw.households.as_deref())?;
+    let entries: Vec<(String, &RawFlow)> = raw
+        .flows
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, f)| (format!("flows[{i}]"), f))
+        .chain(households.iter().map(|(p, f)| (p.clone(), f)))
+        .collect();
+    let flows = resolve_flows(&entries, &hosts, end, opts)?;
     // Qdisc classifier rules name flows (dualpi2 `l_flows`): map them to ids.
     if let Some(b) = raw.bottleneck.as_ref() {
         for (dir, spec) in [("down", &mut bottleneck.down), ("up", &mut bottleneck.up)] {

@@ -71,7 +71,7 @@ const CASES: &[Case] = &[
     text(NO_FORMAT, "format", Missing, "format: missing; write e.g. format = 1"),
     set(&["format=2"], "format", Unsupported, "format: unsupported version 2; this l4slab reads format = 1"),
     set(&["format=\"1\""], "format", WrongType, "expected an integer, found a string (\"1\"); write e.g. 1"),
-    set(&["rtt=1"], "rtt", UnknownKey, "valid keys here: format, name, description, duration, warmup, seed, sample_interval, packet_trace, pcap, bottleneck, wifi, hosts, flows, sweep"),
+    set(&["rtt=1"], "rtt", UnknownKey, "valid keys here: format, name, description, duration, warmup, seed, sample_interval, packet_trace, pcap, bottleneck, wifi, hosts, flows, households, sweep"),
     set(&["name=\"\""], "name", BadValue, "must not be empty"),
     set(&["name=5"], "name", WrongType, "expected a string, found an integer (5)"),
     set(&["description=true"], "description", WrongType, "expected a string"),

@@ -138,6 +138,32 @@ impl Sim<'_> {
                 }
             }
         }
+        // A download's parts (one flow per connection) summed up per download.
+        let mut downloads = Map::new();
+        let mut parts: Vec<(&str, &Value)> = Vec::new();
+        for (i, spec) in self.scn.flows.iter().enumerate() {
+            let AppSpec::Download(d) = &spec.app else {
+                continue;
+            };
+            let Some(part) = &d.part else { continue };
+            parts.push((spec.name.as_str(), &flows[&spec.name]));
+            // The scenario lists a download's parts together, in order.
+            let last = self
+                .scn
+                .flows
+                .get(i + 1)
+                .is_none_or(|next| match &next.app {
+                    AppSpec::Download(n) => {
+                        n.part.as_ref().map(|p| &p.download) != Some(&part.download)
+                    }
+                    _ => true,
+                });
+            if last {
+                let s = l4slab_app::download::summarize(d.size, spec.start, &parts);
+                downloads.insert(part.download.clone(), s);
+                parts.clear();
+            }
+        }
         let flow_names: Vec<&str> = self.scn.flows.iter().map(|f| f.name.as_str()).collect();
         let queues = self
             .bn
@@ -168,6 +194,10 @@ impl Sim<'_> {
         let mut summary = summary;
         if let Some(w) = self.bn.wifi_json(end.saturating_since(warmup)) {
             summary["wifi"] = w;
+        }
+        // Only a run with downloads has the key (docs/results.md).
+        if !downloads.is_empty() {
+            summary["downloads"] = Value::Object(downloads);
         }
         let stats = RunStats {
             events: self.events,
