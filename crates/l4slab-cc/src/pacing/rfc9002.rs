@@ -23,6 +23,12 @@
 //! packet's successor at most half its time as "OS jitter" credit). A 1 ms
 //! burst at a rate below the bottleneck's stays under DualPI2's 1 ms
 //! L-queue step. The simulator's timers are never late, so it never calls it.
+//!
+//! **Depth.** The bucket is the initial window deep unless the connection
+//! asks for less (`ConnectionConfig::pacing_burst`): `l4slab send` on a real
+//! clock uses 1.5 datagrams, Linux's EDT spacing (a packet sent late lets
+//! the next go at most half a gap early, `tcp_update_skb_after_send`), so
+//! that an ACK of two packets does not release them back to back.
 
 use l4slab_core::{Dur, Rate, Time};
 
@@ -177,6 +183,25 @@ mod tests {
         p.on_sent(Time::ZERO, 15_000);
         let due = p.release_time(Time::ZERO, 1500);
         (p, due)
+    }
+
+    /// A bucket 1.5 packets deep (`l4slab send`'s, Linux's EDT spacing):
+    /// after an idle spell the second packet leaves half a gap after the
+    /// first, never with it; a packet sent up to half a gap late lets its
+    /// successor go that much earlier, so the rate is kept.
+    #[test]
+    fn a_bucket_of_one_and_a_half_packets_spaces_by_at_least_half_a_gap() {
+        let mut p = Pacer::new(Rule::TokenBucket { burst: 1800 }, Time::ZERO);
+        p.set_rate(Time::ZERO, Some(Rate::from_mbps(8))); // 1 byte/µs
+        let idle = Time::from_millis(50);
+        assert_eq!(p.release_time(idle, 1200), idle);
+        p.on_sent(idle, 1200);
+        let second = idle + Dur::from_micros(600);
+        assert_eq!(p.release_time(idle, 1200), second);
+        // Sent 500 µs late: the next one is due 1200 - 500 µs after it.
+        let late = second + Dur::from_micros(500);
+        p.on_sent(late, 1200);
+        assert_eq!(p.release_time(late, 1200), late + Dur::from_micros(700));
     }
 
     #[test]
