@@ -23,6 +23,12 @@
 //! packet's successor at most half its time as "OS jitter" credit). A 1 ms
 //! burst at a rate below the bottleneck's stays under DualPI2's 1 ms
 //! L-queue step. The simulator's timers are never late, so it never calls it.
+//! It says whether time was forfeited (the bucket overflowed while the
+//! wake-up was late, or the quantum cut it): the connection then counts the
+//! sender as window-limited (RFC 9002 §7.8: a pacing-limited sender is not
+//! under-utilizing its window), so that a controller that grows only when
+//! window-limited (Prague, Linux `tcp_is_cwnd_limited`) is not held at a
+//! window the scheduler, not the path, kept it under.
 //!
 //! **Depth.** The bucket is the initial window deep unless the connection
 //! asks for less (`ConnectionConfig::pacing_burst`): `l4slab send` on a real
@@ -108,16 +114,24 @@ impl Bucket {
     /// A packet of `bytes` was due at a wake-up the caller noticed only at
     /// `now`, later: keep at most Linux's burst quantum of tokens (module
     /// docs).
-    pub(super) fn on_late_wakeup(&mut self, now: Time, bytes: u64, rate: Option<Rate>) {
-        self.refill(now, rate);
+    /// `true` if time was forfeited: the bucket overflowed while the wake-up
+    /// was late, or the quantum cut it.
+    pub(super) fn on_late_wakeup(&mut self, now: Time, bytes: u64, rate: Option<Rate>) -> bool {
         let Some(rate) = rate else {
-            return;
+            self.refill(now, None);
+            return false;
         };
+        let dt = u128::from(now.saturating_since(self.last).as_nanos());
+        let earned = self
+            .tokens_nb
+            .saturating_add(dt.saturating_mul(u128::from(rate.as_bps()) / 8));
+        self.refill(now, Some(rate));
         // tcp_tso_autosize: bytes = rate >> sk_pacing_shift (10: ~1 ms),
         // at least tcp_min_tso_segs (2) segments.
         let ms = u128::from(rate.as_bps() / 8 / 1000);
         let quantum = ms.max(2 * u128::from(bytes)).min(u128::from(self.capacity));
         self.tokens_nb = self.tokens_nb.min(quantum * 1_000_000_000);
+        earned > self.tokens_nb
     }
 
     /// A packet of `bytes` left at `now`: its size leaves the bucket.
@@ -213,7 +227,7 @@ mod tests {
         let now = due + Dur::from_millis(6);
         assert_eq!(burst(&mut p.clone(), now), 5);
         // 1 ms at 8 Mbit/s is 1000 bytes: the two-segment floor.
-        p.on_late_wakeup(now, 1500);
+        assert!(p.on_late_wakeup(now, 1500), "time forfeited");
         assert_eq!(burst(&mut p, now), 2);
         // Then at the rate again.
         assert_eq!(p.release_time(now, 1500), now + Dur::from_micros(1500));
@@ -225,7 +239,7 @@ mod tests {
         // A wake-up only a little late keeps what it had: one packet.
         let (mut r, due) = emptied(8);
         let now = due + Dur::from_micros(100);
-        r.on_late_wakeup(now, 1500);
+        assert!(!r.on_late_wakeup(now, 1500), "nothing forfeited");
         assert_eq!(burst(&mut r, now), 1);
     }
 }

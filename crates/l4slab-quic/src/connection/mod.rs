@@ -882,7 +882,16 @@ impl DatagramEndpoint for Connection {
         // A pacing wake-up noticed late: no catch-up burst (pacing.rs).
         if self.pacing_wakeup.is_some_and(|t| t < now) {
             let mds = self.mds();
-            self.pacer.on_late_wakeup(now, mds);
+            // RFC 9002 §7.8: "When bytes in flight is smaller than the
+            // congestion window and sending is not pacing limited, the
+            // congestion window is underutilized": a sender whose late
+            // wake-up forfeited pacing time was held back, not short of
+            // data, so its window may grow (the controllers grow only when
+            // window-limited). Real clocks only: the simulator's timers are
+            // never late.
+            if self.pacer.on_late_wakeup(now, mds) {
+                self.cwnd_limited = true;
+            }
         }
     }
 
