@@ -22,6 +22,17 @@ installed one, or a wrapper that puts a work tree first on ``PYTHONPATH``):
 the emulator, the ``serve`` and the ``send`` all come from it (``l4slab`` on
 the client's ``PATH`` is a script that runs it).
 
+``--cgroup WEIGHT`` runs all of it (the loops, the emulator, ``serve`` and
+``send``) in one new control group with that CPU weight (e.g. 10000: the
+rest of the machine becomes background, so the experiment sees "six
+CPU-bound processes on the cores" whatever else runs): cgroup v2's
+``cpu.weight`` under ``/sys/fs/cgroup`` (``+cpu`` enabled in the root's
+``subtree_control``), or on a cgroup v1 machine the ``cpu`` hierarchy's
+``cpu.shares`` (``WEIGHT * 1024 / 100``: v2's weight 100 is v1's 1024) with
+``cpu.rt_runtime_us`` so that real-time threads (``chrt``, the emulator's
+forwarder) may run in it. The script moves itself in (its children
+inherit the group), and back out and removes the group at the end.
+
 **Start-up** (no root, no load): the time from starting ``send`` at a local
 UDP socket to the first datagram it sends, ``--start-runs`` times; median and
 max.
@@ -59,9 +70,55 @@ def stop_busy(procs: list[subprocess.Popen[bytes]]) -> None:
         p.wait()
 
 
+CGROUP_V2 = Path("/sys/fs/cgroup")
+CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
+
+
+def enter_cgroup(weight: int) -> tuple[Path, Path]:
+    """Make a CPU control group of ``weight`` (cgroup v2 ``cpu.weight``, or
+    v1 ``cpu.shares``), move this process into it; (the group, the group
+    to return to)."""
+    name = f"l4slab-busy-send-{os.getpid()}"
+    if (CGROUP_V2 / "cgroup.controllers").exists():
+        root = CGROUP_V2
+        ctl = (root / "cgroup.subtree_control").read_text().split()
+        if "cpu" not in ctl:
+            (root / "cgroup.subtree_control").write_text("+cpu")
+        group = root / name
+        group.mkdir()
+        (group / "cpu.weight").write_text(str(weight))
+    else:
+        root = CGROUP_V1_CPU
+        group = root / name
+        group.mkdir()
+        (group / "cpu.shares").write_text(str(weight * 1024 // 100))
+        # RT group scheduling: a new group has no real-time budget (chrt and
+        # the emulator's SCHED_FIFO forwarder would get EPERM).
+        rt = group / "cpu.rt_runtime_us"
+        if rt.exists():
+            rt.write_text(str(int((root / "cpu.rt_runtime_us").read_text()) * 9 // 10))
+    (group / "cgroup.procs").write_text(str(os.getpid()))
+    return group, root
+
+
+def leave_cgroup(group: Path, root: Path) -> None:
+    """Move this process back and remove the group (its other members, the
+    loops and the runs, are gone by now)."""
+    (root / "cgroup.procs").write_text(str(os.getpid()))
+    for _ in range(50):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+    print(f"could not remove {group}: still in use", file=sys.stderr)
+
+
 def check_l4s(l4slab: str, out: Path, seconds: int, only_l4s: bool, rt: bool) -> dict[str, object]:
     """One ``check-l4s`` run; its exit code and the l4s phase's figures."""
-    send = "l4slab send '$L4SLAB_SERVER' --cc prague -t '$L4SLAB_CHECK_SECONDS'"
+    # The client's own bundle: its driver's wake-ups, lateness and CPU.
+    send_out = out.parent / f"{out.name}-send"
+    send = f"l4slab send '$L4SLAB_SERVER' --cc prague -t '$L4SLAB_CHECK_SECONDS' -o {send_out}"
     if rt:
         send = "chrt -f 10 " + send
     cmd = [*shlex.split(l4slab), "check-l4s", "-o", str(out), "--seconds", str(seconds)]
@@ -95,7 +152,26 @@ def check_l4s(l4slab: str, out: Path, seconds: int, only_l4s: bool, rt: bool) ->
         scal = [c for c in checks if c.get("id") == "scalable"]
         if scal:
             row["scalable"] = scal[0].get("evidence", "")
+    row.update(client_driver(send_out))
     return row
+
+
+def client_driver(bundle: Path) -> dict[str, object]:
+    """From the client's bundle: datagrams per timed wake-up, the wake-ups'
+    lateness (µs, p50/p99), CPU per wake-up (µs) and its run-queue wait (ms)."""
+    path = bundle / "summary.json"
+    if not path.exists():
+        return {}
+    d = json.loads(path.read_text()).get("driver") or {}
+    late = d.get("timer_lateness_us") or {}
+    wakeups = max(int(d.get("wakeups", 0)), 1)
+    return {
+        "pkts_per_timeout": round(d.get("datagrams_sent", 0) / max(d.get("timeouts", 0), 1), 2),
+        "late_p50_us": late.get("p50"),
+        "late_p99_us": late.get("p99"),
+        "cpu_us_per_wakeup": round(float(d.get("cpu_ms", 0.0)) * 1e3 / wakeups, 1),
+        "rq_wait_ms": d.get("run_queue_wait_ms"),
+    }
 
 
 def first_packet_ms(l4slab: str) -> float:
@@ -126,6 +202,13 @@ def main() -> int:
     ap.add_argument("--start-only", action="store_true")
     ap.add_argument("--no-check", action="store_true", help="skip the full check-l4s runs")
     ap.add_argument("-o", "--out", type=Path, default=None)
+    ap.add_argument(
+        "--cgroup",
+        type=int,
+        default=None,
+        metavar="WEIGHT",
+        help="run loops and runs in a new CPU control group of this weight (e.g. 10000)",
+    )
     a = ap.parse_args()
 
     starts = [first_packet_ms(a.l4slab) for _ in range(a.start_runs)]
@@ -137,6 +220,7 @@ def main() -> int:
         print("check-l4s needs root", file=sys.stderr)
         return 2
     out = a.out or Path(tempfile.mkdtemp(prefix="busy-send-"))
+    cgroup = enter_cgroup(a.cgroup) if a.cgroup else None
     busy = start_busy(a.busy)
     rows: list[tuple[str, int, dict[str, object]]] = []
     try:
@@ -153,7 +237,10 @@ def main() -> int:
                 print("check-l4s", i, rows[-1][2], flush=True)
     finally:
         stop_busy(busy)
-    print(f"\n{a.busy} busy loops, {os.cpu_count()} CPUs; results in {out}\n")
+        if cgroup:
+            leave_cgroup(*cgroup)
+    where = f", in a control group of weight {a.cgroup}" if a.cgroup else ""
+    print(f"\n{a.busy} busy loops, {os.cpu_count()} CPUs{where}; results in {out}\n")
     print("| run | # | exit | goodput Mbit/s (of 20) | 2nd half | mean burst | not PASS |")
     print("|---|---|---|---|---|---|---|")
     for kind, i, r in rows:

@@ -319,7 +319,20 @@ fn driver_json(d: &Driver) -> Value {
         "late_timeouts": s.late_timeouts,
         // How late timed wake-ups fired (pacing, timers), µs.
         "timer_lateness_us": s.lateness.summary_scaled(1e-3),
+        "wakeups": s.wakeups,
+        // The driving thread's schedstat over the run, ms: on a CPU, and
+        // runnable but waiting for one (what other load cost it).
+        "cpu_ms": round6(s.cpu_ns as f64 * 1e-6),
+        "run_queue_wait_ms": round6(s.run_queue_wait_ns as f64 * 1e-6),
     })
+}
+
+/// The pacing bucket of a sender on a real clock: 1.5 datagrams, so that
+/// two packets never leave closer than half a gap at the pacing rate and a
+/// wake-up up to half a gap late loses nothing (Linux
+/// `tcp_update_skb_after_send`; [`ConnectionConfig::pacing_burst`]).
+pub fn real_clock_pacing_burst(max_datagram_size: usize) -> u64 {
+    max_datagram_size as u64 * 3 / 2
 }
 
 fn app_name(app: &QuicApp) -> String {
@@ -364,13 +377,17 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         )
         .into());
     }
+    let base = ConnectionConfig::default();
     let cfg = ConnectionConfig {
         cc: cc.clone(),
         ecn,
         ecn_validation: opts.ecn_validation,
         ecn_codepoint: codepoint,
         seed: random_seed()?,
-        ..ConnectionConfig::default()
+        // A real clock: Linux's EDT spacing, not a burst per delayed ACK
+        // (ConnectionConfig::pacing_burst; docs/send.md).
+        pacing_burst: Some(real_clock_pacing_burst(base.max_datagram_size)),
+        ..base
     };
     let socket = UdpSocket::bind(local)?;
     let local = socket.local_addr()?;

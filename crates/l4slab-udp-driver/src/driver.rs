@@ -27,7 +27,9 @@
 //! **Accounting** ([`DriverStats`]): datagrams and bytes each way, the
 //! socket's push-backs, datagrams given up, and how late each timed wake-up
 //! fired (wake-ups cut short by the socket are not counted: they were not
-//! late). Stats accumulate over the runs of one driver.
+//! late), and the thread's time on a CPU and waiting on a run queue during
+//! the runs (`/proc/thread-self/schedstat`: what other load cost it). Stats
+//! accumulate over the runs of one driver.
 //!
 //! **Errors.** A datagram the kernel refuses for its own sake (e.g.
 //! `EMSGSIZE`, an unreachable network, a firewall's `EPERM`) is dropped and
@@ -49,6 +51,7 @@ use l4slab_core::{Dur, Ecn, Time};
 use l4slab_sys::errno;
 use l4slab_sys::poll::PollFd;
 use l4slab_sys::realtime::{lateness_stats, Lateness, Waiter, WaiterConfig, Wake};
+use l4slab_sys::sched::SchedStat;
 use l4slab_sys::{Clock, UdpError, UdpSocket};
 
 pub use l4slab_core::datagram::DatagramEndpoint;
@@ -138,6 +141,13 @@ pub struct DriverStats {
     pub late_timeouts: u64,
     /// How late each timed wake-up fired.
     pub lateness: DurStats,
+    /// Waits that returned (socket ready, deadline, or nothing to wait for).
+    pub wakeups: u64,
+    /// The driving thread's CPU time during the runs, ns (schedstat).
+    pub cpu_ns: u64,
+    /// The driving thread's time runnable but not running during the runs,
+    /// ns (schedstat's run-queue wait: the CPU other load took from it).
+    pub run_queue_wait_ns: u64,
 }
 
 impl DriverStats {
@@ -155,6 +165,9 @@ impl DriverStats {
             timeouts: 0,
             late_timeouts: 0,
             lateness: lateness_stats(),
+            wakeups: 0,
+            cpu_ns: 0,
+            run_queue_wait_ns: 0,
         }
     }
 
@@ -179,6 +192,9 @@ impl std::fmt::Debug for DriverStats {
             .field("timeouts", &self.timeouts)
             .field("late_timeouts", &self.late_timeouts)
             .field("lateness", &self.lateness())
+            .field("wakeups", &self.wakeups)
+            .field("cpu_ns", &self.cpu_ns)
+            .field("run_queue_wait_ns", &self.run_queue_wait_ns)
             .finish()
     }
 }
@@ -255,6 +271,20 @@ impl Driver {
     /// [`DriverError`] if the socket or `ppoll` fails in a way no datagram
     /// explains.
     pub fn run<E: DatagramEndpoint + ?Sized>(
+        &mut self,
+        socket: &UdpSocket,
+        endpoint: &mut E,
+        deadline: Time,
+    ) -> Result<RunOutcome, DriverError> {
+        let sched0 = SchedStat::now();
+        let out = self.run_loop(socket, endpoint, deadline);
+        let sched = SchedStat::now().since(sched0);
+        self.stats.cpu_ns += sched.cpu_ns;
+        self.stats.run_queue_wait_ns += sched.wait_ns;
+        out
+    }
+
+    fn run_loop<E: DatagramEndpoint + ?Sized>(
         &mut self,
         socket: &UdpSocket,
         endpoint: &mut E,
@@ -410,6 +440,7 @@ impl Driver {
     ) -> Result<bool, DriverError> {
         let mut pfd = [PollFd::new(socket.as_raw_fd(), true, want_write)];
         let deadline = (wake != Time::MAX).then_some(wake);
+        self.stats.wakeups += 1;
         match waiter
             .wait(deadline, &mut pfd[..])
             .map_err(DriverError::Poll)?

@@ -166,6 +166,14 @@ fn ping_pong(local: &str) {
     );
     // Tolerances: see the module header.
     assert!(l.mean < Dur::from_micros(250), "{l:?}");
+    // Every timed wake-up is a wait that returned; the thread ran for some
+    // of the N periods, and far less than all of them (it sleeps).
+    assert!(s.wakeups >= l.wakeups, "{s:?}");
+    let span = (period * u64::from(N)).as_nanos();
+    if s.cpu_ns > 0 {
+        // (zero: no /proc/thread-self/schedstat on this kernel)
+        assert!(s.cpu_ns < span, "{s:?}");
+    }
 }
 
 #[test]

@@ -23,6 +23,18 @@
 //! packet's successor at most half its time as "OS jitter" credit). A 1 ms
 //! burst at a rate below the bottleneck's stays under DualPI2's 1 ms
 //! L-queue step. The simulator's timers are never late, so it never calls it.
+//! It says whether time was forfeited (the bucket overflowed while the
+//! wake-up was late, or the quantum cut it): the connection then counts the
+//! sender as window-limited (RFC 9002 §7.8: a pacing-limited sender is not
+//! under-utilizing its window), so that a controller that grows only when
+//! window-limited (Prague, Linux `tcp_is_cwnd_limited`) is not held at a
+//! window the scheduler, not the path, kept it under.
+//!
+//! **Depth.** The bucket is the initial window deep unless the connection
+//! asks for less (`ConnectionConfig::pacing_burst`): `l4slab send` on a real
+//! clock uses 1.5 datagrams, Linux's EDT spacing (a packet sent late lets
+//! the next go at most half a gap early, `tcp_update_skb_after_send`), so
+//! that an ACK of two packets does not release them back to back.
 
 use l4slab_core::{Dur, Rate, Time};
 
@@ -102,16 +114,24 @@ impl Bucket {
     /// A packet of `bytes` was due at a wake-up the caller noticed only at
     /// `now`, later: keep at most Linux's burst quantum of tokens (module
     /// docs).
-    pub(super) fn on_late_wakeup(&mut self, now: Time, bytes: u64, rate: Option<Rate>) {
-        self.refill(now, rate);
+    /// `true` if time was forfeited: the bucket overflowed while the wake-up
+    /// was late, or the quantum cut it.
+    pub(super) fn on_late_wakeup(&mut self, now: Time, bytes: u64, rate: Option<Rate>) -> bool {
         let Some(rate) = rate else {
-            return;
+            self.refill(now, None);
+            return false;
         };
+        let dt = u128::from(now.saturating_since(self.last).as_nanos());
+        let earned = self
+            .tokens_nb
+            .saturating_add(dt.saturating_mul(u128::from(rate.as_bps()) / 8));
+        self.refill(now, Some(rate));
         // tcp_tso_autosize: bytes = rate >> sk_pacing_shift (10: ~1 ms),
         // at least tcp_min_tso_segs (2) segments.
         let ms = u128::from(rate.as_bps() / 8 / 1000);
         let quantum = ms.max(2 * u128::from(bytes)).min(u128::from(self.capacity));
         self.tokens_nb = self.tokens_nb.min(quantum * 1_000_000_000);
+        earned > self.tokens_nb
     }
 
     /// A packet of `bytes` left at `now`: its size leaves the bucket.
@@ -179,6 +199,25 @@ mod tests {
         (p, due)
     }
 
+    /// A bucket 1.5 packets deep (`l4slab send`'s, Linux's EDT spacing):
+    /// after an idle spell the second packet leaves half a gap after the
+    /// first, never with it; a packet sent up to half a gap late lets its
+    /// successor go that much earlier, so the rate is kept.
+    #[test]
+    fn a_bucket_of_one_and_a_half_packets_spaces_by_at_least_half_a_gap() {
+        let mut p = Pacer::new(Rule::TokenBucket { burst: 1800 }, Time::ZERO);
+        p.set_rate(Time::ZERO, Some(Rate::from_mbps(8))); // 1 byte/µs
+        let idle = Time::from_millis(50);
+        assert_eq!(p.release_time(idle, 1200), idle);
+        p.on_sent(idle, 1200);
+        let second = idle + Dur::from_micros(600);
+        assert_eq!(p.release_time(idle, 1200), second);
+        // Sent 500 µs late: the next one is due 1200 - 500 µs after it.
+        let late = second + Dur::from_micros(500);
+        p.on_sent(late, 1200);
+        assert_eq!(p.release_time(late, 1200), late + Dur::from_micros(700));
+    }
+
     #[test]
     fn a_late_wakeup_releases_linuxs_quantum_not_a_catch_up_burst() {
         // 8 Mbit/s = 1 byte/µs: the next packet is due at 1.5 ms.
@@ -188,7 +227,7 @@ mod tests {
         let now = due + Dur::from_millis(6);
         assert_eq!(burst(&mut p.clone(), now), 5);
         // 1 ms at 8 Mbit/s is 1000 bytes: the two-segment floor.
-        p.on_late_wakeup(now, 1500);
+        assert!(p.on_late_wakeup(now, 1500), "time forfeited");
         assert_eq!(burst(&mut p, now), 2);
         // Then at the rate again.
         assert_eq!(p.release_time(now, 1500), now + Dur::from_micros(1500));
@@ -200,7 +239,7 @@ mod tests {
         // A wake-up only a little late keeps what it had: one packet.
         let (mut r, due) = emptied(8);
         let now = due + Dur::from_micros(100);
-        r.on_late_wakeup(now, 1500);
+        assert!(!r.on_late_wakeup(now, 1500), "nothing forfeited");
         assert_eq!(burst(&mut r, now), 1);
     }
 }

@@ -114,6 +114,16 @@ pub struct ConnectionConfig {
     /// controller has no pacing rate of its own. Off: only a controller with
     /// its own rate (BBR) paces, as the TCP model's `pacing = false`.
     pub pacing: bool,
+    /// Depth of the pacing token bucket in bytes (at least one datagram);
+    /// `None`: the initial window, RFC 9002 §7.7 ("Senders SHOULD limit
+    /// bursts to the initial congestion window"), as the simulator's flows
+    /// use. A sender on a real clock (`l4slab send`) asks for 1.5 datagrams:
+    /// Linux's EDT spacing, where a packet sent late lets its successor go
+    /// at most half a gap early (`tcp_update_skb_after_send`, "OS jitter"),
+    /// so two packets never leave closer than half a gap at the pacing rate
+    /// (a 2-packet burst per delayed ACK otherwise, into DualPI2's 1 ms
+    /// L-queue step) while a wake-up up to half a gap late loses nothing.
+    pub pacing_burst: Option<u64>,
     /// Send this codepoint (ECT(0) or ECT(1)) instead of the controller's;
     /// the controller's response to CE stays its own. `None`: the
     /// controller's.
@@ -156,6 +166,7 @@ impl Default for ConnectionConfig {
             ecn: true,
             ecn_validation: true,
             pacing: params::PACING.default.flag(),
+            pacing_burst: None,
             ecn_codepoint: None,
             max_ack_delay: params::MAX_ACK_DELAY.default.dur(),
             ack_eliciting_threshold: ack::ACK_ELICITING_THRESHOLD,
@@ -556,7 +567,10 @@ impl Connection {
             tracer: NullTracer,
             pacer: Pacer::new(
                 Rule::TokenBucket {
-                    burst: iw.saturating_mul(mds64),
+                    burst: cfg
+                        .pacing_burst
+                        .unwrap_or(iw.saturating_mul(mds64))
+                        .max(mds64),
                 },
                 now,
             ),
@@ -868,7 +882,16 @@ impl DatagramEndpoint for Connection {
         // A pacing wake-up noticed late: no catch-up burst (pacing.rs).
         if self.pacing_wakeup.is_some_and(|t| t < now) {
             let mds = self.mds();
-            self.pacer.on_late_wakeup(now, mds);
+            // RFC 9002 §7.8: "When bytes in flight is smaller than the
+            // congestion window and sending is not pacing limited, the
+            // congestion window is underutilized": a sender whose late
+            // wake-up forfeited pacing time was held back, not short of
+            // data, so its window may grow (the controllers grow only when
+            // window-limited). Real clocks only: the simulator's timers are
+            // never late.
+            if self.pacer.on_late_wakeup(now, mds) {
+                self.cwnd_limited = true;
+            }
         }
     }
 

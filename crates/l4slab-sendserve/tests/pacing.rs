@@ -1,0 +1,160 @@
+//! The client's pacing on a real clock (issue 25): with `send`'s pacing
+//! bucket of 1.5 datagrams (`real_clock_pacing_burst`, Linux's EDT spacing)
+//! no two data packets leave closer than half a gap at the pacing rate,
+//! where the RFC 9002 bucket as deep as the initial window sends a
+//! back-to-back pair for each delayed ACK. Client and server without
+//! sockets over a modelled path: 20 Mbit/s FIFO client → server, 10 ms
+//! each way.
+
+use std::net::SocketAddr;
+
+use l4slab_app::quic::QuicApp;
+use l4slab_core::datagram::DatagramEndpoint;
+use l4slab_core::{Dur, Ecn, Time};
+use l4slab_quic::ConnectionConfig;
+use l4slab_sendserve::client::Client;
+use l4slab_sendserve::run::real_clock_pacing_burst;
+use l4slab_sendserve::server::{Server, ServerConfig};
+use l4slab_sendserve::token::TokenKey;
+
+const SERVER: &str = "192.0.2.1:4433";
+const CLIENT: &str = "198.51.100.7:50000";
+const RATE_BPS: u64 = 20_000_000;
+const ONE_WAY: Dur = Dur::from_millis(10);
+
+fn a(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+/// One data packet the client sent: when, its size, the pacing rate then.
+struct Sent {
+    at: Time,
+    bytes: usize,
+    rate_bps: Option<u64>,
+}
+
+/// Runs a Prague bulk client for `secs` over the path; its data packets.
+fn run(pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
+    let mut server = Server::new(
+        ServerConfig::default(),
+        TokenKey::from_keys([7; 16], [8; 16], Dur::from_secs(10)),
+    );
+    let cfg = ConnectionConfig {
+        cc: "prague".into(),
+        pacing_burst,
+        seed: 3,
+        ..ConnectionConfig::default()
+    };
+    let end = Time::from_secs(secs);
+    let mut client = Client::new(
+        cfg,
+        Time::ZERO,
+        a(SERVER),
+        QuicApp::Bulk,
+        Dur::from_secs(secs),
+        Dur::from_secs(5),
+    )
+    .unwrap();
+    // In flight: (arrival, to the server?, bytes, ECN).
+    let mut wire: Vec<(Time, bool, Vec<u8>, Ecn)> = Vec::new();
+    let mut link_free = Time::ZERO;
+    let mut sent = Vec::new();
+    let mut buf = vec![0u8; 65_535];
+    let mut now = Time::ZERO;
+    for _ in 0..10_000_000 {
+        if now > end {
+            break;
+        }
+        while let Some(i) = (0..wire.len())
+            .filter(|&i| wire[i].0 <= now)
+            .min_by_key(|&i| wire[i].0)
+        {
+            let (_, up, d, ecn) = wire.remove(i);
+            if up {
+                server.handle_datagram(now, a(CLIENT), &d, ecn);
+            } else {
+                client.handle_datagram(now, a(SERVER), &d, ecn);
+            }
+        }
+        if client.poll_timeout().is_some_and(|t| t <= now) {
+            client.handle_timeout(now);
+        }
+        if server.poll_timeout().is_some_and(|t| t <= now) {
+            server.handle_timeout(now);
+        }
+        while let Some((n, _, ecn)) = client.poll_transmit(now, &mut buf) {
+            if n > 1000 {
+                sent.push(Sent {
+                    at: now,
+                    bytes: n,
+                    rate_bps: client.conn.pacing_rate().map(|r| r.as_bps()),
+                });
+            }
+            // The bottleneck: a FIFO at RATE_BPS.
+            let tx = Dur::from_nanos(n as u64 * 8 * 1_000_000_000 / RATE_BPS);
+            link_free = link_free.max(now) + tx;
+            wire.push((link_free + ONE_WAY, true, buf[..n].to_vec(), ecn));
+        }
+        while let Some((n, _, ecn)) = server.poll_transmit(now, &mut buf) {
+            wire.push((now + ONE_WAY, false, buf[..n].to_vec(), ecn));
+        }
+        let next = [client.poll_timeout(), server.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .chain(wire.iter().map(|w| w.0))
+            .min();
+        match next {
+            Some(t) => now = t.max(now),
+            None => break,
+        }
+    }
+    sent
+}
+
+/// Data packets (after the first second: past slow start's first round
+/// trips) that left less than half a gap at the pacing rate after the one
+/// before; and how many were counted.
+fn close_pairs(sent: &[Sent]) -> (usize, usize) {
+    let late: Vec<&Sent> = sent.iter().filter(|s| s.at >= Time::from_secs(1)).collect();
+    let close = late
+        .windows(2)
+        .filter(|w| {
+            let Some(bps) = w[1].rate_bps else {
+                return false;
+            };
+            let half_gap_ns = w[1].bytes as u64 * 8 * 1_000_000_000 / bps / 2;
+            w[1].at.saturating_since(w[0].at) < Dur::from_nanos(half_gap_ns)
+        })
+        .count();
+    (close, late.len())
+}
+
+#[test]
+fn a_real_clock_sender_never_sends_two_packets_within_half_a_gap() {
+    let burst = real_clock_pacing_burst(ConnectionConfig::default().max_datagram_size);
+    let sent = run(Some(burst), 3);
+    let (close, n) = close_pairs(&sent);
+    assert!(n > 2000, "the client sent {n} data packets after 1 s");
+    assert_eq!(close, 0, "{close} of {n} packets within half a gap");
+    // It still fills the path: 20 Mbit/s for 2 s is about 4,000 packets.
+    let bytes: usize = sent
+        .iter()
+        .filter(|s| s.at >= Time::from_secs(1))
+        .map(|s| s.bytes)
+        .sum();
+    assert!(
+        bytes as f64 * 8.0 / 2.0 > 0.9 * RATE_BPS as f64,
+        "{bytes} bytes"
+    );
+}
+
+#[test]
+fn the_rfc9002_bucket_sends_pairs_on_delayed_acks() {
+    // What the real-clock bucket fixes: the initial window's depth lets each
+    // ACK of two packets release two back to back.
+    let (close, n) = close_pairs(&run(None, 3));
+    assert!(
+        close * 5 > n,
+        "only {close} of {n} packets within half a gap"
+    );
+}
