@@ -860,9 +860,12 @@ fn iperf3_through_the_shells_80211a_cell_gets_the_cells_rate() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempdir();
     let (up, down) = (dir.join("up.json"), dir.join("down.json"));
+    // The server may not listen yet when the client starts (a busy machine):
+    // try again on "connection refused" for up to 6 s (each try overwrites).
     let client = format!(
-        "chrt -f 40 iperf3 -c $L4SLAB_SERVER -t 4 -J --logfile {} && \
-         chrt -f 40 iperf3 -c $L4SLAB_SERVER -t 4 -R -J --logfile {}",
+        "try() {{ i=0; until chrt -f 40 iperf3 -c $L4SLAB_SERVER -t 4 -J $1 > $2; do \
+         i=$((i+1)); [ $i -ge 30 ] && return 1; sleep 0.2; done; }}; \
+         try '' {} && try -R {}",
         up.display(),
         down.display()
     );
