@@ -26,6 +26,10 @@ from l4slab import endpoints
 from l4slab.cli import main
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _free_port(family: int, host: str) -> int:
     with socket.socket(family, socket.SOCK_DGRAM) as s:
         s.bind((host, 0))
@@ -242,6 +246,9 @@ def test_serve_stopped_by_a_signal_says_and_writes_its_counters(
         stderr=subprocess.PIPE,
         text=True,
         env=_cli_env(),
+        # Ctrl-C as at a terminal: a runner started in the background (`cmd &`)
+        # passes SIGINT on ignored, and Python then never raises KeyboardInterrupt.
+        preexec_fn=_default_sigint,
     )
     try:
         assert proc.stdout is not None

@@ -52,6 +52,10 @@ seeds = 2
 GRID = ["bottleneck.qdisc=fifo,dualpi2", "bottleneck.rate=5Mbit,10Mbit"]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def flat(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))
 
@@ -445,7 +449,14 @@ def test_an_interrupted_sweep_resumes_to_the_same_bytes(native, tmp_path, signum
         argv += ["--grid", item]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
     process = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        # Ctrl-C as at a terminal: a runner started in the background (`cmd &`)
+        # passes SIGINT on ignored, and Python then never raises KeyboardInterrupt.
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 120
