@@ -216,6 +216,36 @@ def test_an_emulator_killed_by_a_signal_is_reported_with_exit_125(
         emu.run_scenario("format = 1\n", "s.toml")
 
 
+def test_an_emulator_that_panicked_is_reported_with_exit_125_not_as_commands_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A panicking emulator exits 101 (1 through Python): before, `emu` passed that
+    # on as COMMAND's exit code. It writes the panic to L4SLAB_EMU_PANIC_FILE
+    # (cli.rs report_panics), as this fake does; one that only exits 101 is
+    # COMMAND's 101.
+    panicking = tmp_path / "panicking-emulator"
+    panicking.write_text(
+        "#!/bin/sh\nprintf \"thread 'main' panicked at run.rs:1:1:\\nboom\\n\" "
+        '>> "$L4SLAB_EMU_PANIC_FILE"\nexit 101\n',
+        encoding="utf-8",
+    )
+    commands = tmp_path / "commands-101"
+    commands.write_text("#!/bin/sh\nexit 101\n", encoding="utf-8")
+    for f in (panicking, commands):
+        f.chmod(0o755)
+    monkeypatch.setattr(emu, "is_root", lambda: True)
+    monkeypatch.setattr(emu, "checked", lambda plan: plan)
+
+    monkeypatch.setenv("L4SLAB_EMU_BIN", os.fspath(panicking))
+    assert main(["emu", "--rate", "20Mbit", "--", "true"]) == 125
+    err = capsys.readouterr().err
+    assert "failed with an internal error" in err
+    assert "thread 'main' panicked at run.rs:1:1:" in err
+    assert "exit code 101 is not COMMAND's" in err
+    monkeypatch.setenv("L4SLAB_EMU_BIN", os.fspath(commands))
+    assert main(["emu", "--rate", "20Mbit", "--", "true"]) == 101
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="the emulator runs on Linux only")
 def test_the_emulator_refuses_to_run_beside_other_threads() -> None:
     code = (

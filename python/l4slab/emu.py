@@ -66,6 +66,9 @@ def ecn_paths() -> list[str]:
 #: Names the process that starts the emulator, which then dies with it
 #: (crates/l4slab-emu/src/cli.rs, ``PARENT_PID_ENV``).
 PARENT_PID_ENV = "L4SLAB_EMU_PARENT_PID"
+#: Names the file the emulator writes a panic's message to
+#: (crates/l4slab-emu/src/cli.rs, ``PANIC_FILE_ENV``).
+PANIC_FILE_ENV = "L4SLAB_EMU_PANIC_FILE"
 
 
 class EmuError(RuntimeError):
@@ -73,9 +76,10 @@ class EmuError(RuntimeError):
 
 
 class EmulatorDied(EmuError):
-    """The emulator process was killed by a signal (SIGKILL, a crash) before it could
-    report: nothing it ran has a result. ``l4slab`` exits 125 (:data:`EXIT_EMULATOR_DIED
-    <l4slab._cli_base.EXIT_EMULATOR_DIED>`), not COMMAND's code."""
+    """The emulator process was killed by a signal (SIGKILL, a crash) or panicked (a
+    bug) before it could report: nothing it ran has a result. ``l4slab`` exits 125
+    (:data:`EXIT_EMULATOR_DIED <l4slab._cli_base.EXIT_EMULATOR_DIED>`), not COMMAND's
+    code."""
 
 
 def _died(proc: subprocess.Popen[str], err: str | None) -> EmulatorDied:
@@ -242,20 +246,43 @@ def run_emulator(
     thread waits for it, so it outlives the emulator. Raises
     :class:`NotRootError` when not root, :class:`EmuError` when there is no
     emulator, and :class:`EmulatorDied` when a signal killed the emulator process
-    (it handles SIGTERM, SIGHUP and SIGINT itself and exits 128 + the signal).
+    (it handles SIGTERM, SIGHUP and SIGINT itself and exits 128 + the signal) or
+    it panicked (its exit code then is not COMMAND's).
     """
     if not is_root():
         raise NotRootError(
             "l4slab emu needs root: it creates network namespaces and TUN devices. "
             "Run it as root (e.g. with sudo)."
         )
-    proc = subprocess.Popen(
-        command_line(plan),
-        stdout=subprocess.PIPE if capture else None,
-        stderr=subprocess.PIPE if capture or capture_stderr else None,
-        text=True,
-        env=_child_env(),
-    )
+    # Where the emulator reports a panic (PANIC_FILE_ENV): a file with no name
+    # (nothing to leave behind), opened by the emulator through our /proc entry.
+    with tempfile.TemporaryFile() as panics:
+        env = {**_child_env(), PANIC_FILE_ENV: f"/proc/{os.getpid()}/fd/{panics.fileno()}"}
+        proc = subprocess.Popen(
+            command_line(plan),
+            stdout=subprocess.PIPE if capture else None,
+            stderr=subprocess.PIPE if capture or capture_stderr else None,
+            text=True,
+            env=env,
+        )
+        out, err = _wait(proc)
+        panics.seek(0)
+        panic = panics.read().decode(errors="replace").strip()
+    if proc.returncode < 0:
+        raise _died(proc, err)
+    if panic:
+        raise EmulatorDied(
+            f"the emulator process (pid {proc.pid}) failed with an internal error, a bug "
+            f"in l4slab (please report it): {panic.splitlines()[0]}; its exit code "
+            f"{proc.returncode} is not COMMAND's. Its reaper removes the namespaces it made; "
+            "`sudo l4slab emu cleanup` removes any that remain"
+        )
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _wait(proc: subprocess.Popen[str]) -> tuple[str | None, str | None]:
+    """Wait for the emulator, forwarding SIGTERM/SIGHUP (and SIGINT, when only we
+    got it) to it; its stdout and stderr when captured."""
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         if proc.poll() is None:
@@ -275,9 +302,7 @@ def run_emulator(
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-    if proc.returncode < 0:
-        raise _died(proc, err)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return out, err
 
 
 def shell(plan: Shell) -> int:

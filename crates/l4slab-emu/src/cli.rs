@@ -57,6 +57,33 @@ To make `l4slab` run a cargo-built emulator: L4SLAB_EMU_BIN=/path/to/l4slab-emu.
 /// from the environment at start, so nothing the emulator runs inherits it.
 pub const PARENT_PID_ENV: &str = "L4SLAB_EMU_PARENT_PID";
 
+/// Names a file the emulator writes a panic's message to (set by `l4slab`'s
+/// Python side, read after the emulator exits): a panic's exit code (101,
+/// or 1 through Python) cannot be told from COMMAND's own, so without it a
+/// crashed emulator would pass for COMMAND's result. Removed from the
+/// environment at start, so nothing the emulator runs inherits it.
+pub const PANIC_FILE_ENV: &str = "L4SLAB_EMU_PANIC_FILE";
+
+/// Report panics, of any thread, in the file [`PANIC_FILE_ENV`] names (when
+/// it does), then as Rust does by default (the message on stderr).
+pub fn report_panics() {
+    let Some(path) = std::env::var_os(PANIC_FILE_ENV) else {
+        return;
+    };
+    std::env::remove_var(PANIC_FILE_ENV);
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        use std::io::Write;
+        let thread = std::thread::current();
+        let line = format!("thread '{}' {info}\n", thread.name().unwrap_or("unnamed"));
+        // Best effort: the message also goes to stderr below.
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&path) {
+            let _ = f.write_all(line.as_bytes());
+        }
+        default(info);
+    }));
+}
+
 /// Run the emulator with the command line `args` (without the program name):
 /// one plan. Returns the process exit code. `self_cmd` re-executes this
 /// emulator (module docs).
@@ -72,6 +99,7 @@ pub fn main(args: &[String], self_cmd: &[String]) -> i32 {
             return 2;
         }
     };
+    report_panics();
     let result = sole_thread()
         .and_then(|()| read_plan(plan_arg))
         .and_then(|plan| {

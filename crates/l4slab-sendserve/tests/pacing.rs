@@ -33,8 +33,28 @@ struct Sent {
     rate_bps: Option<u64>,
 }
 
+/// The modelled path and host: the bottleneck's rate, CE on every `mark_every`-th
+/// ECN-capable packet to the server (none: 0), and how late the client's
+/// timers fire (a busy machine's scheduler; 0: on time).
+#[derive(Clone, Copy)]
+struct Setup {
+    rate_bps: u64,
+    mark_every: u64,
+    client_late: Dur,
+}
+
+const PLAIN: Setup = Setup {
+    rate_bps: RATE_BPS,
+    mark_every: 0,
+    client_late: Dur::ZERO,
+};
+
 /// Runs a Prague bulk client for `secs` over the path; its data packets.
 fn run(pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
+    run_on(PLAIN, pacing_burst, secs)
+}
+
+fn run_on(setup: Setup, pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
     let mut server = Server::new(
         ServerConfig::default(),
         TokenKey::from_keys([7; 16], [8; 16], Dur::from_secs(10)),
@@ -61,6 +81,7 @@ fn run(pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
     let mut sent = Vec::new();
     let mut buf = vec![0u8; 65_535];
     let mut now = Time::ZERO;
+    let mut ect_seen = 0u64;
     for _ in 0..10_000_000 {
         if now > end {
             break;
@@ -76,7 +97,14 @@ fn run(pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
                 client.handle_datagram(now, a(SERVER), &d, ecn);
             }
         }
-        if client.poll_timeout().is_some_and(|t| t <= now) {
+        // The driver's protocol: a timer noticed late is first said to be late.
+        if let Some(t) = client
+            .poll_timeout()
+            .filter(|&t| t + setup.client_late <= now)
+        {
+            if t < now {
+                client.handle_late_timeout(now);
+            }
             client.handle_timeout(now);
         }
         if server.poll_timeout().is_some_and(|t| t <= now) {
@@ -90,19 +118,29 @@ fn run(pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
                     rate_bps: client.conn.pacing_rate().map(|r| r.as_bps()),
                 });
             }
-            // The bottleneck: a FIFO at RATE_BPS.
-            let tx = Dur::from_nanos(n as u64 * 8 * 1_000_000_000 / RATE_BPS);
+            // The bottleneck: a FIFO at the path's rate, marking.
+            let tx = Dur::from_nanos(n as u64 * 8 * 1_000_000_000 / setup.rate_bps);
             link_free = link_free.max(now) + tx;
+            let mut ecn = ecn;
+            if ecn != Ecn::NotEct && setup.mark_every > 0 {
+                ect_seen += 1;
+                if ect_seen.is_multiple_of(setup.mark_every) {
+                    ecn = Ecn::Ce;
+                }
+            }
             wire.push((link_free + ONE_WAY, true, buf[..n].to_vec(), ecn));
         }
         while let Some((n, _, ecn)) = server.poll_transmit(now, &mut buf) {
             wire.push((now + ONE_WAY, false, buf[..n].to_vec(), ecn));
         }
-        let next = [client.poll_timeout(), server.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .chain(wire.iter().map(|w| w.0))
-            .min();
+        let next = [
+            client.poll_timeout().map(|t| t + setup.client_late),
+            server.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .chain(wire.iter().map(|w| w.0))
+        .min();
         match next {
             Some(t) => now = t.max(now),
             None => break,
@@ -156,5 +194,46 @@ fn the_rfc9002_bucket_sends_pairs_on_delayed_acks() {
     assert!(
         close * 5 > n,
         "only {close} of {n} packets within half a gap"
+    );
+}
+
+/// Packets per round trip the client kept in flight from 2 s to the end:
+/// the delivered window the check-l4s marking phases measure.
+fn window_packets(sent: &[Sent], secs: u64) -> f64 {
+    let n = sent.iter().filter(|s| s.at >= Time::from_secs(2)).count() as f64;
+    let rtt_s = 2.0 * ONE_WAY.as_secs_f64();
+    n / (secs as f64 - 2.0) * rtt_s
+}
+
+#[test]
+fn a_sender_woken_late_still_reaches_its_scalable_window() {
+    // check-l4s's 2 % marking phase on a busy machine: a 200 Mbit/s path,
+    // CE on every 50th packet, each client timer noticed 0.3 ms late. A
+    // scalable window is about 2/p = 100 packets. Before, the pacer held the
+    // sender under its window without counting it as window-limited (RFC
+    // 9002 §7.8), so Prague's window stopped growing, and the 1.5-datagram
+    // bucket cut each late wake-up to one packet.
+    let burst = real_clock_pacing_burst(ConnectionConfig::default().max_datagram_size);
+    let setup = Setup {
+        rate_bps: 200_000_000,
+        mark_every: 50,
+        client_late: Dur::from_micros(300),
+    };
+    let on_time = window_packets(
+        &run_on(
+            Setup {
+                client_late: Dur::ZERO,
+                ..setup
+            },
+            Some(burst),
+            6,
+        ),
+        6,
+    );
+    let late = window_packets(&run_on(setup, Some(burst), 6), 6);
+    assert!(on_time > 70.0, "on time: {on_time:.1} packets per RTT");
+    assert!(
+        late > 0.8 * on_time,
+        "late {late:.1} vs on time {on_time:.1} packets per RTT"
     );
 }

@@ -96,13 +96,9 @@ impl Pacer {
     /// ([`rfc9002`]'s module docs); Linux's rule already bounds what a late
     /// packet's successor gains (`tcp_update_skb_after_send`), so it keeps
     /// its state.
-    ///
-    /// Returns `true` if the late wake-up cost the sender time it may not
-    /// make up (tokens forfeited): it was held back, not short of data.
-    pub fn on_late_wakeup(&mut self, now: Time, bytes: u64) -> bool {
-        match &mut self.release {
-            Release::Linux(_) => false,
-            Release::TokenBucket(b) => b.on_late_wakeup(now, bytes, self.rate),
+    pub fn on_late_wakeup(&mut self, now: Time, bytes: u64) {
+        if let Release::TokenBucket(b) = &mut self.release {
+            b.on_late_wakeup(now, bytes, self.rate);
         }
     }
 

@@ -23,18 +23,20 @@
 //! packet's successor at most half its time as "OS jitter" credit). A 1 ms
 //! burst at a rate below the bottleneck's stays under DualPI2's 1 ms
 //! L-queue step. The simulator's timers are never late, so it never calls it.
-//! It says whether time was forfeited (the bucket overflowed while the
-//! wake-up was late, or the quantum cut it): the connection then counts the
-//! sender as window-limited (RFC 9002 §7.8: a pacing-limited sender is not
-//! under-utilizing its window), so that a controller that grows only when
-//! window-limited (Prague, Linux `tcp_is_cwnd_limited`) is not held at a
-//! window the scheduler, not the path, kept it under.
+//! (A sender the pacer holds back uses its window, RFC 9002 §7.8: the
+//! connection counts it as window-limited whenever the pacer defers a packet
+//! the window allows, so a controller that grows only when window-limited,
+//! Prague, is not held at a window the scheduler, not the path, kept it under.)
 //!
 //! **Depth.** The bucket is the initial window deep unless the connection
 //! asks for less (`ConnectionConfig::pacing_burst`): `l4slab send` on a real
 //! clock uses 1.5 datagrams, Linux's EDT spacing (a packet sent late lets
 //! the next go at most half a gap early, `tcp_update_skb_after_send`), so
-//! that an ACK of two packets does not release them back to back.
+//! that an ACK of two packets does not release them back to back. A late
+//! wake-up's quantum is not cut to that depth: at a rate whose 1 ms is more
+//! than 1.5 datagrams, a thread the scheduler held back for a millisecond
+//! sends that millisecond's packets together, as Linux's TSO autosizing would,
+//! instead of losing them (tokens above the depth are spent, not clamped).
 
 use l4slab_core::{Dur, Rate, Time};
 
@@ -89,8 +91,11 @@ impl Bucket {
         match rate {
             None => self.tokens_nb = cap,
             Some(r) => {
+                // Earned tokens fill up to the depth; a late wake-up's quantum
+                // above it (on_late_wakeup) is spent, never clamped away.
                 let add = dt.saturating_mul(u128::from(r.as_bps()) / 8);
-                self.tokens_nb = (self.tokens_nb.saturating_add(add)).min(cap);
+                let limit = cap.max(self.tokens_nb);
+                self.tokens_nb = (self.tokens_nb.saturating_add(add)).min(limit);
             }
         }
     }
@@ -114,24 +119,27 @@ impl Bucket {
     /// A packet of `bytes` was due at a wake-up the caller noticed only at
     /// `now`, later: keep at most Linux's burst quantum of tokens (module
     /// docs).
-    /// `true` if time was forfeited: the bucket overflowed while the wake-up
-    /// was late, or the quantum cut it.
-    pub(super) fn on_late_wakeup(&mut self, now: Time, bytes: u64, rate: Option<Rate>) -> bool {
+    pub(super) fn on_late_wakeup(&mut self, now: Time, bytes: u64, rate: Option<Rate>) {
         let Some(rate) = rate else {
             self.refill(now, None);
-            return false;
+            return;
         };
         let dt = u128::from(now.saturating_since(self.last).as_nanos());
         let earned = self
             .tokens_nb
             .saturating_add(dt.saturating_mul(u128::from(rate.as_bps()) / 8));
-        self.refill(now, Some(rate));
+        self.last = self.last.max(now);
         // tcp_tso_autosize: bytes = rate >> sk_pacing_shift (10: ~1 ms),
-        // at least tcp_min_tso_segs (2) segments.
+        // at least tcp_min_tso_segs (2) segments; at most the initial window
+        // (§7.7: "limit bursts to the initial congestion window"; §7.2:
+        // min(10 * max_datagram_size, max(14720, 2 * max_datagram_size))).
+        // Not capped at a shallower depth: a sender that asked for one
+        // (pacing_burst) still catches up a late wake-up's millisecond.
+        let bytes = u128::from(bytes);
+        let initial_window = (10 * bytes).min(14_720.max(2 * bytes));
         let ms = u128::from(rate.as_bps() / 8 / 1000);
-        let quantum = ms.max(2 * u128::from(bytes)).min(u128::from(self.capacity));
-        self.tokens_nb = self.tokens_nb.min(quantum * 1_000_000_000);
-        earned > self.tokens_nb
+        let quantum = ms.max(2 * bytes).min(initial_window);
+        self.tokens_nb = earned.min(quantum * 1_000_000_000);
     }
 
     /// A packet of `bytes` left at `now`: its size leaves the bucket.
@@ -218,6 +226,34 @@ mod tests {
         assert_eq!(p.release_time(late, 1200), late + Dur::from_micros(700));
     }
 
+    /// `l4slab send`'s shallow bucket (1.5 packets) still catches up a late
+    /// wake-up's millisecond at a rate whose 1 ms is several packets (the
+    /// scheduler held the thread back, not the controller), and no more.
+    #[test]
+    fn a_shallow_bucket_keeps_the_late_wakeups_quantum() {
+        let mut p = Pacer::new(Rule::TokenBucket { burst: 2250 }, Time::ZERO);
+        p.set_rate(Time::ZERO, Some(Rate::from_mbps(96))); // 12 bytes/µs
+        p.on_sent(Time::ZERO, 2250);
+        let due = p.release_time(Time::ZERO, 1500);
+        assert_eq!(due, Time::from_micros(125));
+        // Woken 3 ms late: 1 ms at 96 Mbit/s is 12 kB, eight packets, then
+        // the rate again: the depth did not clamp the quantum away.
+        let now = due + Dur::from_millis(3);
+        p.on_late_wakeup(now, 1500);
+        assert_eq!(burst(&mut p, now), 8);
+        assert_eq!(p.release_time(now, 1500), now + Dur::from_micros(125));
+        // On time again: at most the depth, one packet at a time.
+        let later = now + Dur::from_millis(50);
+        assert_eq!(burst(&mut p, later), 1);
+        // At 8 Mbit/s the quantum is the two-segment floor.
+        let mut q = Pacer::new(Rule::TokenBucket { burst: 2250 }, Time::ZERO);
+        q.set_rate(Time::ZERO, Some(Rate::from_mbps(8)));
+        q.on_sent(Time::ZERO, 2250);
+        let now = q.release_time(Time::ZERO, 1500) + Dur::from_millis(6);
+        q.on_late_wakeup(now, 1500);
+        assert_eq!(burst(&mut q, now), 2);
+    }
+
     #[test]
     fn a_late_wakeup_releases_linuxs_quantum_not_a_catch_up_burst() {
         // 8 Mbit/s = 1 byte/µs: the next packet is due at 1.5 ms.
@@ -227,7 +263,7 @@ mod tests {
         let now = due + Dur::from_millis(6);
         assert_eq!(burst(&mut p.clone(), now), 5);
         // 1 ms at 8 Mbit/s is 1000 bytes: the two-segment floor.
-        assert!(p.on_late_wakeup(now, 1500), "time forfeited");
+        p.on_late_wakeup(now, 1500);
         assert_eq!(burst(&mut p, now), 2);
         // Then at the rate again.
         assert_eq!(p.release_time(now, 1500), now + Dur::from_micros(1500));
@@ -239,7 +275,7 @@ mod tests {
         // A wake-up only a little late keeps what it had: one packet.
         let (mut r, due) = emptied(8);
         let now = due + Dur::from_micros(100);
-        assert!(!r.on_late_wakeup(now, 1500), "nothing forfeited");
+        r.on_late_wakeup(now, 1500);
         assert_eq!(burst(&mut r, now), 1);
     }
 }

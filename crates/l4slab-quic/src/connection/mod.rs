@@ -879,19 +879,11 @@ impl DatagramEndpoint for Connection {
     }
 
     fn handle_late_timeout(&mut self, now: Time) {
-        // A pacing wake-up noticed late: no catch-up burst (pacing.rs).
+        // A pacing wake-up noticed late: no catch-up burst beyond Linux's
+        // quantum (pacing/rfc9002.rs). Real clocks only: the simulator's
+        // timers are never late.
         if self.pacing_wakeup.is_some_and(|t| t < now) {
-            let mds = self.mds();
-            // RFC 9002 §7.8: "When bytes in flight is smaller than the
-            // congestion window and sending is not pacing limited, the
-            // congestion window is underutilized": a sender whose late
-            // wake-up forfeited pacing time was held back, not short of
-            // data, so its window may grow (the controllers grow only when
-            // window-limited). Real clocks only: the simulator's timers are
-            // never late.
-            if self.pacer.on_late_wakeup(now, mds) {
-                self.cwnd_limited = true;
-            }
+            self.pacer.on_late_wakeup(now, self.mds());
         }
     }
 

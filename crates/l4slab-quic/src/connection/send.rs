@@ -57,6 +57,11 @@ impl Connection {
             let t = self.pacer.release_time(now, self.mds());
             if t > now {
                 self.pacing_wakeup = Some(t);
+                // RFC 9002 §7.8: the window is underutilized "when bytes in
+                // flight is smaller than the congestion window and sending is
+                // not pacing limited": a packet the window allows but the
+                // pacer holds back uses the window, so it may grow.
+                self.cwnd_limited = true;
                 return false;
             }
         }
