@@ -253,7 +253,10 @@ impl Player {
             let n = done.len() as f64;
             let sum: u64 = done.iter().map(|s| self.cfg.ladder[s.rung]).sum();
             let rungs: usize = done.iter().map(|s| s.rung).sum();
-            (Some((sum as f64 / n).round()), Some(round6(rungs as f64 / n)))
+            (
+                Some((sum as f64 / n).round()),
+                Some(round6(rungs as f64 / n)),
+            )
         };
         let mut fetch_ms = fetch.summary_ms();
         if let Some(p95) = fetch.quantile_ms(0.95) {
