@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from headless import chromium, chromium_screenshot
 from l4slab import api, load
 from l4slab.cli import main
 from l4slab.report import (
@@ -382,10 +382,6 @@ def test_cli_help_lists_report_and_compare(capsys):
 # --------------------------------------------------------------------------- in a browser
 
 
-def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 @pytest.mark.skipif(
     chromium() is None,
     reason="Chromium is not installed (apt-get install chromium); docs/report.md describes "
@@ -395,28 +391,8 @@ def test_report_renders_in_headless_chromium(dualpi2_report, tmp_path):
     """Chromium loads the page and its embedded figures: the screenshot is not blank."""
     from PIL import Image
 
-    page = dualpi2_report
     shot = tmp_path / "report.png"
-    with tempfile.TemporaryDirectory() as profile:
-        done = subprocess.run(
-            [
-                str(chromium()),
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                f"--user-data-dir={profile}",
-                f"--screenshot={shot}",
-                "--window-size=1280,2400",
-                page.resolve().as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+    done = chromium_screenshot(dualpi2_report, shot, (1280, 2400))
     assert shot.is_file(), done.stderr[-2_000:]
     with Image.open(shot) as image:
         assert image.size == (1280, 2400)

@@ -85,11 +85,15 @@ class TableData:
 
 
 def summary_view(results: Results) -> RenderableType:
-    """Flow table, queue table and a one-line account of the run, stacked."""
+    """Flow table, the apps' tables, queue table and a one-line account of the run, stacked."""
+    # l4slab.qoe builds its tables from this module's cells: imported here, not above.
+    from l4slab.qoe import qoe_tables
+
     parts: list[RenderableType] = [flows_table(results.summary)]
     apps = apps_data(results.summary)
     if apps is not None:
         parts.append(rich_table(apps))
+    parts += [rich_table(table) for table in qoe_tables(results.summary)]
     if results.queues():
         parts.append(queues_table(results.summary))
     for wifi in (

@@ -29,7 +29,8 @@
 //! `load_s` (from the start to the last object's last byte, parsing time
 //! included, as a browser's load event includes it), `bytes`; the summary
 //! has `pages_started`, `pages_loaded`, `page_load_ms` (p50, p95, max,
-//! mean; nearest-rank percentiles over the loaded pages) and the list of
+//! mean; nearest-rank percentiles over the loaded pages), `first_byte_ms`
+//! (the same over the pages whose first byte came) and the list of
 //! pages (the series of page load times); `series.parquet` gets
 //! `page_load_ms`, the mean of the pages loaded in each interval.
 //!
@@ -520,6 +521,26 @@ impl WebBrowse {
         let rank = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len());
         xs[rank - 1]
     }
+
+    /// `{p50, p95, max, mean}` of the pages' times from their start to
+    /// `at(page)`, in ms, over the pages that have one; `null` for none.
+    fn page_ms(&self, at: impl Fn(&PageLog) -> Option<Time>) -> Value {
+        let mut ms: Vec<f64> = self
+            .pages
+            .iter()
+            .filter_map(|p| at(p).map(|t| t.saturating_since(p.start).as_millis_f64()))
+            .collect();
+        if ms.is_empty() {
+            return Value::Null;
+        }
+        ms.sort_by(f64::total_cmp);
+        json!({
+            "p50": round6(Self::percentile(&ms, 0.50)),
+            "p95": round6(Self::percentile(&ms, 0.95)),
+            "max": round6(ms[ms.len() - 1]),
+            "mean": round6(ms.iter().sum::<f64>() / ms.len() as f64),
+        })
+    }
 }
 
 impl FlowApp for WebBrowse {
@@ -567,27 +588,12 @@ impl FlowApp for WebBrowse {
             })
             .collect();
         let loaded: Vec<&PageLog> = self.pages.iter().filter(|p| p.loaded.is_some()).collect();
-        let mut loads: Vec<f64> = loaded
-            .iter()
-            .filter_map(|p| {
-                p.loaded
-                    .map(|t| t.saturating_since(p.start).as_millis_f64())
-            })
-            .collect();
-        loads.sort_by(f64::total_cmp);
-        let page_load_ms = (!loads.is_empty()).then(|| {
-            json!({
-                "p50": round6(Self::percentile(&loads, 0.50)),
-                "p95": round6(Self::percentile(&loads, 0.95)),
-                "max": round6(loads[loads.len() - 1]),
-                "mean": round6(loads.iter().sum::<f64>() / loads.len() as f64),
-            })
-        });
         let _ = end;
         json!({
             "pages_started": self.pages.len(),
             "pages_loaded": loaded.len(),
-            "page_load_ms": page_load_ms,
+            "page_load_ms": self.page_ms(|p| p.loaded),
+            "first_byte_ms": self.page_ms(|p| p.first_byte),
             "bytes_loaded": loaded.iter().map(|p| p.page.bytes()).sum::<u64>(),
             "request_size_bytes": self.cfg.request_size,
             "pages": pages,
@@ -648,6 +654,9 @@ mod tests {
         s.deliver(&mut b, ms(60), Role::Client, p0.html - 1);
         let r = b.report(ms(60));
         assert_eq!(r["pages"][0]["ttfb_s"], 0.03);
+        // The first byte is summarized as soon as it came; the load not yet.
+        assert_eq!(r["first_byte_ms"]["p95"], 30.0);
+        assert!(r["page_load_ms"].is_null());
         // Parsing: no request until 60 ms + Tp.
         let parsed = ms(60) + p0.parsing;
         assert_eq!(s.wake(Role::Client), Some(parsed));
@@ -690,6 +699,9 @@ mod tests {
         assert_eq!(r["pages"][1]["start_s"], round6(next.as_secs_f64()));
         assert_eq!(r["pages"][1]["html_bytes"], pages[1].html);
         assert!(r["pages"][1]["load_s"].is_null());
+        // Page 1 asked, not answered: still one first byte, one load.
+        assert_eq!(r["first_byte_ms"]["max"], 30.0);
+        assert_eq!(r["page_load_ms"]["p50"], round6(load * 1e3));
         // The interval's series: the one page loaded, in ms.
         let mut seen = Vec::new();
         b.sample(next, Dur::from_secs(1), &mut |k, v| seen.push((k, v)));

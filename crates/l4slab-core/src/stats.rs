@@ -168,6 +168,17 @@ impl DurStats {
         Some((mean, max))
     }
 
+    /// The `q` quantile (0..=1) in ms, as [`DurStats::summary_ms`] reports
+    /// its percentiles (for one more, e.g. p95); `None` without samples.
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        (self.n > 0).then(|| round6(self.at_quantile(&self.histogram(), q) * 1e-6))
+    }
+
+    /// The histogram's value at `q`, in ns.
+    fn at_quantile(&self, hist: &Histogram<u64>, q: f64) -> f64 {
+        hist.value_at_quantile(q) as f64 * self.unit_ns as f64
+    }
+
     /// `{min, mean, p50, p90, p99, p999, max}` in milliseconds, or `null` without samples.
     pub fn summary_ms(&self) -> Value {
         self.summary_scaled(1e-6)
@@ -181,7 +192,7 @@ impl DurStats {
             return Value::Null;
         }
         let hist = self.histogram();
-        let q = |p: f64| round6(hist.value_at_quantile(p) as f64 * self.unit_ns as f64 * per_ns);
+        let q = |p: f64| round6(self.at_quantile(&hist, p) * per_ns);
         json!({
             "min": round6(self.min.as_nanos() as f64 * per_ns),
             "mean": round6(self.sum_ns as f64 / self.n as f64 * per_ns),
@@ -231,6 +242,11 @@ mod tests {
         assert!((p50 - 50.0).abs() <= 0.05, "{p50}");
         let p99 = v["p99"].as_f64().unwrap();
         assert!((p99 - 99.0).abs() <= 0.1, "{p99}");
+        // One more percentile, from the same histogram as the summary's.
+        assert_eq!(s.quantile_ms(0.99), Some(p99));
+        let p95 = s.quantile_ms(0.95).unwrap();
+        assert!((p95 - 95.0).abs() <= 0.1, "{p95}");
+        assert_eq!(DurStats::new(1_000, 1_000).quantile_ms(0.95), None);
         assert_eq!(s.take_interval(), Some((50.5, 100.0)));
         assert_eq!(s.take_interval(), None);
     }

@@ -23,6 +23,10 @@ amount of memory.
 A sweep (``l4slab.sweep.load(DIR)``) has :func:`metric_vs_param` and :func:`heatmap`
 (see :mod:`l4slab.plots.sweep`).
 
+A run with home-network apps has :func:`video_player` (a player's buffer, bitrate,
+stalls and segment fetches over time) and :func:`page_load_cdf` (page load times of
+each browsing flow; see :mod:`l4slab.plots.qoe`).
+
 A run with a Wi-Fi cell (``[wifi]``) has three more: :func:`wifi_airtime`,
 :func:`wifi_access_delay` and :func:`wifi_ampdu` (see :mod:`l4slab.plots.wifi`).
 """
@@ -54,6 +58,7 @@ from l4slab.plots.cdf import (
     rtt_cdf,
     rtt_samples,
 )
+from l4slab.plots.qoe import page_load_cdf, page_load_times, segment_fetches, video_player
 from l4slab.plots.sweep import heatmap, metric_vs_param
 from l4slab.plots.timeseries import aqm_probability, drops_marks, queue_delay, timeseries
 from l4slab.plots.tsg import draw_time_sequence, interesting_window, time_sequence
@@ -90,17 +95,21 @@ __all__ = [
     "interesting_window",
     "key_info",
     "metric_vs_param",
+    "page_load_cdf",
+    "page_load_times",
     "percentile_markers",
     "queue_delay",
     "queue_delay_cdf",
     "queue_delay_samples",
     "rtt_cdf",
     "rtt_samples",
+    "segment_fetches",
     "segment_rtt_distributions",
     "segment_rtts",
     "time_sequence",
     "timeseries",
     "tsg_data",
+    "video_player",
     "wifi_access_delay",
     "wifi_airtime",
     "wifi_ampdu",

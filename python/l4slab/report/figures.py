@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from l4slab import plots
 from l4slab.plots.timeseries import PROBABILITY_KEYS
+from l4slab.qoe import app_flows
 from l4slab.report._format import _anchor, _ms
 from l4slab.results import Results
 from l4slab.tables import RTT_MEANING, flow_order, rtt_name
@@ -96,6 +97,7 @@ def report_figures(
         ),
     ]
     specs += _app_figures(results, interval)
+    specs += _qoe_figures(results)
     if results.queues():
         specs += [
             FigureSpec(
@@ -309,6 +311,45 @@ def _app_figures(results: Results, interval: str) -> list[FigureSpec]:
                 )
             )
     return specs
+
+
+def _qoe_figures(results: Results) -> list[FigureSpec]:
+    """A figure per video player (buffer and bitrate over time), and one of the page
+    load times of every browsing flow."""
+    specs = [
+        FigureSpec(
+            f"video-{_anchor(name)}",
+            f"Video player {name}",
+            "Media buffered (blue, s; dashed: the buffer target) and the bitrate of the "
+            "segment last asked for (orange, Mbit/s, right axis), one sample per "
+            f"{_interval_text(results)} interval (series video_buffer_s, "
+            "video_bitrate_bps); shaded: stalled (video_stalled); bars along the bottom: "
+            "each segment's fetch, request to last byte (summary.json segments). "
+            "The video table's numbers are this player's.",
+            _player_drawer(results, name),
+        )
+        for name in app_flows(results.summary, "video_stream")
+    ]
+    if app_flows(results.summary, "web_browse"):
+        specs.append(
+            FigureSpec(
+                "page-load-cdf",
+                "Page load times",
+                "CDF over each browsing flow's pages of the time from the page's start to "
+                "its last object's last byte (solid) and to the HTML's first byte "
+                "(dashed), in ms (summary.json pages: load_s, ttfb_s); dots: the load "
+                "time's p50 and p95, the browsing table's numbers.",
+                lambda ax: plots.page_load_cdf(results, ax=ax),
+            )
+        )
+    return specs
+
+
+def _player_drawer(results: Results, flow: str) -> Callable[[Axes], object]:
+    def draw(ax: Axes) -> object:
+        return plots.video_player(results, flow, ax=ax)
+
+    return draw
 
 
 def _timeseries_drawer(results: Results, key: str, series: list[str]) -> Callable[[Axes], object]:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from l4slab import plots
+from l4slab.qoe import qoe_tables
 from l4slab.report._format import _flatten, _seconds_value, _value
 from l4slab.report.figures import WIFI_SECTION, RenderedFigure
 from l4slab.report.page import _e, _facts, _nav, _section, figures_html, html_page, html_table
@@ -120,6 +121,17 @@ def _summary_html(results: Results) -> str:
     apps = apps_data(results.summary)
     if apps is not None:
         parts.append(html_table(apps))
+    qoe = qoe_tables(results.summary)
+    if qoe:
+        parts.append('<div class="tables">' + "".join(html_table(t) for t in qoe) + "</div>")
+        parts.append(
+            "<p class=\"note\">What the apps' users judge them by: each player's startup, "
+            "stalls (rebuffering), bitrate and segment fetch times; each browser's time to "
+            "a page's first byte and to its last object; each download's completion. The "
+            "numbers of summary.json (the apps' <code>app_metrics</code> and "
+            "<code>downloads</code>); each column's tooltip names its key "
+            "(docs/apps.md).</p>"
+        )
     if results.queues():
         parts.append(html_table(queues_data(results.summary)))
     per_ack = rtt_name(results.summary)

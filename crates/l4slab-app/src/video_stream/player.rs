@@ -247,12 +247,21 @@ impl Player {
             fetch.record(s.done.expect("done").saturating_since(s.requested));
         }
         let switches = done.windows(2).filter(|w| w[0].rung != w[1].rung).count();
-        let mean = if done.is_empty() {
-            None
+        let (mean, mean_rung) = if done.is_empty() {
+            (None, None)
         } else {
+            let n = done.len() as f64;
             let sum: u64 = done.iter().map(|s| self.cfg.ladder[s.rung]).sum();
-            Some((sum as f64 / done.len() as f64).round())
+            let rungs: usize = done.iter().map(|s| s.rung).sum();
+            (
+                Some((sum as f64 / n).round()),
+                Some(round6(rungs as f64 / n)),
+            )
         };
+        let mut fetch_ms = fetch.summary_ms();
+        if let Some(p95) = fetch.quantile_ms(0.95) {
+            fetch_ms["p95"] = p95.into();
+        }
         let per_segment: Vec<Value> = done
             .iter()
             .map(|s| {
@@ -288,7 +297,8 @@ impl Player {
             "segments_fetched": done.len(),
             "bitrate_switches": switches,
             "mean_bitrate_bps": mean,
-            "segment_fetch_ms": fetch.summary_ms(),
+            "mean_rung": mean_rung,
+            "segment_fetch_ms": fetch_ms,
             "segments": per_segment,
         })
     }
@@ -350,6 +360,39 @@ mod tests {
         assert_eq!(r["segments_fetched"], 4);
         assert_eq!(r["played_s"], 7.0);
         assert_eq!(r["segment_fetch_ms"]["max"], 1000.0);
+        // Four fetches of 1 s: p95 is p50's histogram bucket.
+        assert_eq!(r["segment_fetch_ms"]["p95"], r["segment_fetch_ms"]["p50"]);
+        assert_eq!(r["mean_rung"], 0.0);
+    }
+
+    #[test]
+    fn the_mean_rung_and_bitrate_are_over_the_fetched_segments() {
+        // dash.js's throughput rule: 1000 kbit/s before the first download
+        // (rung 0 of 500 kbit/s, 2 Mbit/s), then 0.9 x the measured rate.
+        let mut p = Player::new(
+            PlayerConfig {
+                ladder: vec![500_000, 2_000_000],
+                segment: Dur::from_secs(6),
+                buffer_target: Dur::from_secs(30),
+                startup: Dur::from_secs(6),
+                segments: 100,
+            },
+            AbrKind::Throughput.build(),
+            s(0),
+        );
+        assert_eq!(p.next_request(s(0)), Some(375_000));
+        p.segment_done(ms(100)); // 30 Mbit/s
+        assert_eq!(p.next_request(ms(100)), Some(1_500_000));
+        p.segment_done(ms(500));
+        assert_eq!(p.next_request(ms(500)), Some(1_500_000));
+        let r = p.report(ms(600));
+        // Two fetched (rungs 0 and 1), the third still in flight.
+        assert_eq!(r["mean_rung"], 0.5);
+        assert_eq!(r["mean_bitrate_bps"], 1_250_000.0);
+        assert_eq!(r["bitrate_switches"], 1);
+        assert_eq!(r["segment_fetch_ms"]["samples"], 2);
+        let p95 = r["segment_fetch_ms"]["p95"].as_f64().unwrap();
+        assert!((p95 - 400.0).abs() <= 0.5, "{p95}");
     }
 
     #[test]
