@@ -41,6 +41,8 @@
 //!   and the packet's IP and TCP headers). Both backends stream them to
 //!   disk.
 
+use std::collections::BTreeMap;
+
 use l4slab_core::{Dur, Time};
 
 use crate::build;
@@ -49,7 +51,8 @@ use l4slab_wifi::config::AirDir;
 
 use l4slab_app::cbr::CbrConfig;
 
-use crate::model::{AppSpec, Direction, Flow, Scenario, Side};
+use crate::model::{AppSpec, Direction, Entry, Flow, Scenario, Side};
+use crate::values::join;
 
 /// Series rows a flow adds per sample, at most: goodput, cwnd, ssthresh,
 /// pacing, inflight, unsent, srtt, rtt and loss (`l4slab-sim` `sample`), plus
@@ -232,16 +235,23 @@ impl Cost {
     /// estimate and the limit.
     pub fn check(&self, scn: &Scenario, limits: &Limits) -> Result<(), ScenarioError> {
         if self.flows > limits.flows {
-            let (path, _) = biggest_count(scn, |_| true);
+            let (entry, n) = biggest_count(scn, |_| true);
+            let example = match entry {
+                Entry::Flow(_) => 100,
+                // The copies that fit beside every other entry's flows.
+                Entry::Household { .. } => {
+                    count_that_fits(entry, n, limits.flows.saturating_sub(self.flows - n))
+                }
+            };
             return Err(too_large(
-                &path,
+                &join(&entry.to_string(), "count"),
                 format!(
                     "{} flows in all is past the limit of {} (each holds a transport and its \
                      recorders in memory for the whole run)",
                     group(self.flows),
                     group(limits.flows)
                 ),
-                "count = 100".to_string(),
+                format!("count = {example}"),
             ));
         }
         if self.stations > limits.stations {
@@ -258,13 +268,12 @@ impl Cost {
             ));
         }
         if self.call_bytes > limits.call_bytes {
-            let (path, entry) = biggest_count(scn, |f| f.app.is_rtp());
+            let (entry, n) = biggest_count(scn, |f| f.app.is_rtp());
             // The count at which this entry's calls alone fit.
-            let fits = (u128::from(entry) * u128::from(limits.call_bytes)
-                / u128::from(self.call_bytes))
-            .max(1);
+            let calls = u128::from(n) * u128::from(limits.call_bytes) / u128::from(self.call_bytes);
+            let fits = count_that_fits(entry, n, u64::try_from(calls).unwrap_or(u64::MAX));
             return Err(too_large(
-                &path,
+                &join(&entry.to_string(), "count"),
                 format!(
                     "{} RTP calls hold about {} MB in all (about 0.9 MB each and 85 KB a \
                      second of call, for duration = {}), past the limit of {} MB",
@@ -477,7 +486,7 @@ fn densest_ping(scn: &Scenario, limits: &Limits) -> (String, Dur) {
     let share = (limits.probes / pings.len().max(1) as u64).max(1);
     let ns = duration.div_ceil(share);
     (
-        format!("flows[{}].app.interval", densest.entry),
+        join(&densest.entry.to_string(), "app.interval"),
         Dur::from_millis(ns.div_ceil(1_000_000).max(1)),
     )
 }
@@ -492,27 +501,34 @@ fn cbr_datagrams(c: &CbrConfig, active: Dur) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX).saturating_add(1)
 }
 
-/// The `[[flows]]` entry that makes the most flows `counted`: its `count`
-/// key path and how many it makes.
-fn biggest_count(scn: &Scenario, counted: impl Fn(&Flow) -> bool) -> (String, u64) {
-    let mut per_entry: Vec<u64> = Vec::new();
+/// The `[[flows]]` or `[[households]]` entry that makes the most flows
+/// `counted` (the first of them) and how many it makes.
+fn biggest_count(scn: &Scenario, counted: impl Fn(&Flow) -> bool) -> (Entry, u64) {
+    let mut per_entry: BTreeMap<Entry, u64> = BTreeMap::new();
     for flow in scn.flows.iter().filter(|f| counted(f)) {
-        if per_entry.len() <= flow.entry {
-            per_entry.resize(flow.entry + 1, 0);
-        }
-        per_entry[flow.entry] += 1;
+        *per_entry.entry(flow.entry).or_insert(0) += 1;
     }
-    // The first of the largest entries.
-    let mut best = 0;
-    for (i, &n) in per_entry.iter().enumerate() {
-        if n > per_entry[best] {
-            best = i;
+    let mut best = (Entry::Flow(0), 0);
+    for (&entry, &n) in &per_entry {
+        if n > best.1 {
+            best = (entry, n);
         }
     }
-    (
-        format!("flows[{best}].count"),
-        per_entry.get(best).copied().unwrap_or(0),
-    )
+    best
+}
+
+/// The `count` to suggest for `entry`, which makes `n` of the flows
+/// counted, when `fits` of them would fit (at least 1): the flows
+/// themselves for a `[[flows]]` entry, whole copies of a household.
+fn count_that_fits(entry: Entry, n: u64, fits: u64) -> u64 {
+    let count = match entry {
+        Entry::Flow(_) => fits,
+        Entry::Household { copies, .. } => {
+            let per_copy = (n / copies.max(1)).max(1);
+            fits / per_copy
+        }
+    };
+    count.max(1)
 }
 
 /// The shortest sample interval (a whole number of milliseconds, at least
@@ -541,7 +557,21 @@ fn group(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::group;
+    use super::{count_that_fits, group, Entry};
+
+    #[test]
+    fn the_count_that_fits_counts_a_households_copies() {
+        // A flow entry: the flows that fit are its count.
+        assert_eq!(count_that_fits(Entry::Flow(2), 300, 120), 120);
+        // 40 households of 3 counted flows each; 100 flows fit: 33 households.
+        let h = Entry::Household {
+            index: 0,
+            copies: 40,
+        };
+        assert_eq!(count_that_fits(h, 120, 100), 33);
+        // Never below one.
+        assert_eq!(count_that_fits(h, 120, 0), 1);
+    }
 
     #[test]
     fn group_puts_commas_every_three_digits() {

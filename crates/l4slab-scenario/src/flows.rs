@@ -18,7 +18,8 @@ use crate::error::ScenarioError;
 use l4slab_app::download::DownloadPart;
 
 use crate::model::{
-    AppSpec, Direction, EcnSpec, Flow, Host, Protocol, Side, TransportSpec, WebConnection, WebPage,
+    AppSpec, Direction, EcnSpec, Entry, Flow, Host, Protocol, Side, TransportSpec, WebConnection,
+    WebPage,
 };
 use crate::param::read_keys;
 use crate::parse::ParseOptions;
@@ -33,7 +34,7 @@ pub const MAX_COUNT: i64 = 100_000;
 /// `raw`: each `[[flows]]` entry (and each flow a household brought,
 /// `crate::household`) with the key path its errors name.
 pub(crate) fn resolve_flows(
-    raw: &[(String, &RawFlow)],
+    raw: &[(Entry, &RawFlow)],
     hosts: &[Host],
     end: Time,
     opts: &ParseOptions<'_>,
@@ -43,10 +44,10 @@ pub(crate) fn resolve_flows(
     }
     let mut flows = Vec::new();
     // Expanded name -> the key path of the entry that produced it.
-    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
-    for (i, (path, f)) in raw.iter().enumerate() {
-        let path = path.as_str();
-        let flow = resolve_flow(f, i, path, hosts, end, opts)?;
+    let mut seen: BTreeMap<String, Entry> = BTreeMap::new();
+    for (i, (entry, f)) in raw.iter().enumerate() {
+        let path = &entry.to_string();
+        let flow = resolve_flow(f, i, *entry, hosts, end, opts)?;
         let count = match f.count {
             Some(c) => values::int_in(c, &join(path, "count"), 1, MAX_COUNT)?,
             None => 1,
@@ -91,7 +92,7 @@ pub(crate) fn resolve_flows(
                         ),
                     ));
                 }
-                seen.insert(f.name.clone(), path);
+                seen.insert(f.name.clone(), *entry);
                 flows.push(f);
             }
         }
@@ -184,11 +185,12 @@ fn split_download(flow: Flow, path: &str, end: Time) -> Result<Vec<Flow>, Scenar
 fn resolve_flow(
     f: &RawFlow,
     i: usize,
-    path: &str,
+    entry: Entry,
     hosts: &[Host],
     end: Time,
     opts: &ParseOptions<'_>,
 ) -> Result<Flow, ScenarioError> {
+    let path = &entry.to_string();
     let name = match &f.name {
         Some(n) => {
             check_name(n, &join(path, "name"))?;
@@ -282,7 +284,7 @@ fn resolve_flow(
     }
     Ok(Flow {
         name,
-        entry: i,
+        entry,
         client,
         server,
         direction,

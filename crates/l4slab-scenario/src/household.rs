@@ -9,7 +9,14 @@
 //! name = "home"           # flow names home.video, home.browse, ... (default household<i>)
 //! client = "laptop"       # hosts, as a flow's (optional when there is one per side)
 //! start = "2s"            # every flow of the mix starts this much later
+//! cc = "cubic"            # every flow's congestion control (default: the flows' default)
+//! count = 50              # 50 copies: home.0.video .. home.49.photos
 //! ```
+//!
+//! Copies differ only in their flows' names, and every random stream of a
+//! flow (a browser's pages, a QUIC connection's IDs) is derived from the
+//! run's seed and the flow's name, so each copy draws its own, the same in
+//! every run.
 //!
 //! A preset is a list of flow tables written as a scenario would write
 //! them ([`PRESETS`]); what each holds and where every number comes from
@@ -21,6 +28,7 @@ use toml::Value;
 use l4slab_core::Dur;
 
 use crate::error::ScenarioError;
+use crate::model::Entry;
 use crate::raw::RawFlow;
 use crate::resolve::check_name;
 use crate::values::{self, deserialize_at, join};
@@ -34,7 +42,13 @@ pub struct RawHousehold {
     pub client: Option<String>,
     pub server: Option<String>,
     pub start: Option<Value>,
+    pub cc: Option<Value>,
+    pub count: Option<i64>,
 }
+
+/// Upper bound on a household's `count`, to catch typos before they
+/// allocate (the cost limits, [`crate::cost`], refuse far fewer flows).
+pub const MAX_COUNT: i64 = 10_000;
 
 /// A household preset: its name and its flows, each `(role, flow table)`;
 /// the flow is named `<household>.<role>`.
@@ -87,14 +101,20 @@ pub fn preset_names() -> Vec<&'static str> {
     PRESETS.iter().map(|p| p.name).collect()
 }
 
-/// Each household's flows as `[[flows]]` entries, with the key path errors
-/// about them should name (`households[<i>]`).
-pub(crate) fn expand(
-    raw: Option<&[RawHousehold]>,
-) -> Result<Vec<(String, RawFlow)>, ScenarioError> {
+/// Each household's flows as `[[flows]]` entries, with the entry their
+/// errors name (`households[<i>]`).
+pub(crate) fn expand(raw: Option<&[RawHousehold]>) -> Result<Vec<(Entry, RawFlow)>, ScenarioError> {
     let mut out = Vec::new();
     for (i, h) in raw.unwrap_or_default().iter().enumerate() {
-        let path = format!("households[{i}]");
+        let count = match h.count {
+            Some(c) => values::int_in(c, &format!("households[{i}].count"), 1, MAX_COUNT)?,
+            None => 1,
+        };
+        let entry = Entry::Household {
+            index: i,
+            copies: count,
+        };
+        let path = entry.to_string();
         let preset = match &h.preset {
             None => {
                 return Err(ScenarioError::missing_with(
@@ -122,21 +142,33 @@ pub(crate) fn expand(
             Some(v) => values::duration(v, &join(&path, "start"))?,
             None => Dur::ZERO,
         };
-        for (role, text) in preset.flows {
-            let table: toml::Table = toml::from_str(text).expect("a preset's flow is TOML");
-            let mut f: RawFlow =
-                deserialize_at(Value::Table(table), &path).expect("a preset's flow reads");
-            f.name = Some(format!("{name}.{role}"));
-            f.client.clone_from(&h.client);
-            f.server.clone_from(&h.server);
-            let own = match &f.start {
-                Some(v) => values::duration(v, &path).expect("a preset's start is a duration"),
-                None => Dur::ZERO,
+        for copy in 0..count {
+            // As a flow's `count`: one copy keeps the names <name>.<role>,
+            // several are <name>.<k>.<role>.
+            let prefix = if count > 1 {
+                format!("{name}.{copy}")
+            } else {
+                name.clone()
             };
-            if h.start.is_some() || f.start.is_some() {
-                f.start = Some(Value::String(values::show_dur(own + offset)));
+            for (role, text) in preset.flows {
+                let table: toml::Table = toml::from_str(text).expect("a preset's flow is TOML");
+                let mut f: RawFlow =
+                    deserialize_at(Value::Table(table), &path).expect("a preset's flow reads");
+                f.name = Some(format!("{prefix}.{role}"));
+                f.client.clone_from(&h.client);
+                f.server.clone_from(&h.server);
+                if h.cc.is_some() {
+                    f.cc.clone_from(&h.cc);
+                }
+                let own = match &f.start {
+                    Some(v) => values::duration(v, &path).expect("a preset's start is a duration"),
+                    None => Dur::ZERO,
+                };
+                if h.start.is_some() || f.start.is_some() {
+                    f.start = Some(Value::String(values::show_dur(own + offset)));
+                }
+                out.push((entry, f));
             }
-            out.push((path.clone(), f));
         }
     }
     Ok(out)

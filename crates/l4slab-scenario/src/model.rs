@@ -241,10 +241,11 @@ pub enum Direction {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Flow {
     pub name: String,
-    /// Index of the `[[flows]]` entry this flow comes from (`count` and a web
-    /// page's extra connections make several flows of one entry).
+    /// The `[[flows]]` or `[[households]]` entry this flow comes from
+    /// (`count`, a download's connections, a web page's extra connections and
+    /// a household's mix make several flows of one entry).
     #[serde(skip)]
-    pub entry: usize,
+    pub entry: Entry,
     /// Index into `Scenario::hosts`.
     pub client: usize,
     pub server: usize,
@@ -266,6 +267,24 @@ pub struct Flow {
     /// and written to the resolved scenario only when set otherwise.
     #[serde(skip_serializing_if = "is_best_effort")]
     pub wifi_ac: l4slab_wifi::edca::Ac,
+}
+
+/// The scenario table a flow was written in, as its errors name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Entry {
+    /// `flows[<index>]`.
+    Flow(usize),
+    /// `households[<index>]`, a household of `copies` copies of its preset.
+    Household { index: usize, copies: u64 },
+}
+
+impl std::fmt::Display for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Entry::Flow(i) => write!(f, "flows[{i}]"),
+            Entry::Household { index, .. } => write!(f, "households[{index}]"),
+        }
+    }
 }
 
 fn is_best_effort(ac: &l4slab_wifi::edca::Ac) -> bool {

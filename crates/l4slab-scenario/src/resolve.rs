@@ -18,7 +18,7 @@ use crate::access::{resolve_access, resolve_access_flow_classes};
 use crate::error::{Problem, ScenarioError};
 use crate::flows::resolve_flows;
 use crate::link::{bottleneck_keys, resolve_bottleneck};
-use crate::model::{AccessLinks, Host, Scenario, Side, FORMAT_VERSION};
+use crate::model::{AccessLinks, Entry, Host, Scenario, Side, FORMAT_VERSION};
 use crate::parse::ParseOptions;
 use crate::raw::{RawFlow, RawHost, RawScenario};
 use crate::values;
@@ -93,13 +93,13 @@ pub(crate) fn resolve(
     let mut hosts = resolve_hosts(raw.hosts.as_ref(), &opts.trace_dirs)?;
     let end = Time::ZERO + duration;
     let households = crate::household::expand(raw.households.as_deref())?;
-    let entries: Vec<(String, &RawFlow)> = raw
+    let entries: Vec<(Entry, &RawFlow)> = raw
         .flows
         .iter()
         .flatten()
         .enumerate()
-        .map(|(i, f)| (format!("flows[{i}]"), f))
-        .chain(households.iter().map(|(p, f)| (p.clone(), f)))
+        .map(|(i, f)| (Entry::Flow(i), f))
+        .chain(households.iter().map(|(e, f)| (*e, f)))
         .collect();
     let flows = resolve_flows(&entries, &hosts, end, opts)?;
     // Qdisc classifier rules name flows (dualpi2 `l_flows`): map them to ids.

@@ -201,3 +201,68 @@ fn bad_downloads_and_households_name_their_key_path() {
     let e = err("[[households]]\npreset = \"evening\"\ncolour = \"red\"\n");
     assert!(e.starts_with("households[0].colour:"), "{e}");
 }
+
+#[test]
+fn count_drops_copies_of_the_mix_with_their_own_names() {
+    let s = with(
+        r#"[[households]]
+preset = "work_from_home"
+name = "flat"
+count = 3
+start = "2s"
+cc = "cubic"
+"#,
+    )
+    .unwrap();
+    let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+    let mut want = Vec::new();
+    for k in 0..3 {
+        for role in ["call", "browse", "upload"] {
+            want.push(format!("flat.{k}.{role}"));
+        }
+    }
+    assert_eq!(names, want);
+    assert!(s.flows.iter().all(|f| f.start == Time::from_secs(2)));
+    // `cc` reaches every flow of every copy.
+    assert!(
+        s.flows.iter().all(|f| f.cc.kind == "cubic"),
+        "{:?}",
+        s.flows
+    );
+    // Each copy's download is its own (named after its copy).
+    let (_, _, p) = part(&s, 5);
+    assert_eq!(p.download, "flat.1.upload");
+    // Every flow keeps the household as its entry (the cost limits name it).
+    assert!(s.flows.iter().all(|f| f.entry
+        == l4slab_scenario::Entry::Household {
+            index: 0,
+            copies: 3
+        }));
+    // count = 1 is one household, named as without count.
+    let one = with("[[households]]\npreset = \"work_from_home\"\ncount = 1\n").unwrap();
+    assert_eq!(one.flows[0].name, "household0.call");
+    // Without `cc` the flows keep the default (reno).
+    assert!(one.flows.iter().all(|f| f.cc.kind == "reno"));
+}
+
+#[test]
+fn a_bad_household_count_or_cc_names_its_key_path() {
+    let h = |extra: &str| err(&format!("[[households]]\npreset = \"evening\"\n{extra}\n"));
+    for bad in ["count = 0", "count = -2", "count = 10001"] {
+        let e = h(bad);
+        assert!(
+            e.starts_with("households[0].count:") && e.contains("between 1 and 10000"),
+            "{bad}: {e}"
+        );
+    }
+    let e = h("count = \"5\"");
+    assert!(e.starts_with("households[0].count:"), "{e}");
+    let e = h("cc = \"vegas\"");
+    assert!(e.starts_with("households[0].cc:"), "{e}");
+    // Two households whose copies would share names.
+    let e = err("[[households]]\npreset = \"evening\"\nname = \"a.0\"\n[[households]]\npreset = \"evening\"\nname = \"a\"\ncount = 2\n");
+    assert!(
+        e.starts_with("households[1].name:") && e.contains("'a.0.video'"),
+        "{e}"
+    );
+}

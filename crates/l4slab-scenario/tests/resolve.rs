@@ -66,7 +66,7 @@ fn minimal_file_gets_every_default() {
         ],
         flows: vec![Flow {
             name: "flow0".into(),
-            entry: 0,
+            entry: l4slab_scenario::Entry::Flow(0),
             client: 0,
             server: 1,
             direction: Direction::Down,

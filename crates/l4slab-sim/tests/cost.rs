@@ -242,6 +242,29 @@ fn a_huge_count_is_refused_naming_its_entry() {
 }
 
 #[test]
+fn households_count_in_the_flow_limit_naming_their_entry() {
+    // 500 evening households of 11 flows each (video, browsing, 8 game
+    // connections, photos) beside the one bulk flow: 5,501 flows.
+    let many = format!("{BULK}\n[[households]]\npreset = \"evening\"\ncount = 500\n");
+    let scn = common::scenario(&many, &["packet_trace=false"]);
+    assert_eq!(Cost::estimate(&scn).flows, 5_501);
+    let err = check(&scn, Backend::Sim).unwrap_err();
+    assert_eq!(err.path(), Some("households[0].count"), "{err}");
+    let text = err.to_string();
+    // The copies that fit beside the bulk flow: (5,000 - 1) / 11.
+    assert!(
+        text.contains("5,501 flows") && text.contains("count = 454"),
+        "{text}"
+    );
+    let fits = format!("{BULK}\n[[households]]\npreset = \"evening\"\ncount = 454\n");
+    check(
+        &common::scenario(&fits, &["packet_trace=false"]),
+        Backend::Sim,
+    )
+    .unwrap();
+}
+
+#[test]
 fn a_long_traced_run_is_refused_and_the_emulator_sooner() {
     // 100 Mbit/s for an hour: about 180 M rows, within the simulator's
     // limit (it streams them to disk), past the emulator's (held in memory).
