@@ -29,8 +29,9 @@
 //! `load_s` (from the start to the last object's last byte, parsing time
 //! included, as a browser's load event includes it), `bytes`; the summary
 //! has `pages_started`, `pages_loaded`, `page_load_ms` (p50, p95, max,
-//! mean; nearest-rank percentiles over the loaded pages) and the list of
-//! pages (the series of page load times); `series.parquet` gets
+//! mean; nearest-rank percentiles over the loaded pages,
+//! `l4slab_core::stats::nearest_rank`) and the list of pages (the series of
+//! page load times); `series.parquet` gets
 //! `page_load_ms`, the mean of the pages loaded in each interval.
 //!
 //! Draws come from the flow's own stream (`web_browse/<flow>` of the run's
@@ -53,7 +54,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use l4slab_core::param::{Kind, Param, ParamValue};
-use l4slab_core::stats::round6;
+use l4slab_core::stats::{nearest_rank_percentile, round6};
 use l4slab_core::{Dur, SimRng, Time};
 
 use crate::registry::{AppKind, BuildContext};
@@ -514,12 +515,6 @@ impl WebBrowse {
             _ => None,
         }
     }
-
-    /// Nearest-rank percentile `q` of sorted `xs` (non-empty).
-    fn percentile(xs: &[f64], q: f64) -> f64 {
-        let rank = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len());
-        xs[rank - 1]
-    }
 }
 
 impl FlowApp for WebBrowse {
@@ -577,8 +572,8 @@ impl FlowApp for WebBrowse {
         loads.sort_by(f64::total_cmp);
         let page_load_ms = (!loads.is_empty()).then(|| {
             json!({
-                "p50": round6(Self::percentile(&loads, 0.50)),
-                "p95": round6(Self::percentile(&loads, 0.95)),
+                "p50": round6(nearest_rank_percentile(&loads, 50)),
+                "p95": round6(nearest_rank_percentile(&loads, 95)),
                 "max": round6(loads[loads.len() - 1]),
                 "mean": round6(loads.iter().sum::<f64>() / loads.len() as f64),
             })
