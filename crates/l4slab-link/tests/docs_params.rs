@@ -1,10 +1,11 @@
-//! The loss models' key tables in docs/models/loss.md and the trace table's
-//! in docs/models/trace.md are rendered from their declarations
-//! (`l4slab_link::loss::MODELS`, `l4slab_link::trace::PARAMS`), so the docs
-//! cannot drift from the code.
+//! The loss models' key tables in docs/models/loss.md, the trace table's
+//! in docs/models/trace.md and the link table's (`[bottleneck]`, a host's
+//! `access`) in docs/scenarios.md are rendered from their declarations
+//! (`l4slab_link::loss::MODELS`, `l4slab_link::trace::PARAMS`,
+//! `l4slab_link::config::PARAMS`), so the docs cannot drift from the code.
 
 use l4slab_core::param::{check_docs_table, markdown_table};
-use l4slab_link::{loss, trace};
+use l4slab_link::{config, loss, trace};
 
 #[test]
 fn the_loss_page_holds_each_models_keys() {
@@ -19,6 +20,17 @@ fn the_loss_page_holds_each_models_keys() {
 #[test]
 fn the_trace_page_holds_the_rate_tables_keys() {
     check_docs_table("models/trace.md", "keys", &markdown_table(trace::PARAMS)).unwrap();
+}
+
+#[test]
+fn the_scenario_page_holds_the_link_keys() {
+    let table = markdown_table(config::PARAMS);
+    check_docs_table("scenarios.md", "link keys", &table).unwrap();
+    assert!(
+        table
+            .contains("| `qdisc` | a name or a table with `kind` ([below](#qdisc)) | `\"fifo\"` |"),
+        "{table}"
+    );
 }
 
 #[test]
