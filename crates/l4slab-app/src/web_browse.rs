@@ -29,9 +29,10 @@
 //! `load_s` (from the start to the last object's last byte, parsing time
 //! included, as a browser's load event includes it), `bytes`; the summary
 //! has `pages_started`, `pages_loaded`, `page_load_ms` (p50, p95, max,
-//! mean; nearest-rank percentiles over the loaded pages), `first_byte_ms`
-//! (the same over the pages whose first byte came) and the list of
-//! pages (the series of page load times); `series.parquet` gets
+//! mean; nearest-rank percentiles over the loaded pages,
+//! `l4slab_core::stats::nearest_rank`), `first_byte_ms` (the same over the
+//! pages whose first byte came) and the list of pages (the series of page
+//! load times); `series.parquet` gets
 //! `page_load_ms`, the mean of the pages loaded in each interval.
 //!
 //! Draws come from the flow's own stream (`web_browse/<flow>` of the run's
@@ -54,7 +55,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use l4slab_core::param::{Kind, Param, ParamValue};
-use l4slab_core::stats::round6;
+use l4slab_core::stats::{nearest_rank_percentile, round6};
 use l4slab_core::{Dur, SimRng, Time};
 
 use crate::registry::{AppKind, BuildContext};
@@ -516,12 +517,6 @@ impl WebBrowse {
         }
     }
 
-    /// Nearest-rank percentile `q` of sorted `xs` (non-empty).
-    fn percentile(xs: &[f64], q: f64) -> f64 {
-        let rank = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len());
-        xs[rank - 1]
-    }
-
     /// `{p50, p95, max, mean}` of the pages' times from their start to
     /// `at(page)`, in ms, over the pages that have one; `null` for none.
     fn page_ms(&self, at: impl Fn(&PageLog) -> Option<Time>) -> Value {
@@ -535,8 +530,8 @@ impl WebBrowse {
         }
         ms.sort_by(f64::total_cmp);
         json!({
-            "p50": round6(Self::percentile(&ms, 0.50)),
-            "p95": round6(Self::percentile(&ms, 0.95)),
+            "p50": round6(nearest_rank_percentile(&ms, 50)),
+            "p95": round6(nearest_rank_percentile(&ms, 95)),
             "max": round6(ms[ms.len() - 1]),
             "mean": round6(ms.iter().sum::<f64>() / ms.len() as f64),
         })

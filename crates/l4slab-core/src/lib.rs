@@ -14,7 +14,8 @@
 //! * [`testing`]: for tests only — [`testing::TestPath`], a scripted two-ended
 //!   network (delay, rate, loss, ECN) that every crate's tests share.
 //!
-//! No I/O and no clock: `now` is always passed in by the caller.
+//! No I/O — but [`param::docs_page`], the docs tests' reader of `docs/` — and no
+//! clock: `now` is always passed in by the caller.
 pub mod datagram;
 pub mod packet;
 pub mod param;

@@ -9,8 +9,8 @@
 //!   keys a kind accepts, how each is read, the example value in its errors),
 //! * the Python `_native.cc_params(kind)` and `_native.qdisc_params(kind)`,
 //! * the parameter tables of `docs/models/<name>.md` and `docs/scenarios.md`
-//!   ([`markdown_table`], checked by the `docs_params` tests of `l4slab-cc`
-//!   and `l4slab-qdisc`).
+//!   ([`markdown_table`], checked by [`check_docs_table`] in the
+//!   `docs_params` test of each crate that declares parameters).
 //!
 //! The declarations live next to their configs (`l4slab_cc::dctcp::PARAMS`,
 //! `l4slab_qdisc::pie::PARAMS`, ...); `l4slab_cc::param::params` and
@@ -749,12 +749,11 @@ macro_rules! param_config {
 const TABLE_HEAD: &str = "| option | kind | default | source | meaning |\n|---|---|---|---|---|\n";
 
 /// Why `text` (a docs page) does not hold `table` as a whole markdown table
-/// — followed by a blank line or the end, so no extra rows — with its header
-/// line once (no second, stale copy); `None` when it does. The docs tests of
-/// the crates that declare parameters check their pages with it.
+/// — followed by a blank line or the end, so no extra rows — once: its
+/// header and first row appear once (no second, stale copy; a page may hold
+/// several tables under the same header); `None` when it does.
 pub fn docs_table_problem(text: &str, table: &str) -> Option<String> {
     let table = table.trim_end();
-    let header = table.lines().next().unwrap_or_default();
     let trimmed = text.trim_end();
     let whole =
         text.contains(&format!("\n{table}\n\n")) || trimmed.ends_with(&format!("\n{table}"));
@@ -763,8 +762,79 @@ pub fn docs_table_problem(text: &str, table: &str) -> Option<String> {
             "lacks the table its declarations render; it should read:\n\n{table}"
         ));
     }
-    let copies = text.matches(header).count();
-    (copies != 1).then(|| format!("the header {header:?} appears {copies} times"))
+    let head: Vec<&str> = table.lines().take(3).collect();
+    let head = format!("\n{}\n", head.join("\n"));
+    let copies = format!("\n{text}\n").matches(&head).count();
+    (copies != 1).then(|| {
+        format!(
+            "the table's first rows {:?} appear {copies} times",
+            head.trim()
+        )
+    })
+}
+
+/// How to regenerate a stale docs table: the end of [`check_docs_table`]'s
+/// errors.
+pub const REGENERATE_DOCS_TABLES: &str = "Paste the table above over the stale one; \
+`L4SLAB_PRINT_PARAM_TABLES=DIR cargo test --workspace --test docs_params` writes every \
+rendered table to DIR (`<page>.<table>.md`).";
+
+/// A docs page that cannot be read or lacks its rendered table: the message
+/// names the page (and the table). `Debug` shows the message as is, so a
+/// test's `.unwrap()` prints it readably.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DocsError(pub String);
+
+impl fmt::Display for DocsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for DocsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DocsError {}
+
+/// The repository's docs page `page` (a path under `docs/`:
+/// `models/loss.md`), for the docs tests. The one file this crate reads.
+pub fn docs_page(page: &str) -> Result<String, DocsError> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(page);
+    std::fs::read_to_string(&path)
+        .map_err(|e| DocsError(format!("docs/{page}: {e} ({})", path.display())))
+}
+
+/// Check that the docs page `page` (under `docs/`) holds `table` (rendered
+/// from declarations: [`markdown_table`] or a crate's own) whole and once
+/// ([`docs_table_problem`]); `what` names the table (`gemodel keys`). The
+/// error names the page and the table, shows the table as it should read
+/// and how to regenerate it ([`REGENERATE_DOCS_TABLES`]). With
+/// `L4SLAB_PRINT_PARAM_TABLES=DIR` set, the table is first written to
+/// `DIR/<page>.<what>.md` (`models.loss.gemodel-keys.md`).
+///
+/// The `docs_params` test of each crate that declares parameters calls it.
+pub fn check_docs_table(page: &str, what: &str, table: &str) -> Result<(), DocsError> {
+    if let Some(dir) = std::env::var_os("L4SLAB_PRINT_PARAM_TABLES") {
+        let slug = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect()
+        };
+        let stem = page.trim_end_matches(".md").replace('/', ".");
+        let path = std::path::Path::new(&dir).join(format!("{stem}.{}.md", slug(what)));
+        std::fs::write(&path, table).map_err(|e| DocsError(format!("{}: {e}", path.display())))?;
+    }
+    match docs_table_problem(&docs_page(page)?, table) {
+        None => Ok(()),
+        Some(problem) => Err(DocsError(format!(
+            "docs/{page} ({what}) {problem}\n\n{REGENERATE_DOCS_TABLES}"
+        ))),
+    }
 }
 
 /// The parameter table of `docs/models/<name>.md`: one row per parameter,
@@ -801,10 +871,30 @@ mod tests {
         assert!(docs_table_problem(&format!("# P\n{stale}\n"), table).is_some());
         let extra = format!("# P\n{table}\n| `b` | `2` |\n");
         assert!(docs_table_problem(&extra, table).is_some());
-        let twice = format!("# P\n{table}\n\n| key | default |\n|---|---|\n");
+        let twice = format!("# P\n{table}\n\n{table}\n| `b` | `2` |\n");
         assert!(docs_table_problem(&twice, table)
             .unwrap()
             .contains("2 times"));
+        // Another table under the same header is not a copy.
+        let other = table.replace("`a`", "`b`");
+        assert_eq!(
+            docs_table_problem(&format!("# P\n{table}\n\n{other}\n"), table),
+            None
+        );
+    }
+
+    #[test]
+    fn a_docs_check_names_the_page_the_table_and_the_way_to_regenerate() {
+        let e = check_docs_table("models/loss.md", "no such keys", "| a |\n|---|\n| `x` |")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("docs/models/loss.md (no such keys) lacks the table"),
+            "{e}"
+        );
+        assert!(e.ends_with(REGENERATE_DOCS_TABLES), "{e}");
+        let e = docs_page("no/such/page.md").unwrap_err();
+        assert!(e.0.starts_with("docs/no/such/page.md: "), "{e}");
     }
 
     const LIMIT: Param = Param {

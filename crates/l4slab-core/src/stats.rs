@@ -218,6 +218,26 @@ impl core::fmt::Debug for DurStats {
     }
 }
 
+/// The rank of the nearest-rank `pct`th percentile of `n` values (1-based):
+/// the ⌈pct/100 · n⌉-th smallest, and at least the first (so the 0th
+/// percentile is the smallest). `pct` in whole percent (`0..=100`), computed
+/// in integers so the rank is exact. The exact, sample-based percentile the
+/// apps report (page loads, a playout's jitter allowance), where
+/// [`DurStats`] reads its own from a histogram.
+///
+/// # Panics
+/// If `n` is 0 (no percentile of nothing) or `pct` is above 100.
+pub fn nearest_rank(n: usize, pct: u32) -> usize {
+    assert!(n > 0 && pct <= 100, "nearest_rank({n}, {pct})");
+    (pct as usize * n).div_ceil(100).max(1)
+}
+
+/// The nearest-rank `pct`th percentile of `sorted` (ascending, not empty):
+/// its [`nearest_rank`]-th smallest value.
+pub fn nearest_rank_percentile<T: Copy>(sorted: &[T], pct: u32) -> T {
+    sorted[nearest_rank(sorted.len(), pct) - 1]
+}
+
 /// Round to 6 decimal places so summaries read well and snapshot stably.
 pub fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
@@ -226,6 +246,20 @@ pub fn round6(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles_are_sample_values() {
+        // The NIST/Wikipedia example: 15, 20, 35, 40, 50.
+        let xs = [15, 20, 35, 40, 50];
+        let p = |pct| nearest_rank_percentile(&xs, pct);
+        assert_eq!(
+            (p(0), p(5), p(30), p(40), p(50), p(100)),
+            (15, 15, 20, 20, 35, 50)
+        );
+        // ⌈0.95 · 20⌉ = 19 exactly (a float 0.95 · n must not round up to 20).
+        assert_eq!(nearest_rank(20, 95), 19);
+        assert_eq!((nearest_rank(3, 95), nearest_rank(1, 50)), (3, 1));
+    }
 
     #[test]
     fn dur_stats_percentiles_and_exact_mean() {

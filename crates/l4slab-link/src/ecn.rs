@@ -72,6 +72,18 @@ impl EcnRewrite {
         }
     }
 
+    /// The [`EcnRewrite::name`]s of [`EcnRewrite::ALL`], in its order: the
+    /// choices of a scenario's `ecn_rewrite` (`crate::config::ECN_REWRITE`).
+    pub const NAMES: [&'static str; 5] = {
+        let mut names = [""; 5];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Self::ALL[i].name();
+            i += 1;
+        }
+        names
+    };
+
     /// The rewrite called `name`, if any.
     pub fn from_name(name: &str) -> Option<EcnRewrite> {
         Self::ALL.into_iter().find(|r| r.name() == name)

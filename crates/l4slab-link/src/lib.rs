@@ -52,7 +52,11 @@
 //! classified it by its original codepoint (netem marks at its own enqueue),
 //! and the mark counts as a mark (`link_mark`), where netem's `qstats` count
 //! it as a drop.
+//!
+//! A scenario's link table (`[bottleneck]`, a host's `access`) is declared
+//! in [`config`]: its keys, kinds, defaults and docs.
 
+pub mod config;
 pub mod delay_line;
 pub mod ecn;
 pub mod loss;

@@ -1,45 +1,35 @@
-//! The loss models' key tables in docs/models/loss.md and the trace table's
-//! in docs/models/trace.md are rendered from their declarations
-//! (`l4slab_link::loss::MODELS`, `l4slab_link::trace::PARAMS`), so the docs
-//! cannot drift from the code.
+//! The loss models' key tables in docs/models/loss.md, the trace table's
+//! in docs/models/trace.md and the link table's (`[bottleneck]`, a host's
+//! `access`) in docs/scenarios.md are rendered from their declarations
+//! (`l4slab_link::loss::MODELS`, `l4slab_link::trace::PARAMS`,
+//! `l4slab_link::config::PARAMS`), so the docs cannot drift from the code.
 
-use std::path::PathBuf;
-
-use l4slab_core::param::markdown_table;
-use l4slab_link::{loss, trace};
-
-fn page(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/models")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"))
-}
-
-/// `text` holds `table` whole: every row, then a blank line (no extra row).
-fn assert_holds(text: &str, table: &str, what: &str) {
-    let table = table.trim_end();
-    assert!(
-        text.contains(&format!("\n{table}\n\n")),
-        "{what} lacks its table; it should read:\n\n{table}"
-    );
-}
+use l4slab_core::param::{check_docs_table, markdown_table};
+use l4slab_link::{config, loss, trace};
 
 #[test]
 fn the_loss_page_holds_each_models_keys() {
-    let text = page("loss.md");
     for &(kind, params) in loss::MODELS {
         if !params.is_empty() {
-            assert_holds(&text, &markdown_table(params), &format!("loss.md ({kind})"));
+            let what = format!("{kind} keys");
+            check_docs_table("models/loss.md", &what, &markdown_table(params)).unwrap();
         }
     }
 }
 
 #[test]
 fn the_trace_page_holds_the_rate_tables_keys() {
-    assert_holds(
-        &page("trace.md"),
-        &markdown_table(trace::PARAMS),
-        "trace.md",
+    check_docs_table("models/trace.md", "keys", &markdown_table(trace::PARAMS)).unwrap();
+}
+
+#[test]
+fn the_scenario_page_holds_the_link_keys() {
+    let table = markdown_table(config::PARAMS);
+    check_docs_table("scenarios.md", "link keys", &table).unwrap();
+    assert!(
+        table
+            .contains("| `qdisc` | a name or a table with `kind` ([below](#qdisc)) | `\"fifo\"` |"),
+        "{table}"
     );
 }
 

@@ -452,7 +452,7 @@ fn qdisc_names() -> Vec<&'static str> {
 /// order the documentation lists them.
 #[pyfunction]
 fn ecn_rewrite_names() -> Vec<&'static str> {
-    l4slab_link::EcnRewrite::ALL.map(|r| r.name()).to_vec()
+    l4slab_link::EcnRewrite::NAMES.to_vec()
 }
 
 /// Run the emulator process's entry (`l4slab-emu PLAN`) in this process;

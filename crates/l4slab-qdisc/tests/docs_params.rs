@@ -3,42 +3,20 @@
 //! discipline's table, `docs/scenarios.md` the table of every discipline's
 //! keys, so the docs cannot drift from the code.
 
-use std::path::PathBuf;
-
-use l4slab_core::param::markdown_table;
+use l4slab_core::param::{check_docs_table, markdown_table};
 use l4slab_qdisc::param::{markdown_options_table, params, QDISC_NAMES};
-
-fn docs(rel: &str) -> (PathBuf, String) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs")
-        .join(rel);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    (path, text)
-}
-
-/// `text` holds `table` whole, once (`l4slab_core::param::docs_table_problem`).
-fn assert_holds(text: &str, table: &str, what: &str) {
-    if let Some(problem) = l4slab_core::param::docs_table_problem(text, table) {
-        panic!("{what} {problem}");
-    }
-}
 
 #[test]
 fn each_model_page_holds_its_declared_parameter_table() {
     for &name in QDISC_NAMES {
-        let (path, text) = docs(&format!("models/{name}.md"));
-        assert_holds(
-            &text,
-            &markdown_table(params(name).unwrap()),
-            &format!("{path:?}"),
-        );
+        let table = markdown_table(params(name).unwrap());
+        check_docs_table(&format!("models/{name}.md"), "parameters", &table).unwrap();
     }
 }
 
 #[test]
 fn the_scenario_reference_holds_every_qdiscs_keys() {
-    let (path, text) = docs("scenarios.md");
-    assert_holds(&text, &markdown_options_table(), &format!("{path:?}"));
+    check_docs_table("scenarios.md", "qdisc keys", &markdown_options_table()).unwrap();
 }
 
 #[test]
@@ -61,19 +39,4 @@ fn the_rendered_tables_have_one_row_per_parameter_with_range_default_and_source(
             .map(|q| params(q).unwrap().len())
             .sum::<usize>()
     );
-}
-
-/// `L4SLAB_PRINT_PARAM_TABLES=dir cargo test -p l4slab-qdisc --test docs_params`
-/// writes the rendered tables to `dir/<name>.md` (to paste into the docs).
-#[test]
-fn print_tables_on_request() {
-    let Some(dir) = std::env::var_os("L4SLAB_PRINT_PARAM_TABLES") else {
-        return;
-    };
-    let dir = PathBuf::from(dir);
-    for &name in QDISC_NAMES {
-        let t = markdown_table(params(name).unwrap());
-        std::fs::write(dir.join(format!("{name}.md")), t).unwrap();
-    }
-    std::fs::write(dir.join("scenarios.md"), markdown_options_table()).unwrap();
 }

@@ -2,18 +2,12 @@
 //! docs/models/quic.md, is rendered from the declarations
 //! (`l4slab_quic::params::PARAMS`), so the docs cannot drift from the code.
 
-use std::path::PathBuf;
-
-use l4slab_core::param::{docs_table_problem, markdown_table};
+use l4slab_core::param::{check_docs_table, markdown_table};
 use l4slab_quic::params::PARAMS;
 
 #[test]
 fn the_quic_page_holds_the_applied_keys_table() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/quic.md");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    if let Some(problem) = docs_table_problem(&text, &markdown_table(PARAMS)) {
-        panic!("docs/models/quic.md: {problem}");
-    }
+    check_docs_table("models/quic.md", "transport keys", &markdown_table(PARAMS)).unwrap();
 }
 
 #[test]

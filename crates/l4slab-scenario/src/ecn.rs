@@ -43,9 +43,9 @@ pub(crate) fn mode(v: &Value, path: &str) -> Result<EcnSpec, ScenarioError> {
     })
 }
 
-/// `ecn_rewrite = "bleach"`.
+/// `ecn_rewrite = "bleach"`: one of the choices its declaration lists
+/// (`l4slab_link::config::ECN_REWRITE`, [`EcnRewrite::NAMES`]).
 pub(crate) fn rewrite(v: &Value, path: &str) -> Result<EcnRewrite, ScenarioError> {
-    let names: Vec<&str> = EcnRewrite::ALL.iter().map(|r| r.name()).collect();
-    let s = choice(v, path, "ECN rewrite", &names)?;
+    let s = choice(v, path, "ECN rewrite", &EcnRewrite::NAMES)?;
     Ok(EcnRewrite::from_name(s).expect("listed"))
 }

@@ -1,7 +1,8 @@
 //! `[bottleneck]` -> [`Bottleneck`]: merging the shared keys with the
 //! per-direction `down`/`up` overrides, then the qdisc, its buffer, the
 //! loss model and the ECN rewrite (`crate::ecn`) of each direction. A
-//! host's access link (`crate::access`) is resolved by the same code.
+//! host's access link (`crate::access`) is resolved by the same code. The
+//! keys, their defaults and docs are declared in `l4slab_link::config`.
 //!
 //! Each key of a direction comes from `bottleneck.<dir>.<key>` if present,
 //! else from `bottleneck.<key>`; errors name the key where the value was
@@ -9,93 +10,125 @@
 //! direction's* rate: bytes = rate x time / 8, rounded down, and at least one
 //! 1500-byte packet.
 
-use toml::Value;
+use toml::{Table, Value};
 
 use l4slab_core::param::{Param, ParamValue};
 use l4slab_core::Dur;
-use l4slab_link::loss;
+use l4slab_link::config::{self, BUFFER, DELAY, ECN_REWRITE, LOSS, QDISC, RATE};
+use l4slab_link::{loss, EcnRewrite};
 
 use crate::error::ScenarioError;
-use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec};
-use crate::param::read_table;
-use crate::raw::{LinkKeys, RawBottleneck};
+use crate::model::{Bottleneck, BufferLimit, LinkSpec, LossSpec, QdiscSpec};
+use crate::param::{check_keys, read, read_table};
 use crate::units::Buffer;
-use crate::values::{self, join, kind_of};
+use crate::values::{self, describe, join, kind_of};
 
 /// The smallest byte buffer: one full-size (1500-byte MTU) packet.
 pub const MIN_BUFFER_BYTES: u64 = 1500;
 
+/// The per-direction tables of a link table, in the order of
+/// [`crate::model::AccessLinks::dir`].
+pub(crate) const DIRS: [&str; 2] = ["down", "up"];
+
 /// Resolve both directions of `[bottleneck]` (`None` if the table is absent).
 pub(crate) fn resolve_bottleneck(
-    raw: Option<&RawBottleneck>,
+    raw: Option<&Table>,
     trace_dirs: &[std::path::PathBuf],
 ) -> Result<Bottleneck, ScenarioError> {
     let Some(b) = raw else {
         return Err(ScenarioError::missing("bottleneck"));
     };
+    check_link_table(b, "bottleneck", config::PARAMS)?;
     Ok(Bottleneck {
-        down: resolve_link(&bottleneck_keys(b, "down"), None, trace_dirs)?,
-        up: resolve_link(&bottleneck_keys(b, "up"), None, trace_dirs)?,
+        down: resolve_link(&link_keys(b, "bottleneck", 0), None, trace_dirs)?,
+        up: resolve_link(&link_keys(b, "bottleneck", 1), None, trace_dirs)?,
     })
 }
 
-/// The keys of direction `dir` (`"down"`, `"up"`) of `[bottleneck]`.
-pub(crate) fn bottleneck_keys<'a>(b: &'a RawBottleneck, dir: &str) -> Merged<'a> {
-    let d: Option<&dyn LinkKeys> = match dir {
-        "down" => b.down.as_ref().map(|d| d as &dyn LinkKeys),
-        _ => b.up.as_ref().map(|d| d as &dyn LinkKeys),
-    };
+/// Check a link table (`[bottleneck]`, a host's `access`) at `path`: its
+/// keys are `params` and `down` / `up`, tables whose keys are `params`.
+pub(crate) fn check_link_table(
+    table: &Table,
+    path: &str,
+    params: &'static [Param],
+) -> Result<(), ScenarioError> {
+    check_keys(table, path, params, &DIRS)?;
+    for dir in DIRS {
+        let dir_path = join(path, dir);
+        match table.get(dir) {
+            None => {}
+            Some(Value::Table(t)) => check_keys(t, &dir_path, params, &[])?,
+            Some(other) => {
+                return Err(ScenarioError::wrong_type(
+                    &dir_path,
+                    "a table",
+                    &describe(other),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The keys of direction `dir` (an index into [`DIRS`]) of the link table
+/// `table` written at `path` (checked by [`check_link_table`]).
+pub(crate) fn link_keys<'a>(table: &'a Table, path: &str, dir: usize) -> Merged<'a> {
     Merged {
-        shared: b,
-        shared_path: "bottleneck".into(),
-        dir: d,
-        dir_path: format!("bottleneck.{dir}"),
+        shared: table,
+        shared_path: path.into(),
+        dir: table.get(DIRS[dir]).and_then(Value::as_table),
+        dir_path: join(path, DIRS[dir]),
     }
 }
 
 /// The keys of one direction of a link: `<dir_path>.<key>` (e.g.
 /// `bottleneck.down.rate`) over `<shared_path>.<key>` (`bottleneck.rate`).
 pub(crate) struct Merged<'a> {
-    pub shared: &'a dyn LinkKeys,
+    pub shared: &'a Table,
     pub shared_path: String,
-    pub dir: Option<&'a dyn LinkKeys>,
+    pub dir: Option<&'a Table>,
     pub dir_path: String,
 }
 
 impl<'a> Merged<'a> {
     /// The value of `key` and the path where it was written.
     pub fn get(&self, key: &str) -> Option<(&'a Value, String)> {
-        if let Some(v) = self.dir.and_then(|d| d.field(key)) {
+        if let Some(v) = self.dir.and_then(|d| d.get(key)) {
             return Some((v, join(&self.dir_path, key)));
         }
         self.shared
-            .field(key)
+            .get(key)
             .map(|v| (v, join(&self.shared_path, key)))
     }
 
-    /// Like [`Merged::get`], but a missing key is an error that says where it may go.
-    pub fn require(&self, key: &str, example: &str) -> Result<(&'a Value, String), ScenarioError> {
-        self.get(key).ok_or_else(|| {
+    /// The value of the required key `p` (its default is unset), or an
+    /// error that says where it may go, with its example.
+    pub fn require(&self, p: &Param) -> Result<(&'a Value, String), ScenarioError> {
+        self.get(p.name).ok_or_else(|| {
             ScenarioError::missing_with(
-                &join(&self.dir_path, key),
+                &join(&self.dir_path, p.name),
                 format!(
-                    "{key} = {example} under [{}] (both directions) or [{}]",
-                    self.shared_path, self.dir_path
+                    "{} = {} under [{}] (both directions) or [{}]",
+                    p.name,
+                    p.example(),
+                    self.shared_path,
+                    self.dir_path
                 ),
             )
         })
     }
 }
 
-/// One direction of a link from its keys. `delay`: the link's propagation
-/// delay when the table has no `delay` key (a host's access link takes the
-/// host's `access_delay`); `None` reads the required `delay` key.
+/// One direction of a link from its keys (`l4slab_link::config`). `delay`:
+/// the link's propagation delay when the table has no `delay` key (a host's
+/// access link takes the host's `access_delay`); `None` reads the required
+/// `delay` key.
 pub(crate) fn resolve_link(
     m: &Merged<'_>,
     delay: Option<Dur>,
     trace_dirs: &[std::path::PathBuf],
 ) -> Result<LinkSpec, ScenarioError> {
-    let (v, p) = m.require("rate", r#""20Mbit""#)?;
+    let (v, p) = m.require(&RATE)?;
     let (rate, rate_trace) = match v {
         Value::Table(t) => crate::trace::resolve(t, &p, trace_dirs)?,
         _ => (values::positive_rate(v, &p)?, None),
@@ -103,23 +136,23 @@ pub(crate) fn resolve_link(
     let delay = match delay {
         Some(d) => d,
         None => {
-            let (v, p) = m.require("delay", r#""10ms""#)?;
-            values::duration(v, &p)?
+            let (v, p) = m.require(&DELAY)?;
+            read(&DELAY, v, &p, None)?.dur()
         }
     };
-    let (v, p) = m.require("buffer", r#""100pkt""#)?;
+    let (v, p) = m.require(&BUFFER)?;
     let limit = buffer_limit(values::buffer(v, &p)?, rate, &p)?;
-    let qdisc = match m.get("qdisc") {
+    let qdisc = match m.get(QDISC.name) {
         Some((v, p)) => crate::qdisc::resolve(v, &p, limit, rate)?,
-        None => crate::qdisc::fifo(limit),
+        None => QdiscSpec::for_buffer(QDISC.default.choice(), limit).expect("a registered qdisc"),
     };
-    let loss = match m.get("loss") {
+    let loss = match m.get(LOSS.name) {
         Some((v, p)) => resolve_loss(v, &p)?,
         None => LossSpec::None,
     };
-    let ecn_rewrite = match m.get("ecn_rewrite") {
+    let ecn_rewrite = match m.get(ECN_REWRITE.name) {
         Some((v, p)) => crate::ecn::rewrite(v, &p)?,
-        None => l4slab_link::EcnRewrite::None,
+        None => EcnRewrite::from_name(ECN_REWRITE.default.choice()).expect("a rewrite"),
     };
     Ok(LinkSpec {
         rate,

@@ -1,8 +1,10 @@
 //! The one generic reader of declared parameters ([`l4slab_core::param`]),
 //! shared by the congestion-control options (`crate::cc`), the queue
-//! disciplines (`crate::qdisc`), the apps (`crate::app`) and `[flows.transport]`
-//! (`crate::flows`, by `l4slab_tcp::config::PARAMS`): which keys a table accepts (the declared
-//! names and aliases, plus `kind`), how each value is read and checked (its
+//! disciplines (`crate::qdisc`), the apps (`crate::app`), `[flows.transport]`
+//! (`crate::flows`, by `l4slab_tcp::config::PARAMS`) and the link tables
+//! (`crate::link`, by `l4slab_link::config::PARAMS`): which keys a table
+//! accepts (the declared names and aliases, plus `kind`), how each value is
+//! read and checked (its
 //! [`Kind`] and range), and the example in its errors (its default, or an
 //! unset default's example).
 //!
@@ -100,23 +102,7 @@ pub(crate) fn read_keys<'t>(
     rate: Option<Rate>,
     own: &[&'static str],
 ) -> Result<Values<'t>, ScenarioError> {
-    if let Some(key) = table
-        .keys()
-        .find(|k| !own.contains(&k.as_str()) && !params.iter().any(|p| p.is_named(k)))
-    {
-        let declared = params.iter().map(|p| p.name);
-        let valid: Vec<&str> = if own == ["kind"] {
-            own.iter().copied().chain(declared).collect()
-        } else {
-            declared.chain(own.iter().copied()).collect()
-        };
-        return Err(ScenarioError::invalid(
-            &join(path, key),
-            Problem::UnknownKey,
-            format!("unknown key; valid keys here: {}", valid.join(", ")),
-            None,
-        ));
-    }
+    check_keys(table, path, params, own)?;
     let mut values = Vec::new();
     for p in params {
         let mut keys = table.iter().filter(|(k, _)| p.is_named(k));
@@ -141,6 +127,36 @@ pub(crate) fn read_keys<'t>(
         params,
         read: values,
     })
+}
+
+/// The first key of `table` (at `path`) that is neither declared in
+/// `params` (a name or an alias) nor one of `own`, as an error listing the
+/// valid keys (as serde's `deny_unknown_fields` would): `own` first when it
+/// is `kind`, last otherwise.
+pub(crate) fn check_keys(
+    table: &Table,
+    path: &str,
+    params: &[Param],
+    own: &[&'static str],
+) -> Result<(), ScenarioError> {
+    if let Some(key) = table
+        .keys()
+        .find(|k| !own.contains(&k.as_str()) && !params.iter().any(|p| p.is_named(k)))
+    {
+        let declared = params.iter().map(|p| p.name);
+        let valid: Vec<&str> = if own == ["kind"] {
+            own.iter().copied().chain(declared).collect()
+        } else {
+            declared.chain(own.iter().copied()).collect()
+        };
+        return Err(ScenarioError::invalid(
+            &join(path, key),
+            Problem::UnknownKey,
+            format!("unknown key; valid keys here: {}", valid.join(", ")),
+            None,
+        ));
+    }
+    Ok(())
 }
 
 /// The value of the parameter declared by `p`, written `v` at `path`: read

@@ -11,7 +11,8 @@
 //! A per-kind table (`loss = { kind = "bernoulli", ... }`, an app, a qdisc)
 //! is read in a second step, once `kind` has been read, by that kind's
 //! declarations (`crate::param`), so that each kind rejects keys that belong
-//! to another.
+//! to another; so are the link tables (`[bottleneck]`, a host's `access`),
+//! kept here as tables and checked against `l4slab_link::config`.
 
 use std::collections::BTreeMap;
 
@@ -33,7 +34,9 @@ pub struct RawScenario {
     pub packet_trace: Option<bool>,
     /// Capture the packets of every queue in pcap files.
     pub pcap: Option<bool>,
-    pub bottleneck: Option<RawBottleneck>,
+    /// `[bottleneck]`: read by the link's declarations
+    /// (`l4slab_link::config::PARAMS`, `crate::link`).
+    pub bottleneck: Option<toml::Table>,
     /// `[wifi]`: a Wi-Fi cell as the client hosts' access network.
     pub wifi: Option<RawWifi>,
     /// Host name -> host; `BTreeMap` so iteration is in name order.
@@ -46,94 +49,17 @@ pub struct RawScenario {
     pub sweep: Option<crate::sweep::RawSweep>,
 }
 
-/// `[bottleneck]`: keys for both directions, and per-direction overrides.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawBottleneck {
-    pub rate: Option<Value>,
-    pub delay: Option<Value>,
-    pub buffer: Option<Value>,
-    pub qdisc: Option<Value>,
-    pub loss: Option<Value>,
-    pub ecn_rewrite: Option<Value>,
-    pub down: Option<RawLink>,
-    pub up: Option<RawLink>,
-}
-
-/// `[bottleneck.down]` / `[bottleneck.up]`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawLink {
-    pub rate: Option<Value>,
-    pub delay: Option<Value>,
-    pub buffer: Option<Value>,
-    pub qdisc: Option<Value>,
-    pub loss: Option<Value>,
-    pub ecn_rewrite: Option<Value>,
-}
-
-/// A table with link keys (`rate`, `delay`, `buffer`, `qdisc`, `loss`,
-/// `ecn_rewrite`), looked up by name: `[bottleneck]`, `[bottleneck.down]`,
-/// `[hosts.<name>.access]`, ...
-pub trait LinkKeys {
-    fn field(&self, key: &str) -> Option<&Value>;
-}
-
-/// The [`LinkKeys`] lookup of a struct with those fields (`delay` or not).
-macro_rules! link_keys {
-    ($t:ty, $($key:ident),+) => {
-        impl LinkKeys for $t {
-            fn field(&self, key: &str) -> Option<&Value> {
-                match key {
-                    $(stringify!($key) => self.$key.as_ref(),)+
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-
-link_keys!(RawBottleneck, rate, delay, buffer, qdisc, loss, ecn_rewrite);
-link_keys!(RawLink, rate, delay, buffer, qdisc, loss, ecn_rewrite);
-link_keys!(RawAccess, rate, buffer, qdisc, loss, ecn_rewrite);
-link_keys!(RawAccessLink, rate, buffer, qdisc, loss, ecn_rewrite);
-
 /// `[hosts.<name>]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawHost {
     pub side: Option<String>,
     pub access_delay: Option<Value>,
-    /// `[hosts.<name>.access]`: the host's own access link.
-    pub access: Option<RawAccess>,
+    /// `[hosts.<name>.access]`: the host's own access link, read by the
+    /// link's declarations (`l4slab_link::config::ACCESS_PARAMS`, `crate::access`).
+    pub access: Option<toml::Table>,
     /// `[hosts.<name>.wifi]`: this station's overrides of `[wifi.stations]`.
     pub wifi: Option<RawStation>,
-}
-
-/// `[hosts.<name>.access]`: the keys of `[bottleneck]` but `delay` (the
-/// host's `access_delay` is the link's), for both directions, and
-/// per-direction overrides.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawAccess {
-    pub rate: Option<Value>,
-    pub buffer: Option<Value>,
-    pub qdisc: Option<Value>,
-    pub loss: Option<Value>,
-    pub ecn_rewrite: Option<Value>,
-    pub down: Option<RawAccessLink>,
-    pub up: Option<RawAccessLink>,
-}
-
-/// `[hosts.<name>.access.down]` / `[hosts.<name>.access.up]`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawAccessLink {
-    pub rate: Option<Value>,
-    pub buffer: Option<Value>,
-    pub qdisc: Option<Value>,
-    pub loss: Option<Value>,
-    pub ecn_rewrite: Option<Value>,
 }
 
 /// One `[[flows]]` entry.

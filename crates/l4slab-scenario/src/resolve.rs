@@ -17,7 +17,7 @@ use l4slab_core::{Dur, Time};
 use crate::access::{resolve_access, resolve_access_flow_classes};
 use crate::error::{Problem, ScenarioError};
 use crate::flows::resolve_flows;
-use crate::link::{bottleneck_keys, resolve_bottleneck};
+use crate::link::{link_keys, resolve_bottleneck};
 use crate::model::{AccessLinks, Entry, Host, Scenario, Side, FORMAT_VERSION};
 use crate::parse::ParseOptions;
 use crate::raw::{RawFlow, RawHost, RawScenario};
@@ -104,8 +104,11 @@ pub(crate) fn resolve(
     let flows = resolve_flows(&entries, &hosts, end, opts)?;
     // Qdisc classifier rules name flows (dualpi2 `l_flows`): map them to ids.
     if let Some(b) = raw.bottleneck.as_ref() {
-        for (dir, spec) in [("down", &mut bottleneck.down), ("up", &mut bottleneck.up)] {
-            crate::qdisc::resolve_flow_classes(&bottleneck_keys(b, dir), spec, &flows)?;
+        for (dir, spec) in [&mut bottleneck.down, &mut bottleneck.up]
+            .into_iter()
+            .enumerate()
+        {
+            crate::qdisc::resolve_flow_classes(&link_keys(b, "bottleneck", dir), spec, &flows)?;
         }
     }
     if let Some(raw_hosts) = &raw.hosts {

@@ -218,12 +218,11 @@ mod tests {
 
     #[test]
     fn deserialize_at_prefixes_paths() {
-        let v: Value = toml::from_str("rate = '1Mbit'\nlimit = 3").unwrap();
-        let e = deserialize_at::<crate::raw::RawLink>(v, "bottleneck.down").unwrap_err();
+        let v: Value = toml::from_str("aifsn = 2\nlimit = 3").unwrap();
+        let e = deserialize_at::<crate::raw::RawEdcaParams>(v, "wifi.ap.edca.vo").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "bottleneck.down.limit: unknown key; valid keys here: rate, delay, buffer, qdisc, \
-             loss, ecn_rewrite"
+            "wifi.ap.edca.vo.limit: unknown key; valid keys here: aifsn, cw_min, cw_max, txop"
         );
     }
 }

@@ -733,10 +733,7 @@ fn example_file_resolves() {
 
 #[test]
 fn the_docs_example_resolves() {
-    let docs = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md"),
-    )
-    .unwrap();
+    let docs = l4slab_core::param::docs_page("scenarios.md").unwrap();
     let section = &docs[docs.find("## Wi-Fi cell").expect("the section")..];
     let block = section
         .split("```toml\n")

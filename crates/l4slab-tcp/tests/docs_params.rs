@@ -2,22 +2,17 @@
 //! the declarations (`l4slab_tcp::config::PARAMS`), so the docs cannot drift
 //! from the code.
 
-use std::path::PathBuf;
-
-use l4slab_core::param::{docs_table_problem, markdown_table};
+use l4slab_core::param::{check_docs_table, markdown_table};
 use l4slab_tcp::config::PARAMS;
-
-fn scenarios_md() -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"))
-}
 
 #[test]
 fn the_scenario_page_holds_the_transport_keys_table() {
-    let table = markdown_table(PARAMS);
-    if let Some(problem) = docs_table_problem(&scenarios_md(), &table) {
-        panic!("docs/scenarios.md: {problem}");
-    }
+    check_docs_table(
+        "scenarios.md",
+        "TCP transport keys",
+        &markdown_table(PARAMS),
+    )
+    .unwrap();
 }
 
 #[test]

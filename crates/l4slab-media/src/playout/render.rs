@@ -3,6 +3,7 @@
 //! table that renders what is decodable and due and drops what never will
 //! be.
 
+use l4slab_core::stats::nearest_rank;
 use l4slab_core::{Dur, Time};
 
 use super::frames::{Slot, Status};
@@ -22,11 +23,10 @@ impl Playout {
         self.transit_pos = (self.transit_pos + 1) % JITTER_WINDOW;
         self.transit_n = (self.transit_n + 1).min(JITTER_WINDOW);
         if self.cfg.jitter_allowance {
-            // 95th percentile, nearest rank: the ceil(0.95 n)-th smallest.
+            // 95th percentile, nearest rank (selected, not sorted).
             let n = self.transit_n;
             let mut buf = self.transits;
-            let rank = (95 * n).div_ceil(100) - 1;
-            let (_, p95, _) = buf[..n].select_nth_unstable(rank);
+            let (_, p95, _) = buf[..n].select_nth_unstable(nearest_rank(n, 95) - 1);
             self.jitter_ns = *p95 - min;
         }
     }
