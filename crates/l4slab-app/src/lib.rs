@@ -51,6 +51,7 @@ pub mod frames;
 pub mod oneway;
 pub mod ping;
 pub mod quic;
+pub mod quic_stream_app;
 pub mod rate_control;
 pub mod registry;
 pub mod rtp;
