@@ -26,6 +26,9 @@
 //!   (segments by request and response, ABR rules in [`abr`]).
 //! * [`download::Part`]: one connection's part of a download split over
 //!   parallel connections (the scenario makes the parts).
+//! * [`quic`]: bulk and file over the QUIC-style transport, and what runs
+//!   other apps there ([`web_quic`]: a stream per object;
+//!   [`quic_stream_app`]: a TCP app's byte stream on one stream each way).
 //! * [`frames`]: frame bookkeeping shared by the frame-based apps;
 //!   [`rate_control`]: the bitrate adaptation cloud gaming and video calls share;
 //!   [`adaptive`]: their config (the same keys, each kind's defaults);
@@ -51,6 +54,7 @@ pub mod frames;
 pub mod oneway;
 pub mod ping;
 pub mod quic;
+pub mod quic_stream_app;
 pub mod rate_control;
 pub mod registry;
 pub mod rtp;

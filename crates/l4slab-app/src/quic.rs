@@ -10,8 +10,9 @@
 //! connected (a server-initiated stream for `down`) and writes: without end
 //! for `bulk`, `size` bytes then FIN for `file`. The receiving side counts
 //! the bytes that become readable in order; a file completes when its FIN
-//! and everything before it arrived. `web` runs one stream per object
-//! ([`crate::web_quic`]).
+//! and everything before it arrived. `web` and `video_stream` run one stream per object
+//! ([`crate::web_quic`]); `web_browse` and `download` run their TCP app
+//! over one stream each way ([`crate::quic_stream_app`]).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -78,6 +79,10 @@ pub trait QuicStreams: core::fmt::Debug + Send {
     /// ([`FlowApp::sample`]).
     fn sample(&mut self, now: Time, interval: Dur, out: &mut crate::SampleSink<'_>) {
         let _ = (now, interval, out);
+    }
+    /// Numbers the app drew from its own stream ([`FlowApp::random_draws`]).
+    fn random_draws(&self) -> u64 {
+        0
     }
 }
 
@@ -359,6 +364,10 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
 
     fn sample(&mut self, now: Time, interval: Dur, out: &mut crate::SampleSink<'_>) {
         self.streams.sample(now, interval, out);
+    }
+
+    fn random_draws(&self) -> u64 {
+        self.streams.random_draws()
     }
 
     fn report(&self, end: Time) -> Value {

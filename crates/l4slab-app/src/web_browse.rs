@@ -46,9 +46,9 @@
 //! fixed time); here the objects' times depend on when the previous page
 //! completed, and an app drives one connection, so a pool of connections
 //! would need flows that open during the run. Over the QUIC-style transport
-//! (a stream per object, as [`crate::web_quic`]) not yet either: the
-//! connection issues no MAX_STREAMS, so endless pages would need it.
-//! Also not modelled: DNS, TLS, HTTP headers beyond the fixed request size,
+//! this same app runs with its byte stream on one QUIC stream each way
+//! ([`crate::quic_stream_app`]: HTTP/2-style framing over QUIC, not HTTP/3's
+//! stream per object). Also not modelled: DNS, TLS, HTTP headers beyond the fixed request size,
 //! server think time, caching, several servers.
 
 use serde::Serialize;

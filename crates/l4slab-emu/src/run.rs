@@ -237,12 +237,14 @@ pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
 
 /// What carries flow `f` (`at` names it in messages): kernel TCP when it
 /// can; l4slab's own endpoints over UDP for the QUIC-style transport, the
-/// datagram and RTP apps, and TCP flows the kernel cannot carry (those run
-/// over the QUIC-style transport with the same controller, said in `notes`).
+/// datagram and RTP apps, the apps kernel TCP flows do not run (`web`,
+/// `web_browse`, `video_stream`, `download`: over the QUIC-style transport,
+/// said in `notes`), and TCP flows the kernel cannot carry (those run over
+/// the QUIC-style transport with the same controller, said in `notes`).
 ///
 /// # Errors
-/// [`EmuError::Unsupported`] for a frame app over TCP with a controller the
-/// kernel lacks (l4slab has no frame app over its QUIC-style transport).
+/// [`EmuError::Unsupported`] for a frame app over TCP (l4slab has no frame
+/// app over its QUIC-style transport: they adapt to TCP's socket figures).
 fn carrier(
     f: &l4slab_scenario::Flow,
     at: &str,
@@ -278,6 +280,7 @@ fn carrier(
         None
     };
     let kernel_app = matches!(f.app, AppSpec::Bulk(_) | AppSpec::File(_));
+    let own = own_quic_app(f);
     match why {
         None if kernel_app => {
             if f.ecn == Some(EcnSpec::Classic)
@@ -290,22 +293,17 @@ fn carrier(
             }
             Ok(Carrier::Kernel)
         }
-        None if matches!(f.app, AppSpec::Web(_)) => {
-            notes.push(format!(
-                "{at}: the emulator's kernel-TCP flows run bulk and file only; this web page \
-                 runs over l4slab's QUIC-style transport on UDP (one stream per object; \
-                 compare with transport.protocol = \"quic\" in --backend sim)"
-            ));
+        None if own.is_some() => {
+            // A download's parts share one note, on its first.
+            if let Some(how) = own.flatten() {
+                notes.push(format!(
+                    "{at}: the emulator's kernel-TCP flows run bulk and file only; {how} \
+                     (compare with transport.protocol = \"quic\" in --backend sim)"
+                ));
+            }
             Ok(quic)
         }
-        None => Err(EmuError::Unsupported(format!(
-            "{at}.app = \"{}\": the emulator's kernel-TCP flows run the bulk and file apps \
-             only; run its frames over RTP (app.transport = \"rtp\"), run this scenario with \
-             --backend sim, or run your own program through the bottleneck with \
-             `l4slab emu -- COMMAND`",
-            f.app.kind()
-        ))),
-        Some(why) if kernel_app || matches!(f.app, AppSpec::Web(_)) => {
+        Some(why) if kernel_app || own.is_some() => {
             notes.push(format!(
                 "{at}: kernel TCP cannot carry it ({why}); it runs over l4slab's QUIC-style \
                  transport on UDP with the same controller and ECN by ACK-frame counts \
@@ -313,13 +311,47 @@ fn carrier(
             ));
             Ok(quic)
         }
-        Some(why) => Err(EmuError::Unsupported(format!(
-            "{at}.app = \"{}\" over TCP: kernel TCP cannot carry it ({why}) and l4slab's \
-             QUIC-style transport carries bulk, file and web only; run its frames over RTP \
-             (app.transport = \"rtp\") or use --backend sim",
+        _ => Err(EmuError::Unsupported(format!(
+            "{at}.app = \"{}\" over TCP: the emulator carries a frame app's frames over RTP \
+             only (its kernel-TCP flows run bulk and file, and l4slab's QUIC-style transport \
+             carries no frame app); run its frames over RTP (app.transport = \"rtp\"), run \
+             this scenario with --backend sim, or run your own program through the bottleneck \
+             with `l4slab emu -- COMMAND`",
             f.app.kind()
         ))),
     }
+}
+
+/// For an app the emulator's kernel-TCP flows do not run but l4slab's
+/// QUIC-style transport does: what carries it, for the run's notes (`None`
+/// inside: a download part after its download's first, whose note covers
+/// it); `None` for other apps.
+fn own_quic_app(f: &l4slab_scenario::Flow) -> Option<Option<String>> {
+    const OVER: &str = "over l4slab's QUIC-style transport on UDP";
+    Some(Some(match &f.app {
+        AppSpec::Web(_) => format!("this web page runs {OVER} (one stream per object, as HTTP/3)"),
+        AppSpec::VideoStream(_) => format!(
+            "this video player runs {OVER} (one stream per segment, as HTTP/3; the same player \
+             and ABR rule)"
+        ),
+        AppSpec::WebBrowse(_) => format!(
+            "this browsing session runs {OVER}: the same app as over TCP, its HTTP/2-style byte \
+             stream on one QUIC stream each way (responses in request order)"
+        ),
+        AppSpec::Download(d) => match &d.part {
+            Some(p) if p.index > 0 => return Some(None),
+            Some(p) if d.connections > 1 => format!(
+                "download \"{}\" runs {OVER}: each of its {} connections (this flow and the \
+                 next {} of its parts) is a QUIC connection of its own carrying its part on one \
+                 stream",
+                p.download,
+                d.connections,
+                d.connections - 1
+            ),
+            Some(_) | None => format!("this download runs {OVER}, its bytes on one stream"),
+        },
+        _ => return None,
+    }))
 }
 
 /// Flow `f`'s access delay per direction (`[DOWN, UP]`) that no access
@@ -699,6 +731,13 @@ pub fn run(
     if let Some(w) = wifi {
         summary["wifi"] = w;
     }
+    // As the simulator: only a run with downloads has the key.
+    if let Value::Object(flows) = &summary["flows"] {
+        let downloads = l4slab_scenario::downloads::downloads_json(scn, flows);
+        if !downloads.is_empty() {
+            summary["downloads"] = Value::Object(downloads);
+        }
+    }
     series.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     let (t_s, names, keys, values): (Vec<f64>, Vec<String>, Vec<String>, Vec<f64>) =
         series.into_iter().fold(
@@ -921,6 +960,61 @@ mod tests {
     }
 
     #[test]
+    fn players_browsers_and_downloads_run_over_the_quic_style_transport_with_a_note() {
+        let quic = Carrier::Own { transport: "quic" };
+        for (app, note) in [
+            (
+                r#"{ kind = "video_stream" }"#,
+                "video player runs over l4slab's QUIC-style transport on UDP (one stream per segment",
+            ),
+            (
+                r#"{ kind = "web_browse" }"#,
+                "browsing session runs over l4slab's QUIC-style transport on UDP: the same app as over TCP",
+            ),
+            (
+                r#"{ kind = "download", size = "1MB", connections = 1 }"#,
+                "this download runs over l4slab's QUIC-style transport on UDP, its bytes on one stream",
+            ),
+        ] {
+            let p = plan(&scenario_with(&format!("app = {app}")))
+                .unwrap_or_else(|e| panic!("{app}: {e}"));
+            assert_eq!(p.flows[0].carrier, quic, "{app}");
+            let notes = p.notes.join("\n");
+            assert!(notes.starts_with("flows[0] (flow0): "), "{notes}");
+            assert!(notes.contains(note), "{notes}");
+        }
+        // K connections are K flows, each its own QUIC connection; one note
+        // per download, on its first part (an `every` restart is a download
+        // of its own).
+        let p = plan(&scenario_with(
+            r#"app = { kind = "download", size = "8MB", connections = 4, every = "2s", stop = "1s" }"#,
+        ))
+        .unwrap();
+        // 5 s: starts at 0, 2 and 4 s.
+        assert_eq!(p.flows.len(), 12);
+        assert!(p.flows.iter().all(|f| f.carrier == quic));
+        let ports: std::collections::BTreeSet<u16> = p.flows.iter().map(|f| f.port).collect();
+        assert_eq!(ports.len(), 12, "a port, so a connection, per part");
+        assert_eq!(p.notes.len(), 3, "{:?}", p.notes);
+        assert!(
+            p.notes[0].contains("each of its 4 connections (this flow and the next 3"),
+            "{:?}",
+            p.notes
+        );
+        // With a controller the kernel lacks: the same carrier, that reason.
+        let p = plan(&scenario_with(
+            "cc = \"prague\"\napp = { kind = \"web_browse\" }",
+        ))
+        .unwrap();
+        assert_eq!(p.flows[0].carrier, quic);
+        assert!(
+            p.notes[0].contains("this kernel has no prague"),
+            "{:?}",
+            p.notes
+        );
+    }
+
+    #[test]
     fn datagram_and_media_apps_run_on_own_endpoints_and_tcp_frame_apps_are_refused() {
         let p = plan(&scenario_with(
             r#"app = { kind = "cbr", rate = "5Mbit", size = "1200B" }"#,
@@ -932,13 +1026,17 @@ mod tests {
         ))
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(p.flows[0].carrier, Carrier::Own { transport: "rtp" });
-        // Frames over kernel TCP: the kernel flows run bulk and file only.
-        let e = plan(&scenario_with(r#"app = { kind = "video_call" }"#))
+        // Frames over TCP: over RTP only, with or without a kernel controller.
+        for cc in ["cubic", "prague"] {
+            let e = plan(&scenario_with(&format!(
+                "cc = \"{cc}\"\napp = {{ kind = \"video_call\" }}"
+            )))
             .unwrap_err()
             .to_string();
-        assert!(e.contains(r#"flows[0] (flow0).app = "video_call""#), "{e}");
-        assert!(e.contains("--backend sim"), "{e}");
-        assert!(e.contains(r#"app.transport = "rtp""#), "{e}");
+            assert!(e.contains(r#"flows[0] (flow0).app = "video_call""#), "{e}");
+            assert!(e.contains("--backend sim"), "{e}");
+            assert!(e.contains(r#"app.transport = "rtp""#), "{e}");
+        }
         // The same flow with a bulk app runs on kernel TCP.
         let p = plan(&scenario_with(r#"app = "bulk""#)).unwrap();
         assert_eq!(p.flows[0].carrier, Carrier::Kernel);

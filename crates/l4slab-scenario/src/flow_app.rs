@@ -6,6 +6,7 @@
 //! composed here.
 
 use l4slab_app::quic::{QuicApp, QuicFlow};
+use l4slab_app::quic_stream_app::StreamApp;
 use l4slab_app::web_quic::WebStreams;
 use l4slab_app::{BuildContext, FlowApp, Role};
 use l4slab_core::SimRng;
@@ -36,8 +37,9 @@ pub fn flow_app(f: &Flow, seed: u64) -> Box<dyn FlowApp> {
     }
 }
 
-/// A `bulk`, `file`, `web` or `video_stream` flow over the QUIC-style transport: the
-/// flow's controller with its options, ECN unless the flow turns it off
+/// A `bulk`, `file`, `web`, `web_browse`, `video_stream` or `download` flow
+/// over the QUIC-style transport (`web_browse` and `download`: their TCP
+/// app on one stream each way, [`StreamApp`]): the flow's controller with its options, ECN unless the flow turns it off
 /// (RFC 9000 §13.4: QUIC endpoints use and validate ECN), and the transport
 /// keys QUIC applies ([`crate::quic::connection_config`]). A web page opens
 /// one stream per object and the connection issues no MAX_STREAMS, so the
@@ -70,6 +72,14 @@ fn quic_app(f: &Flow, cx: &BuildContext<'_>, seed: u64) -> Box<dyn FlowApp> {
             cfg.max_streams_bidi = cfg.max_streams_bidi.max(v.segments());
             Box::new(QuicFlow::with_streams(v.quic_streams(cx), cfg, cx.sender))
         }
-        _ => unreachable!("the scenario allows bulk, file, web and video_stream over QUIC only"),
+        // The TCP app itself, its byte stream on one QUIC stream each way.
+        AppSpec::WebBrowse(_) | AppSpec::Download(_) => Box::new(QuicFlow::with_streams(
+            StreamApp::new(f.app.build(cx), cx.sender),
+            cfg,
+            cx.sender,
+        )),
+        _ => unreachable!(
+            "the scenario allows bulk, file, web, web_browse, video_stream and download over QUIC only"
+        ),
     }
 }

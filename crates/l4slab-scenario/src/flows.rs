@@ -263,13 +263,18 @@ fn resolve_flow(
     if transport.protocol == Protocol::Quic
         && !matches!(
             app,
-            AppSpec::Bulk(_) | AppSpec::File(_) | AppSpec::Web(_) | AppSpec::VideoStream(_)
+            AppSpec::Bulk(_)
+                | AppSpec::File(_)
+                | AppSpec::Web(_)
+                | AppSpec::WebBrowse(_)
+                | AppSpec::VideoStream(_)
+                | AppSpec::Download(_)
         )
     {
         return Err(ScenarioError::conflict(
             &join(path, "transport.protocol"),
             format!(
-                "\"quic\" carries the bulk, file, web and video_stream apps for now, not \"{}\"; use app = \"bulk\", {{ kind = \"file\", size = \"10MB\" }} or {{ kind = \"web\", objects = [...] }}",
+                "\"quic\" carries the bulk, file, web, web_browse, video_stream and download apps for now, not \"{}\"; use app = \"bulk\", {{ kind = \"file\", size = \"10MB\" }} or {{ kind = \"web\", objects = [...] }}",
                 app.kind()
             ),
         ));

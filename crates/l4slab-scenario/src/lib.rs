@@ -24,6 +24,7 @@ mod app;
 pub mod build;
 pub mod cc;
 pub mod cost;
+pub mod downloads;
 pub mod ecn;
 pub mod error;
 pub mod flow_app;

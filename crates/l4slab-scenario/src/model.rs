@@ -413,7 +413,8 @@ pub struct TransportSpec {
     /// enables the client side, but only for apps that ask).
     pub fastopen: bool,
     /// `"tcp"` (default) or `"quic"`: l4slab's QUIC-style transport over UDP
-    /// (docs/models/quic.md), for `bulk`, `file` and `web` flows.
+    /// (docs/models/quic.md), for `bulk`, `file`, `web`, `web_browse`,
+    /// `video_stream` and `download` flows.
     pub protocol: Protocol,
 }
 

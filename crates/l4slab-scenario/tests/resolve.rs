@@ -814,7 +814,7 @@ fn rtp_key_errors_name_their_path() {
 }
 
 #[test]
-fn quic_is_a_transport_protocol_for_bulk_file_and_web() {
+fn quic_is_a_transport_protocol_for_the_apps_it_carries() {
     use l4slab_scenario::Problem;
     let f = &base_with(&[r#"flows[0].transport={ protocol = "quic" }"#]).flows[0];
     assert_eq!(f.transport.protocol, Protocol::Quic);
@@ -834,9 +834,24 @@ fn quic_is_a_transport_protocol_for_bulk_file_and_web() {
     assert_eq!(e.path(), Some("flows[0].transport.protocol"));
     assert_eq!(e.problem(), Some(Problem::Conflict));
     assert!(
-        e.to_string().contains("bulk, file, web and video_stream"),
+        e.to_string()
+            .contains("bulk, file, web, web_browse, video_stream and download"),
         "{e}"
     );
+    // A browsing session and a download: accepted (a download's parts are
+    // QUIC flows each).
+    for app in [
+        r#"flows[0].app={ kind = "web_browse" }"#,
+        r#"flows[0].app={ kind = "download", size = "1MB", connections = 3 }"#,
+    ] {
+        let s = base_with(&[r#"flows[0].transport={ protocol = "quic" }"#, app]);
+        assert!(
+            s.flows
+                .iter()
+                .all(|f| f.transport.protocol == Protocol::Quic),
+            "{app}"
+        );
+    }
     // A web page over QUIC: its new-connection object is a QUIC flow too.
     let s = base_with(&[
         r#"flows[0].transport={ protocol = "quic" }"#,

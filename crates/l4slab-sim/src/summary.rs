@@ -139,31 +139,7 @@ impl Sim<'_> {
             }
         }
         // A download's parts (one flow per connection) summed up per download.
-        let mut downloads = Map::new();
-        let mut parts: Vec<(&str, &Value)> = Vec::new();
-        for (i, spec) in self.scn.flows.iter().enumerate() {
-            let AppSpec::Download(d) = &spec.app else {
-                continue;
-            };
-            let Some(part) = &d.part else { continue };
-            parts.push((spec.name.as_str(), &flows[&spec.name]));
-            // The scenario lists a download's parts together, in order.
-            let last = self
-                .scn
-                .flows
-                .get(i + 1)
-                .is_none_or(|next| match &next.app {
-                    AppSpec::Download(n) => {
-                        n.part.as_ref().map(|p| &p.download) != Some(&part.download)
-                    }
-                    _ => true,
-                });
-            if last {
-                let s = l4slab_app::download::summarize(d.size, spec.start, &parts);
-                downloads.insert(part.download.clone(), s);
-                parts.clear();
-            }
-        }
+        let downloads = l4slab_scenario::downloads::downloads_json(self.scn, &flows);
         let flow_names: Vec<&str> = self.scn.flows.iter().map(|f| f.name.as_str()).collect();
         let queues = self
             .bn

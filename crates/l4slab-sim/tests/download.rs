@@ -46,6 +46,29 @@ fn eight_connections_finish_and_the_download_reports_its_last_one() {
     assert!((goodput - 80e6 / completion).abs() < 1.0, "{goodput}");
 }
 
+/// Over the QUIC-style transport (the emulator's carrier for downloads):
+/// the same parts, each its own connection, and a completion near TCP's.
+#[test]
+fn over_quic_each_part_is_a_connection_and_the_download_completes_alike() {
+    let tcp = common::run_toml(EIGHT, &[]);
+    let out = common::run_toml(EIGHT, &["flows[0].transport.protocol=quic"]);
+    let d = &out.summary["downloads"]["game"];
+    assert_eq!(d["complete"], true, "{d}");
+    assert_eq!(d["bytes_delivered"], 10_000_000);
+    for j in 0..8 {
+        let f = common::flow(&out, &format!("game.{j}"));
+        assert_eq!(f["transport"], "quic", "game.{j}");
+        assert_eq!(f["bytes_delivered"], 1_250_000, "game.{j}");
+        // Its own handshake: a connection per part.
+        assert!(f["app_metrics"]["client"]["handshake_ms"].as_f64().unwrap() > 0.0);
+    }
+    let (q, t) = (
+        common::f64_of(&d["completion_s"]),
+        common::f64_of(&tcp.summary["downloads"]["game"]["completion_s"]),
+    );
+    assert!((q - t).abs() < 0.25 * t, "quic {q} s, tcp {t} s");
+}
+
 /// A stop ends the writing: what the socket holds (up to
 /// `transport.send_buffer`, 4 MiB) still goes, so the parts here are larger.
 #[test]
