@@ -116,9 +116,12 @@ def leave_cgroup(group: Path, root: Path) -> None:
 
 def check_l4s(l4slab: str, out: Path, seconds: int, only_l4s: bool, rt: bool) -> dict[str, object]:
     """One ``check-l4s`` run; its exit code and the l4s phase's figures."""
-    # The client's own bundle: its driver's wake-ups, lateness and CPU.
+    # The client's own bundle per phase: its driver's wake-ups, lateness and CPU.
     send_out = out.parent / f"{out.name}-send"
-    send = f"l4slab send '$L4SLAB_SERVER' --cc prague -t '$L4SLAB_CHECK_SECONDS' -o {send_out}"
+    send = (
+        "l4slab send '$L4SLAB_SERVER' --cc prague -t '$L4SLAB_CHECK_SECONDS' "
+        f"-o {send_out}-$L4SLAB_CHECK_PHASE"
+    )
     if rt:
         send = "chrt -f 10 " + send
     cmd = [*shlex.split(l4slab), "check-l4s", "-o", str(out), "--seconds", str(seconds)]
@@ -152,7 +155,10 @@ def check_l4s(l4slab: str, out: Path, seconds: int, only_l4s: bool, rt: bool) ->
         scal = [c for c in checks if c.get("id") == "scalable"]
         if scal:
             row["scalable"] = scal[0].get("evidence", "")
-    row.update(client_driver(send_out))
+    # The phase the row's figures are about: l4s, or the 2 % marking phase
+    # (where a scalable sender's window is largest) for the whole check.
+    phase = "l4s" if only_l4s else "mark-2%"
+    row.update(client_driver(Path(f"{send_out}-{phase}")))
     return row
 
 
