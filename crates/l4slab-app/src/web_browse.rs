@@ -12,7 +12,8 @@
 //!    it for the reading time `Dpc` — think time starts when the page
 //!    completes — and then starts page `i + 1`.
 //!
-//! Transport: HTTP/2-style, one multiplexed TCP connection (RFC 9113 §9.1:
+//! Transport (the default, `connections = "multiplexed"`): HTTP/2-style,
+//! one multiplexed TCP connection (RFC 9113 §9.1:
 //! "Clients SHOULD NOT open more than one HTTP/2 connection to a given host
 //! and port pair"), opened at the flow's start and kept: page 1 starts when
 //! it is established. Every request of a step goes out at once; the server
@@ -39,14 +40,12 @@
 //! `i` of a seed is the same page whatever the network did, so runs that
 //! differ only in the queue compare the same pages.
 //!
-//! Not done: "up to six parallel HTTP/1.1 connections" (the browser's
-//! per-host limit). The scenario makes a web object's new connection a flow
-//! of its own before the run starts (`web`'s `connection = "new"`, at a
-//! fixed time); here the objects' times depend on when the previous page
-//! completed, and an app drives one connection, so a pool of connections
-//! would need flows that open during the run. Over the QUIC-style transport
-//! (a stream per object, as [`crate::web_quic`]) not yet either: the
-//! connection issues no MAX_STREAMS, so endless pages would need it.
+//! With `connections = K` the same person browses over up to `K` parallel
+//! HTTP/1.1 connections instead, one request at a time each
+//! ([`crate::web_browse_h1`]); the pages ([`Pages`]) and the step
+//! ([`Step`]) are this file's. Over the QUIC-style transport (a stream per
+//! object, as [`crate::web_quic`]) not yet: the connection issues no
+//! MAX_STREAMS, so endless pages would need it.
 //! Also not modelled: DNS, TLS, HTTP headers beyond the fixed request size,
 //! server think time, caching, several servers.
 

@@ -4,10 +4,10 @@
 //! connections to the server, each carrying one request at a time.
 //!
 //! * One request at a time per connection: RFC 9112 §9.3.2 allows
-//!   pipelining, but browsers do not use it (Chromium removed it in 2014,
-//!   Firefox turned `network.http.pipelining` off by default and removed it
-//!   in 2017). A connection asks for its next object when the last byte of
-//!   the previous response has arrived.
+//!   pipelining, but browsers do not use it (Chromium's design page "HTTP
+//!   Pipelining": "The option to enable pipelining has been removed from
+//!   Chrome"; Firefox shipped it disabled). A connection asks for its next
+//!   object when the last byte of the previous response has arrived.
 //! * At most `K` connections per host: Chromium's `g_max_sockets_per_group`
 //!   (`net/socket/client_socket_pool_manager.cc`) and Firefox's
 //!   `network.http.max-persistent-connections-per-server` are both 6.
