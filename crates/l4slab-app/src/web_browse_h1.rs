@@ -62,6 +62,16 @@ enum Load {
     Object(usize),
 }
 
+/// Where a connection's request is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Request {
+    /// Given, not yet acted on.
+    Given,
+    /// Its connection was asked to call back (or to open) to write it.
+    Called,
+    Written,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ConnState {
     Closed,
@@ -82,8 +92,8 @@ struct Conn {
     web: Web,
     /// Responses completed on it.
     done: usize,
-    /// What it carries now, and whether that request is written yet.
-    load: Option<(Load, bool)>,
+    /// What it carries now, and where its request is.
+    load: Option<(Load, Request)>,
 }
 
 /// The browser all of a session's connections share.
@@ -121,7 +131,7 @@ impl Browser {
             } else {
                 break;
             };
-            c.load = Some((load, false));
+            c.load = Some((load, Request::Given));
             given = true;
             if html {
                 break;
@@ -135,11 +145,18 @@ impl Browser {
     fn kick(&mut self, me: usize, now: Time, io: &mut dyn FlowIo) {
         for j in 0..self.conns.len() {
             let c = &mut self.conns[j];
-            if !matches!(c.load, Some((_, false))) {
+            let Some((_, request)) = &mut c.load else {
+                continue;
+            };
+            if j == me && c.state == ConnState::Open && *request != Request::Written {
+                self.send(j, now, io);
                 continue;
             }
+            if *request != Request::Given {
+                continue;
+            }
+            *request = Request::Called;
             match c.state {
-                ConnState::Open if j == me => self.send(j, now, io),
                 ConnState::Open => self.requests.push(FlowRequest::Wake {
                     flow: c.flow,
                     side: self.requester,
@@ -149,6 +166,7 @@ impl Browser {
                     c.state = ConnState::Opening;
                     self.requests.push(FlowRequest::Open { flow: c.flow });
                 }
+                // Asked to open already: it writes when established.
                 ConnState::Opening => {}
             }
         }
@@ -158,13 +176,13 @@ impl Browser {
     fn send(&mut self, j: usize, now: Time, io: &mut dyn FlowIo) {
         let page = self.pages.current();
         let c = &mut self.conns[j];
-        let Some((load, written)) = &mut c.load else {
+        let Some((load, request)) = &mut c.load else {
             return;
         };
-        if *written {
+        if *request == Request::Written {
             return;
         }
-        *written = true;
+        *request = Request::Written;
         let size = match *load {
             Load::Html => page.html,
             Load::Object(k) => page.objects[k],
@@ -172,12 +190,12 @@ impl Browser {
         c.web.push(now, size, io);
     }
 
-    /// Draw the next page and give its HTML to the first connection.
-    fn start_page(&mut self, me: usize, now: Time, io: &mut dyn FlowIo) {
+    /// Draw the next page and give its HTML to the first connection (the
+    /// caller kicks).
+    fn start_page(&mut self, now: Time) {
         self.pages.start(now);
         self.step.advance(Step::Html(()));
         self.assign(true);
-        self.kick(me, now, io);
     }
 
     /// The page's last byte arrived on `me`: the user reads it.
@@ -193,7 +211,7 @@ impl Browser {
         c.state = ConnState::Open;
         c.opened = Some(now);
         if matches!(self.step, Step::Connecting) {
-            self.start_page(me, now, io);
+            self.start_page(now);
         }
         self.kick(me, now, io);
     }
@@ -209,7 +227,7 @@ impl Browser {
                     self.left = self.pages.current().objects.len();
                     self.assign(false);
                 }
-                Step::Reading { until } if now >= until => self.start_page(me, now, io),
+                Step::Reading { until } if now >= until => self.start_page(now),
                 Step::Parsing { until } | Step::Reading { until } => io.wake_at(until),
                 _ => {}
             }
@@ -414,5 +432,158 @@ impl FlowApp for Connection {
     }
     fn opens_on_request(&self) -> bool {
         self.me != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Script;
+    use crate::web_browse::Connections;
+
+    fn ms(x: u64) -> Time {
+        Time::ZERO + Dur::from_millis(x)
+    }
+
+    /// Pages of a 1000 B HTML and 12 objects of 1000 B, no parsing time.
+    fn cfg(k: u32) -> WebBrowseConfig {
+        WebBrowseConfig {
+            html_size_min: 1000,
+            html_size_max: 1000,
+            object_size_min: 1000,
+            object_size_max: 1000,
+            // A shape near 0 puts X at the cap: 14 - 2 = 12 objects.
+            objects_shape: 0.0001,
+            objects_scale: 2,
+            objects_cap: 14,
+            parsing_time: Dur::ZERO,
+            connections: Connections::Http1(k),
+            ..WebBrowseConfig::default()
+        }
+    }
+
+    /// A session's `k` connections (flows 10, 11, ...), each on its own sockets.
+    fn session(k: u32) -> (Vec<Box<dyn FlowApp>>, Vec<Script>) {
+        let s = Session::new(&cfg(k), 1, "b", Role::Client);
+        let apps = (0..k)
+            .map(|j| s.connection(j, 10 + j as usize, &format!("b.{j}")))
+            .collect();
+        (apps, (0..k).map(|_| Script::new()).collect())
+    }
+
+    fn requests(app: &mut Box<dyn FlowApp>) -> Vec<FlowRequest> {
+        let mut v = Vec::new();
+        app.take_flow_requests(&mut |r| v.push(r));
+        v
+    }
+
+    /// Requests written on each connection, in requests of 350 B.
+    fn asked(s: &[Script]) -> Vec<u64> {
+        s.iter().map(|s| s.written(Role::Client) / 350).collect()
+    }
+
+    /// The server answers connection `j`'s latest request and its response
+    /// arrives whole at `now`.
+    fn answer(apps: &mut [Box<dyn FlowApp>], s: &mut [Script], j: usize, now: Time) {
+        let before = s[j].written(Role::Server);
+        s[j].deliver(apps[j].as_mut(), now, Role::Server, 350);
+        let response = s[j].written(Role::Server) - before;
+        assert_eq!(response, 1000, "connection {j}: one request answered");
+        s[j].deliver(apps[j].as_mut(), now, Role::Client, response);
+    }
+
+    #[test]
+    fn objects_go_to_the_first_idle_connection_one_request_at_a_time() {
+        let (mut apps, mut s) = session(6);
+        assert!(!apps[0].opens_on_request() && apps[1].opens_on_request());
+        // Connection 0 up: page 1's HTML on it.
+        s[0].connected(apps[0].as_mut(), ms(10), Role::Client);
+        assert_eq!(asked(&s), [1, 0, 0, 0, 0, 0]);
+        answer(&mut apps, &mut s, 0, ms(30));
+        // No parsing time: the objects are due now, at connection 0's wake-up.
+        assert_eq!(s[0].wake(Role::Client), Some(ms(30)));
+        s[0].timer(apps[0].as_mut(), ms(30), Role::Client);
+        // Object 0 on connection 0 (open, idle); objects 1-5 each open a
+        // connection; objects 6-11 wait.
+        assert_eq!(asked(&s), [2, 0, 0, 0, 0, 0]);
+        let want: Vec<FlowRequest> = (11..16).map(|flow| FlowRequest::Open { flow }).collect();
+        assert_eq!(requests(&mut apps[0]), want);
+        assert!(requests(&mut apps[3]).is_empty(), "drained once");
+        for j in 1..6 {
+            s[j].connected(apps[j].as_mut(), ms(50), Role::Client);
+        }
+        assert_eq!(asked(&s), [2, 1, 1, 1, 1, 1]);
+        // Connection 0 finishes first: it takes object 6, then object 7.
+        answer(&mut apps, &mut s, 0, ms(50));
+        answer(&mut apps, &mut s, 0, ms(70));
+        assert_eq!(asked(&s), [4, 1, 1, 1, 1, 1]);
+        // The others take 8-11 as they finish; the last has nothing left.
+        for j in 1..6 {
+            answer(&mut apps, &mut s, j, ms(70));
+        }
+        assert_eq!(asked(&s), [4, 2, 2, 2, 2, 1]);
+        for j in 0..5 {
+            answer(&mut apps, &mut s, j, ms(90));
+        }
+        let r = apps[0].report(ms(90));
+        assert_eq!(r["pages_loaded"], 1);
+        assert_eq!(r["pages"][0]["load_s"], 0.08);
+        assert_eq!(r["connections"][5]["responses"], 1);
+        assert_eq!(r["connections"][0]["opened_s"], 0.01);
+        assert!(apps[1].report(ms(90)).is_null(), "connection 0 reports");
+        // Page 2, after the reading time on the connection that loaded page 1:
+        // its HTML on connection 0, called back now.
+        let read = s[4].wake(Role::Client).expect("reading");
+        s[4].timer(apps[4].as_mut(), read, Role::Client);
+        let wake = FlowRequest::Wake {
+            flow: 10,
+            side: Role::Client,
+            at: read,
+        };
+        assert_eq!(requests(&mut apps[4]), [wake]);
+        s[0].timer(apps[0].as_mut(), read, Role::Client);
+        assert_eq!(asked(&s), [5, 2, 2, 2, 2, 1]);
+        let t = read + Dur::from_millis(20);
+        answer(&mut apps, &mut s, 0, t);
+        s[0].timer(apps[0].as_mut(), t, Role::Client);
+        // All six open: two waves of six, the five others called back now.
+        let woken: Vec<FlowRequest> = (11..16)
+            .map(|flow| FlowRequest::Wake {
+                flow,
+                side: Role::Client,
+                at: t,
+            })
+            .collect();
+        assert_eq!(requests(&mut apps[0]), woken);
+        for j in 1..6 {
+            s[j].timer(apps[j].as_mut(), t, Role::Client);
+        }
+        assert_eq!(asked(&s), [6, 3, 3, 3, 3, 2]);
+        let t2 = t + Dur::from_millis(20);
+        for j in 0..6 {
+            answer(&mut apps, &mut s, j, t2);
+        }
+        assert_eq!(asked(&s), [7, 4, 4, 4, 4, 3]);
+        let t3 = t2 + Dur::from_millis(20);
+        for j in 0..6 {
+            answer(&mut apps, &mut s, j, t3);
+        }
+        let r = apps[0].report(t3);
+        assert_eq!(r["pages_loaded"], 2);
+        assert_eq!(r["pages"][1]["load_s"], 0.06);
+    }
+
+    #[test]
+    fn one_connection_asks_for_one_object_at_a_time() {
+        let (mut apps, mut s) = session(1);
+        s[0].connected(apps[0].as_mut(), ms(0), Role::Client);
+        answer(&mut apps, &mut s, 0, ms(20));
+        s[0].timer(apps[0].as_mut(), ms(20), Role::Client);
+        for i in 0..12u64 {
+            assert_eq!(asked(&s), [2 + i], "object {i} asked alone");
+            answer(&mut apps, &mut s, 0, ms(40 + 20 * i));
+        }
+        assert!(requests(&mut apps[0]).is_empty());
+        assert_eq!(apps[0].report(ms(300))["pages"][0]["load_s"], 0.26);
     }
 }

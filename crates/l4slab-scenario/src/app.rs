@@ -381,25 +381,32 @@ fn browse_connections(values: &Values<'_>) -> Result<Connections, ScenarioError>
         return Ok(Connections::Multiplexed);
     };
     let path = values.path_of(&browse::CONNECTIONS);
-    let max = i64::from(browse::MAX_CONNECTIONS);
+    let max = browse::MAX_CONNECTIONS;
+    // Browsers' HTTP/1.1 limit per host: the likely intent of a wrong value.
+    let error = |problem, message: String| {
+        ScenarioError::invalid(&path, problem, message, Some("6".into()))
+    };
     match raw {
         Value::String(s) if s == "multiplexed" => Ok(Connections::Multiplexed),
-        Value::String(s) => Err(ScenarioError::bad_value(
-            &path,
+        Value::String(s) => Err(error(
+            Problem::BadValue,
             format!(
-                "{s:?} is neither \"multiplexed\" (one HTTP/2-style connection) nor a count of HTTP/1.1 connections (1 to {max}, e.g. 6)"
+                "{s:?} is neither \"multiplexed\" (one HTTP/2-style connection) nor a count of HTTP/1.1 connections (1 to {max})"
             ),
         )),
-        Value::Integer(k) => {
-            let k = values::int_in(*k, &path, 1, max)?;
-            Ok(Connections::Http1(
-                u32::try_from(k).expect("at most MAX_CONNECTIONS"),
-            ))
-        }
-        other => Err(ScenarioError::wrong_type(
-            &path,
-            "\"multiplexed\" or a count of HTTP/1.1 connections",
-            &describe(other),
+        Value::Integer(k) => match u32::try_from(*k) {
+            Ok(k) if (1..=max).contains(&k) => Ok(Connections::Http1(k)),
+            _ => Err(error(
+                Problem::BadValue,
+                format!("{k} is out of range; must be between 1 and {max}"),
+            )),
+        },
+        other => Err(error(
+            Problem::WrongType,
+            format!(
+                "expected \"multiplexed\" or a count of HTTP/1.1 connections, found {}",
+                describe(other)
+            ),
         )),
     }
 }
