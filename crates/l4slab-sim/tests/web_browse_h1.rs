@@ -91,7 +91,8 @@ fn page_loads_count_round_trips_per_connection_as_the_model_says() {
         assert_eq!(responses(&r).len() as u64, k);
         for j in 1..k {
             let name = format!("browse.{j}");
-            assert!(flows[&name]["app_metrics"].is_null(), "only .0 reports");
+            assert_eq!(flows[&name]["app"], "web_browse");
+            assert!(flows[&name].get("app_metrics").is_none(), "only .0 reports");
         }
         // The connections opened for page 1's objects were asked for when
         // the HTML had arrived (1 RTT after the page's start) and are
