@@ -19,7 +19,8 @@
 //! * [`screen_share::ScreenShare`]: frames written whenever the socket is writable.
 //! * [`web::Web`]: objects fetched by request and response.
 //! * [`web_browse::WebBrowse`]: a person browsing, page after page
-//!   ([`web_browse_model`]: the pages they ask for).
+//!   ([`web_browse_model`]: the pages they ask for), over one multiplexed
+//!   connection, or over parallel HTTP/1.1 connections ([`web_browse_h1`]).
 //! * [`cloud_gaming::CloudGaming`]: rate-adapted frames, server to player.
 //! * [`video_call::VideoCall`]: rate-adapted frames both ways.
 //! * [`video_stream::VideoStream`]: an adaptive-bitrate video player
@@ -67,6 +68,7 @@ pub mod video_call;
 pub mod video_stream;
 pub mod web;
 pub mod web_browse;
+pub mod web_browse_h1;
 pub mod web_browse_model;
 pub mod web_quic;
 
@@ -232,6 +234,30 @@ pub trait FlowApp: fmt::Debug + Send {
     fn random_draws(&self) -> u64 {
         0
     }
+    /// For an app whose flows work together (a browser's HTTP/1.1
+    /// connections, [`web_browse_h1`]): what it asks of its other flows
+    /// since the last call. The backend drains this after every callback.
+    fn take_flow_requests(&mut self, out: &mut dyn FnMut(FlowRequest)) {
+        let _ = out;
+    }
+    /// Whether the flow's connection opens only when another flow of the
+    /// same app asks for it ([`FlowRequest::Open`]) instead of at the
+    /// flow's start.
+    fn opens_on_request(&self) -> bool {
+        false
+    }
+}
+
+/// What one flow's app asks of another flow of the same app
+/// ([`FlowApp::take_flow_requests`]); `flow` is that flow's index in the
+/// scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowRequest {
+    /// Open the flow's connection now (one that [`FlowApp::opens_on_request`]).
+    Open { flow: usize },
+    /// Call the flow's app back on `side` ([`FlowApp::on_timer`]) at `at`,
+    /// as its own [`AppIo::wake_at`] would.
+    Wake { flow: usize, side: Role, at: Time },
 }
 
 /// The sending side's own transport ([`FlowApp::own_transport`]).

@@ -12,7 +12,8 @@
 //!    it for the reading time `Dpc` — think time starts when the page
 //!    completes — and then starts page `i + 1`.
 //!
-//! Transport: HTTP/2-style, one multiplexed TCP connection (RFC 9113 §9.1:
+//! Transport (the default, `connections = "multiplexed"`): HTTP/2-style,
+//! one multiplexed TCP connection (RFC 9113 §9.1:
 //! "Clients SHOULD NOT open more than one HTTP/2 connection to a given host
 //! and port pair"), opened at the flow's start and kept: page 1 starts when
 //! it is established. Every request of a step goes out at once; the server
@@ -40,15 +41,14 @@
 //! `i` of a seed is the same page whatever the network did, so runs that
 //! differ only in the queue compare the same pages.
 //!
-//! Not done: "up to six parallel HTTP/1.1 connections" (the browser's
-//! per-host limit). The scenario makes a web object's new connection a flow
-//! of its own before the run starts (`web`'s `connection = "new"`, at a
-//! fixed time); here the objects' times depend on when the previous page
-//! completed, and an app drives one connection, so a pool of connections
-//! would need flows that open during the run. Over the QUIC-style transport
-//! this same app runs with its byte stream on one QUIC stream each way
+//! With `connections = K` the same person browses over up to `K` parallel
+//! HTTP/1.1 connections instead, one request at a time each
+//! ([`crate::web_browse_h1`]); the pages ([`Pages`]) and the step
+//! ([`Step`]) are this file's. Over the QUIC-style transport the multiplexed
+//! mode runs with its byte stream on one QUIC stream each way
 //! ([`crate::quic_stream_app`]: HTTP/2-style framing over QUIC, not HTTP/3's
-//! stream per object). Also not modelled: DNS, TLS, HTTP headers beyond the fixed request size,
+//! stream per object); `connections = K` does not run there.
+//! Also not modelled: DNS, TLS, HTTP headers beyond the fixed request size,
 //! server think time, caching, several servers.
 
 use serde::Serialize;
@@ -195,6 +195,23 @@ pub const REQUEST_SIZE: Param = Param {
     doc: "bytes of each request",
 };
 
+/// Most HTTP/1.1 connections one browsing person may open: Firefox clamps
+/// `network.http.max-persistent-connections-per-server` to 1..=255
+/// (`nsHttpHandler::PrefsChanged`); Chromium and Firefox default to 6.
+pub const MAX_CONNECTIONS: u32 = 255;
+
+/// `connections`: read by the scenario (a name or a count; an HTTP/1.1
+/// session becomes one flow per connection).
+pub const CONNECTIONS: Param = Param {
+    name: "connections",
+    aliases: &[],
+    linux: "connections",
+    kind: Kind::Custom("`\"multiplexed\"` or an integer 1..=255"),
+    default: ParamValue::Choice("multiplexed"),
+    source: "RFC 9113 §9.1: one HTTP/2 connection per host; HTTP/1.1 browsers: 6 (Chromium `g_max_sockets_per_group`, Firefox `network.http.max-persistent-connections-per-server`)",
+    doc: "`\"multiplexed\"`: one HTTP/2-style connection, a step's requests at once; `K`: up to K persistent HTTP/1.1 connections, each one request at a time (flows `<name>.0` .. `<name>.<K-1>`)",
+};
+
 /// `app = { kind = "web_browse", ... }` (docs/apps.md#web_browse).
 pub const PARAMS: &[Param] = &[
     HTML_SIZE_MU,
@@ -211,11 +228,48 @@ pub const PARAMS: &[Param] = &[
     PARSING_TIME,
     READING_TIME,
     REQUEST_SIZE,
+    CONNECTIONS,
 ];
+
+/// How the browser fetches a page's objects ([`CONNECTIONS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Connections {
+    /// One HTTP/2-style connection carrying every request of a step at once.
+    Multiplexed,
+    /// Up to this many persistent HTTP/1.1 connections, each one request at
+    /// a time ([`crate::web_browse_h1`]).
+    Http1(u32),
+}
+
+impl Connections {
+    pub fn is_multiplexed(&self) -> bool {
+        *self == Connections::Multiplexed
+    }
+}
+
+/// As written in a scenario: `"multiplexed"` or the count.
+impl Serialize for Connections {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Connections::Multiplexed => s.serialize_str("multiplexed"),
+            Connections::Http1(k) => s.serialize_u32(*k),
+        }
+    }
+}
+
+/// Which connection of an HTTP/1.1 browsing session a flow is (set on
+/// each flow the scenario made of one).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionConnection {
+    /// The session's name: the scenario flow's (its flows are `<session>.<j>`).
+    pub session: String,
+    /// This connection's index, `0 .. connections`.
+    pub index: u32,
+}
 
 /// Browsing parameters (scenario `app = { kind = "web_browse", ... }`;
 /// [`PARAMS`]).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct WebBrowseConfig {
     pub html_size_mu: f64,
     pub html_size_sigma: f64,
@@ -231,6 +285,13 @@ pub struct WebBrowseConfig {
     pub parsing_time: Dur,
     pub reading_time: Dur,
     pub request_size: u64,
+    /// [`CONNECTIONS`] (left out of the resolved scenario when multiplexed,
+    /// the default, as before the key existed).
+    #[serde(skip_serializing_if = "Connections::is_multiplexed")]
+    pub connections: Connections,
+    /// Set on each flow the scenario made of an HTTP/1.1 session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection: Option<SessionConnection>,
 }
 
 l4slab_core::param_config!(WebBrowseConfig {
@@ -248,6 +309,9 @@ l4slab_core::param_config!(WebBrowseConfig {
     parsing_time = PARSING_TIME,
     reading_time = READING_TIME,
     request_size = REQUEST_SIZE,
+} + {
+    connections: Connections::Multiplexed,
+    connection: None,
 });
 
 impl WebBrowseConfig {
@@ -313,6 +377,16 @@ impl WebBrowseConfig {
             reading_mean: self.reading_time,
         }
     }
+
+    /// The browsing person of the flow (or session) `flow`: its pages come
+    /// from the stream `web_browse/<flow>` of the run's `seed`.
+    pub(crate) fn pages(&self, seed: u64, flow: &str) -> Pages {
+        Pages::new(
+            self.clone(),
+            SimRng::derive(seed, &format!("web_browse/{flow}")),
+            flow,
+        )
+    }
 }
 
 impl AppKind for WebBrowseConfig {
@@ -321,25 +395,51 @@ impl AppKind for WebBrowseConfig {
     const EXAMPLE: &'static str = r#"app = { kind = "web_browse", reading_time = "10s" }"#;
     const PARAMS: &'static [Param] = PARAMS;
 
+    /// The multiplexed browser. An HTTP/1.1 session's connections share one
+    /// browser, so they are built together
+    /// ([`crate::web_browse_h1::Session::connections`]).
     fn build(&self, cx: &BuildContext<'_>) -> Box<dyn FlowApp> {
-        let rng = SimRng::derive(cx.seed, &format!("web_browse/{}", cx.flow));
-        Box::new(WebBrowse::new(*self, cx.receiver(), rng, cx.flow))
+        assert!(
+            self.connections.is_multiplexed(),
+            "web_browse over HTTP/1.1 connections is built by web_browse_h1::Session"
+        );
+        Box::new(WebBrowse {
+            pages: self.pages(cx.seed, cx.flow),
+            requester: cx.receiver(),
+            step: Step::Connecting,
+        })
     }
 }
 
-/// Where the browsing person is. Changed only by [`WebBrowse::transition_to`].
+/// Where the browsing person is; `X` is what a transport keeps while a
+/// step's responses arrive. Changed only by [`Step::advance`].
 #[derive(Debug)]
-enum Step {
-    /// Before the connection is established.
+pub(crate) enum Step<X> {
+    /// Before the (first) connection is established.
     Connecting,
     /// The HTML's request is out; its response is arriving.
-    Html(Web),
+    Html(X),
     /// The HTML arrived; the objects are asked for at `until`.
     Parsing { until: Time },
     /// The embedded objects' requests are out.
-    Objects(Web),
+    Objects(X),
     /// The page is loaded; the next starts at `until`.
     Reading { until: Time },
+}
+
+impl<X: core::fmt::Debug> Step<X> {
+    /// The one place the step changes: legal edges only.
+    pub(crate) fn advance(&mut self, next: Step<X>) {
+        let legal = matches!(
+            (&*self, &next),
+            (Step::Connecting | Step::Reading { .. }, Step::Html(_))
+                | (Step::Html(_), Step::Parsing { .. } | Step::Reading { .. })
+                | (Step::Parsing { .. }, Step::Objects(_))
+                | (Step::Objects(_), Step::Reading { .. })
+        );
+        assert!(legal, "web_browse: {self:?} -> {next:?}");
+        *self = next;
+    }
 }
 
 /// One page as it went.
@@ -351,63 +451,134 @@ struct PageLog {
     loaded: Option<Time>,
 }
 
-/// Both ends of a browsing session over one connection (see the module
-/// documentation).
+/// The browsing person: the pages they asked for, when each started, its
+/// first byte and its load, and the report — what every transport shares.
 #[derive(Debug)]
-pub struct WebBrowse {
+pub(crate) struct Pages {
     cfg: WebBrowseConfig,
     model: PageModel,
-    requester: Role,
     rng: SimRng,
     flow: String,
-    step: Step,
-    pages: Vec<PageLog>,
+    log: Vec<PageLog>,
     /// Pages loaded since the last sample: the sum of their load times, and how many.
     interval: (Dur, u32),
 }
 
-impl WebBrowse {
-    /// `requester` is the side that receives the responses; `rng` the
-    /// flow's stream the pages are drawn from.
-    pub fn new(cfg: WebBrowseConfig, requester: Role, rng: SimRng, flow: &str) -> Self {
+impl Pages {
+    /// `rng`: the stream the pages are drawn from.
+    pub(crate) fn new(cfg: WebBrowseConfig, rng: SimRng, flow: &str) -> Self {
         assert!(cfg.conflict().is_none(), "{cfg:?}");
-        WebBrowse {
+        Pages {
             model: cfg.model(),
             cfg,
-            requester,
             rng,
             flow: flow.to_string(),
-            step: Step::Connecting,
-            pages: Vec::new(),
+            log: Vec::new(),
             interval: (Dur::ZERO, 0),
         }
     }
 
-    /// Pages loaded so far.
-    pub fn pages_loaded(&self) -> usize {
-        self.pages.iter().filter(|p| p.loaded.is_some()).count()
+    /// Draw the next page, started at `now`.
+    pub(crate) fn start(&mut self, now: Time) -> &Page {
+        let page = self.model.draw(&mut self.rng);
+        self.log.push(PageLog {
+            start: now,
+            page,
+            first_byte: None,
+            loaded: None,
+        });
+        self.current()
     }
 
-    /// The numbers drawn from the flow's stream so far.
-    pub fn draws(&self) -> u64 {
+    /// The page under way.
+    pub(crate) fn current(&self) -> &Page {
+        &self.log.last().expect("a page is under way").page
+    }
+
+    /// A byte of the current page's HTML arrived (the first call counts).
+    pub(crate) fn first_byte(&mut self, now: Time) {
+        let p = self.log.last_mut().expect("a page is under way");
+        p.first_byte.get_or_insert(now);
+    }
+
+    /// The current page's last byte arrived: when the user's reading ends
+    /// (think time starts when the page completes).
+    pub(crate) fn loaded(&mut self, now: Time) -> Time {
+        let p = self.log.last_mut().expect("a page is under way");
+        p.loaded = Some(now);
+        let load = now.saturating_since(p.start);
+        self.interval.0 += load;
+        self.interval.1 += 1;
+        now + p.page.reading
+    }
+
+    pub(crate) fn loaded_count(&self) -> usize {
+        self.log.iter().filter(|p| p.loaded.is_some()).count()
+    }
+
+    pub(crate) fn draws(&self) -> u64 {
         self.rng.draws()
     }
 
-    /// The one place the step changes: legal edges only.
-    fn transition_to(&mut self, next: Step) {
-        let legal = matches!(
-            (&self.step, &next),
-            (Step::Connecting | Step::Reading { .. }, Step::Html(_))
-                | (Step::Html(_), Step::Parsing { .. } | Step::Reading { .. })
-                | (Step::Parsing { .. }, Step::Objects(_))
-                | (Step::Objects(_), Step::Reading { .. })
-        );
-        assert!(legal, "web_browse: {:?} -> {:?}", self.step, next);
-        self.step = next;
+    /// `{p50, p95, max, mean}` of the pages' times from their start to
+    /// `at(page)`, in ms, over the pages that have one; `null` for none.
+    fn page_ms(&self, at: impl Fn(&PageLog) -> Option<Time>) -> Value {
+        let mut ms: Vec<f64> = self
+            .log
+            .iter()
+            .filter_map(|p| at(p).map(|t| t.saturating_since(p.start).as_millis_f64()))
+            .collect();
+        if ms.is_empty() {
+            return Value::Null;
+        }
+        ms.sort_by(f64::total_cmp);
+        json!({
+            "p50": round6(nearest_rank_percentile(&ms, 50)),
+            "p95": round6(nearest_rank_percentile(&ms, 95)),
+            "max": round6(ms[ms.len() - 1]),
+            "mean": round6(ms.iter().sum::<f64>() / ms.len() as f64),
+        })
     }
 
-    /// A step's objects as a `web` exchange asked for at `now`, all at once.
-    fn exchange(&self, sizes: &[u64], now: Time) -> Web {
+    /// The app's `app_metrics` (docs/apps.md#web_browse).
+    pub(crate) fn report(&self) -> Value {
+        let secs = |d: Dur| round6(d.as_secs_f64());
+        let pages: Vec<Value> = self
+            .log
+            .iter()
+            .map(|p| {
+                json!({
+                    "start_s": secs(p.start.saturating_since(Time::ZERO)),
+                    "html_bytes": p.page.html,
+                    "objects": p.page.objects.len(),
+                    "bytes": p.page.bytes(),
+                    "ttfb_s": p.first_byte.map(|t| secs(t.saturating_since(p.start))),
+                    "load_s": p.loaded.map(|t| secs(t.saturating_since(p.start))),
+                })
+            })
+            .collect();
+        let loaded: Vec<&PageLog> = self.log.iter().filter(|p| p.loaded.is_some()).collect();
+        json!({
+            "pages_started": self.log.len(),
+            "pages_loaded": loaded.len(),
+            "page_load_ms": self.page_ms(|p| p.loaded),
+            "first_byte_ms": self.page_ms(|p| p.first_byte),
+            "bytes_loaded": loaded.iter().map(|p| p.page.bytes()).sum::<u64>(),
+            "request_size_bytes": self.cfg.request_size,
+            "pages": pages,
+        })
+    }
+
+    /// The interval's `page_load_ms`: the mean of the pages loaded in it.
+    pub(crate) fn sample(&mut self, out: &mut SampleSink<'_>) {
+        let (sum, n) = core::mem::replace(&mut self.interval, (Dur::ZERO, 0));
+        if n > 0 {
+            out("page_load_ms", sum.as_millis_f64() / f64::from(n));
+        }
+    }
+
+    /// `sizes` as a `web` exchange on the flow `flow`, all asked for at `now`.
+    pub(crate) fn exchange(&self, sizes: &[u64], now: Time, flow: &str, requester: Role) -> Web {
         let objects = sizes
             .iter()
             .enumerate()
@@ -422,41 +593,62 @@ impl WebBrowse {
             request_size: self.cfg.request_size,
             page_start: now,
             objects,
-            flow: self.flow.clone(),
+            flow: flow.to_string(),
         };
-        Web::new(cfg, self.requester)
+        Web::new(cfg, requester)
+    }
+}
+
+/// Both ends of a browsing session over one multiplexed connection (see
+/// the module documentation).
+#[derive(Debug)]
+pub struct WebBrowse {
+    pages: Pages,
+    requester: Role,
+    step: Step<Web>,
+}
+
+impl WebBrowse {
+    /// `requester` is the side that receives the responses; `rng` the
+    /// flow's stream the pages are drawn from.
+    pub fn new(cfg: WebBrowseConfig, requester: Role, rng: SimRng, flow: &str) -> Self {
+        WebBrowse {
+            pages: Pages::new(cfg, rng, flow),
+            requester,
+            step: Step::Connecting,
+        }
+    }
+
+    /// Pages loaded so far.
+    pub fn pages_loaded(&self) -> usize {
+        self.pages.loaded_count()
+    }
+
+    /// The numbers drawn from the flow's stream so far.
+    pub fn draws(&self) -> u64 {
+        self.pages.draws()
+    }
+
+    /// A step's objects as a `web` exchange asked for at `now`, all at once.
+    fn exchange(&self, sizes: &[u64], now: Time) -> Web {
+        let flow = self.pages.flow.as_str();
+        self.pages.exchange(sizes, now, flow, self.requester)
     }
 
     /// Draw the next page and ask for its HTML.
     fn start_page(&mut self, now: Time, io: &mut dyn FlowIo) {
-        let page = self.model.draw(&mut self.rng);
-        let mut web = self.exchange(&[page.html], now);
-        self.pages.push(PageLog {
-            start: now,
-            page,
-            first_byte: None,
-            loaded: None,
-        });
+        let html = self.pages.start(now).html;
+        let mut web = self.exchange(&[html], now);
         // Due at `now`: the request is written at once.
         web.on_timer(now, self.requester, io);
-        self.transition_to(Step::Html(web));
-    }
-
-    fn current(&mut self) -> &mut PageLog {
-        self.pages.last_mut().expect("a page is under way")
+        self.step.advance(Step::Html(web));
     }
 
     /// The page's last byte arrived: the user reads it.
     fn page_loaded(&mut self, now: Time, io: &mut dyn FlowIo) {
-        let p = self.current();
-        p.loaded = Some(now);
-        let (load, reading) = (now.saturating_since(p.start), p.page.reading);
-        self.interval.0 += load;
-        self.interval.1 += 1;
-        // Think time starts when the page completes.
-        let until = now + reading;
+        let until = self.pages.loaded(now);
         io.wake_at(until);
-        self.transition_to(Step::Reading { until });
+        self.step.advance(Step::Reading { until });
     }
 
     /// Response bytes arrived at the requester.
@@ -467,25 +659,25 @@ impl WebBrowse {
                 web.on_receive(now, side, bytes, io);
                 let done = web.completed() == 1;
                 if bytes > 0 {
-                    self.current().first_byte.get_or_insert(now);
+                    self.pages.first_byte(now);
                 }
                 if !done {
                     return;
                 }
-                let p = self.current();
-                if p.page.objects.is_empty() {
+                let p = self.pages.current();
+                if p.objects.is_empty() {
                     self.page_loaded(now, io);
                 } else {
                     // 3GPP2 HTTP model: the embedded objects are asked for
                     // after the parsing time that follows the main object.
-                    let until = now + p.page.parsing;
+                    let until = now + p.parsing;
                     io.wake_at(until);
-                    self.transition_to(Step::Parsing { until });
+                    self.step.advance(Step::Parsing { until });
                 }
             }
             Step::Objects(web) => {
                 web.on_receive(now, side, bytes, io);
-                if web.completed() == self.current().page.objects.len() {
+                if web.completed() == self.pages.current().objects.len() {
                     self.page_loaded(now, io);
                 }
             }
@@ -499,10 +691,10 @@ impl WebBrowse {
     fn on_requester_timer(&mut self, now: Time, io: &mut dyn FlowIo) {
         match self.step {
             Step::Parsing { until } if now >= until => {
-                let sizes = self.current().page.objects.clone();
+                let sizes = self.pages.current().objects.clone();
                 let mut web = self.exchange(&sizes, now);
                 web.on_timer(now, self.requester, io);
-                self.transition_to(Step::Objects(web));
+                self.step.advance(Step::Objects(web));
             }
             Step::Reading { until } if now >= until => self.start_page(now, io),
             Step::Parsing { until } | Step::Reading { until } => io.wake_at(until),
@@ -515,26 +707,6 @@ impl WebBrowse {
             Step::Html(w) | Step::Objects(w) => Some(w),
             _ => None,
         }
-    }
-
-    /// `{p50, p95, max, mean}` of the pages' times from their start to
-    /// `at(page)`, in ms, over the pages that have one; `null` for none.
-    fn page_ms(&self, at: impl Fn(&PageLog) -> Option<Time>) -> Value {
-        let mut ms: Vec<f64> = self
-            .pages
-            .iter()
-            .filter_map(|p| at(p).map(|t| t.saturating_since(p.start).as_millis_f64()))
-            .collect();
-        if ms.is_empty() {
-            return Value::Null;
-        }
-        ms.sort_by(f64::total_cmp);
-        json!({
-            "p50": round6(nearest_rank_percentile(&ms, 50)),
-            "p95": round6(nearest_rank_percentile(&ms, 95)),
-            "max": round6(ms[ms.len() - 1]),
-            "mean": round6(ms.iter().sum::<f64>() / ms.len() as f64),
-        })
     }
 }
 
@@ -566,42 +738,14 @@ impl FlowApp for WebBrowse {
             web.on_receive(now, side, bytes, io);
         }
     }
-    fn report(&self, end: Time) -> Value {
-        let secs = |d: Dur| round6(d.as_secs_f64());
-        let pages: Vec<Value> = self
-            .pages
-            .iter()
-            .map(|p| {
-                json!({
-                    "start_s": secs(p.start.saturating_since(Time::ZERO)),
-                    "html_bytes": p.page.html,
-                    "objects": p.page.objects.len(),
-                    "bytes": p.page.bytes(),
-                    "ttfb_s": p.first_byte.map(|t| secs(t.saturating_since(p.start))),
-                    "load_s": p.loaded.map(|t| secs(t.saturating_since(p.start))),
-                })
-            })
-            .collect();
-        let loaded: Vec<&PageLog> = self.pages.iter().filter(|p| p.loaded.is_some()).collect();
-        let _ = end;
-        json!({
-            "pages_started": self.pages.len(),
-            "pages_loaded": loaded.len(),
-            "page_load_ms": self.page_ms(|p| p.loaded),
-            "first_byte_ms": self.page_ms(|p| p.first_byte),
-            "bytes_loaded": loaded.iter().map(|p| p.page.bytes()).sum::<u64>(),
-            "request_size_bytes": self.cfg.request_size,
-            "pages": pages,
-        })
+    fn report(&self, _end: Time) -> Value {
+        self.pages.report()
     }
     fn sample(&mut self, _now: Time, _interval: Dur, out: &mut SampleSink<'_>) {
-        let (sum, n) = core::mem::replace(&mut self.interval, (Dur::ZERO, 0));
-        if n > 0 {
-            out("page_load_ms", sum.as_millis_f64() / f64::from(n));
-        }
+        self.pages.sample(out);
     }
     fn random_draws(&self) -> u64 {
-        self.rng.draws()
+        self.pages.draws()
     }
 }
 

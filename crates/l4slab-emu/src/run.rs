@@ -257,6 +257,17 @@ fn carrier(
     if matches!(f.app, AppSpec::Ping(_) | AppSpec::Cbr(_)) {
         return Ok(Carrier::Own { transport: "udp" });
     }
+    if let AppSpec::WebBrowse(b) = &f.app {
+        if b.connection.is_some() {
+            // Its connections share one browser (l4slab_app::web_browse_h1),
+            // which only the simulator's engine wakes across flows.
+            return Err(EmuError::Unsupported(format!(
+                "{at}.app.connections: web_browse over parallel HTTP/1.1 connections runs \
+                 in the simulator only; in the emulator remove connections (one multiplexed \
+                 connection) or use --backend sim"
+            )));
+        }
+    }
     if f.transport.protocol == Protocol::Quic {
         return Ok(quic);
     }
@@ -1040,5 +1051,21 @@ mod tests {
         // The same flow with a bulk app runs on kernel TCP.
         let p = plan(&scenario_with(r#"app = "bulk""#)).unwrap();
         assert_eq!(p.flows[0].carrier, Carrier::Kernel);
+    }
+
+    #[test]
+    fn browsing_over_parallel_http1_connections_is_refused_one_multiplexed_runs() {
+        // Its connections share one browser only the simulator wakes across
+        // flows; each connection flow alone would browse on its own.
+        let e = plan(&scenario_with(
+            r#"app = { kind = "web_browse", connections = 6 }"#,
+        ))
+        .unwrap_err();
+        assert!(matches!(e, EmuError::Unsupported(_)), "{e}");
+        let e = e.to_string();
+        assert!(e.contains(".app.connections"), "{e}");
+        assert!(e.contains("--backend sim"), "{e}");
+        let p = plan(&scenario_with(r#"app = { kind = "web_browse" }"#)).unwrap();
+        assert_eq!(p.flows[0].carrier, Carrier::Own { transport: "quic" });
     }
 }

@@ -14,7 +14,7 @@
 //! * `min_bitrate <= start_bitrate <= max_bitrate`, and a default start
 //!   clamped to the limits written;
 //! * `web_browse`'s truncation ranges (`*_min <= *_max`, `objects_scale <=
-//!   objects_cap`);
+//!   objects_cap`) and its `connections` (a name or a count);
 //! * `video_stream`'s `ladder` (a name or an array of rates), a buffer
 //!   target of at least one segment and a startup within the target;
 //! * `download`: at least a byte per connection, `stop <= every` (its
@@ -30,6 +30,7 @@ use l4slab_app::registry::APP_NAMES;
 use l4slab_app::rtp::MediaCcKind;
 use l4slab_app::video_stream::{self as video, VideoStreamConfig};
 use l4slab_app::web::{self, WebConnection, WebObjectSpec};
+use l4slab_app::web_browse::{self as browse, Connections};
 use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::Dur;
 
@@ -107,6 +108,7 @@ pub(crate) fn resolve_app(value: Option<&Value>, path: &str) -> Result<AppSpec, 
                 };
                 return Err(conflict(&values.path_of(&at), why, &at));
             }
+            b.connections = browse_connections(&values)?;
         }
         AppSpec::CloudGaming(f) => bitrates(&values, &mut f.app)?,
         AppSpec::VideoCall(f) => bitrates(&values, &mut f.app)?,
@@ -370,6 +372,43 @@ fn video_stream(v: &mut VideoStreamConfig, values: &Values<'_>) -> Result<(), Sc
         ));
     }
     Ok(())
+}
+
+/// `web_browse`'s `connections`: `"multiplexed"` (the default) or a count
+/// of HTTP/1.1 connections in `1..=MAX_CONNECTIONS`.
+fn browse_connections(values: &Values<'_>) -> Result<Connections, ScenarioError> {
+    let Some((_, raw)) = values.raw(&browse::CONNECTIONS) else {
+        return Ok(Connections::Multiplexed);
+    };
+    let path = values.path_of(&browse::CONNECTIONS);
+    let max = browse::MAX_CONNECTIONS;
+    // Browsers' HTTP/1.1 limit per host: the likely intent of a wrong value.
+    let error = |problem, message: String| {
+        ScenarioError::invalid(&path, problem, message, Some("6".into()))
+    };
+    match raw {
+        Value::String(s) if s == "multiplexed" => Ok(Connections::Multiplexed),
+        Value::String(s) => Err(error(
+            Problem::BadValue,
+            format!(
+                "{s:?} is neither \"multiplexed\" (one HTTP/2-style connection) nor a count of HTTP/1.1 connections (1 to {max})"
+            ),
+        )),
+        Value::Integer(k) => match u32::try_from(*k) {
+            Ok(k) if (1..=max).contains(&k) => Ok(Connections::Http1(k)),
+            _ => Err(error(
+                Problem::BadValue,
+                format!("{k} is out of range; must be between 1 and {max}"),
+            )),
+        },
+        other => Err(error(
+            Problem::WrongType,
+            format!(
+                "expected \"multiplexed\" or a count of HTTP/1.1 connections, found {}",
+                describe(other)
+            ),
+        )),
+    }
 }
 
 /// `download`: a byte or more per connection; with `every` and `stop`, each

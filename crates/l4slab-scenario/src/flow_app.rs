@@ -5,8 +5,11 @@
 //! TCP (or RTP) each app kind builds itself ([`AppSpec::build`]); QUIC is
 //! composed here.
 
+use std::collections::BTreeMap;
+
 use l4slab_app::quic::{QuicApp, QuicFlow};
 use l4slab_app::quic_stream_app::StreamApp;
+use l4slab_app::web_browse_h1::Session;
 use l4slab_app::web_quic::WebStreams;
 use l4slab_app::{BuildContext, FlowApp, Role};
 use l4slab_core::SimRng;
@@ -35,6 +38,32 @@ pub fn flow_app(f: &Flow, seed: u64) -> Box<dyn FlowApp> {
         Protocol::Tcp => f.app.build(&cx),
         Protocol::Quic => quic_app(f, &cx, seed),
     }
+}
+
+/// Every flow's application, in scenario order. The flows of one HTTP/1.1
+/// browsing session (`web_browse` with `connections = K`: its connections)
+/// share one browser ([`Session`]); every other flow's app is
+/// [`flow_app`]'s.
+pub fn flow_apps(flows: &[Flow], seed: u64) -> Vec<Box<dyn FlowApp>> {
+    let mut sessions: BTreeMap<&str, Session> = BTreeMap::new();
+    flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| match &f.app {
+            AppSpec::WebBrowse(b) if b.connection.is_some() => {
+                let c = b.connection.as_ref().expect("matched");
+                let requester = match sender(f) {
+                    Role::Server => Role::Client,
+                    Role::Client => Role::Server,
+                };
+                sessions
+                    .entry(c.session.as_str())
+                    .or_insert_with(|| Session::new(b, seed, &c.session, requester))
+                    .connection(c.index, i, &f.name)
+            }
+            _ => flow_app(f, seed),
+        })
+        .collect()
 }
 
 /// A `bulk`, `file`, `web`, `web_browse`, `video_stream` or `download` flow

@@ -6,7 +6,8 @@
 //! each become a flow of their own, `<name>.obj<i>` (after the flow),
 //! starting at the object's time. A `download` flow becomes one flow per
 //! connection, `<name>.<j>` (per start of its `every` schedule,
-//! `<name>.<r>.<j>`). Names must be unique after expansion.
+//! `<name>.<r>.<j>`), and so does a `web_browse` flow over `K` HTTP/1.1
+//! connections. Names must be unique after expansion.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,7 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use l4slab_app::download::DownloadPart;
+use l4slab_app::web_browse::{Connections, SessionConnection};
 
 use crate::model::{
     AppSpec, Direction, EcnSpec, Entry, Flow, Host, Protocol, Side, TransportSpec, WebConnection,
@@ -82,6 +84,7 @@ pub(crate) fn resolve_flows(
                 .collect::<Result<Vec<_>, _>>()?
                 .into_iter()
                 .flatten()
+                .flat_map(split_browse)
             {
                 if let Some(&other) = seen.get(&f.name) {
                     return Err(ScenarioError::conflict(
@@ -182,6 +185,31 @@ fn split_download(flow: Flow, path: &str, end: Time) -> Result<Vec<Flow>, Scenar
     Ok(out)
 }
 
+/// A `web_browse` flow with `connections = K` (HTTP/1.1) -> its
+/// connections (l4slab_app::web_browse_h1), `<name>.<j>` (the flow itself
+/// when `K` is 1), all starting with it: connection 0 opens then, the
+/// others when the browser first needs them. Other flows pass through.
+fn split_browse(flow: Flow) -> Vec<Flow> {
+    let k = match &flow.app {
+        AppSpec::WebBrowse(b) => match b.connections {
+            Connections::Http1(k) => k,
+            Connections::Multiplexed => return vec![flow],
+        },
+        _ => return vec![flow],
+    };
+    let session = flow.name.clone();
+    let mut conns = copies(&flow, u64::from(k), Dur::ZERO);
+    for (j, c) in conns.iter_mut().enumerate() {
+        if let AppSpec::WebBrowse(b) = &mut c.app {
+            b.connection = Some(SessionConnection {
+                session: session.clone(),
+                index: u32::try_from(j).expect("at most MAX_CONNECTIONS"),
+            });
+        }
+    }
+    conns
+}
+
 fn resolve_flow(
     f: &RawFlow,
     i: usize,
@@ -278,6 +306,16 @@ fn resolve_flow(
                 app.kind()
             ),
         ));
+    }
+    if let AppSpec::WebBrowse(b) = &app {
+        if transport.protocol == Protocol::Quic && !b.connections.is_multiplexed() {
+            // web_browse_h1 drives TCP connections; over QUIC the session runs
+            // multiplexed on one connection (quic_stream_app).
+            return Err(ScenarioError::conflict(
+                &join(path, "app.connections"),
+                "parallel HTTP/1.1 connections run over TCP; with transport.protocol = \"quic\" a browsing session is one multiplexed connection; write e.g. \"multiplexed\"".to_string(),
+            ));
+        }
     }
     let ecn = f
         .ecn

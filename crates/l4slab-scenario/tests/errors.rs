@@ -222,6 +222,13 @@ const CASES: &[Case] = &[
     set(&["flows[0].app={ kind = \"web_browse\", objects_shape = 0 }"], "flows[0].app.objects_shape", BadValue, "0"),
     set(&["flows[0].app={ kind = \"web_browse\", html_size_sigma = -1.0 }"], "flows[0].app.html_size_sigma", BadValue, "-1"),
     set(&["flows[0].app={ kind = \"web_browse\", reading_time = \"-30s\" }"], "flows[0].app.reading_time", BadValue, "\"-30s\" is negative; write e.g. \"30s\""),
+    // web_browse: connections, "multiplexed" or 1..=255 HTTP/1.1 connections
+    set(&["flows[0].app={ kind = \"web_browse\", connections = 0 }"], "flows[0].app.connections", BadValue, "0 is out of range; must be between 1 and 255; write e.g. 6"),
+    set(&["flows[0].app={ kind = \"web_browse\", connections = 256 }"], "flows[0].app.connections", BadValue, "256 is out of range; must be between 1 and 255"),
+    set(&["flows[0].app={ kind = \"web_browse\", connections = \"http1\" }"], "flows[0].app.connections", BadValue, "\"http1\" is neither \"multiplexed\" (one HTTP/2-style connection) nor a count of HTTP/1.1 connections (1 to 255); write e.g. 6"),
+    set(&["flows[0].app={ kind = \"web_browse\", connections = 6.0 }"], "flows[0].app.connections", WrongType, "expected \"multiplexed\" or a count of HTTP/1.1 connections, found a float (6); write e.g. 6"),
+    set(&["flows[0].name=b", "flows[1].name=b.1", "flows[0].app={ kind = \"web_browse\", connections = 2 }"], "flows[1].name", Conflict, "flow name 'b.1' is already used by flows[0]"),
+    set(&["flows[0].app={ kind = \"web_browse\", connections = 6 }", "flows[0].transport={ protocol = \"quic\" }"], "flows[0].app.connections", Conflict, "parallel HTTP/1.1 connections run over TCP"),
     set(&["flows[0].app={ kind = \"cloud_gaming\", min_bitrate = \"0bit\" }"], "flows[0].app.min_bitrate", BadValue, "must be greater than zero"),
     set(&["flows[0].app={ kind = \"cloud_gaming\", late_threshold = \"0ms\" }"], "flows[0].app.late_threshold", BadValue, "must be greater than zero; write e.g. \"50ms\""),
     set(&["flows[0].app={ kind = \"cloud_gaming\", bitrate = \"1Mbit\" }"], "flows[0].app.bitrate", UnknownKey, "valid keys here: kind, fps, start_bitrate, min_bitrate, max_bitrate, late_threshold, stall_threshold"),

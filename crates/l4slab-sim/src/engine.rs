@@ -23,7 +23,7 @@
 //! calendar stays small and the cost of an event does not grow with the
 //! window or the queue depth.
 
-use l4slab_app::{Datagram, FlowApp, FlowIo};
+use l4slab_app::{Datagram, FlowApp, FlowIo, FlowRequest};
 use l4slab_bottleneck::flow::{CcSample, FlowSample};
 use l4slab_bottleneck::Bottleneck;
 use l4slab_bottleneck::QueueEventKind;
@@ -243,6 +243,8 @@ pub struct Sim<'s> {
     pub out: Vec<Transmit>,
     pub dgrams: Vec<Datagram>,
     pub app_events: Vec<AppEvent>,
+    /// What an app callback asked of other flows of its app.
+    pub flow_requests: Vec<FlowRequest>,
 }
 
 impl Sim<'_> {
@@ -791,18 +793,40 @@ impl Sim<'_> {
             cb(fl.app.as_mut(), now, role_of(side), &mut io);
             io.sock.wake
         };
-        if let Some(at) = wake.map(|w| w.max(now)) {
-            if fl.app_timer[side].is_none_or(|a| at < a) {
-                fl.app_timer[side] = Some(at);
-                self.q.schedule_flow(
-                    at,
-                    Ev::AppTimer {
-                        flow: f as u32,
-                        side: side as u8,
-                        at,
-                    },
-                );
+        let reqs = &mut self.flow_requests;
+        fl.app.take_flow_requests(&mut |r| reqs.push(r));
+        if let Some(at) = wake {
+            self.arm_app_timer(now, f, side, at);
+        }
+        for i in 0..self.flow_requests.len() {
+            match self.flow_requests[i] {
+                FlowRequest::Open { flow } => self
+                    .q
+                    .schedule_flow(now, Ev::FlowStart { flow: flow as u32 }),
+                FlowRequest::Wake { flow, side, at } => {
+                    let side = if side == Role::Client { CLIENT } else { SERVER };
+                    self.arm_app_timer(now, flow, side, at);
+                }
             }
+        }
+        self.flow_requests.clear();
+    }
+
+    /// The app of flow `f` asked to be called back on `side` at `at` (not
+    /// before `now`); the earliest wake-up asked for is kept.
+    fn arm_app_timer(&mut self, now: Time, f: usize, side: usize, at: Time) {
+        let at = at.max(now);
+        let fl = &mut self.flows[f];
+        if fl.app_timer[side].is_none_or(|a| at < a) {
+            fl.app_timer[side] = Some(at);
+            self.q.schedule_flow(
+                at,
+                Ev::AppTimer {
+                    flow: f as u32,
+                    side: side as u8,
+                    at,
+                },
+            );
         }
     }
 

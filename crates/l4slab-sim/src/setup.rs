@@ -162,7 +162,8 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
     }
     let mut flows = Vec::with_capacity(scn.flows.len());
     let mut recs = Vec::with_capacity(scn.flows.len());
-    for (i, f) in scn.flows.iter().enumerate() {
+    let apps = l4slab_scenario::flow_app::flow_apps(&scn.flows, seed);
+    for ((i, f), app) in scn.flows.iter().enumerate().zip(apps) {
         let t = &f.transport;
         let cfg = TransportConfig {
             mss: t.mss,
@@ -212,7 +213,7 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
                 },
             ],
             sender,
-            app: l4slab_scenario::flow_app::flow_app(f, seed),
+            app,
             app_timer: [None; 2],
             rng: SimRng::derive(seed, &format!("flow/{}", f.name)),
             file_size: match f.app {
@@ -224,7 +225,11 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             sent_pkts: [0; 2],
             lost_pkts: [0; 2],
         });
-        q.schedule_flow(f.start, Ev::FlowStart { flow: id });
+        // A flow another flow of its app opens (an HTTP/1.1 browser's
+        // further connections) starts on that flow's request.
+        if !flows[i].app.opens_on_request() {
+            q.schedule_flow(f.start, Ev::FlowStart { flow: id });
+        }
         // The measurement window starts at `warmup` (docs/results.md).
         let window = Time::ZERO + scn.warmup;
         recs.push(FlowRecorder::new(&f.name, f.start, window, &mut series));
@@ -264,5 +269,6 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         out: Vec::with_capacity(64),
         dgrams: Vec::with_capacity(8),
         app_events: Vec::with_capacity(8),
+        flow_requests: Vec::with_capacity(8),
     })
 }
