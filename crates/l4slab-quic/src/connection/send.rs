@@ -60,8 +60,14 @@ impl Connection {
                 // RFC 9002 §7.8: the window is underutilized "when bytes in
                 // flight is smaller than the congestion window and sending is
                 // not pacing limited": a packet the window allows but the
-                // pacer holds back uses the window, so it may grow.
-                self.cwnd_limited = true;
+                // pacer holds back uses the window, so it may grow — while
+                // at least half of it is in flight, Linux's bound on a window
+                // that is not filled (tcp_is_cwnd_limited: cwnd < 2 *
+                // max_packets_out), so that it cannot inflate far past what
+                // the sender puts on the path.
+                if self.bytes_in_flight() * 2 >= self.cwnd() {
+                    self.cwnd_limited = true;
+                }
                 return false;
             }
         }
