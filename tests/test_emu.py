@@ -240,7 +240,7 @@ def test_an_emulator_that_panicked_is_reported_with_exit_125_not_as_commands_cod
     assert main(["emu", "--rate", "20Mbit", "--", "true"]) == 125
     err = capsys.readouterr().err
     assert "failed with an internal error" in err
-    assert "thread 'main' panicked at run.rs:1:1:" in err
+    assert "thread 'main' panicked at run.rs:1:1: boom" in err
     assert "exit code 101 is not COMMAND's" in err
     monkeypatch.setenv("L4SLAB_EMU_BIN", os.fspath(commands))
     assert main(["emu", "--rate", "20Mbit", "--", "true"]) == 101

@@ -271,9 +271,11 @@ def run_emulator(
     if proc.returncode < 0:
         raise _died(proc, err)
     if panic:
+        # The first panic: Rust writes its place, then its message, on two lines.
+        first = " ".join(line.strip() for line in panic.splitlines()[:2])
         raise EmulatorDied(
             f"the emulator process (pid {proc.pid}) failed with an internal error, a bug "
-            f"in l4slab (please report it): {panic.splitlines()[0]}; its exit code "
+            f"in l4slab (please report it): {first}; its exit code "
             f"{proc.returncode} is not COMMAND's. Its reaper removes the namespaces it made; "
             "`sudo l4slab emu cleanup` removes any that remain"
         )
