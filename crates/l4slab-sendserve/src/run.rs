@@ -335,6 +335,19 @@ pub fn real_clock_pacing_burst(max_datagram_size: usize) -> u64 {
     max_datagram_size as u64 * 3 / 2
 }
 
+/// The wake-up granularity of a sender on a real clock
+/// ([`ConnectionConfig::pacing_granularity`]): above the rate at which packets
+/// are closer than this (about 38 Mbit/s for 1200-byte datagrams) a packet due
+/// within it goes with the one before, so the thread wakes once per two or
+/// more packets. A wake-up costs `send` 30-60 µs of CPU on a virtual machine
+/// (docs/PERFORMANCE.md), a quarter of a core at 60 Mbit/s with one packet
+/// each — more than its fair share beside busy processes, which then delay
+/// it by whole time slices. 250 µs is about TCP Prague's burst time
+/// (`prague_burst_shift` 12: 244 µs; user-space QUIC stacks use 1 ms), so
+/// the bursts stay a quarter of a millisecond at the pacing rate plus one
+/// packet.
+pub const REAL_CLOCK_PACING_GRANULARITY: Dur = Dur::from_micros(250);
+
 fn app_name(app: &QuicApp) -> String {
     match *app {
         QuicApp::Bulk => "bulk".into(),
@@ -387,6 +400,7 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         // A real clock: Linux's EDT spacing, not a burst per delayed ACK
         // (ConnectionConfig::pacing_burst; docs/send.md).
         pacing_burst: Some(real_clock_pacing_burst(base.max_datagram_size)),
+        pacing_granularity: REAL_CLOCK_PACING_GRANULARITY,
         ..base
     };
     let socket = UdpSocket::bind(local)?;

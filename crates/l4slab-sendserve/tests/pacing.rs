@@ -13,7 +13,7 @@ use l4slab_core::datagram::DatagramEndpoint;
 use l4slab_core::{Dur, Ecn, Time};
 use l4slab_quic::ConnectionConfig;
 use l4slab_sendserve::client::Client;
-use l4slab_sendserve::run::real_clock_pacing_burst;
+use l4slab_sendserve::run::{real_clock_pacing_burst, REAL_CLOCK_PACING_GRANULARITY};
 use l4slab_sendserve::server::{Server, ServerConfig};
 use l4slab_sendserve::token::TokenKey;
 
@@ -34,27 +34,47 @@ struct Sent {
 }
 
 /// The modelled path and host: the bottleneck's rate, CE on every `mark_every`-th
-/// ECN-capable packet to the server (none: 0), and how late the client's
-/// timers fire (a busy machine's scheduler; 0: on time).
+/// ECN-capable packet to the server (none: 0), CE on every ECN-capable packet
+/// that finds more than `step` of queue (DualPI2's L-queue step; none:
+/// zero), and how late the client's timers fire (a busy machine's scheduler;
+/// 0: on time).
 #[derive(Clone, Copy)]
 struct Setup {
     rate_bps: u64,
     mark_every: u64,
+    step: Dur,
     client_late: Dur,
 }
 
+/// check-l4s's L4S phase: 20 Mbit/s, DualPI2's 1 ms step.
 const PLAIN: Setup = Setup {
     rate_bps: RATE_BPS,
     mark_every: 0,
+    step: Dur::from_millis(1),
     client_late: Dur::ZERO,
 };
 
-/// Runs a Prague bulk client for `secs` over the path; its data packets.
-fn run(pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
-    run_on(PLAIN, pacing_burst, secs)
+/// The client's pacing: its bucket's depth (`None`: the initial window) and
+/// wake-up granularity.
+type Pacing = (Option<u64>, Dur);
+
+/// `l4slab send`'s pacing on a real clock.
+fn real_clock() -> Pacing {
+    let mds = ConnectionConfig::default().max_datagram_size;
+    (
+        Some(real_clock_pacing_burst(mds)),
+        REAL_CLOCK_PACING_GRANULARITY,
+    )
 }
 
-fn run_on(setup: Setup, pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
+/// Runs a Prague bulk client for `secs` over the path; its data packets.
+fn run(pacing: Pacing, secs: u64) -> Vec<Sent> {
+    run_on(PLAIN, pacing, secs).0
+}
+
+/// Runs a Prague bulk client for `secs` over the path; its data packets and
+/// how many timed wake-ups (`handle_timeout`) it had.
+fn run_on(setup: Setup, (pacing_burst, pacing_granularity): Pacing, secs: u64) -> (Vec<Sent>, u64) {
     let mut server = Server::new(
         ServerConfig::default(),
         TokenKey::from_keys([7; 16], [8; 16], Dur::from_secs(10)),
@@ -62,6 +82,7 @@ fn run_on(setup: Setup, pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
     let cfg = ConnectionConfig {
         cc: "prague".into(),
         pacing_burst,
+        pacing_granularity,
         seed: 3,
         ..ConnectionConfig::default()
     };
@@ -82,6 +103,7 @@ fn run_on(setup: Setup, pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
     let mut buf = vec![0u8; 65_535];
     let mut now = Time::ZERO;
     let mut ect_seen = 0u64;
+    let mut timeouts = 0u64;
     for _ in 0..10_000_000 {
         if now > end {
             break;
@@ -106,6 +128,7 @@ fn run_on(setup: Setup, pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
                 client.handle_late_timeout(now);
             }
             client.handle_timeout(now);
+            timeouts += 1;
         }
         if server.poll_timeout().is_some_and(|t| t <= now) {
             server.handle_timeout(now);
@@ -120,6 +143,7 @@ fn run_on(setup: Setup, pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
             }
             // The bottleneck: a FIFO at the path's rate, marking.
             let tx = Dur::from_nanos(n as u64 * 8 * 1_000_000_000 / setup.rate_bps);
+            let queue = link_free.saturating_since(now);
             link_free = link_free.max(now) + tx;
             let mut ecn = ecn;
             if ecn != Ecn::NotEct && setup.mark_every > 0 {
@@ -127,6 +151,9 @@ fn run_on(setup: Setup, pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
                 if ect_seen.is_multiple_of(setup.mark_every) {
                     ecn = Ecn::Ce;
                 }
+            }
+            if ecn != Ecn::NotEct && !setup.step.is_zero() && queue > setup.step {
+                ecn = Ecn::Ce;
             }
             wire.push((link_free + ONE_WAY, true, buf[..n].to_vec(), ecn));
         }
@@ -146,7 +173,7 @@ fn run_on(setup: Setup, pacing_burst: Option<u64>, secs: u64) -> Vec<Sent> {
             None => break,
         }
     }
-    sent
+    (sent, timeouts)
 }
 
 /// Data packets (after the first second: past slow start's first round
@@ -169,8 +196,7 @@ fn close_pairs(sent: &[Sent]) -> (usize, usize) {
 
 #[test]
 fn a_real_clock_sender_never_sends_two_packets_within_half_a_gap() {
-    let burst = real_clock_pacing_burst(ConnectionConfig::default().max_datagram_size);
-    let sent = run(Some(burst), 3);
+    let sent = run(real_clock(), 3);
     let (close, n) = close_pairs(&sent);
     assert!(n > 2000, "the client sent {n} data packets after 1 s");
     assert_eq!(close, 0, "{close} of {n} packets within half a gap");
@@ -190,7 +216,7 @@ fn a_real_clock_sender_never_sends_two_packets_within_half_a_gap() {
 fn the_rfc9002_bucket_sends_pairs_on_delayed_acks() {
     // What the real-clock bucket fixes: the initial window's depth lets each
     // ACK of two packets release two back to back.
-    let (close, n) = close_pairs(&run(None, 3));
+    let (close, n) = close_pairs(&run((None, Dur::ZERO), 3));
     assert!(
         close * 5 > n,
         "only {close} of {n} packets within half a gap"
@@ -213,10 +239,10 @@ fn a_sender_woken_late_still_reaches_its_scalable_window() {
     // sender under its window without counting it as window-limited (RFC
     // 9002 §7.8), so Prague's window stopped growing, and the 1.5-datagram
     // bucket cut each late wake-up to one packet.
-    let burst = real_clock_pacing_burst(ConnectionConfig::default().max_datagram_size);
     let setup = Setup {
         rate_bps: 200_000_000,
         mark_every: 50,
+        step: Dur::ZERO,
         client_late: Dur::from_micros(300),
     };
     let on_time = window_packets(
@@ -225,15 +251,50 @@ fn a_sender_woken_late_still_reaches_its_scalable_window() {
                 client_late: Dur::ZERO,
                 ..setup
             },
-            Some(burst),
+            real_clock(),
             6,
-        ),
+        )
+        .0,
         6,
     );
-    let late = window_packets(&run_on(setup, Some(burst), 6), 6);
+    let late = window_packets(&run_on(setup, real_clock(), 6).0, 6);
     assert!(on_time > 70.0, "on time: {on_time:.1} packets per RTT");
     assert!(
         late > 0.8 * on_time,
         "late {late:.1} vs on time {on_time:.1} packets per RTT"
+    );
+}
+
+#[test]
+fn a_fast_real_clock_sender_wakes_half_as_often() {
+    // check-l4s's 2 % marking phase (a 200 Mbit/s path, CE on every 50th
+    // packet): Prague paces at 40-60 Mbit/s, packets 200-250 µs apart,
+    // within the 250 µs granularity, so a timed wake-up sends two where
+    // exact spacing sends one; the window, and so the rate, stay the same.
+    let setup = Setup {
+        rate_bps: 200_000_000,
+        mark_every: 50,
+        step: Dur::ZERO,
+        client_late: Dur::ZERO,
+    };
+    // Timed wake-ups per data packet sent.
+    let per_packet = |pacing: Pacing| {
+        let (sent, timeouts) = run_on(setup, pacing, 6);
+        (
+            timeouts as f64 / sent.len() as f64,
+            window_packets(&sent, 6),
+            sent.len(),
+        )
+    };
+    let (coarse, w_coarse, _) = per_packet(real_clock());
+    let (exact, w_exact, n) = per_packet((real_clock().0, Dur::ZERO));
+    assert!(n > 15_000, "{n} packets in 6 s");
+    assert!(
+        coarse < 0.6 * exact,
+        "timed wake-ups per packet: {coarse:.2} with the granularity, {exact:.2} without"
+    );
+    assert!(
+        (w_coarse / w_exact - 1.0).abs() < 0.1,
+        "window {w_coarse:.1} vs {w_exact:.1} packets per RTT"
     );
 }

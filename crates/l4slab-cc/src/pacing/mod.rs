@@ -27,7 +27,7 @@
 pub mod linux;
 pub mod rfc9002;
 
-use l4slab_core::{Rate, Time};
+use l4slab_core::{Dur, Rate, Time};
 
 /// Which release rule a [`Pacer`] follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,8 +35,10 @@ pub enum Rule {
     /// Linux internal pacing (TCP), see [`linux`].
     Linux,
     /// RFC 9002 §7.7 (QUIC): a token bucket `burst` bytes deep (§7.7: "limit
-    /// bursts to the initial congestion window"), see [`rfc9002`].
-    TokenBucket { burst: u64 },
+    /// bursts to the initial congestion window") that releases a packet due
+    /// within `granularity` of the time asked (zero on an exact clock; a
+    /// real clock's wake-up granularity), see [`rfc9002`].
+    TokenBucket { burst: u64, granularity: Dur },
 }
 
 /// The state of the rule in force.
@@ -60,7 +62,9 @@ impl Pacer {
     pub fn new(rule: Rule, now: Time) -> Self {
         let release = match rule {
             Rule::Linux => Release::Linux(linux::Departure::default()),
-            Rule::TokenBucket { burst } => Release::TokenBucket(rfc9002::Bucket::full(burst, now)),
+            Rule::TokenBucket { burst, granularity } => {
+                Release::TokenBucket(rfc9002::Bucket::full(burst, granularity, now))
+            }
         };
         Pacer {
             rate: None,
@@ -123,7 +127,13 @@ mod tests {
     fn one_rate_two_rules() {
         let rate = Some(Rate::from_bps(1000 * 8 * 1000)); // 1000 B per ms
         let mut tcp = Pacer::new(Rule::Linux, Time::ZERO);
-        let mut quic = Pacer::new(Rule::TokenBucket { burst: 3000 }, Time::ZERO);
+        let mut quic = Pacer::new(
+            Rule::TokenBucket {
+                burst: 3000,
+                granularity: Dur::ZERO,
+            },
+            Time::ZERO,
+        );
         for p in [&mut tcp, &mut quic] {
             p.set_rate(Time::ZERO, rate);
             assert_eq!(p.rate(), rate);

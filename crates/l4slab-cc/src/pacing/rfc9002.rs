@@ -37,6 +37,19 @@
 //! than 1.5 datagrams, a thread the scheduler held back for a millisecond
 //! sends that millisecond's packets together, as Linux's TSO autosizing would,
 //! instead of losing them (tokens above the depth are spent, not clamped).
+//!
+//! **Granularity** (real clocks only; `ConnectionConfig::pacing_granularity`):
+//! at a rate whose gap between packets is shorter than the granularity, a
+//! packet whose tokens will be there within the granularity of the time
+//! asked goes then, and the bucket owes them (tokens below zero, at most the
+//! granularity at the rate), so the rate over time is unchanged and only the
+//! spacing coarsens. This is the alarm granularity of user-space QUIC pacers
+//! — Chromium's `PacingSender` ("takes into consideration the expected
+//! granularity of the underlying alarm ... and err towards sending packets
+//! too early instead of too late", `kAlarmGranularity` 1 ms), quic-go's
+//! `MinPacingDelay` (1 ms) — which trade a wake-up per packet for small
+//! bursts once packets are closer than a wake-up is worth. Zero (the
+//! simulator's exact timers) gives the bucket above exactly.
 
 use l4slab_core::{Dur, Rate, Time};
 
@@ -67,33 +80,40 @@ pub fn rate_for(
 pub(super) struct Bucket {
     /// Bucket depth in bytes (the initial window).
     capacity: u64,
-    /// Tokens, in bytes × 1e9 (nanosecond-exact refill).
-    tokens_nb: u128,
+    /// Tokens, in bytes × 1e9 (nanosecond-exact refill); below zero only
+    /// after a packet released early by the granularity (module docs), by
+    /// at most `granularity` at the rate.
+    tokens_nb: i128,
     last: Time,
+    /// A packet due within this of the time asked goes then (module docs:
+    /// zero on the simulator's exact clock).
+    granularity: Dur,
 }
 
 impl Bucket {
-    /// A full bucket of `capacity` bytes (the initial window) at `now`.
-    pub(super) fn full(capacity: u64, now: Time) -> Self {
+    /// A full bucket of `capacity` bytes (the initial window) at `now`,
+    /// releasing packets due within `granularity`.
+    pub(super) fn full(capacity: u64, granularity: Dur, now: Time) -> Self {
         Bucket {
             capacity,
-            tokens_nb: u128::from(capacity) * 1_000_000_000,
+            tokens_nb: i128::from(capacity) * 1_000_000_000,
             last: now,
+            granularity,
         }
     }
 
     /// Tokens earned at `rate` until `now`, up to the depth; unpaced, the
     /// bucket is full.
     pub(super) fn refill(&mut self, now: Time, rate: Option<Rate>) {
-        let cap = u128::from(self.capacity) * 1_000_000_000;
-        let dt = u128::from(now.saturating_since(self.last).as_nanos());
+        let cap = i128::from(self.capacity) * 1_000_000_000;
+        let dt = i128::from(now.saturating_since(self.last).as_nanos());
         self.last = self.last.max(now);
         match rate {
             None => self.tokens_nb = cap,
             Some(r) => {
                 // Earned tokens fill up to the depth; a late wake-up's quantum
                 // above it (on_late_wakeup) is spent, never clamped away.
-                let add = dt.saturating_mul(u128::from(r.as_bps()) / 8);
+                let add = dt.saturating_mul(i128::from(r.as_bps()) / 8);
                 let limit = cap.max(self.tokens_nb);
                 self.tokens_nb = (self.tokens_nb.saturating_add(add)).min(limit);
             }
@@ -104,13 +124,23 @@ impl Bucket {
     /// holds its size, at most the depth).
     pub(super) fn release_time(&mut self, now: Time, bytes: u64, rate: Option<Rate>) -> Time {
         self.refill(now, rate);
-        let need = u128::from(bytes.min(self.capacity)) * 1_000_000_000;
+        let need = i128::from(bytes.min(self.capacity)) * 1_000_000_000;
         match rate {
             _ if self.tokens_nb >= need => now,
             None => now,
             Some(r) => {
                 let bps = (u128::from(r.as_bps()) / 8).max(1);
-                let ns = (need - self.tokens_nb).div_ceil(bps);
+                let short = u128::try_from(need - self.tokens_nb).unwrap_or(0);
+                let ns = short.div_ceil(bps);
+                // Chromium's PacingSender: "err towards sending packets too
+                // early instead of too late" within the alarm granularity —
+                // here only at rates whose gap between packets is shorter
+                // than it (a slower sender's timer serves each packet).
+                let g = u128::from(self.granularity.as_nanos());
+                let gap = u128::try_from(need).unwrap_or(0).div_ceil(bps);
+                if ns <= g && gap < g {
+                    return now;
+                }
                 now + Dur::from_nanos(ns.min(u128::from(u64::MAX / 4)) as u64)
             }
         }
@@ -124,10 +154,10 @@ impl Bucket {
             self.refill(now, None);
             return;
         };
-        let dt = u128::from(now.saturating_since(self.last).as_nanos());
+        let dt = i128::from(now.saturating_since(self.last).as_nanos());
         let earned = self
             .tokens_nb
-            .saturating_add(dt.saturating_mul(u128::from(rate.as_bps()) / 8));
+            .saturating_add(dt.saturating_mul(i128::from(rate.as_bps()) / 8));
         self.last = self.last.max(now);
         // tcp_tso_autosize: bytes = rate >> sk_pacing_shift (10: ~1 ms),
         // at least tcp_min_tso_segs (2) segments; at most the initial window
@@ -135,19 +165,23 @@ impl Bucket {
         // min(10 * max_datagram_size, max(14720, 2 * max_datagram_size))).
         // Not capped at a shallower depth: a sender that asked for one
         // (pacing_burst) still catches up a late wake-up's millisecond.
-        let bytes = u128::from(bytes);
+        let bytes = i128::from(bytes);
         let initial_window = (10 * bytes).min(14_720.max(2 * bytes));
-        let ms = u128::from(rate.as_bps() / 8 / 1000);
+        let ms = i128::from(rate.as_bps() / 8 / 1000);
         let quantum = ms.max(2 * bytes).min(initial_window);
         self.tokens_nb = earned.min(quantum * 1_000_000_000);
     }
 
-    /// A packet of `bytes` left at `now`: its size leaves the bucket.
+    /// A packet of `bytes` left at `now`: its size leaves the bucket, which
+    /// owes what a packet released early took (at most `granularity` at the
+    /// rate, so the rate over time is kept); never below that.
     pub(super) fn on_sent(&mut self, now: Time, bytes: u64, rate: Option<Rate>) {
         self.refill(now, rate);
-        self.tokens_nb = self
-            .tokens_nb
-            .saturating_sub(u128::from(bytes) * 1_000_000_000);
+        let owed = match rate {
+            Some(r) => i128::from(self.granularity.as_nanos()) * (i128::from(r.as_bps()) / 8),
+            None => 0,
+        };
+        self.tokens_nb = (self.tokens_nb - i128::from(bytes) * 1_000_000_000).max(-owed);
     }
 }
 
@@ -158,7 +192,13 @@ mod tests {
 
     #[test]
     fn burst_then_paced() {
-        let mut p = Pacer::new(Rule::TokenBucket { burst: 3000 }, Time::ZERO);
+        let mut p = Pacer::new(
+            Rule::TokenBucket {
+                burst: 3000,
+                granularity: Dur::ZERO,
+            },
+            Time::ZERO,
+        );
         p.set_rate(Time::ZERO, Some(Rate::from_mbps(8))); // 1 byte/µs
         p.on_sent(Time::ZERO, 1500);
         p.on_sent(Time::ZERO, 1500);
@@ -189,18 +229,19 @@ mod tests {
 
     /// Packets of 1500 bytes a late wake-up at `now` releases at once.
     fn burst(p: &mut Pacer, now: Time) -> u32 {
-        let mut n = 0;
-        while p.release_time(now, 1500) == now {
-            p.on_sent(now, 1500);
-            n += 1;
-        }
-        n
+        burst_of(p, now, 1500)
     }
 
     /// A 15 kB bucket (ten 1500-byte packets) at `mbps`, emptied at 0;
     /// the time its next packet is due.
     fn emptied(mbps: u64) -> (Pacer, Time) {
-        let mut p = Pacer::new(Rule::TokenBucket { burst: 15_000 }, Time::ZERO);
+        let mut p = Pacer::new(
+            Rule::TokenBucket {
+                burst: 15_000,
+                granularity: Dur::ZERO,
+            },
+            Time::ZERO,
+        );
         p.set_rate(Time::ZERO, Some(Rate::from_mbps(mbps)));
         p.on_sent(Time::ZERO, 15_000);
         let due = p.release_time(Time::ZERO, 1500);
@@ -213,7 +254,13 @@ mod tests {
     /// successor go that much earlier, so the rate is kept.
     #[test]
     fn a_bucket_of_one_and_a_half_packets_spaces_by_at_least_half_a_gap() {
-        let mut p = Pacer::new(Rule::TokenBucket { burst: 1800 }, Time::ZERO);
+        let mut p = Pacer::new(
+            Rule::TokenBucket {
+                burst: 1800,
+                granularity: Dur::ZERO,
+            },
+            Time::ZERO,
+        );
         p.set_rate(Time::ZERO, Some(Rate::from_mbps(8))); // 1 byte/µs
         let idle = Time::from_millis(50);
         assert_eq!(p.release_time(idle, 1200), idle);
@@ -231,7 +278,13 @@ mod tests {
     /// scheduler held the thread back, not the controller), and no more.
     #[test]
     fn a_shallow_bucket_keeps_the_late_wakeups_quantum() {
-        let mut p = Pacer::new(Rule::TokenBucket { burst: 2250 }, Time::ZERO);
+        let mut p = Pacer::new(
+            Rule::TokenBucket {
+                burst: 2250,
+                granularity: Dur::ZERO,
+            },
+            Time::ZERO,
+        );
         p.set_rate(Time::ZERO, Some(Rate::from_mbps(96))); // 12 bytes/µs
         p.on_sent(Time::ZERO, 2250);
         let due = p.release_time(Time::ZERO, 1500);
@@ -246,7 +299,13 @@ mod tests {
         let later = now + Dur::from_millis(50);
         assert_eq!(burst(&mut p, later), 1);
         // At 8 Mbit/s the quantum is the two-segment floor.
-        let mut q = Pacer::new(Rule::TokenBucket { burst: 2250 }, Time::ZERO);
+        let mut q = Pacer::new(
+            Rule::TokenBucket {
+                burst: 2250,
+                granularity: Dur::ZERO,
+            },
+            Time::ZERO,
+        );
         q.set_rate(Time::ZERO, Some(Rate::from_mbps(8)));
         q.on_sent(Time::ZERO, 2250);
         let now = q.release_time(Time::ZERO, 1500) + Dur::from_millis(6);
@@ -277,5 +336,75 @@ mod tests {
         let now = due + Dur::from_micros(100);
         r.on_late_wakeup(now, 1500);
         assert_eq!(burst(&mut r, now), 1);
+    }
+
+    /// Sends what `p` releases at each of its own wake-ups for `span`: the
+    /// bursts (packets per wake-up) and the bytes sent.
+    fn wakeups(p: &mut Pacer, span: Dur, bytes: u64) -> (Vec<u32>, u64) {
+        let (mut now, mut bursts, mut sent) = (Time::ZERO, Vec::new(), 0);
+        while now < Time::ZERO + span {
+            let n = burst_of(p, now, bytes);
+            sent += u64::from(n) * bytes;
+            bursts.push(n);
+            now = p.release_time(now, bytes);
+        }
+        (bursts, sent)
+    }
+
+    /// Packets of `bytes` `p` releases at once at `now`.
+    fn burst_of(p: &mut Pacer, now: Time, bytes: u64) -> u32 {
+        let mut n = 0;
+        while p.release_time(now, bytes) == now {
+            p.on_sent(now, bytes);
+            n += 1;
+        }
+        n
+    }
+
+    /// A granularity of 250 µs: at 60 Mbit/s (a 1200-byte packet every
+    /// 160 µs) the next packet is within it, so packets leave in pairs, a
+    /// wake-up per pair, at the same rate; at 20 Mbit/s (every 480 µs, a
+    /// gap longer than the granularity) nothing changes, even with the
+    /// depth's half packet of credit. Zero granularity is the plain bucket.
+    #[test]
+    fn a_granularity_pairs_close_packets_and_keeps_the_rate() {
+        let g = Dur::from_micros(250);
+        let span = Dur::from_millis(100);
+        for (mbps, per_wakeup) in [(60, 2), (20, 1)] {
+            let mut p = Pacer::new(
+                Rule::TokenBucket {
+                    burst: 1800,
+                    granularity: g,
+                },
+                Time::ZERO,
+            );
+            p.set_rate(Time::ZERO, Some(Rate::from_mbps(mbps)));
+            let (bursts, sent) = wakeups(&mut p, span, 1200);
+            // After the first wake-up (the full bucket's), every one the same.
+            assert!(
+                bursts[1..].iter().all(|&n| n == per_wakeup),
+                "{mbps}: {bursts:?}"
+            );
+            // The rate is kept: 100 ms at the rate, give or take the depth and
+            // what a granularity releases early.
+            let want = mbps * 1_000_000 / 8 / 10;
+            assert!(
+                sent.abs_diff(want) <= 1800 + 2 * 1200,
+                "{mbps}: {sent} vs {want}"
+            );
+            let mut exact = Pacer::new(
+                Rule::TokenBucket {
+                    burst: 1800,
+                    granularity: Dur::ZERO,
+                },
+                Time::ZERO,
+            );
+            exact.set_rate(Time::ZERO, Some(Rate::from_mbps(mbps)));
+            let (bursts, _) = wakeups(&mut exact, span, 1200);
+            assert!(
+                bursts[1..].iter().all(|&n| n == 1),
+                "{mbps} exact: {bursts:?}"
+            );
+        }
     }
 }

@@ -124,6 +124,14 @@ pub struct ConnectionConfig {
     /// (a 2-packet burst per delayed ACK otherwise, into DualPI2's 1 ms
     /// L-queue step) while a wake-up up to half a gap late loses nothing.
     pub pacing_burst: Option<u64>,
+    /// A paced packet due within this of a wake-up goes with it (the bucket
+    /// owes its tokens, so the rate is kept; `l4slab_cc::pacing::rfc9002`).
+    /// Zero, the simulator's: exact spacing. A sender on a real clock
+    /// (`l4slab send`/`serve`) uses a wake-up granularity, as user-space QUIC
+    /// pacers do (Chromium's `kAlarmGranularity`, quic-go's
+    /// `MinPacingDelay`), so that packets closer than a wake-up is worth
+    /// leave in small bursts instead of a wake-up each.
+    pub pacing_granularity: Dur,
     /// Send this codepoint (ECT(0) or ECT(1)) instead of the controller's;
     /// the controller's response to CE stays its own. `None`: the
     /// controller's.
@@ -167,6 +175,7 @@ impl Default for ConnectionConfig {
             ecn_validation: true,
             pacing: params::PACING.default.flag(),
             pacing_burst: None,
+            pacing_granularity: Dur::ZERO,
             ecn_codepoint: None,
             max_ack_delay: params::MAX_ACK_DELAY.default.dur(),
             ack_eliciting_threshold: ack::ACK_ELICITING_THRESHOLD,
@@ -571,6 +580,7 @@ impl Connection {
                         .pacing_burst
                         .unwrap_or(iw.saturating_mul(mds64))
                         .max(mds64),
+                    granularity: cfg.pacing_granularity,
                 },
                 now,
             ),
