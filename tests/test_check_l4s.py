@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from l4slab import emu, emu_plan
+from l4slab.check import client_shell, head_and_tail
 from l4slab.check import judge as J
 from l4slab.check.measure import PhaseMetrics, measure
 from l4slab.check.pcap import CE, ECT1, NOT_ECT, read_direction
@@ -351,6 +352,33 @@ def test_the_cpu_sampler_sees_a_busy_descendant_by_its_role() -> None:
 
 
 # --------------------------------------------------------------------------- command line
+
+
+def test_client_cmd_words_stay_arguments_and_one_word_is_a_shell_command() -> None:
+    env = {"PATH": "/usr/bin:/bin", "L4SLAB_SERVER": "10.77.0.2", "L4SLAB_CHECK_SECONDS": "4"}
+
+    def run(words: list[str]) -> str:
+        # As the runner runs it: the shell text given to sh -c in the namespace.
+        out = subprocess.run(["sh", "-c", client_shell(words)], env=env, capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        return out.stdout.strip()
+
+    show = [sys.executable, "-c", "import sys; print(sys.argv[1:])"]
+    got = run([*show, "$L4SLAB_SERVER", "a b", "*", "${L4SLAB_CHECK_SECONDS}s", "it's", "$HOME"])
+    assert got == str(["10.77.0.2", "a b", "*", "4s", "it's", "$HOME"])
+    # The README's iperf3 form: sh -c with its script as one argument (joining
+    # the words lost its quotes and ran a bare first word).
+    assert run(["sh", "-c", "echo $L4SLAB_SERVER -t 4"]) == "10.77.0.2 -t 4"
+    assert run(["echo $L4SLAB_SERVER | tr . -"]) == "10-77-0-2"
+
+
+def test_a_silent_client_s_error_shows_the_head_and_the_tail_of_its_output() -> None:
+    usage = "\n".join(["usage: iperf3 [-s|-c host] [options]", *(f"line {i}" for i in range(100)),
+                       "iperf3: error - unknown option"])  # fmt: skip
+    shown = head_and_tail(usage)
+    assert shown.startswith("usage: iperf3") and shown.endswith("unknown option")
+    assert "[... 78 lines ...]" in shown
+    assert head_and_tail("one\ntwo") == "one\ntwo"
 
 
 def test_check_l4s_needs_a_command_and_valid_options(capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,7 @@ from l4slab._cli_base import (
     _fail,
     errors,
 )
-from l4slab.check import PHASE_NAMES, check_l4s, default_server, validate_options
+from l4slab.check import PHASE_NAMES, check_l4s, client_shell, default_server, validate_options
 from l4slab.check.judge import phase_problems
 from l4slab.check.measure import PhaseMetrics
 from l4slab.check.phases import Phase
@@ -39,10 +39,12 @@ CHECK_HELP = "\n\n".join(
         "Then read the application's own packets at the bottleneck (both directions) and "
         "judge each requirement of RFC 9331 §4 (and RFC 9000 §13.4.2) they show: PASS, FAIL "
         "(a MUST), WARN (a SHOULD or advice), NOT OBSERVABLE, NOT APPLICABLE.",
-        "CLIENT CMD is run by sh -c, its words joined with spaces (as ssh does), with "
+        "CLIENT CMD of several words runs as written, each word one argument (nothing "
+        "split, globbed or substituted) except l4slab's variables, which are expanded: "
         "$L4SLAB_SERVER, $L4SLAB_SERVER_ECN (kernel TCP negotiates classic ECN to it), "
         "$L4SLAB_CHECK_SECONDS (how long to send) and the other variables of l4slab emu; "
-        "quote the variables from your own shell. Each phase is measured from its first "
+        "quote them from your own shell ('$L4SLAB_SERVER'). A CLIENT CMD of one word is a "
+        "shell command run by sh -c (pipes, redirections). Each phase is measured from its first "
         "packet (it may take up to 3 s to start); it is stopped 3 + 2 s after its phase "
         "ends.",
         "Example: [bold]sudo l4slab check-l4s -- l4slab send '$L4SLAB_SERVER' --cc prague -t "
@@ -131,7 +133,7 @@ def check(
     srv = None if no_server else (server if server is not None else default_server())
     with errors():
         result = check_l4s(
-            " ".join(command),
+            client_shell(command),
             server=srv,
             out=out,
             seconds=seconds,

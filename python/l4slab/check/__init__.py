@@ -12,6 +12,7 @@ Needs root (the emulator). docs/check-l4s.md.
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 import time
@@ -41,7 +42,9 @@ __all__ = [
     "CheckInputError",
     "CheckResult",
     "check_l4s",
+    "client_shell",
     "default_server",
+    "head_and_tail",
     "validate_options",
 ]
 
@@ -97,6 +100,49 @@ def validate_options(seconds: float, only: Sequence[str]) -> None:
         )
 
 
+#: ``$L4SLAB_NAME`` or ``${L4SLAB_NAME}`` in a word of CLIENT CMD.
+_VARIABLE = re.compile(r"\$(?:\{(L4SLAB_[A-Z0-9_]+)\}|(L4SLAB_[A-Z0-9_]+))")
+
+
+def client_shell(words: Sequence[str]) -> str:
+    """The shell text that runs CLIENT CMD ``words`` in the client namespace.
+
+    One word is a shell command, run as written (``-- 'iperf3 -c
+    $L4SLAB_SERVER | tee x'``). Several words are an argument vector, as
+    ``ssh`` or ``env`` would run it, each word one argument: nothing in them
+    is split, globbed or substituted except l4slab's own variables,
+    ``$L4SLAB_NAME`` or ``${L4SLAB_NAME}``, which the namespace's shell
+    expands (``-- l4slab send '$L4SLAB_SERVER' --cc prague``).
+    """
+    if len(words) == 1:
+        return words[0]
+    return " ".join(_quote_keeping_variables(w) for w in words)
+
+
+def _quote_keeping_variables(word: str) -> str:
+    parts: list[str] = []
+    at = 0
+    for m in _VARIABLE.finditer(word):
+        if m.start() > at:
+            parts.append(shlex.quote(word[at : m.start()]))
+        parts.append(f'"${{{m.group(1) or m.group(2)}}}"')
+        at = m.end()
+    if at < len(word) or not parts:
+        parts.append(shlex.quote(word[at:]))
+    return "".join(parts)
+
+
+def head_and_tail(text: str, lines: int = 12) -> str:
+    """The first and last ``lines`` lines of ``text`` (a client's output: its
+    usage or first error is at the top, how it ended at the bottom), with how
+    many were left out between them."""
+    rows = text.splitlines()
+    if len(rows) <= 2 * lines:
+        return "\n".join(rows)
+    left = len(rows) - 2 * lines
+    return "\n".join([*rows[:lines], f"[... {left} lines ...]", *rows[-lines:]])
+
+
 def check_l4s(
     client: str,
     *,
@@ -149,7 +195,7 @@ def _check(
     if on_phase:
         on_phase(first, metrics[first.name], time.monotonic() - t)
     if metrics[first.name].data_packets == 0:
-        log = (run.dir / "client.log").read_text(errors="replace")[-2000:]
+        log = head_and_tail((run.dir / "client.log").read_text(errors="replace"))
         why = disturbances(metrics[first.name])
         if why:
             raise CheckDisturbedError(
