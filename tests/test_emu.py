@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -22,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from l4slab import emu, emu_cli, emu_plan
+from l4slab import emu, emu_cli, emu_plan, shipped
 from l4slab.cli import main
 
 
@@ -141,6 +142,36 @@ def test_wifi_keys_are_the_scenario_files_and_what_the_shell_cannot_build_exits_
     assert main(["emu", "--set", "hosts.client.wifi.snr_db=20", "--", "true"]) == 2
     err = capfd.readouterr().err
     assert "cannot honour it" in err and "wifi.stations.snr_db=20" in err, err
+
+
+def test_mahimahi_link_options_become_the_same_overrides(tmp_path: Path) -> None:
+    trace = tmp_path / "cell.up"
+    trace.write_text("1\n2\n")
+    up = emu.MahimahiLink("up", str(trace), "codel", "packets=100, target=5,interval=100")
+    assert up.sets() == [
+        f'bottleneck.up.rate={{ trace = "{trace.resolve()}" }}',
+        "bottleneck.up.qdisc.kind=codel",
+        "bottleneck.up.buffer=100pkt",
+        "bottleneck.up.qdisc.target=5ms",
+        "bottleneck.up.qdisc.interval=100ms",
+    ]
+    down = emu.MahimahiLink("down", None, "drophead", "bytes=30000")
+    assert down.sets() == ["bottleneck.down.qdisc.kind=fifo",
+                           "bottleneck.down.qdisc.head_drop=true",
+                           "bottleneck.down.buffer=30000B"]  # fmt: skip
+    pie = emu.MahimahiLink("down", None, "pie", "qdelay_ref=15, max_burst=100")
+    assert pie.sets()[1:] == ["bottleneck.down.qdisc.target=15ms",
+                              "bottleneck.down.qdisc.max_burst=100ms"]  # fmt: skip
+    for link, message in [
+        (emu.MahimahiLink("up", "/nope/cell.up"), "--uplink-trace: no such file"),
+        (emu.MahimahiLink("up", None, "infinite"), "--uplink-queue: infinite: l4slab's queues"),
+        (emu.MahimahiLink("down", None, "red"), "--downlink-queue: unknown queue 'red'"),
+        (emu.MahimahiLink("up", None, None, "packets=1"), "--uplink-queue-args needs"),
+        (emu.MahimahiLink("up", None, "pie", "target=5"), "'target' is not an argument of pie"),
+        (emu.MahimahiLink("up", None, "codel", "packets=lots"), "expected NAME=NUMBER"),
+    ]:
+        with pytest.raises(emu.EmuError, match=re.escape(message)):
+            link.sets()
 
 
 def test_refuses_clearly_without_root(
@@ -286,6 +317,25 @@ def test_emu_runs_a_command_behind_the_link_and_removes_everything(tmp_path: Pat
     assert rep["queues"]["bottleneck.up"]["kind"] == "fifo"
     assert rep["tcp_congestion_control"] == {"client": "reno", "server": "reno"}
     assert _our_namespaces() == before
+
+
+def test_emu_takes_mahimahi_s_link_options(tmp_path: Path) -> None:
+    _emulator_or_skip()
+    traces = shipped.traces_dir()
+    report = tmp_path / "report.json"
+    # A file, as mm-link takes it; or a trace l4slab ships, by name.
+    code = main(["emu", "--uplink-trace", str(traces / "TMobile-LTE-short.up"),
+                 "--downlink-trace", "TMobile-LTE-short.down",
+                 "--downlink-queue=codel", "--downlink-queue-args=packets=200, target=5",
+                 "--quiet", "--report", str(report), "--", "true"])  # fmt: skip
+    assert code == 0
+    rep = emu.read_report(report)
+    down, up = rep["scenario"]["bottleneck"]["down"], rep["scenario"]["bottleneck"]["up"]
+    assert down["rate_trace"]["path"].endswith("TMobile-LTE-short.down")
+    assert up["rate_trace"]["path"].endswith("TMobile-LTE-short.up")
+    assert down["qdisc"]["kind"] == "codel" and down["qdisc"]["limit"] == 200
+    assert down["qdisc"]["target"] == 5_000_000
+    assert rep["queues"]["bottleneck.down"]["kind"] == "codel"
 
 
 def test_l4slab_send_prague_keeps_the_l_queue_short_beside_kernel_cubic(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -164,6 +165,7 @@ def link_sets(
     ecn_path: str | None = None,
     ecn_path_down: str | None = None,
     ecn_path_up: str | None = None,
+    mahimahi: Iterable[MahimahiLink] = (),
     sets: Iterable[str] = (),
 ) -> list[str]:
     """Scenario overrides (``key.path=value``) for the given link options.
@@ -206,8 +208,95 @@ def link_sets(
                 names = ", ".join(known)
                 raise EmuError(f"{opt}: unknown ECN path {value!r}; choose one of: {names}")
             put(key, value)
+    for link in mahimahi:
+        out.extend(link.sets())
     out.extend(sets)
     return out
+
+
+#: mm-link's queue types and the qdisc each is here (``--uplink-queue``).
+MAHIMAHI_QUEUES = {
+    "droptail": ("fifo", ()),
+    "drophead": ("fifo", ("head_drop=true",)),
+    "codel": ("codel", ()),
+    "pie": ("pie", ()),
+}
+
+#: mm-link's queue arguments (in milliseconds where a time) and the qdisc
+#: parameter each sets here; ``packets`` and ``bytes`` set the buffer.
+MAHIMAHI_TIMES = {"target": "target", "interval": "interval", "qdelay_ref": "target",
+                  "max_burst": "max_burst"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MahimahiLink:
+    """One direction given as mahimahi's ``mm-link`` is: a delivery trace
+    file (``--uplink-trace F``), a queue type (``--uplink-queue=codel``) and
+    its arguments (``--uplink-queue-args="packets=100, target=5"``: ``NAME=NUMBER``
+    with NAME one of bytes, packets, target, interval, qdelay_ref, max_burst,
+    the times in milliseconds). ``direction`` is ``up`` (client to server,
+    mm-link's uplink) or ``down``."""
+
+    direction: str
+    trace: str | None = None
+    queue: str | None = None
+    queue_args: str | None = None
+
+    def sets(self) -> list[str]:
+        """The scenario overrides for this direction; :class:`EmuError` names
+        the option for anything mm-link would not take or l4slab cannot do."""
+        d, opt = self.direction, f"--{self.direction}link-queue"
+        out: list[str] = []
+        if self.trace is not None:
+            path = Path(self.trace).expanduser()
+            if path.is_file():
+                trace = str(path.resolve())
+            elif "/" not in self.trace and self.trace in shipped.trace_names():
+                trace = self.trace  # a trace l4slab ships, by name
+            else:
+                raise EmuError(f"--{d}link-trace: no such file: {self.trace} (nor a trace "
+                               f"l4slab ships: {', '.join(shipped.trace_names())})")  # fmt: skip
+            out.append(f"bottleneck.{d}.rate={{ trace = {json.dumps(trace)} }}")
+        if self.queue is None:
+            if self.queue_args is not None:
+                raise EmuError(f"{opt}-args needs {opt} (the queue the arguments are for)")
+            return out
+        if self.queue == "infinite":
+            raise EmuError(f"{opt}: infinite: l4slab's queues are finite; write e.g. "
+                           f"{opt}=droptail {opt}-args=packets=1000")  # fmt: skip
+        if self.queue not in MAHIMAHI_QUEUES:
+            raise EmuError(f"{opt}: unknown queue {self.queue!r}; choose one of: "
+                           f"infinite, {', '.join(MAHIMAHI_QUEUES)}")  # fmt: skip
+        kind, fixed = MAHIMAHI_QUEUES[self.queue]
+        out.append(f"bottleneck.{d}.qdisc.kind={kind}")
+        out.extend(f"bottleneck.{d}.qdisc.{p}" for p in fixed)
+        for arg in (self.queue_args or "").split(","):
+            if not arg.strip():
+                continue
+            name, eq, number = (x.strip() for x in arg.partition("="))
+            if not eq or not number.isdigit():
+                raise EmuError(
+                    f"{opt}-args: {arg.strip()!r}: expected NAME=NUMBER, e.g. packets=100"
+                )
+            if name == "packets":
+                out.append(f"bottleneck.{d}.buffer={number}pkt")
+            elif name == "bytes":
+                out.append(f"bottleneck.{d}.buffer={number}B")
+            elif name in MAHIMAHI_TIMES and (kind, name) in _MAHIMAHI_TAKES:
+                out.append(f"bottleneck.{d}.qdisc.{MAHIMAHI_TIMES[name]}={number}ms")
+            else:
+                takes = ", ".join(
+                    ["bytes", "packets", *(n for k, n in _MAHIMAHI_TAKES if k == kind)]
+                )
+                raise EmuError(f"{opt}-args: {name!r} is not an argument of {self.queue}; "
+                               f"it takes: {takes}")  # fmt: skip
+        return out
+
+
+#: Which queue takes which timed argument (mm-link: codel target and
+#: interval; pie qdelay_ref and max_burst).
+_MAHIMAHI_TAKES = {("codel", "target"), ("codel", "interval"), ("pie", "qdelay_ref"),
+                   ("pie", "max_burst")}  # fmt: skip
 
 
 def command_line(plan: Plan) -> list[str]:

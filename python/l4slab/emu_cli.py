@@ -88,6 +88,8 @@ def _qdisc_param_help() -> str:
 
 
 _LINK = "Link options (both directions unless a down/up option is given)"
+_MAHIMAHI = "mahimahi's mm-link options (the same names and meanings)"
+_MM = "As mm-link"
 _RUN = "Run options"
 
 
@@ -161,6 +163,53 @@ def _emu(
     ] = None,
     ecn_path_down: Annotated[str | None, _opt("--ecn-path-down", help="Same, down only.")] = None,
     ecn_path_up: Annotated[str | None, _opt("--ecn-path-up", help="Same, up only.")] = None,
+    uplink_trace: Annotated[
+        str | None,
+        _opt(
+            "--uplink-trace",
+            help=f"{_MM}: the client -> server delivery trace file.",
+            metavar="FILE",
+            panel=_MAHIMAHI,
+        ),
+    ] = None,
+    downlink_trace: Annotated[
+        str | None,
+        _opt(
+            "--downlink-trace",
+            help=f"{_MM}: the server -> client delivery trace file.",
+            metavar="FILE",
+            panel=_MAHIMAHI,
+        ),
+    ] = None,
+    uplink_queue: Annotated[
+        str | None,
+        _opt(
+            "--uplink-queue",
+            help=f"{_MM}: droptail, drophead, codel or pie (up).",
+            metavar="QUEUE",
+            panel=_MAHIMAHI,
+        ),
+    ] = None,
+    downlink_queue: Annotated[
+        str | None,
+        _opt("--downlink-queue", help=f"{_MM}: the same, down.", metavar="QUEUE", panel=_MAHIMAHI),
+    ] = None,
+    uplink_queue_args: Annotated[
+        str | None,
+        _opt(
+            "--uplink-queue-args",
+            help=f"{_MM}: e.g. 'packets=100, target=5' (bytes, "
+            "packets; codel target, interval; pie qdelay_ref, max_burst; times in ms).",
+            metavar="ARGS",
+            panel=_MAHIMAHI,
+        ),
+    ] = None,
+    downlink_queue_args: Annotated[
+        str | None,
+        _opt(
+            "--downlink-queue-args", help=f"{_MM}: the same, down.", metavar="ARGS", panel=_MAHIMAHI
+        ),
+    ] = None,
     sets: Annotated[
         list[str] | None,
         _opt(
@@ -266,6 +315,10 @@ def _emu(
             ecn_path=ecn_path,
             ecn_path_down=ecn_path_down,
             ecn_path_up=ecn_path_up,
+            mahimahi=(
+                emu.MahimahiLink("up", uplink_trace, uplink_queue, uplink_queue_args),
+                emu.MahimahiLink("down", downlink_trace, downlink_queue, downlink_queue_args),
+            ),
             sets=sets or (),
         )
     # The shell plan but its COMMAND, which the sub-command gives.
