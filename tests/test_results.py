@@ -195,7 +195,10 @@ def test_failure_keeps_the_previous_bundle(tmp_path, make_native_result, monkeyp
 
 def test_existing_bundle_is_replaced_after_success(tmp_path, make_native_result):
     target = write_bundle(tmp_path / "run", make_native_result(seed=1, packets=True))
-    write_bundle(target, make_native_result(seed=2))
+    with pytest.warns(
+        results_mod.OutputWarning, match=r"replaced .*run \(the results of scenario 'unit'"
+    ):
+        write_bundle(target, make_native_result(seed=2))
 
     assert load(target).seed == 2
     assert not (target / PACKETS_FILE).exists(), "files of the old bundle do not linger"

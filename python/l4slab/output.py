@@ -22,6 +22,7 @@ import re
 import secrets
 import shutil
 import sys
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -524,6 +525,7 @@ def _replace_dir(new: Path, target: Path) -> None:
     if not target.exists():
         new.rename(target)
         return
+    earlier = _described(target)
     old = _sibling(target, "old")
     target.rename(old)
     try:
@@ -532,6 +534,7 @@ def _replace_dir(new: Path, target: Path) -> None:
         old.rename(target)
         raise
     kept = _remove_own_files(old)
+    warnings.warn(f"replaced {target} ({earlier})", OutputWarning, stacklevel=3)
     if kept:
         warnings.warn(
             f"kept {old}: it holds {shown_names(kept)}, which appeared in {target} during the "
@@ -539,6 +542,25 @@ def _replace_dir(new: Path, target: Path) -> None:
             OutputWarning,
             stacklevel=3,
         )
+
+
+def _described(folder: Path) -> str:
+    """What an output folder l4slab wrote held, and when, for the note that it
+    was replaced: ``the results of scenario 'x' (x.toml), written 2026-12-07
+    11:40`` or ``what l4slab check-l4s wrote, written ...``."""
+    try:
+        manifest = read_manifest(folder)
+        written = (folder / MANIFEST_FILE).stat().st_mtime
+    except (ValueError, OSError):
+        return "an earlier l4slab output"
+    if manifest is None:
+        return "an earlier l4slab output"
+    what = "what l4slab " + "/".join(sorted(set(manifest.files.values()))) + " wrote"
+    if manifest.scenario is not None:
+        name, source = manifest.scenario.get("name"), manifest.scenario.get("source")
+        what = f"the results of scenario {name!r}" + (f" ({source})" if source else "")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(written))
+    return f"{what}, written {when}"
 
 
 def _remove_own_files(folder: Path) -> list[str]:
