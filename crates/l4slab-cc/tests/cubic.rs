@@ -287,6 +287,27 @@ fn no_growth_during_recovery_and_one_cut_per_episode() {
 }
 
 #[test]
+fn grow_in_recovery_grows_from_the_cut_as_lsquic() {
+    // lsquic_cubic_ack grows cwnd on every acknowledged packet; a loss only
+    // cuts it and restarts the epoch (lsquic_cubic_loss).
+    let mut d = cubic_with(CubicConfig {
+        initial_window_segments: 100,
+        grow_in_recovery: true,
+        ..CubicConfig::default()
+    });
+    d.lose(MSS, true);
+    assert_eq!(d.cc.cwnd(), 70 * MSS);
+    assert_eq!(d.cc.metrics().state, "CongestionAvoidance");
+    d.lose(MSS, false); // the same episode: no second cut
+    d.ack(20 * MSS);
+    assert!(d.cc.cwnd() > 70 * MSS, "{}", d.cc.cwnd());
+    assert_eq!(d.cc.stats().loss_reductions, 1);
+    let before = d.cc.cwnd();
+    d.recovery_end();
+    assert_eq!(d.cc.cwnd(), before, "RecoveryEnd changes nothing");
+}
+
+#[test]
 fn classic_ecn_echo_reduces_like_loss() {
     let mut d = at_window(100);
     d.ecn_echo();
