@@ -20,9 +20,12 @@
 //!   `K = cbrt((W_max − cwnd_epoch)/C)`, `W_est = cwnd_epoch`. Per ACK,
 //!   `target = clamp(W_cubic(t + RTT), cwnd, 1.5·cwnd)`,
 //!   `W_est += α·segments_acked/cwnd` (α = 3(1−β)/(1+β), as Linux: the
-//!   RFC's α = 1 once `W_est >= cwnd_prior` is not applied); if
+//!   RFC's α = 1 once `W_est >= cwnd_prior` is not applied; the `alpha`
+//!   option sets α independent of β, as lsquic's 0.8); if
 //!   `W_cubic(t) < W_est` then `cwnd = W_est`
 //!   (Reno-friendly region), else `cwnd += (target − cwnd)/cwnd` per acked segment.
+//! * `grow_in_recovery` (lsquic): a loss cuts as below but goes straight to
+//!   congestion avoidance (a new epoch), so ACKs during recovery grow cwnd.
 //! * loss (first of an episode) and classic ECN-Echo (RFC 9438 §4.6, §4.7):
 //!   `W_max = cwnd·(1+β)/2` if `cwnd < W_max` (fast convergence) else `cwnd`;
 //!   `cwnd_prior = cwnd`; `ssthresh = max(⌊cwnd·β⌋, 2)` segments, cwnd in
@@ -163,8 +166,49 @@ pub const HYSTART: Param = Param {
     doc: "HyStart++ in the initial slow start",
 };
 
+/// `α_cubic`, the Reno-friendly region's increase in segments per RTT.
+/// Unset: RFC 9438 §4.3's `3(1 − β)/(1 + β)`, which Linux also derives from
+/// β. Set: that many segments per RTT whatever β is, as lsquic
+/// (`src/liblsquic/lsquic_cubic.c`, `cubic_update`: `cu_tcp_cwnd +=
+/// n_bytes × TCP_MSS × ONE_MINUS_BETA / 1024 / cu_tcp_cwnd`, i.e. 819/1024 =
+/// 0.8 segment per window acknowledged, with its β of 0.8 where the formula
+/// gives 0.33).
+pub const ALPHA: Param = Param {
+    name: "alpha",
+    aliases: &[],
+    linux: "α_cubic",
+    kind: Kind::Number { above: 0.0 },
+    default: ParamValue::Unset { example: "0.8" },
+    source: "RFC 9438 §4.3 `3(1−β)/(1+β)` (Linux `tcp_friendliness`); lsquic `cubic_update`: 0.8 (`ONE_MINUS_BETA`)",
+    doc: "Reno-friendly increase α_cubic, segments per RTT; unset: 3(1−β)/(1+β) from `beta`",
+};
+
+/// Growth during loss recovery. Off (RFC 9438 §4.6, RFC 9002 §7.3.2 and
+/// App. B.5, Linux `tcp_in_cwnd_reduction`): cwnd stays at `ssthresh` until
+/// `RecoveryEnd`. On, as lsquic: `lsquic_send_ctl.c` calls `cci_ack` for
+/// every newly acknowledged packet with no recovery test, and
+/// `lsquic_cubic_ack` grows cwnd on each one (a loss only restarts the epoch,
+/// `lsquic_cubic_loss`), so congestion avoidance resumes at the cut.
+pub const GROW_IN_RECOVERY: Param = Param {
+    name: "grow_in_recovery",
+    aliases: &[],
+    linux: "InCongestionRecovery (RFC 9002 B.5)",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(false),
+    source: "RFC 9438 §4.6, RFC 9002 §7.3.2; lsquic `lsquic_cubic_ack` (no recovery state): true",
+    doc: "grow cwnd on ACKs during loss recovery, as lsquic (the transport's PRR still governs TCP's recovery)",
+};
+
 /// The parameters a scenario can set (`cc = { kind = "cubic", ... }`).
-pub const PARAMS: &[Param] = &[BETA, C, FAST_CONVERGENCE, TCP_FRIENDLINESS, HYSTART];
+pub const PARAMS: &[Param] = &[
+    BETA,
+    C,
+    FAST_CONVERGENCE,
+    TCP_FRIENDLINESS,
+    HYSTART,
+    ALPHA,
+    GROW_IN_RECOVERY,
+];
 
 crate::registry::cc_config! {
     CubicConfig => Cubic {
@@ -173,6 +217,8 @@ crate::registry::cc_config! {
         FAST_CONVERGENCE => fast_convergence,
         TCP_FRIENDLINESS => reno_friendly,
         HYSTART => hystart,
+        ALPHA => alpha,
+        GROW_IN_RECOVERY => grow_in_recovery,
     }
 }
 
@@ -196,6 +242,10 @@ pub struct CubicConfig {
     pub reno_friendly: bool,
     /// [`HYSTART`] (HyStart++, RFC 9406; see the module documentation).
     pub hystart: bool,
+    /// [`ALPHA`]: `None` derives α from β (RFC 9438 §4.3, Linux).
+    pub alpha: Option<f64>,
+    /// [`GROW_IN_RECOVERY`].
+    pub grow_in_recovery: bool,
     /// `L`: at most `L*SMSS` of one ACK counts towards slow-start (and CSS)
     /// growth. RFC 9406 §4.3: 8 for a non-paced sender (the transport does
     /// not pace by default). Linux has no limit.
@@ -212,6 +262,8 @@ impl Default for CubicConfig {
             fast_convergence: FAST_CONVERGENCE.default.flag(),
             reno_friendly: TCP_FRIENDLINESS.default.flag(),
             hystart: HYSTART.default.flag(),
+            alpha: None, // ALPHA's default: derived from β
+            grow_in_recovery: GROW_IN_RECOVERY.default.flag(),
             ack_limit_segments: hystart::NON_PACED_L, // RFC 9406 §4.3
         }
     }
@@ -236,6 +288,10 @@ impl CubicConfig {
         cong::check_window(self.mss, self.initial_window_segments)?;
         C.check(ParamValue::Num(self.c))
             .and(BETA.check(ParamValue::Num(self.beta)))
+            .and(
+                self.alpha
+                    .map_or(Ok(()), |a| ALPHA.check(ParamValue::Num(a))),
+            )
             .map_err(CubicConfigError::Param)?;
         if self.ack_limit_segments == 0 {
             return Err(CubicConfigError::ZeroAckLimit);
@@ -243,9 +299,11 @@ impl CubicConfig {
         Ok(())
     }
 
-    /// RFC 9438 §4.3: `α_cubic = 3(1 − β)/(1 + β)` (0.529 for β = 0.7).
+    /// RFC 9438 §4.3: `α_cubic = 3(1 − β)/(1 + β)` (0.529 for β = 0.7), or
+    /// the [`ALPHA`] option when set (lsquic: 0.8 whatever β is).
     pub fn alpha_cubic(&self) -> f64 {
-        3.0 * (1.0 - self.beta) / (1.0 + self.beta)
+        self.alpha
+            .unwrap_or(3.0 * (1.0 - self.beta) / (1.0 + self.beta))
     }
 
     /// RFC 9438 §4.2 Figure 2: `K = cbrt((W_max − cwnd_epoch)/C)`, seconds,
@@ -594,7 +652,8 @@ impl Cubic {
         // RFC 9438 §4.3: α_cubic = 3(1-β)/(1+β). Linux keeps it (tcp_friendliness:
         // tcp_cwnd += 1 per (cwnd * beta_scale) >> 3 acked segments, beta_scale
         // = 8(1024+beta)/3/(1024-beta)); the RFC's switch to 1 once W_est >=
-        // cwnd_prior is not applied (docs/models/cubic.md).
+        // cwnd_prior is not applied (docs/models/cubic.md). With the `alpha`
+        // option, that constant instead (lsquic_cubic.c cubic_update: 0.8).
         let alpha = self.cfg.alpha_cubic();
         // RFC 9438 §4.3 Figure 4: W_est += α_cubic * segments_acked / cwnd.
         e.w_est += alpha * segments_acked / cwnd;
@@ -761,7 +820,14 @@ impl CongestionControl for Cubic {
                 self.undo = Some(UndoPoint::save(self.cwnd, self.ssthresh));
                 self.reduce();
                 self.stats.loss_reductions += 1;
-                self.transition_to(now, State::Recovery, ctx);
+                let next = if self.cfg.grow_in_recovery {
+                    // lsquic_cubic_loss: the epoch restarts and the next
+                    // ACK grows cwnd again (lsquic_cubic_ack has no recovery).
+                    State::CongestionAvoidance { epoch: None }
+                } else {
+                    State::Recovery
+                };
+                self.transition_to(now, next, ctx);
             }
             CongestionEvent::Rto { .. } => {
                 self.stats.rtos += 1;

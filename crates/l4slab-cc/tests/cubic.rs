@@ -238,6 +238,39 @@ fn reno_friendly_alpha_stays_linux_past_cwnd_prior() {
 }
 
 #[test]
+fn the_alpha_option_sets_the_reno_friendly_increase_whatever_beta_is() {
+    // lsquic_cubic.c cubic_update: cu_tcp_cwnd grows 819/1024 segment per
+    // window acknowledged with its β of 0.8, where 3(1-β)/(1+β) gives 0.333.
+    let per_round = |alpha: Option<f64>| {
+        let mut d = cubic_with(CubicConfig {
+            initial_window_segments: 20,
+            beta: 0.8,
+            alpha,
+            ..CubicConfig::default()
+        })
+        .rtt(Dur::from_millis(10));
+        d.lose(MSS, true).recovery_end();
+        assert_eq!(d.cc.cwnd(), 16 * MSS);
+        d.send_and_ack_rounds(10);
+        (d.cwnd_segments() - 16.0) / 10.0
+    };
+    let derived = per_round(None);
+    assert!(close(derived, 1.0 / 3.0, 0.03), "{derived}");
+    let lsquic = per_round(Some(0.8));
+    assert!(close(lsquic, 0.8, 0.05), "{lsquic}");
+    assert_eq!(
+        CubicConfig {
+            alpha: Some(0.0),
+            ..CubicConfig::default()
+        }
+        .validate()
+        .unwrap_err()
+        .to_string(),
+        "alpha: 0 is out of range; must be above 0"
+    );
+}
+
+#[test]
 fn no_growth_during_recovery_and_one_cut_per_episode() {
     let mut d = at_window(100);
     d.lose(MSS, true);
@@ -251,6 +284,27 @@ fn no_growth_during_recovery_and_one_cut_per_episode() {
     d.recovery_end();
     d.ack(MSS);
     assert!(d.cc.cwnd() > 70 * MSS);
+}
+
+#[test]
+fn grow_in_recovery_grows_from_the_cut_as_lsquic() {
+    // lsquic_cubic_ack grows cwnd on every acknowledged packet; a loss only
+    // cuts it and restarts the epoch (lsquic_cubic_loss).
+    let mut d = cubic_with(CubicConfig {
+        initial_window_segments: 100,
+        grow_in_recovery: true,
+        ..CubicConfig::default()
+    });
+    d.lose(MSS, true);
+    assert_eq!(d.cc.cwnd(), 70 * MSS);
+    assert_eq!(d.cc.metrics().state, "CongestionAvoidance");
+    d.lose(MSS, false); // the same episode: no second cut
+    d.ack(20 * MSS);
+    assert!(d.cc.cwnd() > 70 * MSS, "{}", d.cc.cwnd());
+    assert_eq!(d.cc.stats().loss_reductions, 1);
+    let before = d.cc.cwnd();
+    d.recovery_end();
+    assert_eq!(d.cc.cwnd(), before, "RecoveryEnd changes nothing");
 }
 
 #[test]

@@ -68,6 +68,8 @@ proptest! {
         fast_convergence in any::<bool>(),
         reno_friendly in any::<bool>(),
         hystart in any::<bool>(),
+        alpha in proptest::option::of(0.05f64..2.0),
+        grow_in_recovery in any::<bool>(),
         l in 1u64..16,
         ops in proptest::collection::vec(op(), 1..100),
     ) {
@@ -79,6 +81,8 @@ proptest! {
             fast_convergence,
             reno_friendly,
             hystart,
+            alpha,
+            grow_in_recovery,
             ack_limit_segments: l,
         };
         let mut d = Driver::new(Cubic::new(cfg)).mss(mss);
