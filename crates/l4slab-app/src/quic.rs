@@ -368,7 +368,12 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
 
     /// The app's draws and both connections' (their controllers': BBR).
     fn random_draws(&self) -> u64 {
-        let conns: u64 = self.ends.iter().flatten().map(Connection::random_draws).sum();
+        let conns: u64 = self
+            .ends
+            .iter()
+            .flatten()
+            .map(Connection::random_draws)
+            .sum();
         self.streams.random_draws() + conns
     }
 
