@@ -70,7 +70,9 @@ def _small_study(tmp_path: Path) -> Path:
 def test_write_readme_fills_the_section_and_a_stale_one_fails_the_check(native, tmp_path, capsys):
     folder = _small_study(tmp_path)
 
-    code = main(["reproduce", str(folder), "-o", str(tmp_path / "out"), "-j", "1", "--write-readme"])
+    code = main(
+        ["reproduce", str(folder), "-o", str(tmp_path / "out"), "-j", "1", "--write-readme"]
+    )
 
     assert code == 1  # the study's impossible claim fails; the README still says so
     out = capsys.readouterr().out
@@ -96,7 +98,7 @@ def test_write_readme_fills_the_section_and_a_stale_one_fails_the_check(native, 
     # a claim removed from study.json: a clear error, not a crash
     doc = json.loads(shipped)
     doc["claims"] = doc["claims"][:1]
-    with pytest.raises(StudyError, match="not a study.json of tiny"):
+    with pytest.raises(StudyError, match=r"not a study\.json of tiny"):
         readme.outcome_from_json(changed, doc)
 
 
