@@ -258,6 +258,8 @@ def summary_table(outcomes: Sequence[Outcome]) -> Table:
         gaps, calibrated = outcome.gaps(), outcome.calibrated()
         notes = [f"{calibrated} calibrated"] if calibrated else []
         notes += [f"{gaps} gap"] if gaps else []
+        if outcome.robust is not None and (fragile := outcome.robust.fragile(outcome)):
+            notes.append(f"{len(fragile)} FRAGILE")
         verdict = outcome.verdict.upper()
         table.add_row(
             Text(outcome.study.id),
