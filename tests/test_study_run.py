@@ -183,6 +183,183 @@ def test_a_declared_model_gap_is_reported_as_gap_not_fail(native, tmp_path, caps
     }
 
 
+def test_a_calibrated_claim_prints_calibrated_never_pass(native, tmp_path, capsys):
+    # "slower" holds, but a parameter was fitted to it: CALIBRATED everywhere, not
+    # counted as holding; the failing claim still fails the study.
+    study = STUDY + textwrap.dedent(
+        """
+        [[calibrated]]
+        parameter = "bottleneck.buffer"
+        value = "50pkt"
+        what = "the buffer: not published, fitted to the slow link's time"
+        calibrated_from = "slower"
+        """
+    )
+    folder = make_study(tmp_path / "studies", study=study)
+    out = tmp_path / "out"
+
+    code, stdout, err = reproduce(capsys, folder, "-o", out, "--jobs", "1")
+
+    assert code == 1, err
+    text = flat(stdout)
+    assert re.search(r"slower .* CALIBRATED", text) and not re.search(r"slower .* PASS", text)
+    assert "bottleneck.buffer = 50pkt was fitted to this claim" in text
+    assert "tiny: 0 of 2 claims hold, 1 calibrated — FAIL" in text
+    doc = json.loads((out / "tiny" / "study.json").read_text())
+    assert (doc["claims_passed"], doc["claims_calibrated"], doc["verdict"]) == (0, 1, "fail")
+    assert doc["calibrated"] == [
+        {
+            "parameter": "bottleneck.buffer",
+            "value": "50pkt",
+            "what": "the buffer: not published, fitted to the slow link's time",
+            "calibrated_from": "slower",
+        }
+    ]
+    claims = {c["id"]: (c["verdict"], c["calibrated"]) for c in doc["claims"]}
+    assert claims == {"slower": ("calibrated", "bottleneck.buffer"), "impossible": ("fail", None)}
+    page = (out / "tiny" / "report.html").read_text()
+    assert ">CALIBRATED</td>" in page and "calibrated: bottleneck.buffer = 50pkt" in page
+    assert "| slower |" in (out / "tiny" / "table.md").read_text()
+    assert "CALIBRATED" in (out / "tiny" / "table.md").read_text()
+
+
+ROBUST_STUDY = """\
+format = 1
+title = "Round trip"
+source = "A test, 2026"
+
+[[runs]]
+name = "clean"
+scenario = "s.toml"
+set = ["bottleneck.down.loss=0%"]
+
+[[runs]]
+name = "lossy"
+scenario = "s.toml"
+seeds = [1, 2]
+
+[measures.rtt]
+unit = "ms"
+path = "flows.file.rtt_ms.min"
+
+[measures.time]
+unit = "s"
+path = "flows.file.completion_s"
+
+[[claims]]
+id = "short"
+text = "The round trip is under 22 ms"
+expr = "rtt.clean"
+op = "<"
+value = 22
+why = "20 ms of delay: it holds nominally and must not 5 ms later."
+
+[[claims]]
+id = "done"
+text = "The lossy file arrives"
+expr = "time.lossy"
+op = ">"
+value = 0
+why = "It always does."
+"""
+
+
+def test_robust_marks_a_claim_a_moved_setup_flips_fragile(native, tmp_path, capsys):
+    folder = make_study(tmp_path / "studies", name="rt", study=ROBUST_STUDY)
+    out = tmp_path / "out"
+
+    code, stdout, err = reproduce(capsys, folder, "-o", out, "-j", "1", "--robust", "--no-report")
+
+    assert code == 0, err
+    # the cost first: 3 nominal simulations; robust adds 2 seeds x 2 runs + 4 x 3
+    assert "3 simulations + 16 robust (seeds+2, rate x0.8, rate x1.2, rtt -5ms, rtt +5ms)" in flat(
+        err
+    )
+    text = flat(stdout)
+    assert re.search(r"short .* PASS FRAGILE: rtt \+5ms FAIL \(25\)", text), text
+    assert re.search(r"done .* PASS steady in all 5", text)
+    assert "rt: 2 of 2 claims hold, 1 FRAGILE — PASS" in text
+    doc = json.loads((out / "rt" / "study.json").read_text())
+    robust = doc["robust"]
+    assert robust["fragile"] == ["short"]
+    assert robust["claims"]["short"]["flips"] == ["rtt +5ms"]
+    assert robust["claims"]["short"]["variants"]["rtt -5ms"]["verdict"] == "pass"
+    # "clean" draws nothing: no more seeds, and one simulation per moved setup
+    assert robust["simulations"] == 2 + 4 + 4 * 2
+    sets = {v["name"]: v["set"] for v in robust["variants"]}
+    assert sets["rate x0.8"]["clean"] == [
+        "bottleneck.down.rate=16000000bit",
+        "bottleneck.up.rate=16000000bit",
+    ]
+    assert sets["rtt +5ms"]["lossy"] == [
+        "bottleneck.down.delay=12500000ns",
+        "bottleneck.up.delay=12500000ns",
+    ]
+    # the robust cells went through the store, and it is gone once complete
+    assert not (out / ".rt.cells").exists()
+    assert sorted(p.name for p in (out / "rt").iterdir() if not p.name.startswith(".")) == [
+        "clean", "lossy", "study.json", "table.md",
+    ]  # fmt: skip
+    assert "FRAGILE: rtt +5ms FAIL" in (out / "rt" / "table.md").read_text()
+    # the default reproduce runs no robust cell and writes no robust key
+    code, _, err = reproduce(capsys, folder, "-o", tmp_path / "plain", "-j", "1", "--no-report")
+    assert code == 0 and "robust" not in err
+    assert "robust" not in json.loads((tmp_path / "plain" / "rt" / "study.json").read_text())
+
+
+def test_robust_resumes_from_the_cell_store(native, tmp_path, monkeypatch):
+    from l4slab.studies import runner
+
+    folder = make_study(tmp_path / "studies", name="rt", study=ROBUST_STUDY)
+    study = studies.load_study(folder)
+    calls = []
+    real = runner.execute
+
+    def failing(job, root):
+        calls.append(job.run)
+        if job.run == "lossy@rtt+5":
+            raise runner.JobError("run", "killed")
+        return real(job, root)
+
+    monkeypatch.setattr(runner, "execute", failing)
+    with pytest.raises(runner.JobError):
+        studies.reproduce(study, tmp_path / "out", workers=1, report=False, robust=True)
+    first = len(calls)
+    calls.clear()
+    monkeypatch.setattr(runner, "execute", real)
+    reused = []
+    outcome = studies.reproduce(
+        study,
+        tmp_path / "out",
+        workers=1,
+        report=False,
+        robust=True,
+        on_done=lambda r: reused.append(r.reused),
+    )
+    assert outcome.robust.fragile(outcome) == ["short"]
+    # every cell that finished before the failure was read back, not simulated again
+    assert sum(reused) == first - 1 and first > 10
+
+
+@pytest.mark.parametrize(
+    ("robust", "expected"),
+    [
+        ('rate = ["bottleneck.down.nope"]', "robust.rate: bottleneck.down.nope is no rate of run"),
+        ("delay = []", "robust.why: missing"),
+    ],
+)
+def test_robust_keys_that_hold_no_rate_are_a_study_error(
+    native, tmp_path, capsys, robust, expected
+):
+    study = ROBUST_STUDY + f"\n[robust]\n{robust}\n"
+    folder = make_study(tmp_path / "studies", name="rt", study=study)
+
+    code, _, err = reproduce(capsys, folder, "-o", tmp_path / "out", "--robust", "--no-report")
+
+    assert code == 2 and expected in flat(err), err
+    assert not (tmp_path / "out" / "rt").exists()
+
+
 def test_study_json_is_byte_identical_across_runs_and_worker_counts(native, tmp_path, capsys):
     folder = make_study(tmp_path / "studies")
 

@@ -255,6 +255,46 @@ def test_errors_name_the_key_path(tmp_path, old, new, expected):
     assert expected in error_of(tmp_path, VALID.replace(old, new, 1))
 
 
+CALIBRATED = """
+[[calibrated]]
+parameter = "bottleneck.buffer"
+value = "100pkt"
+what = "the buffer: not published"
+calibrated_from = "c1"
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (
+            CALIBRATED.replace('"c1"', '"c9"'),
+            "calibrated[0].calibrated_from: no claim 'c9'; claims: c1",
+        ),
+        (
+            CALIBRATED + CALIBRATED.replace("bottleneck.buffer", "bottleneck.rate"),
+            "calibrated[1].calibrated_from: claim 'c1' already calibrates calibrated[0]",
+        ),
+        (CALIBRATED.replace('value = "100pkt"\n', ""), "calibrated[0].value: missing"),
+        (CALIBRATED.replace("what =", "how ="), "calibrated[0].how: unknown key"),
+        (CALIBRATED.replace('"c1"', "1"), "calibrated[0].calibrated_from: expected a non-empty"),
+        ("\n[calibrated]\nparameter = 'x'\n", "calibrated: expected [[calibrated]] tables"),
+        ("\n[robust]\nrate = 'x'\n", "robust.rate: expected a list of override keys"),
+        ("\n[robust]\nrate = []\n", "robust.why: missing: say why"),
+        ("\n[robust]\nrtt = []\n", "robust.rtt: unknown key; valid keys here: rate, delay, why"),
+    ],
+)
+def test_calibration_and_robust_errors_name_the_key_path(tmp_path, extra, expected):
+    assert expected in error_of(tmp_path, VALID + extra)
+
+
+def test_a_calibrated_parameter_is_declared_with_its_claim(tmp_path):
+    study = load_study(write_study(tmp_path, VALID + CALIBRATED))
+    assert study.calibration("c1") is not None
+    assert study.calibration("c1").value == "100pkt"  # type: ignore[union-attr]
+    assert study.calibrated[0].parameter == "bottleneck.buffer"
+
+
 @pytest.mark.parametrize("outside", ["../s.toml", "{abs}"])
 def test_a_scenario_outside_the_study_is_refused(tmp_path, outside):
     # The file exists, one folder up: a study must not read it (nor any absolute path).

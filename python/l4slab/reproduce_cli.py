@@ -119,6 +119,25 @@ def reproduce_command(
     open_page: Annotated[
         bool, typer.Option("--open", help="Open the study report in the web browser.")
     ] = False,
+    robust: Annotated[
+        bool,
+        typer.Option(
+            "--robust",
+            help="Then run the study again with two more seeds per run, its rates x0.8 and "
+            "x1.2 and its round trip -5 and +5 ms (about five times the simulations; the "
+            "count is printed first), and mark FRAGILE every claim whose verdict one of "
+            "them flips. See docs/studies.md.",
+        ),
+    ] = False,
+    write_readme: Annotated[
+        bool,
+        typer.Option(
+            "--write-readme",
+            help="Then write the results into the study's own directory: the generated "
+            "section of its README.md (tables, simulation count, figures), its figures "
+            "(NAME.png) and study.json. For the studies' authors; see docs/studies.md.",
+        ),
+    ] = False,
 ) -> None:
     from l4slab import studies
     from l4slab.studies import report as study_report
@@ -131,6 +150,12 @@ def reproduce_command(
     if study is None:
         raise _fail(
             "give a study id, 'all', or --list; e.g. l4slab reproduce --list", EXIT_BAD_INPUT
+        )
+    if write_readme and (robust or no_report):
+        raise _fail(
+            "--write-readme writes the nominal results with their figures: give it without "
+            f"{'--robust' if robust else '--no-report'}",
+            EXIT_BAD_INPUT,
         )
     with errors():
         if study == "all":
@@ -154,9 +179,12 @@ def reproduce_command(
                 client = stack.enter_context(pool.dask_client(dask))
                 pool.check_cluster(client)
         for spec in specs:
-            outcomes.append(
-                _reproduce_one(spec, target, workers, client, quiet, no_report, open_page)
+            outcome = _reproduce_one(
+                spec, target, workers, client, quiet, no_report, open_page, robust=robust
             )
+            outcomes.append(outcome)
+            if write_readme:
+                _write_readme(outcome)
     if len(outcomes) > 1:
         console.print(study_report.summary_table(outcomes))
     if not all(outcome.passed for outcome in outcomes):
@@ -171,16 +199,24 @@ def _reproduce_one(
     quiet: bool,
     no_report: bool,
     open_page: bool,
+    *,
+    robust: bool = False,
 ) -> Any:
     """One study of ``l4slab reproduce``: run it, print its tables and verdict."""
     from l4slab import studies
     from l4slab.studies import report as study_report
+    from l4slab.studies import robust as robust_mod
     from l4slab.studies.runner import cell_store
 
     console, err = _stdout(), _stderr()
+    extra = robust_mod.estimate(spec) if robust else 0
     if not quiet:
+        more = ""
+        if robust:
+            names = ", ".join(v.name for v in robust_mod.variants(spec))
+            more = f" + {extra} robust ({names})"
         err.print(
-            f"study {spec.id}: {spec.title} — {spec.jobs} simulations (fewer when a "
+            f"study {spec.id}: {spec.title} — {spec.jobs} simulations{more} (fewer when a "
             f"run has nothing random), {workers} process{'es' if workers > 1 else ''}",
             markup=False,
         )
@@ -190,7 +226,7 @@ def _reproduce_one(
     )
     with (
         errors(writing="the study results", interrupted=lambda exc: stopped),
-        _StudyProgress(err, spec.jobs, enabled=not quiet and err.is_terminal) as bar,
+        _StudyProgress(err, spec.jobs + extra, enabled=not quiet and err.is_terminal) as bar,
     ):
         outcome = studies.reproduce(
             spec,
@@ -200,6 +236,7 @@ def _reproduce_one(
             on_skip=bar.skip,
             report=not no_report,
             dask=client,
+            robust=robust,
         )
     if not quiet:
         for table in study_report.measures_tables(outcome):
@@ -215,6 +252,23 @@ def _reproduce_one(
     if open_page and outcome.path is not None and not no_report:
         _open(outcome.path / study_report.REPORT_FILE)
     return outcome
+
+
+def _write_readme(outcome: Any) -> None:
+    """``--write-readme``: the study's README section, figures and study.json."""
+    from l4slab.studies import readme
+
+    with errors(writing="the study's README"):
+        removed = readme.write_readme(outcome, outcome.path)
+    study = outcome.study
+    names = ", ".join(f"{figure.name}.png" for figure in study.figures)
+    _stdout().print(
+        f"{study.id}: wrote {study.path / 'README.md'} (its results section), "
+        f"{names + ', ' if names else ''}study.json"
+        + (f"; removed {', '.join(removed)} (no figure of the study)" if removed else ""),
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _study_dir(root: Path, study: str) -> Path:

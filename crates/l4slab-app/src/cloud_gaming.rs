@@ -2,7 +2,7 @@
 //! player at a fixed frame rate over the flow's congestion-controlled
 //! connection, adapting its encoder bitrate to what the connection delivers
 //! (the TCP-based, adaptive, up-to-40 Mbit/s cloud-gaming flow of the
-//! Excentis Wi-Fi 6 L4S tests, STUDIES.md §4).
+//! Excentis Wi-Fi 6 L4S tests, the Excentis / Nokia Bell Labs measurements).
 //!
 //! Every `1/fps` the sender reads its socket (`TCP_INFO`, unsent bytes) and
 //! either captures a frame of `target / fps` bytes or, when more than a
@@ -41,7 +41,7 @@ pub const FPS: Param = Param {
     doc: "frames per second",
 };
 
-/// The Excentis flow's ceiling (STUDIES.md §4).
+/// The Excentis flow's ceiling (the Excentis / Nokia Bell Labs measurements).
 const MAX: Rate = Rate::from_mbps(40);
 
 pub const START_BITRATE: Param = Param {
@@ -70,7 +70,7 @@ pub const MAX_BITRATE: Param = Param {
     linux: "max_bitrate",
     kind: Kind::Rate,
     default: ParamValue::Rate(MAX),
-    source: "the Excentis Wi-Fi 6 L4S tests' up-to-40 Mbit/s flow (STUDIES.md §4)",
+    source: "the Excentis Wi-Fi 6 L4S tests' up-to-40 Mbit/s flow (the Excentis / Nokia Bell Labs measurements)",
     doc: "highest target",
 };
 

@@ -366,8 +366,15 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
         self.streams.sample(now, interval, out);
     }
 
+    /// The app's draws and both connections' (their controllers': BBR).
     fn random_draws(&self) -> u64 {
-        self.streams.random_draws()
+        let conns: u64 = self
+            .ends
+            .iter()
+            .flatten()
+            .map(Connection::random_draws)
+            .sum();
+        self.streams.random_draws() + conns
     }
 
     fn report(&self, end: Time) -> Value {

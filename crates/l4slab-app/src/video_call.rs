@@ -1,5 +1,5 @@
 //! `video_call`: a two-way video call over one connection (the FaceTime
-//! call of Apple's L4S demonstration, STUDIES.md §3). Each side captures
+//! call of Apple's L4S demonstration, Apple WWDC23 session 10004). Each side captures
 //! frames at `fps` on its own clock and adapts its own encoder bitrate to
 //! what its direction of the connection delivers (the GCC-style AIMD of
 //! [`crate::rate_control`], one controller per direction); the other side

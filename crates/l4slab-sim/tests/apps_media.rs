@@ -21,7 +21,7 @@ fn app_metric<'a>(out: &'a RunOutput, name: &str, path: &[&str]) -> &'a serde_js
 
 /// 20 Mbit/s, 20 ms base RTT, a deep (200 ms, 500 KB) FIFO; one page whose
 /// first object is a 10 MB download on the page's connection and whose second
-/// is a 20 KB object on a new connection 3 s later (STUDIES.md §2).
+/// is a 20 KB object on a new connection 3 s later (the LiteSpeed BBR post).
 const SMALL_BEHIND_LARGE: &str = r#"
 format = 1
 duration = "6s"
@@ -165,7 +165,7 @@ fn cloud_gaming_next_to_a_download_is_fast_through_dualpi2_with_prague_and_late_
 
 // ---- video call ------------------------------------------------------------
 
-/// Apple's demo (STUDIES.md §3): a 10 Mbit/s bottleneck, 20 ms minimum RTT,
+/// Apple's demo (Apple WWDC23 session 10004): a 10 Mbit/s bottleneck, 20 ms minimum RTT,
 /// a video call while two downloads start a second later.
 const CALL_PATH: &str = r#"
 format = 1

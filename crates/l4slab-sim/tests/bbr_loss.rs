@@ -1,4 +1,4 @@
-//! Behaviour: BBR under random loss — STUDIES.md §1 (`litespeed-bbr-loss`):
+//! Behaviour: BBR under random loss — the LiteSpeed BBR post (`litespeed-bbr-loss`):
 //! a 10 MB file over 20 Mbit/s, 25 ms one way, random loss 0/0.5/1/2/3 %
 //! on the data direction. The published claim: BBR's transfer time stays
 //! within a few percent of the lossless time while loss-based control

@@ -92,12 +92,14 @@ fn without_seed(out: &l4slab_sim::RunOutput) -> (String, Vec<u64>) {
     (serde_json::to_string(&s).unwrap(), series)
 }
 
+const QUIC: &str = "flows[0].transport={protocol=\"quic\"}";
+
 /// `random_draws = 0` means the seed changed nothing: such runs are identical
 /// whatever the seed, and the random elements (a lossy link, PIE's and
 /// DualPI2's coin flips, BBR's randomized cycle phase) do draw.
 #[test]
 fn a_run_that_draws_nothing_is_the_same_for_every_seed() {
-    let cases: [(&str, &[&str], bool); 9] = [
+    let cases: [(&str, &[&str], bool); 12] = [
         ("fifo reno", &[], false),
         (
             "codel cubic",
@@ -115,6 +117,13 @@ fn a_run_that_draws_nothing_is_the_same_for_every_seed() {
         ("fq_pie", &["bottleneck.qdisc=fq_pie"], true),
         ("dualpi2 classic", &["bottleneck.qdisc=dualpi2"], true),
         ("bbr", &["flows[0].cc=bbr"], true),
+        // A QUIC connection's controller draws from the connection's own
+        // stream: counted (BBR), and a QUIC run that draws nothing (Cubic:
+        // its connection IDs come from the seed but change nothing) is the
+        // same for every seed.
+        ("quic cubic", &[QUIC, "flows[0].cc=cubic"], false),
+        ("quic bbr", &[QUIC, "flows[0].cc=bbr"], true),
+        ("quic bbr3", &[QUIC, "flows[0].cc=bbr3"], true),
     ];
     for (name, sets, random) in cases {
         let mut sets: Vec<&str> = sets.to_vec();

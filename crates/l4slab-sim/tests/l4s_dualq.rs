@@ -1,5 +1,4 @@
-//! L4S end to end through the DualQ Coupled AQM (RFC 9330–9332; STUDIES.md
-//! §7): Prague and CUBIC sharing a DualPI2 bottleneck, a path that re-marks
+//! L4S end to end through the DualQ Coupled AQM (RFC 9330–9332): Prague and CUBIC sharing a DualPI2 bottleneck, a path that re-marks
 //! ECT(1) to ECT(0), Prague's RTT independence, and where DCTCP's packets
 //! queue. The bounds come from the claims (RFC 9330 §2.2 / REFERENCES §2.2:
 //! L4S queue "sub-ms average, ~1–2 ms at p99"; RFC 9332: the classic queue

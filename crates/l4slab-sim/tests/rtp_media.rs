@@ -95,7 +95,7 @@ fn through_dualpi2_scream_l4s_rides_the_l_queue_and_gcc_the_c_queue() {
     assert!(f64_of(&a["sender"]["rtt_ms"]["p99"]) < 20.0 + 50.0, "{a}");
 }
 
-/// Apple's setting in small (STUDIES.md §3): a two-way call and a download
+/// Apple's setting in small (Apple WWDC23 session 10004): a two-way call and a download
 /// through 10 Mbit/s, 20 ms base RTT.
 const CALL: &str = r#"
 format = 1

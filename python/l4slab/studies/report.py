@@ -150,15 +150,31 @@ def pivot_data(outcome: Outcome, group: str) -> TableData:
     return TableData(title, columns, tuple(rows))
 
 
+def robust_text(outcome: Outcome, claim_id: str) -> str:
+    """``--robust``'s word on a claim: ``FRAGILE: rate x0.8 FAIL (1.2), ...`` with the
+    variants that flip its verdict, else that none does."""
+    robust = outcome.robust
+    flips = robust.flips(outcome, claim_id)
+    if flips:
+        return "FRAGILE: " + "; ".join(
+            f"{name} {verdict.upper()} ({_claim_value(value)})" for name, verdict, value in flips
+        )
+    return f"steady in all {len(robust.variants)}"
+
+
 def claims_data(outcome: Outcome) -> TableData:
-    """One row per claim: id, the publication's words, the check, the value, the verdict."""
-    columns = (
+    """One row per claim: id, the publication's words, the check, the value, the verdict
+    (and, after ``--robust``, whether a variant flips it)."""
+    columns: tuple[Column, ...] = (
         Column("id", numeric=False, no_wrap=True),
         Column("claim", numeric=False),
         Column("check", numeric=False),
         Column("value"),
         Column("verdict", numeric=False, no_wrap=True),
     )
+    if outcome.robust is not None:
+        names = ", ".join(variant.name for variant, _ in outcome.robust.variants)
+        columns += (Column(f"robust ({names})", numeric=False),)
     rows = []
     for result in outcome.claims:
         check = f"{result.claim.expr.text} {result.claim.bound_text}"
@@ -168,15 +184,27 @@ def claims_data(outcome: Outcome) -> TableData:
         text = result.claim.text
         if result.verdict == "gap":
             text = f"{text} — model gap: {result.claim.gap}"
-        rows.append(Row((result.claim.id, text, check, value, result.verdict.upper())))
+        if (param := outcome.study.calibration(result.claim.id)) is not None:
+            text = f"{text} — {param.parameter} = {param.value} was fitted to this claim"
+        cells = [result.claim.id, text, check, value, result.verdict.upper()]
+        if outcome.robust is not None:
+            cells.append(robust_text(outcome, result.claim.id))
+        rows.append(Row(tuple(cells)))
     return TableData(f"{outcome.study.id}: claims — {holds_text(outcome)}", columns, tuple(rows))
 
 
 def holds_text(outcome: Outcome, noun: str = "") -> str:
-    """``3 of 4 [claims] hold`` (``, 1 a model gap`` when there are gaps)."""
+    """``3 of 4 [claims] hold`` (``, 1 calibrated`` and ``, 1 a model gap`` when there
+    are such claims)."""
     passed, total = outcome.count()
-    gaps = outcome.gaps()
-    return f"{passed} of {total} {noun}hold" + (f", {gaps} a model gap" if gaps else "")
+    gaps, calibrated = outcome.gaps(), outcome.calibrated()
+    fragile = len(outcome.robust.fragile(outcome)) if outcome.robust is not None else 0
+    return (
+        f"{passed} of {total} {noun}hold"
+        + (f", {calibrated} calibrated" if calibrated else "")
+        + (f", {gaps} a model gap" if gaps else "")
+        + (f", {fragile} FRAGILE" if fragile else "")
+    )
 
 
 # --------------------------------------------------------------------------- terminal
@@ -227,13 +255,17 @@ def summary_table(outcomes: Sequence[Outcome]) -> Table:
         table.add_column(header, justify="right" if numeric else "left")
     for outcome in outcomes:
         passed, total = outcome.count()
-        gaps = outcome.gaps()
+        gaps, calibrated = outcome.gaps(), outcome.calibrated()
+        notes = [f"{calibrated} calibrated"] if calibrated else []
+        notes += [f"{gaps} gap"] if gaps else []
+        if outcome.robust is not None and (fragile := outcome.robust.fragile(outcome)):
+            notes.append(f"{len(fragile)} FRAGILE")
         verdict = outcome.verdict.upper()
         table.add_row(
             Text(outcome.study.id),
             Text(outcome.study.title),
             str(outcome.study.jobs),
-            f"{passed} of {total}" + (f" ({gaps} gap)" if gaps else ""),
+            f"{passed} of {total}" + (f" ({', '.join(notes)})" if notes else ""),
             Text(verdict, style=_RICH_STYLE[verdict]),
         )
     return table
@@ -371,10 +403,16 @@ def study_html(outcome: Outcome, figures: Sequence[Any]) -> str:
 
 _VERDICT_STYLE = {
     "pass": "font-weight:600;color:#1b7f3b",
+    "calibrated": "font-weight:600;color:#1f5f9a",
     "gap": "font-weight:600;color:#9a6700",
     "fail": "font-weight:600;color:#b3261e",
 }
-_RICH_STYLE = {"PASS": "bold green", "GAP": "bold yellow", "FAIL": "bold red"}
+_RICH_STYLE = {
+    "PASS": "bold green",
+    "CALIBRATED": "bold cyan",
+    "GAP": "bold yellow",
+    "FAIL": "bold red",
+}
 
 
 def _claims_html(outcome: Outcome) -> str:
@@ -386,6 +424,13 @@ def _claims_html(outcome: Outcome) -> str:
         detail = f"<br><span class=note>{_e(result.detail)}</span>" if result.detail else ""
         if result.verdict == "gap":
             detail += f"<br><span class=note>model gap: {_e(claim.gap or '')}</span>"
+        if outcome.robust is not None:
+            detail += f"<br><span class=note>robust: {_e(robust_text(outcome, claim.id))}</span>"
+        if (param := outcome.study.calibration(claim.id)) is not None:
+            detail += (
+                f"<br><span class=note>calibrated: {_e(param.parameter)} = {_e(param.value)} "
+                f"was fitted to this claim ({_e(param.what)})</span>"
+            )
         rows.append(
             "<tr>"
             f'<td class="text">{_e(claim.id)}</td>'

@@ -319,13 +319,17 @@ class ClaimResult:
     value: float | bool | None
     passed: bool
     detail: str
+    #: A setup parameter was fitted to this claim (study.toml ``[[calibrated]]``): it
+    #: holds by construction, so it is no test of the model.
+    calibrated: bool = False
 
     @property
     def verdict(self) -> str:
-        """``pass``; ``gap`` when it does not hold and the study declares why the
-        model cannot meet it (:attr:`ClaimSpec.gap`); else ``fail``."""
+        """``pass``; ``calibrated`` when it holds but a parameter was fitted to it;
+        ``gap`` when it does not hold and the study declares why the model cannot meet
+        it (:attr:`ClaimSpec.gap`); else ``fail``."""
         if self.passed:
-            return "pass"
+            return "calibrated" if self.calibrated else "pass"
         return "gap" if self.claim.gap else "fail"
 
 
@@ -339,6 +343,8 @@ class Outcome:
     jobs: list[JobResult] = field(default_factory=list)
     path: Path | None = None
     tool_version: str = ""
+    #: ``reproduce --robust``: every variant's outcome (:mod:`l4slab.studies.robust`).
+    robust: Any = None
 
     @property
     def passed(self) -> bool:
@@ -355,14 +361,18 @@ class Outcome:
         """Claims that do not hold for a declared model gap."""
         return sum(c.verdict == "gap" for c in self.claims)
 
+    def calibrated(self) -> int:
+        """Claims that hold because a parameter was fitted to them (not counted as holding)."""
+        return sum(c.verdict == "calibrated" for c in self.claims)
+
     def seed_matters(self, run: str) -> bool:
         """Whether the run's results depend on its seed (``False``: its first seed drew no
         random number, so one simulation stands for every seed it lists)."""
         return any(job.seed_matters for job in self.jobs if job.run == run)
 
     def count(self) -> tuple[int, int]:
-        """(claims that hold, claims)."""
-        return sum(c.passed for c in self.claims), len(self.claims)
+        """(claims that hold out of sample: PASS, claims)."""
+        return sum(c.verdict == "pass" for c in self.claims), len(self.claims)
 
 
 def evaluate(study: Study, jobs: Sequence[JobResult]) -> Outcome:
@@ -381,7 +391,12 @@ def evaluate(study: Study, jobs: Sequence[JobResult]) -> Outcome:
                 _combine(measure.stat, list(seeds.values())),
                 measure.published.get(run),
             )
-    claims = [check_claim(claim, values) for claim in study.claims]
+    claims = [
+        dataclasses.replace(
+            check_claim(claim, values), calibrated=study.calibration(claim.id) is not None
+        )
+        for claim in study.claims
+    ]
     return Outcome(study, values, claims, list(jobs))
 
 
@@ -455,6 +470,16 @@ def study_json(outcome: Outcome) -> str:
         "verdict": outcome.verdict,
         "claims_passed": outcome.count()[0],
         "claims_gaps": outcome.gaps(),
+        "claims_calibrated": outcome.calibrated(),
+        "calibrated": [
+            {
+                "parameter": param.parameter,
+                "value": param.value,
+                "what": param.what,
+                "calibrated_from": param.calibrated_from,
+            }
+            for param in study.calibrated
+        ],
         "claims_total": outcome.count()[1],
         "runs": [
             {
@@ -503,11 +528,43 @@ def study_json(outcome: Outcome) -> str:
                 "verdict": result.verdict,
                 "detail": result.detail,
                 "gap": result.claim.gap,
+                "calibrated": (
+                    param.parameter if (param := study.calibration(result.claim.id)) else None
+                ),
             }
             for result in outcome.claims
         ],
     }
+    if outcome.robust is not None:
+        document["robust"] = robust_json(outcome)
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def robust_json(outcome: Outcome) -> dict[str, Any]:
+    """study.json's ``robust``: the variants (with the overrides each added to each
+    run), every claim's verdict and value in each, and the FRAGILE claims."""
+    robust = outcome.robust
+    return {
+        "simulations": robust.simulations,
+        "variants": [
+            {"name": variant.name, "set": robust.sets.get(variant.tag, {})}
+            for variant, _ in robust.variants
+        ],
+        "fragile": robust.fragile(outcome),
+        "claims": {
+            result.claim.id: {
+                "nominal": result.verdict,
+                "flips": [name for name, _, _ in robust.flips(outcome, result.claim.id)],
+                "variants": {
+                    variant.name: {"verdict": other.verdict, "value": other.value}
+                    for variant, out in robust.variants
+                    for other in out.claims
+                    if other.claim.id == result.claim.id
+                },
+            }
+            for result in outcome.claims
+        },
+    }
 
 
 # --------------------------------------------------------------------------- the whole study
@@ -596,6 +653,26 @@ def _is_key(name: str) -> bool:
     return len(name) == 64 and all(c in "0123456789abcdef" for c in name)
 
 
+def _run_study_jobs(
+    study: Study,
+    store: Path,
+    jobs: Sequence[Job],
+    *,
+    workers: int,
+    on_done: Callable[[JobResult], None] | None,
+    on_skip: Callable[[Job], None] | None,
+    dask: Any,
+) -> list[JobResult]:
+    """:func:`run_jobs` in the study's cell store; a measure that does not fit a run is
+    a :class:`StudyError` naming study.toml."""
+    try:
+        return run_jobs(jobs, store, workers=workers, on_done=on_done, on_skip=on_skip, dask=dask)
+    except JobError as exc:
+        if exc.kind == "study":
+            raise StudyError(f"{study.file}: {exc.message}") from None
+        raise
+
+
 def check_study_dir(path: Path) -> None:
     """Raise ``FileExistsError`` unless ``path`` is missing, empty or an earlier study run.
 
@@ -615,11 +692,17 @@ def reproduce(
     on_skip: Callable[[Job], None] | None = None,
     report: bool = True,
     dask: Any = None,
+    robust: bool = False,
 ) -> Outcome:
     """Run ``study`` and write its results under ``out_root/<id>/``; return the outcome.
 
     A run whose first seed drew no random number is not run again for its other seeds
     (they would repeat it exactly; see :func:`run_jobs`): ``on_skip`` hears of each.
+
+    ``robust``: then run it again with more seeds and its setup moved
+    (:mod:`l4slab.studies.robust`; their cells go through the same store, so an
+    interrupted robust study resumes too, and are not kept once it is complete) and
+    set :attr:`Outcome.robust`; study.json gets a ``robust`` key.
 
     Raises :class:`StudyError` for a scenario or measure that does not fit,
     :class:`JobError` when a simulation fails, ``FileExistsError`` when the target is
@@ -632,26 +715,37 @@ def reproduce(
     target = Path(out_root) / study.id
     check_study_dir(target)
     jobs = _keyed(_jobs(study))
+    extra: list[Job] = []
+    if robust:
+        from l4slab.studies import robust as robust_mod
+
+        extra = _keyed(robust_mod.robust_jobs(study, jobs, {}))
     store = cell_store(target)
-    _open_store(store, jobs)
-    try:
-        done = run_jobs(
-            jobs,
-            store,
-            workers=workers or default_jobs(),
-            on_done=on_done,
-            on_skip=on_skip,
-            dask=dask,
-        )
-    except JobError as exc:
-        if exc.kind == "study":
-            raise StudyError(f"{study.file}: {exc.message}") from None
-        raise
-    outcome = evaluate(study, done)
+    _open_store(store, [*jobs, *extra])
+    run = functools.partial(
+        _run_study_jobs,
+        study,
+        store,
+        workers=workers or default_jobs(),
+        on_done=on_done,
+        on_skip=on_skip,
+        dask=dask,
+    )
+    outcome = evaluate(study, run(jobs))
     outcome.tool_version = str(_native.__version__)
+    if robust:
+        # A run whose first seed drew nothing gets no more seeds: they would repeat it.
+        more = []
+        for job in extra:
+            name, tag = job.run.split(robust_mod.TAG, 1)
+            if tag != "seeds" or outcome.seed_matters(name):
+                more.append(job)
+            elif on_skip is not None:
+                on_skip(job)
+        outcome.robust = robust_mod.evaluate_robust(study, outcome, more, run(more))
     keys = {job.directory: job.key for job in jobs}
     with staging_dir(target) as tmp:
-        _take_bundles(store, tmp, [(keys[r.directory], r.directory) for r in done])
+        _take_bundles(store, tmp, [(keys[r.directory], r.directory) for r in outcome.jobs])
         (tmp / STUDY_JSON).write_text(study_json(outcome), encoding="utf-8")
         (tmp / TABLE_MD).write_text(markdown_tables(outcome), encoding="utf-8")
         if report:

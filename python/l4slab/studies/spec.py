@@ -34,6 +34,7 @@ __all__ = [
     "RESERVED_RUN_NAMES",
     "STATS",
     "STUDY_FILE",
+    "CalibratedParam",
     "ClaimSpec",
     "FigureDecl",
     "MeasureSpec",
@@ -141,6 +142,32 @@ class ClaimSpec:
 
 
 @dataclass(frozen=True)
+class CalibratedParam:
+    """A setup parameter the publication does not state, fitted to one published number.
+
+    The claim it was fitted to (``calibrated_from``) is not a test of the model: it
+    prints CALIBRATED, never PASS; every other claim must hold out of sample.
+    """
+
+    parameter: str
+    value: str
+    what: str
+    calibrated_from: str
+
+
+@dataclass(frozen=True)
+class RobustKeys:
+    """Which override keys ``reproduce --robust`` moves: rates (x0.8, x1.2) and one-way
+    delays (together moved by +-5 ms of round trip). ``None``: the generic rule (the
+    bottleneck's ``down`` and ``up`` rate and delay); an empty tuple: not moved, for
+    ``why``."""
+
+    rate: tuple[str, ...] | None = None
+    delay: tuple[str, ...] | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class FigureDecl:
     """A figure of the study report: a registered kind and its arguments."""
 
@@ -166,6 +193,15 @@ class Study:
     claims: tuple[ClaimSpec, ...]
     figures: tuple[FigureDecl, ...]
     file: Path = field(repr=False, default=Path(STUDY_FILE))
+    calibrated: tuple[CalibratedParam, ...] = ()
+    robust: RobustKeys = RobustKeys()
+
+    def calibration(self, claim: str) -> CalibratedParam | None:
+        """The parameter fitted to ``claim``, if one was."""
+        for param in self.calibrated:
+            if param.calibrated_from == claim:
+                return param
+        return None
 
     def run(self, name: str) -> RunSpec:
         """The run called ``name``."""
@@ -222,7 +258,12 @@ def load_study(directory: str | Path) -> Study:
 # --------------------------------------------------------------------------- parsing
 
 
-_TOP_KEYS = ("format", "title", "source", "description", "runs", "measures", "claims", "figures")
+_TOP_KEYS = (
+    "format", "title", "source", "description", "runs", "measures", "claims", "figures",
+    "calibrated", "robust",
+)  # fmt: skip
+_CALIBRATED_KEYS = ("parameter", "value", "what", "calibrated_from")
+_ROBUST_KEYS = ("rate", "delay", "why")
 _RUN_KEYS = ("name", "scenario", "set", "seed", "seeds", "sweep", "group", "label")
 _MEASURE_KEYS = (
     "label", "unit", "path", "metric", "args", "scale", "runs", "stat", "digits", "published",
@@ -291,6 +332,8 @@ class _Parser:
         measures = self.measures(data.get("measures"), runs)
         claims = self.claims(data.get("claims"), measures)
         figures = self.figures(data.get("figures"), runs, measures)
+        calibrated = self.calibrated(data.get("calibrated"), claims)
+        robust = self.robust(data.get("robust"))
         return Study(
             id=self.study_id,
             path=self.folder,
@@ -302,6 +345,8 @@ class _Parser:
             claims=tuple(claims),
             figures=tuple(figures),
             file=self.file,
+            calibrated=tuple(calibrated),
+            robust=robust,
         )
 
     # ---- runs
@@ -686,6 +731,102 @@ class _Parser:
                 )
             return None, op, float(value)
         return None, None, None
+
+    # ---- calibration and robustness
+
+    def calibrated(self, value: Any, claims: Sequence[ClaimSpec]) -> list[CalibratedParam]:
+        example = (
+            '[[calibrated]] parameter = "wifi.ap.l4s_step", value = "6ms", what = "...", '
+            'calibrated_from = "game-rate"'
+        )
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.error("calibrated", "expected [[calibrated]] tables", example)
+        ids = [claim.id for claim in claims]
+        out: list[CalibratedParam] = []
+        for index, item in enumerate(value):
+            key = f"calibrated[{index}]"
+            table = self.table(item, key, example)
+            self.known(table, key, _CALIBRATED_KEYS)
+            parameter = self.text(
+                table, "parameter", key, 'parameter = "wifi.ap.l4s_step"', required=True
+            )
+            raw = table.get("value")
+            if raw is None:
+                raise self.error(f"{key}.value", "missing: the value it was given", 'value = "6ms"')
+            if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+                raise self.error(
+                    f"{key}.value",
+                    f"expected a number or a text, found {_kind(raw)}",
+                    'value = "6ms"',
+                )
+            what = self.text(
+                table,
+                "what",
+                key,
+                "what = \"the AP's marking step: not published; fitted to the L4S game's rate\"",
+                required=True,
+            )
+            claim = self.text(
+                table, "calibrated_from", key, 'calibrated_from = "game-rate"', required=True
+            )
+            if claim not in ids:
+                raise self.error(
+                    f"{key}.calibrated_from",
+                    f"no claim {claim!r}; claims: {', '.join(ids)}",
+                    f'calibrated_from = "{ids[0]}"',
+                )
+            for other, param in enumerate(out):
+                if param.calibrated_from == claim:
+                    raise self.error(
+                        f"{key}.calibrated_from",
+                        f"claim {claim!r} already calibrates calibrated[{other}] "
+                        f"({param.parameter}): a claim fits at most one parameter, and then "
+                        "is no test of the model",
+                    )
+                if param.parameter == parameter:
+                    raise self.error(
+                        f"{key}.parameter",
+                        f"{parameter!r} is declared twice (also calibrated[{other}]): a "
+                        "parameter is fitted to one published number",
+                    )
+            out.append(
+                CalibratedParam(parameter, raw if isinstance(raw, str) else f"{raw:g}", what, claim)
+            )
+        return out
+
+    def robust(self, value: Any) -> RobustKeys:
+        example = 'robust = { rate = ["bottleneck.down.rate"], delay = ["bottleneck.down.delay"] }'
+        if value is None:
+            return RobustKeys()
+        table = self.table(value, "robust", example)
+        self.known(table, "robust", _ROBUST_KEYS)
+        keys: dict[str, tuple[str, ...] | None] = {}
+        for name in ("rate", "delay"):
+            item = table.get(name)
+            if item is None:
+                keys[name] = None
+                continue
+            if not isinstance(item, list) or not all(
+                isinstance(k, str) and re.match(r"^[A-Za-z0-9_.\[\]-]+$", k) for k in item
+            ):
+                raise self.error(
+                    f"robust.{name}",
+                    f"expected a list of override keys (as --set takes them), found {_kind(item)}",
+                    example,
+                )
+            keys[name] = tuple(item)
+        why = self.text(
+            table, "why", "robust", 'why = "the Wi-Fi PHY rate is no key"', required=False
+        )
+        if any(keys[name] == () for name in keys) and not why:
+            raise self.error(
+                "robust.why",
+                "missing: say why the setup is not moved where a list is empty",
+                'why = "the Wi-Fi PHY rate follows from the SNR, not a rate key"',
+            )
+        return RobustKeys(keys["rate"], keys["delay"], why)
 
     # ---- figures
 

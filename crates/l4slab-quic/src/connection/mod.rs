@@ -789,6 +789,15 @@ impl Connection {
         s
     }
 
+    /// Numbers drawn from the connection's seeded stream (its controller's:
+    /// BBR's randomized cycle phase and ProbeRTT timing), for the run's
+    /// `random_draws`. The connection IDs are derived from the seed too, but
+    /// they only name the connection: nothing the connection does depends
+    /// on their value, so they are not draws that can change a result.
+    pub fn random_draws(&self) -> u64 {
+        self.rng.draws()
+    }
+
     /// [`ConnectionStats::report`] of [`Connection::stats`].
     pub fn report(&self) -> String {
         self.stats().report()
