@@ -427,6 +427,13 @@ pub enum LSojourn {
     Service,
 }
 
+impl LSojourn {
+    /// Linux's (the default).
+    pub fn is_enqueue(&self) -> bool {
+        *self == LSojourn::Enqueue
+    }
+}
+
 /// [`L_SOJOURN`]'s choices.
 impl FromParam for LSojourn {
     fn from_param(v: ParamValue) -> Self {
@@ -503,7 +510,10 @@ pub struct DualPi2Config {
     pub scheduler: Scheduler,
     /// Default: `max(L, C)` like Linux.
     pub pi_input: PiInput,
-    /// Default: from enqueue, like Linux.
+    /// Default: from enqueue, like Linux. Not written out when it is the
+    /// default, so that summaries of scenarios that do not select it stay
+    /// byte-identical to those from before the option existed.
+    #[serde(default, skip_serializing_if = "LSojourn::is_enqueue")]
     pub l_sojourn: LSojourn,
     /// Flows classified into the L queue whatever their ECN field, and
     /// subject to its AQM (Not-ECT ones are dropped where ECT ones would be
