@@ -375,3 +375,29 @@ def test_every_shipped_study_has_its_scenarios_valid(native, tmp_path):
         StudyError, match=r"runs\[\d\] \(run reno_fifo, video.toml\): flows\[0\].cc"
     ):
         check_scenarios(load_study(folder))
+
+
+def test_percentile_cdf_points_and_path_difference():
+    from l4slab.studies.figures import percentile_points
+    from l4slab.studies.metrics import METRICS
+
+    summary = {
+        "flows": {
+            "game": {"rtt_ms": {"min": 8.0, "p50": 13.0, "p90": 20.0, "p99": 29.0, "max": 47.0}}
+        }
+    }
+    xs, ys = percentile_points(summary, "flows.game.rtt_ms")
+    # p999 is absent: left out, the others in order.
+    assert xs == [8.0, 13.0, 20.0, 29.0, 47.0]
+    assert ys == [0.0, 0.5, 0.9, 0.99, 1.0]
+    with pytest.raises(ValueError, match="not a distribution"):
+        percentile_points(summary, "flows.game.rtt_ms.p50")
+
+    class Fake:
+        pass
+
+    fake = Fake()
+    fake.summary = summary  # type: ignore[attr-defined]
+    diff = METRICS["path_difference"]
+    args = diff.check_args({"a": "flows.game.rtt_ms.p99", "b": "flows.game.rtt_ms.p50"})
+    assert diff(fake, args) == pytest.approx(16.0)  # type: ignore[arg-type]

@@ -16,6 +16,8 @@ Built-in kinds:
 * ``time_sequence`` — the tcptrace-style time-sequence graph of one flow, one
   panel per run, side by side (:func:`l4slab.plots.time_sequence`).
 * ``timeseries`` — one key of series.parquet over time, one line per run.
+* ``percentile_cdf`` — a distribution summary.json keeps as percentiles (a flow's
+  ``rtt_ms``, a queue's ``sojourn_ms``) drawn as a CDF through them, a line per run.
 
 Register another with :func:`figure_kind`; the draw function gets an ``Axes``, the
 :class:`FigureContext` and the checked arguments.
@@ -33,6 +35,7 @@ from matplotlib.axes import Axes
 from l4slab import plots
 from l4slab.plots._style import key_info, styles
 from l4slab.results import Results
+from l4slab.studies.metrics import _lookup as summary_node
 
 __all__ = ["FIGURES", "DeclContext", "FigureContext", "FigureKind", "figure_kind"]
 
@@ -387,3 +390,73 @@ def timeseries(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
     ax.set_title(f"{args['series']} — {info.name}", fontsize="medium")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
+
+
+# --------------------------------------------------------------------------- percentile_cdf
+
+#: The points of a summary.json distribution, as (key, cumulative fraction).
+_CDF_POINTS = (
+    ("min", 0.0),
+    ("p50", 0.5),
+    ("p90", 0.9),
+    ("p99", 0.99),
+    ("p999", 0.999),
+    ("max", 1.0),
+)
+
+
+def _check_percentile_cdf(raw: Mapping[str, Any], context: DeclContext) -> dict[str, Any]:
+    args = _Args(raw, ("runs", "path", "xlabel", "logx"))
+    return {
+        "runs": args.runs("runs", context),
+        "path": args.text("path"),
+        "xlabel": args.text("xlabel", args.text("path")),
+        "logx": args.flag("logx", False),
+    }
+
+
+def percentile_points(summary: Mapping[str, Any], path: str) -> tuple[list[float], list[float]]:
+    """The (value, fraction) points of the distribution at ``path`` in summary.json
+    (an object with ``min``, ``p50``, ``p90``, ``p99``, ``p999``, ``max``; those it lacks
+    or holds as null are left out). ``ValueError`` names a path that is not there."""
+    node = summary_node(summary, path)
+    if not isinstance(node, Mapping):
+        raise ValueError(f"{path}: not a distribution (min, p50, ... max) but {node!r}")
+    xs: list[float] = []
+    ys: list[float] = []
+    for key, frac in _CDF_POINTS:
+        value = node.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            xs.append(float(value))
+            ys.append(frac)
+    return xs, ys
+
+
+@figure_kind(
+    "percentile_cdf",
+    check=_check_percentile_cdf,
+    doc="A distribution summary.json keeps as percentiles, as a CDF through min, p50, "
+    "p90, p99, p99.9 and max (straight between them), a line per run (first seed).",
+    example='args = { runs = ["fifo", "dualq"], path = "flows.game.rtt_ms", '
+    'xlabel = "game RTT (ms)" }',
+)
+def percentile_cdf(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
+    for run, (color, style) in zip(args["runs"], styles(), strict=False):
+        xs, ys = percentile_points(ctx.results(run).summary, args["path"])
+        ax.plot(
+            xs,
+            ys,
+            color=color,
+            linestyle=style,
+            marker="o",
+            markersize=3,
+            linewidth=1.2,
+            label=ctx.label(run),
+        )
+    if args["logx"]:
+        ax.set_xscale("log")
+    ax.set_xlabel(args["xlabel"])
+    ax.set_ylabel("fraction of samples at or below")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="x-small")

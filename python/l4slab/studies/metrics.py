@@ -291,6 +291,23 @@ def path_ratio(results: Results, num: str, den: str) -> float | None:
     return top / bottom
 
 
+@metric(
+    "path_difference",
+    args={
+        "a": Arg(str, doc="a dotted path in summary.json, e.g. flows.game.rtt_ms.p99"),
+        "b": Arg(str, doc="a dotted path in summary.json, e.g. flows.game.rtt_ms.p50"),
+    },
+    doc="The number at `a` less the number at `b` (a spread such as p99 - p50); "
+    "null when either is null.",
+    example='args = { a = "flows.game.rtt_ms.p99", b = "flows.game.rtt_ms.p50" }',
+)
+def path_difference(results: Results, a: str, b: str) -> float | None:
+    first, second = _number(results.summary, a), _number(results.summary, b)
+    if first is None or second is None:
+        return None
+    return first - second
+
+
 # --------------------------------------------------------------------------- series
 
 

@@ -222,6 +222,15 @@ pub const TH_LEN: Param = Param::new(
 )
 .linux_name("Th_len");
 
+/// l4slab: where the L queue's sojourn starts (`service.rs`).
+pub const L_SOJOURN: Param = Param::new(
+    "l_sojourn",
+    Kind::Choice(&["enqueue", "service"]),
+    ParamValue::Choice("enqueue"),
+    "Linux `do_step_aqm`: the packet's sojourn from enqueue",
+    "the sojourn the native L AQM (step or ramp) compares: from enqueue, or from the first dequeue burst (an AP's A-MPDU build) that could carry the packet (docs/models/dualpi2.md, Wi-Fi)",
+);
+
 /// l4slab: the scheduler between the queues.
 pub const SCHEDULER: Param = Param::new(
     "scheduler",
@@ -295,6 +304,7 @@ pub const PARAMS: &[Param] = &[
     MIN_TH,
     RANGE,
     TH_LEN,
+    L_SOJOURN,
     SCHEDULER,
     TSHIFT,
     PI_INPUT,
@@ -405,6 +415,35 @@ impl Scheduler {
     pub const DEFAULT_TSHIFT: Dur = Dur::from_millis(50);
 }
 
+/// Where the sojourn the native L AQM compares starts ([`L_SOJOURN`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LSojourn {
+    /// Linux `do_step_aqm`: at enqueue. Default.
+    #[default]
+    Enqueue,
+    /// At the first dequeue burst that could carry the packet
+    /// ([`super::service`]): what an A-MPDU left behind, not the wait for the air.
+    Service,
+}
+
+impl LSojourn {
+    /// Linux's (the default).
+    pub fn is_enqueue(&self) -> bool {
+        *self == LSojourn::Enqueue
+    }
+}
+
+/// [`L_SOJOURN`]'s choices.
+impl FromParam for LSojourn {
+    fn from_param(v: ParamValue) -> Self {
+        match v.choice() {
+            "service" => LSojourn::Service,
+            _ => LSojourn::Enqueue,
+        }
+    }
+}
+
 /// Which queue delay drives the PI2 controller.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -471,6 +510,11 @@ pub struct DualPi2Config {
     pub scheduler: Scheduler,
     /// Default: `max(L, C)` like Linux.
     pub pi_input: PiInput,
+    /// Default: from enqueue, like Linux. Not written out when it is the
+    /// default, so that summaries of scenarios that do not select it stay
+    /// byte-identical to those from before the option existed.
+    #[serde(default, skip_serializing_if = "LSojourn::is_enqueue")]
+    pub l_sojourn: LSojourn,
     /// Flows classified into the L queue whatever their ECN field, and
     /// subject to its AQM (Not-ECT ones are dropped where ECT ones would be
     /// marked): the equivalent of a tc filter setting classid `:1`.
@@ -501,6 +545,7 @@ l4slab_core::param_config!(DualPi2Config {
     ecn_mask = ECN_MASK,
     split_gso = SPLIT_GSO,
     pi_input = PI_INPUT,
+    l_sojourn = L_SOJOURN,
 } + {
     l_aqm: LAqm::default(),
     scheduler: Scheduler::default(),
@@ -626,6 +671,7 @@ mod tests {
         assert_eq!((c.limit, c.target), (10_000, Dur::from_millis(15)));
         assert_eq!(c.scheduler, Scheduler::Wrr { c_protection: 10 });
         assert_eq!((c.ecn_mask, c.pi_input), (EcnMask::L4sEct, PiInput::Max));
+        assert_eq!(c.l_sojourn, LSojourn::Enqueue);
         assert!(c.drop_on_overload && !c.drop_enqueue && c.split_gso);
         assert_eq!(c.coupling_factor, 2.0);
         assert_eq!(

@@ -16,6 +16,9 @@
 //! Follows Linux by default; RFC 9332 App. A variants are options:
 //! `LAqm::Ramp` (RFC ramp instead of the 1 ms step), `Scheduler::TsFifo`
 //! (instead of WRR), `PiInput::C` (C delay only instead of `max(L, C)`).
+//! For an AP on a medium that serves in bursts, `LSojourn::Service`
+//! ([`service`]) counts the L sojourn from the first burst that could carry
+//! the packet instead of from enqueue.
 //!
 //! Deviations, and why:
 //! * `p'` is an `f64` (Linux: `u32` with `MAX_PROB = 2^32 - 1`, and
@@ -43,6 +46,7 @@
 pub mod aqm;
 pub mod config;
 pub mod scheduler;
+pub mod service;
 
 #[cfg(test)]
 mod tests;
@@ -55,10 +59,11 @@ use l4slab_core::{DropReason, Dur, Ecn, MarkReason, Packet, Time};
 
 use aqm::{Class, Coupling, Verdict};
 pub use config::{
-    auto_config, memory_limit_for, AutoConfigError, DualPi2Config, EcnMask, LAqm, PiInput,
-    PiParams, Scheduler, StepThresh, PARAMS,
+    auto_config, memory_limit_for, AutoConfigError, DualPi2Config, EcnMask, LAqm, LSojourn,
+    PiInput, PiParams, Scheduler, StepThresh, PARAMS,
 };
 use scheduler::{Sched, Sub};
+use service::ServiceClock;
 
 /// A packet in the L queue and what was decided about it at enqueue.
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +73,8 @@ struct LEntry {
     class: Class,
     /// Linux `skb_apply_step`: L4S and the L queue held `min_qlen_step` packets on arrival.
     apply_step: bool,
+    /// [`ServiceClock::stamp`] at arrival (with `LSojourn::Service`).
+    stamp: u64,
 }
 
 #[derive(Debug)]
@@ -86,6 +93,8 @@ pub struct DualPi2 {
     delay_c: Dur,
     delay_l: Dur,
     sched: Sched,
+    /// The dequeue bursts, with `LSojourn::Service`.
+    clock: ServiceClock,
     next_update: Time,
     // Linux xstats counters.
     packets_in_c: u64,
@@ -121,6 +130,7 @@ impl DualPi2 {
             delay_c: Dur::ZERO,
             delay_l: Dur::ZERO,
             sched: Sched::new(cfg.scheduler, cfg.mtu),
+            clock: ServiceClock::default(),
             next_update: Time::ZERO + cfg.tupdate,
             packets_in_c: 0,
             packets_in_l: 0,
@@ -181,7 +191,10 @@ impl DualPi2 {
     /// The native L4S AQM at dequeue (`pkt` already removed from L). The
     /// step is Linux `do_step_aqm`; the ramp is RFC 9332 App. A lines 5-8.
     fn l_aqm(&self, now: Time, e: &LEntry, ctx: &mut QdiscCtx<'_>) -> Verdict {
-        let sojourn = now.saturating_since(e.pkt.enqueued_at);
+        let sojourn = match self.cfg.l_sojourn {
+            LSojourn::Enqueue => now.saturating_since(e.pkt.enqueued_at),
+            LSojourn::Service => self.clock.sojourn(e.stamp, now),
+        };
         let l_after = self.l.len() as u32;
         match self.cfg.l_aqm {
             LAqm::Step { thresh, .. } => {
@@ -315,6 +328,7 @@ impl Qdisc for DualPi2 {
                 pkt,
                 class,
                 apply_step,
+                stamp: self.clock.stamp(),
             });
             self.packets_in_l += 1;
         }
@@ -322,6 +336,9 @@ impl Qdisc for DualPi2 {
     }
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
+        if self.cfg.l_sojourn == LSojourn::Service && self.qlen() > 0 {
+            self.clock.on_dequeue(now);
+        }
         // __dualpi2_qdisc_dequeue: pick, AQM, and "drop_and_retry" until a packet goes out.
         loop {
             let choice = self
@@ -340,6 +357,7 @@ impl Qdisc for DualPi2 {
                         pkt: p,
                         class: Class::Classic,
                         apply_step: false,
+                        stamp: 0,
                     }
                 }
             };

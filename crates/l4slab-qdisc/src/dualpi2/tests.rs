@@ -188,6 +188,59 @@ fn step_marks_above_the_time_threshold() {
     h.check_accounting();
 }
 
+/// `l_sojourn = "service"`: an A-MPDU's wait for the air is not marked; a
+/// packet a full burst left behind is, from that burst on.
+#[test]
+fn service_sojourn_marks_what_a_burst_left_behind() {
+    let service = || {
+        dualpi2(DualPi2Config {
+            l_sojourn: LSojourn::Service,
+            ..DualPi2Config::default()
+        })
+    };
+    // Linux: a packet that waited 5 ms for the air is step-marked.
+    let mut h = dualpi2(DualPi2Config::default());
+    h.offer_pkt(pkt(0, 1, Ecn::Ect1));
+    h.advance(ms(5));
+    h.dequeue();
+    assert_eq!(h.sent[0].ecn, Ecn::Ce);
+    // Service: the same packet, carried by the first burst after it, is not.
+    let mut h = service();
+    h.offer_pkt(pkt(0, 1, Ecn::Ect1));
+    h.advance(ms(5));
+    h.dequeue();
+    assert_eq!(h.sent[0].ecn, Ecn::Ect1);
+    // Three at 0; the burst at 5 ms takes one (its A-MPDU is full); packet 3
+    // arrives at 6 ms; the burst at 10 ms takes the rest: packets 1 and 2
+    // count 5 ms (from the burst that left them: marked), packet 3 nothing.
+    let mut h = service();
+    for i in 0..3 {
+        h.offer_pkt(pkt(i, 1, Ecn::Ect1));
+    }
+    h.advance(ms(5));
+    h.dequeue();
+    h.advance(ms(1));
+    h.offer_pkt(pkt(3, 1, Ecn::Ect1));
+    h.advance(ms(4));
+    assert_eq!(h.drain_ids(), [1, 2, 3]);
+    let ce: Vec<bool> = h.sent.iter().map(|p| p.ecn == Ecn::Ce).collect();
+    assert_eq!(ce, [false, true, true, false]);
+    assert_eq!(h.marks(MarkReason::Step), 2);
+    // The onset is the threshold: left behind by a burst 1 ms before the
+    // next, not marked (1 ms is not above 1 ms); 1.001 ms, marked.
+    for (gap_us, marked) in [(1000, false), (1001, true)] {
+        let mut h = service();
+        h.offer_pkt(pkt(0, 1, Ecn::Ect1));
+        h.offer_pkt(pkt(1, 1, Ecn::Ect1));
+        h.advance(ms(3));
+        h.dequeue();
+        h.advance(Dur::from_micros(gap_us));
+        h.dequeue();
+        assert_eq!(h.sent[1].ecn == Ecn::Ce, marked, "{gap_us} us");
+    }
+    h.check_accounting();
+}
+
 #[test]
 fn step_in_packets_and_min_qlen_step() {
     let mut h = dualpi2(DualPi2Config {
