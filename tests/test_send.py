@@ -152,6 +152,29 @@ def test_send_to_serve_over_loopback_writes_the_results_contract(
     assert any(line.startswith("[session-1]") for line in server.lines)
 
 
+def test_send_json_is_iperf3_s_report_and_nothing_else_on_stdout(
+    native: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = _free_port(socket.AF_INET, "127.0.0.1")
+    server = _Server("127.0.0.1", port)
+    out = tmp_path / "send"
+    code, stdout, stderr = _send([f"127.0.0.1:{port}", "-t", "2", "-J", "-o", str(out)], capsys)
+    server.join()
+    assert code == 0, stderr
+    report = json.loads(stdout)  # the whole of stdout: no report lines, no "results in"
+    summary = json.loads((out / "summary.json").read_text())["flows"]["send"]
+    received = report["end"]["sum_received"]
+    assert received["bytes"] == summary["bytes_delivered"] > 0
+    assert received["bits_per_second"] == pytest.approx(received["bytes"] * 8 / received["seconds"])
+    assert report["end"]["sum_sent"]["retransmits"] >= 0
+    assert report["start"]["connected"][0]["remote_port"] == port
+    assert report["start"]["test_start"]["num_streams"] == 1
+    assert len(report["intervals"]) == 2
+    first = report["intervals"][0]["sum"]
+    assert first["start"] == 0 and first["bytes"] > 0 and first["bits_per_second"] > 0
+    assert f"results in {out}" in stderr
+
+
 def test_frames_send_at_their_rate(
     native: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -50,6 +50,7 @@ OPTIONS: dict[str, tuple[Param, ...]] = {
         ("bind", "str", ("--bind",), None),
         ("connect_timeout", "str", ("--connect-timeout",), "5"),
         ("out", "path", ("-o", "--out"), None),
+        ("json_out", "flag", ("-J", "--json"), False),
     ),
     "serve": (
         ("bind", "str", ("--bind",), None),
@@ -163,7 +164,7 @@ def _call(command: str, v: dict[str, object]) -> Call:
         sent = ("cc", "ecn", "app", "duration", "interval", "port", "bind", "connect_timeout")
         kwargs = {k: v[k] for k in sent}
         kwargs["ecn_validation"] = not v["no_ecn_validation"]
-        return (v["host"],), {**kwargs, "out": v["out"], "command": argv}
+        return (v["host"],), {**kwargs, "out": v["out"], "command": argv, "quiet": v["json_out"]}
     served = (
         "bind",
         "port",

@@ -74,6 +74,7 @@ def send(
     out: str | os.PathLike[str] | None = None,
     on_line: Callable[[str], None] = _print_line,
     command: Sequence[str] | None = None,
+    quiet: bool = False,
 ) -> tuple[Results, dict[str, Any]]:
     """Send to an ``l4slab serve`` at ``host`` (``HOST``, ``HOST:PORT``, ``[V6]:PORT``).
 
@@ -84,6 +85,7 @@ def send(
     Raises :class:`EndpointInputError` for a bad option before anything is sent.
     ``ecn_validation=False`` keeps marking whatever the path does (RFC 9000
     §13.4.2 off: a non-conforming sender, only to demonstrate the failure).
+    ``quiet``: no report lines (``on_line`` is not called; ``send -J``).
     """
     native = _native_mod()
     target = None
@@ -105,7 +107,8 @@ def send(
         "connect_timeout": connect_timeout,
     }
     try:
-        raw: dict[str, Any] = json.loads(native.send_run(options, on_line))
+        lines = (lambda _line: None) if quiet else on_line
+        raw: dict[str, Any] = json.loads(native.send_run(options, lines))
     except ValueError as exc:
         raise EndpointInputError(str(exc)) from None
     except RuntimeError as exc:

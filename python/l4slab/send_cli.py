@@ -6,6 +6,7 @@ checks of every option's value) are in the native module.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -122,9 +123,18 @@ def send(
         Path | None,
         typer.Option("-o", "--out", help="Write the results bundle here.", metavar="DIR"),
     ] = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "-J",
+            "--json",
+            help="Print the result as iperf3 -J does (one JSON document on stdout, no report "
+            "lines): e.g. end.sum_received.bits_per_second.",
+        ),
+    ] = False,
 ) -> None:
     with errors():
-        _, raw = endpoints.send(
+        results, raw = endpoints.send(
             host,
             cc=cc,
             ecn=ecn,
@@ -137,10 +147,15 @@ def send(
             connect_timeout=connect_timeout,
             out=out,
             command=["l4slab", "send", *sys.argv[2:]],
+            quiet=json_out,
         )
+    if json_out:
+        from l4slab.iperf3_json import iperf3_report
+
+        print(json.dumps(iperf3_report(results, raw), indent=2))
     if out is not None:
         failed_note = " (a failed run: see 'failure' in summary.json)" if raw.get("failure") else ""
-        print(f"results in {out}{failed_note}")
+        print(f"results in {out}{failed_note}", file=sys.stderr if json_out else sys.stdout)
     if raw.get("interrupted"):
         raise typer.Exit(interrupted_exit_code())
     if raw.get("failure"):
