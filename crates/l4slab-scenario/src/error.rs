@@ -273,6 +273,13 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
     if path.starts_with("wifi.links[") && key == "links" {
         return Some(r#"{ standard = "be", band = "6GHz", width = "160MHz" }"#.into());
     }
+    // A link's keys (`[bottleneck]`, its `down`/`up`, a host's `access`) take
+    // theirs from their declarations (`l4slab_link::config::PARAMS`).
+    if matches!(parent, "bottleneck" | "down" | "up" | "access") {
+        if let Some(p) = l4slab_link::config::PARAMS.iter().find(|p| p.name == key) {
+            return Some(p.example());
+        }
+    }
     // An app's keys take their examples from their declarations
     // (`l4slab_app`'s `PARAMS`, read by `crate::param`), as do the Wi-Fi
     // model's (`l4slab_wifi`'s `phy::PARAMS`, `config::STATION_PARAMS`,
@@ -310,11 +317,8 @@ pub(crate) fn example_value(path: &str) -> Option<String> {
         (_, "packet_trace") => "true",
         (_, "pcap") => "true",
         (_, "rate") => r#""20Mbit""#,
-        (_, "delay") => r#""10ms""#,
-        (_, "buffer") => r#""100pkt""#,
         (_, "qdisc") => r#""fifo""#,
         (_, "head_drop") => "true",
-        (_, "loss") => r#""1%""#,
         (_, "side") => r#""client""#,
         (_, "access_delay") => r#""2ms""#,
         (_, "client") => r#""client""#,
