@@ -25,7 +25,7 @@ use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
 use crate::adaptive::{AdaptiveConfig, CLOUD_GAMING};
-use crate::framed::{Framed, MEDIA_CC, PLAYOUT_DELAY, TRANSPORT};
+use crate::framed::{Framed, MEDIA_CC, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT};
 use crate::rate_control::{AdaptiveFrames, SeriesNames};
 use crate::registry::{AppKind, BuildContext};
 use crate::rtp::{self, RtpMedia};
@@ -101,6 +101,8 @@ pub const PARAMS: &[Param] = &[
     TRANSPORT,
     MEDIA_CC,
     PLAYOUT_DELAY,
+    PACING,
+    PLAYOUT_DEADLINE,
 ];
 
 /// Cloud-gaming parameters (scenario `app = { kind = "cloud_gaming", ... }`;

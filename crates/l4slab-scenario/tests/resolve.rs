@@ -719,35 +719,23 @@ fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
     );
     assert_eq!(
         transport(r#"{ kind = "video_call", transport = "rtp" }"#),
-        FrameTransport::Rtp {
-            media_cc: MediaCcKind::Gcc,
-            playout_delay: Dur::ZERO
-        }
+        FrameTransport::rtp(MediaCcKind::Gcc, Dur::ZERO)
     );
     assert_eq!(
         transport(
             r#"{ kind = "cloud_gaming", transport = "rtp", media_cc = "scream", playout_delay = "20ms" }"#
         ),
-        FrameTransport::Rtp {
-            media_cc: MediaCcKind::Scream { l4s: true },
-            playout_delay: Dur::from_millis(20)
-        }
+        FrameTransport::rtp(MediaCcKind::Scream { l4s: true }, Dur::from_millis(20))
     );
     assert_eq!(
         transport(
             r#"{ kind = "video_call", transport = "rtp", media_cc = { kind = "scream", l4s = false } }"#
         ),
-        FrameTransport::Rtp {
-            media_cc: MediaCcKind::Scream { l4s: false },
-            playout_delay: Dur::ZERO
-        }
+        FrameTransport::rtp(MediaCcKind::Scream { l4s: false }, Dur::ZERO)
     );
     assert_eq!(
         transport(r#"{ kind = "screen_share", transport = "rtp", media_cc = "scream" }"#),
-        FrameTransport::Rtp {
-            media_cc: MediaCcKind::Scream { l4s: true },
-            playout_delay: Dur::ZERO
-        }
+        FrameTransport::rtp(MediaCcKind::Scream { l4s: true }, Dur::ZERO)
     );
     assert_eq!(
         transport(r#"{ kind = "screen_share" }"#),
