@@ -33,7 +33,7 @@ pub const MEDIA_CC: Param = Param {
     ),
     default: ParamValue::Choice("gcc"),
     source: "WebRTC's controller, GCC",
-    doc: "with `\"rtp\"`: GCC (delay gradient and loss, Not-ECT; [gcc.md](models/gcc.md)), SCReAM v2 with L4S (ECT(1), a scalable response to CE; [scream.md](models/scream.md)), or SCReAM on delay and loss (`l4s = false`, Not-ECT); `\"fixed\"`: no congestion control, the encoder at `start_bitrate` throughout (Not-ECT; `l4s = true`: ECT(1) without a response to CE, a sensitivity only; [fixed.rs](../crates/l4slab-media/src/fixed.rs))",
+    doc: "with `\"rtp\"`: GCC (delay gradient and loss, Not-ECT; [gcc.md](models/gcc.md)), SCReAM v2 with L4S (ECT(1), a scalable response to CE; [scream.md](models/scream.md)), or SCReAM on delay and loss (`l4s = false`, Not-ECT); `\"fixed\"`: no congestion control, the encoder at `start_bitrate` throughout (Not-ECT; `l4s = true`: ECT(1) without a response to CE, a sensitivity only; [rtp.md](models/rtp.md#variants-for-senders-and-receivers-that-are-not-webrtcs))",
 };
 
 /// `playout_delay`: the receiver's playout delay over the smallest transit.
