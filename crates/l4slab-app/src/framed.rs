@@ -64,9 +64,9 @@ pub const PLAYOUT_DEADLINE: Param = Param {
     aliases: &[],
     linux: "playout-deadline",
     kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Unset { example: "\"50ms\"" },
-    source: "none: libwebrtc's frame buffer waits for every repair; a fixed jitter buffer gives up at the playout time",
-    doc: "with `\"rtp\"`: a frame still incomplete this long after its playout time is given up (late = lost: its missing packets count as lost, the decoding chain breaks until a keyframe); unset waits for every repair. Reports `playout_loss_pct` and the series `playout_loss_fraction`",
+    default: ParamValue::Dur(Dur::ZERO),
+    source: "libwebrtc's frame buffer waits for every repair (0); a fixed jitter buffer gives up at the playout time",
+    doc: "with `\"rtp\"`: a frame still incomplete this long after its playout time is given up (late = lost: its missing packets count as lost, the decoding chain breaks until a keyframe), reported as `playout_loss_pct` and the series `playout_loss_fraction`; 0: no deadline, wait for every repair",
 };
 
 /// The keys every frame app takes after its own.

@@ -268,7 +268,11 @@ fn frame_transport(values: &Values<'_>) -> Result<FrameTransport, ScenarioError>
     };
     let playout_delay = values.get(&PLAYOUT_DELAY).map_or(Dur::ZERO, |d| d.dur());
     let pacing = values.get(&PACING).is_none_or(|v| v.flag());
-    let playout_deadline = values.get(&PLAYOUT_DEADLINE).map(|d| d.dur());
+    // 0 (the default): no deadline.
+    let playout_deadline = values
+        .get(&PLAYOUT_DEADLINE)
+        .map(|d| d.dur())
+        .filter(|d| !d.is_zero());
     Ok(FrameTransport::Rtp {
         media_cc,
         playout_delay,

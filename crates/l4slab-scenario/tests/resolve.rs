@@ -741,10 +741,38 @@ fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
         transport(r#"{ kind = "screen_share" }"#),
         FrameTransport::Tcp
     );
+    // A sample app: no rate control, no pacer, late = lost.
+    assert_eq!(
+        transport(
+            r#"{ kind = "video_call", transport = "rtp", media_cc = { kind = "fixed", l4s = true }, pacing = false, playout_deadline = "50ms" }"#
+        ),
+        FrameTransport::Rtp {
+            media_cc: MediaCcKind::Fixed { l4s: true },
+            playout_delay: Dur::ZERO,
+            pacing: false,
+            playout_deadline: Some(Dur::from_millis(50)),
+        }
+    );
+    assert_eq!(
+        transport(
+            r#"{ kind = "video_call", transport = "rtp", media_cc = "fixed", playout_deadline = "0s" }"#
+        ),
+        FrameTransport::rtp(MediaCcKind::Fixed { l4s: false }, Dur::ZERO)
+    );
+    // The new keys are serialized only when they differ from the default.
+    let j = serde_json::to_value(base_with(&[
+        r#"flows[0].app={ kind = "video_call", transport = "rtp", pacing = false }"#,
+    ]))
+    .unwrap();
+    assert_eq!(j["flows"][0]["app"]["transport"]["pacing"], false);
+    assert!(j["flows"][0]["app"]["transport"]
+        .get("playout_deadline")
+        .is_none());
     let j = serde_json::to_value(base_with(&[
         r#"flows[0].app={ kind = "video_call", transport = "rtp", media_cc = "scream" }"#,
     ]))
     .unwrap();
+    assert!(j["flows"][0]["app"]["transport"].get("pacing").is_none());
     assert_eq!(j["flows"][0]["app"]["transport"]["kind"], "rtp");
     assert_eq!(
         j["flows"][0]["app"]["transport"]["media_cc"]["kind"],
@@ -772,7 +800,25 @@ fn rtp_key_errors_name_their_path() {
             &[r#"flows[0].app={ kind = "video_call", transport = "rtp", media_cc = "bbr" }"#],
             "flows[0].app.media_cc",
             Problem::UnknownName,
-            "choose one of: gcc, scream",
+            "choose one of: gcc, scream, fixed",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", pacing = false }"#],
+            "flows[0].app.pacing",
+            Problem::Conflict,
+            "add transport = \"rtp\"",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "cloud_gaming", playout_deadline = "50ms" }"#],
+            "flows[0].app.playout_deadline",
+            Problem::Conflict,
+            "add transport = \"rtp\"",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", transport = "rtp", pacing = "off" }"#],
+            "flows[0].app.pacing",
+            Problem::WrongType,
+            "true",
         ),
         (
             &[
