@@ -461,19 +461,24 @@ def _check_bars(raw: Mapping[str, Any], context: DeclContext) -> dict[str, Any]:
     doc="Measures side by side as bars: a group per measure, a bar per run (the mean "
     "over seeds, the spread as an error bar); published numbers as hollow markers.",
     example='args = { measures = ["loss", "stall"], runs = ["legacy", "l4s"] }',
+    wide=True,
 )
 def bars(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
     measures, runs = args["measures"], args["runs"]
     width = 0.8 / len(runs)
     groups = np.arange(len(measures), dtype=float)
-    for i, (run, (color, _)) in enumerate(zip(runs, styles(), strict=False)):
+    for i, (run, (color, style)) in enumerate(zip(runs, styles(), strict=False)):
         x = groups - 0.4 + width * (i + 0.5)
         values = [ctx.values(m, run) for m in measures]
         y = np.array([np.nan if v is None else v for v, _ in values], dtype=float)
         lo = np.array([min(s) if s else np.nan for _, s in values], dtype=float)
         hi = np.array([max(s) if s else np.nan for _, s in values], dtype=float)
         err = np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
-        ax.bar(x, np.nan_to_num(y), width, color=color, label=ctx.label(run), alpha=0.85)
+        # Past the palette's colours the bars are hatched (its dashed lines).
+        hatch = None if style == "-" else "///"
+        ax.bar(
+            x, np.nan_to_num(y), width, color=color, label=ctx.label(run), alpha=0.85, hatch=hatch
+        )
         ax.errorbar(x, y, yerr=np.nan_to_num(err), fmt="none", ecolor="#333333", capsize=3)
         for xi, m in zip(x, measures, strict=True):
             p = ctx.published(m, run)
@@ -488,7 +493,10 @@ def bars(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
         ax.set_ylim(bottom=0)
     ax.set_ylabel(args["ylabel"] or "value")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize="small")
+    # Below the axes, so no bar is hidden behind it.
+    ax.legend(
+        fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False
+    )
 
 
 def _bar_label(ctx: FigureContext, measure: str) -> str:
