@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from l4slab.studies.figures import FIGURES, DeclContext  # noqa: E402
+from l4slab.studies.figures import FIGURES, DeclContext
 
 CONTEXT = DeclContext(runs=["a", "b"], measures={"loss": ["a", "b"], "stall": ["a"]})
 

@@ -483,9 +483,7 @@ def bars(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
         for xi, m in zip(x, measures, strict=True):
             p = ctx.published(m, run)
             if isinstance(p, float):
-                ax.plot(
-                    [xi], [p], marker="s", markersize=8, markerfacecolor="none", color=color
-                )
+                ax.plot([xi], [p], marker="s", markersize=8, markerfacecolor="none", color=color)
     ax.set_xticks(groups, [_bar_label(ctx, m) for m in measures], fontsize="small")
     if args["logy"]:
         ax.set_yscale("log")

@@ -30,8 +30,8 @@ use l4slab_core::{Dur, Rate, Time};
 use l4slab_media::ccfb::CcfbConfig;
 use l4slab_media::fixed::FixedRate;
 use l4slab_media::gcc::{Gcc, GccConfig};
-use l4slab_media::scream::{Scream, ScreamConfig};
 use l4slab_media::playout::PlayoutConfig;
+use l4slab_media::scream::{Scream, ScreamConfig};
 use l4slab_media::MediaCc;
 
 use crate::framed::FrameTransport;

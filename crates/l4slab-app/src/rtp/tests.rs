@@ -329,7 +329,10 @@ fn a_repair_later_than_the_playout_deadline_is_a_loss_for_the_viewer() {
         })
     };
     let mut tight = game_with_deadline(MediaCcKind::Fixed { l4s: false }, Dur::from_millis(10));
-    assert_eq!(run(&mut tight, ms(3_000), Dur::from_millis(20), lose_one()), 1);
+    assert_eq!(
+        run(&mut tight, ms(3_000), Dur::from_millis(20), lose_one()),
+        1
+    );
     let r = tight.report(ms(3_000));
     assert_eq!(r["frames_given_up_late"], 1, "{r}");
     // The frame and the delta frames until the requested keyframe (one RTT
@@ -343,7 +346,10 @@ fn a_repair_later_than_the_playout_deadline_is_a_loss_for_the_viewer() {
     assert_eq!(r["playout_deadline_ms"], 10.0);
 
     let mut loose = game_with_deadline(MediaCcKind::Fixed { l4s: false }, Dur::from_millis(100));
-    assert_eq!(run(&mut loose, ms(3_000), Dur::from_millis(20), lose_one()), 1);
+    assert_eq!(
+        run(&mut loose, ms(3_000), Dur::from_millis(20), lose_one()),
+        1
+    );
     let r = loose.report(ms(3_000));
     assert_eq!(r["frames_given_up_late"], 0, "{r}");
     assert_eq!(r["frames_dropped"], 0, "{r}");
@@ -367,6 +373,8 @@ fn a_fixed_rate_sender_keeps_its_rate_through_loss() {
     let mut gcc = game(MediaCcKind::Gcc);
     let lose = Loss::EveryNth(5);
     run(&mut gcc, ms(3_000), Dur::from_millis(20), lose);
-    let t = gcc.report(ms(3_000))["sender"]["target_bps_at_end"].as_u64().unwrap();
+    let t = gcc.report(ms(3_000))["sender"]["target_bps_at_end"]
+        .as_u64()
+        .unwrap();
     assert!(t < 2_000_000, "{t}");
 }
