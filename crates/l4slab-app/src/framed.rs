@@ -69,9 +69,26 @@ pub const PLAYOUT_DEADLINE: Param = Param {
     doc: "with `\"rtp\"`: a frame still incomplete this long after its playout time is given up (late = lost: its missing packets count as lost, the decoding chain breaks until a keyframe), reported as `playout_loss_pct` and the series `playout_loss_fraction`; 0: no deadline, wait for every repair",
 };
 
+/// `feedback_ecn`: the IP-ECN field of the receiver's RTCP messages.
+pub const FEEDBACK_ECN: Param = Param {
+    name: "feedback_ecn",
+    aliases: &[],
+    linux: "feedback-ecn",
+    kind: Kind::Choice(&["not_ect", "media"]),
+    default: ParamValue::Choice("not_ect"),
+    source: "SCReAM's reference receiver and libwebrtc send RTCP Not-ECT",
+    doc: "with `\"rtp\"`: `\"not_ect\"`: feedback, NACKs and keyframe requests go out Not-ECT (in DualPI2 they wait in the C queue); `\"media\"`: with the media's codepoint (ECT(1) for an L4S call: the L queue)",
+};
+
 /// The keys every frame app takes after its own.
-pub const TRANSPORT_PARAMS: [Param; 5] =
-    [TRANSPORT, MEDIA_CC, PLAYOUT_DELAY, PACING, PLAYOUT_DEADLINE];
+pub const TRANSPORT_PARAMS: [Param; 6] = [
+    TRANSPORT,
+    MEDIA_CC,
+    PLAYOUT_DELAY,
+    PACING,
+    PLAYOUT_DEADLINE,
+    FEEDBACK_ECN,
+];
 
 /// The `kind` names of [`MEDIA_CC`].
 pub const MEDIA_CCS: &[&str] = &["gcc", "scream", "fixed"];
@@ -94,7 +111,14 @@ pub enum FrameTransport {
         /// `app.playout_deadline` (serialized only when set).
         #[serde(skip_serializing_if = "Option::is_none")]
         playout_deadline: Option<Dur>,
+        /// `app.feedback_ecn = "media"` (serialized only when set).
+        #[serde(skip_serializing_if = "is_false")]
+        feedback_ecn_media: bool,
     },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_true(b: &bool) -> bool {
@@ -110,6 +134,7 @@ impl FrameTransport {
             playout_delay,
             pacing: true,
             playout_deadline: None,
+            feedback_ecn_media: false,
         }
     }
 }

@@ -26,7 +26,8 @@ use toml::Value;
 
 use l4slab_app::adaptive::AdaptiveConfig;
 use l4slab_app::framed::{
-    FrameTransport, MEDIA_CC, MEDIA_CCS, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT,
+    FrameTransport, FEEDBACK_ECN, MEDIA_CC, MEDIA_CCS, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY,
+    TRANSPORT,
 };
 use l4slab_app::registry::APP_NAMES;
 use l4slab_app::rtp::MediaCcKind;
@@ -247,7 +248,13 @@ fn web_connection(v: &Value, path: &str) -> Result<WebConnection, ScenarioError>
 fn frame_transport(values: &Values<'_>) -> Result<FrameTransport, ScenarioError> {
     let rtp = values.get(&TRANSPORT).is_some_and(|t| t.choice() == "rtp");
     if !rtp {
-        for p in [MEDIA_CC, PLAYOUT_DELAY, PACING, PLAYOUT_DEADLINE] {
+        for p in [
+            MEDIA_CC,
+            PLAYOUT_DELAY,
+            PACING,
+            PLAYOUT_DEADLINE,
+            FEEDBACK_ECN,
+        ] {
             if values.has(&p) {
                 let k = p.name;
                 // The example is the key to add: `p`'s own example alone is
@@ -273,11 +280,15 @@ fn frame_transport(values: &Values<'_>) -> Result<FrameTransport, ScenarioError>
         .get(&PLAYOUT_DEADLINE)
         .map(|d| d.dur())
         .filter(|d| !d.is_zero());
+    let feedback_ecn_media = values
+        .get(&FEEDBACK_ECN)
+        .is_some_and(|v| v.choice() == "media");
     Ok(FrameTransport::Rtp {
         media_cc,
         playout_delay,
         pacing,
         playout_deadline,
+        feedback_ecn_media,
     })
 }
 

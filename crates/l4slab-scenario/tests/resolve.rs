@@ -751,6 +751,7 @@ fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
             playout_delay: Dur::ZERO,
             pacing: false,
             playout_deadline: Some(Dur::from_millis(50)),
+            feedback_ecn_media: false,
         }
     );
     assert_eq!(
@@ -758,6 +759,18 @@ fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
             r#"{ kind = "video_call", transport = "rtp", media_cc = "fixed", playout_deadline = "0s" }"#
         ),
         FrameTransport::rtp(MediaCcKind::Fixed { l4s: false }, Dur::ZERO)
+    );
+    assert_eq!(
+        transport(
+            r#"{ kind = "video_call", transport = "rtp", media_cc = "scream", feedback_ecn = "media" }"#
+        ),
+        FrameTransport::Rtp {
+            media_cc: MediaCcKind::Scream { l4s: true },
+            playout_delay: Dur::ZERO,
+            pacing: true,
+            playout_deadline: None,
+            feedback_ecn_media: true,
+        }
     );
     // The new keys are serialized only when they differ from the default.
     let j = serde_json::to_value(base_with(&[
@@ -813,6 +826,18 @@ fn rtp_key_errors_name_their_path() {
             "flows[0].app.playout_deadline",
             Problem::Conflict,
             "add transport = \"rtp\"",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", feedback_ecn = "media" }"#],
+            "flows[0].app.feedback_ecn",
+            Problem::Conflict,
+            "add transport = \"rtp\"",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", transport = "rtp", feedback_ecn = "ect1" }"#],
+            "flows[0].app.feedback_ecn",
+            Problem::UnknownName,
+            "not_ect, media",
         ),
         (
             &[r#"flows[0].app={ kind = "video_call", transport = "rtp", pacing = "off" }"#],

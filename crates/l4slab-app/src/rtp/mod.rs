@@ -107,6 +107,8 @@ pub struct RtpConfig {
     pub pacing: bool,
     /// The receiver gives up a frame this long after its playout time.
     pub playout_deadline: Option<Dur>,
+    /// RTCP goes out with the media's ECN codepoint (else Not-ECT).
+    pub feedback_ecn_media: bool,
 }
 
 impl RtpConfig {
@@ -125,6 +127,7 @@ impl RtpConfig {
             queue_discard: Dur::from_millis(100),
             pacing: true,
             playout_deadline: None,
+            feedback_ecn_media: false,
         }
     }
 
@@ -139,6 +142,7 @@ impl RtpConfig {
             playout_delay,
             pacing,
             playout_deadline,
+            feedback_ecn_media,
         } = t
         else {
             panic!("an RTP config for a frame app over TCP")
@@ -147,6 +151,7 @@ impl RtpConfig {
         self.min_playout_delay = playout_delay;
         self.pacing = pacing;
         self.playout_deadline = playout_deadline;
+        self.feedback_ecn_media = feedback_ecn_media;
         self
     }
 }
@@ -306,6 +311,12 @@ impl RtpMedia {
                 if let Some(rtt) = s.tx.srtt() {
                     s.rx.set_rtt(rtt);
                 }
+                // SCReAM's reference receiver and libwebrtc send RTCP Not-ECT.
+                let fb_ecn = if self.cfg.feedback_ecn_media {
+                    s.tx.cc().ecn()
+                } else {
+                    l4slab_core::Ecn::NotEct
+                };
                 s.rx.poll(now, &mut |m, bytes| {
                     let t = match m {
                         Rtcp::Report(id) => tag(REPORT, id),
@@ -314,7 +325,7 @@ impl RtpMedia {
                     };
                     io.send_datagram(Datagram {
                         payload: bytes - Datagram::HEADER_BYTES,
-                        ecn: l4slab_core::Ecn::NotEct,
+                        ecn: fb_ecn,
                         tag: t,
                     });
                 });

@@ -378,3 +378,53 @@ fn a_fixed_rate_sender_keeps_its_rate_through_loss() {
         .unwrap();
     assert!(t < 2_000_000, "{t}");
 }
+
+#[test]
+fn feedback_goes_out_not_ect_unless_it_follows_the_media() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    for media_codepoint in [false, true] {
+        let mut cfg = RtpConfig::new(
+            30,
+            Rate::from_mbps(1),
+            Rate::from_kbps(100),
+            Rate::from_mbps(2),
+            Dur::from_millis(200),
+            None,
+        );
+        cfg.cc = MediaCcKind::Scream { l4s: true };
+        cfg.feedback_ecn_media = media_codepoint;
+        let mut app = RtpMedia::new(
+            "cloud_gaming",
+            cfg,
+            &[(Role::Server, crate::cloud_gaming::SERIES, RTT)],
+        );
+        // (kind, ECN) of every datagram offered; none is lost.
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let log = Rc::clone(&seen);
+        let lose = Loss::when(move |d: &Offer<'_, Sent>| {
+            if let Some(dg) = d.payload.record() {
+                log.borrow_mut().push((dg.tag >> 62, dg.ecn));
+            }
+            false
+        });
+        run(&mut app, ms(1_000), Dur::from_millis(10), lose);
+        let seen = seen.borrow();
+        let feedback: Vec<Ecn> = seen
+            .iter()
+            .filter(|(k, _)| *k == REPORT)
+            .map(|&(_, e)| e)
+            .collect();
+        assert!(feedback.len() > 10, "{} reports", feedback.len());
+        let want = if media_codepoint {
+            Ecn::Ect1
+        } else {
+            Ecn::NotEct
+        };
+        assert!(feedback.iter().all(|&e| e == want), "{feedback:?}");
+        assert!(seen
+            .iter()
+            .filter(|(k, _)| *k == MEDIA)
+            .all(|&(_, e)| e == Ecn::Ect1));
+    }
+}
