@@ -66,6 +66,13 @@
 //!   NACKs them): a frame reaching below it may complete for `reorder_wait`
 //!   after the first arrival; one that arrives below it NACKs the numbers
 //!   between.
+//! * **Playout deadline** (`deadline`, off by default: libwebrtc waits for
+//!   every repair): an incomplete head frame is given up (dropped as
+//!   incomplete, its missing numbers no longer NACKed) once `now` passes its
+//!   due time plus the deadline — late is lost, as in a fixed jitter buffer.
+//!   With a deadline the report adds `playout_loss_pct`: of the sequence
+//!   numbers whose frame was rendered or dropped, the share that had not
+//!   arrived by then (lost, or later than the deadline).
 //! * **Keyframe request**: when the chain is broken (a frame was dropped and
 //!   no keyframe has decoded since) and no keyframe is on its way (none in
 //!   the buffer that may still complete), send [`PlayoutEvent::KeyframeRequest`],
