@@ -336,7 +336,8 @@ args = { measure = "time", x = [0, 0.5], series = { Reno = ["reno_0", "reno_9"] 
     message = error_of(tmp_path, VALID + figure)
     assert "figures[0].args: runs: no run 'reno_9' here" in message
     message = error_of(tmp_path, VALID + figure.replace('"measure_plot"', '"pie_chart"'))
-    assert "figures[0].kind: unknown figure kind 'pie_chart'; choose one of measure_plot" in message
+    expected = "unknown figure kind 'pie_chart'; choose one of bars, cdf, measure_plot"
+    assert f"figures[0].kind: {expected}" in message
 
 
 def test_a_directory_without_study_toml(tmp_path):

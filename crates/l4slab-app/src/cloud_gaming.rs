@@ -25,7 +25,9 @@ use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
 use crate::adaptive::{AdaptiveConfig, CLOUD_GAMING};
-use crate::framed::{Framed, MEDIA_CC, PLAYOUT_DELAY, TRANSPORT};
+use crate::framed::{
+    Framed, FEEDBACK_ECN, MEDIA_CC, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT,
+};
 use crate::rate_control::{AdaptiveFrames, SeriesNames};
 use crate::registry::{AppKind, BuildContext};
 use crate::rtp::{self, RtpMedia};
@@ -101,6 +103,9 @@ pub const PARAMS: &[Param] = &[
     TRANSPORT,
     MEDIA_CC,
     PLAYOUT_DELAY,
+    PACING,
+    PLAYOUT_DEADLINE,
+    FEEDBACK_ECN,
 ];
 
 /// Cloud-gaming parameters (scenario `app = { kind = "cloud_gaming", ... }`;

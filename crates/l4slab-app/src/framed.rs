@@ -29,11 +29,11 @@ pub const MEDIA_CC: Param = Param {
     aliases: &[],
     linux: "media_cc",
     kind: Kind::Custom(
-        "`\"gcc\"`, `\"scream\"` or `{ kind = \"scream\", l4s = false }`",
+        "`\"gcc\"`, `\"scream\"`, `{ kind = \"scream\", l4s = false }` or `{ kind = \"fixed\", l4s = false }`",
     ),
     default: ParamValue::Choice("gcc"),
     source: "WebRTC's controller, GCC",
-    doc: "with `\"rtp\"`: GCC (delay gradient and loss, Not-ECT; [gcc.md](models/gcc.md)), SCReAM v2 with L4S (ECT(1), a scalable response to CE; [scream.md](models/scream.md)), or SCReAM on delay and loss (`l4s = false`, Not-ECT)",
+    doc: "with `\"rtp\"`: GCC (delay gradient and loss, Not-ECT; [gcc.md](models/gcc.md)), SCReAM v2 with L4S (ECT(1), a scalable response to CE; [scream.md](models/scream.md)), or SCReAM on delay and loss (`l4s = false`, Not-ECT); `\"fixed\"`: no congestion control, the encoder at `start_bitrate` throughout (Not-ECT; `l4s = true`: ECT(1) without a response to CE, a sensitivity only; [rtp.md](models/rtp.md#variants-for-senders-and-receivers-that-are-not-webrtcs))",
 };
 
 /// `playout_delay`: the receiver's playout delay over the smallest transit.
@@ -47,11 +47,51 @@ pub const PLAYOUT_DELAY: Param = Param {
     doc: "with `\"rtp\"`: the receiver plays a frame this long after the earliest it could (the smallest transit seen); 0 plays each frame as soon as it is decodable",
 };
 
+/// `pacing`: whether the RTP sender paces its packets.
+pub const PACING: Param = Param {
+    name: "pacing",
+    aliases: &[],
+    linux: "pacing",
+    kind: Kind::Flag,
+    default: ParamValue::Flag(true),
+    source: "libwebrtc's pacer (`PacingController`), SCReAM's packet pacing (RFC 8298 §4.1.2.3)",
+    doc: "with `\"rtp\"`: `true` spaces packets at the media controller's pacing rate; `false` sends each frame's packets back to back as the encoder emits them (a sender without a pacer: every frame a burst at the sender's line rate)",
+};
+
+/// `playout_deadline`: how late past its playout time a frame may complete.
+pub const PLAYOUT_DEADLINE: Param = Param {
+    name: "playout_deadline",
+    aliases: &[],
+    linux: "playout-deadline",
+    kind: Kind::Duration { zero_ok: true },
+    default: ParamValue::Dur(Dur::ZERO),
+    source: "libwebrtc's frame buffer waits for every repair (0); a fixed jitter buffer gives up at the playout time",
+    doc: "with `\"rtp\"`: a frame still incomplete this long after its playout time is given up (late = lost: its missing packets count as lost, the decoding chain breaks until a keyframe), reported as `playout_loss_pct` and the series `playout_loss_fraction`; 0: no deadline, wait for every repair",
+};
+
+/// `feedback_ecn`: the IP-ECN field of the receiver's RTCP messages.
+pub const FEEDBACK_ECN: Param = Param {
+    name: "feedback_ecn",
+    aliases: &[],
+    linux: "feedback-ecn",
+    kind: Kind::Choice(&["not_ect", "media"]),
+    default: ParamValue::Choice("not_ect"),
+    source: "SCReAM's reference receiver and libwebrtc send RTCP Not-ECT",
+    doc: "with `\"rtp\"`: `\"not_ect\"`: feedback, NACKs and keyframe requests go out Not-ECT (in DualPI2 they wait in the C queue); `\"media\"`: with the media's codepoint (ECT(1) for an L4S call: the L queue)",
+};
+
 /// The keys every frame app takes after its own.
-pub const TRANSPORT_PARAMS: [Param; 3] = [TRANSPORT, MEDIA_CC, PLAYOUT_DELAY];
+pub const TRANSPORT_PARAMS: [Param; 6] = [
+    TRANSPORT,
+    MEDIA_CC,
+    PLAYOUT_DELAY,
+    PACING,
+    PLAYOUT_DEADLINE,
+    FEEDBACK_ECN,
+];
 
 /// The `kind` names of [`MEDIA_CC`].
-pub const MEDIA_CCS: &[&str] = &["gcc", "scream"];
+pub const MEDIA_CCS: &[&str] = &["gcc", "scream", "fixed"];
 
 /// How a frame app's frames travel (`app.transport`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -65,7 +105,38 @@ pub enum FrameTransport {
     Rtp {
         media_cc: MediaCcKind,
         playout_delay: Dur,
+        /// `app.pacing` (serialized only when off).
+        #[serde(skip_serializing_if = "is_true")]
+        pacing: bool,
+        /// `app.playout_deadline` (serialized only when set).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        playout_deadline: Option<Dur>,
+        /// `app.feedback_ecn = "media"` (serialized only when set).
+        #[serde(skip_serializing_if = "is_false")]
+        feedback_ecn_media: bool,
     },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+impl FrameTransport {
+    /// RTP with `media_cc`, `playout_delay` and the defaults of the other keys
+    /// (paced, no playout deadline).
+    pub fn rtp(media_cc: MediaCcKind, playout_delay: Dur) -> Self {
+        FrameTransport::Rtp {
+            media_cc,
+            playout_delay,
+            pacing: true,
+            playout_deadline: None,
+            feedback_ecn_media: false,
+        }
+    }
 }
 
 /// A frame app's own config and its [`FrameTransport`], serialized as one

@@ -217,6 +217,7 @@ impl AppSpec {
             FrameTransport::Rtp { media_cc, .. } => Some(match media_cc {
                 MediaCcKind::Gcc => "gcc",
                 MediaCcKind::Scream { .. } => "scream",
+                MediaCcKind::Fixed { .. } => "fixed",
             }),
         }
     }

@@ -16,7 +16,9 @@ use serde_json::Value;
 use l4slab_core::param::{FromParam, Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
-use crate::framed::{Framed, MEDIA_CC, PLAYOUT_DELAY, TRANSPORT};
+use crate::framed::{
+    Framed, FEEDBACK_ECN, MEDIA_CC, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT,
+};
 use crate::frames::FrameStream;
 use crate::rate_control::SeriesNames;
 use crate::registry::{AppKind, BuildContext};
@@ -73,6 +75,9 @@ pub const PARAMS: &[Param] = &[
     TRANSPORT,
     MEDIA_CC,
     PLAYOUT_DELAY,
+    PACING,
+    PLAYOUT_DEADLINE,
+    FEEDBACK_ECN,
 ];
 
 /// Screen-sharing parameters (scenario `app = { kind = "screen_share", ... }`;

@@ -37,10 +37,7 @@ fn build(name: &str) -> Box<dyn FlowApp> {
         start: Time::ZERO,
         seed: 1,
     };
-    let rtp = FrameTransport::Rtp {
-        media_cc: MediaCcKind::Scream { l4s: true },
-        playout_delay: Dur::ZERO,
-    };
+    let rtp = FrameTransport::rtp(MediaCcKind::Scream { l4s: true }, Dur::ZERO);
     match name {
         "ping" => Box::new(Ping::new(PingConfig {
             interval: Dur::from_millis(5),
@@ -60,10 +57,7 @@ fn build(name: &str) -> Box<dyn FlowApp> {
         }
         .build(&cx),
         "video_call_rtp" => Framed {
-            transport: FrameTransport::Rtp {
-                media_cc: MediaCcKind::Gcc,
-                playout_delay: Dur::from_millis(20),
-            },
+            transport: FrameTransport::rtp(MediaCcKind::Gcc, Dur::from_millis(20)),
             ..Framed::<crate::video_call::VideoCallConfig>::default()
         }
         .build(&cx),

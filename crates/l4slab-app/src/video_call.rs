@@ -29,7 +29,9 @@ use l4slab_core::{Dur, Rate, Time};
 
 use crate::adaptive::{AdaptiveConfig, VIDEO_CALL};
 use crate::cloud_gaming as game;
-use crate::framed::{Framed, MEDIA_CC, PLAYOUT_DELAY, TRANSPORT};
+use crate::framed::{
+    Framed, FEEDBACK_ECN, MEDIA_CC, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT,
+};
 use crate::rate_control::{AdaptiveFrames, SeriesNames};
 use crate::registry::{AppKind, BuildContext};
 use crate::rtp::{self, RtpMedia};
@@ -84,6 +86,9 @@ pub const PARAMS: &[Param] = &[
     TRANSPORT,
     MEDIA_CC,
     PLAYOUT_DELAY,
+    PACING,
+    PLAYOUT_DEADLINE,
+    FEEDBACK_ECN,
 ];
 
 /// Video-call parameters (scenario `app = { kind = "video_call", ... }`;

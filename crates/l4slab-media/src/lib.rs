@@ -11,7 +11,8 @@
 //!   with an encoder target rate, a pacing rate and (optionally) a window.
 //!   [`gcc`] (Google Congestion Control, draft-ietf-rmcat-gcc-02 and
 //!   libwebrtc) and [`scream`] (SCReAM v2 with L4S, RFC 8298 and
-//!   draft-ietf-ccwg-rfc8298bis-screamv2) implement it.
+//!   draft-ietf-ccwg-rfc8298bis-screamv2) implement it; [`fixed`] is a
+//!   sender without congestion control (a constant bitrate).
 //! * [`PacketReport`] / [`Feedback`]: one report as the sender decodes it —
 //!   per packet: arrival time (receiver clock) or lost, and the ECN field it
 //!   arrived with (RFC 8888 §3.1).
@@ -35,6 +36,7 @@ use serde_json::Value;
 use l4slab_core::{Ecn, Rate, Time};
 
 pub mod ccfb;
+pub mod fixed;
 pub mod gcc;
 pub mod playout;
 pub mod rtp;

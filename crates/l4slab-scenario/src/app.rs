@@ -25,7 +25,10 @@ use serde::Deserialize;
 use toml::Value;
 
 use l4slab_app::adaptive::AdaptiveConfig;
-use l4slab_app::framed::{FrameTransport, MEDIA_CC, MEDIA_CCS, PLAYOUT_DELAY, TRANSPORT};
+use l4slab_app::framed::{
+    FrameTransport, FEEDBACK_ECN, MEDIA_CC, MEDIA_CCS, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY,
+    TRANSPORT,
+};
 use l4slab_app::registry::APP_NAMES;
 use l4slab_app::rtp::MediaCcKind;
 use l4slab_app::video_stream::{self as video, VideoStreamConfig};
@@ -245,7 +248,13 @@ fn web_connection(v: &Value, path: &str) -> Result<WebConnection, ScenarioError>
 fn frame_transport(values: &Values<'_>) -> Result<FrameTransport, ScenarioError> {
     let rtp = values.get(&TRANSPORT).is_some_and(|t| t.choice() == "rtp");
     if !rtp {
-        for p in [MEDIA_CC, PLAYOUT_DELAY] {
+        for p in [
+            MEDIA_CC,
+            PLAYOUT_DELAY,
+            PACING,
+            PLAYOUT_DEADLINE,
+            FEEDBACK_ECN,
+        ] {
             if values.has(&p) {
                 let k = p.name;
                 // The example is the key to add: `p`'s own example alone is
@@ -265,13 +274,26 @@ fn frame_transport(values: &Values<'_>) -> Result<FrameTransport, ScenarioError>
         Some((_, v)) => media_cc(v, &values.path_of(&MEDIA_CC))?,
     };
     let playout_delay = values.get(&PLAYOUT_DELAY).map_or(Dur::ZERO, |d| d.dur());
+    let pacing = values.get(&PACING).is_none_or(|v| v.flag());
+    // 0 (the default): no deadline.
+    let playout_deadline = values
+        .get(&PLAYOUT_DEADLINE)
+        .map(|d| d.dur())
+        .filter(|d| !d.is_zero());
+    let feedback_ecn_media = values
+        .get(&FEEDBACK_ECN)
+        .is_some_and(|v| v.choice() == "media");
     Ok(FrameTransport::Rtp {
         media_cc,
         playout_delay,
+        pacing,
+        playout_deadline,
+        feedback_ecn_media,
     })
 }
 
-/// `media_cc = "gcc"`, `"scream"` or `{ kind = "scream", l4s = false }`.
+/// `media_cc = "gcc"`, `"scream"`, `{ kind = "scream", l4s = false }` or
+/// `"fixed"` (`{ kind = "fixed", l4s = true }`: ECT(1)).
 fn media_cc(v: &Value, path: &str) -> Result<MediaCcKind, ScenarioError> {
     let (kind, kind_path) = kind_of(v, path)?;
     let l4s = match v {
@@ -283,13 +305,16 @@ fn media_cc(v: &Value, path: &str) -> Result<MediaCcKind, ScenarioError> {
             if l4s.is_some() {
                 return Err(ScenarioError::conflict(
                     &join(path, "l4s"),
-                    "GCC is a classic controller (Not-ECT); l4s applies to scream",
+                    "GCC is a classic controller (Not-ECT); l4s applies to scream and fixed",
                 ));
             }
             Ok(MediaCcKind::Gcc)
         }
         "scream" => Ok(MediaCcKind::Scream {
             l4s: l4s.unwrap_or(true),
+        }),
+        "fixed" => Ok(MediaCcKind::Fixed {
+            l4s: l4s.unwrap_or(false),
         }),
         k => Err(ScenarioError::unknown_name(
             &kind_path, "media_cc", k, MEDIA_CCS,

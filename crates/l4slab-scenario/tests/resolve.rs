@@ -719,44 +719,73 @@ fn frame_apps_choose_rtp_with_a_media_controller_and_a_playout_delay() {
     );
     assert_eq!(
         transport(r#"{ kind = "video_call", transport = "rtp" }"#),
-        FrameTransport::Rtp {
-            media_cc: MediaCcKind::Gcc,
-            playout_delay: Dur::ZERO
-        }
+        FrameTransport::rtp(MediaCcKind::Gcc, Dur::ZERO)
     );
     assert_eq!(
         transport(
             r#"{ kind = "cloud_gaming", transport = "rtp", media_cc = "scream", playout_delay = "20ms" }"#
         ),
-        FrameTransport::Rtp {
-            media_cc: MediaCcKind::Scream { l4s: true },
-            playout_delay: Dur::from_millis(20)
-        }
+        FrameTransport::rtp(MediaCcKind::Scream { l4s: true }, Dur::from_millis(20))
     );
     assert_eq!(
         transport(
             r#"{ kind = "video_call", transport = "rtp", media_cc = { kind = "scream", l4s = false } }"#
         ),
-        FrameTransport::Rtp {
-            media_cc: MediaCcKind::Scream { l4s: false },
-            playout_delay: Dur::ZERO
-        }
+        FrameTransport::rtp(MediaCcKind::Scream { l4s: false }, Dur::ZERO)
     );
     assert_eq!(
         transport(r#"{ kind = "screen_share", transport = "rtp", media_cc = "scream" }"#),
-        FrameTransport::Rtp {
-            media_cc: MediaCcKind::Scream { l4s: true },
-            playout_delay: Dur::ZERO
-        }
+        FrameTransport::rtp(MediaCcKind::Scream { l4s: true }, Dur::ZERO)
     );
     assert_eq!(
         transport(r#"{ kind = "screen_share" }"#),
         FrameTransport::Tcp
     );
+    // A sample app: no rate control, no pacer, late = lost.
+    assert_eq!(
+        transport(
+            r#"{ kind = "video_call", transport = "rtp", media_cc = { kind = "fixed", l4s = true }, pacing = false, playout_deadline = "50ms" }"#
+        ),
+        FrameTransport::Rtp {
+            media_cc: MediaCcKind::Fixed { l4s: true },
+            playout_delay: Dur::ZERO,
+            pacing: false,
+            playout_deadline: Some(Dur::from_millis(50)),
+            feedback_ecn_media: false,
+        }
+    );
+    assert_eq!(
+        transport(
+            r#"{ kind = "video_call", transport = "rtp", media_cc = "fixed", playout_deadline = "0s" }"#
+        ),
+        FrameTransport::rtp(MediaCcKind::Fixed { l4s: false }, Dur::ZERO)
+    );
+    assert_eq!(
+        transport(
+            r#"{ kind = "video_call", transport = "rtp", media_cc = "scream", feedback_ecn = "media" }"#
+        ),
+        FrameTransport::Rtp {
+            media_cc: MediaCcKind::Scream { l4s: true },
+            playout_delay: Dur::ZERO,
+            pacing: true,
+            playout_deadline: None,
+            feedback_ecn_media: true,
+        }
+    );
+    // The new keys are serialized only when they differ from the default.
+    let j = serde_json::to_value(base_with(&[
+        r#"flows[0].app={ kind = "video_call", transport = "rtp", pacing = false }"#,
+    ]))
+    .unwrap();
+    assert_eq!(j["flows"][0]["app"]["transport"]["pacing"], false);
+    assert!(j["flows"][0]["app"]["transport"]
+        .get("playout_deadline")
+        .is_none());
     let j = serde_json::to_value(base_with(&[
         r#"flows[0].app={ kind = "video_call", transport = "rtp", media_cc = "scream" }"#,
     ]))
     .unwrap();
+    assert!(j["flows"][0]["app"]["transport"].get("pacing").is_none());
     assert_eq!(j["flows"][0]["app"]["transport"]["kind"], "rtp");
     assert_eq!(
         j["flows"][0]["app"]["transport"]["media_cc"]["kind"],
@@ -784,7 +813,37 @@ fn rtp_key_errors_name_their_path() {
             &[r#"flows[0].app={ kind = "video_call", transport = "rtp", media_cc = "bbr" }"#],
             "flows[0].app.media_cc",
             Problem::UnknownName,
-            "choose one of: gcc, scream",
+            "choose one of: gcc, scream, fixed",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", pacing = false }"#],
+            "flows[0].app.pacing",
+            Problem::Conflict,
+            "add transport = \"rtp\"",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "cloud_gaming", playout_deadline = "50ms" }"#],
+            "flows[0].app.playout_deadline",
+            Problem::Conflict,
+            "add transport = \"rtp\"",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", feedback_ecn = "media" }"#],
+            "flows[0].app.feedback_ecn",
+            Problem::Conflict,
+            "add transport = \"rtp\"",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", transport = "rtp", feedback_ecn = "ect1" }"#],
+            "flows[0].app.feedback_ecn",
+            Problem::UnknownName,
+            "not_ect, media",
+        ),
+        (
+            &[r#"flows[0].app={ kind = "video_call", transport = "rtp", pacing = "off" }"#],
+            "flows[0].app.pacing",
+            Problem::WrongType,
+            "true",
         ),
         (
             &[

@@ -100,6 +100,10 @@ _KEYS: dict[str, KeyInfo] = {
     "app_bitrate_bps": KeyInfo("application bitrate", "Mbit/s", 1e-6),
     "ping_rtt_ms": KeyInfo("ping RTT, mean per interval", "ms"),
     "ping_rtt_max_ms": KeyInfo("ping RTT, max per interval", "ms"),
+    "rtt_max_ms": KeyInfo("RTT, max per interval", "ms"),
+    "playout_loss_fraction": KeyInfo(
+        "packets that missed their playout (lost or too late)", "%", 100.0
+    ),
 }
 
 

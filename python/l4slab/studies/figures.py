@@ -18,6 +18,10 @@ Built-in kinds:
 * ``timeseries`` — one key of series.parquet over time, one line per run.
 * ``percentile_cdf`` — a distribution summary.json keeps as percentiles (a flow's
   ``rtt_ms``, a queue's ``sojourn_ms``) drawn as a CDF through them, a line per run.
+* ``cdf`` — the distribution of one key of series.parquet over the intervals, a line
+  per run.
+* ``bars`` — measures as grouped bars, a bar per run, the spread over seeds as error
+  bars.
 
 Register another with :func:`figure_kind`; the draw function gets an ``Axes``, the
 :class:`FigureContext` and the checked arguments.
@@ -460,3 +464,120 @@ def percentile_cdf(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> Non
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="x-small")
+# --------------------------------------------------------------------------- cdf
+
+
+def _check_cdf(raw: Mapping[str, Any], context: DeclContext) -> dict[str, Any]:
+    args = _Args(raw, ("runs", "series", "key", "after_s", "xlabel"))
+    after = raw.get("after_s")
+    if after is not None and (not isinstance(after, int | float) or isinstance(after, bool)):
+        raise ValueError(f"after_s: expected a number of seconds, found {after!r}")
+    return {
+        "runs": args.runs("runs", context),
+        "series": args.text("series"),
+        "key": args.text("key"),
+        "after_s": None if after is None else float(after),
+        "xlabel": args.text("xlabel", ""),
+    }
+
+
+@figure_kind(
+    "cdf",
+    check=_check_cdf,
+    doc="The distribution (empirical CDF) of one key of one series over the run's "
+    "intervals, a line per run; after_s drops the intervals before that time.",
+    example='args = { runs = ["legacy", "l4s"], series = "flow/call", key = "rtt_max_ms.down" }',
+)
+def cdf(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
+    info = key_info(args["key"])
+    for run, (color, style) in zip(args["runs"], styles(), strict=False):
+        t, values = ctx.results(run).series(args["series"], args["key"])
+        if args["after_s"] is not None:
+            values = values[t >= args["after_s"]]
+        plots.cdf_line(ax, values * info.scale, ctx.label(run), color=color, linestyle=style)
+    ax.set_xlabel(args["xlabel"] or info.label)
+    ax.set_ylabel("fraction of intervals")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_title(f"{args['series']} — {info.name}, CDF over intervals", fontsize="medium")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+
+
+# --------------------------------------------------------------------------- bars
+
+
+def _check_bars(raw: Mapping[str, Any], context: DeclContext) -> dict[str, Any]:
+    args = _Args(raw, ("measures", "runs", "ylabel", "logy"))
+    measures = raw.get("measures")
+    if not isinstance(measures, list) or not measures:
+        raise ValueError(f"measures: expected a list of measure names, found {measures!r}")
+    for i, _ in enumerate(measures):
+        _Args({"measure": measures[i]}, ("measure",)).measure("measure", context)
+    runs = args.runs("runs", context)
+    for m in measures:
+        for run in runs:
+            if run not in context.measures[m]:
+                raise ValueError(f"runs: measure {m!r} is not taken for run {run!r}")
+    return {
+        "measures": list(measures),
+        "runs": runs,
+        "ylabel": args.text("ylabel", ""),
+        "logy": args.flag("logy", False),
+    }
+
+
+@figure_kind(
+    "bars",
+    check=_check_bars,
+    doc="Measures side by side as bars: a group per measure, a bar per run (the mean "
+    "over seeds, the spread as an error bar); published numbers as hollow markers.",
+    example='args = { measures = ["loss", "stall"], runs = ["legacy", "l4s"] }',
+    wide=True,
+)
+def bars(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> None:
+    measures, runs = args["measures"], args["runs"]
+    width = 0.8 / len(runs)
+    groups = np.arange(len(measures), dtype=float)
+    for i, (run, (color, style)) in enumerate(zip(runs, styles(), strict=False)):
+        x = groups - 0.4 + width * (i + 0.5)
+        values = [ctx.values(m, run) for m in measures]
+        y = np.array([np.nan if v is None else v for v, _ in values], dtype=float)
+        lo = np.array([min(s) if s else np.nan for _, s in values], dtype=float)
+        hi = np.array([max(s) if s else np.nan for _, s in values], dtype=float)
+        err = np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
+        # Past the palette's colours the bars are hatched (its dashed lines).
+        hatch = None if style == "-" else "///"
+        ax.bar(
+            x, np.nan_to_num(y), width, color=color, label=ctx.label(run), alpha=0.85, hatch=hatch
+        )
+        ax.errorbar(x, y, yerr=np.nan_to_num(err), fmt="none", ecolor="#333333", capsize=3)
+        for xi, m in zip(x, measures, strict=True):
+            p = ctx.published(m, run)
+            if isinstance(p, float):
+                ax.plot([xi], [p], marker="s", markersize=8, markerfacecolor="none", color=color)
+    ax.set_xticks(groups, [_bar_label(ctx, m) for m in measures], fontsize="small")
+    if args["logy"]:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_ylabel(args["ylabel"] or "value")
+    ax.grid(True, axis="y", alpha=0.3)
+    # Below the axes, so no bar is hidden behind it.
+    ax.legend(
+        fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False
+    )
+
+
+def _bar_label(ctx: FigureContext, measure: str) -> str:
+    label, unit = ctx.measure_text(measure)
+    text = f"{label} ({unit})" if unit else label
+    # Wrap long labels so neighbouring groups do not overlap.
+    words, lines, line = text.split(), [], ""
+    for w in words:
+        if line and len(line) + len(w) > 28:
+            lines.append(line)
+            line = w
+        else:
+            line = f"{line} {w}".strip()
+    lines.append(line)
+    return "\n".join(lines)

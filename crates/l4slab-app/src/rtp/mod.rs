@@ -28,7 +28,9 @@ use serde_json::Value;
 
 use l4slab_core::{Dur, Rate, Time};
 use l4slab_media::ccfb::CcfbConfig;
+use l4slab_media::fixed::FixedRate;
 use l4slab_media::gcc::{Gcc, GccConfig};
+use l4slab_media::playout::PlayoutConfig;
 use l4slab_media::scream::{Scream, ScreamConfig};
 use l4slab_media::MediaCc;
 
@@ -47,6 +49,9 @@ pub enum MediaCcKind {
     Gcc,
     /// SCReAM v2; `l4s`: ECT(1) and the scalable response to CE marks.
     Scream { l4s: bool },
+    /// No congestion control: the start rate throughout; `l4s`: ECT(1)
+    /// (without a response to CE).
+    Fixed { l4s: bool },
 }
 
 impl MediaCcKind {
@@ -65,13 +70,14 @@ impl MediaCcKind {
                 l4s,
                 ..ScreamConfig::default()
             })),
+            MediaCcKind::Fixed { l4s } => Box::new(FixedRate::new(start.clamp(min, max), l4s)),
         }
     }
 
     /// The report cadence the controller's reference implementation asks for.
     fn ccfb(self) -> CcfbConfig {
         match self {
-            MediaCcKind::Gcc => CcfbConfig::webrtc(),
+            MediaCcKind::Gcc | MediaCcKind::Fixed { .. } => CcfbConfig::webrtc(),
             MediaCcKind::Scream { .. } => CcfbConfig::scream(),
         }
     }
@@ -97,6 +103,12 @@ pub struct RtpConfig {
     pub keyframe_ratio: u32,
     /// Discard the sender's RTP queue when its head waited this long. Default 100 ms.
     pub queue_discard: Dur,
+    /// Pace packets at the controller's pacing rate (`false`: each frame a burst).
+    pub pacing: bool,
+    /// The receiver gives up a frame this long after its playout time.
+    pub playout_deadline: Option<Dur>,
+    /// RTCP goes out with the media's ECN codepoint (else Not-ECT).
+    pub feedback_ecn_media: bool,
 }
 
 impl RtpConfig {
@@ -113,6 +125,9 @@ impl RtpConfig {
             min_playout_delay: Dur::ZERO,
             keyframe_ratio: 4,
             queue_discard: Dur::from_millis(100),
+            pacing: true,
+            playout_deadline: None,
+            feedback_ecn_media: false,
         }
     }
 
@@ -125,12 +140,18 @@ impl RtpConfig {
         let FrameTransport::Rtp {
             media_cc,
             playout_delay,
+            pacing,
+            playout_deadline,
+            feedback_ecn_media,
         } = t
         else {
             panic!("an RTP config for a frame app over TCP")
         };
         self.cc = media_cc;
         self.min_playout_delay = playout_delay;
+        self.pacing = pacing;
+        self.playout_deadline = playout_deadline;
+        self.feedback_ecn_media = feedback_ecn_media;
         self
     }
 }
@@ -151,11 +172,14 @@ fn untag(t: u64) -> (u64, u64) {
     (t >> KIND_SHIFT, t & ((1 << KIND_SHIFT) - 1))
 }
 
-/// The RTT series of a stream (mean and max per interval, from its reports).
+/// The RTP-only series of a stream: RTT (mean and max per interval, from
+/// its reports) and, with a playout deadline, the fraction of the
+/// interval's packets that missed their frame's playout.
 #[derive(Clone, Copy, Debug)]
 pub struct RttSeries {
     pub mean: &'static str,
     pub max: &'static str,
+    pub playout_loss: &'static str,
 }
 
 /// RTT series names of a one-stream app and of a call's two directions.
@@ -163,14 +187,17 @@ pub const RTT: RttSeries = RttSeries {
     // The flow recorder's key: an RTP flow's RTT is its app's.
     mean: l4slab_bottleneck::flow::FlowKey::RttMs.name(),
     max: "rtt_max_ms",
+    playout_loss: "playout_loss_fraction",
 };
 pub const RTT_UP: RttSeries = RttSeries {
     mean: "rtt_ms.up",
     max: "rtt_max_ms.up",
+    playout_loss: "playout_loss_fraction.up",
 };
 pub const RTT_DOWN: RttSeries = RttSeries {
     mean: "rtt_ms.down",
     max: "rtt_max_ms.down",
+    playout_loss: "playout_loss_fraction.down",
 };
 
 #[derive(Debug)]
@@ -213,17 +240,21 @@ impl RtpMedia {
                         keyframe_ratio: cfg.keyframe_ratio,
                         queue_discard: cfg.queue_discard,
                         history: Dur::from_secs(1),
+                        pacing: cfg.pacing,
                     },
                     cfg.cc
                         .build(cfg.start_bitrate, cfg.min_bitrate, cfg.max_bitrate),
                 ),
                 rx: Receiver::new(
                     cfg.cc.ccfb(),
-                    playout_config(
-                        cfg.stall_threshold,
-                        cfg.late_threshold,
-                        cfg.min_playout_delay,
-                    ),
+                    PlayoutConfig {
+                        deadline: cfg.playout_deadline,
+                        ..playout_config(
+                            cfg.stall_threshold,
+                            cfg.late_threshold,
+                            cfg.min_playout_delay,
+                        )
+                    },
                 ),
                 names,
                 rtt_names,
@@ -280,6 +311,12 @@ impl RtpMedia {
                 if let Some(rtt) = s.tx.srtt() {
                     s.rx.set_rtt(rtt);
                 }
+                // SCReAM's reference receiver and libwebrtc send RTCP Not-ECT.
+                let fb_ecn = if self.cfg.feedback_ecn_media {
+                    s.tx.cc().ecn()
+                } else {
+                    l4slab_core::Ecn::NotEct
+                };
                 s.rx.poll(now, &mut |m, bytes| {
                     let t = match m {
                         Rtcp::Report(id) => tag(REPORT, id),
@@ -288,7 +325,7 @@ impl RtpMedia {
                     };
                     io.send_datagram(Datagram {
                         payload: bytes - Datagram::HEADER_BYTES,
-                        ecn: l4slab_core::Ecn::NotEct,
+                        ecn: fb_ecn,
                         tag: t,
                     });
                 });
@@ -424,6 +461,11 @@ impl FlowApp for RtpMedia {
             if let Some((mean, max)) = s.tx.take_rtt_interval() {
                 out(s.rtt_names.mean, mean);
                 out(s.rtt_names.max, max);
+            }
+            if self.cfg.playout_deadline.is_some() {
+                if let Some(f) = played.missed_fraction() {
+                    out(s.rtt_names.playout_loss, f);
+                }
             }
         }
         if let [s] = self.streams.as_mut_slice() {

@@ -11,7 +11,9 @@
 //! * **RTP queue and pacer.** Packets wait in a FIFO (retransmissions go to
 //!   its head, as libwebrtc's pacer sends them first) and leave at the
 //!   controller's pacing rate, never with more than
-//!   [`MediaCc::window`] bytes in flight. When the oldest queued packet has
+//!   [`MediaCc::window`] bytes in flight (`pacing = false`: no pacer, a
+//!   frame's packets leave back to back as the window allows — a sender
+//!   that writes each encoded frame to its socket at once). When the oldest queued packet has
 //!   waited longer than `queue_discard` at a frame tick, the queue is
 //!   discarded and the next frame is a keyframe (RFC 8298 §4.1.3: a sender
 //!   SHOULD discard RTP packets that are excessively delayed when the
@@ -54,6 +56,9 @@ pub struct SenderConfig {
     pub queue_discard: Dur,
     /// How long sent media packets stay available for retransmission.
     pub history: Dur,
+    /// Space packets at the controller's pacing rate; `false`: send what the
+    /// window allows at once (each frame a burst at the sender's line rate).
+    pub pacing: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -226,7 +231,7 @@ impl Sender {
         let Some(q) = self.queue.front() else {
             return Err(None);
         };
-        if now < self.next_send {
+        if self.cfg.pacing && now < self.next_send {
             return Err(Some(self.next_send));
         }
         let wire = q.header.wire_bytes();

@@ -44,6 +44,10 @@ impl MediaCc for Fixed {
 }
 
 fn sender(target_kbps: u64, pacing_kbps: u64, window: u64) -> Sender {
+    sender_paced(target_kbps, pacing_kbps, window, true)
+}
+
+fn sender_paced(target_kbps: u64, pacing_kbps: u64, window: u64, pacing: bool) -> Sender {
     Sender::new(
         SenderConfig {
             fps: 10,
@@ -52,6 +56,7 @@ fn sender(target_kbps: u64, pacing_kbps: u64, window: u64) -> Sender {
             keyframe_ratio: 4,
             queue_discard: Dur::from_millis(100),
             history: Dur::from_secs(1),
+            pacing,
         },
         Box::new(Fixed {
             target: Rate::from_kbps(target_kbps),
@@ -268,4 +273,158 @@ fn an_outage_shows_as_a_stall_and_a_bad_second_and_the_stream_recovers() {
     // After it, frames play again: most of the last two seconds' 60.
     let shown = r["frames_displayed"].as_u64().unwrap();
     assert!(shown > 30 + 50, "{r}");
+}
+
+#[test]
+fn without_pacing_a_frame_leaves_as_one_burst() {
+    // 960 kbit/s at 10 fps: a 48,000 B keyframe, every packet at once.
+    let mut s = sender_paced(960, 8_000, u64::MAX, false);
+    s.on_frame(ms(0));
+    let mut n = 0;
+    while s.poll_send(ms(0)).is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, l4slab_media::rtp::split(48_000).0);
+    assert_eq!(s.poll_send(ms(0)).err(), Some(None), "nothing left queued");
+    // Paced at 8 Mbit/s, only the first leaves at 0.
+    let mut paced = sender(960, 8_000, u64::MAX);
+    paced.on_frame(ms(0));
+    assert!(paced.poll_send(ms(0)).is_ok());
+    assert!(paced.poll_send(ms(0)).is_err());
+}
+
+/// `game` with the receiver's playout deadline, unpaced (every frame,
+/// keyframes too, arrives whole after the path's delay).
+fn game_with_deadline(cc: MediaCcKind, deadline: Dur) -> RtpMedia {
+    let mut cfg = RtpConfig::new(
+        30,
+        Rate::from_mbps(2),
+        Rate::from_kbps(100),
+        Rate::from_mbps(2),
+        Dur::from_millis(200),
+        Some(Dur::from_millis(100)),
+    );
+    cfg.cc = cc;
+    cfg.playout_deadline = Some(deadline);
+    cfg.pacing = false;
+    RtpMedia::new(
+        "cloud_gaming",
+        cfg,
+        &[(Role::Server, crate::cloud_gaming::SERIES, RTT)],
+    )
+}
+
+#[test]
+fn a_repair_later_than_the_playout_deadline_is_a_loss_for_the_viewer() {
+    // One media packet lost on a 40 ms RTT path: its NACK repair arrives
+    // 40 ms after its frame's playout time. A 10 ms deadline gives the frame
+    // up (the chain breaks until a keyframe); a 100 ms deadline waits for it.
+    let lose_one = || {
+        let mut done = false;
+        Loss::when(move |d: &Offer<'_, Sent>| {
+            let media = d.payload.record().is_some_and(|dg| dg.tag >> 62 == MEDIA);
+            let hit = d.index >= 40 && media && !done;
+            done |= hit;
+            hit
+        })
+    };
+    let mut tight = game_with_deadline(MediaCcKind::Fixed { l4s: false }, Dur::from_millis(10));
+    assert_eq!(
+        run(&mut tight, ms(3_000), Dur::from_millis(20), lose_one()),
+        1
+    );
+    let r = tight.report(ms(3_000));
+    assert_eq!(r["frames_given_up_late"], 1, "{r}");
+    // The frame and the delta frames until the requested keyframe (one RTT
+    // and a frame interval: 2-3 frames) are dropped; the stream recovers.
+    let dropped = r["frames_dropped"].as_u64().unwrap();
+    assert!((2..=4).contains(&dropped), "{r}");
+    assert_eq!(r["keyframe_requests"], 1, "{r}");
+    assert_eq!(r["stalls"], 0, "{r}");
+    assert!(r["packets_missed_playout"].as_u64().unwrap() >= 1, "{r}");
+    assert!(r["playout_loss_pct"].as_f64().unwrap() > 0.0, "{r}");
+    assert_eq!(r["playout_deadline_ms"], 10.0);
+
+    let mut loose = game_with_deadline(MediaCcKind::Fixed { l4s: false }, Dur::from_millis(100));
+    assert_eq!(
+        run(&mut loose, ms(3_000), Dur::from_millis(20), lose_one()),
+        1
+    );
+    let r = loose.report(ms(3_000));
+    assert_eq!(r["frames_given_up_late"], 0, "{r}");
+    assert_eq!(r["frames_dropped"], 0, "{r}");
+    assert_eq!(r["playout_loss_pct"], 0.0, "{r}");
+    // Without a deadline the keys are absent.
+    let mut plain = game(MediaCcKind::Fixed { l4s: false });
+    run(&mut plain, ms(500), Dur::from_millis(20), Loss::None);
+    assert!(plain.report(ms(500)).get("playout_loss_pct").is_none());
+}
+
+#[test]
+fn a_fixed_rate_sender_keeps_its_rate_through_loss() {
+    let mut app = game(MediaCcKind::Fixed { l4s: false });
+    // Every 5th datagram lost, both ways.
+    let lose = Loss::EveryNth(5);
+    assert!(run(&mut app, ms(3_000), Dur::from_millis(20), lose) > 0);
+    let r = app.report(ms(3_000));
+    assert_eq!(r["sender"]["target_bps_at_end"], 2_000_000, "{r}");
+    assert_eq!(r["sender"]["cc"], "fixed");
+    // GCC under the same 20 % loss has come down.
+    let mut gcc = game(MediaCcKind::Gcc);
+    let lose = Loss::EveryNth(5);
+    run(&mut gcc, ms(3_000), Dur::from_millis(20), lose);
+    let t = gcc.report(ms(3_000))["sender"]["target_bps_at_end"]
+        .as_u64()
+        .unwrap();
+    assert!(t < 2_000_000, "{t}");
+}
+
+#[test]
+fn feedback_goes_out_not_ect_unless_it_follows_the_media() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    for media_codepoint in [false, true] {
+        let mut cfg = RtpConfig::new(
+            30,
+            Rate::from_mbps(1),
+            Rate::from_kbps(100),
+            Rate::from_mbps(2),
+            Dur::from_millis(200),
+            None,
+        );
+        cfg.cc = MediaCcKind::Scream { l4s: true };
+        cfg.feedback_ecn_media = media_codepoint;
+        let mut app = RtpMedia::new(
+            "cloud_gaming",
+            cfg,
+            &[(Role::Server, crate::cloud_gaming::SERIES, RTT)],
+        );
+        // (kind, ECN) of every datagram offered; none is lost.
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let log = Rc::clone(&seen);
+        let lose = Loss::when(move |d: &Offer<'_, Sent>| {
+            if let Some(dg) = d.payload.record() {
+                log.borrow_mut().push((dg.tag >> 62, dg.ecn));
+            }
+            false
+        });
+        run(&mut app, ms(1_000), Dur::from_millis(10), lose);
+        let seen = seen.borrow();
+        let feedback: Vec<Ecn> = seen
+            .iter()
+            .filter(|(k, _)| *k == REPORT)
+            .map(|&(_, e)| e)
+            .collect();
+        assert!(feedback.len() > 10, "{} reports", feedback.len());
+        let want = if media_codepoint {
+            Ecn::Ect1
+        } else {
+            Ecn::NotEct
+        };
+        assert!(feedback.iter().all(|&e| e == want), "{feedback:?}");
+        assert!(seen
+            .iter()
+            .filter(|(k, _)| *k == MEDIA)
+            .all(|&(_, e)| e == Ecn::Ect1));
+    }
 }

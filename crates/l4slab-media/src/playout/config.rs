@@ -57,6 +57,12 @@ pub struct PlayoutConfig {
     pub stall_threshold: Dur,
     /// A frame rendered more than this after capture is late.
     pub late_threshold: Option<Dur>,
+    /// Playout deadline: a frame still incomplete this long after its due
+    /// time is given up (dropped as incomplete, its missing packets no
+    /// longer awaited) — a jitter buffer whose packets count as lost when
+    /// they miss their frame's playout time. `None`: wait for every repair
+    /// (libwebrtc's frame buffer).
+    pub deadline: Option<Dur>,
     pub freeze: FreezeRule,
 }
 
@@ -72,6 +78,7 @@ impl Default for PlayoutConfig {
             keyframe_retry: Dur::from_millis(200),
             stall_threshold: Dur::from_millis(200),
             late_threshold: None,
+            deadline: None,
             freeze: FreezeRule::WEBRTC,
         }
     }

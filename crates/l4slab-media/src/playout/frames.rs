@@ -218,6 +218,18 @@ impl Playout {
         let s = self.frames.pop_front().expect("a head frame");
         self.next_frame += 1;
         if s.packets > 0 {
+            // The numbers this decision settles: from the last decided one
+            // (or this frame's first) through this frame's last.
+            let top = s.last_seq.unwrap_or(s.max_seq);
+            let from = self
+                .settled_through
+                .map_or(s.first_seq.unwrap_or(s.min_seq), |m| m + 1);
+            let settled = (top + 1).saturating_sub(from);
+            self.settled_through = Some(self.settled_through.map_or(top, |m| m.max(top)));
+            self.packets_decided += settled;
+            self.int_decided += settled;
+            self.packets_in_time += u64::from(s.packets);
+            self.int_in_time += u64::from(s.packets);
             if s.keyframe {
                 self.key_slots -= 1;
                 if s.complete {

@@ -66,6 +66,13 @@
 //!   NACKs them): a frame reaching below it may complete for `reorder_wait`
 //!   after the first arrival; one that arrives below it NACKs the numbers
 //!   between.
+//! * **Playout deadline** (`deadline`, off by default: libwebrtc waits for
+//!   every repair): an incomplete head frame is given up (dropped as
+//!   incomplete, its missing numbers no longer NACKed) once `now` passes its
+//!   due time plus the deadline — late is lost, as in a fixed jitter buffer.
+//!   With a deadline the report adds `playout_loss_pct`: of the sequence
+//!   numbers whose frame was rendered or dropped, the share that had not
+//!   arrived by then (lost, or later than the deadline).
 //! * **Keyframe request**: when the chain is broken (a frame was dropped and
 //!   no keyframe has decoded since) and no keyframe is on its way (none in
 //!   the buffer that may still complete), send [`PlayoutEvent::KeyframeRequest`],
@@ -216,6 +223,8 @@ pub struct Playout {
     missing: MissingList,
     /// The largest sequence number of a rendered or dropped frame.
     decided_max_seq: Option<u64>,
+    /// The largest sequence number counted in `packets_decided`.
+    settled_through: Option<u64>,
     /// Slots with a keyframe packet, and complete keyframes, in `frames`.
     key_slots: u32,
     complete_keys: u32,
@@ -238,8 +247,16 @@ pub struct Playout {
     packets_late: u64,
     received_bytes: u64,
     keyframe_requests: u64,
+    /// Frames given up at their playout deadline.
+    late_drops: u64,
+    /// Sequence numbers of decided frames, and how many of them arrived
+    /// before their frame was decided (rendered or dropped).
+    packets_decided: u64,
+    packets_in_time: u64,
     // Per sampling interval.
     int_dropped: u64,
+    int_decided: u64,
+    int_in_time: u64,
     int_bytes: u64,
     int_nacks_base: u64,
     int_keyframe_requests: u64,
@@ -263,6 +280,7 @@ impl Playout {
             seqs: SeqWindow::new(),
             missing: MissingList::new(cfg.nack, cfg.nack_max_retries, cfg.reorder_wait),
             decided_max_seq: None,
+            settled_through: None,
             key_slots: 0,
             complete_keys: 0,
             min_transit: None,
@@ -282,7 +300,12 @@ impl Playout {
             packets_late: 0,
             received_bytes: 0,
             keyframe_requests: 0,
+            late_drops: 0,
+            packets_decided: 0,
+            packets_in_time: 0,
             int_dropped: 0,
+            int_decided: 0,
+            int_in_time: 0,
             int_bytes: 0,
             int_nacks_base: 0,
             int_keyframe_requests: 0,
@@ -378,6 +401,11 @@ impl Playout {
                 at(self.due(head));
             } else if let Some(k) = self.first_complete_keyframe() {
                 at(self.due(&self.frames[k]));
+            }
+            if !head.complete && head.packets > 0 {
+                if let Some(t) = self.deadline_of(head) {
+                    at(t);
+                }
             }
         }
         if self.keyframe_wanted() {

@@ -47,6 +47,12 @@ impl Playout {
                     self.render_head(now, out);
                 }
                 Status::Lost => self.drop_head(FrameDrop::Incomplete),
+                Status::Pending if self.past_deadline(&head, now) => {
+                    // Late = lost: the frame missed its playout time by more
+                    // than the deadline; its missing packets are given up.
+                    self.late_drops += 1;
+                    self.drop_head(FrameDrop::Incomplete);
+                }
                 Status::Pending => {
                     // A newer keyframe that is decodable and due supersedes
                     // the frames waiting before it.
@@ -76,6 +82,18 @@ impl Playout {
             + i128::from(transit)
             + i128::from(self.extra_delay().as_nanos());
         Time::from_nanos(t.clamp(0, i128::from(u64::MAX)) as u64)
+    }
+
+    /// When an incomplete frame `s` is given up: its due time plus the
+    /// playout deadline (`None`: never, without a deadline).
+    pub(super) fn deadline_of(&self, s: &Slot) -> Option<Time> {
+        let d = self.cfg.deadline?;
+        self.min_transit?;
+        Some(self.due(s).saturating_add(d))
+    }
+
+    fn past_deadline(&self, s: &Slot, now: Time) -> bool {
+        s.packets > 0 && self.deadline_of(s).is_some_and(|t| now >= t)
     }
 
     /// The delay above the smallest transit: `min_delay` + jitter allowance.

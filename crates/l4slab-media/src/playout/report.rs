@@ -35,6 +35,21 @@ pub struct PlayoutInterval {
     pub received_bytes: u64,
     pub nacks: u64,
     pub keyframe_requests: u64,
+    /// Sequence numbers whose frame was decided (rendered or dropped) in
+    /// the interval, and how many of those packets had arrived by then.
+    pub packets_settled: u64,
+    pub packets_in_time: u64,
+}
+
+impl PlayoutInterval {
+    /// The fraction of the interval's settled packets that missed their
+    /// frame's decision (lost, or later than the playout deadline).
+    pub fn missed_fraction(&self) -> Option<f64> {
+        (self.packets_settled > 0).then(|| {
+            self.packets_settled.saturating_sub(self.packets_in_time) as f64
+                / self.packets_settled as f64
+        })
+    }
 }
 
 /// Series names for [`Playout::sample`] (one set per stream direction).
@@ -88,7 +103,11 @@ impl Playout {
             received_bytes: self.int_bytes,
             nacks: self.missing.nacks_sent - self.int_nacks_base,
             keyframe_requests: self.int_keyframe_requests,
+            packets_settled: self.int_decided,
+            packets_in_time: self.int_in_time,
         };
+        self.int_decided = 0;
+        self.int_in_time = 0;
         self.int_dropped = 0;
         self.int_bytes = 0;
         self.int_nacks_base = self.missing.nacks_sent;
@@ -150,6 +169,19 @@ impl Playout {
             "keyframe_requests": self.keyframe_requests,
             "playout_delay_ms": round6(self.extra_delay().as_millis_f64()),
         });
+        if let Some(d) = self.cfg.deadline {
+            // Only with a deadline (the keys of runs without one unchanged).
+            let missed = self.packets_decided.saturating_sub(self.packets_in_time);
+            r["playout_deadline_ms"] = round6(d.as_millis_f64()).into();
+            r["frames_given_up_late"] = self.late_drops.into();
+            r["packets_missed_playout"] = missed.into();
+            r["playout_loss_pct"] = if self.packets_decided > 0 {
+                round6(100.0 * missed as f64 / self.packets_decided as f64)
+            } else {
+                0.0
+            }
+            .into();
+        }
         self.viewer.report_into(end, &mut r);
         for why in FrameDrop::ALL {
             r[why.key()] = self.dropped[why as usize].into();
