@@ -464,6 +464,8 @@ def percentile_cdf(ax: Axes, ctx: FigureContext, args: Mapping[str, Any]) -> Non
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="x-small")
+
+
 # --------------------------------------------------------------------------- cdf
 
 
