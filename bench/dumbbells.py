@@ -5,6 +5,7 @@
     python3 bench/dumbbells.py --duration 5s --repeat 3  # shorter, best of 3
     python3 bench/dumbbells.py --callgrind               # + instructions (5 s runs)
     python3 bench/dumbbells.py bench/dumbbells/cubic1-fifo-100m.toml --callgrind
+    python3 bench/dumbbells.py --callgrind --native /tmp/before.so  # another build
 
 The scenarios are bench/dumbbells/*.toml: one Cubic flow over a FIFO, ten over
 FQ-CoDel, Cubic + Prague over DualPI2, each at 100 Mbit/s and 1 Gbit/s (20 ms
@@ -18,8 +19,10 @@ once more in one that does everything but the call to ``_native.run``
 (imports, reading the file); the difference of the two instruction counts is
 the simulation's (parsing, setting up, the event loop, the summary), printed
 per packet. Instruction counts do not depend on the machine's load, so they
-compare builds on a busy machine; wall time does not. Record the figures in
-docs/PERFORMANCE.md with the command.
+compare builds on a busy machine; wall time does not. ``--native`` runs a copy
+of another build's ``python/l4slab/_native.abi3.so`` instead of the installed
+module (as bench/ab.py does). Record the figures in docs/PERFORMANCE.md with
+the command.
 """
 
 from __future__ import annotations
@@ -31,15 +34,25 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 DEFAULT = sorted((HERE / "dumbbells").glob("*.toml"))
 
 
-def run_once(path: Path, duration: str | None) -> dict[str, float]:
-    """Run `path` once in this process: wall and CPU seconds, events, packets."""
-    from l4slab import _native
+def load_native(so: Path | None) -> ModuleType:
+    """The installed native module, or the build at `so` (bench/ab.py's loader)."""
+    if so is None:
+        from l4slab import _native
 
+        return _native
+    import ab  # bench/ is the script's folder, first on sys.path
+
+    return ab.load(so, so.name)
+
+
+def run_once(_native: ModuleType, path: Path, duration: str | None) -> dict[str, float]:
+    """Run `path` once in this process: wall and CPU seconds, events, packets."""
     overrides = [f"duration={duration}"] if duration else []
     text = path.read_text()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -60,9 +73,10 @@ def collected(cmd: list[str]) -> int:
     return int(m.group(1))
 
 
-def instructions(path: Path, duration: str) -> tuple[int, int]:
+def instructions(path: Path, duration: str, so: Path | None) -> tuple[int, int]:
     """(instructions of `_native.run` on `path` for `duration`, its packets)."""
     me = [sys.executable, str(Path(__file__).resolve()), str(path), "--duration", duration]
+    me += ["--native", str(so)] if so else []
     with tempfile.NamedTemporaryFile("r", suffix=".txt") as f:
         full = collected([*me, "--_child", f.name])
         packets = int(f.read())
@@ -79,18 +93,18 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario; the fastest counts")
     ap.add_argument("--callgrind", action="store_true", help="also count instructions per packet")
     ap.add_argument("--callgrind-duration", default="5s", help="simulated time under callgrind")
+    ap.add_argument("--native", type=Path, help="a copy of another build's _native.abi3.so")
     # Internal: one run for `collected`, writing its packets to the file ("-": import only).
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     paths = args.scenarios or DEFAULT
+    native = load_native(args.native)
     if args._child is not None:
         if args._child != "-":
-            r = run_once(paths[0], args.duration)
+            r = run_once(native, paths[0], args.duration)
             Path(args._child).write_text(str(r["packets"]))
         else:
-            from l4slab import _native  # noqa: F401  (the same imports, no run)
-
-            paths[0].read_text()
+            paths[0].read_text()  # the same imports and reading, no run
         return
     if args.repeat < 1:
         sys.exit("--repeat: at least 1")
@@ -100,13 +114,13 @@ def main() -> None:
         cols += f" {'instr/pkt':>10}"
     print(cols)
     for p in paths:
-        runs = [run_once(p, args.duration) for _ in range(args.repeat)]
+        runs = [run_once(native, p, args.duration) for _ in range(args.repeat)]
         r = min(runs, key=lambda x: x["wall"])
         line = f"{p.stem:28} {r['events']:>11,} {r['packets']:>10,}"
         line += f" {r['events'] / r['packets']:>7.3f} {r['wall']:>7.3f} {r['cpu']:>7.3f}"
         line += f" {r['events'] / r['cpu'] / 1e6:>10.2f}"
         if args.callgrind:
-            ir, pkts = instructions(p, args.callgrind_duration)
+            ir, pkts = instructions(p, args.callgrind_duration, args.native)
             line += f" {ir / pkts:>10,.0f}"
         print(line, flush=True)
 
