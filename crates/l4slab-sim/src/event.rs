@@ -20,7 +20,7 @@
 //! 1 to 1,000 flows (docs/PERFORMANCE.md).
 //!
 //! An event scheduled for the current instant (a packet entering an access
-//! line without delay, a timer already due: about a third of all events on
+//! line without delay, a timer already due: about a quarter of the events on
 //! a dumbbell) skips the heaps: it goes to the back of a FIFO, `due_now`.
 //! Everything there is due at `now` and was scheduled after everything
 //! before it, so the FIFO is in key order and its head is the earliest of
