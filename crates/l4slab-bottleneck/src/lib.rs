@@ -381,6 +381,14 @@ impl Bottleneck {
         &self.dirs[dir].dropped
     }
 
+    /// Whether queue `dir` has drops or packet events to drain (one check
+    /// for the clock's hot path; usually neither).
+    #[inline]
+    pub fn has_output(&self, dir: usize) -> bool {
+        let d = &self.dirs[dir];
+        !d.dropped.is_empty() || !d.events.is_empty()
+    }
+
     #[inline]
     pub fn clear_dropped(&mut self, dir: usize) {
         self.dirs[dir].dropped.clear();

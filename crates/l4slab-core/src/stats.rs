@@ -28,6 +28,19 @@ const BATCH: usize = 32;
 /// buckets) as larger values arrive, up to `max_units`.
 const FIRST_HIGH: u64 = 1 << 12;
 
+/// Record `units` into `hist`, each run of equal values with one call (an
+/// idle queue's sojourns are all zero): the counts are those of one call per
+/// value.
+fn record_runs(hist: &mut Histogram<u64>, units: &[u64]) {
+    let mut rest = units;
+    while let Some(&v) = rest.first() {
+        let run = rest.iter().take_while(|&&u| u == v).count();
+        hist.record_n(v, run as u64)
+            .expect("the histogram grows up to max_units");
+        rest = &rest[run..];
+    }
+}
+
 /// Exact min/mean/max plus HdrHistogram percentiles of a duration.
 ///
 /// Cheap to keep by the thousand (one per flow): the histogram starts small
@@ -103,11 +116,7 @@ impl DurStats {
 
     /// Move the held-back samples into the histogram.
     fn settle(&mut self) {
-        for &units in &self.pending[..self.n_pending] {
-            self.hist
-                .record(units)
-                .expect("the histogram grows up to max_units");
-        }
+        record_runs(&mut self.hist, &self.pending[..self.n_pending]);
         self.n_pending = 0;
     }
 
@@ -117,10 +126,7 @@ impl DurStats {
             return std::borrow::Cow::Borrowed(&self.hist);
         }
         let mut h = self.hist.clone();
-        for &units in &self.pending[..self.n_pending] {
-            h.record(units)
-                .expect("the histogram grows up to max_units");
-        }
+        record_runs(&mut h, &self.pending[..self.n_pending]);
         std::borrow::Cow::Owned(h)
     }
 
@@ -371,6 +377,28 @@ mod tests {
             }
             proptest::prop_assert_eq!(quantiles(&s), reference_quantiles(&us, max_units, sigfig));
             proptest::prop_assert_eq!(s.count(), us.len() as u64);
+        }
+
+        /// Runs of equal values (an idle queue's zeros), recorded one call
+        /// per run: the same counts, extremes and total as one call per value.
+        #[test]
+        fn runs_of_equal_values_count_as_single_values(
+            us in proptest::collection::vec(0u64..4, 1..300),
+        ) {
+            let mut s = DurStats::with_precision(1_000, 1_000_000, 2);
+            let mut h = Histogram::<u64>::new_with_bounds(1, FIRST_HIGH, 2).unwrap();
+            h.auto(true);
+            for &u in &us {
+                s.record(Dur::from_micros(u));
+                h.record(u).unwrap();
+            }
+            let got = s.histogram();
+            proptest::prop_assert_eq!(got.len(), h.len());
+            proptest::prop_assert_eq!((got.min(), got.max()), (h.min(), h.max()));
+            proptest::prop_assert_eq!(got.min_nz(), h.min_nz());
+            for v in 0..4 {
+                proptest::prop_assert_eq!(got.count_at(v), h.count_at(v));
+            }
         }
 
         /// Merging two batched histograms (each with samples held back) is

