@@ -307,6 +307,32 @@ def test_robust_marks_a_claim_a_moved_setup_flips_fragile(native, tmp_path, caps
     assert "robust" not in json.loads((tmp_path / "plain" / "rt" / "study.json").read_text())
 
 
+def test_robust_reports_the_moves_outside_a_claims_stated_range(native, tmp_path, capsys):
+    # "short" is stated to hold up to the study's own RTT: rtt +5ms lies outside, so
+    # its FAIL there is reported beside the claim and does not make it FRAGILE.
+    holds = 'holds = { rtt_max_ms = 0, why = "20 ms of delay: 5 ms more is 25" }\n'
+    study = ROBUST_STUDY.replace('must not 5 ms later."\n', 'must not 5 ms later."\n' + holds)
+    folder = make_study(tmp_path / "studies", name="rt", study=study)
+    out = tmp_path / "out"
+
+    code, stdout, err = reproduce(capsys, folder, "-o", out, "-j", "1", "--robust", "--no-report")
+
+    assert code == 0, err
+    text = flat(stdout)
+    assert re.search(
+        r"short .* PASS steady in the 4 within its stated range; "
+        r"outside its stated range: rtt \+5ms FAIL \(25\)",
+        text,
+    ), text
+    assert "rt: 2 of 2 claims hold — PASS" in text
+    robust = json.loads((out / "rt" / "study.json").read_text())["robust"]
+    assert robust["fragile"] == []
+    assert robust["claims"]["short"]["flips"] == []
+    assert robust["claims"]["short"]["outside"] == ["rtt +5ms"]
+    assert robust["claims"]["short"]["variants"]["rtt +5ms"]["verdict"] == "fail"
+    assert robust["claims"]["done"]["outside"] == []
+
+
 def test_robust_resumes_from_the_cell_store(native, tmp_path, monkeypatch):
     from l4slab.studies import runner
 

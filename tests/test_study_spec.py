@@ -288,6 +288,34 @@ def test_calibration_and_robust_errors_name_the_key_path(tmp_path, extra, expect
     assert expected in error_of(tmp_path, VALID + extra)
 
 
+@pytest.mark.parametrize(
+    ("holds", "expected"),
+    [
+        ("{ rate_min = 0.9 }", "claims[0].holds.why: missing"),
+        ('{ why = "w" }', "claims[0].holds: missing: at least one of rate_min, rate_max"),
+        ('{ rate_min = "x", why = "w" }', "claims[0].holds.rate_min: expected a number"),
+        ('{ rate_min = 1.1, why = "w" }', "claims[0].holds.rate_min: the study's own setting"),
+        ('{ rtt_max_ms = -1, why = "w" }', "claims[0].holds.rtt_max_ms: the study's own setting"),
+        ('{ rtt_max = 1, why = "w" }', "claims[0].holds.rtt_max: unknown key"),
+    ],
+)
+def test_a_claims_stated_range_errors_name_the_key_path(tmp_path, holds, expected):
+    text = VALID.replace('why = "Because."\n', f'why = "Because."\nholds = {holds}\n', 1)
+    assert expected in error_of(tmp_path, text)
+
+
+def test_a_claims_stated_range_covers_the_moves_inside_it(tmp_path):
+    holds = '{ rate_min = 0.9, rtt_max_ms = 0.5, why = "one packet\'s time" }'
+    text = VALID.replace('why = "Because."\n', f'why = "Because."\nholds = {holds}\n', 1)
+    claim = load_study(write_study(tmp_path, text)).claims[0]
+    assert claim.holds is not None and claim.holds.why == "one packet's time"
+    covers = claim.holds.covers
+    assert covers("rate", 1.2) and not covers("rate", 0.8)
+    assert covers("rtt", -5.0) and not covers("rtt", 5.0)
+    assert covers("seeds", 0.0)
+    assert load_study(write_study(tmp_path, VALID)).claims[0].holds is None
+
+
 def test_a_calibrated_parameter_is_declared_with_its_claim(tmp_path):
     study = load_study(write_study(tmp_path, VALID + CALIBRATED))
     assert study.calibration("c1") is not None

@@ -154,12 +154,20 @@ def robust_text(outcome: Outcome, claim_id: str) -> str:
     """``--robust``'s word on a claim: ``FRAGILE: rate x0.8 FAIL (1.2), ...`` with the
     variants that flip its verdict, else that none does."""
     robust = outcome.robust
-    flips = robust.flips(outcome, claim_id)
-    if flips:
-        return "FRAGILE: " + "; ".join(
-            f"{name} {verdict.upper()} ({_claim_value(value)})" for name, verdict, value in flips
+
+    def listed(results: list[tuple[str, str, Any]]) -> str:
+        return "; ".join(
+            f"{name} {verdict.upper()} ({_claim_value(value)})" for name, verdict, value in results
         )
-    return f"steady in all {len(robust.variants)}"
+
+    flips, outside = robust.flips(outcome, claim_id), robust.outside(outcome, claim_id)
+    beyond = f"; outside its stated range: {listed(outside)}" if outside else ""
+    if flips:
+        return f"FRAGILE: {listed(flips)}{beyond}"
+    inside = len(robust.variants) - len(outside)
+    if outside:
+        return f"steady in the {inside} within its stated range{beyond}"
+    return f"steady in all {inside}"
 
 
 def claims_data(outcome: Outcome) -> TableData:

@@ -210,14 +210,34 @@ class RobustOutcome:
     sets: dict[str, dict[str, list[str]]] = dataclasses.field(default_factory=dict)
 
     def flips(self, nominal: Any, claim_id: str) -> list[tuple[str, str, Any]]:
-        """The variants in which ``claim_id`` holds where it does not nominally (or the
-        reverse): (variant, its verdict there, its value there)."""
+        """The variants inside the claim's stated range (``holds``; all, without one)
+        in which ``claim_id`` holds where it does not nominally (or the reverse):
+        (variant, its verdict there, its value there)."""
         base = next(c for c in nominal.claims if c.claim.id == claim_id)
+        return [
+            (variant.name, result.verdict, result.value)
+            for variant, result, inside in self._results(base)
+            if inside and result.passed != base.passed
+        ]
+
+    def outside(self, nominal: Any, claim_id: str) -> list[tuple[str, str, Any]]:
+        """The variants outside the claim's stated range, whatever their verdict:
+        reported beside it, never counted as FRAGILE."""
+        base = next(c for c in nominal.claims if c.claim.id == claim_id)
+        return [
+            (variant.name, result.verdict, result.value)
+            for variant, result, inside in self._results(base)
+            if not inside
+        ]
+
+    def _results(self, base: Any) -> list[tuple[Variant, Any, bool]]:
+        """Each variant, the claim's result there, and whether its range covers it."""
+        holds = base.claim.holds
         out = []
         for variant, outcome in self.variants:
-            result = next(c for c in outcome.claims if c.claim.id == claim_id)
-            if result.passed != base.passed:
-                out.append((variant.name, result.verdict, result.value))
+            result = next(c for c in outcome.claims if c.claim.id == base.claim.id)
+            inside = holds is None or holds.covers(variant.kind, variant.amount)
+            out.append((variant, result, inside))
         return out
 
     def fragile(self, nominal: Any) -> list[str]:

@@ -542,7 +542,8 @@ def study_json(outcome: Outcome) -> str:
 
 def robust_json(outcome: Outcome) -> dict[str, Any]:
     """study.json's ``robust``: the variants (with the overrides each added to each
-    run), every claim's verdict and value in each, and the FRAGILE claims."""
+    run), every claim's verdict and value in each, the variants outside its stated
+    range (``holds``), and the FRAGILE claims."""
     robust = outcome.robust
     return {
         "simulations": robust.simulations,
@@ -555,6 +556,7 @@ def robust_json(outcome: Outcome) -> dict[str, Any]:
             result.claim.id: {
                 "nominal": result.verdict,
                 "flips": [name for name, _, _ in robust.flips(outcome, result.claim.id)],
+                "outside": [name for name, _, _ in robust.outside(outcome, result.claim.id)],
                 "variants": {
                     variant.name: {"verdict": other.verdict, "value": other.value}
                     for variant, out in robust.variants

@@ -35,6 +35,7 @@ __all__ = [
     "STATS",
     "STUDY_FILE",
     "CalibratedParam",
+    "ClaimRange",
     "ClaimSpec",
     "FigureDecl",
     "MeasureSpec",
@@ -130,6 +131,8 @@ class ClaimSpec:
     #: A known model gap: why the model cannot meet this claim (with the
     #: evidence). A failing claim with a gap is reported as GAP, not FAIL.
     gap: str | None = None
+    #: Where the claim is stated to hold, as moves of the setup (``--robust``).
+    holds: ClaimRange | None = None
 
     @property
     def bound_text(self) -> str:
@@ -139,6 +142,31 @@ class ClaimSpec:
         if self.op is not None and self.value is not None:
             return f"{self.op} {_num(self.value)}"
         return "is true"
+
+
+@dataclass(frozen=True)
+class ClaimRange:
+    """Where a claim is stated to hold, as moves of the study's setup: its rates
+    multiplied by a factor in ``[rate_min, rate_max]``, its base RTT moved by
+    ``[rtt_min_ms, rtt_max_ms]`` (``None``: no bound). A ``--robust`` variant outside
+    is reported with its verdict but does not make the claim FRAGILE."""
+
+    rate_min: float | None
+    rate_max: float | None
+    rtt_min_ms: float | None
+    rtt_max_ms: float | None
+    why: str
+
+    def covers(self, kind: str, amount: float) -> bool:
+        """Whether a variant of ``kind`` (``rate``, ``rtt``, ``seeds``) moved by
+        ``amount`` lies inside."""
+        if kind == "rate":
+            low, high = self.rate_min, self.rate_max
+        elif kind == "rtt":
+            low, high = self.rtt_min_ms, self.rtt_max_ms
+        else:
+            return True
+        return (low is None or amount >= low) and (high is None or amount <= high)
 
 
 @dataclass(frozen=True)
@@ -268,7 +296,9 @@ _RUN_KEYS = ("name", "scenario", "set", "seed", "seeds", "sweep", "group", "labe
 _MEASURE_KEYS = (
     "label", "unit", "path", "metric", "args", "scale", "runs", "stat", "digits", "published",
 )  # fmt: skip
-_CLAIM_KEYS = ("id", "text", "expr", "range", "op", "value", "why", "gap")
+_CLAIM_KEYS = ("id", "text", "expr", "range", "op", "value", "why", "gap", "holds")
+#: A claim's ``holds`` keys: bounds on the setup's moves, and why.
+_HOLDS_KEYS = ("rate_min", "rate_max", "rtt_min_ms", "rtt_max_ms", "why")
 _FIGURE_KEYS = ("name", "kind", "title", "caption", "wide", "args")
 
 
@@ -685,10 +715,49 @@ class _Parser:
                 'gap = "the model is Linux TCP; the publication ran QUIC"',
                 required=False,
             )
+            holds = self.holds(table.get("holds"), f"{key}.holds")
             claims.append(
-                ClaimSpec(claim_id, text, expr, bound_range, op, bound_value, why, gap or None)
+                ClaimSpec(
+                    claim_id, text, expr, bound_range, op, bound_value, why, gap or None, holds
+                )
             )
         return claims
+
+    def holds(self, value: Any, key: str) -> ClaimRange | None:
+        """A claim's stated range (``holds``): at least one bound, the study's own
+        setting (rate x1, RTT +0 ms) inside, and why."""
+        example = 'holds = { rate_min = 0.95, why = "one 1500 B packet takes ..." }'
+        if value is None:
+            return None
+        table = self.table(value, key, example)
+        self.known(table, key, _HOLDS_KEYS)
+        why = self.text(table, "why", key, example, required=True)
+        bounds: dict[str, float | None] = {}
+        for name in _HOLDS_KEYS[:4]:
+            bound = table.get(name)
+            if bound is not None and not _is_number(bound):
+                raise self.error(f"{key}.{name}", f"expected a number, found {bound!r}", example)
+            bounds[name] = None if bound is None else float(bound)
+        if all(b is None for b in bounds.values()):
+            raise self.error(key, "missing: at least one of " + ", ".join(_HOLDS_KEYS[:4]), example)
+        # The study's own setting (rate x1, RTT +0 ms) is where the claim is checked.
+        for name, nominal, setting in (
+            ("rate_min", 1.0, "rate x1"),
+            ("rate_max", 1.0, "rate x1"),
+            ("rtt_min_ms", 0.0, "RTT +0 ms"),
+            ("rtt_max_ms", 0.0, "RTT +0 ms"),
+        ):
+            bound = bounds[name]
+            if bound is not None and (bound > nominal if "min" in name else bound < nominal):
+                raise self.error(
+                    f"{key}.{name}",
+                    f"the study's own setting ({setting}) must lie inside: the claim is "
+                    "checked there",
+                    example,
+                )
+        return ClaimRange(
+            bounds["rate_min"], bounds["rate_max"], bounds["rtt_min_ms"], bounds["rtt_max_ms"], why
+        )
 
     def bound(
         self, table: Mapping[str, Any], key: str
