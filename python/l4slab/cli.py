@@ -36,6 +36,7 @@ from l4slab._cli_base import (
     reset_failed,
     terminated,
 )
+from l4slab._start import version_line
 
 __all__ = ["app", "main"]
 
@@ -72,7 +73,8 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"l4slab {_native().__version__}")
+        _native()  # exit 1 saying how to build it when it is missing
+        typer.echo(version_line())
         raise typer.Exit(EXIT_OK)
 
 

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from l4slab._parquet import PacketWriter, write_parquet
-
 if TYPE_CHECKING:
     from l4slab.results import Results
 
@@ -424,6 +422,10 @@ class RunStaging:
 
     def __init__(self, target: Path) -> None:
         self.target = target
+        # pyarrow (through _parquet) is imported when a bundle is written, not with this
+        # module, whose checks the command line and l4slab.check use (issue 32).
+        from l4slab._parquet import PacketWriter
+
         self.path = _make_staging(target)
         self.packets = PacketWriter(self.path / PACKETS_FILE)
         self._finished = False
@@ -434,6 +436,8 @@ class RunStaging:
 
     def finish(self, results: Results) -> None:
         """Write summary.json, series.parquet, run.json and the manifest."""
+        from l4slab._parquet import write_parquet
+
         self.packets.close()
         tmp = self.path
         (tmp / SUMMARY_FILE).write_bytes((results.summary_text + "\n").encode("utf-8"))
