@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 import sys
 import warnings
@@ -585,6 +584,8 @@ def _remove_empty_dirs(folder: Path) -> None:
 
 
 def _sibling(target: Path, tag: str) -> Path:
+    import secrets  # hmac and OpenSSL: imported when a directory is written (issue 32)
+
     return target.parent / f".{target.name}.{tag}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
