@@ -1,10 +1,11 @@
 """The command line starts without the libraries it may not need (issue 32).
 
 ``l4slab --version`` is answered before Typer loads (:func:`l4slab._start.main`);
-importing the command tree (:mod:`l4slab.cli`, what ``--help`` and every command
-build) loads no rich, numpy, pyarrow, matplotlib or simulator; ``--help`` and
-``validate`` never need numpy or pyarrow. Each case runs in a fresh interpreter and
-lists what it loaded. Times are measured by bench/startup.py, not here.
+building the command tree (:func:`l4slab.cli.build_app`, what ``--help`` needs)
+loads no rich, numpy, pyarrow, matplotlib or simulator; a command builds only its
+own family; ``--help`` and ``validate`` never need numpy or pyarrow. Each case runs
+in a fresh interpreter and lists what it loaded. Times are measured by
+bench/startup.py, not here.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from l4slab import _start
 
 PYTHON_DIR = str(Path(_start.__file__).resolve().parent.parent)
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "examples" / "reno-20mbit.toml"
+#: What building the whole command tree imports (of HEAVY).
+TREE = ["l4slab.check_cli", "l4slab.cli", "l4slab.emu_cli", "l4slab.sweep_cli"]
 HEAVY = (
     "typer",
     "rich",
@@ -28,6 +31,9 @@ HEAVY = (
     "matplotlib",
     "l4slab._native",
     "l4slab.cli",
+    "l4slab.check_cli",
+    "l4slab.emu_cli",
+    "l4slab.sweep_cli",
     "l4slab.results",
     "l4slab.emu",
     "l4slab.check.measure",
@@ -53,8 +59,22 @@ def _run(code: str) -> tuple[list[str], subprocess.CompletedProcess[str]]:
 
 
 def test_the_command_tree_imports_only_typer() -> None:
-    loaded, _ = _run("import l4slab.cli")
-    assert loaded == ["l4slab.cli", "typer"]
+    loaded, _ = _run(
+        """
+        from l4slab import cli
+        app = cli.build_app()
+        # FAMILIES names what each module's register() adds, in the order of --help.
+        declared = [name for _, names in cli.FAMILIES for name in names]
+        added = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+        assert sorted(added) == sorted(declared), (added, declared)
+        for name in declared:
+            one = cli.build_app([name, "--help"])
+            assert [c.name for c in one.registered_commands + one.registered_groups] == [
+                n for _, names in cli.FAMILIES if name in names for n in names
+            ]
+        """
+    )
+    assert loaded == [*TREE, "typer"]
 
 
 def test_version_loads_only_the_simulator(native: ModuleType) -> None:
@@ -96,11 +116,11 @@ def test_help_loads_no_numpy_pyarrow_or_matplotlib(native: ModuleType) -> None:
         """
     )
     # rich draws the help; the simulator names the qdiscs in emu's option help.
-    assert loaded == ["l4slab._native", "l4slab.cli", "rich", "typer"]
+    assert loaded == ["l4slab._native", *TREE, "rich", "typer"]
     assert "Usage: l4slab" in r.stdout
 
 
-def test_validate_loads_no_numpy_or_pyarrow(native: ModuleType) -> None:
+def test_validate_loads_no_numpy_or_pyarrow_nor_other_commands(native: ModuleType) -> None:
     loaded, r = _run(
         f"""
         from l4slab import cli

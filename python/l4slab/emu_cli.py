@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, _fail, errors
 from l4slab.emu_plan import Cleanup, EcnCheck, EcnReflect, Plan, Shell, Tuning
 
-__all__ = ["app"]
+__all__ = ["app", "register"]
 
 
 EMU_SHORT = "Run a command behind an emulated bottleneck (real-time, needs root)."
@@ -439,3 +439,8 @@ def format_ecn_report(report: dict[str, Any]) -> str:
         )
     )
     return "\n".join(lines)
+
+
+def register(parent: typer.Typer) -> None:
+    """Add ``emu`` (this group) to the ``l4slab`` command line."""
+    parent.add_typer(app, name="emu")

@@ -584,9 +584,8 @@ def _remove_empty_dirs(folder: Path) -> None:
 
 
 def _sibling(target: Path, tag: str) -> Path:
-    import secrets  # hmac and OpenSSL: imported when a directory is written (issue 32)
-
-    return target.parent / f".{target.name}.{tag}-{os.getpid()}-{secrets.token_hex(4)}"
+    # os.urandom is what secrets.token_hex draws from, without importing hmac and OpenSSL.
+    return target.parent / f".{target.name}.{tag}-{os.getpid()}-{os.urandom(4).hex()}"
 
 
 # --------------------------------------------------------------------------- adding files

@@ -189,7 +189,7 @@ def run_command(
 ) -> None:
     text, source = _read(scenario)
     _native()
-    from l4slab import api, emu
+    from l4slab import api
 
     sets = list(overrides or [])
     if backend not in ("sim", "emu"):
@@ -197,6 +197,8 @@ def run_command(
     limits = None if allow_large else backend
     with errors():
         if backend == "emu":
+            from l4slab import emu
+
             resolved = emu.validate(text, source, sets)
             if limits is not None:
                 api.validate_text(text, source, sets, limits=limits)
@@ -251,6 +253,8 @@ def run_command(
 
         console.print(summary_view(results))
         if backend == "emu":
+            from l4slab import emu
+
             console.print(emu.timing_line(results.summary), markup=False, soft_wrap=True)
     shown = target if out is None or not Path(out).is_symlink() else f"{out} -> {target}"
     console.print(f"results: {shown}/ ({', '.join(files)})", markup=False, soft_wrap=True)
