@@ -23,7 +23,8 @@ jobs the wall time includes waiting for a core, the CPU time much less so.
 ``python`` is the interpreter that runs this script (``sys.executable``); ``l4slab`` is
 the one beside it by default. The commands run as a user's do, with their bytecode
 cached (``PYTHONDONTWRITEBYTECODE`` is removed from their environment, and each command
-runs once before the timing): without the cache every start compiles l4slab's modules. Record the figures in docs/PERFORMANCE.md with this command.
+runs once before the timing): without the cache every start compiles l4slab's modules.
+Record the figures in docs/PERFORMANCE.md with this command.
 """
 
 from __future__ import annotations
