@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import l4slab
+from l4slab import _parquet
 from l4slab import output as output_mod
 from l4slab import results as results_mod
 from l4slab.results import (
@@ -156,7 +157,8 @@ def test_failure_mid_write_leaves_no_target(tmp_path, make_native_result, monkey
         path.write_bytes(b"half a parquet file")
         raise OSError("disk full")
 
-    monkeypatch.setattr(output_mod, "write_parquet", fail)  # where the bundle is written
+    # What the bundle is written with (output.py imports it when it writes).
+    monkeypatch.setattr(_parquet, "write_parquet", fail)
     target = tmp_path / "run"
 
     with pytest.raises(OSError, match="disk full"):
@@ -170,7 +172,7 @@ def test_ctrl_c_mid_write_leaves_no_target(tmp_path, make_native_result, monkeyp
     def interrupt(table: pa.Table, path: Path) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(output_mod, "write_parquet", interrupt)
+    monkeypatch.setattr(_parquet, "write_parquet", interrupt)
 
     with pytest.raises(KeyboardInterrupt):
         write_bundle(tmp_path / "run", make_native_result())
@@ -185,7 +187,8 @@ def test_failure_keeps_the_previous_bundle(tmp_path, make_native_result, monkeyp
     def fail(table: pa.Table, path: Path) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(output_mod, "write_parquet", fail)  # where the bundle is written
+    # What the bundle is written with (output.py imports it when it writes).
+    monkeypatch.setattr(_parquet, "write_parquet", fail)
     with pytest.raises(OSError, match="disk full"):
         write_bundle(target, make_native_result(seed=2))
 

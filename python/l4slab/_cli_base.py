@@ -3,6 +3,10 @@ errors to them (:data:`EXIT_CODES`, applied by :func:`errors`), consoles, ``erro
 lines, reading a scenario file, the progress bar, options several commands take.
 ``cli`` and the command modules it registers (``run_cli``, ``report_cli``,
 ``reproduce_cli``, ``sweep_cli``, ...) import it; it imports none of them.
+
+Importing it costs Typer alone: rich is imported by the functions that print
+(``l4slab --help`` and the command tree need neither it nor numpy, pyarrow or the
+simulator; tests/test_cli_lazy.py).
 """
 
 from __future__ import annotations
@@ -15,21 +19,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from l4slab import _interrupt
 from l4slab._interrupt import Terminated as Terminated
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 EXIT_OK = 0
 #: The run failed (simulation, emulation, a study's run), or results could not be written.
@@ -74,11 +73,15 @@ def _help(*paragraphs: str) -> str:
 
 
 def _stdout() -> Console:
+    from rich.console import Console
+
     # Wide enough for the tables when output goes to a file or a pipe.
     return Console(width=None if sys.stdout.isatty() else 120, highlight=False, emoji=False)
 
 
 def _stderr() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
@@ -313,6 +316,14 @@ class _Bar:
     _task: TaskID | None = None
 
     def _start_bar(self, console: Console, total: int, unit: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self._progress = Progress(
             TextColumn("{task.description}", markup=False),
             BarColumn(),

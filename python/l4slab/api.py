@@ -1,4 +1,8 @@
-"""Run and validate scenarios through the native simulator (``l4slab._native``)."""
+"""Run and validate scenarios through the native simulator (``l4slab._native``).
+
+Validating needs the simulator alone: :mod:`l4slab.results` (numpy, pyarrow) is
+imported when a scenario runs (:func:`run_text`), so ``l4slab validate`` does without it.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,9 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from l4slab import shipped
-from l4slab._parquet import write_packets
 from l4slab._read import read_scenario_file
 from l4slab._types import SEED_MAX, RunCost
 from l4slab.output import (
@@ -22,7 +25,9 @@ from l4slab.output import (
     clean_stale_staging,
     output_path,
 )
-from l4slab.results import Results
+
+if TYPE_CHECKING:
+    from l4slab.results import Results
 
 try:
     from l4slab import _native
@@ -197,6 +202,9 @@ def run_text(
     scenario name, and the manifest records it), or ``"<string>"``. A sweep's workers
     run cells this way: they get the text, and may not have the file.
     """
+    from l4slab._parquet import write_packets
+    from l4slab.results import Results
+
     if backend not in ("sim", "emu"):
         raise ValueError(f"unknown backend {backend!r}; choose 'sim' or 'emu'")
     check_seed(seed)

@@ -7,11 +7,10 @@ module only maps options, and the verdict to its exit code (errors go through
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from l4slab import emu
 from l4slab._cli_base import (
     DEFAULT_RESULTS_ROOT,
     EXIT_BAD_INPUT,
@@ -22,10 +21,11 @@ from l4slab._cli_base import (
     errors,
 )
 from l4slab.check import PHASE_NAMES, check_l4s, client_shell, default_server, validate_options
-from l4slab.check.judge import phase_problems
-from l4slab.check.measure import PhaseMetrics
-from l4slab.check.phases import Phase
 from l4slab.output import check_output_dir
+
+if TYPE_CHECKING:
+    from l4slab.check.measure import PhaseMetrics
+    from l4slab.check.phases import Phase
 
 __all__ = ["register"]
 
@@ -61,6 +61,8 @@ CHECK_HELP = "\n\n".join(
 
 
 def _progress(phase: Phase, m: PhaseMetrics, wall: float) -> None:
+    from l4slab.check.judge import phase_problems
+
     cp = m.codepoints
     print(
         f"[{phase.name:<11}] {wall:4.1f} s  {m.goodput_mbit:6.2f} Mbit/s  "
@@ -124,6 +126,8 @@ def check(
         validate_options(seconds, only or ())
     with errors(about="--out"):
         check_output_dir(out)
+    from l4slab import emu
+
     if not emu.is_root():
         raise _fail(
             "l4slab check-l4s needs root: it runs the emulator (network namespaces, TUN). "

@@ -1,6 +1,6 @@
 """The ``l4slab`` command line: thin sub-commands over the library, and ``main(argv)``.
 
-The commands live in one module per family, each adding its own to :data:`app`:
+The commands live in one module per family, each adding its own with ``register(app)``:
 :mod:`~l4slab.run_cli` (run, validate, show), :mod:`~l4slab.report_cli` (report,
 compare), :mod:`~l4slab.reproduce_cli` (reproduce), :mod:`~l4slab.emu_cli` (emu),
 :mod:`~l4slab.send_cli` (send, serve), :mod:`~l4slab.sweep_cli` (sweep, plot-sweep) and
@@ -9,17 +9,24 @@ exit codes, is :mod:`l4slab._cli_base`.
 
 Exit codes: 0 success, 1 the simulation failed, 2 bad input (scenario, option,
 output directory), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+
+A command line that names a command builds only that command's family
+(:data:`FAMILIES`): Typer turns every declared command into its options on each run,
+which for all of them cost a 1-second ``l4slab run`` a quarter of its process (issue
+32). ``l4slab --help``, no command, or a word that is no command builds them all
+(:func:`build_app`), so the help and the errors are Typer's as ever.
 """
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
 
-from l4slab import check_cli, emu_cli, report_cli, reproduce_cli, run_cli, send_cli, sweep_cli
 from l4slab._cli_base import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -36,8 +43,9 @@ from l4slab._cli_base import (
     reset_failed,
     terminated,
 )
+from l4slab._start import version_line
 
-__all__ = ["app", "main"]
+__all__ = ["FAMILIES", "build_app", "main"]
 
 APP_HELP = _help(
     "l4slab puts a bottleneck between senders and receivers, chooses how it queues and how "
@@ -56,27 +64,16 @@ APP_HELP = _help(
 )
 
 
-app = typer.Typer(
-    name="l4slab",
-    help=APP_HELP,
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode="rich",
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
 # --------------------------------------------------------------------------- root
 
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"l4slab {_native().__version__}")
+        _native()  # exit 1 saying how to build it when it is missing
+        typer.echo(version_line())
         raise typer.Exit(EXIT_OK)
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool,
@@ -93,14 +90,37 @@ def _root(
 
 # --------------------------------------------------------------------------- commands
 
-# In the order `l4slab --help` lists them.
-run_cli.register(app)
-report_cli.register(app)
-reproduce_cli.register(app)
-app.add_typer(emu_cli.app, name="emu")
-send_cli.register(app)
-sweep_cli.register(app)
-check_cli.register(app)
+#: The modules of the commands, each with the names its ``register(app)`` adds, in the
+#: order `l4slab --help` lists them.
+FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("l4slab.run_cli", ("run", "validate", "show")),
+    ("l4slab.report_cli", ("report", "compare")),
+    ("l4slab.reproduce_cli", ("reproduce",)),
+    ("l4slab.emu_cli", ("emu",)),
+    ("l4slab.send_cli", ("send", "serve")),
+    ("l4slab.sweep_cli", ("sweep", "plot-sweep")),
+    ("l4slab.check_cli", ("check-l4s",)),
+)
+
+
+def build_app(args: Sequence[str] = ()) -> typer.Typer:
+    """The ``l4slab`` command group for a command line: with only the family of the
+    command ``args`` names, or with every command when they name none."""
+    named = [m for m, names in FAMILIES if args and args[0] in names]
+    app = typer.Typer(
+        name="l4slab",
+        help=APP_HELP,
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode="rich",
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_root)
+    for module, _ in FAMILIES:
+        if not named or module in named:
+            importlib.import_module(module).register(app)
+    return app
 
 
 # --------------------------------------------------------------------------- main
@@ -119,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     reset_failed()
     args = list(sys.argv[1:] if argv is None else argv)
-    command = typer.main.get_command(app)
+    command = typer.main.get_command(build_app(args))
     previous = _install_sigterm()
     try:
         # Standalone mode formats usage errors and turns every outcome into SystemExit.

@@ -4,6 +4,7 @@
 sub-commands (``ecn-check``, ``cleanup``) share the link options. Everything is done by the
 emulator process (see :mod:`l4slab.emu`); this module declares the options users type, with
 their help, takes their defaults from the plans (:mod:`l4slab.emu_plan`) and builds one.
+The commands import :mod:`l4slab.emu` when they run (``l4slab --help`` does without it).
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from l4slab import emu
 from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, _fail, errors
 from l4slab.emu_plan import Cleanup, EcnCheck, EcnReflect, Plan, Shell, Tuning
 
-__all__ = ["app"]
+__all__ = ["app", "register"]
 
 
 EMU_SHORT = "Run a command behind an emulated bottleneck (real-time, needs root)."
@@ -300,6 +300,8 @@ def _emu(
         bool, _opt("--quiet", "-q", help="No banner or timing line.", panel=_RUN)
     ] = False,
 ) -> None:
+    from l4slab import emu
+
     with errors(input_only=True):
         link = emu.link_sets(
             rate=rate,
@@ -342,6 +344,8 @@ def _emu(
 
 
 def _run(plan: Plan) -> int:
+    from l4slab import emu
+
     with errors():
         code = emu.run_emulator(plan).returncode
     return code
@@ -361,6 +365,8 @@ def _shell(
             "no COMMAND; write e.g. l4slab emu --rate 20Mbit -- sh -c 'ping -c 3 $L4SLAB_SERVER'",
             EXIT_BAD_INPUT,
         )
+    from l4slab import emu
+
     with errors(input_only=True):
         plan = emu.checked(dataclasses.replace(ctx.meta["l4slab.emu"], command=tuple(command)))
     raise typer.Exit(_run(plan))
@@ -400,6 +406,8 @@ def _ecn_check(
     ] = EcnCheck.count,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON report.")] = False,
 ) -> None:
+    from l4slab import emu
+
     with errors():
         checker = emu.command_line(emu.checked(EcnCheck(count=count)))
         reflector = shlex.join(emu.command_line(EcnReflect()))
@@ -484,3 +492,8 @@ def format_ecn_report(report: dict[str, Any]) -> str:
         )
     )
     return "\n".join(lines)
+
+
+def register(parent: typer.Typer) -> None:
+    """Add ``emu`` (this group) to the ``l4slab`` command line."""
+    parent.add_typer(app, name="emu")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 import sys
 import time
@@ -29,8 +28,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
-
-from l4slab._parquet import PacketWriter, write_parquet
 
 if TYPE_CHECKING:
     from l4slab.results import Results
@@ -425,6 +422,10 @@ class RunStaging:
 
     def __init__(self, target: Path) -> None:
         self.target = target
+        # pyarrow (through _parquet) is imported when a bundle is written, not with this
+        # module, whose checks the command line and l4slab.check use (issue 32).
+        from l4slab._parquet import PacketWriter
+
         self.path = _make_staging(target)
         self.packets = PacketWriter(self.path / PACKETS_FILE)
         self._finished = False
@@ -435,6 +436,8 @@ class RunStaging:
 
     def finish(self, results: Results) -> None:
         """Write summary.json, series.parquet, run.json and the manifest."""
+        from l4slab._parquet import write_parquet
+
         self.packets.close()
         tmp = self.path
         (tmp / SUMMARY_FILE).write_bytes((results.summary_text + "\n").encode("utf-8"))
@@ -603,7 +606,8 @@ def _remove_empty_dirs(folder: Path) -> None:
 
 
 def _sibling(target: Path, tag: str) -> Path:
-    return target.parent / f".{target.name}.{tag}-{os.getpid()}-{secrets.token_hex(4)}"
+    # os.urandom is what secrets.token_hex draws from, without importing hmac and OpenSSL.
+    return target.parent / f".{target.name}.{tag}-{os.getpid()}-{os.urandom(4).hex()}"
 
 
 # --------------------------------------------------------------------------- adding files

@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from l4slab import results as results_mod
 from l4slab._cli_base import (
     DEFAULT_RESULTS_ROOT,
     EXIT_BAD_INPUT,
@@ -109,6 +108,7 @@ def _write_report(
     directory: Path, *, flow: str | None, tsg_window: tuple[float, float] | None = None
 ) -> Path:
     """Write the report of a bundle, or exit naming the problem."""
+    from l4slab import results as results_mod
     from l4slab.report import write_report
 
     with errors(reading=True):
@@ -148,6 +148,7 @@ def compare_command(
         bool, typer.Option("--open", help="Open the comparison in the web browser.")
     ] = False,
 ) -> None:
+    from l4slab import results as results_mod
     from l4slab.compare import check_compare_dir, compare, comparison_tables, run_labels
     from l4slab.tables import rich_table
 

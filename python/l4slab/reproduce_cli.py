@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from l4slab._cli_base import (
     DEFAULT_RESULTS_ROOT,
@@ -28,6 +26,9 @@ from l4slab._cli_base import (
     opt,
     out_opt,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["register"]
 
@@ -288,6 +289,7 @@ def _study_dir(root: Path, study: str) -> Path:
 def _list_studies(root: Path) -> None:
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     from l4slab import studies
 

@@ -7,19 +7,10 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from l4slab import results as results_mod
 from l4slab._cli_base import (
     DEFAULT_RESULTS_ROOT,
     EXIT_BAD_INPUT,
@@ -44,9 +35,18 @@ from l4slab._cli_base import (
     terminated,
 )
 from l4slab._types import SEED_MAX
-from l4slab.output import PCAP_DIR
+from l4slab.output import (
+    BUNDLE_FILES,
+    PACKETS_FILE,
+    PCAP_DIR,
+    check_output_dir,
+    check_same_scenario,
+    output_path,
+)
 from l4slab.report_cli import _write_report
-from l4slab.tables import summary_view
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["cost_line", "register"]
 
@@ -119,6 +119,14 @@ class _LazyProgress(_Bar):
         if self._progress is None:
             if time.monotonic() - self._start < self._delay:
                 return
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
             self._progress = Progress(
                 TextColumn(self._label, markup=False),
                 BarColumn(),
@@ -181,7 +189,7 @@ def run_command(
 ) -> None:
     text, source = _read(scenario)
     _native()
-    from l4slab import api, emu
+    from l4slab import api
 
     sets = list(overrides or [])
     if backend not in ("sim", "emu"):
@@ -189,22 +197,22 @@ def run_command(
     limits = None if allow_large else backend
     with errors():
         if backend == "emu":
+            from l4slab import emu
+
             resolved = emu.validate(text, source, sets)
             if limits is not None:
                 api.validate_text(text, source, sets, limits=limits)
         else:
             resolved = api.validate_text(text, source, sets, limits=limits)
     named = out is None
-    target = results_mod.output_path(
+    target = output_path(
         out if out is not None else DEFAULT_RESULTS_ROOT / _dir_name(resolved.get("name"))
     )
     with errors():
-        results_mod.check_output_dir(target)
+        check_output_dir(target)
         if named:
             # Two scenario names can clean up to the same directory name.
-            results_mod.check_same_scenario(
-                target, str(resolved.get("name") or ""), str(scenario.resolve())
-            )
+            check_same_scenario(target, str(resolved.get("name") or ""), str(scenario.resolve()))
 
     err = _stderr()
     if not quiet:
@@ -236,17 +244,17 @@ def run_command(
             allow_large=allow_large,
         )
 
-    files = [
-        name
-        for name in results_mod.BUNDLE_FILES
-        if name != results_mod.PACKETS_FILE or results.has_packets
-    ]
+    files = [name for name in BUNDLE_FILES if name != PACKETS_FILE or results.has_packets]
     if (target / PCAP_DIR).is_dir():
         files.append(f"{PCAP_DIR}/")
     console = _stdout()
     if not quiet:
+        from l4slab.tables import summary_view
+
         console.print(summary_view(results))
         if backend == "emu":
+            from l4slab import emu
+
             console.print(emu.timing_line(results.summary), markup=False, soft_wrap=True)
     shown = target if out is None or not Path(out).is_symlink() else f"{out} -> {target}"
     console.print(f"results: {shown}/ ({', '.join(files)})", markup=False, soft_wrap=True)
@@ -311,6 +319,9 @@ def cost_line(cost: Any) -> str:
 
 
 def show_command(directory: ResultsDirArg) -> None:
+    from l4slab import results as results_mod
+    from l4slab.tables import summary_view
+
     with errors(reading=True):
         results = results_mod.load(directory)
     console = _stdout()

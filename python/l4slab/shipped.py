@@ -7,7 +7,6 @@ link to the same directory. Nothing here depends on the working directory.
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 __all__ = ["ShippedDataError", "studies_dir", "trace_names", "traces_dir"]
@@ -18,8 +17,10 @@ class ShippedDataError(FileNotFoundError):
 
 
 def _data_dir(name: str) -> Path:
-    # A wheel or an editable install both give a real directory on disk.
-    path = Path(str(resources.files("l4slab").joinpath("data", name)))
+    # A wheel or an editable install both give a real directory on disk: the package's
+    # own (what importlib.resources.files("l4slab") names, without importing it and its
+    # tempfile, random and zipfile on every run; issue 32).
+    path = Path(__file__).parent / "data" / name
     if not path.is_dir():
         raise ShippedDataError(
             f"this l4slab installation has no {name} (looked in {path}); reinstall l4slab "

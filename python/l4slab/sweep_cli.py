@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
-from l4slab import results as results_mod
 from l4slab._cli_base import (
     DEFAULT_RESULTS_ROOT,
     EXIT_BAD_INPUT,
@@ -32,6 +30,10 @@ from l4slab._cli_base import (
     out_opt,
     terminated,
 )
+from l4slab.output import output_path, write_files
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["register"]
 
@@ -141,9 +143,7 @@ def sweep_command(
             sets=list(overrides or []),
             allow_large=allow_large,
         )
-    target = results_mod.output_path(
-        out if out is not None else DEFAULT_SWEEPS_OUT / _dir_name(plan.name)
-    )
+    target = output_path(out if out is not None else DEFAULT_SWEEPS_OUT / _dir_name(plan.name))
     with errors():
         sweep_mod.check_sweep_dir(target)
     err = _stderr()
@@ -402,7 +402,7 @@ def _plot_one(
         f"figures/{stem}.svg": figure_file(figure, Path("x.svg")),
     }
     with errors():
-        results_mod.write_files(directory, "plot-sweep", files, remove_stale=False)
+        write_files(directory, "plot-sweep", files, remove_stale=False)
     return directory / f"figures/{stem}.png"
 
 

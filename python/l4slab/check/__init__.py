@@ -8,6 +8,10 @@ judges each requirement of RFC 9331 §4 and RFC 9000 §13.4.2 it can see
 (the emulator late, the endpoints starved of CPU) or where the client failed
 is INCONCLUSIVE or not PASS (:func:`l4slab.check.judge.phase_problems`).
 Needs root (the emulator). docs/check-l4s.md.
+
+Importing the package (``l4slab check-l4s --help`` does) loads neither numpy nor the
+emulator: the measuring and judging modules are imported by the functions that run
+a check.
 """
 
 from __future__ import annotations
@@ -19,21 +23,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from l4slab.check.judge import (
-    FAIL,
-    Check,
-    disturbances,
-    inconclusive_musts,
-    overall,
-    phase_problems,
-)
-from l4slab.check.judge import judge as _judge
-from l4slab.check.measure import PhaseMetrics, data_direction, measure
-from l4slab.check.phases import Phase, phases
-from l4slab.check.report import format_text, write_report
-from l4slab.check.runner import run_phase
+from l4slab.check.phases import PHASE_NAMES, phases
 from l4slab.output import check_output_dir, output_path, staging_dir, write_manifest
+
+if TYPE_CHECKING:
+    from l4slab.check.judge import Check
+    from l4slab.check.measure import PhaseMetrics
+    from l4slab.check.phases import Phase
 
 __all__ = [
     "PHASE_NAMES",
@@ -47,9 +45,6 @@ __all__ = [
     "head_and_tail",
     "validate_options",
 ]
-
-#: The phases in the order they run (``--only`` takes these names).
-PHASE_NAMES = tuple(p.name for p in phases("up"))
 
 
 class CheckError(Exception):
@@ -73,14 +68,20 @@ class CheckResult:
 
     @property
     def failed(self) -> bool:
+        from l4slab.check.judge import FAIL
+
         return any(c.verdict == FAIL for c in self.checks)
 
     @property
     def inconclusive(self) -> bool:
         """A MUST could not be judged (and none FAILed): the exit code is not 0."""
+        from l4slab.check.judge import inconclusive_musts
+
         return not self.failed and bool(inconclusive_musts(self.checks))
 
     def text(self) -> str:
+        from l4slab.check.report import format_text
+
         return format_text(self.checks, self.verdict)
 
 
@@ -182,6 +183,12 @@ def _check(
     only: Sequence[str],
     on_phase: Callable[[Phase, PhaseMetrics, float], None] | None,
 ) -> CheckResult:
+    from l4slab.check.judge import disturbances, overall, phase_problems
+    from l4slab.check.judge import judge as _judge
+    from l4slab.check.measure import data_direction, measure
+    from l4slab.check.report import write_report
+    from l4slab.check.runner import run_phase
+
     work = out / "phases"
     work.mkdir(parents=True, exist_ok=True)
     metrics: dict[str, PhaseMetrics] = {}

@@ -18,6 +18,7 @@ __all__ = [
     "LONG_RTT_MS",
     "MARK_LEVELS",
     "MARK_RATE_MBIT",
+    "PHASE_NAMES",
     "STEP_THRESH_MS",
     "Phase",
     "phases",
@@ -119,3 +120,7 @@ def phases(data_dir: str) -> list[Phase]:
         ),
     ]
     return out
+
+
+#: The phases in the order they run (``--only`` takes these names).
+PHASE_NAMES = tuple(p.name for p in phases("up"))
