@@ -19,7 +19,16 @@ from typing import Annotated, Any
 
 import typer
 
-from l4slab import check_cli, emu_cli, report_cli, reproduce_cli, run_cli, send_cli, sweep_cli
+from l4slab import (
+    check_cli,
+    emu_cli,
+    gateway_cli,
+    report_cli,
+    reproduce_cli,
+    run_cli,
+    send_cli,
+    sweep_cli,
+)
 from l4slab._cli_base import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -98,6 +107,7 @@ run_cli.register(app)
 report_cli.register(app)
 reproduce_cli.register(app)
 app.add_typer(emu_cli.app, name="emu")
+app.add_typer(gateway_cli.app, name="gateway")
 send_cli.register(app)
 sweep_cli.register(app)
 check_cli.register(app)
