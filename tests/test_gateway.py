@@ -44,12 +44,12 @@ def test_refuses_the_server_option_and_missing_interfaces() -> None:
     assert code == 2 and "--lan IFACE and --wan IFACE are required" in err, err
 
 
-def test_status_line_gives_rates_and_what_is_inside_per_direction() -> None:
+def test_status_line_gives_the_rates_out_of_and_into_the_bottleneck() -> None:
     prev = gateway.Counters(up_in=0, up_out=0, down_in=0, down_out=0)
     now = gateway.Counters(up_in=1_250_000, up_out=1_000_000, down_in=0, down_out=0)
     line = gateway.status_line(prev, now, 1.0, 2)
-    assert "up (LAN->WAN) in 10.00 out 8.00 Mbit/s, 250.0 kB not delivered" in line, line
-    assert "down (WAN->LAN) in 0.00 out 0.00 Mbit/s" in line and "2 device(s)" in line
+    assert "up (LAN->WAN) 8.00 Mbit/s (in 10.00)" in line, line
+    assert "down (WAN->LAN) 0.00 Mbit/s (in 0.00)" in line and "2 device(s)" in line
 
 
 def test_undo_puts_back_what_a_state_file_records_and_cleanup_spares_live_owners(
@@ -275,14 +275,23 @@ def test_a_device_gets_an_address_and_the_bottleneck_rate_both_ways(world: World
     # 10 Mbit/s of IP packets: TCP payload is 1448 of every 1500 bytes (9.65 Mbit/s).
     for name, rate in rates.items():
         assert 8.0 < rate <= 10.0, (name, rates, log)
-    assert "up (LAN->WAN) in" in log and "1 device(s)" in log, log
+    # The status lines saw the 10 Mbit/s leave the bottleneck, up then down.
+    rows = [line for line in log.splitlines() if line.startswith("l4slab gateway: up")]
+    for d in ("up (LAN->WAN) ", "down (WAN->LAN) "):
+        seen = [float(r.split(d)[1].split()[0]) for r in rows]
+        assert 9.0 < max(seen) <= 10.5, (d, seen)
+    assert "1 device(s)" in log, log
     report = json.loads(report_file.read_text())
     assert next(d["ipv4"] for d in report["gateway"]["devices"]).startswith("192.168.77.")
     dirs = report["emulator"]["forwarder"]["directions"]
     # Both directions carried the iperf3 runs: 5 s at ~830 packets/s each.
     for d in ("bottleneck.up", "bottleneck.down"):
         assert dirs[d]["packets_out"] > 3000, (d, dirs[d])
-    assert report["emulator"]["queues"]
+    # DualPI2's queues, with kernel Cubic's (Not-ECT) packets in C.
+    for d in ("bottleneck.up", "bottleneck.down"):
+        q = report["emulator"]["queues"][d]
+        assert q["kind"] == "dualpi2" and q["rate_bps"] == 10_000_000, q
+        assert q["subqueues"]["c"]["sojourn_ms"]["samples"] > 3000, q
     _after(before)
 
 
