@@ -144,7 +144,7 @@ case "$1" in
     ip addr flush dev "$interface"
     ip addr add "$ip/$mask" dev "$interface"
     ip route replace default via "$router" dev "$interface"
-    echo "lease $ip/$mask router $router" ;;
+    echo "lease $ip/$mask router $router dns $dns" ;;
 esac
 """
 
@@ -182,6 +182,10 @@ def world(tmp_path: Path) -> Iterator[World]:
     for ns in (w.dev, w.inet):
         _sh("ip", "netns", "add", ns)
         _sh("ip", "-n", ns, "link", "set", "lo", "up")
+    # `ip netns exec` gives the device this resolv.conf: the gateway's DNS.
+    etc = Path("/etc/netns") / w.dev
+    etc.mkdir(parents=True, exist_ok=True)
+    (etc / "resolv.conf").write_text("nameserver 192.168.77.1\n")
     try:
         for host, ns in ((w.lan, w.dev), (w.wan, w.inet)):
             _sh("ip", "link", "add", host, "type", "veth", "peer", "name", "eth0", "netns", ns)
@@ -195,6 +199,7 @@ def world(tmp_path: Path) -> Iterator[World]:
             _sh("ip", "link", "del", link, check=False)
         for ns in (w.dev, w.inet):
             _sh("ip", "netns", "del", ns, check=False)
+        shutil.rmtree(etc)
 
 
 def _start(w: World, *args: str) -> subprocess.Popen[str]:
@@ -245,11 +250,19 @@ def test_a_device_gets_an_address_and_the_bottleneck_rate_both_ways(world: World
     w = world
     before = _machine()
     report_file = w.tmp / "report.json"
-    cli = _start(w, "--rate", "10Mbit", "--delay", "5ms", "--qdisc", "dualpi2",
-                 "--report", str(report_file), "--interval", "1")  # fmt: skip
+    # The internet's DNS: the server's name (the gateway's dnsmasq forwards to it).
+    dns = subprocess.Popen(
+        ["ip", "netns", "exec", w.inet, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
+         "--no-resolv", "--no-hosts", "--bind-interfaces", "--listen-address=10.99.77.2",
+         "--address=/server.l4slab.test/10.99.77.2", "--pid-file=", "--user=root"],
+    )  # fmt: skip
+    link = ["--rate", "10Mbit", "--delay", "5ms", "--qdisc", "dualpi2"]
+    cli = _start(w, *link, "--report", str(report_file), "--dns", "10.99.77.2")
     try:
         lease = w.dhcp()
-        assert "lease 192.168.77." in lease and "router 192.168.77.1" in lease, lease
+        assert "lease 192.168.77." in lease and "router 192.168.77.1 dns 192.168.77.1" in lease
+        # The name resolves through the gateway (and its query crossed the bottleneck).
+        assert "10.99.77.2" in w.in_dev("busybox", "nslookup", "-type=a", "server.l4slab.test")
         # The LAN interface left the host while the gateway runs.
         assert not Path(f"/sys/class/net/{w.lan}").exists()
         server = subprocess.Popen(
@@ -261,7 +274,7 @@ def test_a_device_gets_an_address_and_the_bottleneck_rate_both_ways(world: World
             time.sleep(0.5)
             rates = {}
             for name, extra in (("up", []), ("down", ["-R"])):
-                out = w.in_dev("chrt", "-f", "40", "iperf3", "-c", "10.99.77.2", "-t", "5",
+                out = w.in_dev("chrt", "-f", "40", "iperf3", "-c", "server.l4slab.test", "-t", "5",
                                "-J", *extra)  # fmt: skip
                 rates[name] = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
         finally:
@@ -270,6 +283,8 @@ def test_a_device_gets_an_address_and_the_bottleneck_rate_both_ways(world: World
     finally:
         cli.send_signal(signal.SIGTERM)
         cli.wait(60)
+        dns.terminate()
+        dns.wait()
     log = (w.tmp / "gateway.log").read_text()
     assert cli.returncode == 128 + signal.SIGTERM, log
     # 10 Mbit/s of IP packets: TCP payload is 1448 of every 1500 bytes (9.65 Mbit/s).

@@ -83,6 +83,9 @@ class Options:
     wan: str
     #: The devices' IPv4 network; the gateway is its first address.
     subnet: str = "192.168.77.0/24"
+    #: The DNS servers dnsmasq forwards the devices' queries to (empty: the host's
+    #: non-loopback nameservers in /etc/resolv.conf).
+    dns: tuple[str, ...] = ()
     #: Seconds between status lines (0: none).
     interval: float = 1.0
     #: Stop after this many seconds (``None``: on Ctrl-C/SIGTERM).
@@ -275,6 +278,11 @@ def check(opts: Options) -> None:
         subnet = ipaddress.IPv4Network(opts.subnet)
     except ValueError as exc:
         raise GatewayInputError(f"--lan-subnet {opts.subnet}: {exc}") from None
+    for server in opts.dns:
+        try:
+            ipaddress.IPv4Address(server)
+        except ValueError:
+            raise GatewayInputError(f"--dns {server}: not an IPv4 address") from None
     if subnet.num_addresses < 8:
         raise GatewayInputError(f"--lan-subnet {opts.subnet}: too small (at least a /29)")
     for route in _ip_json("route", "show"):
@@ -482,7 +490,10 @@ class Gateway:
         prefix = f"{self.router}/{self.subnet.prefixlen}"
         _run("ip", "addr", "add", prefix, "dev", lan, netns=c)
         _run("ip", "link", "set", "dev", lan, "up", netns=c)
-        _run("ip", "route", "add", "default", "via", SERVER_ADDR, "dev", "tcli", netns=c)
+        # `src`: the namespace's own traffic (dnsmasq's DNS queries) leaves from the LAN
+        # address, which the host routes back and NATs, not from tcli's 10.77.0.1.
+        _run("ip", "route", "add", "default", "via", SERVER_ADDR, "dev", "tcli",
+             "src", self.router, netns=c)  # fmt: skip
         self._start_dnsmasq(c)
         self.say(
             f"LAN {lan}: {self.subnet}, gateway {self.router}, DHCP {self.pool[0]}-{self.pool[1]}"
@@ -491,7 +502,7 @@ class Gateway:
         )
 
     def _start_dnsmasq(self, c: str) -> None:
-        servers = _nameservers()
+        servers = list(self.opts.dns) or _nameservers()
         self.dns = bool(servers)
         leases = STATE_DIR / f"{self.pid}.leases"
         self._record(leases=str(leases))

@@ -50,7 +50,9 @@ class _GatewayGroup(TyperGroup):
         super().__init__(*args, **kwargs)
         emu_group = typer.main.get_command(emu_cli.app)
         own = {p.name for p in self.params}
-        emu_params = [p for p in emu_group.params if p.name not in own]
+        # get_command() makes emu a program of its own, with shell completion options.
+        skip = own | {"install_completion", "show_completion"}
+        emu_params = [p for p in emu_group.params if p.name not in skip]
         self.params = self.params + emu_params
         names = {p.name for p in emu_params}
         inner, emu_callback = self.callback, emu_group.callback
@@ -104,10 +106,21 @@ def _gateway(
         str,
         typer.Option(
             "--lan-subnet",
+            metavar="CIDR",
             help="The devices' IPv4 network; the gateway is its first address.",
             rich_help_panel=_GW,
         ),
     ] = gateway.Options.subnet,
+    dns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dns",
+            metavar="IP",
+            help="A DNS server for the devices' queries (dnsmasq forwards them); "
+            "repeatable. Default: this machine's nameservers that are not loopback.",
+            rich_help_panel=_GW,
+        ),
+    ] = None,
     interval: Annotated[
         float,
         typer.Option(
@@ -133,6 +146,7 @@ def _gateway(
         lan=lan,
         wan=wan,
         subnet=lan_subnet,
+        dns=tuple(dns or ()),
         interval=interval,
         duration=duration,
         report=None if shell.report is None else Path(shell.report),
