@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from l4slab import emu, gateway
+from l4slab import emu, gateway, gateway_state
 
 _SOURCE = str(Path(emu.__file__).resolve().parents[1])
 
@@ -61,8 +61,8 @@ def test_undo_puts_back_what_a_state_file_records_and_cleanup_spares_live_owners
         ran.append(f"[{netns}] " * (netns is not None) + " ".join(args))
         return "table ip l4slab_gw_1\n" if args[:3] == ("nft", "list", "tables") else ""
 
-    monkeypatch.setattr(gateway, "_run", fake_run)
-    monkeypatch.setattr(gateway, "STATE_DIR", tmp_path)
+    monkeypatch.setattr(gateway_state, "sh", fake_run)
+    monkeypatch.setattr(gateway_state, "STATE_DIR", tmp_path)
     sysctl = tmp_path / "ip_forward"
     sysctl.write_text("1")
     netns = tmp_path / "netns"
@@ -80,9 +80,9 @@ def test_undo_puts_back_what_a_state_file_records_and_cleanup_spares_live_owners
         "sysctls": {str(sysctl): "0"},
     }
     (tmp_path / "1.json").write_text(json.dumps(state))
-    live = {**state, "owner_pid": os.getpid(), "owner_start": gateway._proc_start(os.getpid())}
+    live = {**state, "owner_pid": os.getpid(), "owner_start": gateway_state.proc_start(os.getpid())}
     (tmp_path / "2.json").write_text(json.dumps(live))
-    assert gateway.cleanup() == ["lo"]
+    assert gateway_state.cleanup() == ["lo"]
     host = f"/proc/{os.getpid()}/ns/net"
     assert ran == [
         f"[{netns}] ip link set dev lo down",
@@ -233,8 +233,8 @@ def _machine() -> dict[str, Any]:
         "nft": _sh("nft", "list", "tables"),
         "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text(),
         "dnsmasq": _sh("pgrep", "-x", "dnsmasq", check=False),
-        "state": sorted(p.name for p in gateway.STATE_DIR.glob("*"))
-        if gateway.STATE_DIR.is_dir()
+        "state": sorted(p.name for p in gateway_state.STATE_DIR.glob("*"))
+        if gateway_state.STATE_DIR.is_dir()
         else [],
     }
 

@@ -5,7 +5,7 @@ joined through TUN devices and its forwarder; the gateway plugs the world into
 them::
 
     device ── LAN iface ─┐ [ns l4slab-<pid>-c]            [ns l4slab-<pid>-s]
-      (DHCP from dnsmasq) │  tcli ── forwarder ── tsrv      veth l4gw-<pid>-s ─┐
+      (DHCP from dnsmasq) │  tcli ── forwarder ── tsrv      veth "wan" ────────┐
                           └─ ip_forward, default via tcli   ip_forward          │
                                                                                  │
     [host] veth l4gw-<pid>-h (169.254.77.1/30), route LAN subnet via it,         │
@@ -14,16 +14,9 @@ them::
 So every packet between a device and the WAN crosses the bottleneck, with the
 emulator's options per direction (up = device -> WAN, down = WAN -> device).
 
-**Safety.** Before it changes anything the gateway writes a state file
-``/run/l4slab-gateway/<pid>.json`` naming every change and how to undo it (the
-LAN interface with its addresses, the veth, the nftables table, each sysctl's
-old value, dnsmasq's pid). :func:`undo` undoes what a state file records; it
-runs at exit, on SIGTERM/Ctrl-C (the CLI), in the reaper process after SIGKILL
-(:func:`reap`: it holds a descriptor of the client namespace, so the LAN
-interface can be moved back even after the emulator's own reaper deleted the
-namespace's name; a deleted namespace would destroy a veth and only return a
-physical device), at every start for gateways whose owner is dead, and in
-``l4slab gateway cleanup``.
+**Safety.** Before it changes anything the gateway writes down what it is about to
+change; :mod:`l4slab.gateway_state` undoes it when the gateway stops, and its reaper
+after SIGKILL.
 """
 
 from __future__ import annotations
@@ -38,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +39,20 @@ from typing import Any
 
 from l4slab import emu
 from l4slab.emu_plan import SERVER_ADDR, Shell
+from l4slab.gateway_state import (
+    STATE_DIR,
+    GatewayError,
+    GatewayInputError,
+    alive,
+    cleanup,
+    ip_json,
+    ns_path,
+    proc_start,
+    save,
+    sh,
+    states,
+    undo,
+)
 
 __all__ = [
     "STATE_DIR",
@@ -54,25 +61,14 @@ __all__ = [
     "GatewayInputError",
     "Options",
     "cleanup",
-    "reap",
     "undo",
 ]
 
-STATE_DIR = Path("/run/l4slab-gateway")
 #: The host <-> server-namespace transit link (link-local: never a real network's).
 TRANSIT_HOST = "169.254.77.1"
 TRANSIT_NS = "169.254.77.2"
 TRANSIT_PREFIX = 30
 IP_FORWARD = "/proc/sys/net/ipv4/ip_forward"
-
-
-class GatewayError(emu.EmuError):
-    """The gateway could not start or run (a command failed, a tool is missing)."""
-
-
-class GatewayInputError(emu.EmuInputError):
-    """A refused option: the interface is missing, is the WAN, carries the default
-    route, is in use by a running gateway, or the LAN subnet collides (exit 2)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,161 +91,18 @@ class Options:
     shell: Shell = field(default_factory=lambda: Shell(command=()))
 
 
-# ----------------------------------------------------------------------------- commands
-
-
-def _run(*args: str, netns: str | None = None) -> str:
-    """Run a command (in network namespace ``netns``, a name or a path, when given);
-    its stdout. Raises :class:`GatewayError` with its stderr when it fails."""
-    argv = [*(["nsenter", f"--net={_ns_path(netns)}"] if netns else []), *args]
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, check=False)
-    except FileNotFoundError as exc:
-        raise GatewayError(f"{args[0]} is not installed ({exc})") from None
-    if out.returncode != 0:
-        raise GatewayError(f"`{' '.join(argv)}` failed: {out.stderr.strip()}")
-    return out.stdout
-
-
-def _try(*args: str, netns: str | None = None) -> bool:
-    """:func:`_run` for undoing: a failure is reported, not raised."""
-    try:
-        _run(*args, netns=netns)
-    except GatewayError as exc:
-        print(f"l4slab gateway: warning: {exc}", file=sys.stderr)
-        return False
-    return True
-
-
-def _ns_path(netns: str) -> str:
-    return netns if "/" in netns else f"/run/netns/{netns}"
-
-
-def _ip_json(*args: str, netns: str | None = None) -> list[dict[str, Any]]:
-    out = _run("ip", "-j", *args, netns=netns).strip()
-    data: list[dict[str, Any]] = json.loads(out) if out else []
-    return data
-
-
-def _proc_start(pid: int) -> int | None:
-    """Kernel start time of ``pid`` (``/proc/PID/stat`` field 22), ``None`` if gone or a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    rest = stat[stat.rfind(")") + 2 :].split()
-    return None if rest[0] == "Z" else int(rest[19])
-
-
-def _alive(pid: int, start: int | None) -> bool:
-    return start is not None and _proc_start(pid) == start
-
-
-# ----------------------------------------------------------------------------- state
-
-
-def _states() -> Iterator[tuple[Path, dict[str, Any]]]:
-    if not STATE_DIR.is_dir():
-        return
-    for path in sorted(STATE_DIR.glob("*.json")):
-        with suppress(OSError, ValueError):
-            yield path, json.loads(path.read_text())
-
-
-def _save(path: Path, state: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1))
-    tmp.replace(path)
-
-
-def undo(path: Path, state: dict[str, Any], *, client_ns: str | None = None) -> None:
-    """Undo every change ``state`` (read from ``path``) records, newest first, then remove
-    the file. ``client_ns`` (a path) reaches the client namespace when its name is gone."""
-    if (pid := state.get("dnsmasq_pid")) and _alive(pid, state.get("dnsmasq_start")):
-        with suppress(OSError):
-            os.kill(pid, signal.SIGTERM)
-    ns = client_ns or state.get("client_ns")
-    lan = state.get("lan")
-    if ns and lan and Path(_ns_path(ns)).exists():
-        # Back into this process's namespace (the host's): `ip` runs inside `ns`.
-        host = f"/proc/{os.getpid()}/ns/net"
-        with suppress(GatewayError):
-            _run("ip", "link", "set", "dev", lan, "down", netns=ns)
-            _run("ip", "link", "set", "dev", lan, "netns", host, netns=ns)
-    if lan and Path(f"/sys/class/net/{lan}").exists() and state.get("lan_moved"):
-        for addr in state.get("lan_addrs", []):
-            _try("ip", "addr", "add", addr, "dev", lan)
-        if state.get("lan_up"):
-            _try("ip", "link", "set", "dev", lan, "up")
-    if (table := state.get("nft_table")) and _nft_table_exists(table):
-        _try("nft", "delete", "table", "ip", table)
-    if (veth := state.get("veth")) and Path(f"/sys/class/net/{veth}").exists():
-        _try("ip", "link", "del", veth)
-    for key, old in state.get("sysctls", {}).items():
-        with suppress(OSError):
-            Path(key).write_text(old)
-    with suppress(OSError):
-        Path(state.get("leases", "")).unlink()
-    with suppress(OSError):
-        path.unlink()
-
-
-def _nft_table_exists(table: str) -> bool:
-    try:
-        return table in _run("nft", "list", "tables", "ip")
-    except GatewayError:
-        return False
-
-
-def cleanup() -> list[str]:
-    """Undo what gateways whose owner is dead left behind; the LAN interfaces restored."""
-    done = []
-    for path, state in _states():
-        if not _alive(state.get("owner_pid", 0), state.get("owner_start")):
-            undo(path, state)
-            done.append(str(state.get("lan")))
-    return done
-
-
-def reap(state_file: Path) -> None:
-    """The reaper (stdin: a pipe the gateway holds). Lines ``ns NAME`` name the client
-    namespace, which it opens (so it outlives its name); ``done`` means the gateway undid
-    everything itself. At EOF without ``done`` (the gateway was killed), it waits for
-    the emulator to finish its own teardown, then undoes what the state file records."""
-    ns_fd: int | None = None
-    done = False
-    for line in sys.stdin:
-        word, _, arg = line.strip().partition(" ")
-        if word == "ns":
-            with suppress(OSError):
-                ns_fd = os.open(_ns_path(arg), os.O_RDONLY)
-        elif word == "done":
-            done = True
-    if done or not state_file.exists():
-        return
-    state = json.loads(state_file.read_text())
-    deadline = time.monotonic() + 10
-    while _alive(state.get("emulator_pid", 0), state.get("emulator_start")):
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    # nsenter reaches the namespace through our descriptor (its own are closed).
-    held = None if ns_fd is None else f"/proc/{os.getpid()}/fd/{ns_fd}"
-    undo(state_file, state, client_ns=held)
-
-
 # ----------------------------------------------------------------------------- checks
 
 
 def _links() -> dict[str, dict[str, Any]]:
-    return {link["ifname"]: link for link in _ip_json("link", "show")}
+    return {link["ifname"]: link for link in ip_json("link", "show")}
 
 
 def check(opts: Options) -> None:
     """Refuse (:class:`GatewayInputError`) what the gateway must not touch, before
     anything changes."""
-    for _, state in _states():
-        if _alive(state.get("owner_pid", 0), state.get("owner_start")) and opts.lan in (
+    for _, state in states():
+        if alive(state.get("owner_pid", 0), state.get("owner_start")) and opts.lan in (
             state.get("lan"),
             state.get("wan"),
         ):
@@ -266,7 +119,7 @@ def check(opts: Options) -> None:
         raise GatewayInputError(
             f"--lan {opts.lan} is also --wan: the LAN must be another interface"
         )
-    for route in _ip_json("route", "show", "default") + _ip_json("-6", "route", "show", "default"):
+    for route in ip_json("route", "show", "default") + ip_json("-6", "route", "show", "default"):
         if route.get("dev") == opts.lan:
             raise GatewayInputError(
                 f"--lan {opts.lan} carries this machine's default route; the gateway would "
@@ -285,7 +138,7 @@ def check(opts: Options) -> None:
             raise GatewayInputError(f"--dns {server}: not an IPv4 address") from None
     if subnet.num_addresses < 8:
         raise GatewayInputError(f"--lan-subnet {opts.subnet}: too small (at least a /29)")
-    for route in _ip_json("route", "show"):
+    for route in ip_json("route", "show"):
         dst = route.get("dst", "")
         if dst in ("default", "") or opts.lan == route.get("dev"):
             continue
@@ -355,7 +208,7 @@ class Gateway:
 
     def _record(self, **changes: Any) -> None:
         self.state.update(changes)
-        _save(self.path, self.state)
+        save(self.path, self.state)
 
     def _tell_reaper(self, line: str) -> None:
         assert self.reaper is not None and self.reaper.stdin is not None
@@ -373,10 +226,10 @@ class Gateway:
             self.say(f"restored what a killed gateway left (LAN {lan})")
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         lan = self.opts.lan
-        addrs = _ip_json("addr", "show", "dev", lan)[0]
+        addrs = ip_json("addr", "show", "dev", lan)[0]
         self._record(
             owner_pid=self.pid,
-            owner_start=_proc_start(self.pid),
+            owner_start=proc_start(self.pid),
             lan=lan,
             wan=self.opts.wan,
             lan_addrs=[
@@ -388,7 +241,7 @@ class Gateway:
             sysctls={},
         )
         self.reaper = subprocess.Popen(
-            [sys.executable, "-m", "l4slab.gateway", "reap", str(self.path)],
+            [sys.executable, "-m", "l4slab.gateway_state", "reap", str(self.path)],
             stdin=subprocess.PIPE,
             start_new_session=True,
         )
@@ -441,7 +294,7 @@ class Gateway:
         client, server = line.split()
         self._record(
             emulator_pid=self.emulator.pid,
-            emulator_start=_proc_start(self.emulator.pid),
+            emulator_start=proc_start(self.emulator.pid),
             client_ns=client,
             server_ns=server,
         )
@@ -460,16 +313,16 @@ class Gateway:
         # The server namespace <-> the host: a veth pair, NATed out of the WAN.
         veth = f"l4gw-{self.pid}-h"
         self._record(veth=veth)
-        _run("ip", "link", "add", veth, "type", "veth", "peer", "name", "wan", "netns", s)
-        _run("ip", "addr", "add", f"{TRANSIT_HOST}/{TRANSIT_PREFIX}", "dev", veth)
-        _run("ip", "link", "set", "dev", veth, "up")
-        _run("ip", "addr", "add", f"{TRANSIT_NS}/{TRANSIT_PREFIX}", "dev", "wan", netns=s)
-        _run("ip", "link", "set", "dev", "wan", "up", netns=s)
-        _run("ip", "route", "add", "default", "via", TRANSIT_HOST, "dev", "wan", netns=s)
-        _run("ip", "route", "add", str(self.subnet), "dev", "tsrv", netns=s)
-        _run("ip", "route", "add", str(self.subnet), "via", TRANSIT_NS, "dev", veth)
+        sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "wan", "netns", s)
+        sh("ip", "addr", "add", f"{TRANSIT_HOST}/{TRANSIT_PREFIX}", "dev", veth)
+        sh("ip", "link", "set", "dev", veth, "up")
+        sh("ip", "addr", "add", f"{TRANSIT_NS}/{TRANSIT_PREFIX}", "dev", "wan", netns=s)
+        sh("ip", "link", "set", "dev", "wan", "up", netns=s)
+        sh("ip", "route", "add", "default", "via", TRANSIT_HOST, "dev", "wan", netns=s)
+        sh("ip", "route", "add", str(self.subnet), "dev", "tsrv", netns=s)
+        sh("ip", "route", "add", str(self.subnet), "via", TRANSIT_NS, "dev", veth)
         for ns in (c, s):
-            _run("sysctl", "-qw", "net.ipv4.ip_forward=1", netns=ns)
+            sh("sysctl", "-qw", "net.ipv4.ip_forward=1", netns=ns)
         self._sysctl(IP_FORWARD, "1")
         table = f"l4slab_gw_{self.pid}"
         self._record(nft_table=table)
@@ -483,16 +336,16 @@ class Gateway:
 """
         rules_file = self.tmp / "nat.nft"
         rules_file.write_text(rules)
-        _run("nft", "-f", str(rules_file))
+        sh("nft", "-f", str(rules_file))
         # The LAN interface into the client namespace, the devices' router.
         self._record(lan_moved=True)
-        _run("ip", "link", "set", "dev", lan, "netns", c)
+        sh("ip", "link", "set", "dev", lan, "netns", c)
         prefix = f"{self.router}/{self.subnet.prefixlen}"
-        _run("ip", "addr", "add", prefix, "dev", lan, netns=c)
-        _run("ip", "link", "set", "dev", lan, "up", netns=c)
+        sh("ip", "addr", "add", prefix, "dev", lan, netns=c)
+        sh("ip", "link", "set", "dev", lan, "up", netns=c)
         # `src`: the namespace's own traffic (dnsmasq's DNS queries) leaves from the LAN
         # address, which the host routes back and NATs, not from tcli's 10.77.0.1.
-        _run("ip", "route", "add", "default", "via", SERVER_ADDR, "dev", "tcli",
+        sh("ip", "route", "add", "default", "via", SERVER_ADDR, "dev", "tcli",
              "src", self.router, netns=c)  # fmt: skip
         self._start_dnsmasq(c)
         self.say(
@@ -510,7 +363,7 @@ class Gateway:
         self.dnsmasq = subprocess.Popen(
             [
                 "nsenter",
-                f"--net={_ns_path(c)}",
+                f"--net={ns_path(c)}",
                 "dnsmasq",
                 "--keep-in-foreground",
                 "--conf-file=/dev/null",
@@ -532,7 +385,7 @@ class Gateway:
             stdout=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self._record(dnsmasq_pid=self.dnsmasq.pid, dnsmasq_start=_proc_start(self.dnsmasq.pid))
+        self._record(dnsmasq_pid=self.dnsmasq.pid, dnsmasq_start=proc_start(self.dnsmasq.pid))
         time.sleep(0.2)
         if self.dnsmasq.poll() is not None:
             raise GatewayError(f"dnsmasq exited at once ({self.dnsmasq.returncode}; see above)")
@@ -542,8 +395,8 @@ class Gateway:
     def counters(self) -> Counters:
         """The forwarder's reads and writes per direction, from the TUN devices."""
         c, s = self.state["client_ns"], self.state["server_ns"]
-        tcli = _ip_json("-s", "link", "show", "dev", "tcli", netns=c)[0]["stats64"]
-        tsrv = _ip_json("-s", "link", "show", "dev", "tsrv", netns=s)[0]["stats64"]
+        tcli = ip_json("-s", "link", "show", "dev", "tcli", netns=c)[0]["stats64"]
+        tsrv = ip_json("-s", "link", "show", "dev", "tsrv", netns=s)[0]["stats64"]
         # The kernel's tx on a TUN device is what the forwarder reads from it.
         return Counters(
             up_in=tcli["tx"]["bytes"],
@@ -567,7 +420,7 @@ class Gateway:
                 if len(parts) >= 4:
                     seen[parts[1]] = {"mac": parts[1], "ipv4": parts[2], "name": parts[3]}
         with suppress(GatewayError):
-            for n in _ip_json("neigh", "show", "dev", self.opts.lan, netns=self.state["client_ns"]):
+            for n in ip_json("neigh", "show", "dev", self.opts.lan, netns=self.state["client_ns"]):
                 mac = n.get("lladdr")
                 if mac and mac not in seen:
                     seen[mac] = {"mac": mac, "ipv4": n.get("dst", ""), "name": "*"}
@@ -663,12 +516,3 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
     if opts.report is not None:
         opts.report.write_text(json.dumps(report, indent=2) + "\n")
     return report
-
-
-if __name__ == "__main__":  # the reaper: python -m l4slab.gateway reap STATE_FILE
-    if sys.argv[1:2] == ["reap"] and len(sys.argv) == 3:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        reap(Path(sys.argv[2]))
-    else:
-        sys.exit("usage: python -m l4slab.gateway reap STATE_FILE")
