@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -44,12 +45,26 @@ def test_refuses_the_server_option_and_missing_interfaces() -> None:
     assert code == 2 and "--lan IFACE and --wan IFACE are required" in err, err
 
 
-def test_status_line_gives_the_rates_out_of_and_into_the_bottleneck() -> None:
-    prev = gateway.Counters(up_in=0, up_out=0, down_in=0, down_out=0)
-    now = gateway.Counters(up_in=1_250_000, up_out=1_000_000, down_in=0, down_out=0)
-    line = gateway.status_line(prev, now, 1.0, 2)
-    assert "up (LAN->WAN) 8.00 Mbit/s (in 10.00)" in line, line
-    assert "down (WAN->LAN) 0.00 Mbit/s (in 0.00)" in line and "2 device(s)" in line
+def test_status_line_gives_rates_queue_and_delays_per_direction() -> None:
+    def sample(t_s: float, up_in: int, up_out: int) -> dict[str, Any]:
+        fwd = {"bytes_in": up_in, "bytes_out": up_out}
+        return {
+            "t_s": t_s,
+            "forwarder": {"bottleneck.up": fwd, "bottleneck.down": dict.fromkeys(fwd, 0)},
+            "queues": {
+                "bottleneck.up": {"backlog_pkts": 12.0, "sojourn_ms": 5.25, "sojourn_ms.c": 6.0,
+                                  "sojourn_ms.l": 0.5, "drops": 1.0, "marks": 30.0},
+                "bottleneck.down": {"backlog_pkts": 0.0, "drops": 0.0, "marks": 0.0},
+            },
+        }  # fmt: skip
+
+    line = gateway.status_line(sample(1.0, 0, 0), sample(3.0, 2_500_000, 2_000_000), 2)
+    up = "up (LAN->WAN) 8.00 Mbit/s (in 10.00), queue 12 pkt, delay 5.2 ms (C 6.0, L 0.5), "
+    assert up + "1 drops, 30 marks" in line, line
+    down = "down (WAN->LAN) 0.00 Mbit/s (in 0.00), queue 0 pkt, delay - ms, 0 drops, 0 marks"
+    assert down in line and line.endswith("; 2 device(s)"), line
+    # The first line counts from the start.
+    assert "up (LAN->WAN) 5.33 Mbit/s" in gateway.status_line(None, sample(3.0, 0, 2_000_000), 0)
 
 
 def test_undo_puts_back_what_a_state_file_records_and_cleanup_spares_live_owners(
@@ -290,11 +305,13 @@ def test_a_device_gets_an_address_and_the_bottleneck_rate_both_ways(world: World
     # 10 Mbit/s of IP packets: TCP payload is 1448 of every 1500 bytes (9.65 Mbit/s).
     for name, rate in rates.items():
         assert 8.0 < rate <= 10.0, (name, rates, log)
-    # The status lines saw the 10 Mbit/s leave the bottleneck, up then down.
+    # The status lines saw the 10 Mbit/s leave the bottleneck, up then down, and
+    # DualPI2's C queue (kernel Cubic, Not-ECT) hold a delay.
     rows = [line for line in log.splitlines() if line.startswith("l4slab gateway: up")]
     for d in ("up (LAN->WAN) ", "down (WAN->LAN) "):
         seen = [float(r.split(d)[1].split()[0]) for r in rows]
         assert 9.0 < max(seen) <= 10.5, (d, seen)
+    assert any(re.search(r"delay \d+\.\d ms \(C \d+\.\d\)", r) for r in rows), rows
     assert "1 device(s)" in log, log
     report = json.loads(report_file.read_text())
     assert next(d["ipv4"] for d in report["gateway"]["devices"]).startswith("192.168.77.")

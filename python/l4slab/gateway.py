@@ -171,18 +171,6 @@ def _nameservers() -> list[str]:
     return out
 
 
-@dataclass
-class Counters:
-    """Bytes and packets the forwarder read (``in``) and wrote (``out``) per direction,
-    from the TUN devices' kernel counters."""
-
-    up_in: int = 0
-    up_out: int = 0
-    down_in: int = 0
-    down_out: int = 0
-    packets: dict[str, int] = field(default_factory=dict)
-
-
 class Gateway:
     """A running gateway: :meth:`start`, then :meth:`status` per interval, :meth:`stop`."""
 
@@ -262,6 +250,7 @@ class Gateway:
                 ),
                 sets=self.opts.shell.sets,
                 report=self.tmp / "emulator.json",
+                live=self.tmp / "live.json",
                 cc=self.opts.shell.cc,
                 quiet=self.opts.shell.quiet,
                 tuning=self.opts.shell.tuning,
@@ -392,24 +381,13 @@ class Gateway:
 
     # ------------------------------------------------------------------------- running
 
-    def counters(self) -> Counters:
-        """The forwarder's reads and writes per direction, from the TUN devices."""
-        c, s = self.state["client_ns"], self.state["server_ns"]
-        tcli = ip_json("-s", "link", "show", "dev", "tcli", netns=c)[0]["stats64"]
-        tsrv = ip_json("-s", "link", "show", "dev", "tsrv", netns=s)[0]["stats64"]
-        # The kernel's tx on a TUN device is what the forwarder reads from it.
-        return Counters(
-            up_in=tcli["tx"]["bytes"],
-            up_out=tsrv["rx"]["bytes"],
-            down_in=tsrv["tx"]["bytes"],
-            down_out=tcli["rx"]["bytes"],
-            packets={
-                "up_in": tcli["tx"]["packets"],
-                "up_out": tsrv["rx"]["packets"],
-                "down_in": tsrv["tx"]["packets"],
-                "down_out": tcli["rx"]["packets"],
-            },
-        )
+    def live(self) -> dict[str, Any] | None:
+        """The emulator's latest sample (``Shell.live``), ``None`` before the first."""
+        try:
+            data: dict[str, Any] = json.loads((self.tmp / "live.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return data
 
     def devices(self) -> list[dict[str, str]]:
         """Devices seen: the DHCP leases, and neighbours on the LAN with an address."""
@@ -462,19 +440,34 @@ def _mbit(nbytes: int, seconds: float) -> str:
     return f"{nbytes * 8 / seconds / 1e6:.2f}"
 
 
-def status_line(prev: Counters, now: Counters, seconds: float, devices: int) -> str:
-    """One interval: per direction the rate out of the bottleneck and into it.
+_DIRECTIONS = (("bottleneck.up", "up (LAN->WAN)"), ("bottleneck.down", "down (WAN->LAN)"))
 
-    From the TUN devices' kernel counters, which count a GSO super-packet with one
-    header: ``in`` (read as such) falls short of the packets' IP bytes by their headers
-    (about 3 % for TCP), ``out`` (written as segments, or few coalesced) does not. No
-    queue figure: bytes in minus bytes out is off by those headers; the queues' own
-    figures are in the report."""
+
+def status_line(prev: dict[str, Any] | None, now: dict[str, Any], devices: int) -> str:
+    """One line from two of the emulator's live samples (``prev`` ``None``: since the
+    start): per direction the rate out of the bottleneck and into it (IP bytes, from
+    the forwarder's counters), and the queue in the last sample: backlog, mean delay
+    (DualPI2's L and C apart), drops and marks."""
+    seconds = now["t_s"] - (prev["t_s"] if prev else 0.0)
     parts = []
-    for d, label in (("up", "up (LAN->WAN)"), ("down", "down (WAN->LAN)")):
-        i = getattr(now, f"{d}_in") - getattr(prev, f"{d}_in")
-        o = getattr(now, f"{d}_out") - getattr(prev, f"{d}_out")
-        parts.append(f"{label} {_mbit(o, seconds)} Mbit/s (in {_mbit(i, seconds)})")
+    for d, label in _DIRECTIONS:
+        f = now["forwarder"][d]
+        p = prev["forwarder"][d] if prev else {"bytes_in": 0, "bytes_out": 0}
+        q = now["queues"].get(d, {})
+        delay = f"{q['sojourn_ms']:.1f} ms" if "sojourn_ms" in q else "- ms"
+        subs = [
+            f"{k.split('.')[1].upper()} {q[k]:.1f}"
+            for k in sorted(q)
+            if k.startswith("sojourn_ms.")
+        ]
+        if subs:
+            delay += f" ({', '.join(subs)})"
+        parts.append(
+            f"{label} {_mbit(f['bytes_out'] - p['bytes_out'], seconds)} Mbit/s "
+            f"(in {_mbit(f['bytes_in'] - p['bytes_in'], seconds)}), queue "
+            f"{q.get('backlog_pkts', 0):.0f} pkt, delay {delay}, {q.get('drops', 0):.0f} drops, "
+            f"{q.get('marks', 0):.0f} marks"
+        )
     return f"l4slab gateway: {'; '.join(parts)}; {devices} device(s)"
 
 
@@ -484,18 +477,20 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
     gw = Gateway(opts, say)
     try:
         gw.start()
-        prev = gw.counters()
-        t0 = t_prev = time.monotonic()
+        t0 = time.monotonic()
+        prev: dict[str, Any] | None = None
         step = opts.interval if opts.interval > 0 else 0.2
         while gw.alive() and not stop():
             if opts.duration is not None and time.monotonic() - t0 >= opts.duration:
                 break
             time.sleep(step)
-            now, t = gw.counters(), time.monotonic()
+            now = gw.live()
+            if now is None or (prev is not None and now["t_s"] <= prev["t_s"]):
+                continue
             if opts.interval > 0:
-                say(status_line(prev, now, t - t_prev, len(gw.devices())))
-            prev, t_prev = now, t
-        final, devices = gw.counters(), gw.devices()
+                say(status_line(prev, now, len(gw.devices())))
+            prev = now
+        devices = gw.devices()
     finally:
         gw.stop()
     report = {
@@ -506,10 +501,6 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
             "router": gw.router,
             "duration_s": round(time.monotonic() - t0, 3),
             "devices": devices,
-            "tun_counters": {
-                "bytes": {k: getattr(final, k) for k in ("up_in", "up_out", "down_in", "down_out")},
-                "packets": final.packets,
-            },
         },
         "emulator": gw.report,
     }
