@@ -228,7 +228,8 @@ def _start(w: World, *args: str) -> subprocess.Popen[str]:
         start_new_session=True,
     )
     deadline = time.monotonic() + 60
-    while "DHCP" not in (w.tmp / "gateway.log").read_text():
+    # The gateway's own line, once everything is up (dnsmasq's say "DHCP" before).
+    while "(NAT, nftables table" not in (w.tmp / "gateway.log").read_text():
         assert cli.poll() is None, (w.tmp / "gateway.log").read_text()
         assert time.monotonic() < deadline, "the gateway did not come up in 60 s"
         time.sleep(0.1)
@@ -361,5 +362,20 @@ def test_sigkill_of_the_gateway_is_undone_by_its_reaper(world: World) -> None:
     cli.wait()
     # The reaper moves the LAN interface back (a veth: deleting the namespace would
     # destroy it), deletes the NAT table and the veth, restores ip_forward.
+    _after(before)
+    assert Path(f"/sys/class/net/{w.lan}").exists()
+
+
+def test_an_emulator_that_dies_stops_the_gateway_and_everything_is_undone(world: World) -> None:
+    w = world
+    before = _machine()
+    cli = _start(w)
+    (state,) = [json.loads(p.read_text()) for p in gateway_state.STATE_DIR.glob("*.json")]
+    # The emulator deletes its namespaces' names as it goes: the gateway holds the
+    # client namespace, so the LAN interface (a veth: it would be destroyed) comes back.
+    os.kill(state["emulator_pid"], signal.SIGKILL)
+    cli.wait(60)
+    log = (w.tmp / "gateway.log").read_text()
+    assert cli.returncode == 1 and "the emulator process ended by itself" in log, log
     _after(before)
     assert Path(f"/sys/class/net/{w.lan}").exists()

@@ -191,6 +191,7 @@ class Gateway:
         self.tmp = Path(tempfile.mkdtemp(prefix="l4slab-gateway-"))
         self.dns = False
         self.stopped = False
+        self.client_fd: int | None = None
         #: The emulator's report, once it stopped.
         self.report: dict[str, Any] | None = None
 
@@ -287,6 +288,9 @@ class Gateway:
             client_ns=client,
             server_ns=server,
         )
+        # Held, as the reaper holds it: if the emulator ends first and deletes the
+        # namespace's name, the LAN interface can still be moved back.
+        self.client_fd = os.open(ns_path(client), os.O_RDONLY | os.O_CLOEXEC)
         return client, server
 
     def _sysctl(self, key: str, value: str) -> None:
@@ -414,7 +418,10 @@ class Gateway:
             return
         self.stopped = True
         if self.state:
-            undo(self.path, self.state)
+            held = None if self.client_fd is None else f"/proc/{os.getpid()}/fd/{self.client_fd}"
+            undo(self.path, self.state, client_ns=held)
+        if self.client_fd is not None:
+            os.close(self.client_fd)
         if self.dnsmasq is not None:
             with suppress(subprocess.TimeoutExpired):
                 self.dnsmasq.wait(5)
@@ -491,6 +498,7 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
                 say(status_line(prev, now, len(gw.devices())))
             prev = now
         devices = gw.devices()
+        ended = None if gw.alive() else gw.emulator.returncode if gw.emulator else None
     finally:
         gw.stop()
     report = {
@@ -506,4 +514,9 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
     }
     if opts.report is not None:
         opts.report.write_text(json.dumps(report, indent=2) + "\n")
+    if ended is not None:
+        raise GatewayError(
+            f"the emulator process ended by itself (exit status {ended}); the gateway stopped "
+            "and undid its changes"
+        )
     return report
