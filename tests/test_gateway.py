@@ -348,8 +348,10 @@ def test_refusals_leave_the_machine_as_it_was(world: World) -> None:
         # The interface has left the host: it is named as missing or in use.
         assert code == 2 and f"--lan {w.lan} is in use by the gateway of pid" in err, err
     finally:
-        cli.send_signal(signal.SIGINT)
+        # Ctrl-C as a terminal sends it: to the whole process group.
+        os.killpg(cli.pid, signal.SIGINT)
         cli.wait(60)
+    assert cli.returncode == 128 + signal.SIGINT
     _after(before)
 
 
