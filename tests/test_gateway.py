@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from l4slab import emu, gateway, gateway_state
+from l4slab import emu, gateway, gateway_nat64, gateway_state
 
 _SOURCE = str(Path(emu.__file__).resolve().parents[1])
 
@@ -208,6 +208,9 @@ def world(tmp_path: Path) -> Iterator[World]:
             _sh("ip", "-n", ns, "link", "set", "eth0", "up")
         _sh("ip", "addr", "add", "10.99.77.1/24", "dev", w.wan)
         _sh("ip", "-n", w.inet, "addr", "add", "10.99.77.2/24", "dev", "eth0")
+        # A global address for NAT64's well-known prefix (RFC 6052 §3.1: not RFC 1918).
+        _sh("ip", "addr", "add", "100.64.77.1/24", "dev", w.wan)
+        _sh("ip", "-n", w.inet, "addr", "add", "100.64.77.2/24", "dev", "eth0")
         yield w
     finally:
         for link in (w.lan, w.wan):
@@ -248,7 +251,7 @@ def _machine() -> dict[str, Any]:
         "namespaces": sorted(n for n in _sh("ip", "netns", "list").split() if "l4slab" in n),
         "nft": _sh("nft", "list", "tables"),
         "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text(),
-        "dnsmasq": _sh("pgrep", "-x", "dnsmasq", check=False),
+        "daemons": _sh("pgrep", "-x", "dnsmasq|tayga|unbound", check=False),
         "state": sorted(p.name for p in gateway_state.STATE_DIR.glob("*"))
         if gateway_state.STATE_DIR.is_dir()
         else [],
@@ -381,3 +384,64 @@ def test_an_emulator_that_dies_stops_the_gateway_and_everything_is_undone(world:
     assert cli.returncode == 1 and "the emulator process ended by itself" in log, log
     _after(before)
     assert Path(f"/sys/class/net/{w.lan}").exists()
+
+
+def _inet_dns(w: World, name: str, addr: str) -> subprocess.Popen[bytes]:
+    """The internet's DNS server (10.99.77.2), answering ``name`` with ``addr``."""
+    return subprocess.Popen(
+        ["ip", "netns", "exec", w.inet, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
+         "--no-resolv", "--no-hosts", "--bind-interfaces", "--listen-address=10.99.77.2",
+         f"--host-record={name},{addr}", "--pid-file=", "--user=root"],
+    )  # fmt: skip
+
+
+def test_nat64_an_ipv6_only_device_reaches_an_ipv4_server_by_name_only(world: World) -> None:
+    w = world
+    missing = [t for t in ("tayga", "unbound", "curl") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (Debian: apt-get install -y {' '.join(missing)})")
+    before = _machine()
+    (Path("/etc/netns") / w.dev / "resolv.conf").write_text(f"nameserver {gateway_nat64.ROUTER6}\n")
+    name = "v4only.l4slab-test.net"
+    dns = _inet_dns(w, name, "100.64.77.2")
+    http = subprocess.Popen(
+        ["ip", "netns", "exec", w.inet, "python3", "-m", "http.server", "--bind", "100.64.77.2",
+         "8080"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    cli = _start(w, "--nat64", "--dns", "10.99.77.2", "--rate", "20Mbit")
+    try:
+        # SLAAC from the gateway's router advertisements (a link flap sends a solicitation).
+        w.in_dev("sysctl", "-qw", "net.ipv6.conf.eth0.accept_ra=2")
+        w.in_dev("ip", "link", "set", "eth0", "down")
+        w.in_dev("ip", "link", "set", "eth0", "up")
+        deadline = time.monotonic() + 20
+        addrs = ""
+        while "inet6 fd4c:77:" not in addrs or "tentative" in addrs:
+            addrs = w.in_dev("ip", "-6", "addr", "show", "dev", "eth0")
+            assert time.monotonic() < deadline, "no SLAAC address from the gateway's RAs"
+            time.sleep(0.2)
+        assert "inet " not in w.in_dev("ip", "-4", "addr", "show", "dev", "eth0")
+        # DNS64: the A record 100.64.77.2 as 64:ff9b::6440:4d02.
+        aaaa = w.in_dev("busybox", "nslookup", "-type=aaaa", name)
+        assert "64:ff9b::6440:4d02" in aaaa, aaaa
+        curl = ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"]
+        by_name = w.in_dev(*curl, f"http://{name}:8080/")
+        assert by_name == "200", by_name
+        # An IPv4 literal fails: the device has no IPv4 (the App Review trap).
+        literal = subprocess.run(
+            ["ip", "netns", "exec", w.dev, *curl, "http://100.64.77.2:8080/"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert literal.returncode != 0 and literal.stdout == "000", literal
+    finally:
+        cli.send_signal(signal.SIGTERM)
+        cli.wait(60)
+        for proc in (dns, http):
+            proc.terminate()
+            proc.wait()
+    log = (w.tmp / "gateway.log").read_text()
+    assert cli.returncode == 128 + signal.SIGTERM, log
+    assert "IPv6 only" in log and "NAT64 64:ff9b::/96" in log, log
+    _after(before)

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from l4slab import emu
+from l4slab import emu, gateway_nat64
 from l4slab.emu_plan import SERVER_ADDR, Shell
 from l4slab.gateway_state import (
     STATE_DIR,
@@ -82,6 +83,8 @@ class Options:
     #: The DNS servers dnsmasq forwards the devices' queries to (empty: the host's
     #: non-loopback nameservers in /etc/resolv.conf).
     dns: tuple[str, ...] = ()
+    #: An IPv6-only LAN with DNS64 and NAT64 (:mod:`l4slab.gateway_nat64`).
+    nat64: bool = False
     #: Seconds between status lines (0: none).
     interval: float = 1.0
     #: Stop after this many seconds (``None``: on Ctrl-C/SIGTERM).
@@ -148,7 +151,15 @@ def check(opts: Options) -> None:
                     f"--lan-subnet {opts.subnet} overlaps {dst} (dev {route.get('dev')}) "
                     "of this machine: choose another"
                 )
-    for tool in ("dnsmasq", "nft", "nsenter"):
+    if opts.nat64:
+        pool = ipaddress.IPv4Network(gateway_nat64.POOL4)
+        for route in ip_json("route", "show"):
+            with suppress(ValueError):
+                if ipaddress.IPv4Network(route.get("dst", ""), strict=False).overlaps(pool):
+                    raise GatewayInputError(
+                        f"--nat64: its IPv4 pool {pool} overlaps {route['dst']} of this machine"
+                    )
+    for tool in ("dnsmasq", "nft", "nsenter", *(("tayga", "unbound") if opts.nat64 else ())):
         if not any(Path(d, tool).exists() for d in [*os.get_exec_path(), "/usr/sbin", "/sbin"]):
             raise GatewayError(f"{tool} is not installed (Debian: apt-get install -y {tool})")
 
@@ -192,6 +203,8 @@ class Gateway:
         self.dns = False
         self.stopped = False
         self.client_fd: int | None = None
+        #: DNS64 and NAT64 (``--nat64``).
+        self.extra: list[subprocess.Popen[bytes]] = []
         #: The emulator's report, once it stopped.
         self.report: dict[str, Any] | None = None
 
@@ -314,6 +327,10 @@ class Gateway:
         sh("ip", "route", "add", "default", "via", TRANSIT_HOST, "dev", "wan", netns=s)
         sh("ip", "route", "add", str(self.subnet), "dev", "tsrv", netns=s)
         sh("ip", "route", "add", str(self.subnet), "via", TRANSIT_NS, "dev", veth)
+        nat = [str(self.subnet)]
+        if self.opts.nat64:
+            sh("ip", "route", "add", gateway_nat64.POOL4, "via", TRANSIT_NS, "dev", veth)
+            nat.append(gateway_nat64.POOL4)
         for ns in (c, s):
             sh("sysctl", "-qw", "net.ipv4.ip_forward=1", netns=ns)
         self._sysctl(IP_FORWARD, "1")
@@ -321,7 +338,7 @@ class Gateway:
         self._record(nft_table=table)
         rules = f"""table ip {table} {{
   chain postrouting {{ type nat hook postrouting priority srcnat; policy accept;
-    ip saddr {self.subnet} oifname "{wan}" masquerade; }}
+    ip saddr {{ {", ".join(nat)} }} oifname "{wan}" masquerade; }}
   chain forward {{ type filter hook forward priority filter; policy accept;
     iifname "{veth}" oifname "{wan}" accept;
     iifname "{wan}" oifname "{veth}" ct state established,related accept; }}
@@ -340,7 +357,18 @@ class Gateway:
         # address, which the host routes back and NATs, not from tcli's 10.77.0.1.
         sh("ip", "route", "add", "default", "via", SERVER_ADDR, "dev", "tcli",
              "src", self.router, netns=c)  # fmt: skip
+        if self.opts.nat64:
+            servers = list(self.opts.dns) or _nameservers()
+            self.extra = gateway_nat64.start(lan, c, s, servers, self.tmp)
+            self._record(processes=[[p.pid, proc_start(p.pid)] for p in self.extra])
         self._start_dnsmasq(c)
+        if self.opts.nat64:
+            self.say(
+                f"LAN {lan}: IPv6 only, {gateway_nat64.LAN_PREFIX6} (router advertisements), "
+                f"DNS64 {gateway_nat64.ROUTER6}, NAT64 {gateway_nat64.PREFIX64}; WAN {wan} "
+                f"(NAT, nftables table {table}); namespaces {c} (LAN side), {s} (WAN side)"
+            )
+            return
         self.say(
             f"LAN {lan}: {self.subnet}, gateway {self.router}, DHCP {self.pool[0]}-{self.pool[1]}"
             f"{', DNS ' + self.router if self.dns else ''}; WAN {wan} (NAT, nftables table "
@@ -353,6 +381,13 @@ class Gateway:
         leases = STATE_DIR / f"{self.pid}.leases"
         self._record(leases=str(leases))
         dns = [f"--server={x}" for x in servers] if servers else ["--port=0"]
+        lan_args = [
+            f"--dhcp-range={self.pool[0]},{self.pool[1]},{self.subnet.netmask},1h",
+            f"--dhcp-option=option:router,{self.router}",
+            *dns,
+        ]
+        if self.opts.nat64:
+            lan_args = gateway_nat64.dnsmasq_args()
         self.dnsmasq = subprocess.Popen(
             [
                 "nsenter",
@@ -365,14 +400,12 @@ class Gateway:
                 "--bind-interfaces",
                 f"--interface={self.opts.lan}",
                 "--except-interface=lo",
-                f"--dhcp-range={self.pool[0]},{self.pool[1]},{self.subnet.netmask},1h",
-                f"--dhcp-option=option:router,{self.router}",
+                *lan_args,
                 f"--dhcp-leasefile={leases}",
                 "--pid-file=",
                 "--user=root",
                 "--log-facility=-",
                 "--quiet-dhcp",
-                *dns,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -422,9 +455,9 @@ class Gateway:
             undo(self.path, self.state, client_ns=held)
         if self.client_fd is not None:
             os.close(self.client_fd)
-        if self.dnsmasq is not None:
+        for proc in [*self.extra, *([self.dnsmasq] if self.dnsmasq else [])]:
             with suppress(subprocess.TimeoutExpired):
-                self.dnsmasq.wait(5)
+                proc.wait(5)
         if self.emulator is not None:
             if self.emulator.poll() is None:
                 self.emulator.send_signal(signal.SIGTERM)
@@ -437,10 +470,7 @@ class Gateway:
             assert self.reaper.stdin is not None
             self.reaper.stdin.close()
             self.reaper.wait()
-        with suppress(OSError):
-            for f in self.tmp.iterdir():
-                f.unlink()
-            self.tmp.rmdir()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _mbit(nbytes: int, seconds: float) -> str:

@@ -121,6 +121,15 @@ def _gateway(
             rich_help_panel=_GW,
         ),
     ] = None,
+    nat64: Annotated[
+        bool,
+        typer.Option(
+            "--nat64",
+            help="An IPv6-only LAN (router advertisements) with DNS64 (unbound) and NAT64 "
+            "(tayga) to IPv4 servers under 64:ff9b::/96.",
+            rich_help_panel=_GW,
+        ),
+    ] = False,
     interval: Annotated[
         float,
         typer.Option(
@@ -147,6 +156,7 @@ def _gateway(
         wan=wan,
         subnet=lan_subnet,
         dns=tuple(dns or ()),
+        nat64=nat64,
         interval=interval,
         duration=duration,
         report=None if shell.report is None else Path(shell.report),

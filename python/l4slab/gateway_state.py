@@ -130,9 +130,11 @@ def save(path: Path, state: dict[str, Any]) -> None:
 def undo(path: Path, state: dict[str, Any], *, client_ns: str | None = None) -> None:
     """Undo every change ``state`` (read from ``path``) records, newest first, then remove
     the file. ``client_ns`` (a path) reaches the client namespace when its name is gone."""
-    if (pid := state.get("dnsmasq_pid")) and alive(pid, state.get("dnsmasq_start")):
-        with suppress(OSError):
-            os.kill(pid, signal.SIGTERM)
+    started = [[state.get("dnsmasq_pid"), state.get("dnsmasq_start")]]
+    for pid, start in [*started, *state.get("processes", [])]:
+        if pid and alive(pid, start):
+            with suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
     ns = client_ns or state.get("client_ns")
     lan = state.get("lan")
     if ns and lan and Path(ns_path(ns)).exists():
