@@ -318,7 +318,7 @@ def test_a_device_gets_an_address_and_the_bottleneck_rate_both_ways(world: World
     assert any(re.search(r"delay \d+\.\d ms \(C \d+\.\d\)", r) for r in rows), rows
     assert "1 device(s)" in log, log
     report = json.loads(report_file.read_text())
-    assert next(d["ipv4"] for d in report["gateway"]["devices"]).startswith("192.168.77.")
+    assert next(d["address"] for d in report["gateway"]["devices"]).startswith("192.168.77.")
     dirs = report["emulator"]["forwarder"]["directions"]
     # Both directions carried the iperf3 runs: 5 s at ~830 packets/s each.
     for d in ("bottleneck.up", "bottleneck.down"):

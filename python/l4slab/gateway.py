@@ -433,12 +433,12 @@ class Gateway:
             for line in Path(self.state["leases"]).read_text().splitlines():
                 parts = line.split()
                 if len(parts) >= 4:
-                    seen[parts[1]] = {"mac": parts[1], "ipv4": parts[2], "name": parts[3]}
+                    seen[parts[1]] = {"mac": parts[1], "address": parts[2], "name": parts[3]}
         with suppress(GatewayError):
             for n in ip_json("neigh", "show", "dev", self.opts.lan, netns=self.state["client_ns"]):
                 mac = n.get("lladdr")
                 if mac and mac not in seen:
-                    seen[mac] = {"mac": mac, "ipv4": n.get("dst", ""), "name": "*"}
+                    seen[mac] = {"mac": mac, "address": n.get("dst", ""), "name": "*"}
         return list(seen.values())
 
     def alive(self) -> bool:
