@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, in virtual environments of its own so that nothing left on
 # this machine by earlier installs can hide a missing dependency:
-#   1. Debian packages tests need (as root, with apt-get): chromium, iperf3, tshark;
+#   1. Debian packages tests need (as root, with apt-get): chromium, iperf3, tshark,
+#      dnsmasq, nftables, busybox, tayga, unbound, curl;
 #   2. a fresh .venv-test: l4slab with its test and dev tools and the Dask extra (builds
 #      the native module in release mode); Rust fmt, clippy and tests; ruff, mypy --strict and
 #      stubtest for _native.pyi; the Python suite, including the wheel test (the wheel
@@ -35,8 +36,10 @@ done
 
 # Debian packages the tests use: chromium renders the HTML reports headless
 # (tests/test_report.py), iperf3 checks the emulator against a real tool, tshark
-# reads the pcap captures back (tests/test_pcap.py).
-packages=(chromium iperf3 tshark)
+# reads the pcap captures back (tests/test_pcap.py); dnsmasq, nftables, busybox
+# (udhcpc), tayga, unbound and curl serve, NAT, translate and play the device for
+# l4slab gateway (tests/test_gateway.py).
+packages=(chromium iperf3 tshark dnsmasq nftables busybox tayga unbound curl)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

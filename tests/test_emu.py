@@ -84,6 +84,7 @@ def test_the_shell_plan_holds_the_command_and_every_field() -> None:
             "cc": "reno",
             "pcap_dir": None,
             "quiet": False,
+            "live": None,
             "tuning": {
                 "mtu": 1500,
                 "spin_us": 50,

@@ -97,6 +97,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("l4slab.report_cli", ("report", "compare")),
     ("l4slab.reproduce_cli", ("reproduce",)),
     ("l4slab.emu_cli", ("emu",)),
+    ("l4slab.gateway_cli", ("gateway",)),
     ("l4slab.send_cli", ("send", "serve")),
     ("l4slab.sweep_cli", ("sweep", "plot-sweep")),
     ("l4slab.check_cli", ("check-l4s",)),

@@ -94,6 +94,9 @@ class Shell:
     pcap_dir: PathArg | None = None
     #: No banner or timing line.
     quiet: bool = False
+    #: Sample the queues every second and write each sample (with the forwarder's
+    #: counters) to this file as JSON, replaced atomically: ``l4slab gateway``'s live view.
+    live: PathArg | None = None
     tuning: Tuning = field(default_factory=Tuning)
 
 

@@ -43,6 +43,7 @@
 //! the header checksum that covers it) and the fields GSO splitting defines.
 
 use std::os::fd::RawFd;
+use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
@@ -146,6 +147,10 @@ pub struct Config {
     /// The hosts' access links (the runtime's queues beyond the bottleneck's
     /// two), by flow. Needs [`Classifier::Ports`].
     pub access: AccessRoutes,
+    /// After each sample, write it with the directions' counters as JSON to
+    /// this file (replaced atomically; [`Forwarder::live_json`]): the live
+    /// view of `l4slab gateway`. Needs `record_series`.
+    pub live: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -162,6 +167,7 @@ impl Default for Config {
             coalesce: true,
             packet_log: None,
             access: AccessRoutes::default(),
+            live: None,
         }
     }
 }
@@ -737,6 +743,7 @@ impl Forwarder {
             return;
         }
         let ts = round6(t.saturating_since(self.started).as_secs_f64());
+        let first = self.series.len();
         self.bn.sample(t, ts, iv, &mut self.series);
         for (d, dir) in self.dirs.iter_mut().enumerate() {
             if let Some((_, max_ms)) = dir.lateness.take_interval() {
@@ -745,6 +752,39 @@ impl Forwarder {
                 self.series.push(ts, series, key, round6(max_ms * 1e3));
             }
         }
+        if let Some(path) = &self.cfg.live {
+            // Once per sample interval, not per packet. A live view that
+            // cannot be written is not worth stopping the run for.
+            let mut tmp = path.as_os_str().to_owned();
+            tmp.push(".tmp");
+            let text = self.live_json(first, ts).to_string();
+            let _ = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+        }
+    }
+
+    /// The sample recorded from series row `first` on (`t_s`; `queues`: each
+    /// queue's series values, as `series.parquet` names them) and each
+    /// direction's counters since the start (`forwarder`: packets and IP
+    /// bytes read and written).
+    pub fn live_json(&self, first: usize, t_s: f64) -> Value {
+        let s = &self.series;
+        let mut queues = Map::new();
+        for i in first..s.len() {
+            let name = s.name(s.series[i]).trim_start_matches("queue/");
+            if let Value::Object(q) = queues.entry(name).or_insert_with(|| json!({})) {
+                q.insert(s.name(s.key[i]).to_owned(), json!(s.value[i]));
+            }
+        }
+        let mut dirs = Map::new();
+        for (d, dir) in self.dirs.iter().enumerate() {
+            let c = &dir.counters;
+            dirs.insert(
+                QUEUE_NAMES[d].to_owned(),
+                json!({"packets_in": c.packets_in, "bytes_in": c.bytes_in,
+                       "packets_out": c.packets_out, "bytes_out": c.bytes_out}),
+            );
+        }
+        json!({"t_s": t_s, "queues": queues, "forwarder": dirs})
     }
 
     /// The recorded series as rows (`t_s`, `series`, `key`, `value`).

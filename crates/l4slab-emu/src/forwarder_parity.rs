@@ -396,3 +396,55 @@ fn the_forwarder_releases_what_the_simulators_clock_releases() {
         assert_eq!(a_rows.len(), b_rows.len(), "{name}: queue series rows");
     }
 }
+
+#[test]
+fn a_live_sample_has_the_queues_series_and_the_directions_counters() {
+    // `Config::live` (l4slab gateway's status line): each sample replaces the file.
+    let path = std::env::temp_dir().join(format!("l4slab-live-{}.json", std::process::id()));
+    let (cli, cli_peer) = fake_tun();
+    let (srv, _srv_peer) = fake_tun();
+    let cfg = Config {
+        classifier: Classifier::Ports(PORTS.to_vec()),
+        sample_interval: Some(SAMPLE),
+        coalesce: false,
+        live: Some(path.clone()),
+        ..Config::default()
+    };
+    let dualpi2 = || Box::new(DualPi2::new(DualPi2Config::default())) as Box<dyn Qdisc>;
+    let mut fwd = Forwarder::new(
+        bottleneck(&dualpi2),
+        (cli.as_raw_fd(), srv.as_raw_fd()),
+        None,
+        Clock::start(),
+        cfg,
+    )
+    .unwrap();
+    fwd.set_origin(Time::ZERO);
+    let first = *arrivals(9).iter().find(|a| a.dir == UP).unwrap();
+    let a = Arrival {
+        at: Time::ZERO,
+        ..first
+    };
+    sys::write_all_nb(cli_peer.as_raw_fd(), &frame(&a, 0)).unwrap();
+    fwd.read_tun(UP, Time::ZERO);
+    let mut next_sample = Some(Time::ZERO + SAMPLE);
+    fwd.wake(Time::ZERO + SAMPLE, &mut next_sample, &mut NoHooks);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["t_s"], 0.05, "{v}");
+    let up = &v["forwarder"]["bottleneck.up"];
+    assert_eq!(up["packets_in"], 1, "{v}");
+    assert_eq!(up["bytes_in"], u64::from(a.ip_len), "{v}");
+    assert_eq!(v["forwarder"]["bottleneck.down"]["packets_in"], 0, "{v}");
+    // The sample's series, as series.parquet names them: the packet has left.
+    let q = &v["queues"]["bottleneck.up"];
+    assert_eq!(q["backlog_pkts"], 0.0, "{v}");
+    for key in ["backlog_bytes", "drops", "marks", "utilization"] {
+        assert!(q[key].is_number(), "{key}: {v}");
+    }
+    assert!(
+        v["queues"]["bottleneck.down"]["backlog_pkts"].is_number(),
+        "{v}"
+    );
+}

@@ -224,12 +224,16 @@ mod tests {
     fn a_shell_plan_reads_into_the_shell_options() {
         let plan = serde_json::json!({"shell": {"command": ["true"], "sets": ["bottleneck.rate=1Mbit"],
             "server_command": null, "report": "/tmp/r.json", "cc": "reno", "pcap_dir": null,
-            "quiet": true, "tuning": tuning()}});
+            "quiet": true, "live": "/tmp/live.json", "tuning": tuning()}});
         let Plan::Shell(o) = Plan::from_json(&plan.to_string()).unwrap() else {
             panic!("not a shell plan")
         };
         assert_eq!(o.command, ["true"]);
         assert_eq!(o.cc, "reno");
+        assert_eq!(
+            o.live.as_deref(),
+            Some(std::path::Path::new("/tmp/live.json"))
+        );
         assert_eq!(o.tuning.min_sleep, l4slab_core::Dur::from_micros(25));
         assert_eq!(o.tuning.malformed, crate::forwarder::MalformedPolicy::Pass);
         assert!(

@@ -514,6 +514,7 @@ pub fn run(
                     .collect()
             }),
             access: AccessRoutes::new(scn, &access),
+            live: None,
         },
     )?;
     if let Some(dir) = pcap_dir.filter(|_| scn.pcap) {

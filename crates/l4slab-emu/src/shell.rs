@@ -113,6 +113,9 @@ pub struct ShellOptions {
     /// queue's ingress and egress) into `DIR/pcap/` ([`crate::capture`]).
     pub pcap_dir: Option<PathBuf>,
     pub quiet: bool,
+    /// Sample the queues every second and write each sample to this file
+    /// ([`forwarder::Config::live`]; `l4slab gateway`'s status line).
+    pub live: Option<PathBuf>,
     pub tuning: RunTuning,
 }
 
@@ -339,9 +342,15 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
             mtu: t.mtu as usize,
             spin: t.spin,
             malformed: t.malformed,
-            // Only used to check the drain deadline (no series in the shell).
-            sample_interval: Some(Dur::from_millis(50)),
-            record_series: false,
+            // Without a live view, only used to check the drain deadline (no
+            // series in the shell).
+            sample_interval: Some(if opts.live.is_some() {
+                Dur::from_secs(1)
+            } else {
+                Dur::from_millis(50)
+            }),
+            record_series: opts.live.is_some(),
+            live: opts.live.clone(),
             coalesce: t.coalesce,
             min_sleep: t.min_sleep,
             access: AccessRoutes::every_packet(&scn, &access),

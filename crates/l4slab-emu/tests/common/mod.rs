@@ -56,6 +56,7 @@ pub fn shell_plan(command: &[&str]) -> ShellOptions {
         cc: "cubic".into(),
         pcap_dir: None,
         quiet: true,
+        live: None,
         tuning: tuning(),
     }
 }

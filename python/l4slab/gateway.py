@@ -1,0 +1,536 @@
+"""``l4slab gateway``: real devices on a LAN interface behind the emulator's bottleneck.
+
+The emulator (:mod:`l4slab.emu`, the ``shell`` plan) makes its two namespaces
+joined through TUN devices and its forwarder; the gateway plugs the world into
+them::
+
+    device ── LAN iface ─┐ [ns l4slab-<pid>-c]            [ns l4slab-<pid>-s]
+      (DHCP from dnsmasq) │  tcli ── forwarder ── tsrv      veth "wan" ────────┐
+                          └─ ip_forward, default via tcli   ip_forward          │
+                                                                                 │
+    [host] veth l4gw-<pid>-h (169.254.77.1/30), route LAN subnet via it,         │
+           ip_forward = 1, nftables masquerade of the LAN subnet out of WAN ─────┘
+
+So every packet between a device and the WAN crosses the bottleneck, with the
+emulator's options per direction (up = device -> WAN, down = WAN -> device).
+
+**Safety.** Before it changes anything the gateway writes down what it is about to
+change; :mod:`l4slab.gateway_state` undoes it when the gateway stops, and its reaper
+after SIGKILL.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from l4slab import gateway_nat64
+from l4slab.emu_plan import SERVER_ADDR, Shell
+from l4slab.gateway_options import Options
+from l4slab.gateway_state import (
+    STATE_DIR,
+    GatewayError,
+    GatewayInputError,
+    alive,
+    cleanup,
+    ip_json,
+    ns_path,
+    proc_start,
+    save,
+    sh,
+    states,
+    undo,
+)
+
+__all__ = [
+    "STATE_DIR",
+    "Gateway",
+    "GatewayError",
+    "GatewayInputError",
+    "Options",
+    "cleanup",
+    "undo",
+]
+
+#: The host <-> server-namespace transit link (link-local: never a real network's).
+TRANSIT_HOST = "169.254.77.1"
+TRANSIT_NS = "169.254.77.2"
+TRANSIT_PREFIX = 30
+IP_FORWARD = "/proc/sys/net/ipv4/ip_forward"
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _links() -> dict[str, dict[str, Any]]:
+    return {link["ifname"]: link for link in ip_json("link", "show")}
+
+
+def check(opts: Options) -> None:
+    """Refuse (:class:`GatewayInputError`) what the gateway must not touch, before
+    anything changes."""
+    for _, state in states():
+        if alive(state.get("owner_pid", 0), state.get("owner_start")) and opts.lan in (
+            state.get("lan"),
+            state.get("wan"),
+        ):
+            raise GatewayInputError(
+                f"--lan {opts.lan} is in use by the gateway of pid {state['owner_pid']}"
+            )
+    links = _links()
+    for role, name in (("--lan", opts.lan), ("--wan", opts.wan)):
+        if name not in links:
+            raise GatewayInputError(
+                f"{role} {name}: no such interface (have: {', '.join(sorted(links))})"
+            )
+    if opts.lan == opts.wan:
+        raise GatewayInputError(
+            f"--lan {opts.lan} is also --wan: the LAN must be another interface"
+        )
+    for route in ip_json("route", "show", "default") + ip_json("-6", "route", "show", "default"):
+        if route.get("dev") == opts.lan:
+            raise GatewayInputError(
+                f"--lan {opts.lan} carries this machine's default route; the gateway would "
+                "take it away (use another interface as the LAN)"
+            )
+    if "lo" in (opts.lan, opts.wan):
+        raise GatewayInputError("the loopback interface cannot be the LAN or the WAN")
+    try:
+        subnet = ipaddress.IPv4Network(opts.subnet)
+    except ValueError as exc:
+        raise GatewayInputError(f"--lan-subnet {opts.subnet}: {exc}") from None
+    for server in opts.dns:
+        try:
+            ipaddress.IPv4Address(server)
+        except ValueError:
+            raise GatewayInputError(f"--dns {server}: not an IPv4 address") from None
+    if subnet.num_addresses < 8:
+        raise GatewayInputError(f"--lan-subnet {opts.subnet}: too small (at least a /29)")
+    for route in ip_json("route", "show"):
+        dst = route.get("dst", "")
+        if dst in ("default", "") or opts.lan == route.get("dev"):
+            continue
+        with suppress(ValueError):
+            if ipaddress.IPv4Network(dst, strict=False).overlaps(subnet):
+                raise GatewayInputError(
+                    f"--lan-subnet {opts.subnet} overlaps {dst} (dev {route.get('dev')}) "
+                    "of this machine: choose another"
+                )
+    if opts.nat64:
+        pool = ipaddress.IPv4Network(gateway_nat64.POOL4)
+        for route in ip_json("route", "show"):
+            with suppress(ValueError):
+                if ipaddress.IPv4Network(route.get("dst", ""), strict=False).overlaps(pool):
+                    raise GatewayInputError(
+                        f"--nat64: its IPv4 pool {pool} overlaps {route['dst']} of this machine"
+                    )
+    for tool in ("dnsmasq", "nft", "nsenter", *(("tayga", "unbound") if opts.nat64 else ())):
+        if not any(Path(d, tool).exists() for d in [*os.get_exec_path(), "/usr/sbin", "/sbin"]):
+            raise GatewayError(f"{tool} is not installed (Debian: apt-get install -y {tool})")
+
+
+# ----------------------------------------------------------------------------- the gateway
+
+
+def _nameservers() -> list[str]:
+    """The host's DNS servers that the LAN can reach through the WAN (not loopback)."""
+    try:
+        text = Path("/etc/resolv.conf").read_text()
+    except OSError:
+        return []
+    found = re.findall(r"^\s*nameserver\s+(\S+)", text, re.M)
+    out = []
+    for s in found:
+        with suppress(ValueError):
+            if ipaddress.ip_address(s).version == 4 and not ipaddress.ip_address(s).is_loopback:
+                out.append(s)
+    return out
+
+
+class Gateway:
+    """A running gateway: :meth:`start`, then :meth:`status` per interval, :meth:`stop`."""
+
+    def __init__(self, opts: Options, say: Callable[[str], None]) -> None:
+        self.opts = opts
+        self.say = say
+        self.pid = os.getpid()
+        self.path = STATE_DIR / f"{self.pid}.json"
+        subnet = ipaddress.IPv4Network(opts.subnet)
+        hosts = list(subnet.hosts())
+        self.router = str(hosts[0])
+        self.pool = (str(hosts[min(99, len(hosts) // 2)]), str(hosts[-1]))
+        self.subnet = subnet
+        self.state: dict[str, Any] = {}
+        self.emulator: subprocess.Popen[str] | None = None
+        self.dnsmasq: subprocess.Popen[bytes] | None = None
+        self.reaper: subprocess.Popen[bytes] | None = None
+        self.tmp = Path(tempfile.mkdtemp(prefix="l4slab-gateway-"))
+        self.dns = False
+        self.stopped = False
+        self.client_fd: int | None = None
+        #: DNS64 and NAT64 (``--nat64``).
+        self.extra: list[subprocess.Popen[bytes]] = []
+        #: The emulator's report, once it stopped.
+        self.report: dict[str, Any] | None = None
+
+    def _record(self, **changes: Any) -> None:
+        self.state.update(changes)
+        save(self.path, self.state)
+
+    def _tell_reaper(self, line: str) -> None:
+        assert self.reaper is not None and self.reaper.stdin is not None
+        self.reaper.stdin.write(line.encode() + b"\n")
+        self.reaper.stdin.flush()
+
+    def start(self) -> None:
+        """Check, then set everything up; on a failure, undo what was done and raise."""
+        from l4slab import emu  # loaded when a gateway runs, not with the CLI
+
+        check(self.opts)
+        if not emu.is_root():
+            raise emu.NotRootError(
+                "l4slab gateway needs root: it moves interfaces, runs a DHCP server and NATs."
+            )
+        for lan in cleanup():
+            self.say(f"restored what a killed gateway left (LAN {lan})")
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        lan = self.opts.lan
+        addrs = ip_json("addr", "show", "dev", lan)[0]
+        self._record(
+            owner_pid=self.pid,
+            owner_start=proc_start(self.pid),
+            lan=lan,
+            wan=self.opts.wan,
+            lan_addrs=[
+                f"{a['local']}/{a['prefixlen']}"
+                for a in addrs.get("addr_info", [])
+                if a.get("scope") != "link"
+            ],
+            lan_up="UP" in addrs.get("flags", []),
+            sysctls={},
+        )
+        self.reaper = subprocess.Popen(
+            [sys.executable, "-m", "l4slab.gateway_state", "reap", str(self.path)],
+            stdin=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            self._setup()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_emulator(self) -> tuple[str, str]:
+        """Start the emulator with a COMMAND that prints the namespace names and sleeps."""
+        from l4slab import emu  # loaded when a gateway runs, not with the CLI
+
+        plan = emu.checked(
+            Shell(
+                command=(
+                    "sh",
+                    "-c",
+                    'echo "$L4SLAB_CLIENT_NETNS $L4SLAB_SERVER_NETNS"; exec sleep infinity',
+                ),
+                sets=self.opts.shell.sets,
+                report=self.tmp / "emulator.json",
+                live=self.tmp / "live.json",
+                cc=self.opts.shell.cc,
+                quiet=self.opts.shell.quiet,
+                tuning=self.opts.shell.tuning,
+                pcap_dir=self.opts.shell.pcap_dir,
+            )
+        )
+        self.emulator = subprocess.Popen(
+            emu.command_line(plan),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=emu._child_env(),
+            # Not in the terminal's process group: a Ctrl-C must not make it delete the
+            # namespaces before the gateway has moved the LAN interface back.
+            start_new_session=True,
+        )
+        assert self.emulator.stdout is not None
+        ready, _, _ = select.select([self.emulator.stdout], [], [], 30)
+        line = self.emulator.stdout.readline() if ready else ""
+        if len(line.split()) != 2:
+            self.emulator.wait(5)
+            if self.emulator.returncode == 2:
+                # Bad link options: the emulator resolves them (shell.rs, resolve_links)
+                # and says which key, before it creates anything.
+                raise GatewayInputError("the emulator refused the link options (above)")
+            raise GatewayError(
+                f"the emulator did not start (exit {self.emulator.returncode}; its messages "
+                "are above)"
+            )
+        client, server = line.split()
+        self._record(
+            emulator_pid=self.emulator.pid,
+            emulator_start=proc_start(self.emulator.pid),
+            client_ns=client,
+            server_ns=server,
+        )
+        # Held, as the reaper holds it: if the emulator ends first and deletes the
+        # namespace's name, the LAN interface can still be moved back.
+        self.client_fd = os.open(ns_path(client), os.O_RDONLY | os.O_CLOEXEC)
+        return client, server
+
+    def _sysctl(self, key: str, value: str) -> None:
+        old = Path(key).read_text().strip()
+        if old != value:
+            self._record(sysctls={**self.state["sysctls"], key: old})
+            Path(key).write_text(value)
+
+    def _setup(self) -> None:
+        lan, wan = self.opts.lan, self.opts.wan
+        c, s = self._start_emulator()
+        self._tell_reaper(f"ns {c}")
+        # The server namespace <-> the host: a veth pair, NATed out of the WAN.
+        veth = f"l4gw-{self.pid}-h"
+        self._record(veth=veth)
+        sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "wan", "netns", s)
+        sh("ip", "addr", "add", f"{TRANSIT_HOST}/{TRANSIT_PREFIX}", "dev", veth)
+        sh("ip", "link", "set", "dev", veth, "up")
+        sh("ip", "addr", "add", f"{TRANSIT_NS}/{TRANSIT_PREFIX}", "dev", "wan", netns=s)
+        sh("ip", "link", "set", "dev", "wan", "up", netns=s)
+        sh("ip", "route", "add", "default", "via", TRANSIT_HOST, "dev", "wan", netns=s)
+        sh("ip", "route", "add", str(self.subnet), "dev", "tsrv", netns=s)
+        sh("ip", "route", "add", str(self.subnet), "via", TRANSIT_NS, "dev", veth)
+        nat = [str(self.subnet)]
+        if self.opts.nat64:
+            sh("ip", "route", "add", gateway_nat64.POOL4, "via", TRANSIT_NS, "dev", veth)
+            nat.append(gateway_nat64.POOL4)
+        for ns in (c, s):
+            sh("sysctl", "-qw", "net.ipv4.ip_forward=1", netns=ns)
+        self._sysctl(IP_FORWARD, "1")
+        table = f"l4slab_gw_{self.pid}"
+        self._record(nft_table=table)
+        rules = f"""table ip {table} {{
+  chain postrouting {{ type nat hook postrouting priority srcnat; policy accept;
+    ip saddr {{ {", ".join(nat)} }} oifname "{wan}" masquerade; }}
+  chain forward {{ type filter hook forward priority filter; policy accept;
+    iifname "{veth}" oifname "{wan}" accept;
+    iifname "{wan}" oifname "{veth}" ct state established,related accept; }}
+}}
+"""
+        rules_file = self.tmp / "nat.nft"
+        rules_file.write_text(rules)
+        sh("nft", "-f", str(rules_file))
+        # The LAN interface into the client namespace, the devices' router.
+        self._record(lan_moved=True)
+        sh("ip", "link", "set", "dev", lan, "netns", c)
+        prefix = f"{self.router}/{self.subnet.prefixlen}"
+        sh("ip", "addr", "add", prefix, "dev", lan, netns=c)
+        sh("ip", "link", "set", "dev", lan, "up", netns=c)
+        # `src`: the namespace's own traffic (dnsmasq's DNS queries) leaves from the LAN
+        # address, which the host routes back and NATs, not from tcli's 10.77.0.1.
+        sh("ip", "route", "add", "default", "via", SERVER_ADDR, "dev", "tcli",
+             "src", self.router, netns=c)  # fmt: skip
+        if self.opts.nat64:
+            servers = list(self.opts.dns) or _nameservers()
+            self.extra = gateway_nat64.start(lan, c, s, servers, self.tmp)
+            self._record(processes=[[p.pid, proc_start(p.pid)] for p in self.extra])
+        self._start_dnsmasq(c)
+        if self.opts.nat64:
+            self.say(
+                f"LAN {lan}: IPv6 only, {gateway_nat64.LAN_PREFIX6} (router advertisements), "
+                f"DNS64 {gateway_nat64.ROUTER6}, NAT64 {gateway_nat64.PREFIX64}; WAN {wan} "
+                f"(NAT, nftables table {table}); namespaces {c} (LAN side), {s} (WAN side)"
+            )
+            return
+        self.say(
+            f"LAN {lan}: {self.subnet}, gateway {self.router}, DHCP {self.pool[0]}-{self.pool[1]}"
+            f"{', DNS ' + self.router if self.dns else ''}; WAN {wan} (NAT, nftables table "
+            f"{table}); namespaces {c} (LAN side), {s} (WAN side)"
+        )
+
+    def _start_dnsmasq(self, c: str) -> None:
+        servers = list(self.opts.dns) or _nameservers()
+        self.dns = bool(servers)
+        leases = STATE_DIR / f"{self.pid}.leases"
+        self._record(leases=str(leases))
+        dns = [f"--server={x}" for x in servers] if servers else ["--port=0"]
+        lan_args = [
+            f"--dhcp-range={self.pool[0]},{self.pool[1]},{self.subnet.netmask},1h",
+            f"--dhcp-option=option:router,{self.router}",
+            *dns,
+        ]
+        if self.opts.nat64:
+            lan_args = gateway_nat64.dnsmasq_args()
+        self.dnsmasq = subprocess.Popen(
+            [
+                "nsenter",
+                f"--net={ns_path(c)}",
+                "dnsmasq",
+                "--keep-in-foreground",
+                "--conf-file=/dev/null",
+                "--no-resolv",
+                "--no-hosts",
+                "--bind-interfaces",
+                f"--interface={self.opts.lan}",
+                "--except-interface=lo",
+                *lan_args,
+                f"--dhcp-leasefile={leases}",
+                "--pid-file=",
+                "--user=root",
+                "--log-facility=-",
+                "--quiet-dhcp",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._record(dnsmasq_pid=self.dnsmasq.pid, dnsmasq_start=proc_start(self.dnsmasq.pid))
+        time.sleep(0.2)
+        if self.dnsmasq.poll() is not None:
+            raise GatewayError(f"dnsmasq exited at once ({self.dnsmasq.returncode}; see above)")
+
+    # ------------------------------------------------------------------------- running
+
+    def live(self) -> dict[str, Any] | None:
+        """The emulator's latest sample (``Shell.live``), ``None`` before the first."""
+        try:
+            data: dict[str, Any] = json.loads((self.tmp / "live.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return data
+
+    def devices(self) -> list[dict[str, str]]:
+        """Devices seen: the DHCP leases, and neighbours on the LAN with an address."""
+        seen: dict[str, dict[str, str]] = {}
+        with suppress(OSError):
+            for line in Path(self.state["leases"]).read_text().splitlines():
+                parts = line.split()
+                if len(parts) >= 4:
+                    seen[parts[1]] = {"mac": parts[1], "address": parts[2], "name": parts[3]}
+        with suppress(GatewayError):
+            for n in ip_json("neigh", "show", "dev", self.opts.lan, netns=self.state["client_ns"]):
+                mac = n.get("lladdr")
+                if mac and mac not in seen:
+                    seen[mac] = {"mac": mac, "address": n.get("dst", ""), "name": "*"}
+        return list(seen.values())
+
+    def alive(self) -> bool:
+        return self.emulator is not None and self.emulator.poll() is None
+
+    def stop(self) -> None:
+        """Undo everything, stop the emulator and keep its report (:attr:`report`).
+        Idempotent: a failed :meth:`start` calls it, and so does :func:`run` after."""
+        from l4slab import emu  # loaded when a gateway runs, not with the CLI
+
+        if self.stopped:
+            return
+        self.stopped = True
+        if self.state:
+            held = None if self.client_fd is None else f"/proc/{os.getpid()}/fd/{self.client_fd}"
+            undo(self.path, self.state, client_ns=held)
+        if self.client_fd is not None:
+            os.close(self.client_fd)
+        for proc in [*self.extra, *([self.dnsmasq] if self.dnsmasq else [])]:
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+        if self.emulator is not None:
+            if self.emulator.poll() is None:
+                self.emulator.send_signal(signal.SIGTERM)
+            self.emulator.wait()
+            with suppress(OSError, ValueError):
+                self.report = emu.read_report(self.tmp / "emulator.json")
+        if self.reaper is not None:
+            with suppress(OSError):
+                self._tell_reaper("done")
+            assert self.reaper.stdin is not None
+            self.reaper.stdin.close()
+            self.reaper.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _mbit(nbytes: int, seconds: float) -> str:
+    return f"{nbytes * 8 / seconds / 1e6:.2f}"
+
+
+_DIRECTIONS = (("bottleneck.up", "up (LAN->WAN)"), ("bottleneck.down", "down (WAN->LAN)"))
+
+
+def status_line(prev: dict[str, Any] | None, now: dict[str, Any], devices: int) -> str:
+    """One line from two of the emulator's live samples (``prev`` ``None``: since the
+    start): per direction the rate out of the bottleneck and into it (IP bytes, from
+    the forwarder's counters), and the queue in the last sample: backlog, mean delay
+    (DualPI2's L and C apart), drops and marks."""
+    seconds = now["t_s"] - (prev["t_s"] if prev else 0.0)
+    parts = []
+    for d, label in _DIRECTIONS:
+        f = now["forwarder"][d]
+        p = prev["forwarder"][d] if prev else {"bytes_in": 0, "bytes_out": 0}
+        q = now["queues"].get(d, {})
+        delay = f"{q['sojourn_ms']:.1f} ms" if "sojourn_ms" in q else "- ms"
+        subs = [
+            f"{k.split('.')[1].upper()} {q[k]:.1f}"
+            for k in sorted(q)
+            if k.startswith("sojourn_ms.")
+        ]
+        if subs:
+            delay += f" ({', '.join(subs)})"
+        parts.append(
+            f"{label} {_mbit(f['bytes_out'] - p['bytes_out'], seconds)} Mbit/s "
+            f"(in {_mbit(f['bytes_in'] - p['bytes_in'], seconds)}), queue "
+            f"{q.get('backlog_pkts', 0):.0f} pkt, delay {delay}, {q.get('drops', 0):.0f} drops, "
+            f"{q.get('marks', 0):.0f} marks"
+        )
+    return f"l4slab gateway: {'; '.join(parts)}; {devices} device(s)"
+
+
+def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> dict[str, Any]:
+    """Run a gateway until ``stop()`` (polled each interval), the duration, or the
+    emulator's end; the report (also written to ``opts.report``)."""
+    gw = Gateway(opts, say)
+    try:
+        gw.start()
+        t0 = time.monotonic()
+        prev: dict[str, Any] | None = None
+        step = opts.interval if opts.interval > 0 else 0.2
+        while gw.alive() and not stop():
+            if opts.duration is not None and time.monotonic() - t0 >= opts.duration:
+                break
+            time.sleep(step)
+            now = gw.live()
+            if now is None or (prev is not None and now["t_s"] <= prev["t_s"]):
+                continue
+            if opts.interval > 0:
+                say(status_line(prev, now, len(gw.devices())))
+            prev = now
+        devices = gw.devices()
+        ended = None if gw.alive() else gw.emulator.returncode if gw.emulator else None
+    finally:
+        gw.stop()
+    report = {
+        "gateway": {
+            "lan": opts.lan,
+            "wan": opts.wan,
+            "subnet": str(gw.subnet),
+            "router": gw.router,
+            "duration_s": round(time.monotonic() - t0, 3),
+            "devices": devices,
+        },
+        "emulator": gw.report,
+    }
+    if opts.report is not None:
+        opts.report.write_text(json.dumps(report, indent=2) + "\n")
+    if ended is not None:
+        raise GatewayError(
+            f"the emulator process ended by itself (exit status {ended}); the gateway stopped "
+            "and undid its changes"
+        )
+    return report

@@ -1,0 +1,214 @@
+"""The gateway's undo log: what ``l4slab gateway`` changed on this machine, and undoing it.
+
+Before it changes anything, a gateway (:mod:`l4slab.gateway`) writes a state file
+``/run/l4slab-gateway/<pid>.json`` naming every change and how to undo it: the LAN
+interface with its addresses, the veth, the nftables table, each sysctl's old value,
+dnsmasq's pid. :func:`undo` undoes what a state file records. It runs when the gateway
+stops, in the reaper process after SIGKILL (:func:`reap`: it holds a descriptor of the
+client namespace, so the LAN interface can be moved back even after the emulator's own
+reaper deleted the namespace's name; a deleted namespace would destroy a veth and give
+a physical device back without its addresses), at every start for gateways whose owner
+is dead, and in ``l4slab gateway cleanup`` (:func:`cleanup`).
+
+The reaper runs as ``python -m l4slab.gateway_state reap STATE_FILE``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from l4slab import emu
+
+__all__ = [
+    "STATE_DIR",
+    "GatewayError",
+    "GatewayInputError",
+    "alive",
+    "cleanup",
+    "ip_json",
+    "ns_path",
+    "proc_start",
+    "reap",
+    "save",
+    "sh",
+    "states",
+    "try_sh",
+    "undo",
+]
+
+STATE_DIR = Path("/run/l4slab-gateway")
+
+
+class GatewayError(emu.EmuError):
+    """The gateway could not start or run (a command failed, a tool is missing)."""
+
+
+class GatewayInputError(emu.EmuInputError):
+    """A refused option: the interface is missing, is the WAN, carries the default
+    route, is in use by a running gateway, or the LAN subnet collides (exit 2)."""
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def sh(*args: str, netns: str | None = None) -> str:
+    """Run a command (in network namespace ``netns``, a name or a path, when given);
+    its stdout. Raises :class:`GatewayError` with its stderr when it fails."""
+    argv = [*(["nsenter", f"--net={ns_path(netns)}"] if netns else []), *args]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except FileNotFoundError as exc:
+        raise GatewayError(f"{args[0]} is not installed ({exc})") from None
+    if out.returncode != 0:
+        raise GatewayError(f"`{' '.join(argv)}` failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def try_sh(*args: str, netns: str | None = None) -> bool:
+    """:func:`sh` for undoing: a failure is reported, not raised."""
+    try:
+        sh(*args, netns=netns)
+    except GatewayError as exc:
+        print(f"l4slab gateway: warning: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def ns_path(netns: str) -> str:
+    return netns if "/" in netns else f"/run/netns/{netns}"
+
+
+def ip_json(*args: str, netns: str | None = None) -> list[dict[str, Any]]:
+    out = sh("ip", "-j", *args, netns=netns).strip()
+    data: list[dict[str, Any]] = json.loads(out) if out else []
+    return data
+
+
+def proc_start(pid: int) -> int | None:
+    """Kernel start time of ``pid`` (``/proc/PID/stat`` field 22), ``None`` if gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    rest = stat[stat.rfind(")") + 2 :].split()
+    return None if rest[0] == "Z" else int(rest[19])
+
+
+def alive(pid: int, start: int | None) -> bool:
+    """Whether ``pid`` is the live process that had kernel start time ``start``."""
+    return start is not None and proc_start(pid) == start
+
+
+# ----------------------------------------------------------------------------- state
+
+
+def states() -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Every gateway's state file with its content (live and dead owners alike)."""
+    if not STATE_DIR.is_dir():
+        return
+    for path in sorted(STATE_DIR.glob("*.json")):
+        with suppress(OSError, ValueError):
+            yield path, json.loads(path.read_text())
+
+
+def save(path: Path, state: dict[str, Any]) -> None:
+    """Write ``state`` to ``path`` atomically (a reaper may read it at any moment)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1))
+    tmp.replace(path)
+
+
+def undo(path: Path, state: dict[str, Any], *, client_ns: str | None = None) -> None:
+    """Undo every change ``state`` (read from ``path``) records, newest first, then remove
+    the file. ``client_ns`` (a path) reaches the client namespace when its name is gone."""
+    started = [[state.get("dnsmasq_pid"), state.get("dnsmasq_start")]]
+    for pid, start in [*started, *state.get("processes", [])]:
+        if pid and alive(pid, start):
+            with suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+    ns = client_ns or state.get("client_ns")
+    lan = state.get("lan")
+    if ns and lan and Path(ns_path(ns)).exists():
+        # Back into this process's namespace (the host's): `ip` runs inside `ns`.
+        host = f"/proc/{os.getpid()}/ns/net"
+        with suppress(GatewayError):
+            sh("ip", "link", "set", "dev", lan, "down", netns=ns)
+            sh("ip", "link", "set", "dev", lan, "netns", host, netns=ns)
+    if lan and Path(f"/sys/class/net/{lan}").exists() and state.get("lan_moved"):
+        for addr in state.get("lan_addrs", []):
+            try_sh("ip", "addr", "add", addr, "dev", lan)
+        if state.get("lan_up"):
+            try_sh("ip", "link", "set", "dev", lan, "up")
+    if (table := state.get("nft_table")) and _nft_table_exists(table):
+        try_sh("nft", "delete", "table", "ip", table)
+    if (veth := state.get("veth")) and Path(f"/sys/class/net/{veth}").exists():
+        try_sh("ip", "link", "del", veth)
+    for key, old in state.get("sysctls", {}).items():
+        with suppress(OSError):
+            Path(key).write_text(old)
+    with suppress(OSError):
+        Path(state.get("leases", "")).unlink()
+    with suppress(OSError):
+        path.unlink()
+
+
+def _nft_table_exists(table: str) -> bool:
+    try:
+        return table in sh("nft", "list", "tables", "ip")
+    except GatewayError:
+        return False
+
+
+def cleanup() -> list[str]:
+    """Undo what gateways whose owner is dead left behind; the LAN interfaces restored."""
+    done = []
+    for path, state in states():
+        if not alive(state.get("owner_pid", 0), state.get("owner_start")):
+            undo(path, state)
+            done.append(str(state.get("lan")))
+    return done
+
+
+def reap(state_file: Path) -> None:
+    """The reaper (stdin: a pipe the gateway holds). Lines ``ns NAME`` name the client
+    namespace, which it opens (so it outlives its name); ``done`` means the gateway undid
+    everything itself. At EOF without ``done`` (the gateway was killed), it waits for
+    the emulator to finish its own teardown, then undoes what the state file records."""
+    ns_fd: int | None = None
+    done = False
+    for line in sys.stdin:
+        word, _, arg = line.strip().partition(" ")
+        if word == "ns":
+            with suppress(OSError):
+                ns_fd = os.open(ns_path(arg), os.O_RDONLY)
+        elif word == "done":
+            done = True
+    if done or not state_file.exists():
+        return
+    state = json.loads(state_file.read_text())
+    deadline = time.monotonic() + 10
+    while alive(state.get("emulator_pid", 0), state.get("emulator_start")):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    # nsenter reaches the namespace through our descriptor (its own are closed).
+    held = None if ns_fd is None else f"/proc/{os.getpid()}/fd/{ns_fd}"
+    undo(state_file, state, client_ns=held)
+
+
+if __name__ == "__main__":  # the reaper: python -m l4slab.gateway_state reap STATE_FILE
+    if sys.argv[1:2] == ["reap"] and len(sys.argv) == 3:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        reap(Path(sys.argv[2]))
+    else:
+        sys.exit("usage: python -m l4slab.gateway_state reap STATE_FILE")
