@@ -1,0 +1,156 @@
+//! A multi-homed client (`[[hosts.NAME.paths]]`) and connection racing
+//! (`racing`, RFC 8305 §5; docs/models/racing.md): a 100 KB fetch over a
+//! phone with a Wi-Fi path (5 ms, 50 Mbit/s) and a cellular path (30 ms,
+//! 10 Mbit/s) to a server 10 ms beyond a 100 Mbit/s bottleneck.
+
+mod common;
+
+use common::{f64_of, flow, run_toml};
+
+const PHONE: &str = r#"
+format = 1
+duration = "20s"
+
+[bottleneck]
+rate = "100Mbit"
+delay = "10ms"
+buffer = "100pkt"
+
+[hosts.phone]
+side = "client"
+
+[[hosts.phone.paths]]
+name = "wifi"
+access_delay = "5ms"
+access = { rate = "50Mbit", buffer = "100pkt" }
+
+[[hosts.phone.paths]]
+name = "lte"
+access_delay = "30ms"
+access = { rate = "10Mbit", buffer = "100pkt" }
+
+[[flows]]
+name = "get"
+cc = "cubic"
+app = { kind = "file", size = "100KB" }
+"#;
+
+/// The flow's `multipath` entry.
+fn mp(out: &l4slab_sim::RunOutput) -> serde_json::Value {
+    flow(out, "get")["multipath"].clone()
+}
+
+/// Wi-Fi down from the start for `until` (in TOML), racing as written.
+fn wifi_out(until: &str, racing: &str) -> l4slab_sim::RunOutput {
+    let outage = format!("hosts.phone.paths[0].outages=[{{ start = \"0s\", end = \"{until}\" }}]");
+    let racing = format!("hosts.phone.racing={racing}");
+    run_toml(PHONE, &[&outage, &racing])
+}
+
+fn secs(v: &serde_json::Value, key: &str) -> f64 {
+    assert!(v[key].is_number(), "{key}: {v}");
+    f64_of(&v[key])
+}
+
+#[test]
+fn both_paths_good_the_preferred_carries_everything() {
+    let out = run_toml(PHONE, &[]);
+    let m = mp(&out);
+    assert_eq!(m["path"], "wifi", "{m}");
+    assert_eq!(m["racing"], true);
+    assert_eq!(m["racing_fired"], false, "{m}");
+    assert_eq!(m["attempts_abandoned"], 0);
+    // The racing cost: nothing (the handshake took 2 x 15 ms < 250 ms).
+    assert_eq!(m["paths"]["lte"]["bytes"], 0, "{m}");
+    // 100 KB over the 50 Mbit/s Wi-Fi: 100,000 B of payload and headers down.
+    let down = m["paths"]["wifi"]["bytes_down"].as_u64().unwrap();
+    assert!((100_000..110_000).contains(&down), "{m}");
+    // The handshake is one RTT over Wi-Fi: 2 x (5 + 10) ms plus serialization.
+    let c = secs(&m, "connected_s");
+    assert!((0.030..0.031).contains(&c), "{m}");
+    assert!(secs(&m, "time_to_completion_s") < 0.2, "{m}");
+}
+
+#[test]
+fn wifi_out_with_racing_the_second_attempt_goes_at_the_delay_and_wins() {
+    let out = wifi_out("30s", "\"250ms\"");
+    let m = mp(&out);
+    assert_eq!(m["path"], "lte", "{m}");
+    assert_eq!(m["racing_fired"], true);
+    // Exactly the Connection Attempt Delay after the first SYN.
+    assert_eq!(secs(&m, "second_attempt_s"), 0.25, "{m}");
+    // Then one LTE round trip: 2 x (30 + 10) ms, plus serialization.
+    let c = secs(&m, "connected_s");
+    assert!((0.330..0.332).contains(&c), "{m}");
+    // The first attempt is dropped; the Wi-Fi carried its one SYN (60 B).
+    assert_eq!(m["attempts_abandoned"], 1);
+    assert_eq!(m["paths"]["wifi"]["bytes"], 60, "{m}");
+    assert_eq!(m["paths"]["wifi"]["packets_up"], 1, "{m}");
+    // About delay + handshake + the transfer over 10 Mbit/s LTE (slow
+    // start over an 80 ms RTT: request, then IW 10 and two more rounds).
+    let done = secs(&m, "time_to_completion_s");
+    assert!((0.5..0.7).contains(&done), "{m}");
+    let lte_down = m["paths"]["lte"]["bytes_down"].as_u64().unwrap();
+    assert!(lte_down > 100_000, "{m}");
+}
+
+#[test]
+fn a_set_delay_is_the_time_of_the_second_attempt() {
+    let out = wifi_out("30s", "\"100ms\"");
+    let m = mp(&out);
+    assert_eq!(secs(&m, "second_attempt_s"), 0.1, "{m}");
+    let c = secs(&m, "connected_s");
+    assert!((0.180..0.182).contains(&c), "{m}");
+}
+
+#[test]
+fn wifi_out_without_racing_waits_out_the_syn_retries() {
+    // The Wi-Fi comes back at 2.5 s: SYNs at 0, 1 s (RTO 1 s) and 3 s
+    // (backed off to 2 s, Linux TCP_TIMEOUT_INIT and RFC 6298 §5.5); the third
+    // gets through.
+    let out = wifi_out("2.5s", "false");
+    let m = mp(&out);
+    assert_eq!(m["racing"], false);
+    assert_eq!(m["racing_fired"], false);
+    assert_eq!(m["path"], "wifi", "{m}");
+    let c = secs(&m, "connected_s");
+    assert!((3.030..3.031).contains(&c), "{m}");
+    assert_eq!(m["paths"]["lte"]["bytes"], 0, "{m}");
+    assert!(
+        m["paths"]["wifi"]["packets_up"].as_u64().unwrap() > 3,
+        "{m}"
+    );
+    // Racing on the same path: about 0.6 s instead of about 3.1 s.
+    let raced = mp(&wifi_out("2.5s", "true"));
+    assert!(secs(&raced, "time_to_completion_s") < 0.7, "{raced}");
+    assert!(secs(&m, "time_to_completion_s") > 3.0, "{m}");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_bytes() {
+    let a = wifi_out("1s", "\"250ms\"");
+    let b = wifi_out("1s", "\"250ms\"");
+    assert_eq!(a.summary, b.summary);
+    assert_eq!(a.stats, b.stats);
+}
+
+#[test]
+fn each_path_is_a_queue_of_its_own() {
+    let out = run_toml(PHONE, &[]);
+    for q in [
+        "access.phone.wifi.down",
+        "access.phone.wifi.up",
+        "access.phone.lte.down",
+        "access.phone.lte.up",
+    ] {
+        assert!(
+            out.summary["queues"][q].is_object(),
+            "{q}: {}",
+            out.summary["queues"]
+        );
+    }
+    assert_eq!(
+        out.summary["queues"]["access.phone.lte.down"]["sent_packets"],
+        0
+    );
+}
