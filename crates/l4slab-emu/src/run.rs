@@ -130,6 +130,14 @@ pub fn parse(path: &std::path::Path, sets: &[String]) -> Result<Scenario, EmuErr
 /// # Errors
 /// [`EmuError::Unsupported`] naming the flow, the setting and why.
 pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
+    if let Some(h) = scn.hosts.iter().find(|h| !h.paths.is_empty()) {
+        // docs/models/racing.md: the simulator's model only, so far.
+        return Err(EmuError::Unsupported(format!(
+            "hosts.{}.paths: a multi-homed host (two paths, connection racing) runs on the \
+             simulator only so far; use --backend sim",
+            h.name
+        )));
+    }
     let mut flows = Vec::new();
     let mut notes = Vec::new();
     let mut extra: Option<[Dur; 2]> = None;

@@ -590,10 +590,10 @@ impl Sim<'_> {
 
     fn deliver(&mut self, now: Time, side: usize, pkt: Packet) {
         let f = pkt.flow as usize;
-        let way = match &self.flows[f].race {
-            Some(r) => Some((self.way_of(pkt.handle), r.main)),
-            None => None,
-        };
+        let way = self.flows[f]
+            .race
+            .as_ref()
+            .map(|r| (self.way_of(pkt.handle), r.main));
         let carried = self.segs.remove(pkt.handle);
         self.counts.delivered += 1;
         if let Some(tr) = &mut self.trace {
