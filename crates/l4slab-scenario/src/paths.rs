@@ -17,9 +17,9 @@ use crate::model::{HostPath, Outage, Side};
 use crate::raw::{RawHost, RawPath};
 use crate::values::{self, join};
 
-/// RFC 8305 §5: "A simple implementation can have a fixed delay for how
-/// long to wait before starting the next connection attempt. [...] The
-/// recommended value for a default delay is 250 milliseconds."
+/// RFC 8305 §5 (Connection Attempt Delay): a simple implementation waits a
+/// fixed delay before starting the next connection attempt, 250 ms by
+/// default as recommended there.
 pub const DEFAULT_RACING_DELAY: Dur = Dur::from_millis(250);
 
 /// The key path of host `host`'s path `i`: `hosts.<host>.paths[<i>]`.
@@ -38,9 +38,11 @@ pub(crate) fn resolve(
     let host = join("hosts", name);
     let Some(paths) = &raw.paths else {
         if raw.racing.is_some() {
-            return Err(ScenarioError::conflict(
+            return Err(ScenarioError::invalid(
                 &join(&host, "racing"),
-                "racing needs two ways out: give the host [[hosts.NAME.paths]]",
+                crate::error::Problem::Conflict,
+                format!("racing needs two ways out: give the host two [[{host}.paths]] entries"),
+                None,
             ));
         }
         return Ok((Vec::new(), None));

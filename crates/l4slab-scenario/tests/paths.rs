@@ -184,3 +184,56 @@ fn bad_input_names_its_key_path() {
         assert!(msg.contains(contains), "{msg}");
     }
 }
+
+/// The section of docs/scenarios.md on paths.
+fn docs_section() -> String {
+    let docs = l4slab_core::param::docs_page("scenarios.md").unwrap();
+    let start = docs
+        .find("### `paths`: a multi-homed host")
+        .expect("the section");
+    let end = start
+        + docs[start..]
+            .find("## Wi-Fi cell")
+            .expect("the next section");
+    docs[start..end].to_string()
+}
+
+#[test]
+fn the_docs_example_resolves_and_its_errors_are_the_ones_printed() {
+    let section = docs_section();
+    let block = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap();
+    let text = format!("{BASE}{block}");
+    let s = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let phone = &s.hosts[0];
+    assert_eq!(phone.racing, Some(Dur::from_millis(250)));
+    assert_eq!(phone.paths[0].outages.len(), 1);
+    assert!(phone.paths[1]
+        .access
+        .down
+        .as_ref()
+        .unwrap()
+        .rate_trace
+        .is_some());
+    let printed: Vec<&str> = section
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap()
+        .lines()
+        .collect();
+    let got = [
+        err(&phone_with("racing = \"0ms\"")).1,
+        err(&PHONE.replace("name = \"lte\"", "name = \"wifi\"")).1,
+        err(&PHONE.replace(
+            "access = { rate = \"50Mbit\", buffer = \"100pkt\" }",
+            "access = { up = { rate = \"50Mbit\", buffer = \"100pkt\" } }",
+        ))
+        .1,
+        err("[hosts.laptop]\nside = \"client\"\nracing = \"250ms\"\n").1,
+    ];
+    assert_eq!(printed, got);
+}

@@ -3,15 +3,13 @@
 //!
 //! A flow whose client host has `paths` keeps a [`Race`]: its first
 //! attempt (the flow's own endpoints, `FlowState::eps`) goes out on the
-//! preferred path. With racing on, RFC 8305 §5: "Starting a new connection
-//! attempt does not affect previous attempts [...]. [...] the client SHOULD
-//! wait at least the Connection Attempt Delay before starting the next
-//! attempt": at `start + delay` ([`Ev::RaceStart`]), if the client has not
+//! preferred path. With racing on (RFC 8305 §5, Connection Attempt Delay:
+//! the next attempt starts after the delay and the earlier ones go on in
+//! parallel): at `start + delay` ([`Ev::RaceStart`]), if the client has not
 //! completed its handshake, a second pair of endpoints opens a connection
-//! on the other path, and both go on. RFC 8305 §6: "Once one of the
-//! connection attempts succeeds (generally when the TCP handshake
-//! completes), all other connections attempts that have not yet succeeded
-//! SHOULD be canceled." The first client to complete its handshake wins:
+//! on the other path, and both go on. RFC 8305 §6: once one attempt
+//! succeeds (generally when its TCP handshake completes), the others are
+//! cancelled. The first client to complete its handshake wins:
 //! its endpoints become the flow's, the app is told `Connected` once, and
 //! the other attempt's endpoints are dropped at once (closed without a
 //! RST: Linux `tcp_close` sends none from SYN-SENT, `tcp_need_reset`);
