@@ -154,3 +154,68 @@ fn each_path_is_a_queue_of_its_own() {
         0
     );
 }
+
+#[test]
+fn the_cost_estimate_counts_the_paths_queues_and_their_rows() {
+    use l4slab_scenario::cost::Cost;
+    // A download saturating the bottleneck over a faster Wi-Fi path, traced
+    // (the estimate counts packets at the bottleneck's rate).
+    let sets = [
+        "flows[0].app=bulk",
+        "packet_trace=true",
+        "duration=4s",
+        "hosts.phone.paths[0].access.rate=200Mbit",
+    ];
+    let scn = common::scenario(PHONE, &sets);
+    let cost = Cost::estimate(&scn);
+    assert_eq!(cost.access_links_per_packet, 1);
+    let out = run_toml(PHONE, &sets);
+    let rows = out.series.len() as u64;
+    assert!(
+        rows <= cost.series_rows && rows * 2 >= cost.series_rows,
+        "{rows} vs {}",
+        cost.series_rows
+    );
+    let traced = out.packets.as_ref().expect("traced").rows() as u64;
+    let ratio = cost.trace_rows as f64 / traced as f64;
+    assert!(
+        (0.75..=1.25).contains(&ratio),
+        "trace rows: estimate {} vs {traced}",
+        cost.trace_rows
+    );
+}
+
+#[test]
+fn a_slow_preferred_path_that_completes_first_still_wins_and_the_race_costs_a_syn() {
+    // Wi-Fi RTT 2 x (150 + 10) ms = 320 ms: racing fires at 250 ms, the LTE
+    // handshake would complete at 330 ms, the Wi-Fi one does at 320 ms.
+    let out = run_toml(PHONE, &["hosts.phone.paths[0].access_delay=150ms"]);
+    let m = mp(&out);
+    assert_eq!(m["racing_fired"], true, "{m}");
+    assert_eq!(m["path"], "wifi", "{m}");
+    assert!((0.320..0.321).contains(&secs(&m, "connected_s")), "{m}");
+    assert_eq!(m["attempts_abandoned"], 1);
+    // The losing attempt: its SYN up, the server's SYN/ACK down (discarded
+    // at the phone: the attempt was dropped at 320 ms).
+    let lte = &m["paths"]["lte"];
+    assert_eq!(
+        (lte["packets_up"].as_u64(), lte["packets_down"].as_u64()),
+        (Some(1), Some(1)),
+        "{m}"
+    );
+    assert!(lte["bytes"].as_u64().unwrap() <= 2 * 60 + 8, "{m}");
+    assert_eq!(flow(&out, "get")["bytes_delivered"], 100_000);
+}
+
+#[test]
+fn a_quic_flow_uses_the_preferred_path_and_is_not_raced() {
+    let wifi_out = "hosts.phone.paths[0].outages=[{ start = \"0s\", end = \"1s\" }]";
+    let out = run_toml(PHONE, &["flows[0].transport.protocol=quic", wifi_out]);
+    let m = mp(&out);
+    assert_eq!(m["racing"], false, "{m}");
+    assert_eq!(m["path"], "wifi", "{m}");
+    assert_eq!(m["paths"]["lte"]["bytes"], 0, "{m}");
+    // It waits out the outage on the Wi-Fi (QUIC's own retransmissions).
+    assert!(secs(&m, "time_to_completion_s") > 1.0, "{m}");
+    assert_eq!(flow(&out, "get")["bytes_delivered"], 100_000);
+}
