@@ -69,7 +69,7 @@ use l4slab_qdisc::{Qdisc, QdiscCtx};
 pub use delay_line::DelayLine;
 pub use ecn::{EcnRewrite, Rewritten};
 pub use loss::{Bernoulli, GeState, GilbertElliott, LossModel, NoLoss};
-pub use rate::{ConstantRate, RateModel};
+pub use rate::{ConstantRate, RateModel, StepRate};
 pub use trace::{Trace, TraceError, TraceRate};
 
 /// Bad link parameters. Messages name the parameter; the scenario layer

@@ -10,7 +10,8 @@
 
 use l4slab_core::SimRng;
 use l4slab_link::{
-    Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss, RateModel, TraceRate,
+    Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss, RateModel, StepRate,
+    TraceRate,
 };
 use l4slab_qdisc::Qdisc;
 
@@ -56,9 +57,15 @@ pub fn rate(spec: &LinkSpec) -> Box<dyn RateModel> {
 /// with its own loss stream `link/<name>/loss`, netem's `ecn` flag for that
 /// loss, and the path's ECN rewrite.
 pub fn link(spec: &LinkSpec, name: &str, seed: u64) -> Link {
+    link_over(spec, rate(spec), name, seed)
+}
+
+/// As [`link`], serializing at `rate` (a path's rate changes wrap the
+/// spec's, [`l4slab_link::StepRate`]).
+fn link_over(spec: &LinkSpec, rate: Box<dyn RateModel>, name: &str, seed: u64) -> Link {
     Link::new(
         qdisc(&spec.qdisc),
-        rate(spec),
+        rate,
         loss(&spec.loss),
         SimRng::derive(seed, &format!("link/{name}/loss")),
         spec.delay,
@@ -275,10 +282,15 @@ pub fn network(scn: &Scenario, seed: u64) -> (l4slab_bottleneck::Bottleneck, Acc
         }
         for (p, qs) in h.paths.iter().zip(ways) {
             let outages: Vec<_> = p.outages.iter().map(|o| (o.start, o.end)).collect();
+            let steps: Vec<_> = p.rate_changes.iter().map(|c| (c.at, c.rate)).collect();
             for (dir, &q) in qs.iter().enumerate() {
                 let spec = p.access.dir(dir).expect("a path has a link both ways");
                 let name = path_queue_name(&h.name, &p.name, dir);
-                let l = link(spec, &name, seed).with_outages(outages.clone());
+                let r = match steps.is_empty() {
+                    true => rate(spec),
+                    false => Box::new(StepRate::new(rate(spec), steps.clone())),
+                };
+                let l = link_over(spec, r, &name, seed).with_outages(outages.clone());
                 let added = bn.add_queue(&name, l, qdisc_rng(seed, &name));
                 assert_eq!(added, q, "{name}: queues numbered as AccessQueues says");
             }

@@ -240,6 +240,16 @@ pub struct HostPath {
     /// and disjoint.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub outages: Vec<Outage>,
+    /// The path's rate (both directions) from each `at` on, sorted by time.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rate_changes: Vec<RateChange>,
+}
+
+/// A path's new rate from `at` on (both directions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RateChange {
+    pub at: Time,
+    pub rate: Rate,
 }
 
 /// A window in which a path is down: `[start, end)`.

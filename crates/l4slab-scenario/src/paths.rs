@@ -7,13 +7,14 @@
 //! outage windows. The order written is the preference order: a flow's
 //! first attempt goes out on `paths[0]`. A multi-homed host has exactly
 //! two paths, no `access` or `access_delay` of its own, and is on the
-//! client side.
+//! client side. A path can degrade at set times: `outages` (every packet
+//! lost) and `rate_changes` (a new rate, both directions).
 
 use l4slab_core::{Dur, Time};
 
 use crate::access::resolve_access_at;
 use crate::error::ScenarioError;
-use crate::model::{HostPath, Outage, Side};
+use crate::model::{HostPath, Outage, RateChange, Side};
 use crate::raw::{RawHost, RawPath};
 use crate::values::{self, join};
 
@@ -170,5 +171,33 @@ fn resolve_path(
         access_delay,
         access,
         outages: outages.into_iter().map(|(_, o)| o).collect(),
+        rate_changes: rate_changes(key, raw)?,
     })
+}
+
+/// A path's `rate_changes`, sorted by time; two at one time are an error.
+fn rate_changes(key: &str, raw: &RawPath) -> Result<Vec<RateChange>, ScenarioError> {
+    let mut out: Vec<(usize, RateChange)> = Vec::new();
+    for (j, c) in raw.rate_changes.iter().flatten().enumerate() {
+        let ck = format!("{}[{j}]", join(key, "rate_changes"));
+        let (at_key, rate_key) = (join(&ck, "at"), join(&ck, "rate"));
+        let at =
+            c.at.as_ref()
+                .ok_or_else(|| ScenarioError::missing_with(&at_key, "at = \"3s\""))?;
+        let at = Time::ZERO + values::duration(at, &at_key)?;
+        let rate = c
+            .rate
+            .as_ref()
+            .ok_or_else(|| ScenarioError::missing_with(&rate_key, "rate = \"2Mbit\""))?;
+        let rate = values::positive_rate(rate, &rate_key)?;
+        if let Some((i, _)) = out.iter().find(|(_, o)| o.at == at) {
+            return Err(ScenarioError::conflict(
+                &at_key,
+                format!("rate_changes[{i}] is at the same time; keep one"),
+            ));
+        }
+        out.push((j, RateChange { at, rate }));
+    }
+    out.sort_by_key(|(_, c)| c.at);
+    Ok(out.into_iter().map(|(_, c)| c).collect())
 }

@@ -77,6 +77,16 @@ pub struct RawPath {
     pub access: Option<toml::Table>,
     /// `[{ start = "2s", end = "5s" }]`: windows in which the path is down.
     pub outages: Option<Vec<RawOutage>>,
+    /// `[{ at = "3s", rate = "2Mbit" }]`: the path's rate from then on.
+    pub rate_changes: Option<Vec<RawRateChange>>,
+}
+
+/// One rate change of a path.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawRateChange {
+    pub at: Option<Value>,
+    pub rate: Option<Value>,
 }
 
 /// One outage window of a path.

@@ -237,3 +237,56 @@ fn the_docs_example_resolves_and_its_errors_are_the_ones_printed() {
     ];
     assert_eq!(printed, got);
 }
+
+#[test]
+fn rate_changes_are_sorted_and_two_at_one_time_are_refused() {
+    use l4slab_scenario::RateChange;
+    let s = with(&PHONE.replace(
+        "name = \"lte\"",
+        "name = \"lte\"\nrate_changes = [{ at = \"5s\", rate = \"1Mbit\" }, { at = \"2s\", rate = \"3Mbit\" }]",
+    ))
+    .unwrap();
+    let t = |s| Time::ZERO + Dur::from_secs(s);
+    assert_eq!(
+        s.hosts[0].paths[1].rate_changes,
+        [
+            RateChange {
+                at: t(2),
+                rate: Rate::from_mbps(3)
+            },
+            RateChange {
+                at: t(5),
+                rate: Rate::from_mbps(1)
+            }
+        ]
+    );
+    for (changes, path, contains) in [
+        (
+            "[{ at = \"2s\", rate = \"1Mbit\" }, { at = \"2s\", rate = \"3Mbit\" }]",
+            "hosts.phone.paths[1].rate_changes[1].at",
+            "same time",
+        ),
+        (
+            "[{ at = \"2s\", rate = \"0Mbit\" }]",
+            "hosts.phone.paths[1].rate_changes[0].rate",
+            "",
+        ),
+        (
+            "[{ at = \"2s\" }]",
+            "hosts.phone.paths[1].rate_changes[0].rate",
+            "missing",
+        ),
+        (
+            "[{ at = \"2s\", rate = \"1Mbit\", x = 1 }]",
+            "hosts.phone.paths[1].rate_changes[0].x",
+            "unknown",
+        ),
+    ] {
+        let (p, msg) = err(&PHONE.replace(
+            "name = \"lte\"",
+            &format!("name = \"lte\"\nrate_changes = {changes}"),
+        ));
+        assert_eq!(p, path, "{msg}");
+        assert!(msg.contains(contains), "{msg}");
+    }
+}

@@ -219,3 +219,22 @@ fn a_quic_flow_uses_the_preferred_path_and_is_not_raced() {
     assert!(secs(&m, "time_to_completion_s") > 1.0, "{m}");
     assert_eq!(flow(&out, "get")["bytes_delivered"], 100_000);
 }
+
+#[test]
+fn a_rate_change_slows_the_path_from_its_time_on() {
+    // The Wi-Fi falls to 2 Mbit/s at 50 ms, both directions (a weaker
+    // signal): 100 KB then take about 0.4 s at that rate; racing does not
+    // help (the handshake completed at 30 ms) and the LTE carries nothing.
+    let change = "hosts.phone.paths[0].rate_changes=[{ at = \"50ms\", rate = \"2Mbit\" }]";
+    let m = mp(&run_toml(PHONE, &[change]));
+    assert_eq!(m["path"], "wifi", "{m}");
+    assert_eq!(m["paths"]["lte"]["bytes"], 0, "{m}");
+    let done = secs(&m, "time_to_completion_s");
+    assert!((0.42..0.6).contains(&done), "{m}");
+    let out = run_toml(PHONE, &[change]);
+    let q = &out.summary["queues"]["access.phone.wifi.down"];
+    assert_eq!(
+        q["rate_bps"], 50_000_000,
+        "the configured rate is reported: {q}"
+    );
+}
