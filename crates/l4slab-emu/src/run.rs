@@ -1062,6 +1062,23 @@ mod tests {
     }
 
     #[test]
+    fn a_multi_homed_host_is_refused_naming_its_paths() {
+        let phone = "[hosts.phone]\nside = \"client\"\n\
+                     [[hosts.phone.paths]]\nname = \"wifi\"\naccess = { rate = \"50Mbit\", buffer = \"100pkt\" }\n\
+                     [[hosts.phone.paths]]\nname = \"lte\"\naccess = { rate = \"10Mbit\", buffer = \"100pkt\" }";
+        let e = plan(&scenario_with(&format!(
+            "app = \"bulk\"\nclient = \"phone\"\n{phone}"
+        )));
+        let e = e.unwrap_err();
+        assert!(matches!(e, EmuError::Unsupported(_)), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("hosts.phone.paths") && e.contains("--backend sim"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn browsing_over_parallel_http1_connections_is_refused_one_multiplexed_runs() {
         // Its connections share one browser only the simulator wakes across
         // flows; each connection flow alone would browse on its own.
