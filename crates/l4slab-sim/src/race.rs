@@ -140,7 +140,8 @@ impl Race {
 }
 
 impl Sim<'_> {
-    /// The path a packet of flow `f` with store handle `handle` travels.
+    /// The path the packet with store handle `handle` travels (a
+    /// multi-homed client's flow's packet; tagged by [`Sim::send_on_way`]).
     pub(crate) fn way_of(&self, handle: u32) -> usize {
         usize::from(self.way_tags[handle as usize])
     }
