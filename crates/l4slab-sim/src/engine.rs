@@ -377,6 +377,10 @@ impl Sim<'_> {
                     self.flows[f].app_timer[side] = None;
                     self.app_callback(now, f, side, |app, now, r, io| app.on_timer(now, r, io));
                 }
+                // A QUIC flow's second connection attempt has wake-ups too.
+                if self.flows[f].race.is_some() {
+                    self.race_app_timer(now, f, side, at);
+                }
             }
             Ev::Warmup => self.start_window(now),
             Ev::RaceStart { flow } => self.race_fire(now, flow as usize),
@@ -609,7 +613,11 @@ impl Sim<'_> {
                     Carried::Seg(seg) => {
                         self.race_deliver_other(now, f, side, way, &seg, ecn);
                     }
-                    Carried::Bytes { buf, .. } => self.bytes.free(buf),
+                    Carried::Bytes { buf, .. } => {
+                        let data = self.bytes.take(buf);
+                        self.race_deliver_other_bytes(now, f, side, way, &data, ecn);
+                        self.bytes.give_back(buf, data);
+                    }
                     Carried::Dgram(_) => {}
                 }
                 return;
@@ -814,7 +822,7 @@ impl Sim<'_> {
     }
 
     /// An app callback from outside an endpoint interaction (a timer, a datagram).
-    fn app_callback(
+    pub(crate) fn app_callback(
         &mut self,
         now: Time,
         f: usize,
@@ -823,6 +831,9 @@ impl Sim<'_> {
     ) {
         self.app_callback_inner(now, f, side, cb);
         self.flush(now, f, side);
+        if self.flows[f].race.is_some() {
+            self.race_check_app(now, f);
+        }
     }
 
     /// Call the app with a [`FlowIo`] bound to `side`'s endpoint. Segments,

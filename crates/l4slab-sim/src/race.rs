@@ -15,6 +15,11 @@
 //! RST: Linux `tcp_close` sends none from SYN-SENT, `tcp_need_reset`);
 //! its packets still in the network are discarded where they arrive.
 //!
+//! A QUIC flow's handshake is inside its app (both ends of its
+//! connection): its second attempt is a second copy of the app, swapped in
+//! for its calls, and the first app whose client connection is established
+//! (RFC 9001 §4.1.1: the handshake is complete) wins.
+//!
 //! Each packet of such a flow is tagged with its path (`Sim::way_of`,
 //! by the packet's store handle), which routes it through that path's
 //! links both ways and to the attempt it belongs to. The bytes sent into
@@ -25,6 +30,10 @@ use l4slab_scenario::Scenario;
 use l4slab_tcp::{AppEvent, ConnState, Endpoint, EndpointCtx};
 
 use crate::engine::{EpState, Ev, Sim, CLIENT, DOWN, SERVER, UP};
+
+/// A call of an app's callback (`on_connected`, `on_timer`, `on_bytes`).
+type AppCall<'a> = dyn FnMut(&mut dyn l4slab_app::FlowApp, Time, l4slab_tcp::Role, &mut dyn l4slab_app::FlowIo)
+    + 'a;
 
 /// A multi-homed client's flow: its paths, the attempts, what each path carried.
 pub struct Race {
@@ -44,8 +53,13 @@ pub struct Race {
     pub fired: Option<Time>,
     pub connected: Option<Time>,
     pub first_byte: Option<Time>,
-    /// The flow runs over TCP (its handshake decides the path).
+    /// The flow runs over TCP or over QUIC (its handshake decides the path).
     pub tcp: bool,
+    pub quic: bool,
+    /// A QUIC flow's second attempt: a second app (both ends of its own
+    /// connection), and its wake-ups per side, while it runs.
+    pub other_app: Option<Box<dyn l4slab_app::FlowApp>>,
+    pub other_app_timer: [Option<Time>; 2],
     /// Attempts dropped unfinished.
     pub abandoned: u32,
     /// Per path, per direction (`[DOWN, UP]`): bytes sent into it.
@@ -61,6 +75,7 @@ impl Race {
         f: usize,
         access: &l4slab_scenario::build::AccessQueues,
         tcp: bool,
+        quic: bool,
     ) -> Option<Box<Race>> {
         let flow = &scn.flows[f];
         let host = &scn.hosts[flow.client];
@@ -72,9 +87,11 @@ impl Race {
             ways: (0..n)
                 .map(|w| [DOWN, UP].map(|dir| access.path_via(flow, dir, w)))
                 .collect(),
-            // Racing is in TCP's connection setup (QUIC: not yet; a flow
-            // with Fast Open is told `Connected` before its handshake).
-            delay: host.racing.filter(|_| tcp && !flow.transport.fastopen),
+            // Racing is in the connection setup (TCP's or QUIC's; not for a
+            // TCP flow with Fast Open, told `Connected` before its handshake).
+            delay: host
+                .racing
+                .filter(|_| quic || tcp && !flow.transport.fastopen),
             main: 0,
             other: None,
             other_way: 1,
@@ -83,6 +100,9 @@ impl Race {
             connected: None,
             first_byte: None,
             tcp,
+            quic,
+            other_app: None,
+            other_app_timer: [None; 2],
             abandoned: 0,
             bytes: vec![[0; 2]; n],
             packets: vec![[0; 2]; n],
@@ -118,9 +138,9 @@ impl Race {
             })
             .collect();
         serde_json::json!({
-            // A flow over TCP has a path once its handshake completed; one
-            // over datagrams (QUIC, not raced yet) uses the preferred one.
-            "path": (self.connected.is_some() || !self.tcp).then(|| host.paths[self.main].name.clone()),
+            // A flow over TCP or QUIC has a path once its handshake
+            // completed; a datagram app's (ping, cbr) is the preferred one.
+            "path": (self.connected.is_some() || !(self.tcp || self.quic)).then(|| host.paths[self.main].name.clone()),
             "racing": self.delay.is_some(),
             "racing_delay_s": self.delay.map(|d| crate::recorder::round6(d.as_secs_f64())),
             "racing_fired": self.fired.is_some(),
@@ -189,6 +209,25 @@ impl Sim<'_> {
         let Some(race) = fl.race.as_mut() else {
             return;
         };
+        if race.quic {
+            if race.decided() || fl.app.client_established() {
+                return;
+            }
+            race.fired = Some(now);
+            race.other_way = 1 - race.main;
+            race.other_app = Some(l4slab_scenario::flow_app::flow_app(
+                &self.scn.flows[f],
+                self.seed,
+            ));
+            race.other_app_timer = [None; 2];
+            // Both ends start at once, as a datagram app's do at its start.
+            for side in [CLIENT, SERVER] {
+                self.with_other_app(now, f, side, &mut |app, now, r, io| {
+                    app.on_connected(now, r, io)
+                });
+            }
+            return;
+        }
         if race.decided() || fl.eps[CLIENT].ep.state() != ConnState::SynSent {
             return;
         }
@@ -254,6 +293,91 @@ impl Sim<'_> {
                 }
             }
         }
+    }
+
+    /// After a callback of a QUIC flow's own app: if its client completed
+    /// the handshake first, it wins and the second attempt is dropped.
+    pub(crate) fn race_check_app(&mut self, now: Time, f: usize) {
+        if self.other_sending {
+            return; // the second attempt's app, swapped in (`with_other_app`)
+        }
+        let fl = &mut self.flows[f];
+        if let Some(race) = fl.race.as_mut() {
+            if race.quic && !race.decided() && fl.app.client_established() {
+                race.connected = Some(now);
+                if race.other_app.take().is_some() {
+                    race.abandoned += 1;
+                }
+            }
+        }
+    }
+
+    /// A QUIC flow's second attempt: a timer of its app on `side` fired at
+    /// `at` (the flow's `AppTimer`; returns false if it was not this app's).
+    pub(crate) fn race_app_timer(&mut self, now: Time, f: usize, side: usize, at: Time) -> bool {
+        let Some(race) = self.flows[f].race.as_mut() else {
+            return false;
+        };
+        if race.other_app.is_none() || race.other_app_timer[side] != Some(at) {
+            return false;
+        }
+        race.other_app_timer[side] = None;
+        self.with_other_app(now, f, side, &mut |app, now, r, io| {
+            app.on_timer(now, r, io)
+        });
+        true
+    }
+
+    /// A datagram of a QUIC flow's second attempt (path `way`) reached `side`.
+    pub(crate) fn race_deliver_other_bytes(
+        &mut self,
+        now: Time,
+        f: usize,
+        side: usize,
+        way: usize,
+        data: &[u8],
+        ecn: l4slab_core::Ecn,
+    ) {
+        let runs = self.flows[f]
+            .race
+            .as_ref()
+            .is_some_and(|r| r.other_app.is_some() && r.other_way == way);
+        if runs {
+            self.with_other_app(now, f, side, &mut |app, now, r, io| {
+                app.on_bytes(now, r, data, ecn, io)
+            });
+        }
+    }
+
+    /// Run `cb` on a QUIC flow's second attempt's app: it is swapped in as
+    /// the flow's app (with its wake-ups) for the call, so the engine's one
+    /// app callback runs it and sends what it queued on its path; then, if
+    /// its client completed the handshake first, it stays: it wins.
+    fn with_other_app(&mut self, now: Time, f: usize, side: usize, cb: &mut AppCall<'_>) {
+        let fl = &mut self.flows[f];
+        let Some(race) = fl.race.as_mut() else {
+            return;
+        };
+        let Some(mut app) = race.other_app.take() else {
+            return;
+        };
+        std::mem::swap(&mut fl.app, &mut app);
+        std::mem::swap(&mut fl.app_timer, &mut race.other_app_timer);
+        self.other_sending = true;
+        self.app_callback(now, f, side, |a, now, r, io| cb(a, now, r, io));
+        self.other_sending = false;
+        let fl = &mut self.flows[f];
+        let race = fl.race.as_mut().expect("a race");
+        if fl.app.client_established() && !race.decided() {
+            // The second attempt wins: its app stays, the first's is dropped.
+            race.main = race.other_way;
+            race.connected = Some(now);
+            race.abandoned += 1;
+            return;
+        }
+        std::mem::swap(&mut fl.app, &mut app);
+        std::mem::swap(&mut fl.app_timer, &mut race.other_app_timer);
+        race.other_app = Some(app);
     }
 
     /// The receiving side's app got bytes.

@@ -244,8 +244,9 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             lost_pkts: [0; 2],
             race: None,
         });
-        let tcp = flows[i].app.uses_connection() && f.transport.protocol == Protocol::Tcp;
-        flows[i].race = Race::of(scn, i, &access, tcp);
+        let quic = f.transport.protocol == Protocol::Quic;
+        let tcp = flows[i].app.uses_connection() && !quic;
+        flows[i].race = Race::of(scn, i, &access, tcp, quic);
         // A flow another flow of its app opens (an HTTP/1.1 browser's
         // further connections) starts on that flow's request.
         if !flows[i].app.opens_on_request() {

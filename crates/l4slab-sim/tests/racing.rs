@@ -208,16 +208,40 @@ fn a_slow_preferred_path_that_completes_first_still_wins_and_the_race_costs_a_sy
 }
 
 #[test]
-fn a_quic_flow_uses_the_preferred_path_and_is_not_raced() {
+fn a_quic_flow_races_its_handshake_too() {
     let wifi_out = "hosts.phone.paths[0].outages=[{ start = \"0s\", end = \"1s\" }]";
-    let out = run_toml(PHONE, &["flows[0].transport.protocol=quic", wifi_out]);
+    let quic = "flows[0].transport.protocol=quic";
+    let out = run_toml(PHONE, &[quic, wifi_out]);
     let m = mp(&out);
-    assert_eq!(m["racing"], false, "{m}");
+    assert_eq!(m["racing"], true, "{m}");
+    assert_eq!(m["path"], "lte", "{m}");
+    assert_eq!(secs(&m, "second_attempt_s"), 0.25, "{m}");
+    // The client's handshake completes one LTE round trip later.
+    let c = secs(&m, "connected_s");
+    assert!((0.330..0.335).contains(&c), "{m}");
+    assert_eq!(m["attempts_abandoned"], 1);
+    // The first attempt's one Initial (a 1200-byte datagram) on the Wi-Fi:
+    // dropped before its probe timeout (1 s before an RTT sample) fired.
+    assert_eq!(m["paths"]["wifi"]["packets_up"], 1, "{m}");
+    assert_eq!(m["paths"]["wifi"]["bytes"], 1228, "{m}");
+    assert_eq!(m["paths"]["wifi"]["packets_down"], 0, "{m}");
+    assert!(secs(&m, "time_to_completion_s") < 0.8, "{m}");
+    assert_eq!(flow(&out, "get")["bytes_delivered"], 100_000);
+    // Without racing it waits out the outage on the Wi-Fi.
+    let out = run_toml(PHONE, &[quic, wifi_out, "hosts.phone.racing=false"]);
+    let m = mp(&out);
     assert_eq!(m["path"], "wifi", "{m}");
     assert_eq!(m["paths"]["lte"]["bytes"], 0, "{m}");
-    // It waits out the outage on the Wi-Fi (QUIC's own retransmissions).
     assert!(secs(&m, "time_to_completion_s") > 1.0, "{m}");
     assert_eq!(flow(&out, "get")["bytes_delivered"], 100_000);
+    // Both paths good: the preferred wins before the delay, LTE carries nothing.
+    let m = mp(&run_toml(PHONE, &[quic]));
+    assert_eq!(
+        (m["path"].as_str(), m["racing_fired"].as_bool()),
+        (Some("wifi"), Some(false)),
+        "{m}"
+    );
+    assert_eq!(m["paths"]["lte"]["bytes"], 0, "{m}");
 }
 
 #[test]
