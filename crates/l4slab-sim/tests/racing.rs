@@ -132,6 +132,13 @@ fn the_same_seed_gives_the_same_bytes() {
     let b = wifi_out("1s", "\"250ms\"");
     assert_eq!(a.summary, b.summary);
     assert_eq!(a.stats, b.stats);
+    let quic = [
+        "flows[0].transport.protocol=quic",
+        "hosts.phone.paths[0].outages=[{ start = \"0s\", end = \"1s\" }]",
+    ];
+    let (a, b) = (run_toml(PHONE, &quic), run_toml(PHONE, &quic));
+    assert_eq!(a.summary, b.summary);
+    assert_eq!(mp(&a)["racing_fired"], true);
 }
 
 #[test]
