@@ -12,7 +12,7 @@
 //! cancelled. The first client to complete its handshake wins:
 //! its endpoints become the flow's, the app is told `Connected` once, and
 //! the other attempt's endpoints are dropped at once (closed without a
-//! RST: Linux `tcp_close` sends none from SYN-SENT, `tcp_need_reset`);
+//! RST: Linux `tcp_close` sends nothing from SYN-SENT, `tcp_close_state`);
 //! its packets still in the network are discarded where they arrive.
 //!
 //! A QUIC flow's handshake is inside its app (both ends of its
