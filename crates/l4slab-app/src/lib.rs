@@ -213,6 +213,12 @@ pub trait FlowApp: fmt::Debug + Send {
     fn own_transport(&self) -> Option<OwnTransport<'_>> {
         None
     }
+    /// An app with its own transport (QUIC): whether its client's handshake
+    /// has completed (connection racing, docs/models/racing.md). `false` for
+    /// the others.
+    fn client_established(&self) -> bool {
+        false
+    }
     /// The same app's transport counters (`cwnd_final_bytes`,
     /// `ecn_validation`, `losses_detected`, ...), which replace the TCP
     /// endpoint's in `summary.json` (TCP-only ones are `None`: `null`).

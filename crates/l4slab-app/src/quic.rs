@@ -348,6 +348,11 @@ impl<S: QuicStreams> FlowApp for QuicFlow<S> {
         })
     }
 
+    fn client_established(&self) -> bool {
+        self.end(Role::Client)
+            .is_some_and(Connection::is_established)
+    }
+
     fn own_transport_summary(&self) -> Option<TransportCounts> {
         let receiver = match self.sender {
             Role::Client => Role::Server,

@@ -130,6 +130,14 @@ pub fn parse(path: &std::path::Path, sets: &[String]) -> Result<Scenario, EmuErr
 /// # Errors
 /// [`EmuError::Unsupported`] naming the flow, the setting and why.
 pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
+    if let Some(h) = scn.hosts.iter().find(|h| !h.paths.is_empty()) {
+        // docs/models/racing.md: the simulator's model only, so far.
+        return Err(EmuError::Unsupported(format!(
+            "hosts.{}.paths: a multi-homed host (two paths, connection racing) runs on the \
+             simulator only so far; use --backend sim",
+            h.name
+        )));
+    }
     let mut flows = Vec::new();
     let mut notes = Vec::new();
     let mut extra: Option<[Dur; 2]> = None;
@@ -1052,6 +1060,23 @@ mod tests {
         // The same flow with a bulk app runs on kernel TCP.
         let p = plan(&scenario_with(r#"app = "bulk""#)).unwrap();
         assert_eq!(p.flows[0].carrier, Carrier::Kernel);
+    }
+
+    #[test]
+    fn a_multi_homed_host_is_refused_naming_its_paths() {
+        let phone = "[hosts.phone]\nside = \"client\"\n\
+                     [[hosts.phone.paths]]\nname = \"wifi\"\naccess = { rate = \"50Mbit\", buffer = \"100pkt\" }\n\
+                     [[hosts.phone.paths]]\nname = \"lte\"\naccess = { rate = \"10Mbit\", buffer = \"100pkt\" }";
+        let e = plan(&scenario_with(&format!(
+            "app = \"bulk\"\nclient = \"phone\"\n{phone}"
+        )));
+        let e = e.unwrap_err();
+        assert!(matches!(e, EmuError::Unsupported(_)), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("hosts.phone.paths") && e.contains("--backend sim"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -69,7 +69,7 @@ use l4slab_qdisc::{Qdisc, QdiscCtx};
 pub use delay_line::DelayLine;
 pub use ecn::{EcnRewrite, Rewritten};
 pub use loss::{Bernoulli, GeState, GilbertElliott, LossModel, NoLoss};
-pub use rate::{ConstantRate, RateModel};
+pub use rate::{ConstantRate, RateModel, StepRate};
 pub use trace::{Trace, TraceError, TraceRate};
 
 /// Bad link parameters. Messages name the parameter; the scenario layer
@@ -136,6 +136,8 @@ pub struct Link {
     loss_ecn: bool,
     delay: Dur,
     ecn_rewrite: EcnRewrite,
+    /// Windows `[start, end)` in which the wire is down ([`Link::with_outages`]).
+    outages: Vec<(Time, Time)>,
     on_wire: Option<OnWire>,
     /// A queue of a shared medium ([`Link::for_air`]): packets taken by the
     /// medium and not yet resolved.
@@ -172,6 +174,7 @@ impl Link {
             loss_ecn: false,
             delay,
             ecn_rewrite: EcnRewrite::None,
+            outages: Vec::new(),
             on_wire: None,
             air: None,
             stats: LinkStats::default(),
@@ -275,6 +278,23 @@ impl Link {
         self.loss_ecn
     }
 
+    /// The wire is down in each window `[start, end)` (sorted, disjoint):
+    /// a packet that finishes serializing then is lost
+    /// ([`DropReason::LinkLoss`], counted in `lost_packets`), whatever the
+    /// loss model says (it still draws, so its stream is the same with or
+    /// without outages). A path that fails at set times (an access point
+    /// vanishing, a radio losing coverage; docs/models/racing.md).
+    pub fn with_outages(mut self, outages: Vec<(Time, Time)>) -> Self {
+        debug_assert!(outages.windows(2).all(|w| w[0].1 <= w[1].0));
+        self.outages = outages;
+        self
+    }
+
+    /// Whether the wire is down at `now` (in an outage window).
+    pub fn is_down(&self, now: Time) -> bool {
+        self.outages.iter().any(|&(s, e)| s <= now && now < e)
+    }
+
     /// Enqueue `pkt` at `now`; if the transmitter is idle, start serializing.
     /// Drops (the arrival or, for head drop, another packet) go through `ctx`.
     pub fn enqueue(&mut self, now: Time, mut pkt: Packet, ctx: &mut QdiscCtx<'_>) {
@@ -333,11 +353,15 @@ impl Link {
         // One draw decision per serialized packet, whatever `loss_ecn` says:
         // the option must not move the stream (seeds keep their losses).
         let chosen = self.loss.is_lost(&mut self.loss_rng);
+        // An outage loses the packet whatever the loss model chose.
+        let down = !self.outages.is_empty() && self.is_down(now);
+        let chosen = chosen || down;
         // netem_enqueue: `if (loss_event(q)) { if (q->ecn && INET_ECN_set_ce(skb))
         // qdisc_qstats_drop(sch); /* mark packet */ else --count; }` --
         // INET_ECN_set_ce succeeds for ECT(0), ECT(1) and CE, fails for Not-ECT,
         // exactly as `try_mark` does.
-        let marked = chosen && self.loss_ecn && ctx.try_mark(now, &mut pkt, MarkReason::LinkMark);
+        let marked =
+            chosen && !down && self.loss_ecn && ctx.try_mark(now, &mut pkt, MarkReason::LinkMark);
         let out = if chosen && !marked {
             self.stats.lost_packets += 1;
             self.stats.lost_bytes += len;
@@ -524,6 +548,26 @@ mod tests {
             Dur::from_micros(1_250)
         );
         assert_eq!(l.in_transmission().map(|p| p.id), Some(1));
+    }
+
+    #[test]
+    fn an_outage_loses_what_finishes_inside_its_window_only() {
+        // 1 ms per packet; the wire is down in [2 ms, 4 ms).
+        let mut l = link(fifo(), 12, Box::new(NoLoss), 10)
+            .with_outages(vec![(Time::from_millis(2), Time::from_millis(4))]);
+        let mut env = Env::new();
+        for id in 0..5 {
+            l.enqueue(Time::ZERO, pkt(id, 1500), &mut env.ctx());
+        }
+        // Packets done at 1, 2, 3, 4, 5 ms: those done at 2 and 3 ms are lost.
+        assert_eq!(
+            drain(&mut l, &mut env),
+            [(11_000_000, 0), (14_000_000, 3), (15_000_000, 4)]
+        );
+        let lost: Vec<_> = env.dropped.iter().map(|(p, r)| (p.id, *r)).collect();
+        assert_eq!(lost, [(1, DropReason::LinkLoss), (2, DropReason::LinkLoss)]);
+        assert_eq!(l.stats().lost_packets, 2);
+        assert!(l.is_down(Time::from_millis(2)) && !l.is_down(Time::from_millis(4)));
     }
 
     #[test]

@@ -69,6 +69,50 @@ impl RateModel for ConstantRate {
     }
 }
 
+/// A link whose rate changes at set times (a path degrading: a weaker
+/// signal, a slower cell): `base` until the first step, then each step's
+/// constant rate from its time on. A packet serializes at the rate in
+/// force when its first bit leaves (docs/models/racing.md).
+#[derive(Debug)]
+pub struct StepRate {
+    base: Box<dyn RateModel>,
+    /// `(from, rate)`, sorted by time; every rate > 0.
+    steps: Vec<(Time, Rate)>,
+    /// Steps already in force.
+    passed: usize,
+}
+
+impl StepRate {
+    /// # Panics
+    /// If `steps` are not sorted by time or a rate is zero (scenario input
+    /// is validated before it gets here).
+    pub fn new(base: Box<dyn RateModel>, steps: Vec<(Time, Rate)>) -> Self {
+        assert!(steps.windows(2).all(|w| w[0].0 < w[1].0), "steps sorted");
+        assert!(steps.iter().all(|s| s.1.as_bps() > 0), "rates > 0");
+        StepRate {
+            base,
+            steps,
+            passed: 0,
+        }
+    }
+}
+
+impl RateModel for StepRate {
+    fn tx_done(&mut self, start: Time, bytes: u32) -> Time {
+        while self.steps.get(self.passed).is_some_and(|s| s.0 <= start) {
+            self.passed += 1;
+        }
+        match self.passed.checked_sub(1) {
+            Some(i) => start + self.steps[i].1.tx_time(u64::from(bytes)),
+            None => self.base.tx_done(start, bytes),
+        }
+    }
+
+    fn nominal_rate(&self) -> Option<Rate> {
+        self.base.nominal_rate()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +134,25 @@ mod tests {
     #[test]
     fn zero_rate_is_rejected() {
         assert_eq!(ConstantRate::new(Rate::ZERO), Err(LinkError::ZeroRate));
+    }
+
+    #[test]
+    fn a_step_rate_changes_at_its_times_and_keeps_the_base_before() {
+        // 12 Mbit/s (1 ms per 1500 B), 1.2 Mbit/s from 2 ms, 120 Mbit/s from 30 ms.
+        let mut r = StepRate::new(
+            Box::new(ConstantRate(Rate::from_mbps(12))),
+            vec![
+                (Time::from_millis(2), Rate::from_kbps(1200)),
+                (Time::from_millis(30), Rate::from_mbps(120)),
+            ],
+        );
+        assert_eq!(r.tx_done(Time::ZERO, 1500), Time::from_millis(1));
+        assert_eq!(r.tx_done(Time::from_millis(1), 1500), Time::from_millis(2));
+        assert_eq!(r.tx_done(Time::from_millis(2), 1500), Time::from_millis(12));
+        assert_eq!(
+            r.tx_done(Time::from_millis(30), 1500),
+            Time::from_micros(30_100)
+        );
+        assert_eq!(r.nominal_rate(), Some(Rate::from_mbps(12)));
     }
 }

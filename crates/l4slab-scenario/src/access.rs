@@ -32,10 +32,21 @@ pub(crate) fn resolve_access(
     delay: Dur,
     trace_dirs: &[std::path::PathBuf],
 ) -> Result<AccessLinks, ScenarioError> {
-    let Some(raw) = raw else {
-        return Ok(AccessLinks::default());
-    };
-    let path = access_path(host);
+    match raw {
+        Some(raw) => resolve_access_at(&access_path(host), raw, delay, trace_dirs),
+        None => Ok(AccessLinks::default()),
+    }
+}
+
+/// The access table `raw` written at key path `path` (a host's
+/// `hosts.<host>.access`, a path's `hosts.<host>.paths[<i>].access`).
+pub(crate) fn resolve_access_at(
+    path: &str,
+    raw: &toml::Table,
+    delay: Dur,
+    trace_dirs: &[std::path::PathBuf],
+) -> Result<AccessLinks, ScenarioError> {
+    let path = path.to_string();
     check_link_table(raw, &path, ACCESS_PARAMS)?;
     let mut links = [None, None];
     for (dir, link) in links.iter_mut().enumerate() {
@@ -65,17 +76,32 @@ pub(crate) fn resolve_access_flow_classes(
     flows: &[Flow],
 ) -> Result<(), ScenarioError> {
     for h in hosts {
-        let Some(access) = raw.get(&h.name).and_then(|r| r.access.as_ref()) else {
+        let Some(r) = raw.get(&h.name) else {
             continue;
         };
-        let path = access_path(&h.name);
-        for (dir, link) in [&mut h.access.down, &mut h.access.up]
-            .into_iter()
-            .enumerate()
-        {
-            if let Some(spec) = link {
-                crate::qdisc::resolve_flow_classes(&link_keys(access, &path, dir), spec, flows)?;
+        if let Some(access) = &r.access {
+            flow_classes(access, &access_path(&h.name), &mut h.access, flows)?;
+        }
+        for (i, (p, rp)) in h.paths.iter_mut().zip(r.paths.iter().flatten()).enumerate() {
+            if let Some(access) = &rp.access {
+                let path = join(&crate::paths::path_key(&h.name, i), "access");
+                flow_classes(access, &path, &mut p.access, flows)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// The dualpi2 `l_flows` of one access table's links, as flow ids.
+fn flow_classes(
+    access: &toml::Table,
+    path: &str,
+    links: &mut AccessLinks,
+    flows: &[Flow],
+) -> Result<(), ScenarioError> {
+    for (dir, link) in [&mut links.down, &mut links.up].into_iter().enumerate() {
+        if let Some(spec) = link {
+            crate::qdisc::resolve_flow_classes(&link_keys(access, path, dir), spec, flows)?;
         }
     }
     Ok(())

@@ -10,7 +10,8 @@
 
 use l4slab_core::SimRng;
 use l4slab_link::{
-    Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss, RateModel, TraceRate,
+    Bernoulli, ConstantRate, GilbertElliott, Link, LossModel, NoLoss, RateModel, StepRate,
+    TraceRate,
 };
 use l4slab_qdisc::Qdisc;
 
@@ -56,9 +57,15 @@ pub fn rate(spec: &LinkSpec) -> Box<dyn RateModel> {
 /// with its own loss stream `link/<name>/loss`, netem's `ecn` flag for that
 /// loss, and the path's ECN rewrite.
 pub fn link(spec: &LinkSpec, name: &str, seed: u64) -> Link {
+    link_over(spec, rate(spec), name, seed)
+}
+
+/// As [`link`], serializing at `rate` (a path's rate changes wrap the
+/// spec's, [`l4slab_link::StepRate`]).
+fn link_over(spec: &LinkSpec, rate: Box<dyn RateModel>, name: &str, seed: u64) -> Link {
     Link::new(
         qdisc(&spec.qdisc),
-        rate(spec),
+        rate,
         loss(&spec.loss),
         SimRng::derive(seed, &format!("link/{name}/loss")),
         spec.delay,
@@ -83,6 +90,13 @@ pub fn bottleneck(b: &Bottleneck, seed: u64, flows: usize) -> l4slab_bottleneck:
 pub fn access_queue_name(host: &str, dir: usize) -> String {
     let d = if dir == DOWN { "down" } else { "up" };
     format!("access.{host}.{d}")
+}
+
+/// The queue name of multi-homed host `host`'s path `path` in direction
+/// `dir` (`access.phone.wifi.up`).
+pub fn path_queue_name(host: &str, path: &str, dir: usize) -> String {
+    let d = if dir == DOWN { "down" } else { "up" };
+    format!("access.{host}.{path}.{d}")
 }
 
 /// The queue name of station `host`'s queue in the Wi-Fi cell for bottleneck
@@ -150,6 +164,9 @@ pub fn cell_config(scn: &Scenario) -> Option<CellConfig> {
 pub struct AccessQueues {
     /// Per host, per direction (`[DOWN, UP]`): its access link's queue.
     pub hosts: Vec<[Option<usize>; 2]>,
+    /// Per host, per path of a multi-homed host (`Host::paths`), per
+    /// direction: the path's link's queue (numbered after the host's own).
+    pub paths: Vec<Vec<[usize; 2]>>,
     /// Per host, per direction, per access category ([`Ac::index`]): its
     /// queue in the Wi-Fi cell (the AP's for it down, its own up).
     cell: Vec<[[Option<usize>; 4]; 2]>,
@@ -161,19 +178,29 @@ impl AccessQueues {
     /// The access links of `hosts` (no Wi-Fi cell: [`AccessQueues::of`]).
     pub fn new(hosts: &[Host]) -> Self {
         let mut dirs = vec![DOWN, UP];
+        let mut paths = Vec::with_capacity(hosts.len());
         let hosts = hosts
             .iter()
             .map(|h| {
-                [DOWN, UP].map(|dir| {
+                let own = [DOWN, UP].map(|dir| {
                     h.access.dir(dir).map(|_| {
                         dirs.push(dir);
                         dirs.len() - 1
                     })
-                })
+                });
+                let ways = h.paths.iter().map(|_| {
+                    [DOWN, UP].map(|dir| {
+                        dirs.push(dir);
+                        dirs.len() - 1
+                    })
+                });
+                paths.push(ways.collect());
+                own
             })
             .collect();
         AccessQueues {
             hosts,
+            paths,
             cell: Vec::new(),
             dirs,
         }
@@ -215,12 +242,22 @@ impl AccessQueues {
     /// receiving host's). A station's is its cell queue for the flow's
     /// access category (`wifi_ac`).
     pub fn path(&self, flow: &Flow, dir: usize) -> [Option<usize>; 2] {
+        self.path_via(flow, dir, 0)
+    }
+
+    /// As [`AccessQueues::path`], with a multi-homed client's packets on
+    /// its path `way` (`Host::paths` order; 0 is the preferred one).
+    pub fn path_via(&self, flow: &Flow, dir: usize, way: usize) -> [Option<usize>; 2] {
         let (from, to) = if dir == DOWN {
             (flow.server, flow.client)
         } else {
             (flow.client, flow.server)
         };
-        let q = |h: usize| self.cell_queue(h, dir, flow.wifi_ac).or(self.hosts[h][dir]);
+        let q = |h: usize| {
+            let via = self.paths[h].get(way).map(|p| p[dir]);
+            via.or(self.cell_queue(h, dir, flow.wifi_ac))
+                .or(self.hosts[h][dir])
+        };
         [q(from), q(to)]
     }
 }
@@ -235,12 +272,27 @@ impl AccessQueues {
 pub fn network(scn: &Scenario, seed: u64) -> (l4slab_bottleneck::Bottleneck, AccessQueues) {
     let mut bn = bottleneck(&scn.bottleneck, seed, scn.flows.len());
     let access = AccessQueues::of(scn);
-    for (h, queues) in scn.hosts.iter().zip(&access.hosts) {
+    for ((h, queues), ways) in scn.hosts.iter().zip(&access.hosts).zip(&access.paths) {
         for (dir, q) in queues.iter().enumerate() {
             if let (Some(q), Some(spec)) = (q, h.access.dir(dir)) {
                 let name = access_queue_name(&h.name, dir);
                 let added = bn.add_queue(&name, link(spec, &name, seed), qdisc_rng(seed, &name));
                 assert_eq!(added, *q, "{name}: queues numbered as AccessQueues says");
+            }
+        }
+        for (p, qs) in h.paths.iter().zip(ways) {
+            let outages: Vec<_> = p.outages.iter().map(|o| (o.start, o.end)).collect();
+            let steps: Vec<_> = p.rate_changes.iter().map(|c| (c.at, c.rate)).collect();
+            for (dir, &q) in qs.iter().enumerate() {
+                let spec = p.access.dir(dir).expect("a path has a link both ways");
+                let name = path_queue_name(&h.name, &p.name, dir);
+                let r = match steps.is_empty() {
+                    true => rate(spec),
+                    false => Box::new(StepRate::new(rate(spec), steps.clone())),
+                };
+                let l = link_over(spec, r, &name, seed).with_outages(outages.clone());
+                let added = bn.add_queue(&name, l, qdisc_rng(seed, &name));
+                assert_eq!(added, q, "{name}: queues numbered as AccessQueues says");
             }
         }
     }

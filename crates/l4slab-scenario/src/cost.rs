@@ -158,12 +158,13 @@ impl Cost {
     pub fn estimate(scn: &Scenario) -> Cost {
         let duration = scn.duration.saturating_since(Time::ZERO);
         let samples = duration.as_nanos() / scn.sample_interval.as_nanos().max(1);
-        // The bottleneck's two queues, every access link's and every queue
-        // of the Wi-Fi cell.
-        let access = scn
-            .hosts
-            .iter()
-            .flat_map(|h| [&h.access.down, &h.access.up]);
+        // The bottleneck's two queues, every access link's (a multi-homed
+        // host's paths' too) and every queue of the Wi-Fi cell.
+        let access = scn.hosts.iter().flat_map(|h| {
+            std::iter::once(&h.access)
+                .chain(h.paths.iter().map(|p| &p.access))
+                .flat_map(|a| [&a.down, &a.up])
+        });
         let links = [&scn.bottleneck.down, &scn.bottleneck.up]
             .into_iter()
             .chain(access.flatten())
@@ -438,8 +439,11 @@ fn bottleneck_packets(scn: &Scenario) -> u64 {
 fn access_links_per_packet(scn: &Scenario) -> u64 {
     // A station (a client host with [wifi]) passes its cell queue both ways.
     let station = |h: usize| scn.wifi.is_some() && scn.hosts[h].side == Side::Client;
-    let has =
-        |h: usize, dir: usize| u64::from(scn.hosts[h].access.dir(dir).is_some() || station(h));
+    // A multi-homed host's packets pass one of its paths' links.
+    let has = |h: usize, dir: usize| {
+        let host = &scn.hosts[h];
+        u64::from(host.access.dir(dir).is_some() || !host.paths.is_empty() || station(h))
+    };
     scn.flows
         .iter()
         .flat_map(|f| [0, 1].map(|dir| has(f.client, dir) + has(f.server, dir)))

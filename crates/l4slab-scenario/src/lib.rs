@@ -35,6 +35,7 @@ pub mod model;
 mod overrides;
 mod param;
 pub mod parse;
+pub mod paths;
 pub mod qdisc;
 pub mod quic;
 mod raw;

@@ -200,6 +200,63 @@ pub struct Host {
     /// written to the resolved scenario only when the host has one.
     #[serde(skip_serializing_if = "AccessLinks::is_empty")]
     pub access: AccessLinks,
+    /// A multi-homed (client) host's ways out, in preference order
+    /// (`[[hosts.NAME.paths]]`); empty for a host with one. Written to the
+    /// resolved scenario only when there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<HostPath>,
+    /// Connection racing over `paths` (RFC 8305 §5's Connection Attempt
+    /// Delay): a flow starts its handshake on the first path, and a second
+    /// attempt on the next after this long without a completed handshake.
+    /// `None`: no racing (one path, the transport's own SYN retries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub racing: Option<Dur>,
+}
+
+impl Host {
+    /// A host with one way out: `access_delay`, and `access` (may be empty).
+    pub fn single(name: &str, side: Side, access_delay: Dur, access: AccessLinks) -> Self {
+        Host {
+            name: name.to_string(),
+            side,
+            access_delay,
+            access,
+            paths: Vec::new(),
+            racing: None,
+        }
+    }
+}
+
+/// One way out of a multi-homed host: an access link in both directions
+/// (its own queue, rate or trace, loss) and the windows in which it is down.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostPath {
+    pub name: String,
+    /// The propagation delay of its links (as a host's `access_delay`).
+    pub access_delay: Dur,
+    /// Both directions have a link.
+    pub access: AccessLinks,
+    /// Windows `[start, end)` in which the path loses every packet, sorted
+    /// and disjoint.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outages: Vec<Outage>,
+    /// The path's rate (both directions) from each `at` on, sorted by time.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rate_changes: Vec<RateChange>,
+}
+
+/// A path's new rate from `at` on (both directions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RateChange {
+    pub at: Time,
+    pub rate: Rate,
+}
+
+/// A window in which a path is down: `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Outage {
+    pub start: Time,
+    pub end: Time,
 }
 
 /// A host's access link per direction of the bottleneck (`down` = server →

@@ -60,6 +60,41 @@ pub struct RawHost {
     pub access: Option<toml::Table>,
     /// `[hosts.<name>.wifi]`: this station's overrides of `[wifi.stations]`.
     pub wifi: Option<RawStation>,
+    /// `[[hosts.<name>.paths]]`: a multi-homed host's ways out, in
+    /// preference order (`crate::paths`).
+    pub paths: Option<Vec<RawPath>>,
+    /// `racing = "250ms"` or `false`: connection racing over `paths`.
+    pub racing: Option<Value>,
+}
+
+/// One `[[hosts.<name>.paths]]` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawPath {
+    pub name: Option<String>,
+    pub access_delay: Option<Value>,
+    /// Read as `[hosts.<name>.access]` is (`crate::access`).
+    pub access: Option<toml::Table>,
+    /// `[{ start = "2s", end = "5s" }]`: windows in which the path is down.
+    pub outages: Option<Vec<RawOutage>>,
+    /// `[{ at = "3s", rate = "2Mbit" }]`: the path's rate from then on.
+    pub rate_changes: Option<Vec<RawRateChange>>,
+}
+
+/// One rate change of a path.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawRateChange {
+    pub at: Option<Value>,
+    pub rate: Option<Value>,
+}
+
+/// One outage window of a path.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawOutage {
+    pub start: Option<Value>,
+    pub end: Option<Value>,
 }
 
 /// One `[[flows]]` entry.

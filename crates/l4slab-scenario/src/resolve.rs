@@ -114,6 +114,13 @@ pub(crate) fn resolve(
     if let Some(raw_hosts) = &raw.hosts {
         resolve_access_flow_classes(raw_hosts, &mut hosts, &flows)?;
     }
+    if let (Some(_), Some(h)) = (&raw.wifi, hosts.iter().find(|h| !h.paths.is_empty())) {
+        return Err(ScenarioError::conflict(
+            &values::join(&values::join("hosts", &h.name), "paths"),
+            "a multi-homed host beside [wifi] is not supported yet (a path cannot be the \
+             cell's station); give the Wi-Fi path its own access link instead of [wifi]",
+        ));
+    }
     let wifi = crate::wifi::resolve(raw.wifi.as_ref(), raw.hosts.as_ref(), &hosts, &flows)?;
     Ok(Scenario {
         format: FORMAT_VERSION,
@@ -176,11 +183,11 @@ fn resolve_hosts(
             None => Dur::ZERO,
         };
         let access = resolve_access(name, h.access.as_ref(), access_delay, trace_dirs)?;
+        let (paths, racing) = crate::paths::resolve(name, side, h, trace_dirs)?;
         hosts.push(Host {
-            name: name.clone(),
-            side,
-            access_delay,
-            access,
+            paths,
+            racing,
+            ..Host::single(name, side, access_delay, access)
         });
     }
     for (side, default) in [(Side::Client, "client"), (Side::Server, "server")] {
@@ -199,12 +206,12 @@ fn resolve_hosts(
                 Some(format!("[hosts.{default}2] with side = \"{default}\"")),
             ));
         }
-        hosts.push(Host {
-            name: default.to_string(),
+        hosts.push(Host::single(
+            default,
             side,
-            access_delay: Dur::ZERO,
-            access: AccessLinks::default(),
-        });
+            Dur::ZERO,
+            AccessLinks::default(),
+        ));
     }
     hosts.sort_by(|a, b| (a.side == Side::Server, &a.name).cmp(&(b.side == Side::Server, &b.name)));
     Ok(hosts)

@@ -51,18 +51,8 @@ fn minimal_file_gets_every_default() {
         },
         wifi: None,
         hosts: vec![
-            Host {
-                name: "client".into(),
-                side: Side::Client,
-                access_delay: Dur::ZERO,
-                access: AccessLinks::default(),
-            },
-            Host {
-                name: "server".into(),
-                side: Side::Server,
-                access_delay: Dur::ZERO,
-                access: AccessLinks::default(),
-            },
+            Host::single("client", Side::Client, Dur::ZERO, AccessLinks::default()),
+            Host::single("server", Side::Server, Dur::ZERO, AccessLinks::default()),
         ],
         flows: vec![Flow {
             name: "flow0".into(),

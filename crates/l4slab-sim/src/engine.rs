@@ -95,6 +95,17 @@ pub enum Ev {
         cell: u32,
         at: Time,
     },
+    /// A multi-homed client's flow: the Connection Attempt Delay passed
+    /// (`crate::race`).
+    RaceStart {
+        flow: u32,
+    },
+    /// A timer of a flow's second connection attempt (`crate::race`).
+    RaceTimer {
+        flow: u32,
+        side: u8,
+        at: Time,
+    },
 }
 
 /// Where a line's packets go when they come out.
@@ -163,6 +174,8 @@ pub struct FlowState {
     /// Packets sent and dropped, by the side that sent them.
     pub sent_pkts: [u64; 2],
     pub lost_pkts: [u64; 2],
+    /// A multi-homed client's flow: its paths and attempts (`crate::race`).
+    pub race: Option<Box<crate::race::Race>>,
 }
 
 impl FlowState {
@@ -245,6 +258,13 @@ pub struct Sim<'s> {
     pub app_events: Vec<AppEvent>,
     /// What an app callback asked of other flows of its app.
     pub flow_requests: Vec<FlowRequest>,
+    /// Per packet store handle: the path a multi-homed client's packet
+    /// travels (`crate::race`; read only for such flows).
+    pub way_tags: Vec<u8>,
+    /// The segments being sent are a second connection attempt's.
+    pub other_sending: bool,
+    /// Scratch: a second attempt's app events.
+    pub race_events: Vec<AppEvent>,
 }
 
 impl Sim<'_> {
@@ -305,6 +325,7 @@ impl Sim<'_> {
         match ev {
             Ev::FlowStart { flow } => {
                 let f = flow as usize;
+                self.race_start(now, f);
                 if self.flows[f].app.uses_connection() {
                     self.with_ep(now, f, CLIENT, |ep, now, ctx| ep.connect(now, ctx));
                 } else {
@@ -356,8 +377,16 @@ impl Sim<'_> {
                     self.flows[f].app_timer[side] = None;
                     self.app_callback(now, f, side, |app, now, r, io| app.on_timer(now, r, io));
                 }
+                // A QUIC flow's second connection attempt has wake-ups too.
+                if self.flows[f].race.is_some() {
+                    self.race_app_timer(now, f, side, at);
+                }
             }
             Ev::Warmup => self.start_window(now),
+            Ev::RaceStart { flow } => self.race_fire(now, flow as usize),
+            Ev::RaceTimer { flow, side, at } => {
+                self.race_timer(now, flow as usize, usize::from(side), at);
+            }
             Ev::Cell { cell, at } => {
                 let c = cell as usize;
                 if self.cell_armed[c] == Some(at) {
@@ -451,8 +480,13 @@ impl Sim<'_> {
     fn reach_far_side(&mut self, now: Time, dir: usize, pkt: Packet) {
         // Packets going down arrive at the client side, going up at the server side.
         let side = if dir == DOWN { CLIENT } else { SERVER };
-        let host = self.hosts_of[pkt.flow as usize][side];
-        if let Some(q) = self.paths[pkt.flow as usize][dir][1] {
+        let f = pkt.flow as usize;
+        let host = self.hosts_of[f][side];
+        let to = match &self.flows[f].race {
+            Some(r) => r.ways[self.way_of(pkt.handle)][dir][1],
+            None => self.paths[f][dir][1],
+        };
+        if let Some(q) = to {
             self.arrive_at_queue(now, q, pkt);
             return;
         }
@@ -559,15 +593,36 @@ impl Sim<'_> {
     }
 
     fn deliver(&mut self, now: Time, side: usize, pkt: Packet) {
+        let f = pkt.flow as usize;
+        let way = self.flows[f]
+            .race
+            .as_ref()
+            .map(|r| (self.way_of(pkt.handle), r.main));
         let carried = self.segs.remove(pkt.handle);
         self.counts.delivered += 1;
-        let f = pkt.flow as usize;
         if let Some(tr) = &mut self.trace {
             let from_sender = side != self.flows[f].sender;
             let ev = PktEvent::Deliver;
             pkttrace::row(tr, now, ev, AtQueue::NONE, &pkt, &carried, from_sender);
         }
         let ecn = pkt.ecn;
+        if let Some((way, main)) = way {
+            if way != main {
+                // Another attempt's packet: its endpoint, or nobody.
+                match carried {
+                    Carried::Seg(seg) => {
+                        self.race_deliver_other(now, f, side, way, &seg, ecn);
+                    }
+                    Carried::Bytes { buf, .. } => {
+                        let data = self.bytes.take(buf);
+                        self.race_deliver_other_bytes(now, f, side, way, &data, ecn);
+                        self.bytes.give_back(buf, data);
+                    }
+                    Carried::Dgram(_) => {}
+                }
+                return;
+            }
+        }
         match carried {
             Carried::Seg(seg) => self.with_ep(now, f, side, |ep, now, ctx| {
                 ep.on_segment(now, &seg, ecn, ctx)
@@ -598,7 +653,7 @@ impl Sim<'_> {
         self.send_packet(now, f, side, Carried::Dgram(dg), dg.wire_len(), dg.ecn);
     }
 
-    fn transmit_segment(&mut self, now: Time, f: usize, side: usize, tx: Transmit) {
+    pub(crate) fn transmit_segment(&mut self, now: Time, f: usize, side: usize, tx: Transmit) {
         self.send_packet(now, f, side, Carried::Seg(tx.seg), tx.wire_len, tx.ecn);
     }
 
@@ -630,7 +685,11 @@ impl Sim<'_> {
         // Clients send up, servers down: through the host's access queue
         // in that direction if it has one, else its access delay.
         let dir = if side == CLIENT { UP } else { DOWN };
-        match self.paths[f][dir][0] {
+        let via = match self.send_on_way(f, handle, dir, len) {
+            Some(via) => via,
+            None => self.paths[f][dir],
+        };
+        match via[0] {
             Some(q) => self.arrive_at_queue(now, q, pkt),
             None => self.enter_line(now, host, pkt),
         }
@@ -667,7 +726,7 @@ impl Sim<'_> {
 
     /// Run `op` on an endpoint, then transmit what it queued, feed its
     /// application events to the app (which may write more), and re-arm its timer.
-    fn with_ep(
+    pub(crate) fn with_ep(
         &mut self,
         now: Time,
         f: usize,
@@ -688,7 +747,7 @@ impl Sim<'_> {
         self.flush(now, f, side);
     }
 
-    fn flush(&mut self, now: Time, f: usize, side: usize) {
+    pub(crate) fn flush(&mut self, now: Time, f: usize, side: usize) {
         loop {
             for i in 0..self.out.len() {
                 let tx = self.out[i];
@@ -720,7 +779,7 @@ impl Sim<'_> {
         self.arm_ep_timer(now, f, side);
     }
 
-    fn arm_ep_timer(&mut self, now: Time, f: usize, side: usize) {
+    pub(crate) fn arm_ep_timer(&mut self, now: Time, f: usize, side: usize) {
         let st = &mut self.flows[f].eps[side];
         if let Some(t) = st.ep.next_timer() {
             let t = t.max(now);
@@ -739,7 +798,13 @@ impl Sim<'_> {
     }
 
     fn app_event(&mut self, now: Time, f: usize, side: usize, ev: AppEvent) {
+        if ev == AppEvent::Connected && side == CLIENT {
+            self.race_main_connected(now, f);
+        }
         if let AppEvent::Delivered { bytes } = ev {
+            if side != self.flows[f].sender {
+                self.race_delivered(now, f);
+            }
             let fl = &mut self.flows[f];
             if side != fl.sender {
                 fl.delivered += bytes;
@@ -757,7 +822,7 @@ impl Sim<'_> {
     }
 
     /// An app callback from outside an endpoint interaction (a timer, a datagram).
-    fn app_callback(
+    pub(crate) fn app_callback(
         &mut self,
         now: Time,
         f: usize,
@@ -766,6 +831,9 @@ impl Sim<'_> {
     ) {
         self.app_callback_inner(now, f, side, cb);
         self.flush(now, f, side);
+        if self.flows[f].race.is_some() {
+            self.race_check_app(now, f);
+        }
     }
 
     /// Call the app with a [`FlowIo`] bound to `side`'s endpoint. Segments,

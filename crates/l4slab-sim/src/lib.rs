@@ -10,6 +10,7 @@ mod capture;
 mod engine;
 mod event;
 mod pkttrace;
+mod race;
 mod recorder;
 mod segstore;
 mod setup;

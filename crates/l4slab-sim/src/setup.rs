@@ -7,7 +7,9 @@ use l4slab_bottleneck::flow::FlowRecorder;
 use l4slab_cc::{CongestionControl, EcnCodepoint};
 use l4slab_core::{Ecn, SimRng, Time};
 use l4slab_link::DelayLine;
-use l4slab_scenario::{AppSpec, Direction, EcnSpec, Scenario, Side};
+use l4slab_scenario::{AppSpec, Direction, EcnSpec, Protocol, Scenario, Side};
+
+use crate::race::Race;
 use l4slab_tcp::{EcnMode, Endpoint, FastOpenCache, FastOpenCookie, Role, TransportConfig};
 
 use crate::engine::{
@@ -110,21 +112,26 @@ fn queue_routes(scn: &Scenario, access: &AccessQueues) -> Vec<QueueRoute> {
             exit: QueueExit::FarSide,
         },
     ];
-    for (h, queues) in scn.hosts.iter().zip(&access.hosts) {
+    for ((h, queues), ways) in scn.hosts.iter().zip(&access.hosts).zip(&access.paths) {
         let (side, sends) = match h.side {
             Side::Client => (CLIENT, UP),
             Side::Server => (SERVER, DOWN),
         };
-        for (dir, q) in queues.iter().enumerate() {
-            if let Some(q) = *q {
-                assert_eq!(q, routes.len(), "access queues in AccessQueues order");
-                let exit = if dir == sends {
-                    QueueExit::Bottleneck
-                } else {
-                    QueueExit::Endpoint { side }
-                };
-                routes.push(QueueRoute { dir, exit });
-            }
+        // The host's own access links, then its paths' (a multi-homed
+        // host's, down then up each).
+        let own = queues
+            .iter()
+            .enumerate()
+            .filter_map(|(d, q)| q.map(|q| (d, q)));
+        let paths = ways.iter().flat_map(|p| [(DOWN, p[DOWN]), (UP, p[UP])]);
+        for (dir, q) in own.chain(paths) {
+            assert_eq!(q, routes.len(), "access queues in AccessQueues order");
+            let exit = if dir == sends {
+                QueueExit::Bottleneck
+            } else {
+                QueueExit::Endpoint { side }
+            };
+            routes.push(QueueRoute { dir, exit });
         }
     }
     // A Wi-Fi cell's queues, in the cell's order (station by station, AC by
@@ -150,6 +157,48 @@ fn queue_routes(scn: &Scenario, access: &AccessQueues) -> Vec<QueueRoute> {
     routes
 }
 
+/// Flow `f`'s endpoints (client, server): its transport config, ECN mode
+/// and two congestion controllers. A racing flow's second attempt gets a
+/// fresh pair too (`crate::race`).
+pub fn endpoints(scn: &Scenario, f: usize) -> [Endpoint; 2] {
+    let fl = &scn.flows[f];
+    let t = &fl.transport;
+    let cfg = TransportConfig {
+        mss: t.mss,
+        initial_window: t.initial_window,
+        delayed_ack: t.delayed_ack,
+        delayed_ack_timeout: t.delayed_ack_timeout,
+        min_rto: t.min_rto,
+        rto_formula: t.rto_formula,
+        tlp: t.tlp,
+        frto: t.frto,
+        undo: t.undo,
+        dsack: t.dsack,
+        pacing: t.pacing,
+        send_buffer: t.send_buffer,
+        notsent_lowat: t.notsent_lowat,
+        receive_buffer: t.receive_buffer,
+        ecn_codepoint: t.ecn_codepoint.map(ecn_codepoint),
+        fastopen: t.fastopen,
+        ..TransportConfig::default()
+    };
+    // The scenario resolved the name and the options (crate::cc there).
+    let cc = || {
+        fl.cc
+            .options
+            .build(u64::from(t.mss), u64::from(t.initial_window))
+    };
+    let id = f as u32;
+    let (client_cc, server_cc) = (cc(), cc());
+    let cfg = TransportConfig {
+        ecn: ecn_mode(fl.ecn, client_cc.as_ref()),
+        ..cfg
+    };
+    let client = Endpoint::new(id, Role::Client, cfg.clone(), client_cc);
+    let server = Endpoint::new(id, Role::Server, cfg, server_cc);
+    [client, server]
+}
+
 pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
     let mut series = SeriesStore::default();
     let (mut bn, access) = l4slab_scenario::build::network(scn, seed);
@@ -164,39 +213,8 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
     let mut recs = Vec::with_capacity(scn.flows.len());
     let apps = l4slab_scenario::flow_app::flow_apps(&scn.flows, seed);
     for ((i, f), app) in scn.flows.iter().enumerate().zip(apps) {
-        let t = &f.transport;
-        let cfg = TransportConfig {
-            mss: t.mss,
-            initial_window: t.initial_window,
-            delayed_ack: t.delayed_ack,
-            delayed_ack_timeout: t.delayed_ack_timeout,
-            min_rto: t.min_rto,
-            rto_formula: t.rto_formula,
-            tlp: t.tlp,
-            frto: t.frto,
-            undo: t.undo,
-            dsack: t.dsack,
-            pacing: t.pacing,
-            send_buffer: t.send_buffer,
-            notsent_lowat: t.notsent_lowat,
-            receive_buffer: t.receive_buffer,
-            ecn_codepoint: t.ecn_codepoint.map(ecn_codepoint),
-            fastopen: t.fastopen,
-            ..TransportConfig::default()
-        };
-        // The scenario resolved the name and the options (crate::cc there).
-        let cc = || {
-            f.cc.options
-                .build(u64::from(t.mss), u64::from(t.initial_window))
-        };
         let id = i as u32;
-        let (client_cc, server_cc) = (cc(), cc());
-        let cfg = TransportConfig {
-            ecn: ecn_mode(f.ecn, client_cc.as_ref()),
-            ..cfg
-        };
-        let client = Endpoint::new(id, Role::Client, cfg.clone(), client_cc);
-        let server = Endpoint::new(id, Role::Server, cfg, server_cc);
+        let [client, server] = endpoints(scn, i);
         let sender = match f.direction {
             Direction::Down => SERVER,
             Direction::Up => CLIENT,
@@ -224,7 +242,11 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
             completion: None,
             sent_pkts: [0; 2],
             lost_pkts: [0; 2],
+            race: None,
         });
+        let quic = f.transport.protocol == Protocol::Quic;
+        let tcp = flows[i].app.uses_connection() && !quic;
+        flows[i].race = Race::of(scn, i, &access, tcp, quic);
         // A flow another flow of its app opens (an HTTP/1.1 browser's
         // further connections) starts on that flow's request.
         if !flows[i].app.opens_on_request() {
@@ -270,5 +292,8 @@ pub fn build(scn: &Scenario, seed: u64) -> Result<Sim<'_>, SimError> {
         dgrams: Vec::with_capacity(8),
         app_events: Vec::with_capacity(8),
         flow_requests: Vec::with_capacity(8),
+        way_tags: Vec::new(),
+        other_sending: false,
+        race_events: Vec::with_capacity(4),
     })
 }

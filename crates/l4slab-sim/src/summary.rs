@@ -124,6 +124,10 @@ impl Sim<'_> {
             if spec.cc.has_options() {
                 entry.insert("cc_options".into(), json!(spec.cc.options));
             }
+            if let Some(race) = &fl.race {
+                let host = &self.scn.hosts[spec.client];
+                entry.insert("multipath".into(), race.json(host, fl.completion));
+            }
             flows.insert(spec.name.clone(), Value::Object(entry));
         }
         // A web object fetched on a new connection is also listed with its page.
