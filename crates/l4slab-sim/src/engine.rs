@@ -160,6 +160,26 @@ pub struct EpState {
     pub timer_armed: Option<Time>,
 }
 
+impl EpState {
+    /// Put the endpoint's next timer on the calendar as `event(at)` unless an
+    /// earlier wake-up for it is already there (one armed event at a time;
+    /// a later one that fires early finds nothing due and re-arms).
+    pub(crate) fn arm_timer(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        now: Time,
+        event: impl FnOnce(Time) -> Ev,
+    ) {
+        if let Some(t) = self.ep.next_timer() {
+            let t = t.max(now);
+            if self.timer_armed.is_none_or(|a| t < a) {
+                self.timer_armed = Some(t);
+                q.schedule_flow(t, event(t));
+            }
+        }
+    }
+}
+
 pub struct FlowState {
     pub eps: [EpState; 2],
     /// Which side sends the application's (main) data.
@@ -780,21 +800,11 @@ impl Sim<'_> {
     }
 
     pub(crate) fn arm_ep_timer(&mut self, now: Time, f: usize, side: usize) {
-        let st = &mut self.flows[f].eps[side];
-        if let Some(t) = st.ep.next_timer() {
-            let t = t.max(now);
-            if st.timer_armed.is_none_or(|a| t < a) {
-                st.timer_armed = Some(t);
-                self.q.schedule_flow(
-                    t,
-                    Ev::EpTimer {
-                        flow: f as u32,
-                        side: side as u8,
-                        at: t,
-                    },
-                );
-            }
-        }
+        self.flows[f].eps[side].arm_timer(&mut self.q, now, |at| Ev::EpTimer {
+            flow: f as u32,
+            side: side as u8,
+            at,
+        });
     }
 
     fn app_event(&mut self, now: Time, f: usize, side: usize, ev: AppEvent) {

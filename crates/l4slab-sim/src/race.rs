@@ -455,20 +455,10 @@ impl Sim<'_> {
         let Some(other) = self.flows[f].race.as_mut().and_then(|r| r.other.as_mut()) else {
             return;
         };
-        let st = &mut other[side];
-        if let Some(t) = st.ep.next_timer() {
-            let t = t.max(now);
-            if st.timer_armed.is_none_or(|a| t < a) {
-                st.timer_armed = Some(t);
-                self.q.schedule_flow(
-                    t,
-                    Ev::RaceTimer {
-                        flow: f as u32,
-                        side: side as u8,
-                        at: t,
-                    },
-                );
-            }
-        }
+        other[side].arm_timer(&mut self.q, now, |at| Ev::RaceTimer {
+            flow: f as u32,
+            side: side as u8,
+            at,
+        });
     }
 }
