@@ -74,7 +74,10 @@ def test_the_command_tree_imports_only_typer() -> None:
             ]
         """
     )
-    assert loaded == [*TREE, "typer"]
+    # What `import typer` loads itself (older Typer, e.g. its floor 0.16, imports rich
+    # at once; newer ones only when drawing) is Typer's, not the tree's.
+    typer_alone, _ = _run("import typer")
+    assert loaded == sorted({*TREE, *typer_alone})
 
 
 def test_version_loads_only_the_simulator(native: ModuleType) -> None:

@@ -227,16 +227,23 @@ def run_in_processes(
             _stop_processes(pool)
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+        if broken:
+            # A worker killed while it held the call queue's lock leaves the others
+            # blocked on that lock for good, where SIGTERM (which a worker turns into
+            # stopping its simulation) does not reach them, and shutdown would wait
+            # forever. Nothing runs on a broken pool any more: kill what is left.
+            _stop_processes(pool, signal.SIGKILL)
         pool.shutdown(wait=True)
 
 
-def _stop_processes(pool: ProcessPoolExecutor) -> None:
-    """SIGTERM to each worker process: its running simulation stops and cleans up."""
+def _stop_processes(pool: ProcessPoolExecutor, signum: int = signal.SIGTERM) -> None:
+    """``signum`` to each worker process (SIGTERM: its running simulation stops and
+    cleans up)."""
     processes = getattr(pool, "_processes", None) or {}
     for process in list(processes.values()):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             if process.is_alive() and process.pid is not None:
-                os.kill(process.pid, signal.SIGTERM)
+                os.kill(process.pid, signum)
 
 
 # --------------------------------------------------------------------------- threads
