@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -570,3 +571,26 @@ def test_send_refuses_no_ecn_validation_without_ecn(capsys: pytest.CaptureFixtur
     assert code == 2
     err = capsys.readouterr().err
     assert "--no-ecn-validation" in err and "--cc prague --no-ecn-validation" in err
+
+
+def test_the_passive_response_check_tells_the_two_laws_apart_from_one_marking_level() -> None:
+    """RFC 9331 §4.3 from one (window, CE fraction) pair: nearer W = 2/p or W = 1.22/sqrt(p)."""
+    from l4slab.check.passive import check_response
+
+    def metrics(window: float, p: float, delivered: int = 5000, ect1: float = 1.0) -> Any:
+        cps = {"not_ect": 1 - ect1, "ect1": ect1, "ect0": 0.0, "ce": 0.0}
+        return SimpleNamespace(
+            name="gateway", ce_fraction=p, window_packets=window, delivered_packets=delivered,
+            codepoints=cps,
+        )  # fmt: skip
+
+    # 20 packets: a scalable sender sits at p = 0.1, a classic one at (1.22/20)^2 = 0.0037.
+    assert check_response(metrics(20, 0.1)).verdict == "PASS"
+    assert check_response(metrics(20, 0.0037)).verdict == "FAIL"
+    # Between the two laws: the nearer one decides.
+    assert check_response(metrics(20, 0.05)).verdict == "PASS"
+    assert check_response(metrics(20, 0.008)).verdict == "FAIL"
+    # Too few marks to read a fraction (0.0037 x 1250 = 5): not observable.
+    few = check_response(metrics(20, 0.0037, delivered=1250))
+    assert few.verdict == "NOT OBSERVABLE" and "CE marks" in few.evidence
+    assert check_response(metrics(20, 0.1, ect1=0.0)).verdict == "NOT APPLICABLE"

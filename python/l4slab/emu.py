@@ -45,6 +45,7 @@ __all__ = [
     "emulator_command",
     "is_root",
     "link_sets",
+    "pcap_limit",
     "read_report",
     "run_emulator",
     "run_scenario",
@@ -297,6 +298,25 @@ class MahimahiLink:
 #: interval; pie qdelay_ref and max_burst).
 _MAHIMAHI_TAKES = {("codel", "target"), ("codel", "interval"), ("pie", "qdelay_ref"),
                    ("pie", "max_burst")}  # fmt: skip
+
+
+def pcap_limit(text: str, pcap_dir: Path | None) -> int | None:
+    """``--pcap-limit``'s bytes (``None`` without ``--pcap-dir``). Raises
+    :class:`EmuInputError` for a size that is not one, and for a ``pcap_dir`` whose
+    ``pcap/`` already holds files (a capture never replaces files it did not write)."""
+    from l4slab import _native
+
+    parsed = _native.quantity(text)
+    if parsed is None or parsed[0] != "bytes" or parsed[1] < 1:
+        raise EmuInputError(f"--pcap-limit: {text!r} is not a size (e.g. 500MB, 2GiB)")
+    if pcap_dir is None:
+        return None
+    target = Path(pcap_dir) / "pcap"
+    if target.is_dir() and any(target.iterdir()):
+        raise EmuInputError(f"--pcap-dir: {target} already holds files; give a new or empty folder")
+    if target.exists() and not target.is_dir():
+        raise EmuInputError(f"--pcap-dir: {target} is a file, not a folder")
+    return int(parsed[1])
 
 
 def command_line(plan: Plan) -> list[str]:

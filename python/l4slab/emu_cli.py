@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperGroup
 
 from l4slab._cli_base import EXIT_BAD_INPUT, EXIT_FAILED, _fail, errors
-from l4slab.emu_plan import Cleanup, EcnCheck, EcnReflect, Plan, Shell, Tuning
+from l4slab.emu_plan import PCAP_LIMIT, Cleanup, EcnCheck, EcnReflect, Plan, Shell, Tuning
 
 __all__ = ["app", "register"]
 
@@ -259,6 +259,27 @@ def _emu(
             min=0,
         ),
     ] = Tuning.min_sleep_us,
+    pcap_dir: Annotated[
+        Path | None,
+        _opt(
+            "--pcap-dir",
+            help="Capture the bottleneck's packets (headers only, both directions, at the "
+            "queue's ingress and egress) into DIR/pcap/ (Wireshark, tshark, tcpdump read them).",
+            panel=_RUN,
+            metavar="DIR",
+        ),
+    ] = None,
+    pcap_limit: Annotated[
+        str,
+        _opt(
+            "--pcap-limit",
+            help="The most the capture files may hold in all (e.g. 500MB, 2GiB); at the "
+            "limit they stop growing and the report counts the packets left out.",
+            panel=_RUN,
+            metavar="SIZE",
+            show_default=True,
+        ),
+    ] = PCAP_LIMIT,
     no_pin: Annotated[
         bool, _opt("--no-pin", help="Do not pin the forwarder to its own CPU.", panel=_RUN)
     ] = False,
@@ -323,6 +344,7 @@ def _emu(
             ),
             sets=sets or (),
         )
+        limit = emu.pcap_limit(pcap_limit, pcap_dir)
     # The shell plan but its COMMAND, which the sub-command gives.
     ctx.meta["l4slab.emu"] = Shell(
         command=(),
@@ -330,6 +352,8 @@ def _emu(
         server_command=server,
         report=report,
         cc=cc,
+        pcap_dir=pcap_dir,
+        pcap_limit=limit,
         quiet=quiet,
         tuning=Tuning(
             mtu=mtu,

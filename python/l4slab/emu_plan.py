@@ -24,6 +24,7 @@ from typing import ClassVar
 
 __all__ = [
     "CLIENT_ADDR",
+    "PCAP_LIMIT",
     "SERVER_ADDR",
     "SERVER_ECN_ADDR",
     "Cleanup",
@@ -74,6 +75,11 @@ class Tuning:
     malformed: str = "pass"
 
 
+#: The default size limit of a shell's capture (``--pcap-limit``): a run with no end
+#: must not fill the disk; a headers-only record is 56-76 bytes, so about 15 M packets.
+PCAP_LIMIT = "1GB"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Shell:
     """``l4slab emu -- COMMAND``: COMMAND behind an emulated bottleneck."""
@@ -92,6 +98,9 @@ class Shell:
     cc: str = "cubic"
     #: Capture the bottleneck's packets (headers) into ``pcap_dir/pcap/*.pcap``.
     pcap_dir: PathArg | None = None
+    #: The most the capture files may hold in all, in bytes (``None``: no limit); at
+    #: the limit they stop growing and the report counts the packets left out.
+    pcap_limit: int | None = None
     #: No banner or timing line.
     quiet: bool = False
     #: Sample the queues every second and write each sample (with the forwarder's

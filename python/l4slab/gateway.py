@@ -119,6 +119,14 @@ def check(opts: Options) -> None:
             raise GatewayInputError(f"--dns {server}: not an IPv4 address") from None
     if subnet.num_addresses < 8:
         raise GatewayInputError(f"--lan-subnet {opts.subnet}: too small (at least a /29)")
+    for device in opts.check:
+        if device != "all":
+            try:
+                ipaddress.ip_address(device)
+            except ValueError:
+                raise GatewayInputError(
+                    f"--check {device}: not an address (a device's LAN address, or 'all')"
+                ) from None
     for route in ip_json("route", "show"):
         dst = route.get("dst", "")
         if dst in ("default", "") or opts.lan == route.get("dev"):
@@ -185,6 +193,15 @@ class Gateway:
         self.extra: list[subprocess.Popen[bytes]] = []
         #: The emulator's report, once it stopped.
         self.report: dict[str, Any] | None = None
+        #: Where the bottleneck is captured (``--pcap-dir``, or for ``--check`` alone a
+        #: folder of its own, removed with the rest).
+        shell_pcap = opts.shell.pcap_dir
+        self.capture: Path | None = (
+            Path(shell_pcap) if shell_pcap is not None else
+            (self.tmp / "capture" if opts.check else None)
+        )  # fmt: skip
+        #: The passive check's verdicts (``--check``), once it stopped.
+        self.verdicts: list[dict[str, Any]] | None = None
 
     def _record(self, **changes: Any) -> None:
         self.state.update(changes)
@@ -250,7 +267,8 @@ class Gateway:
                 cc=self.opts.shell.cc,
                 quiet=self.opts.shell.quiet,
                 tuning=self.opts.shell.tuning,
-                pcap_dir=self.opts.shell.pcap_dir,
+                pcap_dir=self.capture,
+                pcap_limit=self.opts.shell.pcap_limit,
             )
         )
         self.emulator = subprocess.Popen(
@@ -448,6 +466,8 @@ class Gateway:
             self.emulator.wait()
             with suppress(OSError, ValueError):
                 self.report = emu.read_report(self.tmp / "emulator.json")
+            if self.opts.check and self.report is not None and self.capture is not None:
+                self._judge(self.report, self.capture)
         if self.reaper is not None:
             with suppress(OSError):
                 self._tell_reaper("done")
@@ -455,6 +475,34 @@ class Gateway:
             self.reaper.stdin.close()
             self.reaper.wait()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _judge(self, report: dict[str, Any], capture: Path) -> None:
+        """The passive check of ``--check``'s devices (:mod:`l4slab.check.passive`)."""
+        from l4slab.check import passive  # numpy: loaded only for a check
+
+        links = {d: _link(report, d) for d in ("up", "down")}
+        devices = None if "all" in self.opts.check else set(self.opts.check)
+        self.say("l4slab gateway: judging the devices' flows (passive L4S check) ...")
+        verdicts = passive.judge_capture(capture, links, devices, report)
+        for v in verdicts:
+            self.say(f"l4slab gateway: check: {v.line()}")
+        if not verdicts:
+            self.say(
+                "l4slab gateway: check: no flow to judge (a flow needs "
+                f"{passive.MIN_DATA_PACKETS} data packets over {passive.MIN_SECONDS:g} s)"
+            )
+        self.verdicts = [v.to_json() for v in verdicts]
+
+
+def _link(report: dict[str, Any], direction: str) -> Any:
+    """The bottleneck's rate (Mbit/s) and one-way delay (ms) in ``direction``, from the
+    scenario the emulator ran (a trace's rate: its mean)."""
+    from l4slab.check.passive import Link
+
+    # The scenario as serialized (crates/l4slab-core/src/units.rs): a rate in bit/s
+    # (a trace's mean rate), a delay in nanoseconds.
+    b = report["scenario"]["bottleneck"][direction]
+    return Link(rate_mbit=float(b["rate"]) / 1e6, delay_ms=float(b["delay"]) / 1e6)
 
 
 def _mbit(nbytes: int, seconds: float) -> str:
@@ -515,7 +563,7 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
         ended = None if gw.alive() else gw.emulator.returncode if gw.emulator else None
     finally:
         gw.stop()
-    report = {
+    report: dict[str, Any] = {
         "gateway": {
             "lan": opts.lan,
             "wan": opts.wan,
@@ -526,6 +574,8 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
         },
         "emulator": gw.report,
     }
+    if gw.verdicts is not None:
+        report["check"] = gw.verdicts
     if opts.report is not None:
         opts.report.write_text(json.dumps(report, indent=2) + "\n")
     if ended is not None:

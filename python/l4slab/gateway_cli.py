@@ -146,6 +146,17 @@ def _gateway(
             rich_help_panel=_GW,
         ),
     ] = None,
+    check: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--check",
+            metavar="DEVICE",
+            help="When it stops, judge the flows of this device (its LAN address; 'all': "
+            "every device) by RFC 9331's L4S requirements that the packets show: a passive "
+            "check-l4s. Captures the bottleneck (--pcap-dir to keep it). Repeatable.",
+            rich_help_panel=_GW,
+        ),
+    ] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -162,6 +173,7 @@ def _gateway(
         nat64=nat64,
         interval=interval,
         duration=duration,
+        check=tuple(check or ()),
         report=None if shell.report is None else Path(shell.report),
         shell=dataclasses.replace(shell, report=None),
     )

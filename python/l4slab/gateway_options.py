@@ -30,5 +30,8 @@ class Options:
     #: Stop after this many seconds (``None``: on Ctrl-C/SIGTERM).
     duration: float | None = None
     report: Path | None = None
+    #: Judge these devices' flows passively when it stops (addresses; ``all``: every
+    #: device): :mod:`l4slab.check.passive`. Captures the bottleneck.
+    check: tuple[str, ...] = ()
     #: The emulator's plan; its ``command`` is the gateway's own.
     shell: Shell = field(default_factory=lambda: Shell(command=()))

@@ -391,6 +391,19 @@ impl Forwarder {
         self.pcap = Some(files);
     }
 
+    /// What the capture (if any) wrote and left out at its size limit.
+    pub fn capture_json(&self) -> Option<Value> {
+        self.pcap.as_ref().map(|c| {
+            let (bytes, limit) = c.bytes();
+            json!({
+                "records": c.records(),
+                "skipped_at_limit": c.skipped(),
+                "bytes": bytes,
+                "limit_bytes": limit,
+            })
+        })
+    }
+
     /// Close the capture files (if any); their paths.
     ///
     /// # Errors

@@ -224,7 +224,7 @@ mod tests {
     fn a_shell_plan_reads_into_the_shell_options() {
         let plan = serde_json::json!({"shell": {"command": ["true"], "sets": ["bottleneck.rate=1Mbit"],
             "server_command": null, "report": "/tmp/r.json", "cc": "reno", "pcap_dir": null,
-            "quiet": true, "live": "/tmp/live.json", "tuning": tuning()}});
+            "pcap_limit": null, "quiet": true, "live": "/tmp/live.json", "tuning": tuning()}});
         let Plan::Shell(o) = Plan::from_json(&plan.to_string()).unwrap() else {
             panic!("not a shell plan")
         };

@@ -112,6 +112,9 @@ pub struct ShellOptions {
     /// Capture the bottleneck's packets (headers, both directions, at the
     /// queue's ingress and egress) into `DIR/pcap/` ([`crate::capture`]).
     pub pcap_dir: Option<PathBuf>,
+    /// The most the capture files may hold in all, in bytes (`None`: no
+    /// limit); at the limit they stop growing ([`l4slab_pcap::Captures::limit`]).
+    pub pcap_limit: Option<u64>,
     pub quiet: bool,
     /// Sample the queues every second and write each sample to this file
     /// ([`forwarder::Config::live`]; `l4slab gateway`'s status line).
@@ -359,7 +362,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     )?;
     if let Some(dir) = &opts.pcap_dir {
         let files = l4slab_pcap::Captures::create(dir, &fwd.bn.queue_names().queues)?;
-        fwd.capture(files);
+        fwd.capture(files.limit(opts.pcap_limit));
     }
     let env = command_env(&topo);
     let (fwd_cpu, app_cpus) = cpu_split(t.pin);
@@ -419,6 +422,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     if tty {
         let _ = sys::set_foreground(sys::getpgrp());
     }
+    let capture = fwd.capture_json();
     let captured = fwd.finish_capture();
     let mut report = json!({
         "queues": fwd.queues_json(&[]),
@@ -434,6 +438,9 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
     if let Some(w) = fwd.wifi_json() {
         // The cell's results, as `summary.json`'s `wifi` (docs/results.md).
         report["wifi"] = w;
+    }
+    if let Some(c) = capture {
+        report["capture"] = c;
     }
     drop(fwd);
     if let Some(srv) = &hooks.server {

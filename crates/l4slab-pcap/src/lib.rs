@@ -21,6 +21,11 @@
 //! Writing streams through a buffer: a capture holds 64 KiB per file
 //! however long the run. The first I/O error stops the writing and is
 //! reported by [`Captures::finish`], so the hot path returns nothing.
+//! A capture may be given a size limit ([`Captures::limit`]): a run with
+//! no end (the emulator's shell, `l4slab gateway`) then cannot fill the
+//! disk. At the limit the files stay valid and stop growing, as `tcpdump
+//! -C` without rotation would; the records left out are counted
+//! ([`Captures::skipped`]) and the run's report says so.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -40,6 +45,11 @@ pub const SNAPLEN: u32 = 65_535;
 
 /// Buffer per file.
 const BUFFER: usize = 64 << 10;
+
+/// Bytes of a pcap file's header and of a record's header (libpcap's
+/// `pcap_file_header`, `pcap_pkthdr` on disk).
+const FILE_HEADER: usize = 24;
+const RECORD_HEADER: usize = 16;
 
 /// Where on its way through a queue a packet is captured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +94,10 @@ pub struct Captures {
     files: Vec<File1>,
     error: Option<CaptureError>,
     records: u64,
+    /// Bytes in the files (headers and records), and the most they may hold.
+    bytes: u64,
+    limit: Option<u64>,
+    skipped: u64,
 }
 
 impl Captures {
@@ -122,11 +136,24 @@ impl Captures {
                 files.push(File1 { path, writer });
             }
         }
+        let bytes = (files.len() * FILE_HEADER) as u64;
         Ok(Captures {
             files,
             error: None,
             records: 0,
+            bytes,
+            limit: None,
+            skipped: 0,
         })
+    }
+
+    /// Stop writing once the files would hold more than `bytes` in all
+    /// (file and record headers included); later records are counted in
+    /// [`Captures::skipped`]. `None`: no limit.
+    #[must_use]
+    pub fn limit(mut self, bytes: Option<u64>) -> Captures {
+        self.limit = bytes;
+        self
     }
 
     /// Append one record to the file of queue `queue` at `point`: the
@@ -137,6 +164,12 @@ impl Captures {
         if self.error.is_some() {
             return;
         }
+        let size = (RECORD_HEADER + data.len()) as u64;
+        if self.limit.is_some_and(|max| self.bytes + size > max) {
+            self.skipped += 1;
+            return;
+        }
+        self.bytes += size;
         let f = &mut self.files[queue * Point::ALL.len() + point as usize];
         let record = PcapPacket::new(Duration::from_nanos(t.as_nanos()), orig_len, data);
         match f.writer.write_packet(&record) {
@@ -153,6 +186,16 @@ impl Captures {
     /// Records written so far.
     pub fn records(&self) -> u64 {
         self.records
+    }
+
+    /// Records left out because the files reached their limit.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Bytes in the files so far, and their limit.
+    pub fn bytes(&self) -> (u64, Option<u64>) {
+        (self.bytes, self.limit)
     }
 
     /// Flush and close every file; their paths.
@@ -222,6 +265,23 @@ mod tests {
         assert_eq!(rec[4..8], 500_000_007u32.to_le_bytes(), "nanoseconds");
         assert_eq!(rec[8..12], 52u32.to_le_bytes(), "caplen");
         assert_eq!(rec[12..16], 1500u32.to_le_bytes(), "origlen");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_limited_capture_stops_growing_at_its_limit_and_counts_what_it_left_out() {
+        let d = scratch("limit");
+        // Two files (24 bytes each) and room for exactly two 52-byte records (68 each).
+        let limit = 2 * 24 + 2 * 68;
+        let mut c = Captures::create(&d, &["q"]).unwrap().limit(Some(limit));
+        for i in 0..5 {
+            c.write(0, Point::In, Dur::from_nanos(i), 1500, &[0x45; 52]);
+        }
+        assert_eq!((c.records(), c.skipped()), (2, 3));
+        assert_eq!(c.bytes(), (limit, Some(limit)));
+        let paths = c.finish().unwrap();
+        let sizes: u64 = paths.iter().map(|p| fs::metadata(p).unwrap().len()).sum();
+        assert_eq!(sizes, limit, "the files hold exactly what was counted");
         fs::remove_dir_all(&d).unwrap();
     }
 

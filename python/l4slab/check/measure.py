@@ -149,11 +149,16 @@ def _tcp_setup(up: Packets, down: Packets) -> str | None:
     return "none"
 
 
-def measure(run: PhaseRun, data_dir: str) -> PhaseMetrics:
-    """Measure phase ``run`` with the application's data going ``data_dir``."""
+def measure(
+    run: PhaseRun, data_dir: str, packets: tuple[Packets, Packets] | None = None
+) -> PhaseMetrics:
+    """Measure phase ``run`` with the application's data going ``data_dir``; from
+    ``packets`` (the data direction's, the other's) when given, else from its capture."""
     phase = run.phase
     rev = "down" if data_dir == "up" else "up"
-    fwd_all, rev_all = read_direction(run.pcap_dir, data_dir), read_direction(run.pcap_dir, rev)
+    if packets is None:
+        packets = read_direction(run.pcap_dir, data_dir), read_direction(run.pcap_dir, rev)
+    fwd_all, rev_all = packets
     fwd, back = fwd_all.select(_app(fwd_all)), rev_all.select(_app(rev_all))
     up, down = (fwd, back) if data_dir == "up" else (back, fwd)
     t0 = _client_start(up, fwd.select(fwd.payload > DATA_PAYLOAD))
@@ -176,7 +181,8 @@ def measure(run: PhaseRun, data_dir: str) -> PhaseMetrics:
     # Queue delay: capture out - in, less the propagation delay and this
     # packet's own serialization at the bottleneck rate (pcap module docs).
     rate_bps = phase.rate_mbit * 1e6
-    qd = (data.t_out - data.t_in - phase.rtt_ms / 2e3 - data.ip_len * 8 / rate_bps) * 1e3
+    one_way_s = (phase.rtt_ms / 2 if phase.delay_ms is None else phase.delay_ms) / 1e3
+    qd = (data.t_out - data.t_in - one_way_s - data.ip_len * 8 / rate_bps) * 1e3
     in_l = (data.ecn_in == ECT1) | (data.ecn_in == CE)
     ok = steady & delivered
     qd_l, qd_c = _pcts(qd[ok & in_l]), _pcts(qd[ok & ~in_l])

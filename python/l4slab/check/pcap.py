@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from collections import defaultdict, deque
 from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +70,8 @@ class Packets:
     dropped), ``t_out`` NaN when dropped. ``payload`` is the transport payload
     in bytes (TCP or UDP), ``ip_len`` the whole IP packet. ``sport``/``dport``
     are -1 for neither TCP nor UDP. ``flags`` is the TCP flags byte with the
-    AccECN AE bit (RFC 9768: the former NS bit) as bit 8; 0 for UDP.
+    AccECN AE bit (RFC 9768: the former NS bit) as bit 8; 0 for UDP. ``src`` and
+    ``dst`` are the IP addresses as text (``""`` for a packet that is not IP).
     """
 
     t_in: npt.NDArray[np.float64]
@@ -82,6 +84,8 @@ class Packets:
     sport: npt.NDArray[np.int32]
     dport: npt.NDArray[np.int32]
     flags: npt.NDArray[np.int32]
+    src: npt.NDArray[np.str_]
+    dst: npt.NDArray[np.str_]
 
     def __len__(self) -> int:
         return len(self.t_in)
@@ -119,6 +123,15 @@ def _parse(rec: bytes, orig: int) -> tuple[int, int, int, int, int, int, int]:
     return ecn, total, max(0, total - hl), proto, -1, -1, 0
 
 
+def _addresses(rec: bytes) -> tuple[str, str]:
+    """The packet's source and destination address as text (``""``: not IP)."""
+    if len(rec) >= 20 and rec[0] >> 4 == 4:
+        return str(IPv4Address(rec[12:16])), str(IPv4Address(rec[16:20]))
+    if len(rec) >= 40 and rec[0] >> 4 == 6:
+        return str(IPv6Address(rec[8:24])), str(IPv6Address(rec[24:40]))
+    return "", ""
+
+
 def _key(rec: bytes) -> bytes:
     """The record with what the path may change masked: ECN bits, IPv4 checksum."""
     b = bytearray(rec)
@@ -145,9 +158,19 @@ def read_direction(pcap_dir: Path, direction: str) -> Packets:
     t_in = np.empty(n)
     t_out = np.full(n, np.nan)
     ecn_out = np.full(n, -1, dtype=np.int8)
+    # Few distinct address pairs: each is made into text once.
+    pairs: dict[bytes, tuple[str, str]] = {}
+    src: list[str] = []
+    dst: list[str] = []
     for i, (t, orig, rec) in enumerate(ins):
         t_in[i] = t
         cols[i] = _parse(rec, orig)
+        raw = rec[8:40] if rec and rec[0] >> 4 == 6 else rec[12:20]
+        pair = pairs.get(raw)
+        if pair is None:
+            pair = pairs[raw] = _addresses(rec)
+        src.append(pair[0])
+        dst.append(pair[1])
         q = waiting.get(_key(rec))
         if q:
             t_out[i], ecn_out[i] = q.popleft()
@@ -162,6 +185,8 @@ def read_direction(pcap_dir: Path, direction: str) -> Packets:
         sport=cols[:, 4].astype(np.int32),
         dport=cols[:, 5].astype(np.int32),
         flags=cols[:, 6].astype(np.int32),
+        src=np.array(src, dtype=np.str_),
+        dst=np.array(dst, dtype=np.str_),
     )
 
 

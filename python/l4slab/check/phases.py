@@ -57,6 +57,9 @@ class Phase:
     mark_p: float | None = None
     #: Run a kernel Cubic (classic ECN) flow beside the application.
     competitor: bool = False
+    #: The one-way delay through the bottleneck in the data's direction (ms);
+    #: ``None``: half of ``rtt_ms`` (every phase's path is symmetric).
+    delay_ms: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
