@@ -55,6 +55,7 @@ pub fn shell_plan(command: &[&str]) -> ShellOptions {
         report: None,
         cc: "cubic".into(),
         pcap_dir: None,
+        pcap_limit: None,
         quiet: true,
         live: None,
         tuning: tuning(),
