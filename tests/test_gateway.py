@@ -248,7 +248,12 @@ def _machine() -> dict[str, Any]:
             for link in json.loads(_sh("ip", "-j", "link", "show"))
         ),
         "addrs": sorted(_sh("ip", "-4", "-br", "addr").split("\n")),
-        "routes": sorted(_sh("ip", "route").splitlines()),
+        "routes": sorted(_sh("ip", "route").splitlines() + _sh("ip", "-6", "route").splitlines()),
+        "addrs6": sorted(_sh("ip", "-6", "-br", "addr").split("\n")),
+        "force_forwarding": sorted(
+            (p.parent.name, p.read_text())
+            for p in Path("/proc/sys/net/ipv6/conf").glob("*/force_forwarding")
+        ),
         "namespaces": sorted(n for n in _sh("ip", "netns", "list").split() if "l4slab" in n),
         "nft": _sh("nft", "list", "tables"),
         "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text(),
@@ -496,4 +501,54 @@ def test_the_passive_check_judges_l4slab_prague_l4s_and_kernel_cubic_not(world: 
     assert checks["validation"]["verdict"] == "NOT OBSERVABLE"
     assert cubic["verdict"] == "NOT L4S" and "not L4S" in cubic["reason"], cubic
     assert "check: 192.168.77." in log and "(up): L4S" in log, log
+    _after(before)
+
+
+def test_dual_stack_a_device_gets_ipv6_by_ra_and_reaches_an_ipv6_server_through_nat66(
+    world: World,
+) -> None:
+    """A WAN with IPv6: the LAN gets router advertisements beside DHCPv4 (RFC 4862
+    SLAAC), and the device's IPv6 crosses the bottleneck and NAT66 to the server."""
+    w = world
+    if not Path(gateway.FORCE_FORWARDING.format("lo")).exists():
+        pytest.skip("the kernel lacks net.ipv6.conf.*.force_forwarding (Linux 6.17)")
+    _sh("ip", "addr", "add", "fd99:77::1/64", "dev", w.wan, "nodad")
+    _sh("ip", "-n", w.inet, "addr", "add", "fd99:77::2/64", "dev", "eth0", "nodad")
+    before = _machine()
+    dns = subprocess.Popen(
+        ["ip", "netns", "exec", w.inet, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
+         "--no-resolv", "--no-hosts", "--bind-interfaces", "--listen-address=10.99.77.2",
+         "--address=/server.l4slab.test/10.99.77.2", "--address=/server.l4slab.test/fd99:77::2",
+         "--pid-file=", "--user=root"],
+    )  # fmt: skip
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", w.inet, "iperf3", "-s"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    cli = _start(w, "--rate", "10Mbit", "--delay", "5ms", "--dns", "10.99.77.2")
+    try:
+        assert "lease 192.168.77." in w.dhcp()
+        # SLAAC from the gateway's router advertisement, once duplicate address
+        # detection (RFC 4862 §5.4) has ended.
+        deadline = time.monotonic() + 15
+        while "fd4c:77::" not in (a6 := w.in_dev("ip", "-6", "addr", "show", "dev", "eth0")) or (
+            "tentative" in a6
+        ):
+            assert time.monotonic() < deadline, a6
+            time.sleep(0.2)
+        assert "fd99:77::2" in w.in_dev("busybox", "nslookup", "-type=aaaa", "server.l4slab.test")
+        out = w.in_dev("iperf3", "-6", "-c", "server.l4slab.test", "-t", "3", "-J")
+        rate = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
+    finally:
+        cli.send_signal(signal.SIGTERM)
+        cli.wait(60)
+        for proc in (dns, server):
+            proc.terminate()
+            proc.wait()
+    log = (w.tmp / "gateway.log").read_text()
+    assert cli.returncode == 128 + signal.SIGTERM, log
+    assert "IPv6 fd4c:77::/64 (router advertisements, NAT66)" in log, log
+    # Through the 10 Mbit/s bottleneck: IPv6 TCP payload is 1428 of every 1500 bytes.
+    assert 8.5 < rate <= 10.0 * 1428 / 1500 * 1.02, (rate, log)
     _after(before)

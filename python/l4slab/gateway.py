@@ -70,6 +70,27 @@ TRANSIT_HOST = "169.254.77.1"
 TRANSIT_NS = "169.254.77.2"
 TRANSIT_PREFIX = 30
 IP_FORWARD = "/proc/sys/net/ipv4/ip_forward"
+#: The same link's IPv6 addresses (unique local, inside the gateway's own fd4c:77::/48).
+TRANSIT6_HOST = "fd4c:77:ffff::1"
+TRANSIT6_NS = "fd4c:77:ffff::2"
+#: Per-interface IPv6 forwarding (Linux 6.17+, ip6_forward): the host forwards the
+#: LAN's IPv6 between the veth and the WAN without net.ipv6.conf.all.forwarding,
+#: which would turn every interface into a router that ignores router advertisements.
+FORCE_FORWARDING = "/proc/sys/net/ipv6/conf/{}/force_forwarding"
+
+
+def wan_ipv6(wan: str) -> str | None:
+    """Why the LAN cannot have IPv6 through ``wan`` (``None``: it can): the WAN needs a
+    global or unique-local address, and the kernel per-interface forwarding."""
+    if not Path(FORCE_FORWARDING.format(wan)).exists():
+        return (
+            "this kernel has no per-interface IPv6 forwarding (net.ipv6.conf.*."
+            "force_forwarding, Linux 6.17)"
+        )
+    addrs = ip_json("-6", "addr", "show", "dev", wan)
+    if not any(a.get("scope") == "global" for x in addrs for a in x.get("addr_info", [])):
+        return f"--wan {wan} has no IPv6 address beyond link-local"
+    return None
 
 
 # ----------------------------------------------------------------------------- checks
@@ -200,6 +221,8 @@ class Gateway:
             Path(shell_pcap) if shell_pcap is not None else
             (self.tmp / "capture" if opts.check else None)
         )  # fmt: skip
+        #: Why the LAN has no IPv6 beside IPv4 (``None``: it has; set by :meth:`start`).
+        self.no_ipv6: str | None = "not started"
         #: The passive check's verdicts (``--check``), once it stopped.
         self.verdicts: list[dict[str, Any]] | None = None
 
@@ -334,11 +357,25 @@ class Gateway:
         for ns in (c, s):
             sh("sysctl", "-qw", "net.ipv4.ip_forward=1", netns=ns)
         self._sysctl(IP_FORWARD, "1")
+        self.no_ipv6 = "--nat64: IPv6 only" if self.opts.nat64 else wan_ipv6(wan)
+        nat6 = ""
+        if self.no_ipv6 is None:
+            # Dual stack: the LAN's IPv6 prefix over the same veth, NATed out of the WAN
+            # (NAT66: the WAN's own prefix is not the gateway's to route).
+            lan6 = gateway_nat64.LAN_PREFIX6
+            sh("ip", "-6", "addr", "add", f"{TRANSIT6_HOST}/64", "dev", veth, "nodad")
+            sh("ip", "-6", "addr", "add", f"{TRANSIT6_NS}/64", "dev", "wan", "nodad", netns=s)
+            sh("ip", "-6", "route", "add", "default", "via", TRANSIT6_HOST, "dev", "wan",
+               netns=s)  # fmt: skip
+            sh("ip", "-6", "route", "add", lan6, "via", TRANSIT6_NS, "dev", veth)
+            sh("sysctl", "-qw", f"net.ipv6.conf.{veth}.force_forwarding=1")
+            self._sysctl(FORCE_FORWARDING.format(wan), "1")
+            nat6 = f'\n    ip6 saddr {lan6} oifname "{wan}" masquerade;'
         table = f"l4slab_gw_{self.pid}"
-        self._record(nft_table=table)
-        rules = f"""table ip {table} {{
+        self._record(nft_table=table, nft_family="inet")
+        rules = f"""table inet {table} {{
   chain postrouting {{ type nat hook postrouting priority srcnat; policy accept;
-    ip saddr {{ {", ".join(nat)} }} oifname "{wan}" masquerade; }}
+    ip saddr {{ {", ".join(nat)} }} oifname "{wan}" masquerade;{nat6} }}
   chain forward {{ type filter hook forward priority filter; policy accept;
     iifname "{veth}" oifname "{wan}" accept;
     iifname "{wan}" oifname "{veth}" ct state established,related accept; }}
@@ -357,6 +394,8 @@ class Gateway:
         # address, which the host routes back and NATs, not from tcli's 10.77.0.1.
         sh("ip", "route", "add", "default", "via", SERVER_ADDR, "dev", "tcli",
              "src", self.router, netns=c)  # fmt: skip
+        if self.no_ipv6 is None:
+            gateway_nat64.lan6(lan, c, s)
         if self.opts.nat64:
             servers = list(self.opts.dns) or _nameservers()
             self.extra = gateway_nat64.start(lan, c, s, servers, self.tmp)
@@ -369,10 +408,15 @@ class Gateway:
                 f"(NAT, nftables table {table}); namespaces {c} (LAN side), {s} (WAN side)"
             )
             return
+        v6 = (
+            f"IPv6 {gateway_nat64.LAN_PREFIX6} (router advertisements, NAT66)"
+            if self.no_ipv6 is None
+            else f"no IPv6 ({self.no_ipv6})"
+        )
         self.say(
             f"LAN {lan}: {self.subnet}, gateway {self.router}, DHCP {self.pool[0]}-{self.pool[1]}"
-            f"{', DNS ' + self.router if self.dns else ''}; WAN {wan} (NAT, nftables table "
-            f"{table}); namespaces {c} (LAN side), {s} (WAN side)"
+            f"{', DNS ' + self.router if self.dns else ''}, {v6}; WAN {wan} (NAT, nftables "
+            f"table {table}); namespaces {c} (LAN side), {s} (WAN side)"
         )
 
     def _start_dnsmasq(self, c: str) -> None:
@@ -386,6 +430,8 @@ class Gateway:
             f"--dhcp-option=option:router,{self.router}",
             *dns,
         ]
+        if self.no_ipv6 is None:
+            lan_args += gateway_nat64.ra_args(dns=self.dns)
         if self.opts.nat64:
             lan_args = gateway_nat64.dnsmasq_args()
         self.dnsmasq = subprocess.Popen(

@@ -20,7 +20,16 @@ from pathlib import Path
 
 from l4slab.gateway_state import GatewayError, ns_path, sh
 
-__all__ = ["LAN_PREFIX6", "POOL4", "PREFIX64", "ROUTER6", "dnsmasq_args", "start"]
+__all__ = [
+    "LAN_PREFIX6",
+    "POOL4",
+    "PREFIX64",
+    "ROUTER6",
+    "dnsmasq_args",
+    "lan6",
+    "ra_args",
+    "start",
+]
 
 #: The LAN's IPv6 prefix (unique local) and the gateway's address in it.
 LAN_PREFIX6 = "fd4c:77::/64"
@@ -37,15 +46,31 @@ TAYGA6 = "fd4c:5301::64"
 SERVER_ADDR6 = "fd4c:5301::2"
 
 
+def ra_args(dns: bool = True) -> list[str]:
+    """dnsmasq's router advertisements for ``LAN_PREFIX6`` (SLAAC, RFC 4862), naming
+    the gateway's IPv6 address as DNS server (RDNSS, RFC 8106) when it serves DNS."""
+    return [
+        "--enable-ra",
+        f"--dhcp-range={LAN_PREFIX6.split('/')[0]},ra-only,64",
+        *([f"--dhcp-option=option6:dns-server,[{ROUTER6}]"] if dns else []),
+    ]
+
+
 def dnsmasq_args() -> list[str]:
     """dnsmasq on an IPv6-only LAN: router advertisements (SLAAC) naming the DNS64
     resolver, no DHCPv4 and no DNS of its own (unbound answers)."""
-    return [
-        "--port=0",
-        "--enable-ra",
-        f"--dhcp-range={LAN_PREFIX6.split('/')[0]},ra-only,64",
-        f"--dhcp-option=option6:dns-server,[{ROUTER6}]",
-    ]
+    return ["--port=0", *ra_args()]
+
+
+def lan6(lan: str, c: str, s: str) -> None:
+    """IPv6 on the LAN (``ROUTER6`` on ``lan`` in namespace ``c``) routed through the
+    bottleneck: forwarding in both namespaces, ``c``'s default route into the TUN,
+    ``s``'s route back to the LAN prefix."""
+    sh("ip", "-6", "addr", "add", f"{ROUTER6}/64", "dev", lan, "nodad", netns=c)
+    for ns in (c, s):
+        sh("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1", netns=ns)
+    sh("ip", "-6", "route", "add", "default", "via", SERVER_ADDR6, "dev", "tcli", netns=c)
+    sh("ip", "-6", "route", "add", LAN_PREFIX6, "dev", "tsrv", netns=s)
 
 
 def _unbound_conf(upstream: list[str], directory: Path) -> str:
@@ -86,11 +111,7 @@ def start(
     processes started (the caller stops them and records them for the reaper)."""
     if not upstream:
         raise GatewayError("--nat64 needs a DNS server for DNS64: give --dns IP")
-    sh("ip", "-6", "addr", "add", f"{ROUTER6}/64", "dev", lan, "nodad", netns=c)
-    for ns in (c, s):
-        sh("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1", netns=ns)
-    sh("ip", "-6", "route", "add", "default", "via", SERVER_ADDR6, "dev", "tcli", netns=c)
-    sh("ip", "-6", "route", "add", LAN_PREFIX6, "dev", "tsrv", netns=s)
+    lan6(lan, c, s)
     (directory / "tayga").mkdir()
     conf = directory / "tayga.conf"
     conf.write_text(_tayga_conf(directory / "tayga"))

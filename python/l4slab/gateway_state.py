@@ -148,8 +148,9 @@ def undo(path: Path, state: dict[str, Any], *, client_ns: str | None = None) -> 
             try_sh("ip", "addr", "add", addr, "dev", lan)
         if state.get("lan_up"):
             try_sh("ip", "link", "set", "dev", lan, "up")
-    if (table := state.get("nft_table")) and _nft_table_exists(table):
-        try_sh("nft", "delete", "table", "ip", table)
+    family = state.get("nft_family", "ip")
+    if (table := state.get("nft_table")) and _nft_table_exists(family, table):
+        try_sh("nft", "delete", "table", family, table)
     if (veth := state.get("veth")) and Path(f"/sys/class/net/{veth}").exists():
         try_sh("ip", "link", "del", veth)
     for key, old in state.get("sysctls", {}).items():
@@ -161,9 +162,9 @@ def undo(path: Path, state: dict[str, Any], *, client_ns: str | None = None) -> 
         path.unlink()
 
 
-def _nft_table_exists(table: str) -> bool:
+def _nft_table_exists(family: str, table: str) -> bool:
     try:
-        return table in sh("nft", "list", "tables", "ip")
+        return table in sh("nft", "list", "tables", family)
     except GatewayError:
         return False
 
