@@ -28,7 +28,8 @@ GATEWAY_HELP = "\n\n".join(
         "Make this machine a router for real devices (a phone, a laptop) on --lan, with "
         "every packet between them and --wan passing l4slab's bottleneck: the link options "
         "are l4slab emu's (--rate, --delay, --qdisc dualpi2, --set ...; up is LAN -> WAN). "
-        "The devices get IPv4 addresses from dnsmasq, which the gateway starts; the WAN is "
+        "The devices get IPv4 addresses (and IPv6 router advertisements when --wan has "
+        "IPv6) from dnsmasq, which the gateway starts; the WAN is "
         "reached through NAT (nftables masquerade).",
         "Everything it changes (the LAN interface, which moves into the emulator's client "
         "namespace, a veth, an nftables table, net.ipv4.ip_forward) is put back when it "
