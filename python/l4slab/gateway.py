@@ -586,15 +586,38 @@ def status_line(prev: dict[str, Any] | None, now: dict[str, Any], devices: int) 
     return f"l4slab gateway: {'; '.join(parts)}; {devices} device(s)"
 
 
+def _live_view(opts: Options, say: Callable[[str], None]) -> Any:
+    """Start the live page (``opts.web``); ``None`` without one. The default port in
+    use: any free one, said so."""
+    if opts.web is None:
+        return None
+    from l4slab.gateway_web import LiveView
+
+    addr, port = opts.web
+    title = f"LAN {opts.lan} ↔ WAN {opts.wan}"
+    try:
+        view = LiveView(addr, port, title)
+    except OSError as exc:
+        if (addr, port) != Options.web:
+            raise GatewayInputError(f"--web {addr}:{port}: {exc.strerror or exc}") from None
+        view = LiveView(addr, 0, title)
+        say(f"l4slab gateway: port {port} is in use ({exc.strerror}); the live view took another")
+    say(f"l4slab gateway: live view at {view.url}")
+    return view
+
+
 def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> dict[str, Any]:
     """Run a gateway until ``stop()`` (polled each interval), the duration, or the
     emulator's end; the report (also written to ``opts.report``)."""
     gw = Gateway(opts, say)
+    view = None
     try:
         gw.start()
+        view = _live_view(opts, say)
         t0 = time.monotonic()
         prev: dict[str, Any] | None = None
-        step = opts.interval if opts.interval > 0 else 0.2
+        step = opts.interval if 0 < opts.interval < 1 or view is None else 1.0
+        step = step if step > 0 else 0.2
         while gw.alive() and not stop():
             if opts.duration is not None and time.monotonic() - t0 >= opts.duration:
                 break
@@ -602,12 +625,17 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
             now = gw.live()
             if now is None or (prev is not None and now["t_s"] <= prev["t_s"]):
                 continue
+            devices = gw.devices()
+            if view is not None:
+                view.add(now, devices)
             if opts.interval > 0:
-                say(status_line(prev, now, len(gw.devices())))
+                say(status_line(prev, now, len(devices)))
             prev = now
         devices = gw.devices()
         ended = None if gw.alive() else gw.emulator.returncode if gw.emulator else None
     finally:
+        if view is not None:
+            view.close()
         gw.stop()
     report: dict[str, Any] = {
         "gateway": {

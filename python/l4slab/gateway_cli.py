@@ -147,6 +147,17 @@ def _gateway(
             rich_help_panel=_GW,
         ),
     ] = None,
+    web: Annotated[
+        str,
+        typer.Option(
+            "--web",
+            metavar="ADDR:PORT",
+            help="The live web page: per direction the throughput, the queue's delay (L and "
+            "C apart), drops and marks; per device its rates, ECN codepoints and marks. "
+            "Localhost by default; port 0: any free port; 'off': none.",
+            rich_help_panel=_GW,
+        ),
+    ] = "127.0.0.1:8077",
     check: Annotated[
         list[str] | None,
         typer.Option(
@@ -164,7 +175,12 @@ def _gateway(
     if lan is None or wan is None:
         raise _fail("--lan IFACE and --wan IFACE are required", EXIT_BAD_INPUT)
     from l4slab import gateway  # the gateway (and the emulator's module) when it runs
+    from l4slab.gateway_web import parse_web
 
+    try:
+        web_at = parse_web(web)
+    except ValueError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from None
     shell: Shell = ctx.meta["l4slab.emu"]
     opts = Options(
         lan=lan,
@@ -175,6 +191,7 @@ def _gateway(
         interval=interval,
         duration=duration,
         check=tuple(check or ()),
+        web=web_at,
         report=None if shell.report is None else Path(shell.report),
         shell=dataclasses.replace(shell, report=None),
     )

@@ -33,5 +33,7 @@ class Options:
     #: Judge these devices' flows passively when it stops (addresses; ``all``: every
     #: device): :mod:`l4slab.check.passive`. Captures the bottleneck.
     check: tuple[str, ...] = ()
+    #: The live web page's address and port (``None``: no page); port 0: any free one.
+    web: tuple[str, int] | None = ("127.0.0.1", 8077)
     #: The emulator's plan; its ``command`` is the gateway's own.
     shell: Shell = field(default_factory=lambda: Shell(command=()))

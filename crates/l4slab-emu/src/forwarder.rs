@@ -292,6 +292,8 @@ pub struct Forwarder {
     pub packet_log: Option<PacketLog>,
     /// The pcap capture, when asked for ([`Forwarder::capture`]),
     pcap: Option<Captures>,
+    /// Per-device counters, with a live view ([`Config::live`]).
+    hosts: Option<crate::hosts::Hosts>,
     /// and scratch for one record.
     pcap_buf: Vec<u8>,
     started: Time,
@@ -355,6 +357,7 @@ impl Forwarder {
             PacketLog::new(down, bn.queue_names())
         });
         let started = clock.now();
+        let hosts = cfg.live.is_some().then(crate::hosts::Hosts::default);
         Ok(Forwarder {
             bn,
             dirs: [dir(srv, cli), dir(cli, srv)],
@@ -372,6 +375,7 @@ impl Forwarder {
             series: SeriesStore::default(),
             packet_log,
             pcap: None,
+            hosts,
             pcap_buf: Vec::with_capacity(128),
             started,
             window_due: None,
@@ -610,8 +614,14 @@ impl Forwarder {
             let frame = self.slab.frame_mut(pkt.handle);
             // The queue (CE marks) or the path (bleach, re-mark) may have
             // changed the codepoint: put it in the real header.
-            if let Ok(true) = packet::set_ecn(&mut frame[VNET_HDR_LEN..], pkt.ecn) {
-                dir.counters.ecn_rewritten += 1;
+            let rewritten = matches!(
+                packet::set_ecn(&mut frame[VNET_HDR_LEN..], pkt.ecn),
+                Ok(true)
+            );
+            dir.counters.ecn_rewritten += u64::from(rewritten);
+            if let Some(hosts) = &mut self.hosts {
+                let ip = &self.slab.frame(pkt.handle)[VNET_HDR_LEN..];
+                hosts.left(d, ip, pkt.len, rewritten && pkt.ecn == l4slab_core::Ecn::Ce);
             }
             let late = self.clock.now().saturating_since(at);
             dir.lateness.record(late);
@@ -730,6 +740,9 @@ impl Forwarder {
         };
         dir.counters.packets_in += 1;
         dir.counters.bytes_in += u64::from(len);
+        if let Some(hosts) = &mut self.hosts {
+            hosts.arrived(d, ip, len, ecn);
+        }
         let mut pkt = Packet::new(
             self.next_id,
             self.cfg.classifier.flow(info.as_ref()),
@@ -797,7 +810,11 @@ impl Forwarder {
                        "packets_out": c.packets_out, "bytes_out": c.bytes_out}),
             );
         }
-        json!({"t_s": t_s, "queues": queues, "forwarder": dirs})
+        let mut sample = json!({"t_s": t_s, "queues": queues, "forwarder": dirs});
+        if let Some(hosts) = &self.hosts {
+            sample["hosts"] = hosts.json();
+        }
+        sample
     }
 
     /// The recorded series as rows (`t_s`, `series`, `key`, `value`).

@@ -36,6 +36,7 @@ pub mod coalesce;
 pub mod dgram;
 pub mod ecncheck;
 pub mod forwarder;
+pub mod hosts;
 pub mod netns;
 pub mod packet;
 pub mod pktlog;
