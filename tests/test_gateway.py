@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -461,7 +462,8 @@ def test_the_passive_check_judges_l4slab_prague_l4s_and_kernel_cubic_not(world: 
     before = _machine()
     report_file = w.tmp / "report.json"
     link = ["--rate", "10Mbit", "--delay", "5ms", "--qdisc", "dualpi2"]
-    cli = _start(w, *link, "--report", str(report_file), "--check", "all", "--interval", "0")
+    cli = _start(w, *link, "--report", str(report_file), "--check", "all", "--interval", "0",
+                 "--web", "127.0.0.1:0")  # fmt: skip
     servers = [
         subprocess.Popen(
             ["ip", "netns", "exec", w.inet, *cmd],
@@ -481,6 +483,12 @@ def test_the_passive_check_judges_l4slab_prague_l4s_and_kernel_cubic_not(world: 
         w.in_dev("sh", "-c", f"{env} {sys.executable} -m l4slab send 10.99.77.2:5202 --cc prague "
                  "-t 6 >/dev/null")  # fmt: skip
         w.in_dev("iperf3", "-c", "10.99.77.2", "-t", "6", "-C", "cubic")
+        # The live page's data: the device, its ECT(1) (Prague) and Not-ECT (Cubic)
+        # packets up, counted by the forwarder per address.
+        url = re.search(r"live view at (http://\S+)", (w.tmp / "gateway.log").read_text())
+        assert url, (w.tmp / "gateway.log").read_text()
+        with urllib.request.urlopen(url.group(1) + "data.json", timeout=10) as page:
+            live = json.loads(page.read())
     finally:
         for server in servers:
             server.terminate()
@@ -500,6 +508,9 @@ def test_the_passive_check_judges_l4slab_prague_l4s_and_kernel_cubic_not(world: 
     assert 1.0 < checks["scalable"]["numbers"]["w_times_p"] < 4.0, checks["scalable"]
     assert checks["validation"]["verdict"] == "NOT OBSERVABLE"
     assert cubic["verdict"] == "NOT L4S" and "not L4S" in cubic["reason"], cubic
+    host = next(h for h in live["samples"][-1]["hosts"] if h["address"].startswith("192.168.77."))
+    assert host["up"]["ecn"]["ect1"] > 3000 and host["up"]["ecn"]["not_ect"] > 3000, host
+    assert host["up"]["marked"] > 100, host
     assert "check: 192.168.77." in log and "(up): L4S" in log, log
     _after(before)
 
