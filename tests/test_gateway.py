@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -259,6 +260,7 @@ def _machine() -> dict[str, Any]:
         "nft": _sh("nft", "list", "tables"),
         "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text(),
         "daemons": _sh("pgrep", "-x", "dnsmasq|tayga|unbound", check=False),
+        "tmp": sorted(p.name for p in Path(tempfile.gettempdir()).glob("l4slab-gateway-*")),
         "state": sorted(p.name for p in gateway_state.STATE_DIR.glob("*"))
         if gateway_state.STATE_DIR.is_dir()
         else [],

@@ -42,6 +42,7 @@ from l4slab.emu_plan import SERVER_ADDR, Shell
 from l4slab.gateway_options import Options
 from l4slab.gateway_state import (
     STATE_DIR,
+    TMP_PREFIX,
     GatewayError,
     GatewayInputError,
     alive,
@@ -206,7 +207,7 @@ class Gateway:
         self.emulator: subprocess.Popen[str] | None = None
         self.dnsmasq: subprocess.Popen[bytes] | None = None
         self.reaper: subprocess.Popen[bytes] | None = None
-        self.tmp = Path(tempfile.mkdtemp(prefix="l4slab-gateway-"))
+        self.tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
         self.dns = False
         self.stopped = False
         self.client_fd: int | None = None
@@ -252,6 +253,7 @@ class Gateway:
         self._record(
             owner_pid=self.pid,
             owner_start=proc_start(self.pid),
+            tmp=str(self.tmp),
             lan=lan,
             wan=self.opts.wan,
             lan_addrs=[
@@ -500,7 +502,7 @@ class Gateway:
         self.stopped = True
         if self.state:
             held = None if self.client_fd is None else f"/proc/{os.getpid()}/fd/{self.client_fd}"
-            undo(self.path, self.state, client_ns=held)
+            undo(self.path, self.state, client_ns=held, keep_tmp=True)
         if self.client_fd is not None:
             os.close(self.client_fd)
         for proc in [*self.extra, *([self.dnsmasq] if self.dnsmasq else [])]:

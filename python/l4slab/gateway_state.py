@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from l4slab import emu
 
 __all__ = [
     "STATE_DIR",
+    "TMP_PREFIX",
     "GatewayError",
     "GatewayInputError",
     "alive",
@@ -127,9 +129,17 @@ def save(path: Path, state: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def undo(path: Path, state: dict[str, Any], *, client_ns: str | None = None) -> None:
+#: The prefix of the gateway's temporary folder (``tempfile.mkdtemp``).
+TMP_PREFIX = "l4slab-gateway-"
+
+
+def undo(
+    path: Path, state: dict[str, Any], *, client_ns: str | None = None, keep_tmp: bool = False
+) -> None:
     """Undo every change ``state`` (read from ``path``) records, newest first, then remove
-    the file. ``client_ns`` (a path) reaches the client namespace when its name is gone."""
+    the file and, unless ``keep_tmp`` (the gateway itself, which still reads it), the
+    gateway's temporary folder. ``client_ns`` (a path) reaches the client namespace when
+    its name is gone."""
     started = [[state.get("dnsmasq_pid"), state.get("dnsmasq_start")]]
     for pid, start in [*started, *state.get("processes", [])]:
         if pid and alive(pid, start):
@@ -158,6 +168,10 @@ def undo(path: Path, state: dict[str, Any], *, client_ns: str | None = None) -> 
             Path(key).write_text(old)
     with suppress(OSError):
         Path(state.get("leases", "")).unlink()
+    tmp = state.get("tmp")
+    # Only a folder the gateway made (tempfile's name with its prefix), never another.
+    if tmp and not keep_tmp and Path(tmp).name.startswith(TMP_PREFIX):
+        shutil.rmtree(tmp, ignore_errors=True)
     with suppress(OSError):
         path.unlink()
 

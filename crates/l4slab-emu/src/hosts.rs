@@ -56,10 +56,17 @@ fn device(ip: &[u8], d: usize) -> Option<IpAddr> {
     };
     let at = if d == UP { src } else { dst };
     let bytes = ip.get(at..at + len)?;
-    Some(match len {
+    let addr = match len {
         4 => IpAddr::V4(Ipv4Addr::from(<[u8; 4]>::try_from(bytes).ok()?)),
         _ => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(bytes).ok()?)),
-    })
+    };
+    // A group or a link's own address is no device: router solicitations,
+    // MLD reports, neighbour discovery count as `other`.
+    let local = match addr {
+        IpAddr::V4(a) => a.is_multicast() || a.is_link_local() || a.is_broadcast(),
+        IpAddr::V6(a) => a.is_multicast() || a.is_unicast_link_local(),
+    };
+    (!local).then_some(addr)
 }
 
 impl Hosts {
@@ -158,10 +165,14 @@ mod tests {
             h.arrived(UP, &v4(a, [1, 1, 1, 1]), 100, Ecn::NotEct);
         }
         h.arrived(UP, &[0x00, 1, 2], 3, Ecn::NotEct);
+        // Link-local and multicast: no device.
+        h.arrived(UP, &v4([169, 254, 1, 1], [1, 1, 1, 1]), 100, Ecn::NotEct);
+        h.arrived(DOWN, &v4([1, 1, 1, 1], [224, 0, 0, 251]), 100, Ecn::NotEct);
         let j = h.json();
         let rows = j.as_array().unwrap();
         assert_eq!(rows.len(), MAX_HOSTS + 1);
         assert_eq!(rows[MAX_HOSTS]["address"], "other");
-        assert_eq!(rows[MAX_HOSTS]["up"]["packets_in"], 11);
+        assert_eq!(rows[MAX_HOSTS]["up"]["packets_in"], 12);
+        assert_eq!(rows[MAX_HOSTS]["down"]["packets_in"], 1);
     }
 }
