@@ -117,8 +117,13 @@ pub struct LinkSpec {
 pub struct RateTrace {
     /// As written in the scenario (a file name or a path).
     pub name: String,
-    /// The file that was read.
-    pub path: String,
+    /// The file that was read, for a trace given by its path; `None` for one
+    /// given by name (a shipped trace or one of `$L4SLAB_TRACES`), whose
+    /// location depends on where l4slab is installed: it must not change a
+    /// run's results (the same scenario and seed give the same bytes on
+    /// every machine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// The parsed opportunities (not serialized: `summary.json` names the file).
     #[serde(skip)]
     pub trace: std::sync::Arc<l4slab_link::Trace>,

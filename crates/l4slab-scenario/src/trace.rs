@@ -141,12 +141,12 @@ pub(crate) fn resolve(
             format!("{} is not a mahimahi trace: {e}", file.display()),
         )
     })?;
-    let file = canonical(&file);
+    let path = name.contains('/').then(|| canonical(&file));
     Ok((
         trace.mean_rate(),
         Some(RateTrace {
             name,
-            path: file,
+            path,
             trace: Arc::new(trace),
         }),
     ))

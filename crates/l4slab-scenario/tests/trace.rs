@@ -52,6 +52,17 @@ fn a_trace_rate_reads_the_file_and_uses_its_mean_rate() {
         path.as_str()
     );
     assert!(json["bottleneck"]["up"].get("rate_trace").is_none());
+    // Given by its path, the file read is named; given by name, it is not (where
+    // l4slab is installed must not change the results).
+    assert!(json["bottleneck"]["down"]["rate_trace"]["path"].is_string());
+    let named = parse_set(
+        BASE,
+        &["bottleneck.down.rate={ trace = \"TMobile-LTE-short.down\" }"],
+    );
+    let named = serde_json::to_value(named.unwrap()).unwrap();
+    let t = &named["bottleneck"]["down"]["rate_trace"];
+    assert_eq!(t["name"], "TMobile-LTE-short.down");
+    assert!(t.get("path").is_none(), "{t}");
 }
 
 #[test]
