@@ -49,6 +49,14 @@ impl Bbr3 {
         flow: FlowId,
         tracer: &mut dyn Tracer,
     ) {
+        // Linux bbr_start_bw_probe_cruise: "if (bbr->inflight_lo != ~0U)
+        // bbr->inflight_lo = min(bbr->inflight_lo, bbr->inflight_hi);"
+        if let (Some(lo), Some(hi)) = (
+            self.bounds.inflight_shortterm,
+            self.bounds.inflight_longterm,
+        ) {
+            self.bounds.inflight_shortterm = Some(lo.min(hi));
+        }
         let next = Mode::ProbeBw {
             phase: ProbeBwPhase::Cruise,
             phase_start: now,
