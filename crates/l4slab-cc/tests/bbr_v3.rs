@@ -480,6 +480,9 @@ fn rto_collapses_cwnd_and_recovery_restores_it() {
         "OnEnterRTO: cwnd = inflight (0) + 1 segment"
     );
     assert_eq!(d.cc.stats().rtos, 1);
+    // Linux bbr_set_state(TCP_CA_Loss), outside a bandwidth probe:
+    // inflight_lo = max(cwnd, prior_cwnd), the cwnd before the RTO.
+    assert_eq!(d.cc.inflight_shortterm(), Some(cwnd));
     d.recovery_end();
     assert_eq!(d.cc.cwnd(), cwnd, "RestoreCwnd");
 }

@@ -30,11 +30,6 @@
 //! * ECN: the draft specifies no ECN response (§3.7, future work). The
 //!   controller sends Not-ECT, so no CE mark or ECN-Echo ever reaches it;
 //!   an `EcnEcho` event is ignored.
-//! * Spurious-recovery undo (§5.5.11): [`CongestionEvent::Undo`] only ends
-//!   recovery as `RecoveryEnd` does (restoring the saved cwnd); no model
-//!   state is restored, and `SaveStateUponLoss` only saves cwnd. Linux
-//!   `bbr_undo_cwnd` also resets the full-bandwidth detector and the
-//!   short-term bounds.
 //! * `HandleLostPacket`'s per-packet `InflightAtLoss` refinement (§5.5.10.2):
 //!   the transport reports losses as byte counts without the lost packet's
 //!   send-time snapshot, so `IsInflightTooHigh` is evaluated on each ACK with
@@ -60,6 +55,11 @@
 //!   quantization budget (`bbr_target_inflight`); the `max_bw` filter keeps
 //!   its old window across a cycle without samples
 //!   (`bbr_advance_max_bw_filter`).
+//! * An RTO resets the full-bandwidth detector and, outside a bandwidth
+//!   probe, starts `inflight_shortterm` at the cwnd before the RTO
+//!   (`bbr_set_state`); a spurious-recovery undo resets the detector and
+//!   raises the three bounds back to their values when recovery began
+//!   (`bbr_undo_cwnd`, saved in `bbr_ssthresh`).
 //!
 //! **Approximations.**
 //! * `C.is_cwnd_limited`: a send left less than one segment of cwnd free at
@@ -615,7 +615,9 @@ impl CongestionControl for Bbr3 {
                 ..
             } if self.ca == CaState::Open => {
                 // §5.6.4.4 OnEnterFastRecovery(): SaveCwnd(); SaveStateUponLoss()
+                // (Linux bbr_ssthresh: bbr_save_cwnd and the undo state)
                 self.save_cwnd();
+                self.bounds.save_for_undo();
                 self.ca = CaState::Recovery;
                 self.stats.recovery_episodes += 1;
             }
@@ -626,16 +628,27 @@ impl CongestionControl for Bbr3 {
                 // C.cwnd = C.inflight + 1 — every outstanding segment has
                 // just been marked lost, so in flight is 0: one segment.
                 self.save_cwnd();
+                self.bounds.save_for_undo();
                 self.ca = CaState::Loss;
                 self.cwnd = self.smss();
                 self.stats.rtos += 1;
+                // Linux bbr_set_state(TCP_CA_Loss): "bbr_reset_full_bw(sk);
+                // if (!bbr_is_probing_bandwidth(sk) && bbr->inflight_lo == ~0U)
+                // bbr->inflight_lo = max(tcp_snd_cwnd(tp), bbr->prior_cwnd);"
+                self.reset_full_bw();
+                if !self.is_probing_bw() && self.bounds.inflight_shortterm.is_none() {
+                    self.bounds.inflight_shortterm = Some(self.cwnd.max(self.prior_cwnd));
+                }
             }
             // §3.7: no specified ECN response; data is Not-ECT.
             CongestionEvent::EcnEcho { .. } => {}
-            // Deviation: Linux bbr_undo_cwnd also reverts the lower bounds
-            // and resets the full-bandwidth detector; here an undo only ends
-            // recovery as below.
             CongestionEvent::RecoveryEnd | CongestionEvent::Undo => {
+                if *ev == CongestionEvent::Undo {
+                    // Linux bbr_undo_cwnd: "spurious slow-down; reset full
+                    // bw detector", bounds back to their saved values.
+                    self.reset_full_bw();
+                    self.bounds.undo();
+                }
                 // §5.6.4.4: "Upon exiting loss recovery ... RestoreCwnd()";
                 // BoundCwndForModel() follows at the end of this ACK.
                 if self.ca != CaState::Open {
