@@ -1,8 +1,10 @@
-//! BBRv3 as draft-ietf-ccwg-bbr-06 specifies it (REFERENCES §3.7). Section
-//! numbers below are the draft's; function names are its pseudocode names.
+//! BBRv3 as draft-ietf-ccwg-bbr-06 specifies it (REFERENCES §3.7), checked
+//! function by function against Linux BBRv3 (google/bbr v3, tcp_bbr.c) and
+//! following it where the two differ (listed below). Section numbers are the
+//! draft's; function names are its pseudocode names or Linux's.
 //!
-//! States (§5.1.1): Startup (pacing 2.77, cwnd gain 2) → Drain (0.5) →
-//! ProbeBW_DOWN (0.90) → ProbeBW_CRUISE (1.0) → ProbeBW_REFILL (1.0, one
+//! States (§5.1.1): Startup (pacing 2.77, cwnd gain 2) → Drain (0.34) →
+//! ProbeBW_DOWN (0.91) → ProbeBW_CRUISE (1.0) → ProbeBW_REFILL (1.0, one
 //! round) → ProbeBW_UP (1.25, cwnd gain 2.25) → DOWN …, and ProbeRTT (cwnd
 //! 0.5 BDP for 200 ms and a round, at most every 5 s) from any state. The
 //! model: `max_bw` = max delivery rate over the current and previous ProbeBW
