@@ -27,7 +27,7 @@ fn run_until(d: &mut Driver<Bbr3>, p: &mut Path, limit: Dur, done: impl Fn(&Bbr3
 }
 
 #[test]
-fn startup_drain_probe_bw_with_draft_gains() {
+fn startup_drain_probe_bw_with_linux_v3_gains() {
     let mut d = Driver::new(bbr3());
     let mut p = path();
     let mut seen: Vec<(&'static str, f64, f64)> = Vec::new();
@@ -37,7 +37,7 @@ fn startup_drain_probe_bw_with_draft_gains() {
             seen.push(key);
         }
     });
-    assert_eq!(seen[0], ("Startup", 2.77, 2.0));
+    assert_eq!(seen[0], ("Startup", 710.0 / 256.0, 2.0));
     assert_eq!(
         d.cc.stats().startup_exit,
         Some(StartupExit::BandwidthPlateau)
@@ -54,9 +54,9 @@ fn startup_drain_probe_bw_with_draft_gains() {
     // §5.6.1 table: every state with its gains.
     for &(state, pacing, cwnd) in &seen {
         let want = match state {
-            "Startup" => (2.77, 2.0),
-            "Drain" => (0.5, 2.0),
-            "ProbeBW_DOWN" => (0.9, 2.0),
+            "Startup" => (710.0 / 256.0, 2.0),
+            "Drain" => (88.0 / 256.0, 2.0),
+            "ProbeBW_DOWN" => (232.0 / 256.0, 2.0),
             "ProbeBW_CRUISE" | "ProbeBW_REFILL" => (1.0, 2.0),
             "ProbeBW_UP" => (1.25, 2.25),
             other => panic!("unexpected state {other}"),
@@ -480,6 +480,9 @@ fn rto_collapses_cwnd_and_recovery_restores_it() {
         "OnEnterRTO: cwnd = inflight (0) + 1 segment"
     );
     assert_eq!(d.cc.stats().rtos, 1);
+    // Linux bbr_set_state(TCP_CA_Loss), outside a bandwidth probe:
+    // inflight_lo = max(cwnd, prior_cwnd), the cwnd before the RTO.
+    assert_eq!(d.cc.inflight_shortterm(), Some(cwnd));
     d.recovery_end();
     assert_eq!(d.cc.cwnd(), cwnd, "RestoreCwnd");
 }

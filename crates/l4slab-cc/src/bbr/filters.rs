@@ -6,18 +6,23 @@
 //!   update. It is exact when the data is monotonic and otherwise errs by at
 //!   most the value of a sample a quarter/half window old (the header comment
 //!   of `win_minmax.c`). BBR v1 uses it for `BtlBw` (time = round count,
-//!   window 10 rounds); BBRv3 for `extra_acked` (draft-ietf-ccwg-bbr-06
-//!   §5.5.9, time = round count).
+//!   window 10 rounds).
 //! * [`CycleMaxFilter`] — BBRv3's `BBR.max_bw` filter: the maximum over the
 //!   current and the previous ProbeBW cycle. draft-ietf-ccwg-bbr-06 §5.5.6:
 //!   "BBR.cycle_count only needs to be tracked with a single bit, since the
 //!   BBR.max_bw filter only needs to track samples from two time slots"
 //!   (Linux BBRv3 keeps `bw_hi[2]` the same way).
+//! * [`AckAggregation`] — `extra_acked`, the data ACKed beyond what the
+//!   bandwidth estimate predicts, as Linux `bbr_update_ack_aggregation`
+//!   computes it in BBR v1 and BBRv3 alike: a max over two slots of
+//!   `win_rtts` rounds each (5-10 rounds), over one round in BBRv3's Startup.
 //!
 //! Times are a caller-chosen virtual clock (round or cycle counts) that must
 //! never go backwards; values are plain `u64` (bits/s or bytes).
 
 use core::marker::PhantomData;
+
+use l4slab_core::{Rate, Time};
 
 /// One `(time, value)` sample (Linux `struct minmax_sample`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -159,10 +164,85 @@ impl CycleMaxFilter {
     }
 
     /// draft §5.5.6 `AdvanceMaxBwFilter()`: `cycle_count++` — the current
-    /// cycle becomes the previous one, the oldest is forgotten.
+    /// cycle becomes the previous one, the oldest is forgotten. As Linux
+    /// BBRv3 `bbr_advance_max_bw_filter`: "if (!bbr->bw_hi[1]) return; /* no
+    /// samples in this window; remember old window */".
     pub fn advance(&mut self) {
+        if self.slots[1] == 0 {
+            return;
+        }
         self.slots[0] = self.slots[1];
         self.slots[1] = 0;
+    }
+}
+
+/// Linux `bbr_update_ack_aggregation` (tcp_bbr.c, BBR v1 and google/bbr v3):
+/// the excess of data (S)ACKed over `bw * epoch` since the start of the
+/// current ACK epoch, kept as the maximum over two slots of rounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckAggregation {
+    /// `extra_acked[2]`, bytes.
+    slots: [u64; 2],
+    /// `extra_acked_win_rtts`: age of the current slot, in rounds.
+    win_rtts: u32,
+    /// `extra_acked_win_idx`.
+    idx: usize,
+    /// `ack_epoch_mstamp`.
+    epoch_start: Time,
+    /// `ack_epoch_acked`, bytes.
+    epoch_acked: u64,
+}
+
+impl AckAggregation {
+    /// `bbr_extra_acked`: "max extra acked in past k-2k round trips".
+    pub fn get(&self) -> u64 {
+        self.slots[0].max(self.slots[1])
+    }
+
+    /// Starts a new ACK epoch (`bbr_init`; `CA_EVENT_TX_START` after idle).
+    pub fn restart_epoch(&mut self, now: Time) {
+        self.epoch_start = now;
+        self.epoch_acked = 0;
+    }
+
+    /// One ACK with a valid rate sample: `acked` bytes newly (S)ACKed,
+    /// `win_rtts` the slot length in rounds (`bbr_extra_acked_win_rtts`, or 1
+    /// in BBRv3's Startup), `bw` the estimate, `cwnd` the cap, `mss` the size
+    /// of Linux's packet counters.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update(
+        &mut self,
+        now: Time,
+        round_start: bool,
+        win_rtts: u32,
+        bw: Rate,
+        acked: u64,
+        cwnd: u64,
+        mss: u64,
+    ) {
+        if round_start {
+            self.win_rtts = (self.win_rtts + 1).min(0x1f);
+            if self.win_rtts >= win_rtts {
+                self.win_rtts = 0;
+                self.idx ^= 1;
+                self.slots[self.idx] = 0;
+            }
+        }
+        // "Compute how many packets we expected to be delivered over epoch."
+        let mut expected = bw.bytes_in(now.saturating_since(self.epoch_start));
+        // "Reset the aggregation epoch if ACK rate is below expected rate or
+        // significantly large no. of ack received since epoch"
+        // (bbr_ack_epoch_acked_reset_thresh = 2^20 packets).
+        let reset_thresh = (1u64 << 20) * mss;
+        if self.epoch_acked <= expected || self.epoch_acked + acked >= reset_thresh {
+            self.restart_epoch(now);
+            expected = 0;
+        }
+        // "Compute excess data delivered, beyond what was expected."
+        self.epoch_acked = (self.epoch_acked + acked).min(reset_thresh - 1);
+        let extra = (self.epoch_acked - expected).min(cwnd);
+        let slot = &mut self.slots[self.idx];
+        *slot = (*slot).max(extra);
     }
 }
 
@@ -254,7 +334,35 @@ mod tests {
         assert_eq!(f.get(), 10);
         f.advance(); // cycle 2: 10 is two cycles old
         assert_eq!(f.get(), 4);
+        // A cycle without samples keeps the old window (Linux v3).
         f.advance();
-        assert_eq!(f.get(), 0);
+        assert_eq!(f.get(), 4);
+        f.advance();
+        assert_eq!(f.get(), 4);
+    }
+
+    #[test]
+    fn ack_aggregation_keeps_the_max_of_two_slots() {
+        let mss = 1000;
+        let bw = Rate::from_bytes_per(10_000, l4slab_core::Dur::from_millis(10)).unwrap(); // 1 MB/s
+        let mut a = AckAggregation::default();
+        a.restart_epoch(Time::ZERO);
+        // 30 kB acked at once after 10 ms: 10 kB expected, but the epoch
+        // restarts (nothing acked yet), so the whole 30 kB is excess.
+        a.update(Time::from_millis(10), false, 5, bw, 30_000, 1_000_000, mss);
+        assert_eq!(a.get(), 30_000);
+        // Capped by cwnd.
+        a.update(Time::from_millis(10), false, 5, bw, 30_000, 40_000, mss);
+        assert_eq!(a.get(), 40_000);
+        // Five round starts later the slot flips; the old max is kept in the
+        // other slot, and forgotten five rounds after that.
+        for _ in 0..5 {
+            a.update(Time::from_millis(1000), true, 5, bw, 1, 1_000_000, mss);
+        }
+        assert_eq!(a.get(), 40_000);
+        for _ in 0..5 {
+            a.update(Time::from_millis(2000), true, 5, bw, 1, 1_000_000, mss);
+        }
+        assert!(a.get() < 40_000, "{}", a.get());
     }
 }

@@ -55,7 +55,7 @@ use serde::{Deserialize, Serialize};
 use l4slab_core::state::{Checked, Machine};
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
-use super::filters::MaxFilter;
+use super::filters::{AckAggregation, MaxFilter};
 use super::{AppLimitedMark, CaState, DwellStep, LossCounter, ProbeRttDwell, RateSample};
 use crate::cong::{self, WindowConfigError};
 use crate::param::{Kind, Param, ParamError, ParamValue};
@@ -391,11 +391,7 @@ pub struct Bbr {
     full_bw_cnt: u32,
     full_bw_reached: bool,
     // --- ACK aggregation (bbr_update_ack_aggregation), bytes ---
-    ack_epoch_start: Time,
-    ack_epoch_acked: u64,
-    extra_acked: [u64; 2],
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
+    extra_acked: AckAggregation,
     // --- loss recovery ---
     ca: CaState,
     prev_ca: CaState,
@@ -436,11 +432,7 @@ impl Bbr {
             full_bw: 0,
             full_bw_cnt: 0,
             full_bw_reached: false,
-            ack_epoch_start: Time::ZERO,
-            ack_epoch_acked: 0,
-            extra_acked: [0; 2],
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
+            extra_acked: AckAggregation::default(),
             ca: CaState::Open,
             prev_ca: CaState::Open,
             packet_conservation: false,
@@ -526,7 +518,7 @@ impl Bbr {
         }
         self.started = true;
         self.min_rtt_stamp = now;
-        self.ack_epoch_start = now;
+        self.extra_acked.restart_epoch(now);
         self.init_pacing_rate_from_rtt(Dur::ZERO);
     }
 
@@ -605,7 +597,7 @@ impl Bbr {
             return 0;
         }
         let max_aggr = Rate::from_bps(self.bw.get()).bytes_in(self.cfg.extra_acked_max);
-        let extra = self.extra_acked[0].max(self.extra_acked[1]);
+        let extra = self.extra_acked.get();
         let aggr = extra * u64::from(self.cfg.extra_acked_gain) / u64::from(BBR_UNIT);
         aggr.min(max_aggr)
     }
@@ -641,32 +633,17 @@ impl Bbr {
         if self.cfg.extra_acked_gain == 0 || !rs.has_data() || rs.delivery_rate.is_none() {
             return;
         }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1f);
-            if self.extra_acked_win_rtts >= self.cfg.extra_acked_win_rtts {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        // "Compute how many packets we expected to be delivered over epoch."
-        let epoch = now.saturating_since(self.ack_epoch_start);
-        let mut expected = Rate::from_bps(self.bw.get()).bytes_in(epoch);
-        // "Reset the aggregation epoch if ACK rate is below expected rate or
-        // significantly large no. of ack received since epoch"
-        // (bbr_ack_epoch_acked_reset_thresh = 2^20 packets).
-        let reset_thresh = (1u64 << 20) * self.mss();
-        if self.ack_epoch_acked <= expected || self.ack_epoch_acked + rs.newly_acked >= reset_thresh
-        {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_start = now;
-            expected = 0;
-        }
-        // "Compute excess data delivered, beyond what was expected."
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.newly_acked).min(reset_thresh - 1);
-        let extra = (self.ack_epoch_acked - expected).min(self.cwnd);
-        let slot = &mut self.extra_acked[self.extra_acked_win_idx];
-        *slot = (*slot).max(extra);
+        let bw = Rate::from_bps(self.bw.get());
+        let (win, mss) = (self.cfg.extra_acked_win_rtts, self.mss());
+        self.extra_acked.update(
+            now,
+            self.round_start,
+            win,
+            bw,
+            rs.newly_acked,
+            self.cwnd,
+            mss,
+        );
     }
 
     /// `bbr_is_next_cycle_phase`.
@@ -967,8 +944,7 @@ impl CongestionControl for Bbr {
             return;
         }
         self.idle_restart = true;
-        self.ack_epoch_start = now;
-        self.ack_epoch_acked = 0;
+        self.extra_acked.restart_epoch(now);
         match self.mode.get() {
             // "pace at est. bw if we don't need more speed"
             Mode::ProbeBw { .. } => {

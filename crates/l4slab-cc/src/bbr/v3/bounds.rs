@@ -48,6 +48,14 @@ pub(super) struct Bounds {
     pub probe_up_acked_per_inc: Option<u64>,
     /// `BBR.bw_probe_up_rounds`.
     pub bw_probe_up_rounds: u32,
+    /// Linux `undo_bw_lo`, `undo_inflight_lo`, `undo_inflight_hi`: the
+    /// bounds when the current loss recovery began.
+    undo: (Option<Rate>, Option<u64>, Option<u64>),
+}
+
+/// The larger of two bounds, `None` (Infinity) being the largest.
+fn max_bound<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    Some(a?.max(b?))
 }
 
 impl Bounds {
@@ -79,6 +87,27 @@ impl Bounds {
             self.bw_latest = rs.delivery_rate.unwrap_or(Rate::ZERO);
             self.inflight_latest = rs.delivered;
         }
+    }
+
+    /// Linux `bbr_ssthresh` (entering fast recovery or RTO): "For undo,
+    /// save state that adapts based on loss signal."
+    pub fn save_for_undo(&mut self) {
+        self.undo = (
+            self.bw_shortterm,
+            self.inflight_shortterm,
+            self.inflight_longterm,
+        );
+    }
+
+    /// Linux `bbr_undo_cwnd`: the recovery was spurious, so "revert to ...
+    /// state saved before loss episode" — each bound back to at least its
+    /// saved value — and forget this round's loss.
+    pub fn undo(&mut self) {
+        let (bw_lo, inflight_lo, inflight_hi) = self.undo;
+        self.bw_shortterm = max_bound(self.bw_shortterm, bw_lo);
+        self.inflight_shortterm = max_bound(self.inflight_shortterm, inflight_lo);
+        self.inflight_longterm = max_bound(self.inflight_longterm, inflight_hi);
+        self.is_loss_in_round = false;
     }
 
     /// §5.5.10.3 `ResetCongestionSignals()`.
@@ -283,5 +312,25 @@ mod tests {
             (b.bw_latest, b.inflight_latest),
             (Rate::from_mbps(8), 10 * MSS)
         );
+    }
+
+    #[test]
+    fn undo_restores_the_bounds_saved_at_recovery_start() {
+        let mut b = Bounds {
+            inflight_shortterm: Some(80 * MSS),
+            inflight_longterm: Some(100 * MSS),
+            ..Bounds::default()
+        };
+        b.save_for_undo();
+        b.inflight_shortterm = Some(56 * MSS);
+        b.inflight_longterm = Some(70 * MSS);
+        b.bw_shortterm = Some(Rate::from_mbps(7));
+        b.is_loss_in_round = true;
+        b.undo();
+        // Linux bbr_undo_cwnd: max(now, saved); a saved Infinity wins.
+        assert_eq!(b.inflight_shortterm, Some(80 * MSS));
+        assert_eq!(b.inflight_longterm, Some(100 * MSS));
+        assert_eq!(b.bw_shortterm, None);
+        assert!(!b.is_loss_in_round);
     }
 }

@@ -82,13 +82,17 @@ pub struct Bbr3Config {
     pub mss: u64,
     /// `C.InitialCwnd` in segments: 10 (RFC 6928).
     pub initial_window_segments: u64,
-    /// §2.5 `BBR.StartupPacingGain` = 4 ln 2 ≈ 2.77.
+    /// §2.5 `BBR.StartupPacingGain` = 4 ln 2 ≈ 2.77; Linux
+    /// `bbr_startup_pacing_gain = BBR_UNIT * 277 / 100 + 1` = 710/256.
     pub startup_pacing_gain: f64,
-    /// §2.5 `BBR.DrainPacingGain` = 0.5.
+    /// Linux `bbr_drain_gain = BBR_UNIT * 1000 / 2885` = 88/256 ≈ 0.344
+    /// (1 / 2.885, "to typically drain the queue created in BBR_STARTUP in a
+    /// single round"); draft-ietf-ccwg-bbr-06 §2.5 says 0.5.
     pub drain_pacing_gain: f64,
     /// §2.6 `BBR.DefaultCwndGain` = 2.
     pub default_cwnd_gain: f64,
-    /// §5.3.3.1 ProbeBW_DOWN pacing gain = 0.90.
+    /// ProbeBW_DOWN pacing gain: Linux `bbr_pacing_gain[BBR_BW_PROBE_DOWN] =
+    /// BBR_UNIT * 91 / 100` = 232/256 ≈ 0.906 (draft §5.3.3.1: 0.90).
     pub probe_down_pacing_gain: f64,
     /// §5.3.3.5 ProbeBW_UP pacing gain = 1.25.
     pub probe_up_pacing_gain: f64,
@@ -112,10 +116,12 @@ pub struct Bbr3Config {
     pub full_bw_count: u32,
     /// §5.3.1.3 `BBRStartupFullLossCnt` = 6 lost ranges in a round.
     pub startup_full_loss_count: u32,
-    /// §5.3.2 Drain ends after at most this many rounds (3).
-    pub drain_max_rounds: u64,
-    /// §2.12 `BBR.ExtraAckedFilterLen` = 10 rounds.
-    pub extra_acked_filter_len: u64,
+    /// Linux `bbr_extra_acked_win_rtts` = 5: `extra_acked` is the max over
+    /// the last 5-10 rounds (draft §2.12 `BBR.ExtraAckedFilterLen` = 10).
+    pub extra_acked_win_rtts: u32,
+    /// Linux `bbr_extra_acked_max_us` = 100 ms: the aggregation allowance is
+    /// at most this long at `bw`.
+    pub extra_acked_max: Dur,
     /// §2.16.1 `BBR.MinRTTFilterLen` = 10 s.
     pub min_rtt_filter_len: Dur,
     /// [`PROBE_RTT_INTERVAL`] (-06; see the module docs).
@@ -139,10 +145,10 @@ impl Default for Bbr3Config {
         Bbr3Config {
             mss: 1448,
             initial_window_segments: 10,
-            startup_pacing_gain: 2.77,
-            drain_pacing_gain: 0.5,
+            startup_pacing_gain: 710.0 / 256.0,
+            drain_pacing_gain: 88.0 / 256.0,
             default_cwnd_gain: 2.0,
-            probe_down_pacing_gain: 0.90,
+            probe_down_pacing_gain: 232.0 / 256.0,
             probe_up_pacing_gain: 1.25,
             probe_up_cwnd_gain: 2.25,
             probe_rtt_cwnd_gain: 0.5,
@@ -154,8 +160,8 @@ impl Default for Bbr3Config {
             full_bw_growth: 1.25,
             full_bw_count: 3,
             startup_full_loss_count: 6,
-            drain_max_rounds: 3,
-            extra_acked_filter_len: 10,
+            extra_acked_win_rtts: 5,
+            extra_acked_max: Dur::from_millis(100),
             min_rtt_filter_len: Dur::from_secs(10),
             probe_rtt_interval: PROBE_RTT_INTERVAL.default.dur(),
             probe_rtt_duration: Dur::from_millis(200),
@@ -216,7 +222,7 @@ impl Bbr3Config {
         for (k, zero) in [
             ("min_pipe_cwnd_segments", self.min_pipe_cwnd_segments == 0),
             ("full_bw_count", self.full_bw_count == 0),
-            ("extra_acked_filter_len", self.extra_acked_filter_len == 0),
+            ("extra_acked_win_rtts", self.extra_acked_win_rtts == 0),
             ("min_rtt_filter_len", self.min_rtt_filter_len.is_zero()),
             ("bw_probe_max_rounds", self.bw_probe_max_rounds == 0),
             (

@@ -54,12 +54,14 @@ impl Bbr3 {
     /// §5.6.4.6 `SetCwnd()`, with `UpdateMaxInflight()` (§5.6.4.2),
     /// `BoundCwndForProbeRTT()` (§5.6.4.5) and `BoundCwndForModel()` (§5.6.4.7).
     pub(super) fn set_cwnd(&mut self, rs: &RateSample) {
-        // UpdateMaxInflight(): BDPMultiple(cwnd_gain) + extra_acked, quantized.
-        let cap = self.bdp_multiple(self.bw, self.cwnd_gain) + self.extra_acked.get();
+        // UpdateMaxInflight(): BDPMultiple(cwnd_gain) + extra_acked, quantized
+        // (Linux bbr_set_cwnd: + bbr_ack_aggregation_cwnd, capped at 100 ms of bw).
+        let cap = self.bdp_multiple(self.bw, self.cwnd_gain) + self.ack_aggregation_cwnd();
         let max_inflight = self.quantization_budget(cap);
         if self.full_bw_reached {
             self.cwnd = (self.cwnd + rs.newly_acked).min(max_inflight);
-        } else if self.cwnd < max_inflight || self.delivered < self.initial_cwnd() {
+        } else if self.cwnd < max_inflight || self.cwnd < 2 * self.initial_cwnd() {
+            // Linux bbr_set_cwnd: "else if (cwnd < target_cwnd || cwnd < 2 * bbr->init_cwnd)"
             self.cwnd += rs.newly_acked;
         }
         self.cwnd = self.cwnd.max(self.min_pipe_cwnd());

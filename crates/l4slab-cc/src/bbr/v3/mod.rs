@@ -1,12 +1,14 @@
-//! BBRv3 as draft-ietf-ccwg-bbr-06 specifies it (REFERENCES §3.7). Section
-//! numbers below are the draft's; function names are its pseudocode names.
+//! BBRv3 as draft-ietf-ccwg-bbr-06 specifies it (REFERENCES §3.7), checked
+//! function by function against Linux BBRv3 (google/bbr v3, tcp_bbr.c) and
+//! following it where the two differ (listed below). Section numbers are the
+//! draft's; function names are its pseudocode names or Linux's.
 //!
-//! States (§5.1.1): Startup (pacing 2.77, cwnd gain 2) → Drain (0.5) →
-//! ProbeBW_DOWN (0.90) → ProbeBW_CRUISE (1.0) → ProbeBW_REFILL (1.0, one
+//! States (§5.1.1): Startup (pacing 2.77, cwnd gain 2) → Drain (0.34) →
+//! ProbeBW_DOWN (0.91) → ProbeBW_CRUISE (1.0) → ProbeBW_REFILL (1.0, one
 //! round) → ProbeBW_UP (1.25, cwnd gain 2.25) → DOWN …, and ProbeRTT (cwnd
 //! 0.5 BDP for 200 ms and a round, at most every 5 s) from any state. The
 //! model: `max_bw` = max delivery rate over the current and previous ProbeBW
-//! cycle, `min_rtt` over 10 s, `extra_acked` over 10 rounds, and the loss
+//! cycle, `min_rtt` over 10 s, `extra_acked` over 5-10 rounds, and the loss
 //! bounds in `bounds.rs` (LossThresh 2 %, Beta 0.7, Headroom 0.15).
 //! Bandwidth probes start after 2 s + U(0, 1) s or after
 //! `min(target_inflight, 63)` rounds (Reno coexistence), whichever is first.
@@ -30,26 +32,38 @@
 //! * ECN: the draft specifies no ECN response (§3.7, future work). The
 //!   controller sends Not-ECT, so no CE mark or ECN-Echo ever reaches it;
 //!   an `EcnEcho` event is ignored.
-//! * Spurious-recovery undo (§5.5.11): [`CongestionEvent::Undo`] only ends
-//!   recovery as `RecoveryEnd` does (restoring the saved cwnd); no model
-//!   state is restored, and `SaveStateUponLoss` only saves cwnd. Linux
-//!   `bbr_undo_cwnd` also resets the full-bandwidth detector and the
-//!   short-term bounds.
 //! * `HandleLostPacket`'s per-packet `InflightAtLoss` refinement (§5.5.10.2):
 //!   the transport reports losses as byte counts without the lost packet's
 //!   send-time snapshot, so `IsInflightTooHigh` is evaluated on each ACK with
 //!   the acked packet's `tx_in_flight` and `RS.lost = C.lost - P.lost`, as
 //!   Linux BBRv3 also does in `bbr_adapt_upper_bounds`.
 //!
-//! **Approximations (documented in docs/models/bbr3.md).**
-//! * Startup exit on loss (§5.3.1.3): "≥ 6 discontiguous lost ranges in a
-//!   round" is counted as ≥ 6 ACKs in the loss round that newly marked data
-//!   lost (Linux `loss_events_in_round` does the same); the round's loss
-//!   rate is `lost / (lost + delivered)` over that loss round; "in fast
-//!   recovery for a full round" means the loss round that just ended began
-//!   (at a round boundary or at its first loss, `NoteLoss`) after recovery
-//!   did. Linux BBRv3 instead tests `IsInflightTooHigh` on the round's last
-//!   ACK and only that recovery is still on.
+//! **Where it follows Linux BBRv3 rather than the draft** (google/bbr,
+//! branch v3, net/ipv4/tcp_bbr.c; docs/models/bbr3.md lists each):
+//! * Startup's loss exit is `bbr_check_loss_too_high_in_startup`: on the
+//!   ACK that starts a loss round, in fast recovery, with at least 6 ACKs
+//!   that marked data lost in the round (`loss_events_in_round`) and this
+//!   sample's `RS.lost > 2 % * RS.tx_in_flight`; then
+//!   `inflight_longterm = max(Inflight(max_bw, 1.0), inflight_latest)`
+//!   (`bbr_handle_queue_too_high_in_startup`).
+//! * `bbr_check_full_bw_reached` tests growth on every ACK and counts flat
+//!   rounds at round starts; Startup's cwnd grows while below its target or
+//!   below twice the initial window (`bbr_set_cwnd`).
+//! * Gains in BBR_UNIT = 256: Startup 710/256, Drain 88/256 (1/2.885),
+//!   ProbeBW_DOWN 232/256 (0.91); Drain has no round limit and its entry
+//!   resets the congestion signals (`bbr_check_drain`); CRUISE caps
+//!   `inflight_shortterm` by `inflight_longterm`
+//!   (`bbr_start_bw_probe_cruise`); `TargetInflight` includes the
+//!   quantization budget (`bbr_target_inflight`); the `max_bw` filter keeps
+//!   its old window across a cycle without samples
+//!   (`bbr_advance_max_bw_filter`).
+//! * An RTO resets the full-bandwidth detector and, outside a bandwidth
+//!   probe, starts `inflight_shortterm` at the cwnd before the RTO
+//!   (`bbr_set_state`); a spurious-recovery undo resets the detector and
+//!   raises the three bounds back to their values when recovery began
+//!   (`bbr_undo_cwnd`, saved in `bbr_ssthresh`).
+//!
+//! **Approximations.**
 //! * `C.is_cwnd_limited`: a send left less than one segment of cwnd free at
 //!   some point since the start of the previous round.
 //! * Restart from idle (§5.4): the pipe was empty when a packet was sent,
@@ -73,7 +87,7 @@ use l4slab_core::state::{Checked, Machine};
 use l4slab_core::{Dur, FlowId, Rate, Time, Tracer};
 
 use self::bounds::Bounds;
-use super::filters::{CycleMaxFilter, MaxFilter};
+use super::filters::{AckAggregation, CycleMaxFilter};
 use super::{AppLimitedMark, CaState, LossCounter, ProbeRttDwell, RateSample};
 use crate::cong;
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
@@ -257,9 +271,7 @@ pub struct Bbr3 {
     probe_rtt_min_delay: Option<Dur>,
     probe_rtt_min_stamp: Time,
     probe_rtt_expired: bool,
-    extra_acked: MaxFilter,
-    extra_acked_interval_start: Time,
-    extra_acked_delivered: u64,
+    extra_acked: AckAggregation,
     bounds: Bounds,
     // --- Startup (§5.3.1) ---
     full_bw: Rate,
@@ -268,13 +280,6 @@ pub struct Bbr3 {
     full_bw_reached: bool,
     /// ACKs with newly lost data in the current loss round (Linux `loss_events_in_round`).
     loss_events_in_round: u32,
-    /// Bytes newly lost in the current loss round.
-    lost_in_round: u64,
-    /// `C.delivered` when the current loss round began (a round boundary,
-    /// or its first loss: §5.5.10.2 `NoteLoss` restarts the loss round).
-    loss_round_began: u64,
-    /// `C.delivered` when the current fast recovery began.
-    recovery_began: u64,
     // --- ProbeBW (§5.3.3) ---
     ack_phase: AckPhase,
     bw_probe_wait: Dur,
@@ -325,18 +330,13 @@ impl Bbr3 {
             probe_rtt_min_delay: None,
             probe_rtt_min_stamp: Time::ZERO,
             probe_rtt_expired: false,
-            extra_acked: MaxFilter::new(0, 0),
-            extra_acked_interval_start: Time::ZERO,
-            extra_acked_delivered: 0,
+            extra_acked: AckAggregation::default(),
             bounds: Bounds::default(),
             full_bw: Rate::ZERO,
             full_bw_count: 0,
             full_bw_now: false,
             full_bw_reached: false,
             loss_events_in_round: 0,
-            lost_in_round: 0,
-            loss_round_began: 0,
-            recovery_began: 0,
             ack_phase: AckPhase::Init,
             bw_probe_wait: Dur::ZERO,
             cycle_stamp: Time::ZERO,
@@ -438,9 +438,11 @@ impl Bbr3 {
         self.bw_probe_wait
     }
 
-    /// §5.3.3.8 `TargetInflight()`: `min(BBR.bdp, C.cwnd)`, bytes.
+    /// §5.3.3.8 `TargetInflight()`, as Linux `bbr_target_inflight`:
+    /// `min(bbr_inflight(bw, 1.0), cwnd)` — the BDP with its quantization
+    /// budget (the draft: `min(BBR.bdp, C.cwnd)`), bytes.
     pub fn target_inflight(&self) -> u64 {
-        self.bdp(self.bw).min(self.cwnd)
+        self.inflight(self.bw, 1.0).min(self.cwnd)
     }
 
     /// §5.6.4.5 `ProbeRTTCwnd()`: `max(0.5 * BDP, MinPipeCwnd)`, bytes.
@@ -452,6 +454,14 @@ impl Bbr3 {
     /// `BBR.extra_acked`, bytes.
     pub fn extra_acked(&self) -> u64 {
         self.extra_acked.get()
+    }
+
+    /// Linux `bbr_ack_aggregation_cwnd`: `extra_acked`, at most
+    /// `bw * bbr_extra_acked_max_us` (100 ms), bytes.
+    fn ack_aggregation_cwnd(&self) -> u64 {
+        self.extra_acked
+            .get()
+            .min(self.bw.bytes_in(self.cfg.extra_acked_max))
     }
 
     fn smss(&self) -> u64 {
@@ -508,7 +518,7 @@ impl Bbr3 {
         self.started = true;
         self.min_rtt_stamp = now;
         self.probe_rtt_min_stamp = now;
-        self.extra_acked_interval_start = now;
+        self.extra_acked.restart_epoch(now);
         self.init_pacing_rate(Dur::ZERO);
     }
 }
@@ -544,7 +554,7 @@ impl CongestionControl for Bbr3 {
             return;
         }
         self.idle_restart = true;
-        self.extra_acked_interval_start = now;
+        self.extra_acked.restart_epoch(now);
         if self.in_probe_bw() {
             self.set_pacing_rate_with_gain(1.0);
         } else if matches!(self.mode.get(), Mode::ProbeRtt(_)) {
@@ -561,11 +571,10 @@ impl CongestionControl for Bbr3 {
             // §5.2.4 per-loss steps: HandleLostPacket() -> NoteLoss().
             if self.bounds.note_loss(self.delivered) {
                 self.save_cwnd(); // SaveStateUponLoss()
-                self.loss_round_began = self.delivered;
-                self.lost_in_round = 0;
             }
+            // Linux bbr_check_loss_too_high_in_startup: "if (rs->losses ...)
+            // bbr->loss_events_in_round++"
             self.loss_events_in_round = self.loss_events_in_round.saturating_add(1);
-            self.lost_in_round += rs.newly_lost;
         }
         if !self.has_seen_rtt && !ack.srtt.is_zero() {
             self.init_pacing_rate(ack.srtt);
@@ -578,6 +587,8 @@ impl CongestionControl for Bbr3 {
             .update_latest_delivery_signals(&rs, self.delivered);
         self.update_congestion_signals(&rs);
         self.update_ack_aggregation(now, &rs);
+        // Linux bbr_update_model order: loss exit, plateau, then Drain.
+        self.check_startup_high_loss(&rs);
         self.check_full_bw_reached(&rs);
         self.check_startup_done(now, ctx);
         self.check_drain_done(now, ack.in_flight, ctx);
@@ -586,10 +597,8 @@ impl CongestionControl for Bbr3 {
         self.check_probe_rtt(now, ack, &rs, ctx);
         self.bounds.advance_latest_delivery_signals(&rs);
         if self.bounds.loss_round_start {
-            // The Startup loss-exit counters run on the same loss rounds.
+            // Linux: "if (bbr->loss_round_start) bbr->loss_events_in_round = 0;"
             self.loss_events_in_round = 0;
-            self.lost_in_round = 0;
-            self.loss_round_began = self.delivered;
         }
         // BoundBWForModel(): BBR.bw = min(BBR.max_bw, BBR.bw_shortterm)
         let max_bw = self.max_bw();
@@ -608,9 +617,10 @@ impl CongestionControl for Bbr3 {
                 ..
             } if self.ca == CaState::Open => {
                 // §5.6.4.4 OnEnterFastRecovery(): SaveCwnd(); SaveStateUponLoss()
+                // (Linux bbr_ssthresh: bbr_save_cwnd and the undo state)
                 self.save_cwnd();
+                self.bounds.save_for_undo();
                 self.ca = CaState::Recovery;
-                self.recovery_began = self.delivered;
                 self.stats.recovery_episodes += 1;
             }
             // Lost bytes reach the model through `total_lost` on the next ACK.
@@ -620,16 +630,27 @@ impl CongestionControl for Bbr3 {
                 // C.cwnd = C.inflight + 1 — every outstanding segment has
                 // just been marked lost, so in flight is 0: one segment.
                 self.save_cwnd();
+                self.bounds.save_for_undo();
                 self.ca = CaState::Loss;
                 self.cwnd = self.smss();
                 self.stats.rtos += 1;
+                // Linux bbr_set_state(TCP_CA_Loss): "bbr_reset_full_bw(sk);
+                // if (!bbr_is_probing_bandwidth(sk) && bbr->inflight_lo == ~0U)
+                // bbr->inflight_lo = max(tcp_snd_cwnd(tp), bbr->prior_cwnd);"
+                self.reset_full_bw();
+                if !self.is_probing_bw() && self.bounds.inflight_shortterm.is_none() {
+                    self.bounds.inflight_shortterm = Some(self.cwnd.max(self.prior_cwnd));
+                }
             }
             // §3.7: no specified ECN response; data is Not-ECT.
             CongestionEvent::EcnEcho { .. } => {}
-            // Deviation: Linux bbr_undo_cwnd also reverts the lower bounds
-            // and resets the full-bandwidth detector; here an undo only ends
-            // recovery as below.
             CongestionEvent::RecoveryEnd | CongestionEvent::Undo => {
+                if *ev == CongestionEvent::Undo {
+                    // Linux bbr_undo_cwnd: "spurious slow-down; reset full
+                    // bw detector", bounds back to their saved values.
+                    self.reset_full_bw();
+                    self.bounds.undo();
+                }
                 // §5.6.4.4: "Upon exiting loss recovery ... RestoreCwnd()";
                 // BoundCwndForModel() follows at the end of this ACK.
                 if self.ca != CaState::Open {
@@ -676,7 +697,7 @@ impl CongestionControl for Bbr3 {
                     "bw_shortterm_bps",
                     opt(self.bounds.bw_shortterm.map(Rate::as_bps)),
                 ),
-                ("extra_acked_bytes", self.extra_acked.get() as f64),
+                ("extra_acked_bytes", self.ack_aggregation_cwnd() as f64),
             ],
         }
     }

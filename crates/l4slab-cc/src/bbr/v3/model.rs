@@ -91,25 +91,22 @@ impl Bbr3 {
         self.bounds.is_loss_in_round = false;
     }
 
-    /// §5.5.9 `UpdateACKAggregation()`.
+    /// §5.5.9 `UpdateACKAggregation()`, as Linux BBRv3
+    /// `bbr_update_ack_aggregation`: two slots of `bbr_extra_acked_win_rtts`
+    /// (5) rounds, "1-2 round trips for startup" (the draft: a 10-round
+    /// windowed max, 1 round in Startup).
     pub(super) fn update_ack_aggregation(&mut self, now: Time, rs: &RateSample) {
-        // "Find excess ACKed beyond expected amount over this interval"
-        let interval = now.saturating_since(self.extra_acked_interval_start);
-        let mut expected = self.bw.bytes_in(interval);
-        // "Reset interval if ACK rate is below expected rate"
-        if self.extra_acked_delivered <= expected {
-            self.extra_acked_delivered = 0;
-            self.extra_acked_interval_start = now;
-            expected = 0;
+        // "rs->acked_sacked <= 0 || rs->delivered < 0 || rs->interval_us <= 0"
+        if rs.delivery_rate.is_none() {
+            return;
         }
-        self.extra_acked_delivered += rs.newly_acked;
-        let extra = (self.extra_acked_delivered - expected).min(self.cwnd);
-        // "in Startup, just remember 1 round"
-        let filter_len = if self.full_bw_reached {
-            self.cfg.extra_acked_filter_len
+        let win = if self.full_bw_reached {
+            self.cfg.extra_acked_win_rtts
         } else {
-            1
+            1 // "if (!bbr_full_bw_reached(sk)) extra_acked_win_rtts_thresh = 1"
         };
-        self.extra_acked.update(filter_len, self.round_count, extra);
+        let (bw, cwnd, mss) = (self.bw, self.cwnd, self.smss());
+        self.extra_acked
+            .update(now, self.round_start, win, bw, rs.newly_acked, cwnd, mss);
     }
 }

@@ -1,5 +1,5 @@
 //! BBRv3 ProbeBW (draft-ietf-ccwg-bbr-06 §5.3.3) and its four phases: DOWN
-//! (pacing 0.90, drain the queue), CRUISE (1.0, hold in-flight under the
+//! (pacing 0.91, drain the queue), CRUISE (1.0, hold in-flight under the
 //! headroom), REFILL (1.0, one round to refill the pipe), UP (1.25, cwnd gain
 //! 2.25, probe for bandwidth), and the long-term model they adapt (§5.3.3.9
 //! `AdaptLongTermModel`, the loss bounds of `bounds.rs`).
@@ -49,6 +49,14 @@ impl Bbr3 {
         flow: FlowId,
         tracer: &mut dyn Tracer,
     ) {
+        // Linux bbr_start_bw_probe_cruise: "if (bbr->inflight_lo != ~0U)
+        // bbr->inflight_lo = min(bbr->inflight_lo, bbr->inflight_hi);"
+        if let (Some(lo), Some(hi)) = (
+            self.bounds.inflight_shortterm,
+            self.bounds.inflight_longterm,
+        ) {
+            self.bounds.inflight_shortterm = Some(lo.min(hi));
+        }
         let next = Mode::ProbeBw {
             phase: ProbeBwPhase::Cruise,
             phase_start: now,

@@ -1,80 +1,87 @@
-//! BBRv3 Startup (draft-ietf-ccwg-bbr-06 §5.3.1): pacing gain 2.77 until the
-//! pipe is full — three rounds with less than 25 % delivery-rate growth
-//! (§5.3.1.2 `CheckFullBWReached`) or a full round of fast recovery with high
-//! loss (§5.3.1.3 `CheckStartupHighLoss`; the approximation is in the module
-//! docs of `mod.rs`) — then Drain.
+//! BBRv3 Startup (draft-ietf-ccwg-bbr-06 §5.3.1; Linux BBRv3, google/bbr
+//! branch v3, net/ipv4/tcp_bbr.c): pacing gain 2.77 until the pipe is full —
+//! three rounds with less than 25 % delivery-rate growth
+//! (`bbr_check_full_bw_reached`) or, at the end of a loss round in fast
+//! recovery, at least 6 loss events in the round and a rate sample whose loss
+//! exceeds 2 % of its `tx_in_flight` (`bbr_check_loss_too_high_in_startup`)
+//! — then Drain.
 
 use l4slab_core::{Rate, Time};
 
+use super::bounds::Bounds;
 use super::{Bbr3, Mode, StartupExit};
 use crate::bbr::{CaState, RateSample};
 use crate::CcCtx;
 
 impl Bbr3 {
-    /// §5.3.1.2 `ResetFullBW()`.
+    /// §5.3.1.2 `ResetFullBW()` (Linux `bbr_reset_full_bw`).
     pub(super) fn reset_full_bw(&mut self) {
         self.full_bw = Rate::ZERO;
         self.full_bw_count = 0;
         self.full_bw_now = false;
     }
 
-    /// §5.3.1.2 `CheckFullBWReached()`.
+    /// Linux `bbr_check_full_bw_reached` (§5.3.1.2 `CheckFullBWReached()`).
+    /// As in Linux, and unlike the draft's pseudocode, growth is tested on
+    /// every ACK — any sample 25 % above the baseline resets it — and only
+    /// the count of flat rounds waits for a round start.
     pub(super) fn check_full_bw_reached(&mut self, rs: &RateSample) {
-        if self.full_bw_now || !self.round_start || rs.is_app_limited {
-            return; // "no need to check for a full pipe now"
-        }
-        let rate = rs.delivery_rate.unwrap_or(Rate::ZERO);
-        if rate.as_bps() as f64 >= self.full_bw.as_bps() as f64 * self.cfg.full_bw_growth {
-            self.reset_full_bw(); // "bw is still growing, so reset"
-            self.full_bw = rate; // "record new baseline bw"
+        if self.full_bw_now || rs.is_app_limited {
             return;
         }
-        self.full_bw_count += 1; // "another round w/o much growth"
+        let rate = rs.delivery_rate.unwrap_or(Rate::ZERO);
+        // "if (ctx->sample_bw >= bw_thresh) { bbr_reset_full_bw(sk); bbr->full_bw = ctx->sample_bw; return; }"
+        if rate.as_bps() as f64 >= self.full_bw.as_bps() as f64 * self.cfg.full_bw_growth {
+            self.reset_full_bw();
+            self.full_bw = rate;
+            return;
+        }
+        if !self.round_start {
+            return; // "if (!bbr->round_start) return;"
+        }
+        self.full_bw_count += 1; // "++bbr->full_bw_cnt"
         self.full_bw_now = self.full_bw_count >= self.cfg.full_bw_count;
         if self.full_bw_now && !self.full_bw_reached {
-            self.full_bw_reached = true;
+            self.full_bw_reached = true; // "bbr->full_bw_reached |= bbr->full_bw_now"
             if self.mode.get() == Mode::Startup {
                 self.stats.startup_exit = Some(StartupExit::BandwidthPlateau);
             }
         }
     }
 
-    /// §5.3.1.3 `CheckStartupHighLoss()` (see the module docs for the approximation).
-    pub(super) fn check_startup_high_loss(&mut self) {
-        if self.full_bw_reached || self.mode.get() != Mode::Startup || !self.bounds.loss_round_start
-        {
+    /// Linux `bbr_check_loss_too_high_in_startup` (§5.3.1.3
+    /// `CheckStartupHighLoss()`): on the ACK that starts a new loss round,
+    /// in fast recovery, with at least `BBRStartupFullLossCnt` (6) ACKs that
+    /// marked data lost in the round that ends, and this ACK's rate sample
+    /// "inflight too high" (`RS.lost > RS.tx_in_flight * LossThresh`).
+    /// The caller counts `loss_events_in_round` ("if (rs->losses ...)
+    /// bbr->loss_events_in_round++") and resets it at the loss round start.
+    pub(super) fn check_startup_high_loss(&mut self, rs: &RateSample) {
+        if self.full_bw_reached {
             return;
         }
-        // "The loss rate over the time scale of a single full round trip"
-        let delivered = self.delivered.saturating_sub(self.loss_round_began);
-        let total = delivered + self.lost_in_round;
-        let loss_rate = if total == 0 {
-            0.0
-        } else {
-            self.lost_in_round as f64 / total as f64
-        };
-        // "The connection has been in fast recovery for at least one full
-        // packet-timed round trip": the loss round now ending began after
-        // recovery did.
-        let full_round_in_recovery =
-            self.ca == CaState::Recovery && self.loss_round_began >= self.recovery_began;
-        if full_round_in_recovery
-            && loss_rate > self.cfg.loss_thresh
+        if self.bounds.loss_round_start
+            && self.ca == CaState::Recovery
             && self.loss_events_in_round >= self.cfg.startup_full_loss_count
+            && Bounds::is_inflight_too_high(rs, self.cfg.loss_thresh)
         {
-            // "sets BBR.full_bw_reached = true. Then it sets
-            // BBR.inflight_longterm to ... max(BBR.bdp, BBR.inflight_latest)"
-            self.full_bw_reached = true;
-            self.full_bw_now = true;
-            self.stats.startup_exit = Some(StartupExit::Loss);
-            let hi = self.bdp(self.bw).max(self.bounds.inflight_latest);
-            self.bounds.inflight_longterm = Some(hi);
+            self.handle_queue_too_high_in_startup();
         }
     }
 
-    /// §5.3.1 `CheckStartupDone()`.
+    /// Linux `bbr_handle_queue_too_high_in_startup`: "full_bw_reached = 1;
+    /// bdp = bbr_inflight(sk, bbr_max_bw(sk), BBR_UNIT); inflight_hi =
+    /// max(bdp, inflight_latest)" (the BDP with its quantization budget;
+    /// `full_bw_now` stays as it is).
+    fn handle_queue_too_high_in_startup(&mut self) {
+        self.full_bw_reached = true;
+        self.stats.startup_exit = Some(StartupExit::Loss);
+        let bdp = self.inflight(self.max_bw(), 1.0);
+        self.bounds.inflight_longterm = Some(bdp.max(self.bounds.inflight_latest));
+    }
+
+    /// §5.3.1 `CheckStartupDone()` (Linux `bbr_check_drain`, first half).
     pub(super) fn check_startup_done(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
-        self.check_startup_high_loss();
         if self.mode.get() == Mode::Startup && self.full_bw_reached {
             self.enter_drain(now, ctx);
         }
