@@ -20,10 +20,19 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 
 def test_the_tree_and_the_package_hold_one_copy() -> None:
+    # scenarios/examples/X and scenarios/golden/X are links, one per file, to the package's
+    # data (a directory link would hide them from `find scenarios/...`); a file added to
+    # one place and not linked from the other fails here.
     for sub in ("examples", "golden"):
-        link = REPO / "scenarios" / sub
-        assert link.is_symlink(), link
-        assert link.resolve() == (REPO / "python" / "l4slab" / "data" / sub).resolve()
+        shipped_dir = REPO / "python" / "l4slab" / "data" / sub
+        tree_dir = REPO / "scenarios" / sub
+        assert not tree_dir.is_symlink() and tree_dir.is_dir(), tree_dir
+        names = sorted(p.name for p in shipped_dir.iterdir())
+        assert sorted(p.name for p in tree_dir.iterdir()) == names, sub
+        for name in names:
+            link = tree_dir / name
+            assert link.is_symlink(), f"{link}: copy, not a link to {shipped_dir / name}"
+            assert link.resolve() == (shipped_dir / name).resolve(), link
 
 
 def test_every_example_and_golden_scenario_is_shipped_with_a_description() -> None:

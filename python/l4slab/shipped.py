@@ -3,9 +3,9 @@ the studies and the cellular traces.
 
 All are package data (``l4slab/data/examples/``, ``l4slab/data/golden/``,
 ``l4slab/data/studies/<id>/`` and ``l4slab/data/traces/``), so a wheel installed anywhere
-carries them; in the source tree ``scenarios/examples``, ``scenarios/golden`` and
-``scenarios/studies`` are links to the same directories. Nothing here depends on the
-working directory.
+carries them; in the source tree ``scenarios/studies`` is a link to the same directory,
+and ``scenarios/examples/`` and ``scenarios/golden/`` hold a link per file (so that
+``find scenarios`` sees them). Nothing here depends on the working directory.
 
 A scenario argument that is not a file but names a shipped scenario (``reno-20mbit``,
 ``reno-20mbit.toml``) is that scenario: :func:`find_scenario`.
