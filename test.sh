@@ -38,8 +38,9 @@ done
 # (tests/test_report.py), iperf3 checks the emulator against a real tool, tshark
 # reads the pcap captures back (tests/test_pcap.py); dnsmasq, nftables, busybox
 # (udhcpc), tayga, unbound and curl serve, NAT, translate and play the device for
-# l4slab gateway (tests/test_gateway.py).
-packages=(chromium iperf3 tshark dnsmasq nftables busybox tayga unbound curl)
+# l4slab gateway (tests/test_gateway.py); iputils-ping for docs/emulator.md's first
+# example (tests/test_docs_commands.py).
+packages=(chromium iperf3 tshark dnsmasq nftables busybox tayga unbound curl iputils-ping)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -699,7 +699,7 @@ def test_sweep_and_plot_sweep_help_teach_with_examples(capsys):
         "--threads",
         "--dask",
         "tcp://",
-        "Example: l4slab sweep scenarios/examples/sweep-aqm.toml",
+        "Example: l4slab sweep sweep-aqm",
         "cells.parquet",
         "run the same command again",
         "docs/sweeps.md",

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from doc_commands import environment, run_commands, runnable
+
 pytestmark = pytest.mark.wheel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,6 +90,8 @@ def test_the_wheel_carries_the_studies_the_traces_and_the_native_module() -> Non
     names = set(zipfile.ZipFile(_wheel()).namelist())
     assert "l4slab/data/studies/litespeed-bbr-loss/study.toml" in names
     assert "l4slab/data/traces/TMobile-LTE-short.down" in names
+    assert "l4slab/data/examples/reno-20mbit.toml" in names
+    assert "l4slab/data/golden/dualpi2-reno.toml" in names
     assert any(n.startswith("l4slab/_native") and n.endswith(".so") for n in names), names
     assert "l4slab/py.typed" in names
     # Nothing from outside the package lands in site-packages.
@@ -137,6 +141,20 @@ def test_run_an_example_and_a_shipped_trace_outside_the_tree(
     assert done.returncode == 0, done.stderr
     assert "TMobile-LTE-short.down" in (work / "out" / "trace" / "summary.json").read_text()
     assert (work / "out" / "trace" / "report.html").is_file()
+
+
+def test_the_readme_commands_run_from_any_folder(installed: tuple[Path, Path]) -> None:
+    """Every command of the README's "Using l4slab" and later sections, as written (bar
+    tests/doc_commands.py's skips and short durations), with only the wheel installed."""
+    bin_dir, work = installed
+    readme = work / "readme"
+    readme.mkdir()
+    cmds = runnable(root=False)["README.md"]
+    assert any(c.text.startswith("l4slab run reno-20mbit") for c in cmds)
+    failures = run_commands(cmds, readme, environment(bin_dir, _clean_env(bin_dir)))
+    assert not failures, "\n\n".join(failures)
+    assert (readme / "reno-20mbit.toml").is_file()  # l4slab examples reno-20mbit
+    assert (readme / "results" / "aqms" / "compare.html").is_file()
 
 
 def test_reproduce_lists_and_runs_a_shipped_study(installed: tuple[Path, Path]) -> None:

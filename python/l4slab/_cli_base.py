@@ -180,6 +180,7 @@ EXIT_CODES: tuple[ErrorCode, ...] = (
     ErrorCode("l4slab.studies.spec", "StudyError", EXIT_BAD_INPUT),
     ErrorCode("l4slab.sweep.spec", "SweepError", EXIT_BAD_INPUT),
     ErrorCode("l4slab.sweep.pool", "ClusterError", EXIT_BAD_INPUT),
+    ErrorCode("l4slab.shipped", "UnknownScenarioError", EXIT_BAD_INPUT),
     # The studies l4slab ships are missing: a broken install, not the user's input.
     ErrorCode("l4slab.shipped", "ShippedDataError", EXIT_FAILED),
     ErrorCode("l4slab.output", "OutputDirError", EXIT_BAD_INPUT),
@@ -286,8 +287,18 @@ def _notes(console: Console) -> Iterator[None]:
                     )
 
 
+def _scenario(scenario: Path) -> Path:
+    """The scenario file a command's SCENARIO names: the file, else the shipped scenario
+    of that name (``reno-20mbit``), or exit 2 listing the shipped names."""
+    from l4slab.shipped import find_scenario
+
+    with errors():
+        return find_scenario(scenario)
+
+
 def _read(scenario: Path) -> tuple[str, str]:
-    """Read a scenario file for a command (bounded), or exit 2 naming the problem."""
+    """Read a scenario file (after :func:`_scenario`) for a command (bounded), or exit 2
+    naming the problem."""
     from l4slab._read import read_scenario_file
 
     with errors():
@@ -374,7 +385,11 @@ def arg(**kwargs: Any) -> Any:
 
 ScenarioArg = Annotated[
     Path,
-    arg(metavar="SCENARIO", help="Scenario TOML file, e.g. scenarios/examples/reno-20mbit.toml."),
+    arg(
+        metavar="SCENARIO",
+        help="Scenario TOML file, or the name of a shipped one (l4slab examples lists them), "
+        "e.g. reno-20mbit.",
+    ),
 ]
 AllowLargeOpt = Annotated[
     bool,

@@ -17,7 +17,11 @@ class ScenarioFileError(OSError):
 
 
 def read_scenario_file(path: Path) -> str:
-    """The UTF-8 text of the scenario file ``path``, read at most up to the limit."""
+    """The UTF-8 text of the scenario file ``path``, read at most up to the limit; a bare
+    name that is no file is a shipped scenario's (:func:`l4slab.shipped.find_scenario`)."""
+    from l4slab.shipped import find_scenario
+
+    path = find_scenario(path)
     if path.is_dir():
         raise ScenarioFileError(f"{path}: is a directory; give a scenario .toml file")
     try:

@@ -25,6 +25,7 @@ from l4slab.output import (
     clean_stale_staging,
     output_path,
 )
+from l4slab.shipped import find_scenario
 
 if TYPE_CHECKING:
     from l4slab.results import Results
@@ -83,13 +84,14 @@ def read_scenario(scenario: Scenario) -> tuple[str, str]:
     """Return ``(toml_text, source)`` for a scenario given as a path or as TOML text.
 
     A ``Path`` (any ``os.PathLike``) is always a file. A ``str`` is TOML text if
-    it spans several lines, otherwise a file path. A file that cannot be read, is not
-    UTF-8 or is larger than 16 MiB raises :class:`~l4slab._read.ScenarioFileError`
-    (an ``OSError``) naming the path.
+    it spans several lines, otherwise a file path. A bare name that is no file names a
+    shipped scenario (``"reno-20mbit"``; :func:`l4slab.shipped.find_scenario`). A file
+    that cannot be read, is not UTF-8 or is larger than 16 MiB raises
+    :class:`~l4slab._read.ScenarioFileError` (an ``OSError``) naming the path.
     """
     if isinstance(scenario, str) and "\n" in scenario:
         return scenario, _STRING_SOURCE
-    path = Path(scenario)
+    path = find_scenario(Path(scenario))
     return read_scenario_file(path), str(path)
 
 

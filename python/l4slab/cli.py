@@ -1,11 +1,11 @@
 """The ``l4slab`` command line: thin sub-commands over the library, and ``main(argv)``.
 
 The commands live in one module per family, each adding its own with ``register(app)``:
-:mod:`~l4slab.run_cli` (run, validate, show), :mod:`~l4slab.report_cli` (report,
-compare), :mod:`~l4slab.reproduce_cli` (reproduce), :mod:`~l4slab.emu_cli` (emu),
-:mod:`~l4slab.send_cli` (send, serve), :mod:`~l4slab.sweep_cli` (sweep, plot-sweep) and
-:mod:`~l4slab.check_cli` (check-l4s). What they share, and the one table from errors to
-exit codes, is :mod:`l4slab._cli_base`.
+:mod:`~l4slab.run_cli` (run, validate, show), :mod:`~l4slab.examples_cli` (examples),
+:mod:`~l4slab.report_cli` (report, compare), :mod:`~l4slab.reproduce_cli` (reproduce),
+:mod:`~l4slab.emu_cli` (emu), :mod:`~l4slab.send_cli` (send, serve),
+:mod:`~l4slab.sweep_cli` (sweep, plot-sweep) and :mod:`~l4slab.check_cli` (check-l4s).
+What they share, and the one table from errors to exit codes, is :mod:`l4slab._cli_base`.
 
 Exit codes: 0 success, 1 the simulation failed, 2 bad input (scenario, option,
 output directory), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
@@ -55,9 +55,9 @@ APP_HELP = _help(
     "DCTCP, Prague, BBR or BBRv3 with classic ECN or AccECN; bulk, file, web, ping, screen "
     "sharing, cloud gaming and video-call apps. The simulator is the default backend; as root, "
     "[bold]l4slab emu[/bold] runs real programs through the same bottleneck in real time.",
-    "Examples: [bold]l4slab run scenarios/examples/reno-20mbit.toml --set duration=10s[/bold]; "
+    "Examples: [bold]l4slab run reno-20mbit --set duration=10s[/bold]; "
     "[bold]l4slab reproduce all[/bold] (the published studies, PASS/FAIL per claim); "
-    "[bold]l4slab sweep scenarios/examples/sweep-aqm.toml[/bold] (a grid of AQMs, congestion "
+    "[bold]l4slab sweep sweep-aqm[/bold] (a grid of AQMs, congestion "
     "controls, rates and RTTs; then [bold]l4slab plot-sweep[/bold]).",
     UNITS_HELP,
     RESULTS_HELP,
@@ -94,6 +94,7 @@ def _root(
 #: order `l4slab --help` lists them.
 FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("l4slab.run_cli", ("run", "validate", "show")),
+    ("l4slab.examples_cli", ("examples",)),
     ("l4slab.report_cli", ("report", "compare")),
     ("l4slab.reproduce_cli", ("reproduce",)),
     ("l4slab.emu_cli", ("emu",)),

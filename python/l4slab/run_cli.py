@@ -27,6 +27,7 @@ from l4slab._cli_base import (
     _native,
     _notes,
     _read,
+    _scenario,
     _stderr,
     _stdout,
     errors,
@@ -58,7 +59,7 @@ RUN_HELP = _help(
     "Simulate SCENARIO, write its results bundle and print a summary table. The scenario is "
     "validated first: a bad key or value stops with exit code 2, names the key path, and "
     "writes nothing. A progress bar appears when the run lasts more than a second.",
-    "Example: [bold]l4slab run scenarios/examples/reno-20mbit.toml -o results/reno --seed 7 "
+    "Example: [bold]l4slab run reno-20mbit -o results/reno --seed 7 "
     "--set bottleneck.rate=50Mbit[/bold]",
     UNITS_HELP,
     RESULTS_HELP + " An existing results directory there is replaced only once the new one is "
@@ -75,7 +76,7 @@ VALIDATE_HELP = _help(
     "default filled in and every unit converted (times in nanoseconds, rates in bit/s, sizes "
     "in bytes). Nothing is simulated or written. A bad key or value exits with code 2 and "
     "names the key path.",
-    "Example: [bold]l4slab validate scenarios/examples/reno-20mbit.toml --set duration=5s[/bold]",
+    "Example: [bold]l4slab validate reno-20mbit --set duration=5s[/bold]",
     UNITS_HELP,
     "Results: none; [bold]l4slab run[/bold] writes them to results/<scenario name>/.",
 )
@@ -187,6 +188,7 @@ def run_command(
     ] = "sim",
     allow_large: AllowLargeOpt = False,
 ) -> None:
+    scenario = _scenario(scenario)
     text, source = _read(scenario)
     _native()
     from l4slab import api
@@ -269,6 +271,7 @@ def run_command(
 def validate_command(
     scenario: ScenarioArg, overrides: SetOpt = None, allow_large: AllowLargeOpt = False
 ) -> None:
+    scenario = _scenario(scenario)
     text, source = _read(scenario)
     native = _native()
     from l4slab import api

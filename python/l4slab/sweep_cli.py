@@ -44,9 +44,9 @@ SWEEP_HELP = _help(
     "options (KEY is a key path, as --set takes it; the values are separated by commas) "
     "and from the scenario file's \\[sweep] table. Every cell is checked before anything runs: "
     "a bad key or value exits with code 2 and names it.",
-    "Example: [bold]l4slab sweep scenarios/examples/sweep-aqm.toml[/bold] (its \\[sweep] "
+    "Example: [bold]l4slab sweep sweep-aqm[/bold] (its \\[sweep] "
     "table: DualPI2, FQ-CoDel, PIE, FIFO x Prague, Cubic x 10, 50 Mbit/s x 10, 50 ms RTT); "
-    "[bold]l4slab sweep scenarios/examples/reno-20mbit.toml --grid "
+    "[bold]l4slab sweep reno-20mbit --grid "
     "bottleneck.qdisc=fifo,fq_codel,dualpi2 --grid bottleneck.rate=10Mbit,50Mbit --seeds 3 "
     "--set duration=10s[/bold]",
     "Writes OUT (default results/sweeps/<scenario name>/): cells.parquet (one row per cell, "

@@ -429,8 +429,9 @@ def plan(
     """
     from l4slab import _native, api
     from l4slab._read import read_scenario_file
+    from l4slab.shipped import find_scenario
 
-    path = Path(scenario)
+    path = find_scenario(Path(scenario))
     text = read_scenario_file(path)
     source = str(path.resolve())
     sets = tuple(sets)

@@ -1,0 +1,228 @@
+"""The shell commands of README.md and docs/*.md, and how tests run them
+(tests/test_docs_commands.py here, tests/test_wheel.py from an installed wheel).
+
+Each ```sh, ```bash, ```shell and ```console block is read (in a console block only the
+``$ `` lines are commands; a trailing backslash continues a line), and the commands run
+in order (the README's, then the pages of docs/), in one fresh directory (so a page may
+use what an earlier command wrote, and a command an earlier page ran as it stands is
+not run again), with
+the ``l4slab`` of this interpreter first on PATH and ``scenarios`` linked to the tree's
+(pages other than the README name tree paths; test_wheel.py runs the README's commands
+again from an installed wheel, in a bare directory). Each must exit 0 (or as :data:`EXIT` says).
+
+* ``sudo`` commands run only as root (with ``sudo`` taken off), in their own test.
+* Long runs get a short ``--set duration=...`` (:data:`SHORTER`), the only change
+  made to a command; a command that waits for a browser gets ``BROWSER=true``.
+* What cannot run in a test is in :data:`SKIP`, each with its reason; a whole
+  page of developer benchmarks is in :data:`SKIP_PAGES`; a command the page says exits
+  with another code (a verdict) is in :data:`EXIT`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("**/*.md"))]
+SHELLS = ("sh", "bash", "shell", "console")
+
+#: Pages whose commands are a developer's, not a user's: skipped whole, with the reason.
+SKIP_PAGES = {
+    "docs/PERFORMANCE.md": "benchmarks: minutes each, a second build, valgrind and chrt",
+}
+
+#: Commands that cannot run in a test: (page, the command's start) -> why.
+SKIP = {
+    ("README.md", "./run.sh"): "builds the project and reproduces every study (~2 min)",
+    ("README.md", "./test.sh"): "the whole test suite itself",
+    ("README.md", "l4slab reproduce all"): "~105 s; test_studies_* run each study",
+    ("docs/cli.md", "l4slab reproduce all"): "~105 s; test_studies_* run each study",
+    ("docs/studies.md", "l4slab reproduce all"): "~105 s; test_studies_* run each study",
+    ("docs/cli.md", "l4slab sweep sweep-aqm --dask"): "needs a Dask cluster at that address",
+    ("docs/sweeps.md", "l4slab sweep sweep-aqm --dask"): "needs a Dask cluster at that address",
+    ("docs/sweeps.md", "dask "): "starts a Dask cluster (serves until stopped)",
+    ("docs/apps.md", "python bench/apps_study.py"): "regenerates the figures (minutes)",
+    ("docs/emulator.md", "cargo build"): "a release build of the emulator (minutes)",
+    ("docs/emulator.md", "sudo L4SLAB_EMU_BIN="): "needs that release build (cargo build)",
+    ("docs/emulator.md", "sudo python3 bench/emu/compare.py"): "a benchmark (minutes)",
+    ("docs/gateway.md", "sudo l4slab gateway --lan eth1"): "needs a real LAN interface (eth1)",
+    ("docs/results.md", "l4slab run scenario.toml"): "names the reader's own scenario",
+    ("docs/results.md", "tshark"): "reads the reader's own capture (results/x)",
+    ("docs/results.md", "tcpdump"): "reads the reader's own capture (results/x)",
+    ("docs/send.md", "l4slab serve -o"): "serves until stopped; test_send.py runs it",
+    ("docs/send.md", "l4slab send 192.0.2.10"): "a documentation address (RFC 5737)",
+    ("docs/send.md", "l4slab send 127.0.0.1"): "needs an l4slab serve; test_send.py runs it",
+    ("docs/check-l4s.md", "sudo l4slab check-l4s --server './my-quic-server'"): (
+        "names the reader's own application"
+    ),
+    ("docs/emulator.md", "sudo l4slab emu --qdisc codel --qdisc-param ecn=true --report"): (
+        "runs the reader's own ./my-app"
+    ),
+    ("docs/report.md", "chromium"): "a screenshot of the report: minutes on a busy machine",
+    ("docs/studies.md", "chromium"): "a screenshot of the report: minutes on a busy machine",
+}
+
+#: Root commands that take a minute or more: the tests that run the same thing.
+SKIP_ROOT = {
+    "sudo l4slab check-l4s": "nine emulated phases, ~1 min each run; test_check_l4s.py",
+}
+
+#: Commands the page says end with another exit code than 0: (page, start) -> code.
+EXIT = {
+    ("docs/emulator.md", "sudo l4slab emu --ecn-path bleach ecn-check"): 3,  # unfit for L4S
+    ("docs/emulator.md", "sudo l4slab emu --ecn-path-up remark ecn-check"): 3,
+}
+
+
+def expected_exit(cmd: Command) -> int:
+    """The exit code ``cmd`` should end with (0 unless :data:`EXIT` says otherwise)."""
+    return next(
+        (
+            code
+            for (page, head), code in EXIT.items()
+            if cmd.page == page and cmd.text.startswith(head)
+        ),
+        0,
+    )
+
+
+#: A run longer than a few seconds of wall time: what is added to make it short.
+SHORTER = (
+    # Past its 10 s warmup.
+    (re.compile(r"^l4slab sweep sweep-aqm\b"), "12s"),
+    (re.compile(r"^l4slab (run|sweep) reno-20mbit\b"), "5s"),
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    page: str
+    line: int
+    text: str
+
+    @property
+    def root(self) -> bool:
+        return self.text.startswith("sudo ")
+
+
+def commands(page: Path) -> list[Command]:
+    """The shell commands of a Markdown page, in order."""
+    name = page.relative_to(REPO).as_posix()
+    found: list[Command] = []
+    block: str | None = None
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()  # a block in a list item is indented
+        if line.startswith("```"):
+            block = line[3:].strip() if block is None else None
+            continue
+        if block not in SHELLS:
+            continue
+        if not pending:
+            if block == "console" and not line.startswith("$ "):
+                continue
+            text = line.removeprefix("$ ").strip()
+            if not text or text.startswith("#"):
+                continue
+            start = number
+            pending.append(text)
+        else:
+            pending.append(line.strip())
+        if pending[-1].endswith("\\"):
+            pending[-1] = pending[-1][:-1].rstrip()
+            continue
+        found.append(Command(name, start, " ".join(pending)))
+        pending = []
+    return found
+
+
+def skip_reason(cmd: Command) -> str | None:
+    if cmd.page in SKIP_PAGES:
+        return SKIP_PAGES[cmd.page]
+    for (page, head), why in SKIP.items():
+        if cmd.page == page and cmd.text.startswith(head):
+            return why
+    for head, why in SKIP_ROOT.items():
+        if cmd.text.startswith(head):
+            return why
+    return None
+
+
+def shorter(text: str) -> str:
+    for pattern, duration in SHORTER:
+        if pattern.search(text) and "duration=" not in text:
+            # Before a trailing comment, which the shell would otherwise swallow it into.
+            code, hash_, comment = text.partition(" #")
+            return f"{code.rstrip()} --set duration={duration}" + (f"  #{comment}" if hash_ else "")
+    return text
+
+
+def environment(bin_dir: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default this process's environment) with ``bin_dir`` first on PATH."""
+    env = dict(os.environ if base is None else base)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["BROWSER"] = "true"  # --open: a browser that opens nothing, at once
+    env["COLUMNS"] = "120"
+    return env
+
+
+def run_pages(pages: dict[str, list[Command]], tmp_path: Path) -> list[str]:
+    """Run the pages' commands in order, all in one new directory under ``tmp_path``
+    (with ``scenarios`` linked to the tree's), so that a run, a sweep or a study one page
+    made is resumed, not made again, by the next; the failures, as messages."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "scenarios").symlink_to(REPO / "scenarios")
+    failures = run_commands(
+        [c for cmds in pages.values() for c in cmds],
+        work,
+        environment(Path(sys.executable).parent),
+    )
+    shutil.rmtree(work, ignore_errors=True)
+    return failures
+
+
+def run_commands(cmds: list[Command], work: Path, env: dict[str, str]) -> list[str]:
+    """Run ``cmds`` in order in ``work``; the failures, as messages."""
+    failures = []
+    done_before: set[str] = set()
+    for cmd in cmds:
+        text = shorter(cmd.text.removeprefix("sudo ") if cmd.root else cmd.text)
+        if text.partition(" #")[0].rstrip() in done_before:
+            continue  # an earlier page ran the same command here: its results are here
+        done = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", text],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,  # `-- bash` then ends at once
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        want = expected_exit(cmd)
+        if done.returncode == want:
+            done_before.add(text.partition(" #")[0].rstrip())
+        else:
+            failures.append(
+                f"{cmd.page}:{cmd.line}: exit {done.returncode} (not {want}): {text}\n"
+                f"{done.stdout[-1500:]}{done.stderr[-1500:]}"
+            )
+    return failures
+
+
+def runnable(root: bool) -> dict[str, list[Command]]:
+    """The commands to run, by page: the root-only ones (``sudo``) or the others."""
+    pages: dict[str, list[Command]] = {}
+    for page in PAGES:
+        for cmd in commands(page):
+            if cmd.root == root and skip_reason(cmd) is None:
+                pages.setdefault(cmd.page, []).append(cmd)
+    return pages
