@@ -107,6 +107,6 @@ cat target/floors.txt
 python3 -m venv --clear .venv-floors
 .venv-floors/bin/python -m pip install --quiet --upgrade pip
 .venv-floors/bin/python -m pip install --quiet -c target/floors.txt -e '.[test,dask]'
-pytest_suite .venv-floors/bin/python -m pytest -q -m 'not wheel' tests
+pytest_suite .venv-floors/bin/python -m pytest -q -m 'not wheel and not docs' tests
 
 printf '\nall checks passed\n'

@@ -55,6 +55,7 @@ SKIP = {
     ("docs/results.md", "l4slab run scenario.toml"): "names the reader's own scenario",
     ("docs/results.md", "tshark"): "reads the reader's own capture (results/x)",
     ("docs/results.md", "tcpdump"): "reads the reader's own capture (results/x)",
+    ("docs/emulator.md", "tshark"): "reads the capture the root command above wrote (as root)",
     ("docs/send.md", "l4slab serve -o"): "serves until stopped; test_send.py runs it",
     ("docs/send.md", "l4slab send 192.0.2.10"): "a documentation address (RFC 5737)",
     ("docs/send.md", "l4slab send 127.0.0.1"): "needs an l4slab serve; test_send.py runs it",

@@ -40,12 +40,14 @@ def test_commands_are_joined_and_shortened() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.docs
 def test_the_commands_of_the_docs_run(native: object, tmp_path: Path) -> None:
     failures = run_pages(runnable(root=False), tmp_path)
     assert not failures, "\n\n".join(failures)
 
 
 @pytest.mark.slow
+@pytest.mark.docs
 @pytest.mark.skipif(sys.platform != "linux", reason="the emulator runs on Linux only")
 @pytest.mark.skipif(os.geteuid() != 0, reason="root-only commands (the emulator)")
 def test_the_root_commands_of_the_docs_run(native: object, tmp_path: Path) -> None:
