@@ -181,20 +181,47 @@ def test_flent_export_refuses_a_name_flent_would_not_read(rrul: Path, capsys) ->
     assert ".flent.gz" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(_flent_binary() is None, reason="flent is not installed (pip install flent)")
-@pytest.mark.parametrize("plot", ["totals", "ping_cdf", "all_scaled"])
-def test_real_flent_plots_the_file(rrul: Path, tmp_path: Path, plot: str) -> None:
-    png = tmp_path / f"{plot}.png"
-    done = subprocess.run(
-        [str(_flent_binary()), "-i", str(rrul / "flent-rrul.flent.gz"), "-p", plot, "-o", str(png)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-    )
+def _is_png(png: Path) -> bool:
+    return png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
-    assert done.returncode == 0, done.stderr
-    assert "Missing data" not in done.stderr, done.stderr
-    assert png.stat().st_size > 10_000
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+@pytest.mark.skipif(_flent_binary() is None, reason="flent is not installed (pip install flent)")
+def test_real_flent_plots_every_test_and_an_exported_run(rrul: Path, tmp_path: Path) -> None:
+    """The real ``flent -i FILE -p PLOT -o PNG``: rrul's throughput and ping plots, the
+    default plot of the tests that name their series otherwise, and a plain ``l4slab run``
+    exported with ``l4slab flent``.
+    The flent processes run side by side (each spends a second or two starting up)."""
+    files = {
+        "rrul totals": (rrul / "flent-rrul.flent.gz", "totals"),
+        "rrul ping_cdf": (rrul / "flent-rrul.flent.gz", "ping_cdf"),
+    }
+    # rrul_be and tcp_ndown name their series as rrul and tcp_nup do.
+    for test in ("tcp_nup", "rtt_fair", "voip"):
+        out = tmp_path / test
+        assert main(["test", test, "-l", "2", "--test-delay", "0.4", "-q", "-o", str(out)]) == 0
+        files[test] = (out / f"flent-{test}.flent.gz", flent.spec(test).plot)
+    scenario = tmp_path / "mixed.toml"
+    scenario.write_text(
+        'format = 1\nduration = "3s"\n[bottleneck]\nrate = "10Mbit"\ndelay = "5ms"\n'
+        'buffer = "50pkt"\n[[flows]]\nname = "bulk"\n[[flows]]\nname = "p"\n'
+        'app = { kind = "ping", interval = "50ms" }\n'
+    )
+    assert main(["run", str(scenario), "-o", str(tmp_path / "mixed"), "-q"]) == 0
+    assert main(["flent", str(tmp_path / "mixed"), "-o", str(tmp_path / "m.flent.gz")]) == 0
+    files["exported run"] = (tmp_path / "m.flent.gz", "totals")
+
+    env = {"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    running = {}
+    for label, (data_file, plot) in files.items():
+        png = tmp_path / f"{label.replace(' ', '-')}.png"
+        command = [str(_flent_binary()), "-i", str(data_file), "-p", plot, "-o", str(png)]
+        running[label] = (
+            png,
+            subprocess.Popen(
+                command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+            ),
+        )
+    for label, (png, proc) in running.items():
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, f"{label}: {err}"
+        assert png.exists() and _is_png(png), f"{label}: {err}"

@@ -347,7 +347,12 @@ def _values(
     return out
 
 
-def _combine(runner: str, columns: list[list[float | None]]) -> list[float | None]:
+def _combine(runner: str, columns: list[list[float | None]], samples: int) -> list[float | None]:
+    """Flent's ``sum``, ``average`` or ``fairness`` of ``columns`` at each sample (None
+    where none of them has a value, and everywhere when there are none)."""
+    if not columns:
+        return [None] * samples
+
     def one(values: list[float]) -> float | None:
         if not values:
             return None
@@ -359,8 +364,7 @@ def _combine(runner: str, columns: list[list[float | None]]) -> list[float | Non
         squares = math.fsum(v * v for v in values)
         return math.fsum(values) ** 2 / (len(values) * squares) if squares else None
 
-    rows = zip(*columns, strict=True) if columns else iter(())
-    return [one([v for v in row if v is not None]) for row in rows]
+    return [one([v for v in row if v is not None]) for row in zip(*columns, strict=True)]
 
 
 def data(results: Results, test: TestSpec | None = None, *, title: str = "") -> dict[str, Any]:
@@ -388,7 +392,7 @@ def data(results: Results, test: TestSpec | None = None, *, title: str = "") -> 
         by_kind.setdefault(load.kind, []).append(values)
     for agg in test.aggregates:
         columns = [c for kind in agg.kinds for c in by_kind.get(kind, [])]
-        series[agg.series] = _combine(agg.runner, columns)
+        series[agg.series] = _combine(agg.runner, columns, len(x))
         units[agg.series] = (
             "Idx"
             if agg.runner == "fairness"
@@ -411,11 +415,13 @@ def data(results: Results, test: TestSpec | None = None, *, title: str = "") -> 
         if name not in {agg.series for agg in test.aggregates}
     }
     hosts = test.hosts or ["server"]
+    backend = results.summary.get("backend", "sim")
     metadata: dict[str, Any] = {
         "NAME": test.name,
         "TITLE": title or results.name,
-        "NOTE": f"l4slab {results.tool_version or ''}: simulated ({results.name}, seed "
-        f"{results.seed}); written by l4slab, not by Flent".replace("  ", " "),
+        "NOTE": f"written by l4slab {results.tool_version or '?'}, not Flent: "
+        f"{'emulated' if backend == 'emu' else 'simulated'} run of {results.name}, seed "
+        f"{results.seed}",
         "TIME": started,
         "T0": started,
         "HOST": hosts[0],
