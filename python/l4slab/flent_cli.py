@@ -37,7 +37,8 @@ TEST_HELP = _help(
     "rtt_fair (a TCP up, a TCP down and a ping to each of 4 hosts 0, 5, 20 and 50 ms further "
     "away) and voip (a G.711 stream and a ping). The pings run for the whole test; the "
     "loads start after --test-delay and run for -l seconds. Writes the results bundle and "
-    "NAME.flent.gz, which flent opens: flent -i DIR/NAME.flent.gz -p totals -o totals.png. "
+    "flent-NAME.flent.gz, which flent opens: flent -i DIR/flent-NAME.flent.gz -p totals -o "
+    "totals.png. "
     "The mapping, and what differs from Flent, is in docs/flent.md.",
     "Example: [bold]l4slab test rrul --qdisc dualpi2 --cc prague --rate 50Mbit --delay 10ms "
     "-l 30 -o results/rrul-dualpi2[/bold]; [bold]l4slab test tcp_nup --streams 8 --show"
@@ -166,9 +167,8 @@ def named_test_command(
             "--backend",
             metavar="sim|emu",
             help="sim: the simulator. "
-            "emu: real time through the emulator, as root (kernel TCP, "
-            "l4slab's UDP ping and cbr; rtt_fair's per-host delays "
-            "need its access links).",
+            "emu: real time through the emulator, as root (kernel TCP for the TCP "
+            "flows, l4slab's UDP endpoints for the pings and the VoIP stream).",
         ),
     ] = "sim",
     show: Annotated[
