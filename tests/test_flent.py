@@ -225,3 +225,26 @@ def test_real_flent_plots_every_test_and_an_exported_run(rrul: Path, tmp_path: P
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, f"{label}: {err}"
         assert png.exists() and _is_png(png), f"{label}: {err}"
+
+
+def test_tcp_nup_runs_through_the_emulator(tmp_path: Path) -> None:
+    from l4slab import emu
+
+    if not emu.is_root():
+        pytest.skip("needs root to create network namespaces and TUN devices")
+    try:
+        emu.emulator_command()
+    except emu.EmuError as exc:
+        pytest.skip(str(exc))
+    out = tmp_path / "emu"
+    args = ["test", "tcp_nup", "--streams", "2", "-l", "2", "--test-delay", "0.5", "-q"]
+    assert main([*args, "--backend", "emu", "-o", str(out)]) == 0
+
+    data = _read(out / "flent-tcp_nup.flent.gz")
+    assert data["metadata"]["NOTE"].split(": ")[1].startswith("emulated run of flent-tcp_nup")
+    results = data["results"]
+    # 2.5 s at 0.2 s; two kernel Cubic uploads share the 20 Mbit/s link after 0.5 s.
+    assert len(data["x_values"]) == 12
+    sums = [v for v in results["TCP upload sum"][5:] if v is not None]
+    assert sums and max(sums) > 10.0
+    assert all(v is not None and v >= 20.0 for v in results["Ping (ms) ICMP"][:2])
