@@ -181,6 +181,13 @@ def test_flent_export_refuses_a_name_flent_would_not_read(rrul: Path, capsys) ->
     assert ".flent.gz" in capsys.readouterr().err
 
 
+def test_flent_export_bad_input_exits_2(rrul: Path, tmp_path: Path, capsys) -> None:
+    assert main(["flent", str(tmp_path / "none")]) == 2
+    assert "no such results directory" in capsys.readouterr().err
+    assert main(["flent", str(rrul), "-o", str(tmp_path / "no" / "x.flent.gz")]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
 def _is_png(png: Path) -> bool:
     return png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 

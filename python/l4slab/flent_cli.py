@@ -13,6 +13,7 @@ import typer
 from l4slab._cli_base import (
     DEFAULT_RESULTS_ROOT,
     EXIT_BAD_INPUT,
+    EXIT_FAILED,
     ResultsDirArg,
     SetOpt,
     _fail,
@@ -296,8 +297,12 @@ def flent_command(
                 f"--out {out}: a Flent data file's name ends with {flent.FILE_SUFFIX}",
                 EXIT_BAD_INPUT,
             )
-        with errors(writing=str(out), reading=True):
+        if not out.parent.is_dir():
+            raise _fail(f"--out {out}: no such directory {out.parent}", EXIT_BAD_INPUT)
+        try:
             written = flent.write(results, out, title=title)
+        except OSError as exc:  # errors() takes FileNotFoundError for a missing bundle
+            raise _fail(f"could not write {out}: {exc.strerror or exc}", EXIT_FAILED) from None
     spec = flent.spec_for(results)
     _stdout().print(
         f"flent data: {written} (Flent test {spec.name}; flent -i {written} -p "
