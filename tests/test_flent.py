@@ -119,7 +119,7 @@ def test_any_run_exports_as_rrul_be_nflows(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("test", "flows"),
     [
-        ("rrul_be", 10),
+        ("rrul_be", 12),
         ("tcp_nup", 4),
         ("tcp_ndown", 4),
         ("rtt_fair", 12),

@@ -50,7 +50,7 @@ FILE_SUFFIX = ".flent.gz"
 #: The tests ``l4slab test`` runs, with Flent's one-line descriptions (its DESCRIPTION).
 TESTS: dict[str, str] = {
     "rrul": "Realtime Response Under Load: 4 TCP up + 4 TCP down (BE, BK, CS5, EF), 4 pings",
-    "rrul_be": "RRUL, best effort only: 4 TCP up + 4 TCP down, 2 pings",
+    "rrul_be": "RRUL, best effort only: 4 TCP up + 4 TCP down, 4 pings",
     "tcp_nup": "TCP upload, N streams, with a ping",
     "tcp_ndown": "TCP download, N streams, with a ping",
     "rtt_fair": "RTT-fair RRUL: 1 TCP up + 1 TCP down + a ping to each of 4 hosts at "
@@ -157,7 +157,7 @@ def spec(test: str, *, streams: int = 4) -> TestSpec:
         return TestSpec(test, tuple(_rrul(marks, pings)), _UP_DOWN_AGGREGATES, {}, "all_scaled")
     if test == "rrul_be":
         marks = [("BE", "CS0"), ("BE2", "CS0"), ("BE3", "CS0"), ("BE4", "CS0")]
-        pings = [("UDP BE1", "CS0"), ("ICMP", "CS0")]
+        pings = [("UDP BE1", "CS0"), ("UDP BE2", "CS0"), ("UDP BE3", "CS0"), ("ICMP", "CS0")]
         return TestSpec(test, tuple(_rrul(marks, pings)), _UP_DOWN_AGGREGATES, {}, "all_scaled")
     if test in ("tcp_nup", "tcp_ndown"):
         direction = "up" if test == "tcp_nup" else "down"

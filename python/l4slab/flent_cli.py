@@ -132,6 +132,7 @@ def named_test_command(
     test_delay: Annotated[
         float,
         opt(
+            "-d",
             "--test-delay",
             min=0.0,
             help="Seconds of pings alone "
