@@ -144,6 +144,30 @@ def test_each_test_builds_a_valid_scenario(capsys, test: str, flows: int) -> Non
     assert len(resolved["flows"]) == flows
 
 
+def test_a_shown_test_run_with_l4slab_run_exports_as_that_test(capsys, tmp_path: Path) -> None:
+    assert main(["test", "tcp_ndown", "--streams", "3", "-l", "1", "-d", "0.2", "--show"]) == 0
+    scenario = tmp_path / "tcp_3down.toml"
+    scenario.write_text(capsys.readouterr().out)
+    out = tmp_path / "run"
+    assert main(["run", str(scenario), "-o", str(out), "-q"]) == 0
+    assert main(["flent", str(out)]) == 0
+
+    data = _read(out / "flent-tcp_ndown.flent.gz")
+    assert data["metadata"]["NAME"] == "tcp_ndown"
+    assert data["metadata"]["TEST_PARAMETERS"] == {"download_streams": "3"}
+    assert sorted(k for k in data["results"] if "::" in k) == [
+        "TCP download::1",
+        "TCP download::2",
+        "TCP download::3",
+    ]
+    assert set(data["raw_values"]) == {
+        "TCP download::1",
+        "TCP download::2",
+        "TCP download::3",
+        "Ping (ms) ICMP",
+    }
+
+
 def test_rtt_fair_hosts_are_further_away() -> None:
     text = flent.scenario(flent.spec("rtt_fair"), flent.Link())
 
