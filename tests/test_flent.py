@@ -168,6 +168,11 @@ def test_a_shown_test_run_with_l4slab_run_exports_as_that_test(capsys, tmp_path:
     }
 
 
+def test_qdisc_takes_an_inline_table(capsys) -> None:
+    assert main(["test", "tcp_nup", "--qdisc", '{ kind = "codel", target = "2ms" }', "--show"]) == 0
+    assert 'qdisc = { kind = "codel", target = "2ms" }' in capsys.readouterr().out
+
+
 def test_rtt_fair_hosts_are_further_away() -> None:
     text = flent.scenario(flent.spec("rtt_fair"), flent.Link())
 
@@ -193,6 +198,9 @@ def test_unknown_test_lists_the_tests(capsys) -> None:
         (["--streams", "3"], "--streams"),
         (["-l", "0"], "--length"),
         (["--backend", "ns3"], "--backend"),
+        (["-H", "flent-fremont.bufferbloat.net"], "-H flent-fremont"),
+        (["--qdisc", '{ kind = "codel", target = "-1ms" }'], "--qdisc"),
+        (["--buffer", 'x"\nname = "y'], "--buffer"),
     ],
 )
 def test_bad_options_exit_2_naming_them(capsys, args: list[str], named: str) -> None:

@@ -183,9 +183,16 @@ def named_test_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No tables; print only where results went.")
     ] = False,
+    host: Annotated[str | None, opt("-H", "--host", hidden=True)] = None,
 ) -> None:
     from l4slab import flent
 
+    if host is not None:
+        raise _fail(
+            f"-H {host}: l4slab test runs no remote host; the test's hosts are the "
+            "scenario's, on the other side of the bottleneck (--rate, --delay, --qdisc)",
+            EXIT_BAD_INPUT,
+        )
     if name not in flent.TESTS:
         raise _fail(
             f"unknown test {name!r}; choose one of: {', '.join(flent.TESTS)}", EXIT_BAD_INPUT
