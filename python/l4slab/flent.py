@@ -4,9 +4,12 @@ Flent (https://flent.org, github tohojo/flent) names its tests (``rrul``, ``tcp_
 ``rtt_fair``...) and stores a run as a ``.flent.gz`` file: gzipped JSON with
 ``metadata``, ``version``, ``x_values`` (seconds from the start), ``results`` (one list
 of values per series, aligned with ``x_values``, ``null`` where there is no value) and
-``raw_values`` (flent/resultset.py, ``ResultSet.serialise``; format version 4 since
-Flent 2.0). When Flent plots a file it reads the test's own definition by ``NAME``
-(flent/tests/NAME.conf), so the series must carry the names that definition plots.
+``raw_values`` (flent/resultset.py, ``ResultSet.serialise``; Flent 2.3.0 writes format
+version 4). Flent plots a measured series from its raw values (``{"t": UNIX time,
+"val": v}``; a file without any is "zero-length" to it, and nothing is drawn) and a
+computed one (sums, averages) from ``results``. It reads the test's own definition by
+``NAME`` (flent/tests/NAME.conf), so the series must carry the names that definition
+plots.
 
 :func:`scenario` builds the l4slab scenario of a named test (TOML text, nothing written);
 :func:`write` turns a run's results into a ``.flent.gz`` file. docs/flent.md has the
@@ -59,7 +62,8 @@ TESTS: dict[str, str] = {
 }
 
 #: Flent's DSCP marks as Wi-Fi access categories (WMM maps CS1 to background, CS5 to
-#: video, EF to voice; RFC 8325 §4.3). They act only with a [wifi] cell.
+#: video, EF to voice, as RFC 8325's DSCP-to-UP mapping does). They act only with a
+#: [wifi] cell.
 WIFI_AC = {"CS0": "be", "CS1": "bk", "CS5": "vi", "EF": "vo"}
 
 #: rtt_fair's four hosts: name and one-way access delay on top of the bottleneck's.
