@@ -4,8 +4,9 @@ The commands live in one module per family, each adding its own with ``register(
 :mod:`~l4slab.run_cli` (run, validate, show), :mod:`~l4slab.examples_cli` (examples),
 :mod:`~l4slab.report_cli` (report, compare), :mod:`~l4slab.reproduce_cli` (reproduce),
 :mod:`~l4slab.emu_cli` (emu), :mod:`~l4slab.send_cli` (send, serve),
-:mod:`~l4slab.sweep_cli` (sweep, plot-sweep) and :mod:`~l4slab.check_cli` (check-l4s).
-What they share, and the one table from errors to exit codes, is :mod:`l4slab._cli_base`.
+:mod:`~l4slab.sweep_cli` (sweep, plot-sweep), :mod:`~l4slab.check_cli` (check-l4s) and
+:mod:`~l4slab.flent_cli` (test, flent). What they share, and the one table from errors to
+exit codes, is :mod:`l4slab._cli_base`.
 
 Exit codes: 0 success, 1 the simulation failed, 2 bad input (scenario, option,
 output directory), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
@@ -102,6 +103,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("l4slab.send_cli", ("send", "serve")),
     ("l4slab.sweep_cli", ("sweep", "plot-sweep")),
     ("l4slab.check_cli", ("check-l4s",)),
+    ("l4slab.flent_cli", ("test", "flent")),
 )
 
 
