@@ -389,3 +389,25 @@ def test_serve_ignores_stray_foreign_truncated_and_padding_only_datagrams(
     assert [p.name for p in out.iterdir() if p.is_dir()] == ["session-1"]
     assert any("over the limit of 2 per address" in line for line in server.lines), server.lines
     assert any("without a handshake in 0.5 s" in line for line in server.lines), server.lines
+
+
+def test_interval_zero_prints_no_interval_lines_as_iperf3(
+    native: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """iperf3's ``-i 0``: the header and the summary, no line per interval; the results
+    still have their per-second series."""
+    port = _free_port(socket.AF_INET, "127.0.0.1")
+    server = _Server("127.0.0.1", port, out=None)
+    out = tmp_path / "send"
+    code, stdout, stderr = _send(
+        [f"127.0.0.1:{port}", "-t", "2", "-i", "0", "-o", str(out)], capsys
+    )
+    server.join()
+    assert code == 0, stderr
+    assert "no interval lines" in stdout.splitlines()[0]
+    intervals = [
+        line for line in stdout.splitlines() if line.startswith("[send]") and " s  " in line
+    ]
+    assert intervals == [], stdout
+    series = pq.read_table(out / "series.parquet").to_pydict()
+    assert "goodput_bps" in set(series["key"])

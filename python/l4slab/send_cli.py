@@ -107,7 +107,10 @@ def send(
         typer.Option("-t", "--duration", help="How long to send: seconds or e.g. 500ms."),
     ] = "10",
     interval: Annotated[
-        str, typer.Option("-i", "--interval", help="Seconds between report lines.")
+        str,
+        typer.Option(
+            "-i", "--interval", help="Seconds between report lines (0: none, as iperf3's -i 0)."
+        ),
     ] = "1",
     port: Annotated[
         int | None,

@@ -161,7 +161,7 @@ fn seconds(option: &'static str, text: &str, example: &str) -> Result<Dur, Input
         Ok(_) => {
             return Err(bad(
                 option,
-                format!("{text:?} is not between 0 and 86400 seconds; write e.g. {example}"),
+                format!("{text:?} is not above 0 and at most 86400 seconds; write e.g. {example}"),
             ))
         }
         Err(_) => parse_duration(t).map_err(|e| {
@@ -374,9 +374,19 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
     let (ecn, codepoint) = parse_ecn(opts.ecn.as_deref())?;
     let app = parse_app(&opts.app)?;
     let duration = seconds("--duration", &opts.duration, "10 or 500ms")?;
-    let interval = seconds("--interval", &opts.interval, "1 or 250ms")?;
+    // iperf3's `-i 0`: no interval lines (the results still sample every second).
+    let lines = opts.interval.trim() != "0";
+    let interval = if lines {
+        seconds("--interval", &opts.interval, "1 or 250ms")?
+    } else {
+        Dur::from_secs(1)
+    };
     if interval < Dur::from_millis(10) {
-        return Err(bad("--interval", "at least 10ms; write e.g. 1 or 250ms").into());
+        return Err(bad(
+            "--interval",
+            "at least 10ms (0: no interval lines); write e.g. 1 or 250ms",
+        )
+        .into());
     }
     let connect_timeout = seconds("--connect-timeout", &opts.connect_timeout, "5")?;
     let local = match &opts.bind {
@@ -422,11 +432,15 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
     } else {
         format!("{ecn_name} WITHOUT ECN validation")
     };
+    let every = if lines {
+        format!("one line every {} s", round6(interval.as_secs_f64()))
+    } else {
+        "no interval lines".to_string()
+    };
     obs.line(&format!(
-        "l4slab send: {local} -> {server}, cc {cc}, ECN {ecn_banner}, app {}, {} s, one line every {} s",
+        "l4slab send: {local} -> {server}, cc {cc}, ECN {ecn_banner}, app {}, {} s, {every}",
         app_name(&app),
         round6(duration.as_secs_f64()),
-        round6(interval.as_secs_f64())
     ));
     let mut next = start + interval;
     let mut interrupted = false;
@@ -441,7 +455,9 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         }
         if now >= next {
             let (_, line) = client.sample(now);
-            obs.line(&line);
+            if lines {
+                obs.line(&line);
+            }
             last_sample = now;
             next += interval;
         }
@@ -454,7 +470,9 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
     // The last, partial interval (unless it is a sliver).
     if end.saturating_since(last_sample) * 10 >= interval && client.connected_at().is_some() {
         let (_, line) = client.sample(end);
-        obs.line(&line);
+        if lines {
+            obs.line(&line);
+        }
     }
     let failure = client.failure().map(|f| match f {
         Failure::NoAnswer { waited } => format!(
