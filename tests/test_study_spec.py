@@ -384,6 +384,7 @@ def test_every_shipped_study_loads():
         "l4s-building-blocks",
         "apple-video-call",
         "excentis-wifi",
+        "wwdc15-wifi-assist",
     }
     for path in found:
         study = load_study(path)

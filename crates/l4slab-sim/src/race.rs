@@ -24,6 +24,18 @@
 //! by the packet's store handle), which routes it through that path's
 //! links both ways and to the attempt it belongs to. The bytes sent into
 //! each path, the loser's included, are counted per direction.
+//!
+//! Better route: a flow whose handshake was won on a path other than the
+//! preferred one is told of a better route when the preferred path is
+//! usable again: the first instant from its connection on outside every
+//! outage window of the preferred path (Apple, `URLSession(_:betterRouteDiscoveredFor:)`:
+//! "called when the URL loading system determines that a better route to
+//! the endpoint host is available. For example, this method may be called
+//! when a Wi-Fi interface becomes available."). The app acts on it as Apple
+//! advises first ("consider completing pending work"): it finishes on the
+//! path it has; its later connections start on the preferred path anyway.
+//! The signal's time and the bytes the flow still sent over its path after
+//! it (what reconnecting could have saved) are reported.
 
 use l4slab_core::{Dur, Time};
 use l4slab_scenario::Scenario;
@@ -66,6 +78,13 @@ pub struct Race {
     pub bytes: Vec<[u64; 2]>,
     /// Per path, per direction: packets sent into it.
     pub packets: Vec<[u64; 2]>,
+    /// The better-route signal (module doc), for a flow won on a path
+    /// other than the preferred one, and its path's bytes (both
+    /// directions) when it came.
+    pub better_route: Option<Time>,
+    pub bytes_at_better_route: Option<u64>,
+    /// The preferred path's outage windows (sorted, not overlapping).
+    pub preferred_outages: Vec<(Time, Time)>,
 }
 
 impl Race {
@@ -106,6 +125,13 @@ impl Race {
             abandoned: 0,
             bytes: vec![[0; 2]; n],
             packets: vec![[0; 2]; n],
+            better_route: None,
+            bytes_at_better_route: None,
+            preferred_outages: host.paths[0]
+                .outages
+                .iter()
+                .map(|o| (o.start, o.end))
+                .collect(),
         }))
     }
 
@@ -149,8 +175,32 @@ impl Race {
             "time_to_first_byte_s": since(self.first_byte),
             "time_to_completion_s": since(completion),
             "attempts_abandoned": self.abandoned,
+            // The signal within the run (its bytes were noted then).
+            "better_route_s": self.bytes_at_better_route.and(since(self.better_route)),
+            "bytes_after_better_route": self.bytes_at_better_route.map(|at| {
+                let [down, up] = self.bytes[self.main];
+                (down + up).saturating_sub(at)
+            }),
             "paths": paths,
         })
+    }
+
+    /// The first instant from `t` on at which the preferred path is
+    /// outside every outage window (windows sorted and disjoint).
+    fn preferred_usable_from(&self, t: Time) -> Time {
+        let mut at = t;
+        for &(start, end) in &self.preferred_outages {
+            if start <= at && at < end {
+                at = end;
+            }
+        }
+        at
+    }
+
+    /// The flow's connection was won on path `main` at `now`: if that is
+    /// not the preferred path, when the better-route signal comes.
+    fn better_route_at(&self, now: Time) -> Option<Time> {
+        (self.main != 0).then(|| self.preferred_usable_from(now))
     }
 
     /// Whether the client's handshake has completed on some path.
@@ -209,6 +259,15 @@ impl Sim<'_> {
         let Some(race) = fl.race.as_mut() else {
             return;
         };
+        if race.decided() {
+            // The same event, scheduled by `race_won_elsewhere`: the
+            // better-route signal (module doc).
+            if race.better_route == Some(now) && race.bytes_at_better_route.is_none() {
+                let [down, up] = race.bytes[race.main];
+                race.bytes_at_better_route = Some(down + up);
+            }
+            return;
+        }
         if race.quic {
             if race.decided() || fl.app.client_established() {
                 return;
@@ -373,6 +432,7 @@ impl Sim<'_> {
             race.main = race.other_way;
             race.connected = Some(now);
             race.abandoned += 1;
+            self.race_won_elsewhere(now, f);
             return;
         }
         std::mem::swap(&mut fl.app, &mut app);
@@ -442,6 +502,7 @@ impl Sim<'_> {
         race.main = race.other_way;
         race.connected = Some(now);
         race.abandoned += 1;
+        self.race_won_elsewhere(now, f);
         // The winner's timers were on the calendar as the second attempt's.
         for side in [CLIENT, SERVER] {
             self.flows[f].eps[side].timer_armed = None;
@@ -449,6 +510,18 @@ impl Sim<'_> {
         }
         self.app_events.push(AppEvent::Connected);
         self.flush(now, f, CLIENT);
+    }
+
+    /// The second attempt won at `now`: put the better-route signal on the
+    /// calendar (as an [`Ev::RaceStart`] of the decided flow: `race_fire`).
+    fn race_won_elsewhere(&mut self, now: Time, f: usize) {
+        let Some(race) = self.flows[f].race.as_mut() else {
+            return;
+        };
+        race.better_route = race.better_route_at(now);
+        if let Some(at) = race.better_route {
+            self.q.schedule_flow(at, Ev::RaceStart { flow: f as u32 });
+        }
     }
 
     fn arm_other_timer(&mut self, now: Time, f: usize, side: usize) {

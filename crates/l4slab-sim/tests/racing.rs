@@ -269,3 +269,65 @@ fn a_rate_change_slows_the_path_from_its_time_on() {
         "the configured rate is reported: {q}"
     );
 }
+
+/// Better route (docs/models/racing.md): a flow won on the second path is
+/// told so when the preferred path's outage ends; it finishes where it is.
+#[test]
+fn a_flow_won_on_the_second_path_hears_of_the_better_route_when_the_outage_ends() {
+    let m = mp(&wifi_out("2.5s", "\"250ms\""));
+    assert_eq!(m["path"], "lte", "{m}");
+    // The 100 KB fetch is done (0.6 s) before the Wi-Fi is back at 2.5 s.
+    assert!(secs(&m, "time_to_completion_s") < 1.0, "{m}");
+    assert!((secs(&m, "better_route_s") - 2.5).abs() < 1e-9, "{m}");
+    assert_eq!(m["bytes_after_better_route"], 0, "{m}");
+    // The outage ends after the run: no signal.
+    let m = mp(&wifi_out("30s", "\"250ms\""));
+    assert_eq!(m["path"], "lte", "{m}");
+    assert!(m["better_route_s"].is_null(), "{m}");
+    assert!(m["bytes_after_better_route"].is_null(), "{m}");
+}
+
+#[test]
+fn a_long_transfer_finishes_on_the_second_path_and_counts_the_bytes_after_the_signal() {
+    let outage = "hosts.phone.paths[0].outages=[{ start = \"0s\", end = \"1s\" }]";
+    let out = run_toml(PHONE, &[outage, "flows[0].app.size=5MB"]);
+    let m = mp(&out);
+    assert_eq!(m["path"], "lte", "{m}");
+    assert!((secs(&m, "better_route_s") - 1.0).abs() < 1e-9, "{m}");
+    // 5 MB over 10 Mbit/s: about 4 s, mostly after the signal at 1 s, all on LTE.
+    assert!(secs(&m, "time_to_completion_s") > 3.0, "{m}");
+    let after = m["bytes_after_better_route"].as_u64().expect("a count");
+    let lte = m["paths"]["lte"]["bytes"].as_u64().expect("a count");
+    assert!(after > lte / 2 && after < lte, "{after} of {lte}: {m}");
+    assert_eq!(m["paths"]["wifi"]["bytes"], 60, "one SYN: {m}");
+}
+
+#[test]
+fn a_flow_won_on_the_second_path_while_the_preferred_is_up_hears_at_once() {
+    // The Wi-Fi loses only the first SYN (down until 0.2 s): LTE wins at
+    // 0.25 s + one round trip, before the Wi-Fi's SYN retransmission at 1 s;
+    // the Wi-Fi is usable then, so the signal comes at the connection.
+    let outage = "hosts.phone.paths[0].outages=[{ start = \"0s\", end = \"0.2s\" }]";
+    let m = mp(&run_toml(PHONE, &[outage]));
+    assert_eq!(m["path"], "lte", "{m}");
+    assert_eq!(m["better_route_s"], m["connected_s"], "{m}");
+}
+
+#[test]
+fn a_flow_on_the_preferred_path_has_no_better_route() {
+    let m = mp(&run_toml(PHONE, &[]));
+    assert_eq!(m["path"], "wifi", "{m}");
+    assert!(m["better_route_s"].is_null(), "{m}");
+    assert!(m["bytes_after_better_route"].is_null(), "{m}");
+}
+
+#[test]
+fn a_quic_flow_won_on_the_second_path_hears_of_the_better_route_too() {
+    let outage = "hosts.phone.paths[0].outages=[{ start = \"0s\", end = \"2.5s\" }]";
+    let m = mp(&run_toml(
+        PHONE,
+        &["flows[0].transport.protocol=quic", outage],
+    ));
+    assert_eq!(m["path"], "lte", "{m}");
+    assert!((secs(&m, "better_route_s") - 2.5).abs() < 1e-9, "{m}");
+}
