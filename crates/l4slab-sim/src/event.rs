@@ -8,22 +8,22 @@
 //! queued packets live in the qdisc, not in the calendar; it grows with the
 //! number of endpoints (about two timers each).
 //!
-//! Two 4-ary heaps (`dary_heap`) hold the events, each entry ordered by one
-//! 128-bit key (time in the high half, `seq` in the low; one comparison per
-//! child): one for the network's events (a queue's transmitter, a delay
-//! line's head: a handful, whatever the number of flows) and one for the
-//! per-flow events (endpoint and application timers, flow starts: about two
-//! per endpoint). `pop` takes the earlier of the two heads; `seq` is shared,
-//! so the order is exactly that of one heap. Most events are the network's,
-//! so most pops stay in the small heap. One `std` binary heap of `(time, seq)`
+//! Two queues hold the events, each entry ordered by one 128-bit key (time
+//! in the high half, `seq` in the low; one comparison per child): one for
+//! the network's events (a queue's transmitter, a delay line's head: a
+//! handful, whatever the number of flows) and a 4-ary heap (`dary_heap`)
+//! for the per-flow events (endpoint and application timers, flow starts:
+//! about two per endpoint). `pop` takes the earlier of the two heads; `seq`
+//! is shared, so the order is exactly that of one heap. Most events are the
+//! network's, so most pops stay in the small queue. One `std` binary heap of `(time, seq)`
 //! pairs (~5,000 pending events with 1,000 flows) took 16–27 % of a run with
 //! 1 to 1,000 flows (docs/PERFORMANCE.md).
 //!
-//! The network's events are few on most runs (four on a dumbbell: each
-//! direction's transmitter and delay line), so they start in a vector kept
-//! sorted latest first ([`NetEvents`]): a pop is the vector's last entry,
-//! and a push, usually for the near future, finds its place a step or two
-//! from the end. Past [`NetEvents::SORTED_MAX`] pending events (many access
+//! The network's events are few on most runs (about four on a dumbbell:
+//! each direction's transmitter and delay line), so they start in a vector
+//! kept sorted latest first ([`NetEvents`]): a pop is the vector's last
+//! entry, and a push, usually for the near future, finds its place a few
+//! steps from the end. Past [`NetEvents::SORTED_MAX`] pending events (many access
 //! queues or Wi-Fi stations) they move into a heap for good, so the cost
 //! stays logarithmic. The keys are unique, so either holds the one order.
 //!
