@@ -96,6 +96,8 @@ impl QueueRecorder {
 }
 
 impl Tracer for QueueRecorder {
+    /// Inlined into [`crate::events::DirTracer`]'s, which every qdisc call goes through.
+    #[inline]
     fn event(&mut self, _now: Time, ev: TraceEvent) {
         match ev {
             TraceEvent::Dequeued {

@@ -8,16 +8,24 @@
 //! queued packets live in the qdisc, not in the calendar; it grows with the
 //! number of endpoints (about two timers each).
 //!
-//! Two 4-ary heaps (`dary_heap`) hold the events, each entry ordered by one
-//! 128-bit key (time in the high half, `seq` in the low; one comparison per
-//! child): one for the network's events (a queue's transmitter, a delay
-//! line's head: a handful, whatever the number of flows) and one for the
-//! per-flow events (endpoint and application timers, flow starts: about two
-//! per endpoint). `pop` takes the earlier of the two heads; `seq` is shared,
-//! so the order is exactly that of one heap. Most events are the network's,
-//! so most pops stay in the small heap. One `std` binary heap of `(time, seq)`
+//! Two queues hold the events, each entry ordered by one 128-bit key (time
+//! in the high half, `seq` in the low; one comparison per child): one for
+//! the network's events (a queue's transmitter, a delay line's head: a
+//! handful, whatever the number of flows) and a 4-ary heap (`dary_heap`)
+//! for the per-flow events (endpoint and application timers, flow starts:
+//! about two per endpoint). `pop` takes the earlier of the two heads; `seq`
+//! is shared, so the order is exactly that of one heap. Most events are the
+//! network's, so most pops stay in the small queue. One `std` binary heap of `(time, seq)`
 //! pairs (~5,000 pending events with 1,000 flows) took 16–27 % of a run with
 //! 1 to 1,000 flows (docs/PERFORMANCE.md).
+//!
+//! The network's events are few on most runs (about four on a dumbbell:
+//! each direction's transmitter and delay line), so they start in a vector
+//! kept sorted latest first ([`NetEvents`]): a pop is the vector's last
+//! entry, and a push, usually for the near future, finds its place a few
+//! steps from the end. Past [`NetEvents::SORTED_MAX`] pending events (many access
+//! queues or Wi-Fi stations) they move into a heap for good, so the cost
+//! stays logarithmic. The keys are unique, so either holds the one order.
 //!
 //! An event scheduled for the current instant (a packet entering an access
 //! line without delay, a timer already due: about a quarter of the events on
@@ -43,7 +51,11 @@ struct Entry<E> {
 
 impl<E> Entry<E> {
     fn at(&self) -> Time {
-        Time::from_nanos((self.key >> 64) as u64)
+        Self::time_of(self.key)
+    }
+
+    fn time_of(key: u128) -> Time {
+        Time::from_nanos((key >> 64) as u64)
     }
 }
 
@@ -65,9 +77,69 @@ impl<E> Ord for Entry<E> {
     }
 }
 
+/// The network's pending events: a vector sorted by key, latest first,
+/// while there are few; a heap once there were many.
+enum NetEvents<E> {
+    Sorted(Vec<Entry<E>>),
+    Heap(QuaternaryHeap<Entry<E>>),
+}
+
+impl<E> NetEvents<E> {
+    /// The most pending events kept sorted: an insertion moves at most this
+    /// many entries.
+    const SORTED_MAX: usize = 32;
+
+    fn push(&mut self, entry: Entry<E>) {
+        match self {
+            NetEvents::Sorted(v) if v.len() < Self::SORTED_MAX => {
+                // Latest first: it moves back past the entries due before
+                // it (usually none or one: a push is mostly for the near future).
+                v.push(entry);
+                let mut i = v.len() - 1;
+                while i > 0 && v[i - 1].key < v[i].key {
+                    v.swap(i - 1, i);
+                    i -= 1;
+                }
+            }
+            NetEvents::Sorted(v) => {
+                let mut heap = QuaternaryHeap::with_capacity(4 * Self::SORTED_MAX);
+                heap.extend(v.drain(..));
+                heap.push(entry);
+                *self = NetEvents::Heap(heap);
+            }
+            NetEvents::Heap(h) => h.push(entry),
+        }
+    }
+
+    /// The earliest key (`u128::MAX` when empty: no event has it, as `seq`
+    /// never reaches `u64::MAX`).
+    #[inline]
+    fn head_key(&self) -> u128 {
+        match self {
+            NetEvents::Sorted(v) => v.last().map_or(u128::MAX, |e| e.key),
+            NetEvents::Heap(h) => h.peek().map_or(u128::MAX, |e| e.key),
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Entry<E>> {
+        match self {
+            NetEvents::Sorted(v) => v.pop(),
+            NetEvents::Heap(h) => h.pop(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            NetEvents::Sorted(v) => v.len(),
+            NetEvents::Heap(h) => h.len(),
+        }
+    }
+}
+
 pub struct EventQueue<E> {
     /// The network's events ([`EventQueue::schedule`]).
-    heap: QuaternaryHeap<Entry<E>>,
+    net: NetEvents<E>,
     /// Per-flow events ([`EventQueue::schedule_flow`]).
     flows: QuaternaryHeap<Entry<E>>,
     /// Events scheduled at `now` (either kind), in scheduling order.
@@ -79,7 +151,7 @@ pub struct EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            heap: QuaternaryHeap::with_capacity(64),
+            net: NetEvents::Sorted(Vec::with_capacity(NetEvents::<E>::SORTED_MAX)),
             flows: QuaternaryHeap::with_capacity(1024),
             due_now: VecDeque::with_capacity(64),
             next_seq: 0,
@@ -98,7 +170,7 @@ impl<E> EventQueue<E> {
         if at == self.now {
             self.due_now.push_back(entry);
         } else {
-            self.heap.push(entry);
+            self.net.push(entry);
         }
     }
 
@@ -129,54 +201,39 @@ impl<E> EventQueue<E> {
         Entry { key, event }
     }
 
-    /// The heap whose head is the next event.
-    fn next_heap(&mut self) -> Option<&mut QuaternaryHeap<Entry<E>>> {
-        match (self.heap.peek(), self.flows.peek()) {
-            (None, None) => None,
-            (Some(n), Some(f)) if f.key < n.key => Some(&mut self.flows),
-            (Some(_), _) => Some(&mut self.heap),
-            (None, Some(_)) => Some(&mut self.flows),
-        }
-    }
-
-    /// The head of `due_now` if it is the next event: no heap's head was
-    /// scheduled before it at the same instant.
-    #[inline]
-    fn pop_due_now(&mut self) -> Option<E> {
-        let key = self.due_now.front()?.key;
-        let first = |h: &QuaternaryHeap<Entry<E>>| h.peek().is_none_or(|e| e.key > key);
-        if first(&self.heap) && first(&self.flows) {
-            self.due_now.pop_front().map(|e| e.event)
-        } else {
-            None
-        }
-    }
-
     /// Pop the next event and advance the clock to its time.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        if let Some(ev) = self.pop_due_now() {
-            return Some((self.now, ev));
-        }
-        let e = self.next_heap()?.pop().expect("peeked");
-        let at = e.at();
-        self.now = at;
-        Some((at, e.event))
+        self.pop_until(Time::MAX)
     }
 
     /// Pop the next event if it is due at or before `end`; a later one stays
     /// on the calendar (and the clock where it is).
     pub fn pop_until(&mut self, end: Time) -> Option<(Time, E)> {
-        // `due_now` holds nothing but events at `now`.
-        if self.now <= end {
-            if let Some(ev) = self.pop_due_now() {
-                return Some((self.now, ev));
+        let net = self.net.head_key();
+        let flow = self.flows.peek().map_or(u128::MAX, |e| e.key);
+        // `due_now` holds nothing but events at `now`, each after the heads
+        // scheduled before it at `now`.
+        if let Some(d) = self.due_now.front() {
+            if d.key < net && d.key < flow {
+                if self.now > end {
+                    return None;
+                }
+                let e = self.due_now.pop_front().expect("a front");
+                return Some((self.now, e.event));
             }
         }
-        let heap = self.next_heap()?;
-        if heap.peek().expect("peeked").at() > end {
-            return None;
+        let e = if net < flow {
+            if Entry::<E>::time_of(net) > end {
+                return None;
+            }
+            self.net.pop()
+        } else {
+            if flow == u128::MAX || Entry::<E>::time_of(flow) > end {
+                return None;
+            }
+            self.flows.pop()
         }
-        let e = heap.pop().expect("peeked");
+        .expect("a head");
         let at = e.at();
         self.now = at;
         Some((at, e.event))
@@ -192,11 +249,11 @@ impl<E> EventQueue<E> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.flows.len() + self.due_now.len()
+        self.net.len() + self.flows.len() + self.due_now.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty() && self.flows.is_empty() && self.due_now.is_empty()
+        self.len() == 0
     }
 }
 
@@ -233,6 +290,22 @@ mod tests {
         assert_eq!(order, ["b", "c", "d"]);
         assert_eq!(q.pop(), Some((Time::from_nanos(7), "late")));
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn many_network_events_move_to_the_heap_in_order() {
+        let mut q = EventQueue::default();
+        // More than `SORTED_MAX` pending, out of order and with ties.
+        let n = 3 * NetEvents::<u64>::SORTED_MAX as u64;
+        for i in 0..n {
+            q.schedule(Time::from_nanos(1 + (i * 7919) % 50), i);
+        }
+        assert!(matches!(q.net, NetEvents::Heap(_)));
+        let got: Vec<(u64, u64)> =
+            std::iter::from_fn(|| q.pop().map(|(t, e)| (t.as_nanos(), e))).collect();
+        let mut want: Vec<(u64, u64)> = (0..n).map(|i| (1 + (i * 7919) % 50, i)).collect();
+        want.sort_unstable();
+        assert_eq!(got, want);
     }
 
     #[test]
