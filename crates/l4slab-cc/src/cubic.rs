@@ -1,5 +1,5 @@
-//! CUBIC congestion control (RFC 9438) with HyStart++ slow start (RFC 9406),
-//! shaped after Linux `net/ipv4/tcp_cubic.c` defaults.
+//! CUBIC congestion control (RFC 9438) with Linux's HyStart slow-start exit
+//! (or RFC 9406 HyStart++), shaped after Linux `net/ipv4/tcp_cubic.c` defaults.
 //!
 //! Windows are bytes at the interface and segments (`f64`) inside the cubic
 //! arithmetic, which RFC 9438 §4.1.1 states in segments and seconds. Time is
@@ -8,9 +8,16 @@
 //! real numbers). `cbrt` is `libm::cbrt` (DESIGN §4.5).
 //!
 //! * start: `cwnd = IW * SMSS` (RFC 6928), `ssthresh` unset; slow start with
-//!   HyStart++ (RFC 9406) unless `hystart = false`.
-//! * slow start: `cwnd += min(acked, L*SMSS)` per ACK, capped at `ssthresh`
-//!   (RFC 9406 §4.2; Linux `tcp_slow_start` caps the same way).
+//!   HyStart unless `hystart = false`: Linux's (`hystart_kind = "linux"`, the
+//!   default; [`crate::hystart_linux`]) or HyStart++ (`"hystart++"`, RFC 9406).
+//! * slow start: `cwnd += acked` per ACK (with HyStart++: at most `L*SMSS`,
+//!   RFC 9406 §4.2), capped at `ssthresh` (Linux `tcp_slow_start`).
+//! * Linux HyStart (`cubictcp_acked` → `hystart_update`, before the ACK grows
+//!   cwnd): an ACK train spanning half the minimum RTT, or a round's minimum
+//!   RTT `clamp(delay_min/8, 4 ms, 16 ms)` above `delay_min`, from cwnd >= 16
+//!   segments: `ssthresh = cwnd`, straight to congestion avoidance with
+//!   `K = 0`, `W_max = cwnd_prior = cwnd`. Again after an RTO (Linux
+//!   `cubictcp_state(TCP_CA_Loss)` resets it).
 //! * HyStart++ (initial slow start only): an RTT rise of `RttThresh` over the
 //!   previous round enters Conservative Slow Start (growth / 4); an RTT back
 //!   below the CSS baseline resumes slow start; after `CSS_ROUNDS` rounds,
@@ -42,23 +49,17 @@
 //!   the previous ACK, and the first send after the pipe drained moves it by
 //!   the idle time (Linux `bictcp_cwnd_event(CA_EVENT_TX_START)`).
 //!
-//! **Not implemented.** Linux's own HyStart (ACK-train and delay detection,
-//! `hystart_detect = 3`, `hystart_low_window = 16`) — we implement the RFC's
-//! HyStart++ instead, see below; PRR (the transport runs it from our
+//! **Not implemented.** PRR (the transport runs it from our
 //! `ssthresh`); restart
 //! after idle (RFC 5681 §4.1 / RFC 7661); pacing (the transport's default).
 //!
 //! **Deviations from Linux `tcp_cubic.c` and why.**
-//! * Slow-start exit: Linux runs HyStart (Ha & Rhee 2011): it leaves slow
-//!   start *directly* for congestion avoidance (`ssthresh = cwnd`) when a
-//!   train of closely spaced ACKs spans half the minimum RTT, or when the
-//!   minimum of the first 8 RTT samples of a round exceeds the connection's
-//!   `delay_min` by `clamp(delay_min/8, 4 ms, 16 ms)`, and only once
-//!   `cwnd >= 16`. We implement RFC 9406 HyStart++ as the brief and RFC 9438
-//!   §4.10 ask: the same delay threshold but against the *previous round's*
-//!   minimum, no ACK-train test (it needs per-ACK spacing the transport does
-//!   not report and misfires under ACK compression), no low-window floor,
-//!   and Conservative Slow Start in between, which can undo a spurious exit.
+//! * Slow-start exit: Linux HyStart by default, as the kernel (measured
+//!   against it in docs/models/cubic.md, "Slow-start exit"); RFC 9406
+//!   HyStart++ (which RFC 9438 §4.10 recommends) with `hystart_kind =
+//!   "hystart++"`: the delay threshold against the *previous round's*
+//!   minimum, no ACK-train test, no low-window floor, and Conservative Slow
+//!   Start in between, which can undo a spurious exit.
 //! * `β = 0.7` (RFC 9438 §4.6). Linux uses `beta = 717/1024 = 0.7002`; it is
 //!   configurable. `C = 0.4`; Linux's `bic_scale = 41` gives `41·10/1024 = 0.4004`.
 //! * `ssthresh` from cwnd, as Linux `cubictcp_recalc_ssthresh` (RFC 9438
@@ -102,6 +103,7 @@ use l4slab_core::{Dur, Time};
 
 use crate::cong::{self, UndoPoint, WindowConfigError};
 use crate::hystart::{self, HyStartPp};
+use crate::hystart_linux::{self, HyStart};
 use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
@@ -155,16 +157,52 @@ pub const TCP_FRIENDLINESS: Param = Param {
     doc: "the Reno-friendly region (RFC 9438 §4.3)",
 };
 
-/// HyStart++ in the initial slow start.
+/// A slow-start exit before the first loss ([`HYSTART_KIND`] says which).
 pub const HYSTART: Param = Param {
     name: "hystart",
     aliases: &[],
     linux: "hystart",
     kind: Kind::Flag,
     default: ParamValue::Flag(true),
-    source: "RFC 9406; Linux `hystart = 1` (Linux's own HyStart, see below)",
-    doc: "HyStart++ in the initial slow start",
+    source: "Linux `hystart = 1`; RFC 9406",
+    doc: "leave slow start on delay signals (HyStart) before the first loss",
 };
+
+/// Which HyStart: Linux's (ACK train and delay, `tcp_cubic.c`) or RFC 9406
+/// HyStart++.
+pub const HYSTART_KIND: Param = Param {
+    name: "hystart_kind",
+    aliases: &[],
+    linux: "hystart_detect",
+    kind: Kind::Choice(HyStartKind::NAMES),
+    default: ParamValue::Choice("linux"),
+    source: "Linux `hystart_detect = 3` (ACK train and delay); RFC 9406 for `hystart++`",
+    doc: "`linux`: kernel Cubic's HyStart (ACK train + delay, straight to congestion avoidance); `hystart++`: RFC 9406 with Conservative Slow Start",
+};
+
+/// The slow-start exit [`HYSTART_KIND`] names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HyStartKind {
+    /// Linux HyStart ([`crate::hystart_linux`]).
+    Linux,
+    /// RFC 9406 HyStart++ ([`crate::hystart`]).
+    HyStartPp,
+}
+
+impl HyStartKind {
+    /// Their names (as in scenarios), in declaration order.
+    pub const NAMES: &'static [&'static str] = &["linux", "hystart++"];
+}
+
+impl crate::param::FromParam for HyStartKind {
+    fn from_param(v: ParamValue) -> Self {
+        match v.choice() {
+            "linux" => HyStartKind::Linux,
+            "hystart++" => HyStartKind::HyStartPp,
+            other => panic!("{other} is not a HyStart kind"),
+        }
+    }
+}
 
 /// `α_cubic`, the Reno-friendly region's increase in segments per RTT.
 /// Unset: RFC 9438 §4.3's `3(1 − β)/(1 + β)`, which Linux also derives from
@@ -206,6 +244,7 @@ pub const PARAMS: &[Param] = &[
     FAST_CONVERGENCE,
     TCP_FRIENDLINESS,
     HYSTART,
+    HYSTART_KIND,
     ALPHA,
     GROW_IN_RECOVERY,
 ];
@@ -217,6 +256,7 @@ crate::registry::cc_config! {
         FAST_CONVERGENCE => fast_convergence,
         TCP_FRIENDLINESS => reno_friendly,
         HYSTART => hystart,
+        HYSTART_KIND => hystart_kind,
         ALPHA => alpha,
         GROW_IN_RECOVERY => grow_in_recovery,
     }
@@ -240,15 +280,18 @@ pub struct CubicConfig {
     pub fast_convergence: bool,
     /// [`TCP_FRIENDLINESS`].
     pub reno_friendly: bool,
-    /// [`HYSTART`] (HyStart++, RFC 9406; see the module documentation).
+    /// [`HYSTART`] (see the module documentation).
     pub hystart: bool,
+    /// [`HYSTART_KIND`].
+    pub hystart_kind: HyStartKind,
     /// [`ALPHA`]: `None` derives α from β (RFC 9438 §4.3, Linux).
     pub alpha: Option<f64>,
     /// [`GROW_IN_RECOVERY`].
     pub grow_in_recovery: bool,
     /// `L`: at most `L*SMSS` of one ACK counts towards slow-start (and CSS)
-    /// growth. RFC 9406 §4.3: 8 for a non-paced sender (the transport does
-    /// not pace by default). Linux has no limit.
+    /// growth, with `hystart_kind = "hystart++"`. RFC 9406 §4.3: 8 for a
+    /// non-paced sender (the transport does not pace by default). Linux has
+    /// no limit, nor has `hystart_kind = "linux"`.
     pub ack_limit_segments: u64,
 }
 
@@ -262,6 +305,7 @@ impl Default for CubicConfig {
             fast_convergence: FAST_CONVERGENCE.default.flag(),
             reno_friendly: TCP_FRIENDLINESS.default.flag(),
             hystart: HYSTART.default.flag(),
+            hystart_kind: crate::param::FromParam::from_param(HYSTART_KIND.default),
             alpha: None, // ALPHA's default: derived from β
             grow_in_recovery: GROW_IN_RECOVERY.default.flag(),
             ack_limit_segments: hystart::NON_PACED_L, // RFC 9406 §4.3
@@ -388,8 +432,13 @@ pub struct CubicStats {
     pub css_entries: u64,
     /// CSS exits back to slow start: the RTT rise was spurious.
     pub css_spurious_exits: u64,
-    /// Slow start left for congestion avoidance by HyStart++ after CSS_ROUNDS.
+    /// Slow start left for congestion avoidance before any loss: by
+    /// HyStart++ after CSS_ROUNDS, or by Linux HyStart (one of the two below).
     pub hystart_exits: u64,
+    /// Linux HyStart exits by the ACK-train test (`TCPHystartTrainDetect`).
+    pub hystart_train_exits: u64,
+    /// Linux HyStart exits by the delay test (`TCPHystartDelayDetect`).
+    pub hystart_delay_exits: u64,
 }
 
 /// CUBIC (see the module documentation).
@@ -411,6 +460,9 @@ pub struct Cubic {
     cwnd_prior: f64,
     /// HyStart++ bookkeeping while the initial slow start lasts.
     hystart: Option<HyStartPp>,
+    /// Linux HyStart while slow start lasts (`hystart_kind = "linux"`):
+    /// until it fires or a loss; again after an RTO (`cubictcp_state`).
+    hystart_linux: Option<HyStart>,
     /// Up to when the epoch clock has been accounted for (last ACK or
     /// restart after idle); the gap to the next app-limited ACK or idle
     /// restart is excluded from `t` (RFC 9438 §5.8).
@@ -442,7 +494,11 @@ impl Cubic {
             w_max: None,
             cwnd_prior: 0.0,
             // RFC 9406 §4.2: HyStart++ for the initial slow start.
-            hystart: cfg.hystart.then(HyStartPp::new),
+            hystart: (cfg.hystart && cfg.hystart_kind == HyStartKind::HyStartPp)
+                .then(HyStartPp::new),
+            // Linux cubictcp_init: bictcp_hystart_reset.
+            hystart_linux: (cfg.hystart && cfg.hystart_kind == HyStartKind::Linux)
+                .then(|| HyStart::new(Time::ZERO)),
             accounted_until: Time::ZERO,
             rto_backoff: false,
             undo: None,
@@ -491,9 +547,9 @@ impl Cubic {
         self.epoch().map(|e| e.w_est)
     }
 
-    /// Whether HyStart++ still watches the RTT (initial slow start only).
+    /// Whether HyStart (either kind) still watches the ACKs.
     pub fn hystart_active(&self) -> bool {
-        self.hystart.is_some()
+        self.hystart.is_some() || self.hystart_linux.is_some()
     }
 
     fn epoch(&self) -> Option<Epoch> {
@@ -591,13 +647,18 @@ impl Cubic {
         self.ssthresh = self.beta_ssthresh();
         self.set_cwnd(self.ssthresh);
         self.hystart = None;
+        self.hystart_linux = None;
     }
 
     /// Slow start: `cwnd += min(acked, L*SMSS)` (RFC 9406 §4.2), capped at
     /// `ssthresh` (Linux `tcp_slow_start`, [`cong::slow_start`]). Returns the
     /// acked bytes left over for congestion avoidance.
     fn slow_start(&mut self, acked: u64) -> u64 {
-        let limit = self.cfg.ack_limit_segments.saturating_mul(self.cfg.mss);
+        let limit = match self.cfg.hystart_kind {
+            HyStartKind::HyStartPp => self.cfg.ack_limit_segments.saturating_mul(self.cfg.mss),
+            // Linux tcp_slow_start: no per-ACK limit.
+            HyStartKind::Linux => u64::MAX,
+        };
         let left;
         (self.cwnd, left) = cong::slow_start(self.cwnd, self.ssthresh, acked, limit);
         left
@@ -674,9 +735,11 @@ impl Cubic {
         self.grow_to_segments(next);
     }
 
-    /// Leave HyStart++ for congestion avoidance without a loss (RFC 9406
+    /// Leave slow start for congestion avoidance without a loss (RFC 9406
     /// §4.2 "enter congestion avoidance by setting the ssthresh to the current
-    /// cwnd"; RFC 9438 §4.10: `cwnd_prior = cwnd`, `K = 0`, `W_max = cwnd`).
+    /// cwnd"; RFC 9438 §4.10: `cwnd_prior = cwnd`, `K = 0`, `W_max = cwnd`;
+    /// Linux `hystart_update`: `snd_ssthresh = snd_cwnd`, and the epoch that
+    /// follows has `bic_K = 0`, origin `cwnd`).
     fn hystart_exit(&mut self, now: Time, ctx: &mut CcCtx<'_>) {
         self.ssthresh = self.cwnd;
         self.cwnd_frac = 0.0;
@@ -684,6 +747,7 @@ impl Cubic {
         self.cwnd_prior = cwnd;
         self.w_max = Some(cwnd);
         self.hystart = None;
+        self.hystart_linux = None;
         self.stats.hystart_exits += 1;
         self.transition_to(now, State::CongestionAvoidance { epoch: None }, ctx);
     }
@@ -706,6 +770,9 @@ impl CongestionControl for Cubic {
 
     fn on_packet_sent(&mut self, now: Time, bytes: u64, in_flight: u64, _ctx: &mut CcCtx<'_>) {
         if let Some(h) = &mut self.hystart {
+            h.on_packet_sent(in_flight);
+        }
+        if let Some(h) = &mut self.hystart_linux {
             h.on_packet_sent(in_flight);
         }
         // Linux bictcp_cwnd_event(CA_EVENT_TX_START): the first send with
@@ -742,6 +809,30 @@ impl CongestionControl for Cubic {
             });
         }
         self.accounted_until = self.accounted_until.max(now);
+        // Linux cubictcp_acked runs before cong_avoid, for every ACK in slow
+        // start (cwnd-limited or not): a detection sets ssthresh = cwnd, and
+        // this ACK's growth is already congestion avoidance's.
+        if self.state.get() == State::SlowStart {
+            let cwnd_packets = self.cwnd_packets();
+            if let Some(h) = &mut self.hystart_linux {
+                let found = h.on_ack(
+                    now,
+                    ack.delivered,
+                    ack.in_flight,
+                    ack.rtt_sample,
+                    self.cwnd,
+                    cwnd_packets,
+                    ack.srtt,
+                );
+                if let Some(found) = found {
+                    match found {
+                        hystart_linux::Found::AckTrain => self.stats.hystart_train_exits += 1,
+                        hystart_linux::Found::Delay => self.stats.hystart_delay_exits += 1,
+                    }
+                    self.hystart_exit(now, ctx);
+                }
+            }
+        }
 
         // RFC 9438 §4.6 / RFC 6675 §5: no growth in fast recovery (Linux
         // tcp_in_cwnd_reduction() skips cong_avoid in CWR/Recovery).
@@ -843,8 +934,13 @@ impl CongestionControl for Cubic {
                 // RFC 9438 §4.8: the next epoch uses K = 0 and W_max = cwnd at
                 // its start (Linux bictcp_state(TCP_CA_Loss) -> bictcp_reset).
                 self.w_max = None;
-                // RFC 9406 §4.2: HyStart++ only for the initial slow start.
+                // RFC 9406 §4.2: HyStart++ only for the initial slow start;
+                // Linux HyStart starts afresh (cubictcp_state(TCP_CA_Loss):
+                // bictcp_reset, bictcp_hystart_reset).
                 self.hystart = None;
+                self.hystart_linux = (self.cfg.hystart
+                    && self.cfg.hystart_kind == HyStartKind::Linux)
+                    .then(|| HyStart::new(now));
                 // RFC 5681 §3.1: loss window = 1 SMSS.
                 self.set_cwnd(self.cfg.mss);
                 self.transition_to(now, State::SlowStart, ctx);

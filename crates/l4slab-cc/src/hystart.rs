@@ -54,22 +54,73 @@ pub fn rtt_thresh(last_round_min_rtt: Dur) -> Dur {
     eighth.min(MAX_RTT_THRESH).max(MIN_RTT_THRESH)
 }
 
-/// Round and RTT bookkeeping of RFC 9406 §4.2 (the variables
-/// `windowEnd`, `lastRoundMinRTT`, `currentRoundMinRTT`, `rttSampleCount`).
-/// `None` stands for the RFC's "infinity". No allocation; O(1) per call.
+/// Rounds in delivered-byte space (see the module documentation): RFC 9406
+/// §4.2's `windowEnd`, and Linux HyStart's `end_seq` (`tcp_cubic.c`,
+/// `bictcp_hystart_reset`: `end_seq = snd_nxt`; a round ends when
+/// `after(snd_una, end_seq)`). Shared by [`HyStartPp`] and
+/// [`crate::hystart_linux::HyStart`]. O(1) per call.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HyStartPp {
-    /// `windowEnd` in delivered-byte space (see the module documentation).
+pub struct Rounds {
+    /// `windowEnd` / `end_seq` in delivered-byte space.
     window_end: u64,
     /// Highest `delivered + in_flight` seen: our `SND.NXT`.
     sent_end: u64,
     /// `delivered` at the last ACK, to place sends made between ACKs.
     last_delivered: u64,
+    /// Rounds started so far.
+    started: u64,
+}
+
+impl Rounds {
+    /// A data segment left; `in_flight` includes it. Moves our `SND.NXT`.
+    pub fn on_packet_sent(&mut self, in_flight: u64) {
+        self.sent_end = self
+            .sent_end
+            .max(self.last_delivered.saturating_add(in_flight));
+    }
+
+    /// An ACK left `delivered` bytes delivered and `in_flight` outstanding.
+    /// Returns `true` if it ends the round (it delivers data beyond the
+    /// round's end, Linux `after()`); the next round then ends at `SND.NXT`.
+    pub fn on_ack(&mut self, delivered: u64, in_flight: u64) -> bool {
+        self.observe(delivered, in_flight);
+        self.end_round_if_passed()
+    }
+
+    /// The bookkeeping half of [`Rounds::on_ack`]: where `SND.UNA` and
+    /// `SND.NXT` are, without ending a round (Linux HyStart tests for the
+    /// round's end only on the ACKs it examines).
+    pub fn observe(&mut self, delivered: u64, in_flight: u64) {
+        self.last_delivered = delivered;
+        self.sent_end = self.sent_end.max(delivered.saturating_add(in_flight));
+    }
+
+    /// The test half of [`Rounds::on_ack`], for the last ACK observed.
+    pub fn end_round_if_passed(&mut self) -> bool {
+        let new_round = self.last_delivered > self.window_end;
+        if new_round {
+            self.window_end = self.sent_end;
+            self.started += 1;
+        }
+        new_round
+    }
+
+    /// Rounds started so far.
+    pub fn started(&self) -> u64 {
+        self.started
+    }
+}
+
+/// Round and RTT bookkeeping of RFC 9406 §4.2 (the variables
+/// `windowEnd`, `lastRoundMinRTT`, `currentRoundMinRTT`, `rttSampleCount`).
+/// `None` stands for the RFC's "infinity". No allocation; O(1) per call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HyStartPp {
+    /// `windowEnd` (see [`Rounds`]).
+    rounds: Rounds,
     last_round_min_rtt: Option<Dur>,
     current_round_min_rtt: Option<Dur>,
     rtt_sample_count: u32,
-    /// Rounds started so far (diagnostics and tests).
-    rounds: u64,
 }
 
 impl HyStartPp {
@@ -80,28 +131,22 @@ impl HyStartPp {
 
     /// A data segment left; `in_flight` includes it. Moves our `SND.NXT`.
     pub fn on_packet_sent(&mut self, in_flight: u64) {
-        self.sent_end = self
-            .sent_end
-            .max(self.last_delivered.saturating_add(in_flight));
+        self.rounds.on_packet_sent(in_flight);
     }
 
     /// Bookkeeping for one ACK: `delivered` is the connection's delivered-byte
     /// count after it, `in_flight` the bytes still outstanding, `rtt` its RTT
     /// sample. Returns `true` if this ACK started a new round.
     pub fn on_ack(&mut self, delivered: u64, in_flight: u64, rtt: Option<Dur>) -> bool {
-        self.last_delivered = delivered;
-        self.sent_end = self.sent_end.max(delivered.saturating_add(in_flight));
         // RFC 9406 §4.2: "When windowEnd is ACKed, the current round ends and
         // windowEnd is set to SND.NXT" (strictly beyond, as Linux `after()`).
-        let new_round = delivered > self.window_end;
+        let new_round = self.rounds.on_ack(delivered, in_flight);
         if new_round {
             // RFC 9406 §4.2, at the start of each round: lastRoundMinRTT =
             // currentRoundMinRTT; currentRoundMinRTT = infinity; rttSampleCount = 0.
             self.last_round_min_rtt = self.current_round_min_rtt;
             self.current_round_min_rtt = None;
             self.rtt_sample_count = 0;
-            self.window_end = self.sent_end;
-            self.rounds += 1;
         }
         if let Some(r) = rtt {
             // RFC 9406 §4.2: currentRoundMinRTT = min(currentRoundMinRTT,
@@ -136,7 +181,7 @@ impl HyStartPp {
 
     /// Rounds started so far.
     pub fn rounds(&self) -> u64 {
-        self.rounds
+        self.rounds.started()
     }
 
     /// `currentRoundMinRTT` (`None` = infinity).

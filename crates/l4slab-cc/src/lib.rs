@@ -13,6 +13,7 @@ pub(crate) mod cong;
 pub mod cubic;
 pub mod dctcp;
 pub mod hystart;
+pub mod hystart_linux;
 pub mod options;
 pub mod pacing;
 pub mod param;
@@ -30,7 +31,7 @@ use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 
 pub use bbr::{Bbr, Bbr3, Bbr3Config, BbrConfig};
 pub use cong::WindowConfigError;
-pub use cubic::{Cubic, CubicConfig, CubicConfigError, CubicStats};
+pub use cubic::{Cubic, CubicConfig, CubicConfigError, CubicStats, HyStartKind};
 pub use dctcp::{Dctcp, DctcpConfig, DctcpConfigError, DctcpStats};
 pub use options::CcOptions;
 pub use param::{Param, ParamError, ParamValue};

@@ -4,7 +4,9 @@
 
 use l4slab_cc::hystart::{CSS_GROWTH_DIVISOR, CSS_ROUNDS};
 use l4slab_cc::testing::Driver;
-use l4slab_cc::{CongestionControl, Cubic, CubicConfig, CubicConfigError, WindowConfigError};
+use l4slab_cc::{
+    CongestionControl, Cubic, CubicConfig, CubicConfigError, HyStartKind, WindowConfigError,
+};
 use l4slab_core::{Dur, Time};
 
 const MSS: u64 = 1448;
@@ -19,6 +21,14 @@ fn at_window(w: u64) -> Driver<Cubic> {
         initial_window_segments: w,
         ..CubicConfig::default()
     })
+}
+
+/// RFC 9406 HyStart++ instead of the default Linux HyStart.
+fn hystart_pp() -> CubicConfig {
+    CubicConfig {
+        hystart_kind: HyStartKind::HyStartPp,
+        ..CubicConfig::default()
+    }
 }
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -427,7 +437,7 @@ fn app_limited_and_idle_time_do_not_advance_the_epoch() {
 /// IW10 slow start at 50 ms for three rounds (10 -> 80 segments), then one
 /// round at 60 ms: 50 + max(4, min(50/8, 16)) = 56.25 ms is exceeded.
 fn into_css() -> Driver<Cubic> {
-    let mut d = cubic_with(CubicConfig::default());
+    let mut d = cubic_with(hystart_pp());
     d.send_and_ack_rounds(3);
     assert_eq!(d.cc.cwnd(), 80 * MSS);
     d.rtt = Dur::from_millis(60);
@@ -446,7 +456,7 @@ fn hystart_enters_css_when_the_rtt_rises() {
     assert_eq!(d.cc.cwnd(), (80 + 8 + 72 / 4) * MSS);
     assert_eq!(d.cc.ssthresh(), None);
     // Below the threshold nothing happens: 56 ms < 56.25 ms.
-    let mut e = cubic_with(CubicConfig::default());
+    let mut e = cubic_with(hystart_pp());
     e.send_and_ack_rounds(3);
     e.rtt = Dur::from_millis(56);
     e.send_and_ack_rounds(1);
@@ -529,7 +539,7 @@ fn without_hystart_an_rtt_rise_does_not_end_slow_start() {
 
 #[test]
 fn hystart_runs_only_in_the_initial_slow_start() {
-    let mut d = cubic_with(CubicConfig::default());
+    let mut d = cubic_with(hystart_pp());
     d.send_and_ack_rounds(2);
     d.rto(); // ssthresh = 0.7 * 40 = 28
     assert!(!d.cc.hystart_active());
@@ -543,9 +553,75 @@ fn hystart_runs_only_in_the_initial_slow_start() {
 #[test]
 fn slow_start_counts_at_most_l_segments_per_ack() {
     // RFC 9406 §4.2: cwnd += min(N, L*SMSS), L = 8 when not paced.
-    let mut d = cubic_with(CubicConfig::default());
+    let mut d = cubic_with(hystart_pp());
     d.ack(20 * MSS); // a stretch ACK
     assert_eq!(d.cc.cwnd(), 18 * MSS);
+    // Linux tcp_slow_start (the default, Linux HyStart) has no limit.
+    let mut d = cubic_with(CubicConfig::default());
+    d.ack(20 * MSS);
+    assert_eq!(d.cc.cwnd(), 30 * MSS);
+}
+
+/// A Cubic sender at 20 segments, RTT 20 ms, fed `n` ACKs of one segment
+/// `gap` apart at RTT `rtt` (the flight stays the window, so they are one round).
+fn scripted_acks(d: &mut Driver<Cubic>, n: u64, gap: Dur, rtt: Dur) {
+    d.rtt = rtt;
+    for _ in 0..n {
+        d.ack(MSS);
+        d.advance(gap);
+    }
+}
+
+#[test]
+fn linux_hystart_ack_train_exits_at_half_the_min_rtt() {
+    let mut d = at_window(20).rtt(Dur::from_millis(20));
+    // Linux hystart_update, not paced: threshold = (delay_min + ack_delay)/2
+    // = (20 + 1) / 2 = 10.5 ms. ACKs 1 ms apart: the 12th, 11 ms after the
+    // round's first, ends slow start; cwnd had grown by the 11 before it.
+    scripted_acks(&mut d, 11, Dur::from_millis(1), Dur::from_millis(20));
+    assert_eq!(d.cc.metrics().state, "SlowStart");
+    assert_eq!(d.cc.cwnd(), 31 * MSS);
+    d.ack(MSS);
+    assert_eq!(d.cc.metrics().state, "CongestionAvoidance");
+    assert_eq!(d.cc.ssthresh(), Some(31 * MSS));
+    let st = d.cc.stats();
+    assert_eq!(
+        (
+            st.hystart_train_exits,
+            st.hystart_delay_exits,
+            st.hystart_exits
+        ),
+        (1, 0, 1)
+    );
+    // Straight to congestion avoidance: W_max = cwnd_prior = cwnd, K = 0.
+    assert_eq!(d.cc.w_max_segments(), Some(31.0));
+    assert_eq!(d.cc.k_seconds(), Some(0.0));
+    assert!(!d.cc.hystart_active());
+    assert_eq!(d.state_changes(), [("SlowStart", "CongestionAvoidance")]);
+}
+
+#[test]
+fn linux_hystart_delay_exits_on_the_ninth_sample_of_a_slower_round() {
+    let mut d = at_window(20).rtt(Dur::from_millis(20));
+    // ACKs 3 ms apart never form a train (hystart_ack_delta_us = 2 ms).
+    scripted_acks(&mut d, 20, Dur::from_millis(3), Dur::from_millis(20));
+    assert_eq!(d.cc.cwnd(), 40 * MSS);
+    // Next round at 25 ms > 20 + clamp(20/8, 4, 16) = 24 ms: the ninth
+    // sample (HYSTART_MIN_SAMPLES = 8 first) ends slow start at 40 + 8.
+    scripted_acks(&mut d, 8, Dur::from_millis(3), Dur::from_millis(25));
+    assert_eq!(d.cc.metrics().state, "SlowStart");
+    d.ack(MSS);
+    assert_eq!(d.cc.metrics().state, "CongestionAvoidance");
+    assert_eq!(d.cc.ssthresh(), Some(48 * MSS));
+    assert_eq!(d.cc.stats().hystart_delay_exits, 1);
+    // 24 ms would not have: a fresh sender stays in slow start.
+    let mut e = at_window(20).rtt(Dur::from_millis(20));
+    scripted_acks(&mut e, 20, Dur::from_millis(3), Dur::from_millis(20));
+    scripted_acks(&mut e, 40, Dur::from_millis(3), Dur::from_millis(24));
+    assert_eq!(e.cc.metrics().state, "SlowStart");
+    // Linux cubictcp_state(TCP_CA_Loss): HyStart watches again after an RTO.
+    d.rto();
+    assert!(d.cc.hystart_active());
 }
 
 #[test]

@@ -17,7 +17,7 @@
 //! * every traced state change starts from the state reported before it.
 
 use l4slab_cc::testing::Driver;
-use l4slab_cc::{CongestionControl, Cubic, CubicConfig};
+use l4slab_cc::{CongestionControl, Cubic, CubicConfig, HyStartKind};
 use l4slab_core::{Dur, TraceEvent};
 use proptest::prelude::*;
 
@@ -68,6 +68,7 @@ proptest! {
         fast_convergence in any::<bool>(),
         reno_friendly in any::<bool>(),
         hystart in any::<bool>(),
+        hystart_kind in prop_oneof![Just(HyStartKind::Linux), Just(HyStartKind::HyStartPp)],
         alpha in proptest::option::of(0.05f64..2.0),
         grow_in_recovery in any::<bool>(),
         l in 1u64..16,
@@ -81,6 +82,7 @@ proptest! {
             fast_convergence,
             reno_friendly,
             hystart,
+            hystart_kind,
             alpha,
             grow_in_recovery,
             ack_limit_segments: l,
@@ -116,7 +118,11 @@ proptest! {
             if let Some(bytes) = acked {
                 prop_assert!(m.cwnd >= before, "an ACK shrank cwnd {} -> {}", before, m.cwnd);
                 let grown = m.cwnd - before;
-                let counted = bytes.min(l * mss);
+                // RFC 9406's L applies with HyStart++ only (Linux has none).
+                let counted = match hystart_kind {
+                    HyStartKind::HyStartPp => bytes.min(l * mss),
+                    HyStartKind::Linux => bytes,
+                };
                 // (An ACK that reaches ssthresh hands its rest to congestion
                 // avoidance, as Linux tcp_slow_start; not checked here.)
                 if before_state == "SlowStart" && m.state != "CongestionAvoidance" {
@@ -140,7 +146,7 @@ proptest! {
             match m.state {
                 "SlowStart" => prop_assert!(m.cwnd < ss),
                 "ConservativeSlowStart" => {
-                    prop_assert!(hystart);
+                    prop_assert!(hystart && hystart_kind == HyStartKind::HyStartPp);
                     prop_assert!(m.ssthresh.is_none());
                 }
                 "CongestionAvoidance" => prop_assert!(m.cwnd >= ss),

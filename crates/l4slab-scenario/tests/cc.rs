@@ -270,7 +270,7 @@ const ERRORS: &[(&str, &str, Problem, &str)] = &[
         r#"flows[0].cc={ kind = "cubic", rtt_scaling = "none" }"#,
         "flows[0].cc.rtt_scaling",
         Problem::UnknownKey,
-        "flows[0].cc.rtt_scaling: unknown key; valid keys here: kind, beta, c, fast_convergence, tcp_friendliness, hystart, alpha, grow_in_recovery",
+        "flows[0].cc.rtt_scaling: unknown key; valid keys here: kind, beta, c, fast_convergence, tcp_friendliness, hystart, hystart_kind, alpha, grow_in_recovery",
     ),
     (
         r#"flows[0].cc={ kind = "cubic", beta = 717 }"#,
@@ -301,6 +301,12 @@ const ERRORS: &[(&str, &str, Problem, &str)] = &[
         "flows[0].cc.hystart",
         Problem::WrongType,
         r#"flows[0].cc.hystart: expected true or false, found a string ("off"); write e.g. true"#,
+    ),
+    (
+        r#"flows[0].cc={ kind = "cubic", hystart_kind = "rfc" }"#,
+        "flows[0].cc.hystart_kind",
+        Problem::UnknownName,
+        "flows[0].cc.hystart_kind: unknown hystart_kind 'rfc'; choose one of: linux, hystart++",
     ),
     // dctcp
     (

@@ -46,8 +46,8 @@ fn hystart_off_makes_cubic_slow_start_overflow_the_buffer() {
         lost(f_off),
         last_ssthresh_segments(&off)
     );
-    // HyStart++ (the default) leaves slow start on the RTT rise: a
-    // threshold is set although nothing was lost.
+    // HyStart (Linux's, the default) leaves slow start before the queue
+    // overflows: a threshold is set although nothing was lost.
     assert_eq!(lost(f_on), 0);
     assert_eq!(f_on["recovery_episodes"], 0);
     let exit = last_ssthresh_segments(&on).expect("slow start ended");

@@ -4,8 +4,13 @@
 //! * Reassembly: out-of-order data is a sorted `Vec` of disjoint,
 //!   non-adjacent byte ranges above `rcv_nxt`. Holes are few (one per loss
 //!   burst in flight), so insertion and merging are cheap; no payload is kept.
-//! * The application reads in-order data immediately, so the advertised
-//!   window is `receive_buffer - out-of-order bytes`.
+//! * Advertised window (Linux `tcp_select_window`, `net/ipv4/tcp_output.c`):
+//!   the free buffer — the application reads in-order data immediately, so
+//!   `receive_buffer - out-of-order bytes` (Linux `__tcp_select_window`:
+//!   `tcp_space`, which the out-of-order queue's memory reduces) — but never
+//!   less than what keeps the right edge where the last ACK put it ("Never
+//!   shrink the offered window", `tcp_shrink_window = 0`): behind a hole
+//!   `rcv_nxt` stands still and the sender keeps the window it was offered.
 //! * SACK (RFC 2018 §4): the first block holds the segment that triggered the
 //!   ACK, then the most recently reported blocks; at most 3 (timestamps use
 //!   the rest of the option space).
@@ -62,6 +67,8 @@ pub(crate) struct Receiver {
     /// Delayed-ACK deadline, if an ACK is being delayed.
     delack: Option<Time>,
     buffer: u64,
+    /// The right edge last advertised (Linux `rcv_wup + rcv_wnd`).
+    right_edge: u64,
     mss: u64,
     delayed_ack: bool,
     delack_timeout: Dur,
@@ -88,6 +95,7 @@ impl Receiver {
             ack_now: false,
             delack: None,
             buffer,
+            right_edge: 0,
             mss,
             delayed_ack,
             delack_timeout,
@@ -124,9 +132,13 @@ impl Receiver {
         self.ts_recent
     }
 
-    /// Advertised window: free receive buffer (the app reads in-order data at once).
+    /// Advertised window: the free receive buffer (the app reads in-order
+    /// data at once), or more if that would retract the right edge already
+    /// offered (Linux `tcp_select_window`: `if (new_win < cur_win) new_win =
+    /// cur_win`, with `cur_win = rcv_wup + rcv_wnd - rcv_nxt`).
     pub fn window(&self) -> u64 {
-        self.buffer - self.ooo_bytes
+        let free = self.buffer - self.ooo_bytes;
+        free.max(self.right_edge.saturating_sub(self.rcv_nxt))
     }
 
     pub fn ooo_bytes(&self) -> u64 {
@@ -173,6 +185,8 @@ impl Receiver {
     pub fn on_ack_sent(&mut self) {
         // RFC 2883 §4: a duplicate is reported in one ACK only.
         self.dsack = None;
+        // Linux tcp_select_window: rcv_wup = rcv_nxt, rcv_wnd = the window sent.
+        self.right_edge = self.rcv_nxt + self.window();
         self.last_ack_sent = self.rcv_nxt;
         self.unacked = 0;
         self.ack_now = false;
@@ -412,7 +426,9 @@ mod tests {
         assert_eq!(blocks(&r), [(501, 601), (201, 301)]);
         r.on_data(t, 301, MSS, false); // extends the first block
         assert_eq!(blocks(&r), [(201, 401), (501, 601)]);
-        assert_eq!(r.window(), 10_000 - 300);
+        // 300 B out of order leave 9700 B free, but the right edge offered
+        // at the SYN (1 + 10_000) stands: 10_001 - 101.
+        assert_eq!(r.window(), 9_900);
         r.on_ack_sent();
         let out = r.on_data(t, 101, MSS, false); // fills the first hole
         assert_eq!(out.delivered, 300);
@@ -469,6 +485,30 @@ mod tests {
         q.on_data(t, 1, MSS, false);
         assert!(q.ack_now());
         assert!(blocks(&q).is_empty());
+    }
+
+    #[test]
+    fn the_right_edge_is_never_retracted_and_reopens_when_the_hole_fills() {
+        let mut r = rx(false);
+        let t = Time::ZERO;
+        r.on_data(t, 1, MSS, false);
+        r.on_ack_sent(); // offers [101, 10_101)
+        assert_eq!(r.window(), 10_000);
+        // A hole at 101; 30 segments arrive behind it, each ACKed at once.
+        for i in 0..30u64 {
+            r.on_data(t, 201 + i * 100, MSS, false);
+            // Free buffer 10_000 - 100 (i + 1), but the edge stays at 10_101.
+            assert_eq!(r.window(), 10_000, "after {} out of order", i + 1);
+            assert_eq!(r.rcv_nxt() + r.window(), 10_101);
+            r.on_ack_sent();
+        }
+        assert_eq!(r.ooo_bytes(), 3_000);
+        // The retransmission fills the hole: all delivered, the whole buffer free.
+        assert_eq!(r.on_data(t, 101, MSS, false).delivered, 3_100);
+        assert_eq!(r.window(), 10_000);
+        r.on_ack_sent();
+        assert_eq!(r.rcv_nxt() + r.window(), 3_201 + 10_000);
+        r.check_invariants();
     }
 
     #[test]
