@@ -457,6 +457,20 @@ fn resolve_station(keys: &StationKeys<'_>, cell: &[Phy]) -> Result<WifiStation, 
         )),
         None => None,
     };
+    // Multi-link operation is 802.11be's (§35.3): an older station has one link.
+    if let Some((s, p)) = &standard {
+        if *s < Standard::Be && idx.len() > 1 {
+            return Err(ScenarioError::invalid(
+                p,
+                Problem::Conflict,
+                format!(
+                    "an {s} station cannot use {} links ({shown}): multi-link operation needs 802.11be",
+                    idx.len()
+                ),
+                Some("\"be\"".into()),
+            ));
+        }
+    }
     let mut station_links = Vec::with_capacity(idx.len());
     for (i, &l) in idx.iter().enumerate() {
         // The link as the station speaks it: its own generation, if older.

@@ -215,25 +215,19 @@ fn multi_link_operation() {
 
 #[test]
 fn a_station_of_an_older_generation() {
-    // The laptop is a Wi-Fi 6 client of the Wi-Fi 7 AP: on both links it
-    // speaks HE, so its best MCS at 50 dB is HE-MCS 11 on both (4096-QAM,
-    // EHT-MCS 12 and 13, is EHT's).
+    // The laptop is a Wi-Fi 6 client of the Wi-Fi 7 AP (on one link: MLO is
+    // 802.11be's): it speaks HE, so its best MCS at 50 dB is HE-MCS 11
+    // (4096-QAM, EHT-MCS 12 and 13, is EHT's).
     let mlo = MLO.replace("mcs = 9", "mcs = 9\nsnr_db = 35");
     let s = parse(&home(&format!(
-        "{mlo}\n[hosts.laptop.wifi]\nstandard = \"ax\"\nlinks = [0, 1]\nsnr_db = 50"
+        "{mlo}\n[hosts.laptop.wifi]\nstandard = \"ax\"\nlinks = [0]\nsnr_db = 50"
     )))
     .unwrap();
     let w = s.wifi.unwrap();
     let laptop = &w.stations[0];
     assert_eq!(laptop.standard, Some(Standard::Ax));
-    assert_eq!(
-        laptop.links.iter().map(|l| l.mcs).collect::<Vec<_>>(),
-        [11, 11]
-    );
-    assert_eq!(
-        (w.links[0].best_mcs(50.0), w.links[1].best_mcs(50.0)),
-        (13, 13)
-    );
+    assert_eq!(laptop.links.iter().map(|l| l.mcs).collect::<Vec<_>>(), [11]);
+    assert_eq!(w.links[0].best_mcs(50.0), 13);
     // Unwritten: each link's own generation (and nothing in the model).
     assert_eq!(w.stations[1].standard, None);
     // A Wi-Fi 7 client of a Wi-Fi 6 AP is one of its Wi-Fi 6 clients.
@@ -250,12 +244,15 @@ fn a_station_of_an_older_generation() {
         "unknown standard 'wifi7'; choose one of: a, n, ac, ax, be",
     );
     let e = assert_err(
-        &home(
-            &MLO.replace("[wifi.stations]", "[wifi.stations]\nstandard = \"n\"")
-                .replace("mcs = 9", "mcs = 9\nsnr_db = 35"),
-        ),
-        "wifi.stations.standard",
+        &home(&MLO.replace("mcs = 9", "mcs = 9\nsnr_db = 35\nstandard = \"n\"")),
+        "hosts.phone.wifi.standard",
         "link 1 (802.11be 160 MHz 2 SS at 6GHz): band: 802.11n does not operate at 6GHz",
+    );
+    assert_example(&e);
+    let e = assert_err(
+        &home(&MLO.replace("[wifi.stations]", "[wifi.stations]\nstandard = \"ac\"")),
+        "wifi.stations.standard",
+        "an 802.11ac station cannot use 2 links (wifi.stations.links = [0, 1]): multi-link operation needs 802.11be",
     );
     assert_example(&e);
     let e = assert_err(

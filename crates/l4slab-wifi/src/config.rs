@@ -273,6 +273,12 @@ pub enum CellError {
         link: usize,
         error: PhyError,
     },
+    #[error("stations.{station}.standard: an {standard} station cannot use {links} links: multi-link operation needs 802.11be")]
+    MultiLink {
+        station: String,
+        standard: Standard,
+        links: usize,
+    },
     #[error("stations.{station}.mcs: {mcs} is above the link's highest MCS {max}")]
     Mcs { station: String, mcs: u8, max: u8 },
     #[error("stations.{station}.scan: a scan (visits x duration + gaps = {span}) must end before the next (every {every}), with at least one visit")]
@@ -307,6 +313,16 @@ impl CellConfig {
                     station: s.name.clone(),
                     links: self.links.len(),
                 });
+            }
+            // Multi-link operation is 802.11be's (802.11be §35.3).
+            if let Some(standard) = s.standard.filter(|&st| st < Standard::Be) {
+                if s.links.len() > 1 {
+                    return Err(CellError::MultiLink {
+                        station: s.name.clone(),
+                        standard,
+                        links: s.links.len(),
+                    });
+                }
             }
             for (i, l) in s.links.iter().enumerate() {
                 let Some(phy) = self.links.get(l.link) else {

@@ -510,6 +510,14 @@ fn a_station_speaks_the_older_of_its_and_the_links_generation() {
         err.unwrap_err().to_string(),
         "stations.pc.mcs: 12 is above the link's highest MCS 11"
     );
+    // Multi-link operation is 802.11be's: a Wi-Fi 6 station has one link.
+    let mut s = station("pc", &[(0, 11, 60.0), (1, 11, 60.0)]);
+    s.standard = Some(Standard::Ax);
+    let err = config(vec![eht, phy_ax()], vec![s], vec![down(0, Ac::Be)]).validate();
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "stations.pc.standard: an 802.11ax station cannot use 2 links: multi-link operation needs 802.11be"
+    );
     // A Wi-Fi 7 station on a Wi-Fi 6 AP's link is a Wi-Fi 6 station: the
     // same history, packet for packet.
     let he = phy_ax();
