@@ -533,7 +533,12 @@ fn resolve_station(keys: &StationKeys<'_>, cell: &[Phy]) -> Result<WifiStation, 
         edca,
         links: station_links,
         scan,
-        standard: standard.map(|(s, _)| s),
+        // A station at least as new as each of its links changes nothing
+        // (`Phy::for_station` keeps the link): kept unset, so that such a
+        // scenario is the same cell (and the same sweep or study cell key).
+        standard: standard
+            .map(|(s, _)| s)
+            .filter(|&s| idx.iter().any(|&l| s < cell[l].standard)),
     })
 }
 
