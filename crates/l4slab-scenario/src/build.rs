@@ -149,6 +149,7 @@ pub fn cell_config(scn: &Scenario) -> Option<CellConfig> {
                 edca: s.edca,
                 links: s.links.clone(),
                 scan: s.scan,
+                standard: s.standard,
             })
             .collect(),
         queues,

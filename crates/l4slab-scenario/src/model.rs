@@ -85,6 +85,9 @@ pub struct WifiStation {
     pub links: Vec<l4slab_wifi::config::StationLink>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scan: Option<l4slab_wifi::config::Scan>,
+    /// Its generation, if written (else each link's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standard: Option<l4slab_wifi::phy::Standard>,
 }
 
 /// The bottleneck between the client side and the server side, per direction.

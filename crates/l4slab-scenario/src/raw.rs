@@ -204,6 +204,8 @@ pub struct RawStation {
     pub qdisc: Option<Value>,
     pub buffer: Option<Value>,
     pub edca: Option<RawEdcaSet>,
+    /// The station's generation (read by `l4slab_wifi::config::STATION_STANDARD`).
+    pub standard: Option<Value>,
     /// A number, or an array of one per link.
     pub snr_db: Option<Value>,
     /// An integer, or an array of one per link.

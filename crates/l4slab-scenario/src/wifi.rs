@@ -86,7 +86,13 @@ pub(crate) fn resolve(
     // The reference rate of time buffers: the default station's first link.
     let reference = resolve_station(&keys(None), &links)?;
     let first = reference.links[0];
-    let rate = links[first.link].data_rate(first.mcs);
+    let rate = match reference.standard {
+        Some(s) => links[first.link]
+            .for_station(s)
+            .expect("checked by resolve_station"),
+        None => links[first.link],
+    }
+    .data_rate(first.mcs);
 
     let ap = raw.ap.as_ref();
     let ap_qdisc = resolve_queue(
@@ -252,13 +258,7 @@ fn resolve_phy(keys: [Option<&Value>; 4], path: &str) -> Result<Phy, ScenarioErr
         Some(v) => read(p, v, &join(path, p.name), None),
         None => Ok(p.default),
     };
-    let standard = match declared(&phy::STANDARD, standard)?.choice() {
-        "a" => Standard::A,
-        "n" => Standard::N,
-        "ac" => Standard::Ac,
-        "ax" => Standard::Ax,
-        _ => Standard::Be,
-    };
+    let standard = standard_named(declared(&phy::STANDARD, standard)?.choice());
     let band = match declared(&phy::BAND, band)?.choice() {
         "2.4GHz" => Band::G2_4,
         "5GHz" => Band::G5,
@@ -293,6 +293,18 @@ fn resolve_phy(keys: [Option<&Value>; 4], path: &str) -> Result<Phy, ScenarioErr
             Some(example),
         )
     })
+}
+
+/// A `standard` choice (declared by `phy::STANDARD` and
+/// `config::STATION_STANDARD`, so one of these).
+fn standard_named(name: &str) -> Standard {
+    match name {
+        "a" => Standard::A,
+        "n" => Standard::N,
+        "ac" => Standard::Ac,
+        "ax" => Standard::Ax,
+        _ => Standard::Be,
+    }
 }
 
 /// The width a standard usually runs at in a band: 20 MHz at 2.4 GHz and
@@ -438,9 +450,41 @@ fn resolve_station(keys: &StationKeys<'_>, cell: &[Phy]) -> Result<WifiStation, 
         })?),
         None => None,
     };
+    let standard = match keys.get("standard", |r| r.standard.as_ref()) {
+        Some((v, p)) => Some((
+            standard_named(read(&cell::STATION_STANDARD, v, &p, None)?.choice()),
+            p,
+        )),
+        None => None,
+    };
+    // Multi-link operation is 802.11be's (§35.3): an older station has one link.
+    if let Some((s, p)) = &standard {
+        if *s < Standard::Be && idx.len() > 1 {
+            return Err(ScenarioError::invalid(
+                p,
+                Problem::Conflict,
+                format!(
+                    "an {s} station cannot use {} links ({shown}): multi-link operation needs 802.11be",
+                    idx.len()
+                ),
+                Some("\"be\"".into()),
+            ));
+        }
+    }
     let mut station_links = Vec::with_capacity(idx.len());
     for (i, &l) in idx.iter().enumerate() {
-        let phy = &cell[l];
+        // The link as the station speaks it: its own generation, if older.
+        let phy = &match &standard {
+            None => cell[l],
+            Some((s, p)) => cell[l].for_station(*s).map_err(|e| {
+                ScenarioError::invalid(
+                    p,
+                    Problem::Conflict,
+                    format!("link {l} ({}): {e}", describe_phy(&cell[l])),
+                    Some(format!("\"{}\"", cell[l].standard.key())),
+                )
+            })?,
+        };
         let snr_db = snr[i].0;
         let mcs = match &mcs {
             None => phy.best_mcs(snr_db),
@@ -489,6 +533,12 @@ fn resolve_station(keys: &StationKeys<'_>, cell: &[Phy]) -> Result<WifiStation, 
         edca,
         links: station_links,
         scan,
+        // A station at least as new as each of its links changes nothing
+        // (`Phy::for_station` keeps the link): kept unset, so that such a
+        // scenario is the same cell (and the same sweep or study cell key).
+        standard: standard
+            .map(|(s, _)| s)
+            .filter(|&s| idx.iter().any(|&l| s < cell[l].standard)),
     })
 }
 

@@ -214,6 +214,54 @@ fn multi_link_operation() {
 }
 
 #[test]
+fn a_station_of_an_older_generation() {
+    // The laptop is a Wi-Fi 6 client of the Wi-Fi 7 AP (on one link: MLO is
+    // 802.11be's): it speaks HE, so its best MCS at 50 dB is HE-MCS 11
+    // (4096-QAM, EHT-MCS 12 and 13, is EHT's).
+    let mlo = MLO.replace("mcs = 9", "mcs = 9\nsnr_db = 35");
+    let s = parse(&home(&format!(
+        "{mlo}\n[hosts.laptop.wifi]\nstandard = \"ax\"\nlinks = [0]\nsnr_db = 50"
+    )))
+    .unwrap();
+    let w = s.wifi.unwrap();
+    let laptop = &w.stations[0];
+    assert_eq!(laptop.standard, Some(Standard::Ax));
+    assert_eq!(laptop.links.iter().map(|l| l.mcs).collect::<Vec<_>>(), [11]);
+    assert_eq!(w.links[0].best_mcs(50.0), 13);
+    // Unwritten: each link's own generation (and nothing in the model).
+    assert_eq!(w.stations[1].standard, None);
+    // A Wi-Fi 7 client of a Wi-Fi 6 AP is one of its Wi-Fi 6 clients: the
+    // same station, its generation left unset (it changes nothing).
+    let w7 = parse(&home("[hosts.laptop.wifi]\nstandard = \"be\"")).unwrap();
+    let w6 = parse(&home("")).unwrap();
+    assert_eq!(w7.wifi, w6.wifi);
+    // Errors name the key.
+    assert_err(
+        &home("[hosts.laptop.wifi]\nstandard = \"wifi7\""),
+        "hosts.laptop.wifi.standard",
+        "unknown standard 'wifi7'; choose one of: a, n, ac, ax, be",
+    );
+    let e = assert_err(
+        &home(&MLO.replace("mcs = 9", "mcs = 9\nsnr_db = 35\nstandard = \"n\"")),
+        "hosts.phone.wifi.standard",
+        "link 1 (802.11be 160 MHz 2 SS at 6GHz): band: 802.11n does not operate at 6GHz",
+    );
+    assert_example(&e);
+    let e = assert_err(
+        &home(&MLO.replace("[wifi.stations]", "[wifi.stations]\nstandard = \"ac\"")),
+        "wifi.stations.standard",
+        "an 802.11ac station cannot use 2 links (wifi.stations.links = [0, 1]): multi-link operation needs 802.11be",
+    );
+    assert_example(&e);
+    let e = assert_err(
+        &home(&MLO.replace("mcs = 9", "mcs = 12\nsnr_db = 35\nstandard = \"ax\"")),
+        "hosts.phone.wifi.mcs",
+        "12 is out of range for 802.11ax",
+    );
+    assert_example(&e);
+}
+
+#[test]
 fn a_station_with_fewer_links_than_the_defaults_values_is_an_error() {
     // As written, the phone (links = [1]) takes the two default SNRs.
     let e = err(&home(MLO));
@@ -493,7 +541,7 @@ fn station_errors_name_the_key() {
         (stations("scan = { every = \"30s\", duration = \"1s\", period = \"1s\" }"), "wifi.stations.scan.period", "unknown key; valid keys here: every, duration, first, visits, gap"),
         (gamer("qdisc = \"fq_codel\""), "hosts.gamer.wifi.qdisc", "set it under [wifi.stations]"),
         (gamer("buffer = \"10pkt\""), "hosts.gamer.wifi.buffer", "set it under [wifi.stations]"),
-        (gamer("ssid = \"home\""), "hosts.gamer.wifi.ssid", "unknown key; valid keys here: qdisc, buffer, edca, snr_db, mcs, links, scan"),
+        (gamer("ssid = \"home\""), "hosts.gamer.wifi.ssid", "unknown key; valid keys here: qdisc, buffer, edca, standard, snr_db, mcs, links, scan"),
         (home("[wifi.ap]\nbuffer = \"0pkt\""), "wifi.ap.buffer", "at least 1 packet"),
         (home("[wifi.ap]\nqdisc = \"sfq\""), "wifi.ap.qdisc", "unknown qdisc 'sfq'"),
     ];

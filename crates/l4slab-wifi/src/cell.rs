@@ -58,7 +58,7 @@
 
 use l4slab_core::{Dur, Packet, SimRng, Time};
 
-use super::config::{AirDir, CellConfig, MAC_OVERHEAD};
+use super::config::{AirDir, CellConfig, StationConfig, MAC_OVERHEAD};
 use super::edca::{Ac, Backoff, EdcaParams};
 use super::phy::Phy;
 use super::stats::CellStats;
@@ -158,8 +158,9 @@ struct StationState {
     /// Absences of the scan under way so far, and when it started.
     visit: u32,
     scan_start: Time,
-    /// Per link of the cell: (mcs, snr) if the station is on it.
-    on_link: Vec<Option<(u8, f64)>>,
+    /// Per link of the cell: (the link as the station speaks it, mcs, snr)
+    /// if the station is on it.
+    on_link: Vec<Option<(Phy, u8, f64)>>,
 }
 
 /// What is due next.
@@ -204,10 +205,11 @@ impl Cell {
                 AirDir::ApToStation => &mut down_q[q.station],
             };
             slot[q.ac.index()] = Some(i);
-            let ba = cfg.stations[q.station]
+            let st = &cfg.stations[q.station];
+            let ba = st
                 .links
                 .iter()
-                .map(|l| cfg.links[l.link].ba_window())
+                .map(|l| station_phy(st, &cfg.links[l.link]).ba_window())
                 .max()
                 .unwrap_or(1);
             queues.push(QueueState {
@@ -254,7 +256,7 @@ impl Cell {
             .map(|s| {
                 let mut on_link = vec![None; cfg.links.len()];
                 for l in &s.links {
-                    on_link[l.link] = Some((l.mcs, l.snr_db));
+                    on_link[l.link] = Some((station_phy(s, &cfg.links[l.link]), l.mcs, l.snr_db));
                 }
                 StationState {
                     away: false,
@@ -514,10 +516,17 @@ impl Cell {
         }
     }
 
+    /// Link `l` as `station` speaks it (its generation, [`Phy::for_station`]).
+    fn station_phy(&self, station: usize, l: usize) -> Phy {
+        self.stations[station].on_link[l]
+            .expect("present on the link")
+            .0
+    }
+
     /// The PPDU duration of exchange `i` on link `l`.
     fn ppdu_duration(&self, l: usize, i: usize) -> Dur {
         let e = &self.links[l].exch[i];
-        let phy = &self.links[l].phy;
+        let phy = &self.station_phy(e.station, l);
         phy.ppdu_duration(e.mcs, psdu_bytes(phy, &e.mpdus))
     }
 
@@ -538,8 +547,7 @@ impl Cell {
         qs: &mut impl AirQueues,
     ) -> bool {
         let station = self.queues[q].station;
-        let (mcs, snr_db) = self.stations[station].on_link[l].expect("present on the link");
-        let phy = self.links[l].phy;
+        let (phy, mcs, snr_db) = self.stations[station].on_link[l].expect("present on the link");
         let agg = phy.ba_window() > 1;
         let resp = phy.sifs()
             + phy.ack_duration(if agg {
@@ -606,10 +614,10 @@ impl Cell {
 
     /// The single exchange's PPDU ended at `t`: draw each MPDU's fate.
     fn ppdu_end(&mut self, l: usize, t: Time, qs: &mut impl AirQueues) {
-        let phy = self.links[l].phy;
         let retry_limit = self.cfg.retry_limit;
         let ex = &self.links[l].exch[0];
         let (q, station, mcs, snr, start) = (ex.q, ex.station, ex.mcs, ex.snr_db, ex.start);
+        let phy = self.station_phy(station, l);
         let mut ok = 0;
         for k in 0..self.links[l].exch[0].mpdus.len() {
             let (seq, len) = self.links[l].exch[0].mpdus[k];
@@ -791,6 +799,11 @@ fn access_time(e: &Edca, idle_since: Time, since: Time, sifs: Dur, slot: Dur) ->
 
 /// The PSDU length of an A-MPDU of `mpdus` (4 B delimiter + padding to 4 B
 /// per subframe, §10.12.2), or of one MPDU without aggregation.
+/// Link `link` as station `s` of a validated configuration speaks it.
+fn station_phy(s: &StationConfig, link: &Phy) -> Phy {
+    s.phy(link).expect("a validated station generation")
+}
+
 fn psdu_bytes(phy: &Phy, mpdus: &[(u64, u32)]) -> u64 {
     if phy.ba_window() > 1 {
         mpdus

@@ -6,7 +6,7 @@ use l4slab_core::Dur;
 use serde::Serialize;
 
 use super::edca::{Ac, EdcaSet};
-use super::phy::Phy;
+use super::phy::{Phy, PhyError, Standard};
 
 /// MPDU overhead on top of the IP packet: QoS data header 26 B (24 + QoS
 /// Control 2), LLC/SNAP 8 B, FCS 4 B (802.11-2020 §9.3.2.1; no HT Control,
@@ -70,6 +70,17 @@ pub const LINKS: Param = Param {
     doc: "which links of the cell the station uses (Wi-Fi 7 multi-link operation with two or more)",
 };
 
+/// `standard` of a station: its Wi-Fi generation ([`Phy::for_station`]).
+pub const STATION_STANDARD: Param = Param {
+    name: "standard",
+    aliases: &[],
+    linux: "the station's HT/VHT/HE/EHT Capabilities",
+    kind: Kind::Choice(&["a", "n", "ac", "ax", "be"]),
+    default: ParamValue::Unset { example: "\"ax\"" },
+    source: "the generation of each of its links",
+    doc: "the station's generation: on a newer link both ends speak this one (a Wi-Fi 6 client on a Wi-Fi 7 AP: HE rates, a 256-MPDU window, at most 160 MHz); on an older link, the link's",
+};
+
 /// `scan` of a station: a table of [`SCAN_PARAMS`], or `false`.
 pub const SCAN: Param = Param {
     name: "scan",
@@ -84,7 +95,7 @@ pub const SCAN: Param = Param {
 /// The keys of a station (`[wifi.stations]`, `[hosts.NAME.wifi]`) this
 /// crate models (the queues' `qdisc` and `buffer`, and `edca`, are the
 /// scenario's), in the docs' order.
-pub const STATION_PARAMS: &[Param] = &[SNR_DB, MCS, LINKS, SCAN];
+pub const STATION_PARAMS: &[Param] = &[STATION_STANDARD, SNR_DB, MCS, LINKS, SCAN];
 
 /// [`SNR_DB`]'s default.
 pub const DEFAULT_SNR_DB: f64 = match SNR_DB.default {
@@ -199,6 +210,19 @@ pub struct StationConfig {
     /// One link, or two for Wi-Fi 7 multi-link operation.
     pub links: Vec<StationLink>,
     pub scan: Option<Scan>,
+    /// The station's generation (None: the same as each link's).
+    pub standard: Option<Standard>,
+}
+
+impl StationConfig {
+    /// What `link` (one of the cell's links) is for this station: the
+    /// link itself, or what it becomes for an older station ([`Phy::for_station`]).
+    pub fn phy(&self, link: &Phy) -> Result<Phy, PhyError> {
+        match self.standard {
+            Some(s) => link.for_station(s),
+            None => Ok(*link),
+        }
+    }
 }
 
 /// Which way a queue sends.
@@ -243,6 +267,18 @@ pub enum CellError {
     BadLink { station: String, links: usize },
     #[error("stations.{station}.links: link {link} listed twice")]
     DuplicateLink { station: String, link: usize },
+    #[error("stations.{station}.standard: on link {link}: {error}")]
+    Standard {
+        station: String,
+        link: usize,
+        error: PhyError,
+    },
+    #[error("stations.{station}.standard: an {standard} station cannot use {links} links: multi-link operation needs 802.11be")]
+    MultiLink {
+        station: String,
+        standard: Standard,
+        links: usize,
+    },
     #[error("stations.{station}.mcs: {mcs} is above the link's highest MCS {max}")]
     Mcs { station: String, mcs: u8, max: u8 },
     #[error("stations.{station}.scan: a scan (visits x duration + gaps = {span}) must end before the next (every {every}), with at least one visit")]
@@ -278,6 +314,16 @@ impl CellConfig {
                     links: self.links.len(),
                 });
             }
+            // Multi-link operation is 802.11be's (802.11be §35.3).
+            if let Some(standard) = s.standard.filter(|&st| st < Standard::Be) {
+                if s.links.len() > 1 {
+                    return Err(CellError::MultiLink {
+                        station: s.name.clone(),
+                        standard,
+                        links: s.links.len(),
+                    });
+                }
+            }
             for (i, l) in s.links.iter().enumerate() {
                 let Some(phy) = self.links.get(l.link) else {
                     return Err(CellError::BadLink {
@@ -291,6 +337,11 @@ impl CellConfig {
                         link: l.link,
                     });
                 }
+                let phy = s.phy(phy).map_err(|error| CellError::Standard {
+                    station: s.name.clone(),
+                    link: l.link,
+                    error,
+                })?;
                 if l.mcs >= phy.mcs_count() {
                     return Err(CellError::Mcs {
                         station: s.name.clone(),

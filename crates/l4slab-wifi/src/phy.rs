@@ -81,8 +81,11 @@ pub const NSS: Param = Param {
 /// in the docs' order.
 pub const PARAMS: &[Param] = &[STANDARD, BAND, WIDTH, NSS];
 
-/// The 802.11 PHY generation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// The 802.11 PHY generation, oldest first (the order [`Phy::for_station`]
+/// takes the older of two by).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Standard {
     /// Clause 17 OFDM (11a; 11g ERP-OFDM timing at 2.4 GHz).
@@ -95,6 +98,19 @@ pub enum Standard {
     Ax,
     /// 802.11be clause 36 EHT.
     Be,
+}
+
+impl Standard {
+    /// The scenario's name of it: `"a"`, `"n"`, `"ac"`, `"ax"`, `"be"` ([`STANDARD`]).
+    pub fn key(&self) -> &'static str {
+        match self {
+            Standard::A => "a",
+            Standard::N => "n",
+            Standard::Ac => "ac",
+            Standard::Ax => "ax",
+            Standard::Be => "be",
+        }
+    }
 }
 
 impl fmt::Display for Standard {
@@ -209,24 +225,7 @@ impl Phy {
     /// 20/40), 1..=8 SS; be: 20..320 (320 at 6 GHz only, 2.4 GHz 20/40),
     /// 1..=8 SS (802.11be-2024 defines up to 8 streams; early drafts had 16).
     pub fn new(standard: Standard, band: Band, width_mhz: u32, nss: u32) -> Result<Phy, PhyError> {
-        use Band::*;
-        use Standard::*;
-        let band_err = |allowed| {
-            Err(PhyError::Band {
-                standard,
-                band,
-                allowed,
-            })
-        };
-        let (widths, allowed, max_nss): (&[u32], _, _) = match (standard, band) {
-            (A | N, G6) => return band_err("2.4GHz or 5GHz"),
-            (Ac, G2_4 | G6) => return band_err("5GHz"),
-            (A, _) => (&[20], "20", 1),
-            (N, _) => (&[20, 40], "20, 40", 4),
-            (Ax | Be, G2_4) => (&[20, 40], "20, 40", 8),
-            (Ac | Ax, _) | (Be, G5) => (&[20, 40, 80, 160], "20, 40, 80, 160", 8),
-            (Be, G6) => (&[20, 40, 80, 160, 320], "20, 40, 80, 160, 320", 8),
-        };
+        let (widths, allowed, max_nss) = Self::allowed(standard, band)?;
         if !widths.contains(&width_mhz) {
             return Err(PhyError::Width {
                 standard,
@@ -248,6 +247,58 @@ impl Phy {
             width_mhz,
             nss,
         })
+    }
+
+    /// The widths (ascending, and as the error shows them) and the most
+    /// spatial streams `standard` allows at `band`.
+    fn allowed(
+        standard: Standard,
+        band: Band,
+    ) -> Result<(&'static [u32], &'static str, u32), PhyError> {
+        use Band::*;
+        use Standard::*;
+        let band_err = |allowed| {
+            Err(PhyError::Band {
+                standard,
+                band,
+                allowed,
+            })
+        };
+        Ok(match (standard, band) {
+            (A | N, G6) => return band_err("2.4GHz or 5GHz"),
+            (Ac, G2_4 | G6) => return band_err("5GHz"),
+            (A, _) => (&[20], "20", 1),
+            (N, _) => (&[20, 40], "20, 40", 4),
+            (Ax | Be, G2_4) => (&[20, 40], "20, 40", 8),
+            (Ac | Ax, _) | (Be, G5) => (&[20, 40, 80, 160], "20, 40, 80, 160", 8),
+            (Be, G6) => (&[20, 40, 80, 160, 320], "20, 40, 80, 160, 320", 8),
+        })
+    }
+
+    /// What this link (the AP's side) becomes for a station of generation
+    /// `standard`: both ends speak the older generation, on the widest
+    /// channel and with the most streams that generation allows up to the
+    /// link's. The AP learns the station's generation from the capabilities
+    /// elements of its association request (802.11-2020 §9.4.2.56 HT, §9.4.2.157
+    /// VHT, §9.4.2.247 HE Capabilities; 802.11be §9.4.2.313 EHT Capabilities)
+    /// and sends to it only in PPDU formats and with Block Ack agreements
+    /// both support (§10.25.2: the smaller buffer size). A Wi-Fi 7 client on
+    /// a Wi-Fi 6 AP therefore talks 802.11ax, and a Wi-Fi 6 client on a
+    /// Wi-Fi 7 AP gets HE rates (no 4096-QAM), a 256-MPDU window and at most
+    /// 160 MHz. An error if the older generation cannot use the band (an
+    /// 802.11n station on a 6 GHz link).
+    pub fn for_station(&self, standard: Standard) -> Result<Phy, PhyError> {
+        if standard >= self.standard {
+            return Ok(*self);
+        }
+        let (widths, _, max_nss) = Self::allowed(standard, self.band)?;
+        let width_mhz = widths
+            .iter()
+            .copied()
+            .filter(|&w| w <= self.width_mhz)
+            .max()
+            .unwrap_or(widths[0]);
+        Phy::new(standard, self.band, width_mhz, self.nss.min(max_nss))
     }
 
     /// aSlotTime 9 µs: Table 17-21 (OFDM), Table 18-5 (ERP short slot), and
@@ -666,5 +717,36 @@ mod tests {
         // and MCS 5 (52 Mbit/s, 3 dB below its own threshold: 92.5 % PER).
         let n = phy(N, G5, 20, 1);
         assert_eq!(n.best_mcs(n.min_snr_db(4) + 1.0), 4);
+    }
+
+    #[test]
+    fn a_station_of_an_older_generation_gets_its_own_phy() {
+        let eht = phy(Be, G6, 320, 2);
+        // A Wi-Fi 7 station (or a newer one than the AP) keeps the link.
+        assert_eq!(eht.for_station(Be), Ok(eht));
+        assert_eq!(phy(Ax, G5, 80, 2).for_station(Be), Ok(phy(Ax, G5, 80, 2)));
+        // A Wi-Fi 6 station on a 320 MHz EHT link: HE160, 12 MCSs, a 256-MPDU
+        // window, the 56 B BlockAck, HE's A-MPDU limit and 32 µs start delay.
+        let he = eht.for_station(Ax).unwrap();
+        assert_eq!(he, phy(Ax, G6, 160, 2));
+        assert_eq!(
+            (he.mcs_count(), he.ba_window(), he.block_ack_bytes()),
+            (12, 256, 56)
+        );
+        assert_eq!(he.max_ampdu_bytes(), 6_500_631);
+        assert_eq!(he.ack_timeout(), us(16 + 9 + 32));
+        // Its best rate at 40 dB: HE160 2 SS MCS 11, 2401.9 Mbit/s, against
+        // EHT320's MCS 13 at 4 x 2 SS: 4096-QAM is EHT's.
+        assert_eq!(he.best_mcs(60.0), 11);
+        assert_eq!(he.data_rate(11).as_bps(), 2_401_911_765);
+        assert_eq!(eht.best_mcs(60.0), 13);
+        // Narrower links keep their width; 8 streams cap a VHT station at 8,
+        // an HT one at 4; HT cannot use 6 GHz at all.
+        assert_eq!(phy(Be, G5, 80, 2).for_station(Ac), Ok(phy(Ac, G5, 80, 2)));
+        assert_eq!(phy(Ax, G5, 160, 8).for_station(N), Ok(phy(N, G5, 40, 4)));
+        assert!(matches!(
+            phy(Be, G6, 80, 2).for_station(N),
+            Err(PhyError::Band { .. })
+        ));
     }
 }

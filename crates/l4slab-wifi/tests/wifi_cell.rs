@@ -96,6 +96,7 @@ fn station(name: &str, links: &[(usize, u8, f64)]) -> StationConfig {
             .map(|&(link, mcs, snr_db)| StationLink { link, snr_db, mcs })
             .collect(),
         scan: None,
+        standard: None,
     }
 }
 
@@ -473,4 +474,55 @@ fn an_access_with_nothing_left_to_send_does_not_turn_time_back() {
     run(&mut cell, &mut h, Time::from_secs(2));
     assert!(h.bytes(0) > 0 && h.bytes(1) > 0);
     assert!(cell.stats().links.iter().all(|l| l.txops > 0));
+}
+
+#[test]
+fn a_station_speaks_the_older_of_its_and_the_links_generation() {
+    // A saturated BE download on one 6 GHz 320 MHz EHT link, 2 SS, perfect
+    // signal, to a Wi-Fi 7 station (EHT-MCS 13) or a Wi-Fi 6 one (HE-MCS 11
+    // at 160 MHz: `Phy::for_station`).
+    let eht = Phy::new(Standard::Be, Band::G6, 320, 2).unwrap();
+    let download = |standard: Option<Standard>, mcs: u8, link: Phy| {
+        let mut s = station("pc", &[(0, mcs, 60.0)]);
+        s.standard = standard;
+        let cfg = config(vec![link], vec![s], vec![down(0, Ac::Be)]);
+        let mut cell = Cell::new(cfg, SimRng::derive(1, "wifi/cell"));
+        let mut h = Harness::new(1, 1500);
+        h.saturated[0] = true;
+        run(&mut cell, &mut h, Time::from_secs(1));
+        let sizes = &cell.stats().ampdu_mpdus;
+        let largest = sizes.iter().rposition(|&c| c > 0).unwrap() as u64;
+        (h.bytes(0), largest, h.delivered[0].clone())
+    };
+    let (w7, w7_largest, _) = download(Some(Standard::Be), 13, eht);
+    let (w6, w6_largest, _) = download(Some(Standard::Ax), 11, eht);
+    // The Block Ack window bounds the aggregates: 1024 MPDUs for EHT, 256 for
+    // HE (both PPDUs would hold more within aPPDUMaxTime).
+    assert_eq!((w7_largest, w6_largest), (1024, 256));
+    // EHT320 MCS 13 is 5764.7 Mbit/s, HE160 MCS 11 2401.9: the Wi-Fi 7
+    // station gets more than twice the Wi-Fi 6 one's goodput.
+    assert!(w7 > 2 * w6, "{w7} vs {w6} bytes");
+    // HE-MCS 12 does not exist: the Wi-Fi 6 station's MCS is checked against HE.
+    let mut s = station("pc", &[(0, 12, 60.0)]);
+    s.standard = Some(Standard::Ax);
+    let err = config(vec![eht], vec![s], vec![down(0, Ac::Be)]).validate();
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "stations.pc.mcs: 12 is above the link's highest MCS 11"
+    );
+    // Multi-link operation is 802.11be's: a Wi-Fi 6 station has one link.
+    let mut s = station("pc", &[(0, 11, 60.0), (1, 11, 60.0)]);
+    s.standard = Some(Standard::Ax);
+    let err = config(vec![eht, phy_ax()], vec![s], vec![down(0, Ac::Be)]).validate();
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "stations.pc.standard: an 802.11ax station cannot use 2 links: multi-link operation needs 802.11be"
+    );
+    // A Wi-Fi 7 station on a Wi-Fi 6 AP's link is a Wi-Fi 6 station: the
+    // same history, packet for packet.
+    let he = phy_ax();
+    let (_, _, as_w7) = download(Some(Standard::Be), 9, he);
+    let (_, _, as_w6) = download(None, 9, he);
+    assert!(!as_w7.is_empty());
+    assert_eq!(as_w7, as_w6);
 }
