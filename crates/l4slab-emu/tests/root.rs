@@ -862,8 +862,11 @@ fn iperf3_through_the_shells_80211a_cell_gets_the_cells_rate() {
     let (up, down) = (dir.join("up.json"), dir.join("down.json"));
     // The server may not listen yet when the client starts (a busy machine):
     // try again on "connection refused" for up to 6 s (each try overwrites).
+    // iperf3 3.12 exits 0 with -J when it could not connect: a try succeeded
+    // when its result has a received sum.
     let client = format!(
-        "try() {{ i=0; until chrt -f 40 iperf3 -c $L4SLAB_SERVER -t 4 -J $1 > $2; do \
+        "try() {{ i=0; until chrt -f 40 iperf3 -c $L4SLAB_SERVER -t 4 -J $1 > $2 && \
+         grep -q sum_received $2; do \
          i=$((i+1)); [ $i -ge 30 ] && return 1; sleep 0.2; done; }}; \
          try '' {} && try -R {}",
         up.display(),
