@@ -577,7 +577,7 @@ def test_the_passive_response_check_tells_the_two_laws_apart_from_one_marking_le
     """RFC 9331 §4.3 from one (window, CE fraction) pair: nearer W = 2/p or W = 1.22/sqrt(p)."""
     from l4slab.check.passive import check_response
 
-    def metrics(window: float, p: float, delivered: int = 5000, ect1: float = 1.0) -> Any:
+    def metrics(window: float, p: float, delivered: int = 50_000, ect1: float = 1.0) -> Any:
         cps = {"not_ect": 1 - ect1, "ect1": ect1, "ect0": 0.0, "ce": 0.0}
         return SimpleNamespace(
             name="gateway", ce_fraction=p, window_packets=window, delivered_packets=delivered,
@@ -594,3 +594,18 @@ def test_the_passive_response_check_tells_the_two_laws_apart_from_one_marking_le
     few = check_response(metrics(20, 0.0037, delivered=1250))
     assert few.verdict == "NOT OBSERVABLE" and "CE marks" in few.evidence
     assert check_response(metrics(20, 0.1, ect1=0.0)).verdict == "NOT APPLICABLE"
+
+
+def test_reading_a_capture_can_stop_after_n_records_and_at_a_cut_record(tmp_path: Path) -> None:
+    """The passive check reads a bounded prefix of a long capture; a record cut short
+    (a capture killed mid-write) ends the reading instead of failing it."""
+    from l4slab.check.pcap import read_records
+
+    header = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 101)
+    records = b"".join(
+        struct.pack("<IIII", i, 0, 20, 1500) + bytes([0x45]) + bytes(19) for i in range(5)
+    )
+    path = tmp_path / "x.pcap"
+    path.write_bytes(header + records + struct.pack("<IIII", 9, 0, 20, 1500) + bytes(7))
+    assert [r[0] for r in read_records(path)] == [0, 1, 2, 3, 4]
+    assert [r[0] for r in read_records(path, max_records=2)] == [0, 1]

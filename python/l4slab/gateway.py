@@ -531,7 +531,18 @@ class Gateway:
         links = {d: _link(report, d) for d in ("up", "down")}
         devices = None if "all" in self.opts.check else set(self.opts.check)
         self.say("l4slab gateway: judging the devices' flows (passive L4S check) ...")
-        verdicts = passive.judge_capture(capture, links, devices, report)
+        try:
+            verdicts, truncated = passive.judge_capture(capture, links, devices, report)
+        except (passive.PcapError, OSError, ValueError) as exc:
+            # Whatever the capture holds, the gateway still undoes everything.
+            self.say(f"l4slab gateway: check: could not read the capture: {exc}")
+            self.verdicts = []
+            return
+        if truncated:
+            self.say(
+                f"l4slab gateway: check: the capture holds more than {passive.MAX_RECORDS} "
+                "packets a direction; judged from its beginning"
+            )
         for v in verdicts:
             self.say(f"l4slab gateway: check: {v.line()}")
         if not verdicts:

@@ -37,10 +37,17 @@ class PcapError(Exception):
     """A capture file that is missing or not what the emulator writes."""
 
 
-def read_records(path: Path) -> list[tuple[float, int, bytes]]:
-    """``(t_s, orig_len, captured bytes)`` of every record of a RAW pcap file."""
+#: The most bytes a record of the emulator's captures takes (its header and the IP
+#: and TCP headers with options, at most 60 + 60 bytes): what reading N records costs.
+_RECORD_MAX = 16 + 120
+
+
+def read_records(path: Path, max_records: int | None = None) -> list[tuple[float, int, bytes]]:
+    """``(t_s, orig_len, captured bytes)`` of every record of a RAW pcap file, or of its
+    first ``max_records`` (reading no more of the file than those can take)."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read() if max_records is None else f.read(24 + max_records * _RECORD_MAX)
     except OSError as exc:
         raise PcapError(f"{path}: {exc.strerror}") from None
     if len(data) < 24:
@@ -51,11 +58,13 @@ def read_records(path: Path) -> list[tuple[float, int, bytes]]:
     if link != _LINKTYPE_RAW:
         raise PcapError(f"{path}: link type {link}, expected RAW ({_LINKTYPE_RAW})")
     frac = 1e-9 if magic == _MAGIC_NS else 1e-6
-    out = []
+    out: list[tuple[float, int, bytes]] = []
     at = 24
-    while at + 16 <= len(data):
+    while at + 16 <= len(data) and (max_records is None or len(out) < max_records):
         sec, sub, incl, orig = struct.unpack_from("<IIII", data, at)
         at += 16
+        if at + incl > len(data):
+            break  # a record cut by the read (or by a capture that was killed)
         out.append((sec + sub * frac, orig, data[at : at + incl]))
         at += incl
     return out
@@ -84,8 +93,8 @@ class Packets:
     sport: npt.NDArray[np.int32]
     dport: npt.NDArray[np.int32]
     flags: npt.NDArray[np.int32]
-    src: npt.NDArray[np.str_]
-    dst: npt.NDArray[np.str_]
+    src: npt.NDArray[np.object_]
+    dst: npt.NDArray[np.object_]
 
     def __len__(self) -> int:
         return len(self.t_in)
@@ -143,11 +152,12 @@ def _key(rec: bytes) -> bytes:
     return bytes(b)
 
 
-def read_direction(pcap_dir: Path, direction: str) -> Packets:
+def read_direction(pcap_dir: Path, direction: str, max_records: int | None = None) -> Packets:
     """The packets of bottleneck direction ``direction`` (``up``: client to
-    server, ``down``) from ``pcap_dir/bottleneck.<direction>.{in,out}.pcap``."""
-    ins = read_records(pcap_dir / f"bottleneck.{direction}.in.pcap")
-    outs = read_records(pcap_dir / f"bottleneck.{direction}.out.pcap")
+    server, ``down``) from ``pcap_dir/bottleneck.<direction>.{in,out}.pcap`` (the first
+    ``max_records`` of each file, if given)."""
+    ins = read_records(pcap_dir / f"bottleneck.{direction}.in.pcap", max_records)
+    outs = read_records(pcap_dir / f"bottleneck.{direction}.out.pcap", max_records)
     # Identical records (a retransmission with the same bytes) leave in order:
     # match each key's arrivals to its departures first in, first out.
     waiting: dict[bytes, deque[tuple[float, int]]] = defaultdict(deque)
@@ -185,8 +195,9 @@ def read_direction(pcap_dir: Path, direction: str) -> Packets:
         sport=cols[:, 4].astype(np.int32),
         dport=cols[:, 5].astype(np.int32),
         flags=cols[:, 6].astype(np.int32),
-        src=np.array(src, dtype=np.str_),
-        dst=np.array(dst, dtype=np.str_),
+        # Object arrays of the few address strings: a pointer per packet, not a copy.
+        src=np.array(src, dtype=object),
+        dst=np.array(dst, dtype=object),
     )
 
 
