@@ -465,7 +465,7 @@ def test_the_passive_check_judges_l4slab_prague_l4s_and_kernel_cubic_not(world: 
     report_file = w.tmp / "report.json"
     link = ["--rate", "10Mbit", "--delay", "5ms", "--qdisc", "dualpi2"]
     cli = _start(w, *link, "--report", str(report_file), "--check", "all", "--interval", "0",
-                 "--web", "127.0.0.1:0")  # fmt: skip
+                 "--web", "127.0.0.1:0", "-o", str(w.tmp / "bundle"))  # fmt: skip
     servers = [
         subprocess.Popen(
             ["ip", "netns", "exec", w.inet, *cmd],
@@ -514,6 +514,15 @@ def test_the_passive_check_judges_l4slab_prague_l4s_and_kernel_cubic_not(world: 
     assert host["up"]["ecn"]["ect1"] > 3000 and host["up"]["ecn"]["not_ect"] > 3000, host
     assert host["up"]["marked"] > 100, host
     assert "check: 192.168.77." in log and "(up): L4S" in log, log
+    # The results bundle: the check, the queues, each device's series.
+    from l4slab import Results
+
+    bundle = Results.load(w.tmp / "bundle")
+    assert bundle.summary["backend"] == "gateway" and len(bundle.summary["check"]) == 2
+    assert bundle.summary["queues"]["bottleneck.up"]["kind"] == "dualpi2"
+    device = host["address"]
+    _, sent = bundle.series(f"device/{device}", "up.ecn_in.ect1")
+    assert sent[-1] > 3000, sent
     _after(before)
 
 

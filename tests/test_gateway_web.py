@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,3 +115,30 @@ def test_the_page_loads_draws_and_updates_in_headless_chromium() -> None:
     assert "&lt;img src=x onerror=alert(1)&gt;" in host.group(1)
     assert "<img" not in host.group(1)
     assert "LAN a &lt;-&gt; WAN b" in dom
+
+
+def test_the_gateway_bundle_is_one_that_report_reads(tmp_path: Path) -> None:
+    """``gateway -o DIR``: the live samples as series rows, the queues' results and the
+    check in summary.json, written with the results contract; l4slab report reads it."""
+    from l4slab import Results
+    from l4slab.cli import main
+    from l4slab.gateway_bundle import SeriesRecorder, save
+
+    recorder = SeriesRecorder()
+    for t in (1.0, 2.0, 3.0):
+        recorder.add(_sample(t))
+    emulator = {"queues": {"bottleneck.up": {"kind": "dualpi2", "drops": 0}},
+                "scenario": {"bottleneck": {}}, "forwarder": {"wall_s": 3.0}}  # fmt: skip
+    gateway = {"lan": "eth1", "wan": "eth0", "duration_s": 3.0, "devices": []}
+    check = [{"device": "192.168.77.100", "verdict": "L4S"}]
+    where = save(tmp_path / "gw", recorder, emulator, gateway, check)
+    res = Results.load(where)
+    assert res.summary["backend"] == "gateway" and res.summary["check"] == check
+    assert res.summary["gateway"]["samples_kept"] == 3
+    assert "device/192.168.77.100" in res.series_names()
+    t, v = res.series("device/192.168.77.100", "up.bytes_out")
+    assert list(t) == [1.0, 2.0, 3.0] and list(v) == [1e6, 2e6, 3e6]
+    t, v = res.series("queue/bottleneck.up", "sojourn_ms.l")
+    assert list(v) == [0.8, 0.8, 0.8]
+    assert main(["report", str(where)]) == 0
+    assert (where / "report.html").is_file()

@@ -141,6 +141,18 @@ def check(opts: Options) -> None:
             raise GatewayInputError(f"--dns {server}: not an IPv4 address") from None
     if subnet.num_addresses < 8:
         raise GatewayInputError(f"--lan-subnet {opts.subnet}: too small (at least a /29)")
+    if opts.out is not None:
+        from l4slab.output import check_output_dir, output_path
+
+        pcap = opts.shell.pcap_dir
+        if pcap is not None and output_path(opts.out).resolve() == Path(pcap).resolve():
+            raise GatewayInputError(
+                "-o and --pcap-dir name the same folder: the bundle replaces its folder whole"
+            )
+        try:
+            check_output_dir(opts.out)
+        except (FileExistsError, NotADirectoryError, PermissionError) as exc:
+            raise GatewayInputError(f"-o {opts.out}: {exc}") from None
     for device in opts.check:
         if device != "all":
             try:
@@ -624,6 +636,11 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
     emulator's end; the report (also written to ``opts.report``)."""
     gw = Gateway(opts, say)
     view = None
+    recorder = None
+    if opts.out is not None:
+        from l4slab.gateway_bundle import SeriesRecorder
+
+        recorder = SeriesRecorder()
     try:
         gw.start()
         view = _live_view(opts, say)
@@ -641,6 +658,8 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
             devices = gw.devices()
             if view is not None:
                 view.add(now, devices)
+            if recorder is not None:
+                recorder.add(now)
             if opts.interval > 0:
                 say(status_line(prev, now, len(devices)))
             prev = now
@@ -665,6 +684,11 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
         report["check"] = gw.verdicts
     if opts.report is not None:
         opts.report.write_text(json.dumps(report, indent=2) + "\n")
+    if recorder is not None and opts.out is not None and gw.report is not None:
+        from l4slab.gateway_bundle import save
+
+        where = save(opts.out, recorder, gw.report, report["gateway"], gw.verdicts)
+        say(f"l4slab gateway: results: {where}/ (l4slab report {where})")
     if ended is not None:
         raise GatewayError(
             f"the emulator process ended by itself (exit status {ended}); the gateway stopped "

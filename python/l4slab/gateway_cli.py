@@ -147,6 +147,18 @@ def _gateway(
             rich_help_panel=_GW,
         ),
     ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="DIR",
+            help="When it stops, write the run's results bundle here (summary.json, "
+            "series.parquet: the queues, the forwarder and each device once a second), "
+            "as l4slab run does: l4slab report and compare read it.",
+            rich_help_panel=_GW,
+        ),
+    ] = None,
     web: Annotated[
         str,
         typer.Option(
@@ -191,6 +203,7 @@ def _gateway(
         interval=interval,
         duration=duration,
         check=tuple(check or ()),
+        out=out,
         web=web_at,
         report=None if shell.report is None else Path(shell.report),
         shell=dataclasses.replace(shell, report=None),

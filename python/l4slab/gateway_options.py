@@ -33,6 +33,8 @@ class Options:
     #: Judge these devices' flows passively when it stops (addresses; ``all``: every
     #: device): :mod:`l4slab.check.passive`. Captures the bottleneck.
     check: tuple[str, ...] = ()
+    #: Write the run's results bundle here when it stops (``l4slab report`` reads it).
+    out: Path | None = None
     #: The live web page's address and port (``None``: no page); port 0: any free one.
     web: tuple[str, int] | None = ("127.0.0.1", 8077)
     #: The emulator's plan; its ``command`` is the gateway's own.
