@@ -646,12 +646,14 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
         view = _live_view(opts, say)
         t0 = time.monotonic()
         prev: dict[str, Any] | None = None
-        step = opts.interval if 0 < opts.interval < 1 or view is None else 1.0
-        step = step if step > 0 else 0.2
+        # The status line's previous sample: a line every --interval seconds of samples.
+        shown: dict[str, Any] | None = None
         while gw.alive() and not stop():
             if opts.duration is not None and time.monotonic() - t0 >= opts.duration:
                 break
-            time.sleep(step)
+            # The emulator writes a sample a second: polled four times as often, none
+            # is missed by the page or the bundle.
+            time.sleep(0.25)
             now = gw.live()
             if now is None or (prev is not None and now["t_s"] <= prev["t_s"]):
                 continue
@@ -660,8 +662,10 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
                 view.add(now, devices)
             if recorder is not None:
                 recorder.add(now)
-            if opts.interval > 0:
-                say(status_line(prev, now, len(devices)))
+            since = now["t_s"] - (shown["t_s"] if shown else 0.0)
+            if opts.interval > 0 and since >= opts.interval - 1e-6:
+                say(status_line(shown, now, len(devices)))
+                shown = now
             prev = now
         devices = gw.devices()
         ended = None if gw.alive() else gw.emulator.returncode if gw.emulator else None
