@@ -201,7 +201,7 @@ def test_frames_send_at_their_rate(
         (["--cc", "vegas"], ["--cc", "prague"]),
         (["--ecn", "on"], ["--ecn", "ect1"]),
         (["-t", "soon"], ["--duration", "10"]),
-        (["-i", "0"], ["--interval"]),
+        (["-i", "0.001"], ["--interval"]),
     ],
 )
 def test_bad_options_exit_2_naming_the_option_and_a_valid_value(
