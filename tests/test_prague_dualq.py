@@ -13,10 +13,12 @@ RTT and Reno's window is about half of Prague's, not RFC 9332's 1.22.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import l4slab
 from l4slab.api import run_text
 
 MSS = 1448
@@ -116,3 +118,25 @@ def test_reno_against_prague_at_100ms_window_ratio_and_marks_per_rtt() -> None:
     rtt_s = float(prague["rtt_ms"]["mean"]) / 1e3
     marks_per_rtt = (q["coupled"] + q["step"]) / (window_s / rtt_s)
     assert 2.8 <= marks_per_rtt <= 4.3, marks_per_rtt
+
+
+def test_ten_cubic_flows_in_a_fifo_split_and_lose_as_the_kernel_does() -> None:
+    """Issue 28, fairness: ten Cubic flows, a 1000-packet FIFO, 100 Mbit/s, 20 ms, 30 s.
+    The kernel through the emulator (docs/models/transport.md, "Checked against
+    Linux"): Jain index 0.976 and 0.931 in two runs, 160-161 losses, slow start left by
+    HyStart's delay test at 0.2 s. The model with Linux's HyStart (the default) leaves
+    it there too: Jain 0.995, 122 drops; with HyStart++ it overshoots (0.957, 417)."""
+    path = Path(__file__).resolve().parent.parent / "scenarios/emu/cubic10-fifo-fairness.toml"
+
+    def jain_and_drops(overrides: list[str]) -> tuple[float, int]:
+        r = l4slab.run(path, overrides=overrides)
+        g = [f["goodput_bps"] for f in r.summary["flows"].values()]
+        jain = sum(g) ** 2 / (len(g) * sum(x * x for x in g))
+        return jain, r.summary["queues"]["bottleneck.down"]["drops"]["total"]
+
+    jain, drops = jain_and_drops([])
+    assert jain >= 0.975 and 60 <= drops <= 240, (jain, drops)
+    pp_jain, pp_drops = jain_and_drops(
+        ['flows[0].cc={ kind = "cubic", hystart_kind = "hystart++" }']
+    )
+    assert pp_drops > 2 * drops and pp_jain < jain, (pp_jain, pp_drops)
