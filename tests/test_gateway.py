@@ -419,7 +419,9 @@ def test_nat64_an_ipv6_only_device_reaches_an_ipv4_server_by_name_only(world: Wo
         ["ip", "netns", "exec", w.inet, "python3", "-m", "http.server", "--bind", "100.64.77.2",
          "8080"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    cli = _start(w, "--nat64", "--dns", "10.99.77.2", "--rate", "20Mbit")
+    report_file = w.tmp / "report.json"
+    cli = _start(w, "--nat64", "--dns", "10.99.77.2", "--rate", "20Mbit", "--report",
+                 str(report_file))  # fmt: skip
     try:
         # SLAAC from the gateway's router advertisements (a link flap sends a solicitation).
         w.in_dev("sysctl", "-qw", "net.ipv6.conf.eth0.accept_ra=2")
@@ -455,6 +457,9 @@ def test_nat64_an_ipv6_only_device_reaches_an_ipv4_server_by_name_only(world: Wo
     log = (w.tmp / "gateway.log").read_text()
     assert cli.returncode == 128 + signal.SIGTERM, log
     assert "IPv6 only" in log and "NAT64 64:ff9b::/96" in log, log
+    # The answer DNS64 gave, read from unbound's cache when the gateway stopped.
+    dns64 = json.loads(report_file.read_text())["gateway"]["dns64"]
+    assert {"name": name, "aaaa": ["64:ff9b::6440:4d02"]} in dns64, dns64
     _after(before)
 
 

@@ -236,6 +236,8 @@ class Gateway:
         )  # fmt: skip
         #: Why the LAN has no IPv6 beside IPv4 (``None``: it has; set by :meth:`start`).
         self.no_ipv6: str | None = "not started"
+        #: ``--nat64``: the AAAA answers DNS64 synthesised, read when it stops.
+        self.dns64: list[dict[str, Any]] | None = None
         #: The passive check's verdicts (``--check``), once it stopped.
         self.verdicts: list[dict[str, Any]] | None = None
 
@@ -512,6 +514,9 @@ class Gateway:
         if self.stopped:
             return
         self.stopped = True
+        if self.opts.nat64 and self.extra:
+            # Before unbound is stopped: its cache holds what the devices were answered.
+            self.dns64 = gateway_nat64.dns64_answers(self.tmp)
         if self.state:
             held = None if self.client_fd is None else f"/proc/{os.getpid()}/fd/{self.client_fd}"
             undo(self.path, self.state, client_ns=held, keep_tmp=True)
@@ -684,6 +689,8 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
         },
         "emulator": gw.report,
     }
+    if gw.dns64 is not None:
+        report["gateway"]["dns64"] = gw.dns64
     if gw.verdicts is not None:
         report["check"] = gw.verdicts
     if opts.report is not None:

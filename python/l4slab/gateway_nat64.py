@@ -15,8 +15,11 @@ through it, as on a real NAT64.
 
 from __future__ import annotations
 
+import ipaddress
 import subprocess
+from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 from l4slab.gateway_state import GatewayError, ns_path, sh
 
@@ -25,6 +28,7 @@ __all__ = [
     "POOL4",
     "PREFIX64",
     "ROUTER6",
+    "dns64_answers",
     "dnsmasq_args",
     "lan6",
     "ra_args",
@@ -89,9 +93,44 @@ def _unbound_conf(upstream: list[str], directory: Path) -> str:
   use-syslog: no
   logfile: ""
   do-daemonize: no
+remote-control:
+  control-enable: yes
+  control-interface: "{directory / CONTROL}"
+  control-use-cert: no
 forward-zone:
   name: "."
 {forward}"""
+
+
+#: unbound's control socket (a Unix socket in the gateway's folder): the cache, read
+#: when the gateway stops, holds the answers DNS64 gave.
+CONTROL = "unbound.ctl"
+
+
+def dns64_answers(directory: Path) -> list[dict[str, Any]]:
+    """The AAAA records DNS64 synthesised under ``PREFIX64`` that unbound's cache holds
+    (``unbound-control dump_cache``), by name: what the devices were answered. Empty
+    when unbound cannot be asked (it ended, or has no control socket)."""
+    conf = directory / "unbound.conf"
+    try:
+        dump = subprocess.run(
+            ["unbound-control", "-c", str(conf), "dump_cache"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return []
+    prefix = ipaddress.IPv6Network(PREFIX64)
+    found: dict[str, list[str]] = {}
+    for line in dump.splitlines():
+        # A resource record line: NAME TTL CLASS TYPE RDATA (RFC 1035 §5.1's form).
+        parts = line.split()
+        if len(parts) == 5 and parts[2] == "IN" and parts[3] == "AAAA":
+            with suppress(ValueError):
+                if ipaddress.IPv6Address(parts[4]) in prefix:
+                    found.setdefault(parts[0].rstrip("."), [])
+                    if parts[4] not in found[parts[0].rstrip(".")]:
+                        found[parts[0].rstrip(".")].append(parts[4])
+    return [{"name": name, "aaaa": sorted(addrs)} for name, addrs in sorted(found.items())]
 
 
 def _tayga_conf(directory: Path) -> str:
