@@ -109,8 +109,9 @@ CONTROL = "unbound.ctl"
 
 def dns64_answers(directory: Path) -> list[dict[str, Any]]:
     """The AAAA records DNS64 synthesised under ``PREFIX64`` that unbound's cache holds
-    (``unbound-control dump_cache``), by name: what the devices were answered. Empty
-    when unbound cannot be asked (it ended, or has no control socket)."""
+    (``unbound-control dump_cache``), by name: what the devices were answered, as long
+    as the answer's TTL has not run out (an answer with a TTL of 0 is never kept).
+    Empty when unbound cannot be asked (it ended, or has no control socket)."""
     conf = directory / "unbound.conf"
     try:
         dump = subprocess.run(
