@@ -558,8 +558,11 @@ def test_dual_stack_a_device_gets_ipv6_by_ra_and_reaches_an_ipv6_server_through_
     cli = _start(w, "--rate", "10Mbit", "--delay", "5ms", "--dns", "10.99.77.2")
     try:
         assert "lease 192.168.77." in w.dhcp()
-        # SLAAC from the gateway's router advertisement (a link flap sends a
-        # solicitation), once duplicate address detection (RFC 4862 §5.4) has ended.
+        # SLAAC from the gateway's router advertisement, once duplicate address
+        # detection (RFC 4862 §5.4) has ended. The DHCP script flushes eth0's
+        # addresses, IPv6 ones too (link-local and an address from an advertisement
+        # that came first: the CI run failed on that race), so a link flap after the
+        # lease gives the link-local address back and sends a solicitation.
         w.in_dev("ip", "link", "set", "eth0", "down")
         w.in_dev("ip", "link", "set", "eth0", "up")
         deadline = time.monotonic() + 20
