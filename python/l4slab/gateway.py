@@ -632,7 +632,6 @@ def _live_view(opts: Options, say: Callable[[str], None]) -> Any:
             raise GatewayInputError(f"--web {addr}:{port}: {exc.strerror or exc}") from None
         view = LiveView(addr, 0, title)
         say(f"l4slab gateway: port {port} is in use ({exc.strerror}); the live view took another")
-    say(f"l4slab gateway: live view at {view.url}")
     return view
 
 
@@ -647,8 +646,11 @@ def run(opts: Options, say: Callable[[str], None], stop: Callable[[], bool]) -> 
 
         recorder = SeriesRecorder()
     try:
-        gw.start()
+        # The page first: a port that is taken is refused before anything changes.
         view = _live_view(opts, say)
+        gw.start()
+        if view is not None:
+            say(f"l4slab gateway: live view at {view.url}")
         t0 = time.monotonic()
         prev: dict[str, Any] | None = None
         # The status line's previous sample: a line every --interval seconds of samples.
