@@ -196,3 +196,16 @@ def bundle_copy(small_runs: dict[str, Path], tmp_path: Path) -> Callable[[str], 
         return target
 
     return copy
+
+
+def emulator_or_skip() -> None:
+    """Skip the calling test unless it can run the emulator: root (network namespaces,
+    TUN devices) and an emulator in the native module (or ``$L4SLAB_EMU_BIN``)."""
+    from l4slab import emu
+
+    if not emu.is_root():
+        pytest.skip("needs root to create network namespaces and TUN devices")
+    try:
+        emu.emulator_command()
+    except emu.EmuError as exc:
+        pytest.skip(str(exc))

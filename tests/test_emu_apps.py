@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import emulator_or_skip
 
 import l4slab
-from l4slab import emu
 
 LINK = """format = 1
 duration = "{duration}"
@@ -33,12 +33,7 @@ app = {app}
 
 def _both(tmp_path: Path, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The scenario `text` through the simulator, then the emulator."""
-    if not emu.is_root():
-        pytest.skip("needs root to create network namespaces and TUN devices")
-    try:
-        emu.emulator_command()
-    except emu.EmuError as exc:
-        pytest.skip(str(exc))
+    emulator_or_skip()
     path = tmp_path / "s.toml"
     path.write_text(text)
     sim = l4slab.run(path, out=tmp_path / "sim")

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import emulator_or_skip
 
 from l4slab import flent
 from l4slab.cli import main
@@ -267,14 +268,7 @@ def test_real_flent_plots_every_test_and_an_exported_run(rrul: Path, tmp_path: P
 
 
 def test_tcp_nup_runs_through_the_emulator(tmp_path: Path) -> None:
-    from l4slab import emu
-
-    if not emu.is_root():
-        pytest.skip("needs root to create network namespaces and TUN devices")
-    try:
-        emu.emulator_command()
-    except emu.EmuError as exc:
-        pytest.skip(str(exc))
+    emulator_or_skip()
     out = tmp_path / "emu"
     args = ["test", "tcp_nup", "--streams", "2", "-l", "2", "--test-delay", "0.5", "-q"]
     assert main([*args, "--backend", "emu", "-o", str(out)]) == 0
