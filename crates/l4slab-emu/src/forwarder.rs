@@ -51,6 +51,7 @@ use l4slab_bottleneck::Bottleneck;
 use l4slab_bottleneck::QueueEventKind;
 use l4slab_core::pkttrace::{AtQueue, PktEvent};
 use l4slab_core::{Dur, FlowId, Packet, SeriesStore, Time};
+use l4slab_pcap::spool::Spool;
 use l4slab_pcap::{Captures, Point};
 
 use crate::access::AccessRoutes;
@@ -294,6 +295,9 @@ pub struct Forwarder {
     pcap: Option<Captures>,
     /// Per-device counters, with a live view ([`Config::live`]).
     hosts: Option<crate::hosts::Hosts>,
+    /// The thread that writes the live view and the capture files: this
+    /// one never waits for the disk (`l4slab_pcap::spool`).
+    spool: Option<Spool>,
     /// and scratch for one record.
     pcap_buf: Vec<u8>,
     started: Time,
@@ -358,6 +362,12 @@ impl Forwarder {
         });
         let started = clock.now();
         let hosts = cfg.live.is_some().then(crate::hosts::Hosts::default);
+        // Started here, before the caller's thread becomes real-time, so
+        // that the writer is an ordinary thread.
+        let spool = match &cfg.live {
+            Some(_) => Some(Spool::start().map_err(|e| EmuError::io("spawn the file writer", e))?),
+            None => None,
+        };
         Ok(Forwarder {
             bn,
             dirs: [dir(srv, cli), dir(cli, srv)],
@@ -376,6 +386,7 @@ impl Forwarder {
             packet_log,
             pcap: None,
             hosts,
+            spool,
             pcap_buf: Vec::with_capacity(128),
             started,
             window_due: None,
@@ -388,11 +399,28 @@ impl Forwarder {
         self.clock
     }
 
-    /// Capture the packets of every queue into `files` (two per queue of
-    /// [`Bottleneck::queue_names`], in order; [`crate::capture`]).
-    pub fn capture(&mut self, files: Captures) {
+    /// Capture the packets of every queue under `results` (two files per
+    /// queue of [`Bottleneck::queue_names`]; [`crate::capture`]), at most
+    /// `limit` bytes. The files are written by the spool's thread; call
+    /// this before the thread becomes real-time (the writer inherits its
+    /// scheduling).
+    ///
+    /// # Errors
+    /// The folder or a file could not be made, or the writer not started.
+    pub fn capture(
+        &mut self,
+        results: &std::path::Path,
+        limit: Option<u64>,
+    ) -> Result<(), EmuError> {
+        if self.spool.is_none() {
+            self.spool =
+                Some(Spool::start().map_err(|e| EmuError::io("spawn the file writer", e))?);
+        }
+        let spool = self.spool.as_ref().expect("started above").sender();
+        let files = Captures::spooled(results, &self.bn.queue_names().queues, &spool)?;
         self.bn.record_captures();
-        self.pcap = Some(files);
+        self.pcap = Some(files.limit(limit));
+        Ok(())
     }
 
     /// What the capture (if any) wrote and left out at its size limit.
@@ -778,13 +806,11 @@ impl Forwarder {
                 self.series.push(ts, series, key, round6(max_ms * 1e3));
             }
         }
-        if let Some(path) = &self.cfg.live {
-            // Once per sample interval, not per packet. A live view that
-            // cannot be written is not worth stopping the run for.
-            let mut tmp = path.as_os_str().to_owned();
-            tmp.push(".tmp");
+        if let (Some(path), Some(spool)) = (&self.cfg.live, &self.spool) {
+            // Once per sample interval, not per packet, and by the spool's
+            // thread: a disk that stalls must not stall the link.
             let text = self.live_json(first, ts).to_string();
-            let _ = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+            spool.replace_lossy(path.clone(), text.into_bytes());
         }
     }
 
@@ -915,6 +941,12 @@ impl Forwarder {
             "spin_us": self.cfg.spin.as_nanos() as f64 / 1e3,
             "directions": dirs,
             "timing_error_us": summary_us(&all),
+            // The file writer fell behind the disk: capture chunks that
+            // waited for room, live samples left out.
+            "file_writer": self.spool.as_ref().map(|s| {
+                let (waited, left_out) = s.waited_and_left_out();
+                json!({"capture_chunks_waited": waited, "live_samples_left_out": left_out})
+            }),
             "packets_in_flight_at_end": self.in_flight(),
         })
     }

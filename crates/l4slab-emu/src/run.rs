@@ -526,8 +526,7 @@ pub fn run(
         },
     )?;
     if let Some(dir) = pcap_dir.filter(|_| scn.pcap) {
-        let files = l4slab_pcap::Captures::create(dir, &fwd.bn.queue_names().queues)?;
-        fwd.capture(files);
+        fwd.capture(dir, None)?;
     }
     // Listeners in the server namespace, before any flow starts.
     // and l4slab's own endpoints' sockets, bound in theirs.

@@ -361,8 +361,7 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         },
     )?;
     if let Some(dir) = &opts.pcap_dir {
-        let files = l4slab_pcap::Captures::create(dir, &fwd.bn.queue_names().queues)?;
-        fwd.capture(files.limit(opts.pcap_limit));
+        fwd.capture(dir, opts.pcap_limit)?;
     }
     let env = command_env(&topo);
     let (fwd_cpu, app_cpus) = cpu_split(t.pin);

@@ -26,6 +26,12 @@
 //! disk. At the limit the files stay valid and stop growing, as `tcpdump
 //! -C` without rotation would; the records left out are counted
 //! ([`Captures::skipped`]) and the run's report says so.
+//!
+//! A real-time caller (the emulator's forwarder) makes its captures
+//! [`Captures::spooled`]: the buffered chunks go to a [`spool::Spool`]'s
+//! thread, which alone waits for the disk.
+
+pub mod spool;
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -84,9 +90,31 @@ pub struct CaptureError {
     pub message: String,
 }
 
+/// Where a capture file's buffered bytes go.
+enum Sink {
+    File(File),
+    Spool(spool::SpoolWriter),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::File(f) => f.write(buf),
+            Sink::Spool(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Spool(s) => s.flush(),
+        }
+    }
+}
+
 struct File1 {
     path: PathBuf,
-    writer: PcapWriter<BufWriter<File>>,
+    writer: PcapWriter<BufWriter<Sink>>,
 }
 
 /// The open capture files of a run: two per queue (`in`, `out`).
@@ -98,6 +126,8 @@ pub struct Captures {
     bytes: u64,
     limit: Option<u64>,
     skipped: u64,
+    /// The spool writing the files, and their numbers there.
+    spool: Option<(spool::SpoolSender, Vec<spool::FileId>)>,
 }
 
 impl Captures {
@@ -108,6 +138,28 @@ impl Captures {
     /// # Errors
     /// [`CaptureError`] naming the folder or file that could not be made.
     pub fn create<N: AsRef<str>>(results: &Path, queues: &[N]) -> Result<Captures, CaptureError> {
+        Captures::open(results, queues, None)
+    }
+
+    /// As [`Captures::create`], with the files written by `spool`'s thread:
+    /// [`Captures::write`] never waits for the disk (unless the spool is
+    /// [`spool::DEPTH`] chunks behind).
+    ///
+    /// # Errors
+    /// [`CaptureError`] naming the folder or file that could not be made.
+    pub fn spooled<N: AsRef<str>>(
+        results: &Path,
+        queues: &[N],
+        spool: &spool::SpoolSender,
+    ) -> Result<Captures, CaptureError> {
+        Captures::open(results, queues, Some(spool))
+    }
+
+    fn open<N: AsRef<str>>(
+        results: &Path,
+        queues: &[N],
+        spool: Option<&spool::SpoolSender>,
+    ) -> Result<Captures, CaptureError> {
         let dir = results.join(DIR);
         let failed = |path: &Path, e: &dyn std::fmt::Display| CaptureError {
             path: path.to_owned(),
@@ -126,12 +178,21 @@ impl Captures {
             endianness: Endianness::Little,
         };
         let mut files = Vec::with_capacity(queues.len() * Point::ALL.len());
+        let mut ids = Vec::new();
         for queue in queues {
             for point in Point::ALL {
                 let path = dir.join(file_name(queue.as_ref(), point));
                 let file = File::create(&path).map_err(|e| failed(&path, &e))?;
+                let sink = match spool {
+                    None => Sink::File(file),
+                    Some(s) => {
+                        let id = s.open(path.clone(), file).map_err(|e| failed(&path, &e))?;
+                        ids.push(id);
+                        Sink::Spool(s.writer(id))
+                    }
+                };
                 let writer =
-                    PcapWriter::with_header(BufWriter::with_capacity(BUFFER, file), header)
+                    PcapWriter::with_header(BufWriter::with_capacity(BUFFER, sink), header)
                         .map_err(|e| failed(&path, &e))?;
                 files.push(File1 { path, writer });
             }
@@ -144,6 +205,7 @@ impl Captures {
             bytes,
             limit: None,
             skipped: 0,
+            spool: spool.map(|s| (s.clone(), ids)),
         })
     }
 
@@ -215,6 +277,15 @@ impl Captures {
             })?;
             paths.push(f.path);
         }
+        if let Some((spool, ids)) = self.spool {
+            let errors = spool.sync_and_close(ids).map_err(|e| CaptureError {
+                path: paths.first().cloned().unwrap_or_default(),
+                message: e.to_string(),
+            })?;
+            if let Some((path, message)) = errors.into_iter().next() {
+                return Err(CaptureError { path, message });
+            }
+        }
         Ok(paths)
     }
 }
@@ -266,6 +337,30 @@ mod tests {
         assert_eq!(rec[8..12], 52u32.to_le_bytes(), "caplen");
         assert_eq!(rec[12..16], 1500u32.to_le_bytes(), "origlen");
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn spooled_files_hold_the_same_bytes_as_written_ones() {
+        let (a, b) = (scratch("direct"), scratch("spooled"));
+        let spool = spool::Spool::start().unwrap();
+        let mut direct = Captures::create(&a, &["q"]).unwrap();
+        let mut spooled = Captures::spooled(&b, &["q"], &spool.sender()).unwrap();
+        // Enough records for several 64 KiB chunks per file.
+        for i in 0..10_000u32 {
+            let data = [(i % 251) as u8; 52];
+            let point = Point::ALL[(i % 2) as usize];
+            direct.write(0, point, Dur::from_nanos(u64::from(i) * 1000), 1500, &data);
+            spooled.write(0, point, Dur::from_nanos(u64::from(i) * 1000), 1500, &data);
+        }
+        let (pa, pb) = (direct.finish().unwrap(), spooled.finish().unwrap());
+        for (x, y) in pa.iter().zip(&pb) {
+            let (x, y) = (fs::read(x).unwrap(), fs::read(y).unwrap());
+            assert_eq!(x.len(), 24 + 5000 * (16 + 52));
+            assert!(x == y, "the same bytes");
+        }
+        spool.finish();
+        fs::remove_dir_all(&a).unwrap();
+        fs::remove_dir_all(&b).unwrap();
     }
 
     #[test]
