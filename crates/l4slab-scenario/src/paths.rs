@@ -211,7 +211,8 @@ fn through_cell(key: &str, raw: &RawPath, cell: bool) -> Result<bool, ScenarioEr
         ),
     ] {
         if written {
-            return Err(ScenarioError::conflict(&join(key, k), why));
+            let problem = crate::error::Problem::Conflict;
+            return Err(ScenarioError::invalid(&join(key, k), problem, why, None));
         }
     }
     Ok(wifi)

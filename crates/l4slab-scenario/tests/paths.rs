@@ -344,7 +344,10 @@ fn a_path_through_the_cell_is_the_hosts_station() {
     // A multi-homed host with no path through the cell is no station.
     let s = with(
         &CELL_PHONE
-            .replace("wifi = true\n", "access = { rate = \"50Mbit\", buffer = \"100pkt\" }\n")
+            .replace(
+                "wifi = true\n",
+                "access = { rate = \"50Mbit\", buffer = \"100pkt\" }\n",
+            )
             .replace("[hosts.phone.wifi]\nsnr_db = 20\n", ""),
     )
     .unwrap();
@@ -371,7 +374,10 @@ fn a_path_through_the_cell_refuses_what_it_cannot_be() {
             "already host 'phone''s station",
         ),
         (
-            CELL_PHONE.replace("wifi = true", "wifi = true\naccess = { rate = \"50Mbit\", buffer = \"100pkt\" }"),
+            CELL_PHONE.replace(
+                "wifi = true",
+                "wifi = true\naccess = { rate = \"50Mbit\", buffer = \"100pkt\" }",
+            ),
             "hosts.phone.paths[0].access",
             "the cell is this path's access",
         ),
@@ -389,7 +395,10 @@ fn a_path_through_the_cell_refuses_what_it_cannot_be() {
             "a boolean",
         ),
         (
-            CELL_PHONE.replace("wifi = true\n", "access = { rate = \"50Mbit\", buffer = \"100pkt\" }\n"),
+            CELL_PHONE.replace(
+                "wifi = true\n",
+                "access = { rate = \"50Mbit\", buffer = \"100pkt\" }\n",
+            ),
             "hosts.phone.wifi",
             "none of its paths is its station",
         ),
