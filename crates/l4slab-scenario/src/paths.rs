@@ -180,10 +180,15 @@ fn through_cell(key: &str, raw: &RawPath, cell: bool) -> Result<bool, ScenarioEr
         None | Some(toml::Value::Boolean(false)) => return Ok(false),
         Some(toml::Value::Boolean(true)) => true,
         Some(v) => {
-            return Err(ScenarioError::wrong_type(
+            return Err(ScenarioError::invalid(
                 &wifi_key,
-                "a boolean (true: the path is the host's station in the [wifi] cell)",
-                &values::describe(v),
+                crate::error::Problem::WrongType,
+                format!(
+                    "expected a boolean (true: the path is the host's station in the [wifi] \
+                     cell), found {}",
+                    values::describe(v)
+                ),
+                Some("wifi = true".into()),
             ))
         }
     };
