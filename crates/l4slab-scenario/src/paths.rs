@@ -201,18 +201,25 @@ fn through_cell(key: &str, raw: &RawPath, cell: bool) -> Result<bool, ScenarioEr
             Some(r#"[wifi] with standard = "ax", band = "5GHz""#.into()),
         ));
     }
+    // The host's key (`hosts.phone`), for its station table.
+    let host = key.rsplit_once(".paths[").map_or(key, |(h, _)| h);
     for (k, written, why) in [
         (
             "access",
             raw.access.is_some(),
-            "the cell is this path's access: its rate is the station's MCS, its queues the \
-             cell's (station settings go in [hosts.NAME.wifi])",
+            format!(
+                "the cell is this path's access: its rate is the station's MCS, its queues \
+                 the cell's (station settings go in [{host}.wifi])"
+            ),
         ),
         (
             "rate_changes",
             raw.rate_changes.is_some(),
-            "a path through the cell runs at its station's MCS; its degradation is its \
-             signal (snr_db, mcs in [hosts.NAME.wifi]) or an outage (the station out of the cell)",
+            format!(
+                "a path through the cell runs at its station's MCS; its degradation is its \
+                 signal (snr_db, mcs in [{host}.wifi]) or an outage (the station out of the \
+                 cell)"
+            ),
         ),
     ] {
         if written {

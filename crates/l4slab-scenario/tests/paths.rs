@@ -379,7 +379,7 @@ fn a_path_through_the_cell_refuses_what_it_cannot_be() {
                 "wifi = true\naccess = { rate = \"50Mbit\", buffer = \"100pkt\" }",
             ),
             "hosts.phone.paths[0].access",
-            "the cell is this path's access",
+            "station settings go in [hosts.phone.wifi]",
         ),
         (
             CELL_PHONE.replace(
