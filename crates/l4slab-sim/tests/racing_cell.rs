@@ -106,7 +106,7 @@ fn the_station_gone_at_the_start_the_second_attempt_goes_at_the_delay_on_lte() {
 }
 
 #[test]
-fn a_good_cell_carries_everything_within_a_cell_rtt_of_the_wired_path() {
+fn a_good_cell_carries_everything_its_first_byte_within_two_cell_rtts_of_the_wired_path() {
     let (cell, wire) = (run_toml(PHONE, &[]), run_toml(&wired(), &[]));
     let (m, w) = (mp(&cell), mp(&wire));
     assert_eq!(m["path"], "wifi", "{m}");
