@@ -51,6 +51,9 @@ SKIP = {
     ("docs/emulator.md", "cargo build"): "a release build of the emulator (minutes)",
     ("docs/emulator.md", "sudo L4SLAB_EMU_BIN="): "needs that release build (cargo build)",
     ("docs/emulator.md", "sudo python3 bench/emu/compare.py"): "a benchmark (minutes)",
+    ("docs/emulator.md", "sudo bash bench/emu/two_paths_happy_eyeballs.sh"): (
+        "a checkout's bench script (bench/ is not linked where commands run); needs nft and curl"
+    ),
     ("docs/gateway.md", "sudo l4slab gateway --lan eth1"): "needs a real LAN interface (eth1)",
     ("docs/results.md", "l4slab run scenario.toml"): "names the reader's own scenario",
     ("docs/results.md", "tshark"): "reads the reader's own capture (results/x)",

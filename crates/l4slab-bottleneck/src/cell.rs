@@ -58,8 +58,13 @@ impl AirQueues for Air<'_> {
     fn delivered(&mut self, q: usize, at: Time, pkt: Packet) {
         let dir = self.map[q];
         let d = &mut self.dirs[dir];
-        let (t, pkt) = d.link.air_delivered(at, pkt);
-        d.line.push_until(t, pkt);
+        if d.link.is_down(at) {
+            // Its station is out of the cell (`Link::with_outages`).
+            d.with_ctx(dir, at, |link, ctx| link.air_lost(at, pkt, ctx));
+        } else {
+            let (t, pkt) = d.link.air_delivered(at, pkt);
+            d.line.push_until(t, pkt);
+        }
         self.touch(dir);
     }
 

@@ -131,10 +131,13 @@ pub fn parse(path: &std::path::Path, sets: &[String]) -> Result<Scenario, EmuErr
 /// [`EmuError::Unsupported`] naming the flow, the setting and why.
 pub fn plan(scn: &Scenario) -> Result<Plan, EmuError> {
     if let Some(h) = scn.hosts.iter().find(|h| !h.paths.is_empty()) {
-        // docs/models/racing.md: the simulator's model only, so far.
+        // The forwarder has one client TUN and routes by flow only: what a
+        // second path needs is in docs/emulator.md, "Multi-homed hosts".
         return Err(EmuError::Unsupported(format!(
             "hosts.{}.paths: a multi-homed host (two paths, connection racing) runs on the \
-             simulator only so far; use --backend sim",
+             simulator only so far (the emulator has one way out of the client namespace; \
+             what a second needs: docs/emulator.md, \"Multi-homed hosts: not yet\"); use \
+             --backend sim",
             h.name
         )));
     }
@@ -1073,9 +1076,14 @@ mod tests {
         assert!(matches!(e, EmuError::Unsupported(_)), "{e}");
         let e = e.to_string();
         assert!(
-            e.contains("hosts.phone.paths") && e.contains("--backend sim"),
+            e.contains("hosts.phone.paths")
+                && e.contains("--backend sim")
+                && e.contains("docs/emulator.md, \"Multi-homed hosts: not yet\""),
             "{e}"
         );
+        // The section it points to is there.
+        let docs = l4slab_core::param::docs_page("emulator.md").unwrap();
+        assert!(docs.contains("\n## Multi-homed hosts: not yet\n"));
     }
 
     #[test]

@@ -235,6 +235,20 @@ impl Link {
         (now + self.delay, pkt)
     }
 
+    /// A packet the medium took reached the far side at `now` while its
+    /// station is out of the cell (an outage window, [`Link::with_outages`]):
+    /// nobody there takes it, it is lost ([`DropReason::LinkLoss`]).
+    pub fn air_lost(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
+        let air = self
+            .air
+            .as_mut()
+            .expect("air_lost on a link with its own serializer");
+        *air -= 1;
+        self.stats.lost_packets += 1;
+        self.stats.lost_bytes += u64::from(pkt.len);
+        ctx.drop_packet(now, pkt, DropReason::LinkLoss);
+    }
+
     /// A packet the medium took was dropped at `now` (retry limit).
     pub fn air_dropped(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
         let air = self
@@ -284,6 +298,10 @@ impl Link {
     /// loss model says (it still draws, so its stream is the same with or
     /// without outages). A path that fails at set times (an access point
     /// vanishing, a radio losing coverage; docs/models/racing.md).
+    /// On a queue of a shared medium ([`Link::for_air`]) the windows are
+    /// its station's absences from the cell: a packet offered then is
+    /// dropped at once, and one the medium delivers then is lost
+    /// ([`Link::air_lost`]).
     pub fn with_outages(mut self, outages: Vec<(Time, Time)>) -> Self {
         debug_assert!(outages.windows(2).all(|w| w[0].1 <= w[1].0));
         self.outages = outages;
@@ -298,6 +316,18 @@ impl Link {
     /// Enqueue `pkt` at `now`; if the transmitter is idle, start serializing.
     /// Drops (the arrival or, for head drop, another packet) go through `ctx`.
     pub fn enqueue(&mut self, now: Time, mut pkt: Packet, ctx: &mut QdiscCtx<'_>) {
+        // A station out of its cell: Linux turns the carrier off
+        // (mac80211 `ieee80211_set_disassoc` -> `netif_carrier_off`), and
+        // `dev_deactivate` swaps in `noop_qdisc`, whose `noop_enqueue`
+        // drops every packet offered; the AP drops what it holds for a
+        // station it no longer knows. Lost on the way (`lost_packets`),
+        // never offered to the queue.
+        if self.air.is_some() && !self.outages.is_empty() && self.is_down(now) {
+            self.stats.lost_packets += 1;
+            self.stats.lost_bytes += u64::from(pkt.len);
+            ctx.drop_packet(now, pkt, DropReason::LinkLoss);
+            return;
+        }
         self.stats.offered_packets += 1;
         self.stats.offered_bytes += u64::from(pkt.len);
         match self.ecn_rewrite.apply(pkt.ecn) {

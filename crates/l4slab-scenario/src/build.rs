@@ -166,8 +166,9 @@ pub struct AccessQueues {
     /// Per host, per direction (`[DOWN, UP]`): its access link's queue.
     pub hosts: Vec<[Option<usize>; 2]>,
     /// Per host, per path of a multi-homed host (`Host::paths`), per
-    /// direction: the path's link's queue (numbered after the host's own).
-    pub paths: Vec<Vec<[usize; 2]>>,
+    /// direction: the path's link's queue (numbered after the host's own);
+    /// `None` for the path through the Wi-Fi cell (its queues are `cell`'s).
+    pub paths: Vec<Vec<Option<[usize; 2]>>>,
     /// Per host, per direction, per access category ([`Ac::index`]): its
     /// queue in the Wi-Fi cell (the AP's for it down, its own up).
     cell: Vec<[[Option<usize>; 4]; 2]>,
@@ -189,10 +190,12 @@ impl AccessQueues {
                         dirs.len() - 1
                     })
                 });
-                let ways = h.paths.iter().map(|_| {
-                    [DOWN, UP].map(|dir| {
-                        dirs.push(dir);
-                        dirs.len() - 1
+                let ways = h.paths.iter().map(|p| {
+                    (!p.wifi).then(|| {
+                        [DOWN, UP].map(|dir| {
+                            dirs.push(dir);
+                            dirs.len() - 1
+                        })
                     })
                 });
                 paths.push(ways.collect());
@@ -255,7 +258,7 @@ impl AccessQueues {
             (flow.client, flow.server)
         };
         let q = |h: usize| {
-            let via = self.paths[h].get(way).map(|p| p[dir]);
+            let via = self.paths[h].get(way).copied().flatten().map(|p| p[dir]);
             via.or(self.cell_queue(h, dir, flow.wifi_ac))
                 .or(self.hosts[h][dir])
         };
@@ -282,6 +285,9 @@ pub fn network(scn: &Scenario, seed: u64) -> (l4slab_bottleneck::Bottleneck, Acc
             }
         }
         for (p, qs) in h.paths.iter().zip(ways) {
+            let Some(qs) = qs else {
+                continue; // through the cell: its queues are added below
+            };
             let outages: Vec<_> = p.outages.iter().map(|o| (o.start, o.end)).collect();
             let steps: Vec<_> = p.rate_changes.iter().map(|c| (c.at, c.rate)).collect();
             for (dir, &q) in qs.iter().enumerate() {
@@ -314,7 +320,13 @@ pub fn network(scn: &Scenario, seed: u64) -> (l4slab_bottleneck::Bottleneck, Acc
                 let name = cell_queue_name(&h.name, dir, q.ac);
                 expect.push((access.cell_queue(host, dir, q.ac), name.clone()));
                 let rng = qdisc_rng(seed, &name);
-                (name, Link::for_air(qdisc(spec), h.access_delay), rng)
+                // A multi-homed station: its path's delay and outages.
+                let link = match h.cell_path() {
+                    Some(p) => Link::for_air(qdisc(spec), p.access_delay)
+                        .with_outages(p.outages.iter().map(|o| (o.start, o.end)).collect()),
+                    None => Link::for_air(qdisc(spec), h.access_delay),
+                };
+                (name, link, rng)
             })
             .collect();
         let cell = Cell::new(cfg, SimRng::derive(seed, "wifi/cell"));

@@ -233,19 +233,37 @@ impl Host {
             racing: None,
         }
     }
+
+    /// The path through the Wi-Fi cell of a multi-homed host, if it has one.
+    pub fn cell_path(&self) -> Option<&HostPath> {
+        self.paths.iter().find(|p| p.wifi)
+    }
+
+    /// Whether the host is a station of the scenario's Wi-Fi cell (when
+    /// there is one): a client-side host with one way out, or a multi-homed
+    /// one through a path with `wifi = true`.
+    pub fn in_cell(&self) -> bool {
+        self.side == Side::Client && (self.paths.is_empty() || self.cell_path().is_some())
+    }
 }
 
 /// One way out of a multi-homed host: an access link in both directions
-/// (its own queue, rate or trace, loss) and the windows in which it is down.
+/// (its own queue, rate or trace, loss), or the host's station in the
+/// Wi-Fi cell, and the windows in which it is down.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HostPath {
     pub name: String,
     /// The propagation delay of its links (as a host's `access_delay`).
     pub access_delay: Dur,
-    /// Both directions have a link.
+    /// Both directions have a link; none for a path through the cell.
+    #[serde(skip_serializing_if = "AccessLinks::is_empty")]
     pub access: AccessLinks,
+    /// The path is the host's station in the `[wifi]` cell (its queues are
+    /// the cell's for it: `WifiSpec::stations`), not an access link.
+    #[serde(skip_serializing_if = "is_false")]
+    pub wifi: bool,
     /// Windows `[start, end)` in which the path loses every packet, sorted
-    /// and disjoint.
+    /// and disjoint (through the cell: the station is out of it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub outages: Vec<Outage>,
     /// The path's rate (both directions) from each `at` on, sorted by time.

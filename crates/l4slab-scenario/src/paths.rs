@@ -4,11 +4,16 @@
 //!
 //! Each path is an access link in both directions, read exactly as a
 //! host's `access` table (`crate::access`), with its own `access_delay` and
-//! outage windows. The order written is the preference order: a flow's
+//! outage windows; or, with `wifi = true`, the host's station in the
+//! scenario's `[wifi]` cell (its settings in `[hosts.NAME.wifi]`, its
+//! queues the cell's, contending for airtime with the other stations).
+//! The order written is the preference order: a flow's
 //! first attempt goes out on `paths[0]`. A multi-homed host has exactly
 //! two paths, no `access` or `access_delay` of its own, and is on the
 //! client side. A path can degrade at set times: `outages` (every packet
-//! lost) and `rate_changes` (a new rate, both directions).
+//! lost; through the cell: the station is out of it) and `rate_changes`
+//! (a new rate, both directions; not for the cell path, whose rate is its
+//! station's MCS).
 
 use l4slab_core::{Dur, Time};
 
@@ -34,6 +39,7 @@ pub(crate) fn resolve(
     name: &str,
     side: Side,
     raw: &RawHost,
+    cell: bool,
     trace_dirs: &[std::path::PathBuf],
 ) -> Result<(Vec<HostPath>, Option<Dur>), ScenarioError> {
     let host = join("hosts", name);
@@ -80,7 +86,16 @@ pub(crate) fn resolve(
     }
     let mut out: Vec<HostPath> = Vec::with_capacity(paths.len());
     for (i, p) in paths.iter().enumerate() {
-        let hp = resolve_path(&path_key(name, i), p, trace_dirs)?;
+        let hp = resolve_path(&path_key(name, i), p, cell, trace_dirs)?;
+        if let Some(j) = out.iter().position(|o| o.wifi && hp.wifi) {
+            return Err(ScenarioError::conflict(
+                &join(&path_key(name, i), "wifi"),
+                format!(
+                    "paths[{j}] is already host '{name}''s station in the cell (a host is one \
+                     station); give this path its own access link"
+                ),
+            ));
+        }
         if let Some(j) = out.iter().position(|o| o.name == hp.name) {
             return Err(ScenarioError::conflict(
                 &join(&path_key(name, i), "name"),
@@ -103,6 +118,7 @@ pub(crate) fn resolve(
 fn resolve_path(
     key: &str,
     raw: &RawPath,
+    cell: bool,
     trace_dirs: &[std::path::PathBuf],
 ) -> Result<HostPath, ScenarioError> {
     let name_key = join(key, "name");
@@ -116,6 +132,18 @@ fn resolve_path(
         None => Dur::ZERO,
     };
     let access_key = join(key, "access");
+    let wifi = through_cell(key, raw, cell)?;
+    let outages = outages(key, raw)?;
+    if wifi {
+        return Ok(HostPath {
+            name,
+            access_delay,
+            access: Default::default(),
+            wifi,
+            outages,
+            rate_changes: Vec::new(),
+        });
+    }
     let table = raw.access.as_ref().ok_or_else(|| {
         ScenarioError::missing_with(
             &access_key,
@@ -134,6 +162,76 @@ fn resolve_path(
             ));
         }
     }
+    Ok(HostPath {
+        name,
+        access_delay,
+        access,
+        wifi,
+        outages,
+        rate_changes: rate_changes(key, raw)?,
+    })
+}
+
+/// A path's `wifi`: `true` makes it the host's station in the `[wifi]`
+/// cell, which must exist; such a path has no `access` or `rate_changes`.
+fn through_cell(key: &str, raw: &RawPath, cell: bool) -> Result<bool, ScenarioError> {
+    let wifi_key = join(key, "wifi");
+    let wifi = match &raw.wifi {
+        None | Some(toml::Value::Boolean(false)) => return Ok(false),
+        Some(toml::Value::Boolean(true)) => true,
+        Some(v) => {
+            return Err(ScenarioError::invalid(
+                &wifi_key,
+                crate::error::Problem::WrongType,
+                format!(
+                    "expected a boolean (true: the path is the host's station in the [wifi] \
+                     cell), found {}",
+                    values::describe(v)
+                ),
+                Some("wifi = true".into()),
+            ))
+        }
+    };
+    if !cell {
+        return Err(ScenarioError::invalid(
+            &wifi_key,
+            crate::error::Problem::Conflict,
+            "there is no Wi-Fi cell for this path: add a [wifi] table, or give the path an \
+             access link",
+            Some(r#"[wifi] with standard = "ax", band = "5GHz""#.into()),
+        ));
+    }
+    // The host's key (`hosts.phone`), for its station table.
+    let host = key.rsplit_once(".paths[").map_or(key, |(h, _)| h);
+    for (k, written, why) in [
+        (
+            "access",
+            raw.access.is_some(),
+            format!(
+                "the cell is this path's access: its rate is the station's MCS, its queues \
+                 the cell's (station settings go in [{host}.wifi])"
+            ),
+        ),
+        (
+            "rate_changes",
+            raw.rate_changes.is_some(),
+            format!(
+                "a path through the cell runs at its station's MCS; its degradation is its \
+                 signal (snr_db, mcs in [{host}.wifi]) or an outage (the station out of the \
+                 cell)"
+            ),
+        ),
+    ] {
+        if written {
+            let problem = crate::error::Problem::Conflict;
+            return Err(ScenarioError::invalid(&join(key, k), problem, why, None));
+        }
+    }
+    Ok(wifi)
+}
+
+/// A path's `outages`, sorted; overlapping windows are an error.
+fn outages(key: &str, raw: &RawPath) -> Result<Vec<Outage>, ScenarioError> {
     let mut outages = Vec::new();
     for (j, o) in raw.outages.iter().flatten().enumerate() {
         let ok = format!("{}[{j}]", join(key, "outages"));
@@ -166,13 +264,7 @@ fn resolve_path(
             ));
         }
     }
-    Ok(HostPath {
-        name,
-        access_delay,
-        access,
-        outages: outages.into_iter().map(|(_, o)| o).collect(),
-        rate_changes: rate_changes(key, raw)?,
-    })
+    Ok(outages.into_iter().map(|(_, o)| o).collect())
 }
 
 /// A path's `rate_changes`, sorted by time; two at one time are an error.

@@ -75,6 +75,8 @@ pub struct RawPath {
     pub access_delay: Option<Value>,
     /// Read as `[hosts.<name>.access]` is (`crate::access`).
     pub access: Option<toml::Table>,
+    /// `wifi = true`: the path is the host's station in the `[wifi]` cell.
+    pub wifi: Option<Value>,
     /// `[{ start = "2s", end = "5s" }]`: windows in which the path is down.
     pub outages: Option<Vec<RawOutage>>,
     /// `[{ at = "3s", rate = "2Mbit" }]`: the path's rate from then on.

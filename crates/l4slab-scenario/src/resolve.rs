@@ -90,7 +90,7 @@ pub(crate) fn resolve(
         ));
     }
     let mut bottleneck = resolve_bottleneck(raw.bottleneck.as_ref(), &opts.trace_dirs)?;
-    let mut hosts = resolve_hosts(raw.hosts.as_ref(), &opts.trace_dirs)?;
+    let mut hosts = resolve_hosts(raw.hosts.as_ref(), raw.wifi.is_some(), &opts.trace_dirs)?;
     let end = Time::ZERO + duration;
     let households = crate::household::expand(raw.households.as_deref())?;
     let entries: Vec<(Entry, &RawFlow)> = raw
@@ -113,13 +113,6 @@ pub(crate) fn resolve(
     }
     if let Some(raw_hosts) = &raw.hosts {
         resolve_access_flow_classes(raw_hosts, &mut hosts, &flows)?;
-    }
-    if let (Some(_), Some(h)) = (&raw.wifi, hosts.iter().find(|h| !h.paths.is_empty())) {
-        return Err(ScenarioError::conflict(
-            &values::join(&values::join("hosts", &h.name), "paths"),
-            "a multi-homed host beside [wifi] is not supported yet (a path cannot be the \
-             cell's station); give the Wi-Fi path its own access link instead of [wifi]",
-        ));
     }
     let wifi = crate::wifi::resolve(raw.wifi.as_ref(), raw.hosts.as_ref(), &hosts, &flows)?;
     Ok(Scenario {
@@ -158,6 +151,7 @@ pub(crate) fn check_name(name: &str, path: &str) -> Result<(), ScenarioError> {
 
 fn resolve_hosts(
     raw: Option<&BTreeMap<String, RawHost>>,
+    cell: bool,
     trace_dirs: &[std::path::PathBuf],
 ) -> Result<Vec<Host>, ScenarioError> {
     let mut hosts = Vec::new();
@@ -183,7 +177,7 @@ fn resolve_hosts(
             None => Dur::ZERO,
         };
         let access = resolve_access(name, h.access.as_ref(), access_delay, trace_dirs)?;
-        let (paths, racing) = crate::paths::resolve(name, side, h, trace_dirs)?;
+        let (paths, racing) = crate::paths::resolve(name, side, h, cell, trace_dirs)?;
         hosts.push(Host {
             paths,
             racing,

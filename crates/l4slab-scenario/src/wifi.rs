@@ -10,7 +10,8 @@
 //!   and buffer, EDCA over the advertised [`EdcaSet::STATION`], SNR, MCS,
 //!   links, scan); `[hosts.NAME.wifi]` overrides them for one station
 //!   (not the qdisc and buffer, which are the cell's). Every client-side
-//!   host is a station, written in `[hosts]` or not.
+//!   host is a station, written in `[hosts]` or not; a multi-homed one
+//!   only through its path with `wifi = true` (`crate::paths`).
 //!
 //! Merging: `edca` merges key by key (the host's over `[wifi.stations]`'s
 //! over the advertised defaults); `snr_db`, `mcs`, `links` and `scan` are
@@ -114,7 +115,7 @@ pub(crate) fn resolve(
 
     let mut stations = Vec::new();
     for (i, h) in hosts.iter().enumerate() {
-        if h.side != Side::Client {
+        if !h.in_cell() {
             continue;
         }
         let s = resolve_station(&keys(Some(&h.name)), &links)?;
@@ -179,6 +180,23 @@ fn check_hosts(
                 ),
                 None,
             ));
+        }
+        let multi_homed = hosts
+            .iter()
+            .find(|x| x.name == *name && !x.paths.is_empty());
+        if let (true, Some(x)) = (h.wifi.is_some(), multi_homed) {
+            if x.cell_path().is_none() {
+                return Err(ScenarioError::invalid(
+                    &join(&path, "wifi"),
+                    Problem::Conflict,
+                    format!(
+                        "host '{name}' is multi-homed and none of its paths is its station: \
+                         write wifi = true in the [[{path}.paths]] entry that goes through \
+                         the cell, or remove this table"
+                    ),
+                    None,
+                ));
+            }
         }
         if wifi && client && h.access.is_some() {
             return Err(ScenarioError::invalid(

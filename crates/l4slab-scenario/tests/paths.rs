@@ -168,11 +168,6 @@ fn bad_input_names_its_key_path() {
             "two ways out",
         ),
         (
-            format!("{PHONE}\n[wifi]\n"),
-            "hosts.phone.paths",
-            "not supported yet",
-        ),
-        (
             PHONE.replace("name = \"lte\"", "name = \"lte\"\nrate = \"1Mbit\""),
             "hosts.phone.paths[1].rate",
             "unknown",
@@ -287,6 +282,130 @@ fn rate_changes_are_sorted_and_two_at_one_time_are_refused() {
             &format!("name = \"lte\"\nrate_changes = {changes}"),
         ));
         assert_eq!(p, path, "{msg}");
+        assert!(msg.contains(contains), "{msg}");
+    }
+}
+
+/// The phone's Wi-Fi path through the scenario's cell (`wifi = true`).
+const CELL_PHONE: &str = r#"
+client = "phone"
+
+[wifi]
+standard = "ax"
+
+[hosts.laptop]
+side = "client"
+
+[hosts.phone]
+side = "client"
+
+[hosts.phone.wifi]
+snr_db = 20
+
+[[hosts.phone.paths]]
+name = "wifi"
+wifi = true
+access_delay = "1ms"
+outages = [{ start = "3s", end = "8s" }]
+
+[[hosts.phone.paths]]
+name = "lte"
+access_delay = "30ms"
+access = { rate = "10Mbit", buffer = "100pkt" }
+"#;
+
+#[test]
+fn a_path_through_the_cell_is_the_hosts_station() {
+    let s = with(CELL_PHONE).unwrap();
+    let phone = s.hosts.iter().position(|h| h.name == "phone").unwrap();
+    let p = &s.hosts[phone].paths;
+    assert!(p[0].wifi && !p[1].wifi);
+    assert!(p[0].access.is_empty());
+    assert_eq!(p[0].access_delay, Dur::from_millis(1));
+    assert_eq!(p[0].outages.len(), 1);
+    // Both client hosts are stations; the phone's settings are its own.
+    let wifi = s.wifi.as_ref().unwrap();
+    assert_eq!(wifi.stations.len(), 2);
+    let st = wifi.stations.iter().find(|st| st.host == phone).unwrap();
+    assert_eq!(st.links[0].snr_db, 20.0);
+    // Its queues: the cell's for it, the LTE path's link; no others.
+    let access = l4slab_scenario::build::AccessQueues::of(&s);
+    assert_eq!(access.paths[phone][0], None);
+    assert!(access.paths[phone][1].is_some());
+    let flow = &s.flows[0];
+    let mut f = flow.clone();
+    f.client = phone;
+    let cell = access.cell_queue(phone, 1, l4slab_wifi::edca::Ac::Be);
+    assert_eq!(access.path_via(&f, 1, 0)[0], cell);
+    assert_eq!(
+        access.path_via(&f, 1, 1)[0],
+        Some(access.paths[phone][1].unwrap()[1])
+    );
+    // A multi-homed host with no path through the cell is no station.
+    let s = with(
+        &CELL_PHONE
+            .replace(
+                "wifi = true\n",
+                "access = { rate = \"50Mbit\", buffer = \"100pkt\" }\n",
+            )
+            .replace("[hosts.phone.wifi]\nsnr_db = 20\n", ""),
+    )
+    .unwrap();
+    assert_eq!(s.wifi.unwrap().stations.len(), 1);
+}
+
+#[test]
+fn a_path_through_the_cell_refuses_what_it_cannot_be() {
+    let cases: Vec<(String, &str, &str)> = vec![
+        (
+            PHONE.replace(
+                "access = { rate = \"50Mbit\", buffer = \"100pkt\" }",
+                "wifi = true",
+            ),
+            "hosts.phone.paths[0].wifi",
+            "no Wi-Fi cell",
+        ),
+        (
+            CELL_PHONE.replace(
+                "access = { rate = \"10Mbit\", buffer = \"100pkt\" }",
+                "wifi = true",
+            ),
+            "hosts.phone.paths[1].wifi",
+            "already host 'phone''s station",
+        ),
+        (
+            CELL_PHONE.replace(
+                "wifi = true",
+                "wifi = true\naccess = { rate = \"50Mbit\", buffer = \"100pkt\" }",
+            ),
+            "hosts.phone.paths[0].access",
+            "station settings go in [hosts.phone.wifi]",
+        ),
+        (
+            CELL_PHONE.replace(
+                "wifi = true",
+                "wifi = true\nrate_changes = [{ at = \"2s\", rate = \"1Mbit\" }]",
+            ),
+            "hosts.phone.paths[0].rate_changes",
+            "MCS",
+        ),
+        (
+            CELL_PHONE.replace("wifi = true", "wifi = \"yes\""),
+            "hosts.phone.paths[0].wifi",
+            "a boolean",
+        ),
+        (
+            CELL_PHONE.replace(
+                "wifi = true\n",
+                "access = { rate = \"50Mbit\", buffer = \"100pkt\" }\n",
+            ),
+            "hosts.phone.wifi",
+            "none of its paths is its station",
+        ),
+    ];
+    for (text, path, contains) in cases {
+        let (p, msg) = err(&text);
+        assert_eq!(p, path, "{msg}\n{text}");
         assert!(msg.contains(contains), "{msg}");
     }
 }

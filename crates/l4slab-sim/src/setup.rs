@@ -123,7 +123,10 @@ fn queue_routes(scn: &Scenario, access: &AccessQueues) -> Vec<QueueRoute> {
             .iter()
             .enumerate()
             .filter_map(|(d, q)| q.map(|q| (d, q)));
-        let paths = ways.iter().flat_map(|p| [(DOWN, p[DOWN]), (UP, p[UP])]);
+        let paths = ways
+            .iter()
+            .flatten()
+            .flat_map(|p| [(DOWN, p[DOWN]), (UP, p[UP])]);
         for (dir, q) in own.chain(paths) {
             assert_eq!(q, routes.len(), "access queues in AccessQueues order");
             let exit = if dir == sends {
