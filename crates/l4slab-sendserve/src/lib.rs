@@ -5,7 +5,9 @@
 //! the real-time loop is l4slab-udp-driver's [`l4slab_udp_driver::Driver`] — the same
 //! code the simulator runs, with a real socket and the wall clock.
 //!
-//! * [`client`]: the sending endpoint.
+//! * [`client`]: the client (the sender, or with `-R` the receiver).
+//! * [`parallel`]: `-P N`: N clients on one socket.
+//! * [`request`]: what `-R` asks of the server, carried in the ClientHello.
 //! * [`server`]: the server demultiplexer: many sessions on one socket,
 //!   stateless Retry address validation, bounds, counters.
 //! * [`token`]: the Retry tokens (a keyed MAC).
@@ -21,7 +23,9 @@
 pub mod client;
 pub mod heap;
 pub mod notice;
+pub mod parallel;
 pub mod record;
+pub mod request;
 pub mod run;
 pub mod server;
 pub mod token;

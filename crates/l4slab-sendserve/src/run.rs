@@ -19,7 +19,9 @@ use l4slab_udp_driver::{Driver, DriverConfig, DriverError, RunOutcome, UdpError,
 
 use crate::client::{Client, Failure};
 use crate::notice::RefusalNotice;
-use crate::record::{human_bytes, human_rate, ms, Outcome, SeriesColumns};
+use crate::parallel::{Clients, MAX_PARALLEL};
+use crate::record::{human_bytes, human_rate, ms, sum_line, Outcome, SeriesColumns};
+use crate::request::{Request, REFUSED};
 use crate::server::{FinishedSession, Server, ServerConfig};
 use crate::token::{TokenKey, DEFAULT_LIFETIME};
 
@@ -98,6 +100,10 @@ pub struct SendOptions {
     pub connect_timeout: String,
     /// Local address to send from (default: any, of the server's family).
     pub bind: Option<String>,
+    /// `-R`: the server sends, this end receives (iperf3's reverse mode).
+    pub reverse: bool,
+    /// `-P`: connections at once, 1 to [`MAX_PARALLEL`].
+    pub parallel: usize,
 }
 
 impl Default for SendOptions {
@@ -113,6 +119,8 @@ impl Default for SendOptions {
             interval: "1".into(),
             connect_timeout: "5".into(),
             bind: None,
+            reverse: false,
+            parallel: 1,
         }
     }
 }
@@ -364,6 +372,9 @@ fn app_name(app: &QuicApp) -> String {
 }
 
 /// Run `l4slab send`: returns `{summary_json, series, stats, failure}`.
+/// With `parallel` N > 1 (`-P`), N connections run at once, flows `send-1`
+/// ... `send-N`; with `reverse` (`-R`) the server sends and each flow is
+/// what arrived here.
 ///
 /// # Errors
 /// [`RunError::Input`] for a bad option (before anything is sent), others
@@ -400,25 +411,57 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         )
         .into());
     }
-    let base = ConnectionConfig::default();
-    let cfg = ConnectionConfig {
+    let n = opts.parallel;
+    if !(1..=MAX_PARALLEL).contains(&n) {
+        return Err(bad(
+            "-P/--parallel",
+            format!("{n} connections: from 1 to {MAX_PARALLEL} (iperf3's limit); write e.g. -P 4"),
+        )
+        .into());
+    }
+    // What the data's sender runs; with -R the server is asked to run it.
+    let request = Request {
+        reverse: opts.reverse,
         cc: cc.clone(),
         ecn,
+        codepoint,
         ecn_validation: opts.ecn_validation,
-        ecn_codepoint: codepoint,
-        seed: random_seed()?,
-        // A real clock: Linux's EDT spacing, not a burst per delayed ACK
-        // (ConnectionConfig::pacing_burst; docs/send.md).
-        pacing_burst: Some(real_clock_pacing_burst(base.max_datagram_size)),
-        pacing_granularity: REAL_CLOCK_PACING_GRANULARITY,
-        ..base
+        app,
     };
     let socket = UdpSocket::bind(local)?;
     let local = socket.local_addr()?;
     let mut driver = Driver::new(DriverConfig::default());
     let start = driver.now();
-    let mut client = Client::new(cfg, start, server, app, duration, connect_timeout)
+    let mut clients = Vec::with_capacity(n);
+    for i in 1..=n {
+        let name = if n == 1 {
+            "send".to_string()
+        } else {
+            format!("send-{i}")
+        };
+        let seed = random_seed()?;
+        let cfg = if opts.reverse {
+            // This end only acknowledges; the request carries the rest.
+            ConnectionConfig {
+                seed,
+                app_request: Some(request.encode()),
+                ..ConnectionConfig::default()
+            }
+        } else {
+            request.sender_config(seed)
+        };
+        let c = Client::with_flow(
+            cfg,
+            start,
+            server,
+            (name, app, opts.reverse),
+            duration,
+            connect_timeout,
+        )
         .map_err(|e| bad("--cc", e.to_string()))?;
+        clients.push(c);
+    }
+    let mut group = Clients::new(clients);
     let ecn_name = if !ecn {
         "off"
     } else {
@@ -437,88 +480,99 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
     } else {
         "no interval lines".to_string()
     };
+    let conns = if n > 1 {
+        format!(", {n} connections")
+    } else {
+        String::new()
+    };
     obs.line(&format!(
-        "l4slab send: {local} -> {server}, cc {cc}, ECN {ecn_banner}, app {}, {} s, {every}",
+        "l4slab send: {local} -> {server}, cc {cc}, ECN {ecn_banner}, app {}, {} s{conns}, {every}",
         app_name(&app),
         round6(duration.as_secs_f64()),
     ));
+    if opts.reverse {
+        // iperf3's words for -R.
+        obs.line(&format!(
+            "Reverse mode, remote host {server} is sending (its cc {cc}, ECN {ecn_banner})"
+        ));
+    }
     let mut next = start + interval;
     let mut interrupted = false;
     let mut last_sample = start;
+    let sample_all = |group: &mut Clients, now: Time, from: Time, obs: &mut dyn Observer| {
+        let (mut bytes, mut bps) = (0, 0.0);
+        for c in &mut group.clients {
+            let (iv, line) = c.sample(now);
+            bytes += iv.bytes;
+            bps += iv.goodput_bps;
+            if lines {
+                obs.line(&line);
+            }
+        }
+        if lines && n > 1 {
+            let t = |x: Time| x.saturating_since(start).as_secs_f64();
+            obs.line(&sum_line(t(from), t(now), bytes, bps));
+        }
+    };
     loop {
         let now = driver.now();
         let until = next.min(now + POLL);
-        let outcome = driver.run(&socket, &mut client, until)?;
+        let outcome = driver.run(&socket, &mut group, until)?;
         let now = driver.now();
         if outcome == RunOutcome::Done {
             break;
         }
         if now >= next {
-            let (_, line) = client.sample(now);
-            if lines {
-                obs.line(&line);
-            }
+            sample_all(&mut group, now, last_sample, obs);
             last_sample = now;
             next += interval;
         }
         if !interrupted && !obs.keep_going() {
             interrupted = true;
-            client.stop(now);
+            for c in &mut group.clients {
+                c.stop(now);
+            }
         }
     }
     let end = driver.now();
     // The last, partial interval (unless it is a sliver).
-    if end.saturating_since(last_sample) * 10 >= interval && client.connected_at().is_some() {
-        let (_, line) = client.sample(end);
-        if lines {
-            obs.line(&line);
-        }
+    let connected = group.clients.iter().any(|c| c.connected_at().is_some());
+    if end.saturating_since(last_sample) * 10 >= interval && connected {
+        sample_all(&mut group, end, last_sample, obs);
     }
-    let failure = client.failure().map(|f| match f {
-        Failure::NoAnswer { waited } => format!(
-            "no answer from {server} within {:.1} s (no `l4slab serve` there, or it refused: full, or the address-validation token failed)",
-            waited.as_secs_f64().min(connect_timeout.as_secs_f64())
-        ),
-        Failure::NothingDelivered => format!(
-            "nothing delivered: the handshake with {server} completed but the server acknowledged no data"
-        ),
-        Failure::ClosedByPeer { error_code } => {
-            format!("the server closed the connection (error code {error_code})")
-        }
-        Failure::IdleTimeout => "the connection timed out (no packet from the server)".into(),
-    });
-    let st = client.conn.stats();
-    let bytes = client.acked();
-    let app_metrics = {
-        let mut m = json!({ "bytes_acked": bytes, "stream_bytes_sent": st.stream_bytes_sent });
-        if let QuicApp::Frames { .. } = app {
-            m["frames_captured"] = client.app.report(start, end)["frames_captured"].clone();
-        }
-        m
-    };
-    let (local_s, server_s) = (local.to_string(), server.to_string());
-    let flow = client.record.summary(
-        &client.conn,
-        Outcome {
-            app: client_app_kind(&app),
-            cc: Some(&cc),
-            client: Some(&local_s),
-            server: Some(&server_s),
-            bytes,
-            completion: client.completed_at(),
-            end,
-            app_metrics,
-            extra: json!({
-                // The codepoint asked for (`--ecn`).
-                "ecn": ecn_name,
-                "handshake_ms": st.handshake_time.map(ms),
-            }),
-        },
-    );
     let wall = end.saturating_since(start);
-    for l in final_lines("send", &flow, wall) {
-        obs.line(&l);
+    let (local_s, server_s) = (local.to_string(), server.to_string());
+    let mut flows = serde_json::Map::new();
+    let mut failures = Vec::new();
+    let mut series = SeriesColumns::default();
+    let (mut total, mut total_bps) = (0, 0.0);
+    for c in &group.clients {
+        let name = c.record.name.clone();
+        if let Some(f) = c.failure() {
+            let why = failure_text(f, &server, connect_timeout, &request);
+            failures.push(if n > 1 { format!("{name}: {why}") } else { why });
+        }
+        let flow = client_summary(c, &request, ecn_name, (&local_s, &server_s), start, end);
+        for l in final_lines(&name, &flow, wall) {
+            obs.line(&l);
+        }
+        total += flow["bytes_delivered"].as_u64().unwrap_or(0);
+        total_bps += flow[FlowKey::GoodputBps.name()].as_f64().unwrap_or(0.0);
+        c.record.series_into(&mut series);
+        flows.insert(name, flow);
     }
+    if n > 1 {
+        obs.line(&format!(
+            "{} total  {}",
+            sum_line(0.0, wall.as_secs_f64(), total, total_bps),
+            if opts.reverse {
+                "received"
+            } else {
+                "acknowledged"
+            }
+        ));
+    }
+    let failure = (!failures.is_empty()).then(|| failures.join("; "));
     if let Some(f) = &failure {
         obs.line(&format!("error: {f}"));
     }
@@ -538,15 +592,15 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
             "app": opts.app,
             "duration_s": round6(duration.as_secs_f64()),
             "interval_s": round6(interval.as_secs_f64()),
+            "reverse": opts.reverse,
+            "parallel": n,
         },
-        "flows": { "send": flow },
+        "flows": flows,
         "queues": {},
         "driver": driver_json(&driver),
         "interrupted": interrupted,
         "failure": failure,
     });
-    let mut series = SeriesColumns::default();
-    client.record.series_into(&mut series);
     Ok(json!({
         "summary_json": serde_json::to_string(&summary).expect("serializes"),
         "series": series.to_json(),
@@ -559,6 +613,80 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
         "failure": failure,
         "interrupted": interrupted,
     }))
+}
+
+/// Why a client's run failed, in words.
+fn failure_text(
+    f: Failure,
+    server: &SocketAddr,
+    connect_timeout: Dur,
+    request: &Request,
+) -> String {
+    match f {
+        Failure::NoAnswer { waited } => format!(
+            "no answer from {server} within {:.1} s (no `l4slab serve` there, or it refused: full, or the address-validation token failed)",
+            waited.as_secs_f64().min(connect_timeout.as_secs_f64())
+        ),
+        Failure::NothingDelivered if request.reverse => format!(
+            "nothing received: the handshake with {server} completed but the server sent no data"
+        ),
+        Failure::NothingDelivered => format!(
+            "nothing delivered: the handshake with {server} completed but the server acknowledged no data"
+        ),
+        Failure::RequestNotTaken => format!(
+            "{server} does not take -R (reverse: the server sends): an l4slab serve older than this send; upgrade it, or send without -R"
+        ),
+        Failure::ClosedByPeer { error_code } if error_code == REFUSED => format!(
+            "the server refused the request (-R with cc {}, app {}): an l4slab serve that cannot do it",
+            request.cc,
+            app_name(&request.app)
+        ),
+        Failure::ClosedByPeer { error_code } => {
+            format!("the server closed the connection (error code {error_code})")
+        }
+        Failure::IdleTimeout => "the connection timed out (no packet from the server)".into(),
+    }
+}
+
+/// A client's flow entry in `summary.json`.
+fn client_summary(
+    c: &Client,
+    request: &Request,
+    ecn_name: &str,
+    (local, server): (&str, &str),
+    start: Time,
+    end: Time,
+) -> Value {
+    let st = c.conn.stats();
+    let bytes = c.acked();
+    let mut m = if request.reverse {
+        json!({ "bytes_received": bytes })
+    } else {
+        json!({ "bytes_acked": bytes, "stream_bytes_sent": st.stream_bytes_sent })
+    };
+    if let (QuicApp::Frames { .. }, false) = (request.app, request.reverse) {
+        m["frames_captured"] = c.app.report(start, end)["frames_captured"].clone();
+    }
+    c.record.summary(
+        &c.conn,
+        Outcome {
+            app: client_app_kind(&request.app),
+            cc: Some(&request.cc),
+            down: request.reverse,
+            client: Some(local),
+            server: Some(server),
+            bytes,
+            completion: c.completed_at(),
+            end,
+            app_metrics: m,
+            extra: json!({
+                // The codepoint asked for (`--ecn`).
+                "ecn": ecn_name,
+                "handshake_ms": st.handshake_time.map(ms),
+                "reverse": request.reverse,
+            }),
+        },
+    )
 }
 
 fn client_app_kind(app: &QuicApp) -> &'static str {
