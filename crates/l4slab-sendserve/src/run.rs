@@ -27,6 +27,11 @@ use crate::token::{TokenKey, DEFAULT_LIFETIME};
 
 /// The port `serve` listens on and `send` sends to by default.
 pub const DEFAULT_PORT: u16 = 4433;
+/// `serve --max-sessions` by default: two clients at `-P 128`.
+pub const DEFAULT_MAX_SESSIONS: usize = 2 * MAX_PARALLEL;
+/// `serve --max-per-address` by default: one client's `-P 128` (iperf3's
+/// most), each connection a session.
+pub const DEFAULT_MAX_PER_ADDRESS: usize = MAX_PARALLEL;
 /// Layout of `summary.json` (docs/results.md).
 const FORMAT_VERSION: u64 = 1;
 /// How often a run looks at its observer (Ctrl-C) besides the intervals.
@@ -150,8 +155,8 @@ impl Default for ServeOptions {
         ServeOptions {
             bind: None,
             port: DEFAULT_PORT,
-            max_sessions: 16,
-            max_per_address: 4,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_per_address: DEFAULT_MAX_PER_ADDRESS,
             handshake_timeout: "5".into(),
             once: false,
             interval: "1".into(),
@@ -563,7 +568,7 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
     }
     if n > 1 {
         obs.line(&format!(
-            "{} total  {}",
+            "{}  {}",
             sum_line(0.0, wall.as_secs_f64(), total, total_bps),
             if opts.reverse {
                 "received"
@@ -765,10 +770,14 @@ pub fn run_serve(
         .map(|t| seconds("--time-limit", t, "30"))
         .transpose()?;
     if opts.max_sessions == 0 || opts.max_sessions > 4096 {
-        return Err(bad("--max-sessions", "must be from 1 to 4096; write e.g. 16").into());
+        return Err(bad("--max-sessions", "must be from 1 to 4096; write e.g. 256").into());
     }
     if opts.max_per_address == 0 || opts.max_per_address > 4096 {
-        return Err(bad("--max-per-address", "must be from 1 to 4096; write e.g. 4").into());
+        return Err(bad(
+            "--max-per-address",
+            "must be from 1 to 4096; write e.g. 128",
+        )
+        .into());
     }
     let handshake_timeout = seconds("--handshake-timeout", &opts.handshake_timeout, "5")?;
     let socket = match &opts.bind {
@@ -851,7 +860,15 @@ pub fn run_serve(
         let outcome = driver.run(&socket, &mut server, until)?;
         let now = driver.now();
         for (number, peer) in server.take_connected() {
-            obs.line(&format!("[session-{number}] connected from {peer}"));
+            // iperf3 -R: say which end sends.
+            let sends = server
+                .live()
+                .find(|s| s.number == number)
+                .and_then(|s| s.sending.as_ref())
+                .map_or_else(String::new, |r| {
+                    format!(" (reverse: sending, cc {}, app {})", r.cc, app_name(&r.app))
+                });
+            obs.line(&format!("[session-{number}] connected from {peer}{sends}"));
         }
         if let Some(l) = notice.poll(now, server.stats(), limits, server.last_refused()) {
             obs.line(&l);

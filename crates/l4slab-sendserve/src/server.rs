@@ -72,8 +72,9 @@ use crate::record::{interval_line, FlowRecord, Interval, Outcome, SeriesColumns,
 use crate::request::{Request, REFUSED};
 use crate::token::{TokenError, TokenKey};
 
-/// Stateless answers (Retry) waiting to be sent.
-pub const RESPONSE_SLOTS: usize = 64;
+/// Stateless answers (Retry) waiting to be sent: room for the Initials of
+/// one `send -P 128` arriving together.
+pub const RESPONSE_SLOTS: usize = crate::parallel::MAX_PARALLEL;
 /// Room for one stateless answer: a Retry is 1 + 4 + 2 × 9 + 33 + 16 = 72 bytes.
 const RESPONSE_LEN: usize = 128;
 
@@ -105,8 +106,8 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             conn: ConnectionConfig::default(),
-            max_sessions: 16,
-            max_sessions_per_address: 4,
+            max_sessions: crate::run::DEFAULT_MAX_SESSIONS,
+            max_sessions_per_address: crate::run::DEFAULT_MAX_PER_ADDRESS,
             handshake_timeout: Dur::from_secs(5),
             max_streams: 4,
             idle_timeout: Dur::from_secs(10),
