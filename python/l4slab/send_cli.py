@@ -39,7 +39,8 @@ SEND_HELP = "\n\n".join(
         "[bold]l4slab send 192.0.2.1 --app frames:8Mbit@60 -t 30 -o results/call[/bold] "
         "(an 8 Mbit/s call: a frame every 1/60 s).",
         "Exit codes: 0 done, 1 failed: no answer (no handshake within --connect-timeout or "
-        "before --duration ends), the connection failed, or nothing was acknowledged (the "
+        "before --duration ends), the connection failed (with -R: also a server that does "
+        "not know -R), or nothing was acknowledged (the "
         "bundle is still written; its summary.json says why under 'failure'), 2 bad option, "
         "130 Ctrl-C, 143 SIGTERM (the results so far are still reported and written).",
     ]
