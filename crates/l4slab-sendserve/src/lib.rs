@@ -15,7 +15,8 @@
 //! * [`notice`]: the server's rate-limited lines about refused sessions.
 //! * [`record`]: a connection's snapshots for the flow recorder
 //!   (`l4slab_bottleneck::flow`: series, the summary's flow entry), live lines.
-//! * [`run`]: option parsing and the two run loops.
+//! * [`run`]: option parsing and `serve`'s run loop.
+//! * [`send`]: `send`'s run loop.
 //!
 //! **Clock.** Like l4slab-udp-driver, this crate runs in real time: the driver's
 //! `CLOCK_MONOTONIC`; no simulated component is given anything else.
@@ -27,10 +28,12 @@ pub mod parallel;
 pub mod record;
 pub mod request;
 pub mod run;
+pub mod send;
 pub mod server;
 pub mod token;
 
 pub use run::{
-    parse_app, resolve, run_send, run_serve, InputError, Observer, RunError, SendOptions,
-    ServeOptions, Stdout, DEFAULT_PORT,
+    parse_app, resolve, run_serve, InputError, Observer, RunError, SendOptions, ServeOptions,
+    Stdout, DEFAULT_PORT,
 };
+pub use send::run_send;

@@ -1,7 +1,8 @@
-//! `l4slab send` and `l4slab serve` as functions: parse and check the
-//! options ([`InputError`] names the option and shows a valid value), bind
-//! the UDP socket, run the endpoint on the real-time driver in slices up to
-//! each reporting interval, and return what the results bundle needs
+//! `l4slab send` and `l4slab serve` as functions (`send`'s loop is
+//! [`crate::send`]): parse and check the options ([`InputError`] names the
+//! option and shows a valid value), bind the UDP socket, run the endpoint on
+//! the real-time driver in slices up to each reporting interval, and return
+//! what the results bundle needs
 //! (`summary_json`, `series`, `stats`: what `l4slab.Results.from_native`
 //! takes, docs/results.md).
 
@@ -9,19 +10,16 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
 use serde_json::{json, Value};
 
-use l4slab_app::quic::{QuicApp, QuicStreams};
+use l4slab_app::quic::QuicApp;
 use l4slab_bottleneck::flow::FlowKey;
 use l4slab_core::stats::round6;
 use l4slab_core::{Dur, Ecn, Time};
-use l4slab_quic::ConnectionConfig;
 use l4slab_scenario::units::{parse_duration, parse_rate, parse_size};
 use l4slab_udp_driver::{Driver, DriverConfig, DriverError, RunOutcome, UdpError, UdpSocket};
 
-use crate::client::{Client, Failure};
 use crate::notice::RefusalNotice;
-use crate::parallel::{Clients, MAX_PARALLEL};
-use crate::record::{human_bytes, human_rate, ms, sum_line, Outcome, SeriesColumns};
-use crate::request::{Request, REFUSED};
+use crate::parallel::MAX_PARALLEL;
+use crate::record::{human_bytes, human_rate};
 use crate::server::{FinishedSession, Server, ServerConfig};
 use crate::token::{TokenKey, DEFAULT_LIFETIME};
 
@@ -33,9 +31,9 @@ pub const DEFAULT_MAX_SESSIONS: usize = 2 * MAX_PARALLEL;
 /// most), each connection a session.
 pub const DEFAULT_MAX_PER_ADDRESS: usize = MAX_PARALLEL;
 /// Layout of `summary.json` (docs/results.md).
-const FORMAT_VERSION: u64 = 1;
+pub(crate) const FORMAT_VERSION: u64 = 1;
 /// How often a run looks at its observer (Ctrl-C) besides the intervals.
-const POLL: Dur = Dur::from_millis(100);
+pub(crate) const POLL: Dur = Dur::from_millis(100);
 
 /// An option's value is not valid: names the option, shows a valid value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,7 +43,7 @@ pub struct InputError {
     pub message: String,
 }
 
-fn bad(option: &'static str, message: impl Into<String>) -> InputError {
+pub(crate) fn bad(option: &'static str, message: impl Into<String>) -> InputError {
     InputError {
         option,
         message: message.into(),
@@ -167,7 +165,7 @@ impl Default for ServeOptions {
 }
 
 /// Seconds as a plain number, or a duration with a unit.
-fn seconds(option: &'static str, text: &str, example: &str) -> Result<Dur, InputError> {
+pub(crate) fn seconds(option: &'static str, text: &str, example: &str) -> Result<Dur, InputError> {
     let t = text.trim();
     let d = match t.parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Dur::from_secs_f64(s),
@@ -240,7 +238,7 @@ pub fn parse_app(text: &str) -> Result<QuicApp, InputError> {
 }
 
 /// The controller name, checked.
-fn parse_cc(text: &str) -> Result<String, InputError> {
+pub(crate) fn parse_cc(text: &str) -> Result<String, InputError> {
     if l4slab_cc::CC_NAMES.contains(&text) {
         Ok(text.to_string())
     } else {
@@ -255,7 +253,7 @@ fn parse_cc(text: &str) -> Result<String, InputError> {
 }
 
 /// `off`, `ect0`, `ect1`: (send ECT, the codepoint override).
-fn parse_ecn(text: Option<&str>) -> Result<(bool, Option<Ecn>), InputError> {
+pub(crate) fn parse_ecn(text: Option<&str>) -> Result<(bool, Option<Ecn>), InputError> {
     match text {
         None => Ok((true, None)),
         Some("off") => Ok((false, None)),
@@ -304,20 +302,20 @@ pub fn resolve(target: &str, port: Option<u16>) -> Result<SocketAddr, InputError
         .ok_or_else(|| bad("HOST", format!("{host:?} has no address")))
 }
 
-fn unspecified(like: &SocketAddr) -> SocketAddr {
+pub(crate) fn unspecified(like: &SocketAddr) -> SocketAddr {
     match like {
         SocketAddr::V4(_) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
         SocketAddr::V6(_) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
     }
 }
 
-fn random_seed() -> Result<u64, RunError> {
+pub(crate) fn random_seed() -> Result<u64, RunError> {
     let mut b = [0u8; 8];
     getrandom::fill(&mut b).map_err(|e| RunError::Random(e.to_string()))?;
     Ok(u64::from_be_bytes(b))
 }
 
-fn driver_json(d: &Driver) -> Value {
+pub(crate) fn driver_json(d: &Driver) -> Value {
     let s = d.stats();
     json!({
         "datagrams_sent": s.datagrams_sent,
@@ -361,7 +359,7 @@ pub fn real_clock_pacing_burst(max_datagram_size: usize) -> u64 {
 /// packet.
 pub const REAL_CLOCK_PACING_GRANULARITY: Dur = Dur::from_micros(250);
 
-fn app_name(app: &QuicApp) -> String {
+pub(crate) fn app_name(app: &QuicApp) -> String {
     match *app {
         QuicApp::Bulk => "bulk".into(),
         QuicApp::File { size } => format!("file:{size}"),
@@ -376,343 +374,8 @@ fn app_name(app: &QuicApp) -> String {
     }
 }
 
-/// Run `l4slab send`: returns `{summary_json, series, stats, failure}`.
-/// With `parallel` N > 1 (`-P`), N connections run at once, flows `send-1`
-/// ... `send-N`; with `reverse` (`-R`) the server sends and each flow is
-/// what arrived here.
-///
-/// # Errors
-/// [`RunError::Input`] for a bad option (before anything is sent), others
-/// when the socket fails.
-pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, RunError> {
-    let server = resolve(&opts.target, opts.port)?;
-    let cc = parse_cc(&opts.cc)?;
-    let (ecn, codepoint) = parse_ecn(opts.ecn.as_deref())?;
-    let app = parse_app(&opts.app)?;
-    let duration = seconds("--duration", &opts.duration, "10 or 500ms")?;
-    // iperf3's `-i 0`: no interval lines (the results still sample every second).
-    let lines = opts.interval.trim() != "0";
-    let interval = if lines {
-        seconds("--interval", &opts.interval, "1 or 250ms")?
-    } else {
-        Dur::from_secs(1)
-    };
-    if interval < Dur::from_millis(10) {
-        return Err(bad(
-            "--interval",
-            "at least 10ms (0: no interval lines); write e.g. 1 or 250ms",
-        )
-        .into());
-    }
-    let connect_timeout = seconds("--connect-timeout", &opts.connect_timeout, "5")?;
-    let local = match &opts.bind {
-        Some(b) => resolve(b, Some(0))?,
-        None => unspecified(&server),
-    };
-    if !opts.ecn_validation && !ecn {
-        return Err(bad(
-            "--no-ecn-validation",
-            "needs ECN on (not --ecn off); write e.g. --cc prague --no-ecn-validation",
-        )
-        .into());
-    }
-    let n = opts.parallel;
-    if !(1..=MAX_PARALLEL).contains(&n) {
-        return Err(bad(
-            "-P/--parallel",
-            format!("{n} connections: from 1 to {MAX_PARALLEL} (iperf3's limit); write e.g. -P 4"),
-        )
-        .into());
-    }
-    // What the data's sender runs; with -R the server is asked to run it.
-    let request = Request {
-        reverse: opts.reverse,
-        cc: cc.clone(),
-        ecn,
-        codepoint,
-        ecn_validation: opts.ecn_validation,
-        app,
-    };
-    let socket = UdpSocket::bind(local)?;
-    let local = socket.local_addr()?;
-    let mut driver = Driver::new(DriverConfig::default());
-    let start = driver.now();
-    let mut clients = Vec::with_capacity(n);
-    for i in 1..=n {
-        let name = if n == 1 {
-            "send".to_string()
-        } else {
-            format!("send-{i}")
-        };
-        let seed = random_seed()?;
-        let cfg = if opts.reverse {
-            // This end only acknowledges; the request carries the rest.
-            ConnectionConfig {
-                seed,
-                app_request: Some(request.encode()),
-                ..ConnectionConfig::default()
-            }
-        } else {
-            request.sender_config(seed)
-        };
-        let c = Client::with_flow(
-            cfg,
-            start,
-            server,
-            (name, app, opts.reverse),
-            duration,
-            connect_timeout,
-        )
-        .map_err(|e| bad("--cc", e.to_string()))?;
-        clients.push(c);
-    }
-    let mut group = Clients::new(clients);
-    let ecn_name = if !ecn {
-        "off"
-    } else {
-        match codepoint.unwrap_or_else(|| client_codepoint(&cc)) {
-            Ecn::Ect1 => "ect1",
-            _ => "ect0",
-        }
-    };
-    let ecn_banner = if opts.ecn_validation {
-        ecn_name.to_string()
-    } else {
-        format!("{ecn_name} WITHOUT ECN validation")
-    };
-    let every = if lines {
-        format!("one line every {} s", round6(interval.as_secs_f64()))
-    } else {
-        "no interval lines".to_string()
-    };
-    let conns = if n > 1 {
-        format!(", {n} connections")
-    } else {
-        String::new()
-    };
-    obs.line(&format!(
-        "l4slab send: {local} -> {server}, cc {cc}, ECN {ecn_banner}, app {}, {} s{conns}, {every}",
-        app_name(&app),
-        round6(duration.as_secs_f64()),
-    ));
-    if opts.reverse {
-        // iperf3's words for -R.
-        obs.line(&format!(
-            "Reverse mode, remote host {server} is sending (its cc {cc}, ECN {ecn_banner})"
-        ));
-    }
-    let mut next = start + interval;
-    let mut interrupted = false;
-    let mut last_sample = start;
-    let sample_all = |group: &mut Clients, now: Time, from: Time, obs: &mut dyn Observer| {
-        let (mut bytes, mut bps) = (0, 0.0);
-        for c in &mut group.clients {
-            let (iv, line) = c.sample(now);
-            bytes += iv.bytes;
-            bps += iv.goodput_bps;
-            if lines {
-                obs.line(&line);
-            }
-        }
-        if lines && n > 1 {
-            let t = |x: Time| x.saturating_since(start).as_secs_f64();
-            obs.line(&sum_line(t(from), t(now), bytes, bps));
-        }
-    };
-    loop {
-        let now = driver.now();
-        let until = next.min(now + POLL);
-        let outcome = driver.run(&socket, &mut group, until)?;
-        let now = driver.now();
-        if outcome == RunOutcome::Done {
-            break;
-        }
-        if now >= next {
-            sample_all(&mut group, now, last_sample, obs);
-            last_sample = now;
-            next += interval;
-        }
-        if !interrupted && !obs.keep_going() {
-            interrupted = true;
-            for c in &mut group.clients {
-                c.stop(now);
-            }
-        }
-    }
-    let end = driver.now();
-    // The last, partial interval (unless it is a sliver).
-    let connected = group.clients.iter().any(|c| c.connected_at().is_some());
-    if end.saturating_since(last_sample) * 10 >= interval && connected {
-        sample_all(&mut group, end, last_sample, obs);
-    }
-    let wall = end.saturating_since(start);
-    let (local_s, server_s) = (local.to_string(), server.to_string());
-    let mut flows = serde_json::Map::new();
-    let mut failures = Vec::new();
-    let mut series = SeriesColumns::default();
-    let (mut total, mut total_bps) = (0, 0.0);
-    for c in &group.clients {
-        let name = c.record.name.clone();
-        if let Some(f) = c.failure() {
-            let why = failure_text(f, &server, connect_timeout, &request);
-            failures.push(if n > 1 { format!("{name}: {why}") } else { why });
-        }
-        let flow = client_summary(c, &request, ecn_name, (&local_s, &server_s), start, end);
-        for l in final_lines(&name, &flow, wall) {
-            obs.line(&l);
-        }
-        total += flow["bytes_delivered"].as_u64().unwrap_or(0);
-        total_bps += flow[FlowKey::GoodputBps.name()].as_f64().unwrap_or(0.0);
-        c.record.series_into(&mut series);
-        flows.insert(name, flow);
-    }
-    if n > 1 {
-        obs.line(&format!(
-            "{}  {}",
-            sum_line(0.0, wall.as_secs_f64(), total, total_bps),
-            if opts.reverse {
-                "received"
-            } else {
-                "acknowledged"
-            }
-        ));
-    }
-    let failure = (!failures.is_empty()).then(|| failures.join("; "));
-    if let Some(f) = &failure {
-        obs.line(&format!("error: {f}"));
-    }
-    let summary = json!({
-        "format_version": FORMAT_VERSION,
-        "tool_version": env!("CARGO_PKG_VERSION"),
-        "backend": "send",
-        "seed": Value::Null,
-        "duration_s": round6(wall.as_secs_f64()),
-        "window_s": [0.0, round6(wall.as_secs_f64())],
-        "scenario": {
-            "name": "send",
-            "server": server.to_string(),
-            "cc": cc,
-            "ecn": ecn_name,
-            "ecn_validation": opts.ecn_validation,
-            "app": opts.app,
-            "duration_s": round6(duration.as_secs_f64()),
-            "interval_s": round6(interval.as_secs_f64()),
-            "reverse": opts.reverse,
-            "parallel": n,
-        },
-        "flows": flows,
-        "queues": {},
-        "driver": driver_json(&driver),
-        "interrupted": interrupted,
-        "failure": failure,
-    });
-    Ok(json!({
-        "summary_json": serde_json::to_string(&summary).expect("serializes"),
-        "series": series.to_json(),
-        "stats": {
-            "backend": "send",
-            "wall_s": wall.as_secs_f64(),
-            "sim_s": wall.as_secs_f64(),
-            "packets": driver.stats().datagrams_sent + driver.stats().datagrams_received,
-        },
-        "failure": failure,
-        "interrupted": interrupted,
-    }))
-}
-
-/// Why a client's run failed, in words.
-fn failure_text(
-    f: Failure,
-    server: &SocketAddr,
-    connect_timeout: Dur,
-    request: &Request,
-) -> String {
-    match f {
-        Failure::NoAnswer { waited } => format!(
-            "no answer from {server} within {:.1} s (no `l4slab serve` there, or it refused: full, or the address-validation token failed)",
-            waited.as_secs_f64().min(connect_timeout.as_secs_f64())
-        ),
-        Failure::NothingDelivered if request.reverse => format!(
-            "nothing received: the handshake with {server} completed but the server sent no data"
-        ),
-        Failure::NothingDelivered => format!(
-            "nothing delivered: the handshake with {server} completed but the server acknowledged no data"
-        ),
-        Failure::RequestNotTaken => format!(
-            "{server} does not take -R (reverse: the server sends): an l4slab serve older than this send; upgrade it, or send without -R"
-        ),
-        Failure::ClosedByPeer { error_code } if error_code == REFUSED => format!(
-            "the server refused the request (-R with cc {}, app {}): an l4slab serve that cannot do it",
-            request.cc,
-            app_name(&request.app)
-        ),
-        Failure::ClosedByPeer { error_code } => {
-            format!("the server closed the connection (error code {error_code})")
-        }
-        Failure::IdleTimeout => "the connection timed out (no packet from the server)".into(),
-    }
-}
-
-/// A client's flow entry in `summary.json`.
-fn client_summary(
-    c: &Client,
-    request: &Request,
-    ecn_name: &str,
-    (local, server): (&str, &str),
-    start: Time,
-    end: Time,
-) -> Value {
-    let st = c.conn.stats();
-    let bytes = c.acked();
-    let mut m = if request.reverse {
-        json!({ "bytes_received": bytes })
-    } else {
-        json!({ "bytes_acked": bytes, "stream_bytes_sent": st.stream_bytes_sent })
-    };
-    if let (QuicApp::Frames { .. }, false) = (request.app, request.reverse) {
-        m["frames_captured"] = c.app.report(start, end)["frames_captured"].clone();
-    }
-    c.record.summary(
-        &c.conn,
-        Outcome {
-            app: client_app_kind(&request.app),
-            cc: Some(&request.cc),
-            down: request.reverse,
-            client: Some(local),
-            server: Some(server),
-            bytes,
-            completion: c.completed_at(),
-            end,
-            app_metrics: m,
-            extra: json!({
-                // The codepoint asked for (`--ecn`).
-                "ecn": ecn_name,
-                "handshake_ms": st.handshake_time.map(ms),
-                "reverse": request.reverse,
-            }),
-        },
-    )
-}
-
-fn client_app_kind(app: &QuicApp) -> &'static str {
-    match app {
-        QuicApp::Bulk => "bulk",
-        QuicApp::File { .. } => "file",
-        QuicApp::Frames { .. } => "frames",
-    }
-}
-
-/// The codepoint a controller asks for (ECT(1) for prague and dctcp).
-fn client_codepoint(cc: &str) -> Ecn {
-    if matches!(cc, "prague" | "dctcp") {
-        Ecn::Ect1
-    } else {
-        Ecn::Ect0
-    }
-}
-
 /// The summary a run prints at its end.
-fn final_lines(name: &str, flow: &Value, wall: Dur) -> Vec<String> {
+pub(crate) fn final_lines(name: &str, flow: &Value, wall: Dur) -> Vec<String> {
     let f = |k: &str| flow[k].as_f64().unwrap_or(0.0);
     let rtt = &flow[FlowKey::RttMs.name()];
     let r = |k: &str| {
