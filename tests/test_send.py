@@ -202,6 +202,8 @@ def test_frames_send_at_their_rate(
         (["--ecn", "on"], ["--ecn", "ect1"]),
         (["-t", "soon"], ["--duration", "10"]),
         (["-i", "0.001"], ["--interval"]),
+        (["-P", "0"], ["-P", "1<=x<=128"]),
+        (["-P", "1000"], ["-P", "1<=x<=128"]),
     ],
 )
 def test_bad_options_exit_2_naming_the_option_and_a_valid_value(
@@ -411,3 +413,98 @@ def test_interval_zero_prints_no_interval_lines_as_iperf3(
     assert intervals == [], stdout
     series = pq.read_table(out / "series.parquet").to_pydict()
     assert "goodput_bps" in set(series["key"])
+
+
+# ------------------------------------------------ iperf3's -R and -P (issue 30)
+
+
+def test_reverse_the_server_sends_with_the_clients_controller_and_json_says_reverse(
+    native: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = _free_port(socket.AF_INET, "127.0.0.1")
+    server = _Server("127.0.0.1", port, out=tmp_path / "serve")
+    out = tmp_path / "send"
+    argv = [f"127.0.0.1:{port}", "-R", "--cc", "prague", "-t", "2", "-J", "-o", str(out)]
+    code, stdout, stderr = _send(argv, capsys)
+    run = server.join()
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert report["start"]["test_start"]["reverse"] == 1
+    received = report["end"]["sum_received"]
+    assert received["bytes"] > 0 and received["bits_per_second"] > 0
+    assert received["sender"] is False, "iperf3 -R: this end is not the sender"
+    # The client measured what arrived here: its flow is a download.
+    flow = json.loads((out / "summary.json").read_text())["flows"]["send"]
+    assert flow["direction"] == "down" and flow["reverse"] is True
+    assert flow["bytes_delivered"] == received["bytes"]
+    assert flow["app_metrics"]["bytes_received"] == received["bytes"]
+    # The server sent, with the client's controller and its ECN (ECT(1)).
+    assert run["server"]["reverse_sessions"] == 1
+    assert any("(reverse: sending, cc prague" in line for line in server.lines), server.lines
+    (session,) = run["sessions"]
+    sflow = json.loads(Path(session["path"], "summary.json").read_text())["flows"]["session-1"]
+    assert sflow["cc"] == "prague" and sflow["direction"] == "down"
+    assert sflow["bytes_delivered"] > 0, "the server's own count: acknowledged by the client"
+    assert sflow["app_metrics"]["client"]["ecn"]["ect1_sent"] > 0
+    assert sflow["bytes_delivered"] <= received["bytes"]
+
+
+def test_parallel_three_connections_each_a_flow_with_sum_lines_that_add_up(
+    native: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from l4slab.iperf3_json import iperf3_report
+    from l4slab.results import Results
+
+    port = _free_port(socket.AF_INET, "127.0.0.1")
+    server = _Server("127.0.0.1", port)
+    out = tmp_path / "send"
+    code, stdout, stderr = _send(
+        [f"127.0.0.1:{port}", "-P", "3", "-t", "2", "-o", str(out)], capsys
+    )
+    run = server.join()
+    assert code == 0, stderr
+    lines = stdout.splitlines()
+    assert "3 connections" in lines[0]
+    # Each interval: a line per connection, then [SUM] with their bytes (to rounding).
+    sums = [
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("[SUM]") and not line.endswith("acknowledged")
+    ]
+    assert len(sums) >= 2, stdout
+    totals = [line for line in lines if line.startswith("[SUM]") and line.endswith("acknowledged")]
+    assert len(totals) == 1, stdout
+
+    def megabytes(line: str) -> float:
+        value, unit = line.split(" s  ")[1].split()[:2]
+        return float(value) * {"GB": 1e3, "MB": 1.0, "kB": 1e-3, "B": 1e-6}[unit]
+
+    for i in sums:
+        streams = lines[i - 3 : i]
+        assert [line.split()[0] for line in streams] == ["[send-1]", "[send-2]", "[send-3]"]
+        assert megabytes(lines[i]) == pytest.approx(sum(map(megabytes, streams)), abs=0.02)
+    # The bundle: each connection a flow; -J's streams and sums from it.
+    results = Results.load(out)
+    assert sorted(results.flows()) == ["send-1", "send-2", "send-3"]
+    assert results.scenario["parallel"] == 3
+    report = iperf3_report(results, {"failure": None})
+    assert report["start"]["test_start"]["num_streams"] == 3
+    streams = report["end"]["streams"]
+    assert [s["receiver"]["socket"] for s in streams] == [1, 2, 3]
+    total = sum(s["receiver"]["bytes"] for s in streams)
+    assert all(s["receiver"]["bytes"] > 0 for s in streams)
+    assert report["end"]["sum_received"]["bytes"] == total
+    assert report["end"]["sum_sent"]["bytes"] == total
+    assert report["end"]["sum_received"]["bits_per_second"] > 0
+    for interval in report["intervals"]:
+        assert len(interval["streams"]) == 3
+        assert interval["sum"]["bytes"] == sum(s["bytes"] for s in interval["streams"])
+    # The server served the three from one address (its default admits -P 128).
+    assert run["server"]["sessions_connected"] == 3
+    assert run["server"]["sessions_refused_per_address"] == 0
+
+
+def test_parallel_is_bounded_as_iperf3_s_in_the_native_check_too(native: ModuleType) -> None:
+    for n in (0, 129):
+        with pytest.raises(endpoints.EndpointInputError, match=r"-P/--parallel: .* 1 to 128"):
+            endpoints.send("127.0.0.1:9", parallel=n, duration="1")

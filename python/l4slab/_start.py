@@ -54,12 +54,14 @@ OPTIONS: dict[str, tuple[Param, ...]] = {
         ("connect_timeout", "str", ("--connect-timeout",), "5"),
         ("out", "path", ("-o", "--out"), None),
         ("json_out", "flag", ("-J", "--json"), False),
+        ("reverse", "flag", ("-R", "--reverse"), False),
+        ("parallel", "int:1:128", ("-P", "--parallel"), 1),
     ),
     "serve": (
         ("bind", "str", ("--bind",), None),
         ("port", "int:1:65535", ("-p", "--port"), 4433),
-        ("max_sessions", "int:1:4096", ("--max-sessions",), 16),
-        ("max_per_address", "int:1:4096", ("--max-per-address",), 4),
+        ("max_sessions", "int:1:4096", ("--max-sessions",), 256),
+        ("max_per_address", "int:1:4096", ("--max-per-address",), 128),
         ("handshake_timeout", "str", ("--handshake-timeout",), "5"),
         ("once", "flag", ("--once",), False),
         ("interval", "str", ("-i", "--interval"), "1"),
@@ -167,6 +169,8 @@ def _call(command: str, v: dict[str, object]) -> Call:
         sent = ("cc", "ecn", "app", "duration", "interval", "port", "bind", "connect_timeout")
         kwargs = {k: v[k] for k in sent}
         kwargs["ecn_validation"] = not v["no_ecn_validation"]
+        kwargs["reverse"] = v["reverse"]
+        kwargs["parallel"] = v["parallel"]
         return (v["host"],), {**kwargs, "out": v["out"], "command": argv, "quiet": v["json_out"]}
     served = (
         "bind",

@@ -25,7 +25,22 @@ if TYPE_CHECKING:
 # bundle is checked or written: a run starts sending before they load
 # (issue 25: the first packet within about 100 ms of the command).
 
-__all__ = ["EndpointError", "EndpointInputError", "available", "send", "serve"]
+__all__ = [
+    "DEFAULT_MAX_PER_ADDRESS",
+    "DEFAULT_MAX_SESSIONS",
+    "MAX_PARALLEL",
+    "EndpointError",
+    "EndpointInputError",
+    "available",
+    "send",
+    "serve",
+]
+
+#: ``send -P``'s most connections (iperf3's limit; crates/l4slab-sendserve parallel.rs).
+MAX_PARALLEL = 128
+#: ``serve``'s defaults: one client at ``-P 128`` from an address, two in all.
+DEFAULT_MAX_PER_ADDRESS = MAX_PARALLEL
+DEFAULT_MAX_SESSIONS = 2 * MAX_PARALLEL
 
 
 class EndpointError(RuntimeError):
@@ -75,6 +90,8 @@ def send(
     on_line: Callable[[str], None] = _print_line,
     command: Sequence[str] | None = None,
     quiet: bool = False,
+    reverse: bool = False,
+    parallel: int = 1,
 ) -> tuple[Results, dict[str, Any]]:
     """Send to an ``l4slab serve`` at ``host`` (``HOST``, ``HOST:PORT``, ``[V6]:PORT``).
 
@@ -86,6 +103,9 @@ def send(
     ``ecn_validation=False`` keeps marking whatever the path does (RFC 9000
     §13.4.2 off: a non-conforming sender, only to demonstrate the failure).
     ``quiet``: no report lines (``on_line`` is not called; ``send -J``).
+    ``reverse`` (``-R``): the server sends with ``cc``, ``ecn`` and ``app``, and the
+    flow is what arrived here. ``parallel`` (``-P``, 1 to :data:`MAX_PARALLEL`):
+    connections at once, flows ``send-1`` ... ``send-N`` (``send`` alone for one).
     """
     native = _native_mod()
     target = None
@@ -105,6 +125,8 @@ def send(
         "interval": interval,
         "bind": bind,
         "connect_timeout": connect_timeout,
+        "reverse": reverse,
+        "parallel": parallel,
     }
     try:
         lines = (lambda _line: None) if quiet else on_line
@@ -128,8 +150,8 @@ def serve(
     *,
     bind: str | None = None,
     port: int = 4433,
-    max_sessions: int = 16,
-    max_per_address: int = 4,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    max_per_address: int = DEFAULT_MAX_PER_ADDRESS,
     handshake_timeout: str = "5",
     once: bool = False,
     interval: str = "1",

@@ -11,10 +11,15 @@ not (CPU utilization, socket buffer sizes) is left out rather than made up;
 what l4slab adds (ECN validation, CE marks, the smoothed and minimum RTT, the
 failure) is under ``end.l4slab``.
 
-The numbers are what ``send`` measured at the sender: bytes *acknowledged*
-by the server (so ``sum_sent`` and ``sum_received`` carry the same bytes, as
-iperf3's do for a clean TCP run), and retransmissions counted by the
-transport.
+One stream per connection: ``-P N`` gives N streams (sockets 1 ... N, the
+flows ``send-1`` ... ``send-N``), each in ``intervals[i].streams`` and
+``end.streams``, and the sums are their sums. The numbers are what ``send``
+measured at its end: bytes the server *acknowledged* (so ``sum_sent`` and
+``sum_received`` carry the same bytes, as iperf3's do for a clean TCP run),
+or with ``-R`` (``start.test_start.reverse`` 1, as iperf3's) bytes that
+*arrived* here — the server's own count is in its report, so ``sum_sent``
+carries those too and has no ``retransmits``; ``sender`` is false then, as in
+iperf3's reverse-mode streams.
 """
 
 from __future__ import annotations
@@ -31,65 +36,120 @@ __all__ = ["iperf3_report"]
 def iperf3_report(results: Results, raw: dict[str, Any]) -> dict[str, Any]:
     """The iperf3 ``-J`` document of a ``send`` run (``results`` and the raw
     result ``l4slab.endpoints.send`` returned)."""
-    flow = results.flow("send")
     scenario = results.scenario
-    seconds = float(flow.get("duration_s") or results.summary.get("duration_s") or 0.0)
-    total = int(flow.get("bytes_delivered") or 0)
-    retransmits = _retransmits(flow)
-    local_host, local_port = _split(str(flow.get("client") or ""))
-    remote_host, remote_port = _split(str(flow.get("server") or scenario.get("server") or ""))
+    reverse = bool(scenario.get("reverse"))
+    names = _stream_names(results)
+    flows = [results.flow(n) for n in names]
+    first = flows[0]
+    local_host, local_port = _split(str(first.get("client") or ""))
+    remote_host, remote_port = _split(str(first.get("server") or scenario.get("server") or ""))
+    per_stream = [_intervals(results, n, reverse) for n in names]
     intervals = []
-    times, rates = results.series("flow/send", "goodput_bps")
-    start = 0.0
-    for t, bps in zip(times.tolist(), rates.tolist(), strict=True):
-        span = t - start
-        if span <= 0 or not math.isfinite(bps):
-            continue
-        interval = _sum(start, t, round(bps * span / 8), retransmits=None)
-        intervals.append({"streams": [{"socket": 1, **interval}], "sum": interval})
-        start = t
-    sent = _sum(0.0, seconds, total, retransmits=retransmits)
-    received = _sum(0.0, seconds, total, retransmits=None)
+    for k in range(min(len(s) for s in per_stream)):
+        streams = [{"socket": i + 1, **s[k]} for i, s in enumerate(per_stream)]
+        start, end = streams[0]["start"], streams[0]["end"]
+        total = sum(int(s["bytes"]) for s in streams)
+        intervals.append({"streams": streams, "sum": _sum(start, end, total, None, reverse)})
+    seconds = float(results.summary.get("duration_s") or 0.0)
+    ends = []
+    sent_total = received_total = 0
+    retransmits = 0
+    for i, flow in enumerate(flows):
+        nbytes = int(flow.get("bytes_delivered") or 0)
+        span = float(flow.get("duration_s") or seconds)
+        rtx = None if reverse else _retransmits(flow)
+        retransmits += rtx or 0
+        sent_total += nbytes
+        received_total += nbytes
+        ends.append(
+            {
+                "sender": {"socket": i + 1, **_sum(0.0, span, nbytes, rtx, reverse)},
+                "receiver": {"socket": i + 1, **_sum(0.0, span, nbytes, None, reverse)},
+            }
+        )
+    sum_sent = _sum(0.0, seconds, sent_total, None if reverse else retransmits, reverse)
+    sum_received = _sum(0.0, seconds, received_total, None, reverse)
     return {
         "start": {
             "connected": [
                 {
-                    "socket": 1,
+                    "socket": i + 1,
                     "local_host": local_host,
                     "local_port": local_port,
                     "remote_host": remote_host,
                     "remote_port": remote_port,
                 }
+                for i in range(len(names))
             ],
             "version": f"l4slab {results.tool_version}",
             "timestamp": {"timesecs": int(time.time())},
             "connecting_to": {"host": remote_host, "port": remote_port},
             "test_start": {
                 "protocol": "QUIC",
-                "num_streams": 1,
+                "num_streams": len(names),
                 "duration": scenario.get("duration_s"),
-                "reverse": 0,
+                "reverse": int(reverse),
             },
             "congestion_used": scenario.get("cc"),
         },
         "intervals": intervals,
         "end": {
-            "streams": [{"sender": {"socket": 1, **sent}, "receiver": {"socket": 1, **received}}],
-            "sum_sent": sent,
-            "sum_received": received,
+            "streams": ends,
+            "sum_sent": sum_sent,
+            "sum_received": sum_received,
             "sender_tcp_congestion": scenario.get("cc"),
             "l4slab": {
                 "failure": raw.get("failure"),
-                "ecn": flow.get("ecn"),
-                "ecn_validation": flow.get("ecn_validation"),
-                "ce_packets_fed_back": flow.get("ce_packets_fed_back"),
-                "rtt_ms": flow.get("rtt_ms"),
+                "streams": {
+                    name: {
+                        "ecn": flow.get("ecn"),
+                        "ecn_validation": flow.get("ecn_validation"),
+                        "ce_packets_fed_back": flow.get("ce_packets_fed_back"),
+                        "rtt_ms": flow.get("rtt_ms"),
+                    }
+                    for name, flow in zip(names, flows, strict=True)
+                },
+                # One stream: its figures here too (as before -P).
+                **(
+                    {
+                        "ecn": first.get("ecn"),
+                        "ecn_validation": first.get("ecn_validation"),
+                        "ce_packets_fed_back": first.get("ce_packets_fed_back"),
+                        "rtt_ms": first.get("rtt_ms"),
+                    }
+                    if len(names) == 1
+                    else {}
+                ),
             },
         },
     }
 
 
-def _sum(start: float, end: float, nbytes: int, *, retransmits: int | None) -> dict[str, Any]:
+def _stream_names(results: Results) -> list[str]:
+    """The run's flows in stream order: ``send``, or ``send-1`` ... ``send-N``."""
+    names = list(results.flows())
+    if names == ["send"]:
+        return names
+    return sorted(names, key=lambda n: int(n.rpartition("-")[2]))
+
+
+def _intervals(results: Results, name: str, reverse: bool) -> list[dict[str, Any]]:
+    """One stream's intervals from its ``goodput_bps`` series."""
+    out = []
+    times, rates = results.series(f"flow/{name}", "goodput_bps")
+    start = 0.0
+    for t, bps in zip(times.tolist(), rates.tolist(), strict=True):
+        span = t - start
+        if span <= 0 or not math.isfinite(bps):
+            continue
+        out.append(_sum(start, t, round(bps * span / 8), None, reverse))
+        start = t
+    return out
+
+
+def _sum(
+    start: float, end: float, nbytes: int, retransmits: int | None, reverse: bool
+) -> dict[str, Any]:
     seconds = end - start
     out: dict[str, Any] = {
         "start": round(start, 6),
@@ -97,7 +157,7 @@ def _sum(start: float, end: float, nbytes: int, *, retransmits: int | None) -> d
         "seconds": round(seconds, 6),
         "bytes": nbytes,
         "bits_per_second": nbytes * 8 / seconds if seconds > 0 else 0.0,
-        "sender": True,
+        "sender": not reverse,
     }
     if retransmits is not None:
         out["retransmits"] = retransmits

@@ -15,6 +15,7 @@ import typer
 
 from l4slab import endpoints
 from l4slab._cli_base import EXIT_FAILED, errors, interrupted_exit_code
+from l4slab.endpoints import MAX_PARALLEL
 
 __all__ = ["register"]
 
@@ -28,12 +29,18 @@ SEND_HELP = "\n\n".join(
         "-o DIR writes the results bundle (summary.json, series.parquet; docs/results.md).",
         "HOST is a name or an address, with an optional port: 192.0.2.1, server.lan:4433, "
         "::1, \\[::1]:4433 (default port 4433).",
+        "As iperf3: -R (reverse: the server sends, with this command's --cc, --ecn and "
+        "--app; the lines and -J say what arrived here), -P N (N connections at once, each "
+        "its own controller: a line per connection and a [SUM] line each interval; with -o "
+        "each is a flow, send-1 ... send-N), -J, -t, -i, -p.",
         "Examples: [bold]l4slab send 127.0.0.1 --cc prague -t 5[/bold] (L4S: ECT(1)); "
         "[bold]l4slab send ::1 --cc cubic --ecn ect0 --app file:20MB[/bold]; "
+        "[bold]l4slab send 192.0.2.1 -R -P 4 --cc prague[/bold] (four downloads); "
         "[bold]l4slab send 192.0.2.1 --app frames:8Mbit@60 -t 30 -o results/call[/bold] "
         "(an 8 Mbit/s call: a frame every 1/60 s).",
         "Exit codes: 0 done, 1 failed: no answer (no handshake within --connect-timeout or "
-        "before --duration ends), the connection failed, or nothing was acknowledged (the "
+        "before --duration ends), the connection failed (with -R: also a server that does "
+        "not know -R), or nothing was acknowledged (the "
         "bundle is still written; its summary.json says why under 'failure'), 2 bad option, "
         "130 Ctrl-C, 143 SIGTERM (the results so far are still reported and written).",
     ]
@@ -52,6 +59,9 @@ SERVE_HELP = "\n\n".join(
         "--handshake-timeout is dropped (no report); sessions idle for --idle-timeout end; "
         "refusals are counted and said (at most a line a second), malformed datagrams are "
         "counted and ignored (docs/send.md).",
+        "A client's -P connections are each a session (the per-address limit counts "
+        "connections; its default admits -P 128, iperf3's most); a client's -R runs its "
+        "controller here and sends.",
         "Examples: [bold]l4slab serve[/bold] (all addresses, IPv6 and IPv4, port 4433); "
         "[bold]l4slab serve --bind 127.0.0.1 --port 5000 --once -o results/serve[/bold] "
         "(stop after one session; its bundle goes to results/serve/session-1/, the "
@@ -135,6 +145,26 @@ def send(
             "lines): e.g. end.sum_received.bits_per_second.",
         ),
     ] = False,
+    reverse: Annotated[
+        bool,
+        typer.Option(
+            "-R",
+            "--reverse",
+            help="Reverse mode, as iperf3 -R: the server sends (with this command's --cc, "
+            "--ecn, --app) and this end receives. Needs an l4slab serve that knows -R (an "
+            "older one is left at once, exit 1).",
+        ),
+    ] = False,
+    parallel: Annotated[
+        int,
+        typer.Option(
+            "-P",
+            "--parallel",
+            help="Connections at once, each its own controller (1 to 128, as iperf3 -P).",
+            min=1,
+            max=MAX_PARALLEL,
+        ),
+    ] = 1,
 ) -> None:
     with errors():
         results, raw = endpoints.send(
@@ -151,6 +181,8 @@ def send(
             out=out,
             command=["l4slab", "send", *sys.argv[2:]],
             quiet=json_out,
+            reverse=reverse,
+            parallel=parallel,
         )
     if json_out:
         from l4slab.iperf3_json import iperf3_report
@@ -178,18 +210,24 @@ def serve(
     port: Annotated[int, typer.Option("-p", "--port", help="UDP port.", min=1, max=65535)] = 4433,
     max_sessions: Annotated[
         int,
-        typer.Option("--max-sessions", help="Sessions at once (1 to 4096).", min=1, max=4096),
-    ] = 16,
+        typer.Option(
+            "--max-sessions",
+            help="Sessions (connections) at once (1 to 4096; the default: two clients at -P 128).",
+            min=1,
+            max=4096,
+        ),
+    ] = endpoints.DEFAULT_MAX_SESSIONS,
     max_per_address: Annotated[
         int,
         typer.Option(
             "--max-per-address",
             help="Sessions at once from one client address (an IPv4 address or an IPv6 /64; "
-            "1 to 4096).",
+            "1 to 4096): each of a client's -P connections is one; the default admits -P 128. "
+            "On a public server, lower it to what your clients need.",
             min=1,
             max=4096,
         ),
-    ] = 4,
+    ] = endpoints.DEFAULT_MAX_PER_ADDRESS,
     handshake_timeout: Annotated[
         str,
         typer.Option(

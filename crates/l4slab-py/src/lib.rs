@@ -572,6 +572,13 @@ fn send_run(py: Python<'_>, options: &Bound<'_, PyDict>, on_line: PyObject) -> P
     if let Some(v) = options.get_item("ecn_validation")? {
         o.ecn_validation = v.extract()?;
     }
+    if let Some(v) = options.get_item("reverse")? {
+        o.reverse = v.extract()?;
+    }
+    if let Some(v) = options.get_item("parallel")? {
+        // A negative count is as wrong as 0 or 1000: run_send names -P.
+        o.parallel = v.extract::<i64>()?.try_into().unwrap_or(0);
+    }
     o.bind = opt_string(options, "bind")?;
     let mut obs = PyObserver {
         on_line,

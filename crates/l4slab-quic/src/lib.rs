@@ -25,5 +25,5 @@ pub mod wire;
 pub use connection::{
     default_initial_window, CloseReason, ConfigError, Connection, ConnectionConfig,
     ConnectionStats, EcnFailure, EcnState, Event, HandshakeState, ResumptionTicket, StreamError,
-    StreamId, TransportParams, MAX_ACK_DELAY_LIMIT,
+    StreamId, TransportParams, APP_REQUEST_LEN, MAX_ACK_DELAY_LIMIT,
 };

@@ -226,6 +226,38 @@ fn a_close_after_the_handshake_reaches_the_peer_which_drains() {
 }
 
 #[test]
+fn an_app_request_reaches_a_server_that_takes_it_and_an_older_one_says_nothing() {
+    let request: [u8; l4slab_quic::APP_REQUEST_LEN] = core::array::from_fn(|i| 100 + i as u8);
+    for accepts in [true, false] {
+        let ccfg = ConnectionConfig {
+            app_request: Some(request),
+            ..cfg("cubic")
+        };
+        let scfg = ConnectionConfig {
+            accept_app_request: accepts,
+            ..cfg("cubic")
+        };
+        let mut sim = Sim::new(ccfg, scfg, None, TestPath::new(link(10, 100)));
+        sim.run(Time::from_millis(200), |_, _, _, _| {});
+        assert!(sim.c.is_established() && sim.s.is_established());
+        // The server sees the request either way; only one that takes
+        // requests says so, and the client tells the difference.
+        assert_eq!(sim.s.peer_app_request(), Some(request));
+        assert_eq!(sim.c.app_request_accepted(), accepts);
+    }
+    // Without a request nothing is said, even by a server that takes them.
+    let scfg = ConnectionConfig {
+        accept_app_request: true,
+        ..cfg("cubic")
+    };
+    let mut sim = Sim::new(cfg("cubic"), scfg, None, TestPath::new(link(10, 100)));
+    sim.run(Time::from_millis(200), |_, _, _, _| {});
+    assert!(sim.c.is_established());
+    assert_eq!(sim.s.peer_app_request(), None);
+    assert!(!sim.c.app_request_accepted());
+}
+
+#[test]
 fn a_client_follows_one_retry_and_the_handshake_completes_through_it() {
     let server = addr("10.0.0.2:443");
     let mut c = Connection::client(cfg("cubic"), Time::ZERO, server, None).unwrap();

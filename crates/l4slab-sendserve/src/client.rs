@@ -1,6 +1,8 @@
 //! The client (`l4slab send`): one [`Connection`] to the server running one
 //! of the simulator's stream apps ([`Transfer`]: bulk, file, frames) as the
-//! data sender, as one [`DatagramEndpoint`] the real-time driver runs.
+//! data sender — or with `-R` as its receiver, the server sending
+//! ([`crate::request`]) — as one [`DatagramEndpoint`] the real-time driver
+//! runs (`-P`: several, [`crate::parallel::Clients`]).
 //!
 //! It sends until the app is done (a file acknowledged) or `duration` has
 //! passed, then closes the connection (CONNECTION_CLOSE, RFC 9000 §10.2)
@@ -19,6 +21,10 @@ use l4slab_quic::{ConfigError, Connection, ConnectionConfig, Event};
 
 use crate::record::{interval_line, FlowRecord, Interval, Side};
 
+/// `-R`: how long a client that received a whole file waits before it
+/// closes: twice the default max_ack_delay (25 ms, RFC 9000 §18.2).
+const LINGER: Dur = Dur::from_millis(50);
+
 /// Why a client run ended without a complete transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
@@ -33,12 +39,15 @@ pub enum Failure {
     ClosedByPeer { error_code: u64 },
     /// The connection timed out idle (§10.1) after the handshake.
     IdleTimeout,
+    /// `-R`: the server completed the handshake without saying it took the
+    /// request (an `l4slab serve` that does not know `-R`).
+    RequestNotTaken,
 }
 
-/// The app side: the wake-up the app asked for.
+/// The app side: the wake-up the app asked for (the sender's frames).
 #[derive(Default)]
-struct WakeIo {
-    wake: Option<Time>,
+pub(crate) struct WakeIo {
+    pub(crate) wake: Option<Time>,
 }
 
 impl AppIo for WakeIo {
@@ -71,13 +80,16 @@ pub struct Client {
     abandoned: bool,
     failure: Option<Failure>,
     kind: QuicApp,
-    /// Stream bytes acknowledged in order so far.
+    /// `-R`: the server sends, this end receives.
+    reverse: bool,
+    /// Stream bytes acknowledged in order so far (sending).
     acked: u64,
     completed: Option<Time>,
 }
 
 impl Client {
-    /// A client to `server`, starting at `now`: `app` for `duration`.
+    /// A client to `server`, starting at `now`: `app` for `duration`, its
+    /// flow named `send`.
     ///
     /// # Errors
     /// If the connection configuration is refused.
@@ -89,11 +101,33 @@ impl Client {
         duration: Dur,
         connect_timeout: Dur,
     ) -> Result<Self, ConfigError> {
+        let flow = ("send".to_string(), app, false);
+        Self::with_flow(cfg, now, server, flow, duration, connect_timeout)
+    }
+
+    /// [`Client::new`] with the flow named `name`; `reverse` (`-R`, `cfg`
+    /// carrying the request): the server sends `app`, this end receives.
+    ///
+    /// # Errors
+    /// If the connection configuration is refused.
+    pub fn with_flow(
+        cfg: ConnectionConfig,
+        now: Time,
+        server: SocketAddr,
+        (name, app, reverse): (String, QuicApp, bool),
+        duration: Dur,
+        connect_timeout: Dur,
+    ) -> Result<Self, ConfigError> {
         let conn = Connection::client(cfg, now, server, None)?;
+        let (sender, side) = if reverse {
+            (Role::Server, Side::Receiver)
+        } else {
+            (Role::Client, Side::Sender)
+        };
         Ok(Client {
             conn,
-            app: Transfer::new(app, Role::Client),
-            record: FlowRecord::new("send".into(), Side::Sender, now),
+            app: Transfer::new(app, sender),
+            record: FlowRecord::new(name, side, now),
             io: WakeIo::default(),
             start: now,
             stop_at: now + duration,
@@ -103,6 +137,7 @@ impl Client {
             abandoned: false,
             failure: None,
             kind: app,
+            reverse,
             acked: 0,
             completed: None,
         })
@@ -116,7 +151,7 @@ impl Client {
             return self.failure;
         }
         match self.connected {
-            Some(_) if self.acked == 0 => Some(Failure::NothingDelivered),
+            Some(_) if self.acked() == 0 => Some(Failure::NothingDelivered),
             _ => None,
         }
     }
@@ -125,9 +160,19 @@ impl Client {
         self.connected
     }
 
-    /// Stream bytes the server acknowledged in order.
+    /// Stream bytes the server acknowledged in order; with `-R`, those
+    /// that arrived in order from it.
     pub fn acked(&self) -> u64 {
-        self.acked
+        if self.reverse {
+            self.app.delivered()
+        } else {
+            self.acked
+        }
+    }
+
+    /// `-R`: the server sends.
+    pub fn reverse(&self) -> bool {
+        self.reverse
     }
 
     /// Stop now (Ctrl-C): close the connection.
@@ -141,8 +186,13 @@ impl Client {
     /// Close the interval ending at `now`.
     pub fn sample(&mut self, now: Time) -> (Interval, String) {
         self.update_acked();
-        let iv = self.record.sample(now, &self.conn, self.acked);
-        let line = interval_line(&self.record.name, Side::Sender, &iv);
+        let iv = self.record.sample(now, &self.conn, self.acked());
+        let side = if self.reverse {
+            Side::Receiver
+        } else {
+            Side::Sender
+        };
+        let line = interval_line(&self.record.name, side, &iv);
         (iv, line)
     }
 
@@ -159,6 +209,11 @@ impl Client {
             match ev {
                 Event::Connected => {
                     self.connected.get_or_insert(now);
+                    if self.reverse && !self.conn.app_request_accepted() {
+                        // An older server: it would never send; say so now.
+                        self.failure.get_or_insert(Failure::RequestNotTaken);
+                        self.stop(now);
+                    }
                 }
                 Event::Closed(reason) if !self.closing => {
                     self.failure = Some(match reason {
@@ -185,10 +240,23 @@ impl Client {
         self.record.observe(&self.conn);
         self.update_acked();
         if let QuicApp::File { size } = self.kind {
-            // A file is done once all of it is acknowledged.
-            if self.acked >= size {
-                self.completed.get_or_insert(now);
-                self.stop(now);
+            // A file is done once all of it is acknowledged (with -R: all
+            // of it, and its FIN, arrived).
+            let done = if self.reverse {
+                self.app.completion().is_some()
+            } else {
+                self.acked >= size
+            };
+            if done && self.completed.is_none() {
+                self.completed = Some(now);
+                if self.reverse {
+                    // Close once the ACK of the last packets has left (within
+                    // max_ack_delay, RFC 9000 §13.2.1), so the sending server
+                    // counts the whole file acknowledged.
+                    self.stop_at = self.stop_at.min(now + LINGER);
+                } else {
+                    self.stop(now);
+                }
             }
         }
     }

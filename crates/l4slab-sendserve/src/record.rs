@@ -175,6 +175,7 @@ impl FlowRecord {
         let Outcome {
             app,
             cc,
+            down,
             client,
             server,
             bytes,
@@ -215,8 +216,8 @@ impl FlowRecord {
                 cc,
                 app,
                 transport: "quic",
-                // `send` uploads to `serve`.
-                down: false,
+                // `send` uploads to `serve`; with -R, downloads.
+                down,
                 client,
                 server,
             },
@@ -255,6 +256,8 @@ pub struct Outcome<'a> {
     pub app: &'a str,
     /// The sender's congestion control, when this end knows it.
     pub cc: Option<&'a str>,
+    /// The server sends (`-R`): the flow's `direction` is `down`.
+    pub down: bool,
     /// The two ends' addresses, when known.
     pub client: Option<&'a str>,
     pub server: Option<&'a str>,
@@ -296,6 +299,18 @@ pub fn interval_line(name: &str, side: Side, iv: &Interval) -> String {
     }
     let _ = write!(s, "  ECN {}", iv.ecn.name());
     s
+}
+
+/// iperf3's `[SUM]` line of `-P`'s streams for an interval from `start_s`
+/// to `end_s` (seconds since the run began): their bytes and rate.
+pub fn sum_line(start_s: f64, end_s: f64, bytes: u64, bps: f64) -> String {
+    format!(
+        "[SUM] {:>6.2}-{:<6.2} s  {:>9}  {:>10}",
+        start_s.max(0.0),
+        end_s,
+        human_bytes(bytes),
+        human_rate(bps)
+    )
 }
 
 /// `1.23 MB`-style bytes (decimal units, as iperf's `MBytes` are not).

@@ -1,7 +1,8 @@
-//! `l4slab send` and `l4slab serve` as functions: parse and check the
-//! options ([`InputError`] names the option and shows a valid value), bind
-//! the UDP socket, run the endpoint on the real-time driver in slices up to
-//! each reporting interval, and return what the results bundle needs
+//! `l4slab send` and `l4slab serve` as functions (`send`'s loop is
+//! [`crate::send`]): parse and check the options ([`InputError`] names the
+//! option and shows a valid value), bind the UDP socket, run the endpoint on
+//! the real-time driver in slices up to each reporting interval, and return
+//! what the results bundle needs
 //! (`summary_json`, `series`, `stats`: what `l4slab.Results.from_native`
 //! takes, docs/results.md).
 
@@ -9,26 +10,30 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
 use serde_json::{json, Value};
 
-use l4slab_app::quic::{QuicApp, QuicStreams};
+use l4slab_app::quic::QuicApp;
 use l4slab_bottleneck::flow::FlowKey;
 use l4slab_core::stats::round6;
 use l4slab_core::{Dur, Ecn, Time};
-use l4slab_quic::ConnectionConfig;
 use l4slab_scenario::units::{parse_duration, parse_rate, parse_size};
 use l4slab_udp_driver::{Driver, DriverConfig, DriverError, RunOutcome, UdpError, UdpSocket};
 
-use crate::client::{Client, Failure};
 use crate::notice::RefusalNotice;
-use crate::record::{human_bytes, human_rate, ms, Outcome, SeriesColumns};
+use crate::parallel::MAX_PARALLEL;
+use crate::record::{human_bytes, human_rate};
 use crate::server::{FinishedSession, Server, ServerConfig};
 use crate::token::{TokenKey, DEFAULT_LIFETIME};
 
 /// The port `serve` listens on and `send` sends to by default.
 pub const DEFAULT_PORT: u16 = 4433;
+/// `serve --max-sessions` by default: two clients at `-P 128`.
+pub const DEFAULT_MAX_SESSIONS: usize = 2 * MAX_PARALLEL;
+/// `serve --max-per-address` by default: one client's `-P 128` (iperf3's
+/// most), each connection a session.
+pub const DEFAULT_MAX_PER_ADDRESS: usize = MAX_PARALLEL;
 /// Layout of `summary.json` (docs/results.md).
-const FORMAT_VERSION: u64 = 1;
+pub(crate) const FORMAT_VERSION: u64 = 1;
 /// How often a run looks at its observer (Ctrl-C) besides the intervals.
-const POLL: Dur = Dur::from_millis(100);
+pub(crate) const POLL: Dur = Dur::from_millis(100);
 
 /// An option's value is not valid: names the option, shows a valid value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,7 +43,7 @@ pub struct InputError {
     pub message: String,
 }
 
-fn bad(option: &'static str, message: impl Into<String>) -> InputError {
+pub(crate) fn bad(option: &'static str, message: impl Into<String>) -> InputError {
     InputError {
         option,
         message: message.into(),
@@ -98,6 +103,10 @@ pub struct SendOptions {
     pub connect_timeout: String,
     /// Local address to send from (default: any, of the server's family).
     pub bind: Option<String>,
+    /// `-R`: the server sends, this end receives (iperf3's reverse mode).
+    pub reverse: bool,
+    /// `-P`: connections at once, 1 to [`MAX_PARALLEL`].
+    pub parallel: usize,
 }
 
 impl Default for SendOptions {
@@ -113,6 +122,8 @@ impl Default for SendOptions {
             interval: "1".into(),
             connect_timeout: "5".into(),
             bind: None,
+            reverse: false,
+            parallel: 1,
         }
     }
 }
@@ -142,8 +153,8 @@ impl Default for ServeOptions {
         ServeOptions {
             bind: None,
             port: DEFAULT_PORT,
-            max_sessions: 16,
-            max_per_address: 4,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_per_address: DEFAULT_MAX_PER_ADDRESS,
             handshake_timeout: "5".into(),
             once: false,
             interval: "1".into(),
@@ -154,7 +165,7 @@ impl Default for ServeOptions {
 }
 
 /// Seconds as a plain number, or a duration with a unit.
-fn seconds(option: &'static str, text: &str, example: &str) -> Result<Dur, InputError> {
+pub(crate) fn seconds(option: &'static str, text: &str, example: &str) -> Result<Dur, InputError> {
     let t = text.trim();
     let d = match t.parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Dur::from_secs_f64(s),
@@ -227,7 +238,7 @@ pub fn parse_app(text: &str) -> Result<QuicApp, InputError> {
 }
 
 /// The controller name, checked.
-fn parse_cc(text: &str) -> Result<String, InputError> {
+pub(crate) fn parse_cc(text: &str) -> Result<String, InputError> {
     if l4slab_cc::CC_NAMES.contains(&text) {
         Ok(text.to_string())
     } else {
@@ -242,7 +253,7 @@ fn parse_cc(text: &str) -> Result<String, InputError> {
 }
 
 /// `off`, `ect0`, `ect1`: (send ECT, the codepoint override).
-fn parse_ecn(text: Option<&str>) -> Result<(bool, Option<Ecn>), InputError> {
+pub(crate) fn parse_ecn(text: Option<&str>) -> Result<(bool, Option<Ecn>), InputError> {
     match text {
         None => Ok((true, None)),
         Some("off") => Ok((false, None)),
@@ -291,20 +302,20 @@ pub fn resolve(target: &str, port: Option<u16>) -> Result<SocketAddr, InputError
         .ok_or_else(|| bad("HOST", format!("{host:?} has no address")))
 }
 
-fn unspecified(like: &SocketAddr) -> SocketAddr {
+pub(crate) fn unspecified(like: &SocketAddr) -> SocketAddr {
     match like {
         SocketAddr::V4(_) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
         SocketAddr::V6(_) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
     }
 }
 
-fn random_seed() -> Result<u64, RunError> {
+pub(crate) fn random_seed() -> Result<u64, RunError> {
     let mut b = [0u8; 8];
     getrandom::fill(&mut b).map_err(|e| RunError::Random(e.to_string()))?;
     Ok(u64::from_be_bytes(b))
 }
 
-fn driver_json(d: &Driver) -> Value {
+pub(crate) fn driver_json(d: &Driver) -> Value {
     let s = d.stats();
     json!({
         "datagrams_sent": s.datagrams_sent,
@@ -348,7 +359,7 @@ pub fn real_clock_pacing_burst(max_datagram_size: usize) -> u64 {
 /// packet.
 pub const REAL_CLOCK_PACING_GRANULARITY: Dur = Dur::from_micros(250);
 
-fn app_name(app: &QuicApp) -> String {
+pub(crate) fn app_name(app: &QuicApp) -> String {
     match *app {
         QuicApp::Bulk => "bulk".into(),
         QuicApp::File { size } => format!("file:{size}"),
@@ -363,223 +374,8 @@ fn app_name(app: &QuicApp) -> String {
     }
 }
 
-/// Run `l4slab send`: returns `{summary_json, series, stats, failure}`.
-///
-/// # Errors
-/// [`RunError::Input`] for a bad option (before anything is sent), others
-/// when the socket fails.
-pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, RunError> {
-    let server = resolve(&opts.target, opts.port)?;
-    let cc = parse_cc(&opts.cc)?;
-    let (ecn, codepoint) = parse_ecn(opts.ecn.as_deref())?;
-    let app = parse_app(&opts.app)?;
-    let duration = seconds("--duration", &opts.duration, "10 or 500ms")?;
-    // iperf3's `-i 0`: no interval lines (the results still sample every second).
-    let lines = opts.interval.trim() != "0";
-    let interval = if lines {
-        seconds("--interval", &opts.interval, "1 or 250ms")?
-    } else {
-        Dur::from_secs(1)
-    };
-    if interval < Dur::from_millis(10) {
-        return Err(bad(
-            "--interval",
-            "at least 10ms (0: no interval lines); write e.g. 1 or 250ms",
-        )
-        .into());
-    }
-    let connect_timeout = seconds("--connect-timeout", &opts.connect_timeout, "5")?;
-    let local = match &opts.bind {
-        Some(b) => resolve(b, Some(0))?,
-        None => unspecified(&server),
-    };
-    if !opts.ecn_validation && !ecn {
-        return Err(bad(
-            "--no-ecn-validation",
-            "needs ECN on (not --ecn off); write e.g. --cc prague --no-ecn-validation",
-        )
-        .into());
-    }
-    let base = ConnectionConfig::default();
-    let cfg = ConnectionConfig {
-        cc: cc.clone(),
-        ecn,
-        ecn_validation: opts.ecn_validation,
-        ecn_codepoint: codepoint,
-        seed: random_seed()?,
-        // A real clock: Linux's EDT spacing, not a burst per delayed ACK
-        // (ConnectionConfig::pacing_burst; docs/send.md).
-        pacing_burst: Some(real_clock_pacing_burst(base.max_datagram_size)),
-        pacing_granularity: REAL_CLOCK_PACING_GRANULARITY,
-        ..base
-    };
-    let socket = UdpSocket::bind(local)?;
-    let local = socket.local_addr()?;
-    let mut driver = Driver::new(DriverConfig::default());
-    let start = driver.now();
-    let mut client = Client::new(cfg, start, server, app, duration, connect_timeout)
-        .map_err(|e| bad("--cc", e.to_string()))?;
-    let ecn_name = if !ecn {
-        "off"
-    } else {
-        match codepoint.unwrap_or_else(|| client_codepoint(&cc)) {
-            Ecn::Ect1 => "ect1",
-            _ => "ect0",
-        }
-    };
-    let ecn_banner = if opts.ecn_validation {
-        ecn_name.to_string()
-    } else {
-        format!("{ecn_name} WITHOUT ECN validation")
-    };
-    let every = if lines {
-        format!("one line every {} s", round6(interval.as_secs_f64()))
-    } else {
-        "no interval lines".to_string()
-    };
-    obs.line(&format!(
-        "l4slab send: {local} -> {server}, cc {cc}, ECN {ecn_banner}, app {}, {} s, {every}",
-        app_name(&app),
-        round6(duration.as_secs_f64()),
-    ));
-    let mut next = start + interval;
-    let mut interrupted = false;
-    let mut last_sample = start;
-    loop {
-        let now = driver.now();
-        let until = next.min(now + POLL);
-        let outcome = driver.run(&socket, &mut client, until)?;
-        let now = driver.now();
-        if outcome == RunOutcome::Done {
-            break;
-        }
-        if now >= next {
-            let (_, line) = client.sample(now);
-            if lines {
-                obs.line(&line);
-            }
-            last_sample = now;
-            next += interval;
-        }
-        if !interrupted && !obs.keep_going() {
-            interrupted = true;
-            client.stop(now);
-        }
-    }
-    let end = driver.now();
-    // The last, partial interval (unless it is a sliver).
-    if end.saturating_since(last_sample) * 10 >= interval && client.connected_at().is_some() {
-        let (_, line) = client.sample(end);
-        if lines {
-            obs.line(&line);
-        }
-    }
-    let failure = client.failure().map(|f| match f {
-        Failure::NoAnswer { waited } => format!(
-            "no answer from {server} within {:.1} s (no `l4slab serve` there, or it refused: full, or the address-validation token failed)",
-            waited.as_secs_f64().min(connect_timeout.as_secs_f64())
-        ),
-        Failure::NothingDelivered => format!(
-            "nothing delivered: the handshake with {server} completed but the server acknowledged no data"
-        ),
-        Failure::ClosedByPeer { error_code } => {
-            format!("the server closed the connection (error code {error_code})")
-        }
-        Failure::IdleTimeout => "the connection timed out (no packet from the server)".into(),
-    });
-    let st = client.conn.stats();
-    let bytes = client.acked();
-    let app_metrics = {
-        let mut m = json!({ "bytes_acked": bytes, "stream_bytes_sent": st.stream_bytes_sent });
-        if let QuicApp::Frames { .. } = app {
-            m["frames_captured"] = client.app.report(start, end)["frames_captured"].clone();
-        }
-        m
-    };
-    let (local_s, server_s) = (local.to_string(), server.to_string());
-    let flow = client.record.summary(
-        &client.conn,
-        Outcome {
-            app: client_app_kind(&app),
-            cc: Some(&cc),
-            client: Some(&local_s),
-            server: Some(&server_s),
-            bytes,
-            completion: client.completed_at(),
-            end,
-            app_metrics,
-            extra: json!({
-                // The codepoint asked for (`--ecn`).
-                "ecn": ecn_name,
-                "handshake_ms": st.handshake_time.map(ms),
-            }),
-        },
-    );
-    let wall = end.saturating_since(start);
-    for l in final_lines("send", &flow, wall) {
-        obs.line(&l);
-    }
-    if let Some(f) = &failure {
-        obs.line(&format!("error: {f}"));
-    }
-    let summary = json!({
-        "format_version": FORMAT_VERSION,
-        "tool_version": env!("CARGO_PKG_VERSION"),
-        "backend": "send",
-        "seed": Value::Null,
-        "duration_s": round6(wall.as_secs_f64()),
-        "window_s": [0.0, round6(wall.as_secs_f64())],
-        "scenario": {
-            "name": "send",
-            "server": server.to_string(),
-            "cc": cc,
-            "ecn": ecn_name,
-            "ecn_validation": opts.ecn_validation,
-            "app": opts.app,
-            "duration_s": round6(duration.as_secs_f64()),
-            "interval_s": round6(interval.as_secs_f64()),
-        },
-        "flows": { "send": flow },
-        "queues": {},
-        "driver": driver_json(&driver),
-        "interrupted": interrupted,
-        "failure": failure,
-    });
-    let mut series = SeriesColumns::default();
-    client.record.series_into(&mut series);
-    Ok(json!({
-        "summary_json": serde_json::to_string(&summary).expect("serializes"),
-        "series": series.to_json(),
-        "stats": {
-            "backend": "send",
-            "wall_s": wall.as_secs_f64(),
-            "sim_s": wall.as_secs_f64(),
-            "packets": driver.stats().datagrams_sent + driver.stats().datagrams_received,
-        },
-        "failure": failure,
-        "interrupted": interrupted,
-    }))
-}
-
-fn client_app_kind(app: &QuicApp) -> &'static str {
-    match app {
-        QuicApp::Bulk => "bulk",
-        QuicApp::File { .. } => "file",
-        QuicApp::Frames { .. } => "frames",
-    }
-}
-
-/// The codepoint a controller asks for (ECT(1) for prague and dctcp).
-fn client_codepoint(cc: &str) -> Ecn {
-    if matches!(cc, "prague" | "dctcp") {
-        Ecn::Ect1
-    } else {
-        Ecn::Ect0
-    }
-}
-
 /// The summary a run prints at its end.
-fn final_lines(name: &str, flow: &Value, wall: Dur) -> Vec<String> {
+pub(crate) fn final_lines(name: &str, flow: &Value, wall: Dur) -> Vec<String> {
     let f = |k: &str| flow[k].as_f64().unwrap_or(0.0);
     let rtt = &flow[FlowKey::RttMs.name()];
     let r = |k: &str| {
@@ -637,10 +433,14 @@ pub fn run_serve(
         .map(|t| seconds("--time-limit", t, "30"))
         .transpose()?;
     if opts.max_sessions == 0 || opts.max_sessions > 4096 {
-        return Err(bad("--max-sessions", "must be from 1 to 4096; write e.g. 16").into());
+        return Err(bad("--max-sessions", "must be from 1 to 4096; write e.g. 256").into());
     }
     if opts.max_per_address == 0 || opts.max_per_address > 4096 {
-        return Err(bad("--max-per-address", "must be from 1 to 4096; write e.g. 4").into());
+        return Err(bad(
+            "--max-per-address",
+            "must be from 1 to 4096; write e.g. 128",
+        )
+        .into());
     }
     let handshake_timeout = seconds("--handshake-timeout", &opts.handshake_timeout, "5")?;
     let socket = match &opts.bind {
@@ -723,7 +523,15 @@ pub fn run_serve(
         let outcome = driver.run(&socket, &mut server, until)?;
         let now = driver.now();
         for (number, peer) in server.take_connected() {
-            obs.line(&format!("[session-{number}] connected from {peer}"));
+            // iperf3 -R: say which end sends.
+            let sends = server
+                .live()
+                .find(|s| s.number == number)
+                .and_then(|s| s.sending.as_ref())
+                .map_or_else(String::new, |r| {
+                    format!(" (reverse: sending, cc {}, app {})", r.cc, app_name(&r.app))
+                });
+            obs.line(&format!("[session-{number}] connected from {peer}{sends}"));
         }
         if let Some(l) = notice.poll(now, server.stats(), limits, server.last_refused()) {
             obs.line(&l);

@@ -17,6 +17,16 @@
 //! datagram of at least 1200 bytes (§14.1: smaller ones are discarded), so
 //! the server amplifies nothing before validation (§8.1 allows 3x).
 //!
+//! **Requests.** A client's ClientHello may carry a request
+//! ([`crate::request`]; `l4slab send -R`: the server sends, with the
+//! client's controller, ECN and app). The session's connection is then
+//! built for the sender and given the same first Initial; the flight says
+//! the request was taken. A request this server cannot read is refused
+//! (counted: `requests_refused`): once the handshake completes, the
+//! connection closes with [`crate::request::REFUSED`] (an application's
+//! code can only be said in 1-RTT packets, RFC 9000 §10.2.3); the session is
+//! not numbered or reported.
+//!
 //! **Bounds.** At most [`ServerConfig::max_sessions`] sessions, and at most
 //! [`ServerConfig::max_sessions_per_address`] from one source
 //! ([`source_key`]: an IPv4 address, or an IPv6 /64); an Initial with a
@@ -49,19 +59,22 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use serde_json::{json, Value};
 
 use l4slab_app::quic::{QuicApp, QuicStreams, Transfer};
-use l4slab_app::{AppIo, Datagram, FlowIo, Role};
+use l4slab_app::Role;
 use l4slab_core::datagram::DatagramEndpoint;
 use l4slab_core::{Dur, Ecn, Time};
 use l4slab_quic::connection::CID_LEN;
 use l4slab_quic::wire::{Header, LongType, Packet, PacketType, RetryPacket, MIN_INITIAL_DATAGRAM};
-use l4slab_quic::{Connection, ConnectionConfig};
+use l4slab_quic::{Connection, ConnectionConfig, StreamId};
 
+use crate::client::WakeIo;
 use crate::heap::TimerHeap;
 use crate::record::{interval_line, FlowRecord, Interval, Outcome, SeriesColumns, Side};
+use crate::request::{Request, REFUSED};
 use crate::token::{TokenError, TokenKey};
 
-/// Stateless answers (Retry) waiting to be sent.
-pub const RESPONSE_SLOTS: usize = 64;
+/// Stateless answers (Retry) waiting to be sent: room for the Initials of
+/// one `send -P 128` arriving together.
+pub const RESPONSE_SLOTS: usize = crate::parallel::MAX_PARALLEL;
 /// Room for one stateless answer: a Retry is 1 + 4 + 2 × 9 + 33 + 16 = 72 bytes.
 const RESPONSE_LEN: usize = 128;
 
@@ -93,8 +106,8 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             conn: ConnectionConfig::default(),
-            max_sessions: 16,
-            max_sessions_per_address: 4,
+            max_sessions: crate::run::DEFAULT_MAX_SESSIONS,
+            max_sessions_per_address: crate::run::DEFAULT_MAX_PER_ADDRESS,
             handshake_timeout: Dur::from_secs(5),
             max_streams: 4,
             idle_timeout: Dur::from_secs(10),
@@ -125,6 +138,10 @@ pub struct ServerStats {
     pub rejected_initials: u64,
     /// Valid Initials that started a session (its handshake).
     pub sessions_accepted: u64,
+    /// Of those, sessions whose client asked the server to send (`-R`).
+    pub reverse_sessions: u64,
+    /// Requests this server cannot read (closed with `REFUSED`).
+    pub requests_refused: u64,
     /// Sessions whose handshake completed (numbered, reported).
     pub sessions_connected: u64,
     /// Valid tokens refused because `max_sessions` sessions were running.
@@ -159,6 +176,8 @@ impl ServerStats {
             "expired_tokens": self.expired_tokens,
             "rejected_initials": self.rejected_initials,
             "sessions_accepted": self.sessions_accepted,
+            "reverse_sessions": self.reverse_sessions,
+            "requests_refused": self.requests_refused,
             "sessions_connected": self.sessions_connected,
             "sessions_refused": self.sessions_refused,
             "sessions_refused_per_address": self.sessions_refused_per_address,
@@ -172,22 +191,6 @@ impl ServerStats {
     }
 }
 
-/// The app side of a receiving session: only wake-ups (none are asked for).
-#[derive(Default)]
-struct NoIo;
-
-impl AppIo for NoIo {
-    fn write(&mut self, _: u64) -> u64 {
-        0
-    }
-    fn wake_at(&mut self, _: Time) {}
-    fn finish(&mut self) {}
-}
-
-impl FlowIo for NoIo {
-    fn send_datagram(&mut self, _: Datagram) {}
-}
-
 /// One client's session.
 pub struct Session {
     /// 1, 2, ... in the order sessions completed their handshake; 0 before.
@@ -198,9 +201,16 @@ pub struct Session {
     /// When its handshake completed; `None`: still in its handshake.
     pub connected: Option<Time>,
     pub conn: Connection,
-    /// The receiving end of the client's upload (the simulator's `Transfer`).
+    /// The receiving end of the client's upload (the simulator's
+    /// `Transfer`), or with `-R` the sending end.
     pub app: Transfer,
     pub record: FlowRecord,
+    /// `-R`: what the client asked this end to send.
+    pub sending: Option<Request>,
+    /// The app's wake-up (a sender's frames).
+    io: WakeIo,
+    /// Its request cannot be done: closed with `REFUSED` once connected.
+    refused: bool,
 }
 
 impl Session {
@@ -208,23 +218,50 @@ impl Session {
         while let Some(ev) = self.conn.poll_event() {
             self.app.on_event(now, Role::Server, ev);
         }
-        self.app.drive(now, Role::Server, &mut self.conn, &mut NoIo);
+        self.io.wake = None;
+        self.app
+            .drive(now, Role::Server, &mut self.conn, &mut self.io);
         self.record.observe(&self.conn);
+    }
+
+    fn side(&self) -> Side {
+        if self.sending.is_some() {
+            Side::Sender
+        } else {
+            Side::Receiver
+        }
+    }
+
+    /// Stream bytes received in order; sending (`-R`): acknowledged in
+    /// order on the server's stream.
+    pub fn bytes(&self) -> u64 {
+        if self.sending.is_some() {
+            self.conn
+                .acked_in_order(StreamId::bidi(false, 0))
+                .unwrap_or(0)
+        } else {
+            self.app.delivered()
+        }
     }
 
     /// The session's entry in `summary.json`.
     pub fn summary(&self, end: Time) -> Value {
-        let extra = json!({ "session": self.number });
+        let extra = json!({ "session": self.number, "reverse": self.sending.is_some() });
         let client = self.peer.to_string();
-        // The server receives whatever the client's app sends.
+        // The server receives whatever the client's app sends, or sends it.
+        let (app, cc) = match &self.sending {
+            Some(r) => (self.app.kind(), Some(r.cc.as_str())),
+            None => ("receive", None),
+        };
         self.record.summary(
             &self.conn,
             Outcome {
-                app: "receive",
-                cc: None,
+                app,
+                cc,
+                down: self.sending.is_some(),
                 client: Some(&client),
                 server: None,
-                bytes: self.app.delivered(),
+                bytes: self.bytes(),
                 completion: self.app.completion(),
                 end,
                 app_metrics: self.app.report(self.record.start(), end),
@@ -391,9 +428,9 @@ impl Server {
             if s.connected.is_none() {
                 continue;
             }
-            let bytes = s.app.delivered();
+            let bytes = s.bytes();
             let iv = s.record.sample(now, &s.conn, bytes);
-            let line = interval_line(&s.record.name, Side::Receiver, &iv);
+            let line = interval_line(&s.record.name, s.side(), &iv);
             out.push(SessionInterval {
                 number: s.number,
                 interval: iv,
@@ -427,13 +464,16 @@ impl Server {
         let Some(s) = self.slots[slot].as_mut() else {
             return;
         };
-        if s.connected.is_none() && s.conn.is_established() {
+        if s.refused && s.connected.is_none() && s.conn.is_established() {
+            // Closing: no longer established, so this happens once.
+            s.conn.close(now, REFUSED);
+        } else if s.connected.is_none() && s.conn.is_established() {
             s.connected = Some(now);
             s.number = self.next_number;
             self.next_number += 1;
             // Its report starts now that it is a session; the handshake's
             // observations (no data) are left out.
-            s.record = FlowRecord::new(format!("session-{}", s.number), Side::Receiver, s.accepted);
+            s.record = FlowRecord::new(format!("session-{}", s.number), s.side(), s.accepted);
             s.record.observe(&s.conn);
             self.stats.sessions_connected += 1;
             self.connected_now += 1;
@@ -444,6 +484,9 @@ impl Server {
             return;
         }
         let mut t = s.conn.poll_timeout();
+        if let Some(w) = s.io.wake {
+            t = Some(t.map_or(w, |t| t.min(w)));
+        }
         if s.connected.is_none() {
             let by = s.accepted + self.cfg.handshake_timeout;
             t = Some(t.map_or(by, |t| t.min(by)));
@@ -585,9 +628,10 @@ impl Server {
             seed: self.keys.seed(),
             idle_timeout: self.cfg.idle_timeout,
             max_streams_bidi: self.cfg.max_streams,
+            accept_app_request: true,
             ..self.cfg.conn.clone()
         };
-        let Ok(mut conn) = Connection::server_after_retry(cfg, now, dcid, odcid) else {
+        let Ok(mut conn) = Connection::server_after_retry(cfg.clone(), now, dcid, odcid) else {
             self.free.push(slot);
             self.stats.rejected_initials += 1;
             return;
@@ -600,16 +644,50 @@ impl Server {
             self.stats.rejected_initials += 1;
             return;
         }
+        let (mut sending, mut refused) = (None, false);
+        if let Some(bytes) = conn.peer_app_request() {
+            match Request::decode(&bytes) {
+                Ok(req) if req.reverse => {
+                    // The client's controller sends from here: a connection
+                    // built for it, given the same first Initial.
+                    let sender = ConnectionConfig {
+                        idle_timeout: cfg.idle_timeout,
+                        max_streams_bidi: cfg.max_streams_bidi,
+                        accept_app_request: true,
+                        ..req.sender_config(cfg.seed)
+                    };
+                    match Connection::server_after_retry(sender, now, dcid, odcid) {
+                        Ok(mut c) => {
+                            c.handle_datagram(now, from, data, ecn);
+                            conn = c;
+                            sending = Some(req);
+                            self.stats.reverse_sessions += 1;
+                        }
+                        Err(_) => refused = true,
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => refused = true,
+            }
+        }
+        self.stats.requests_refused += u64::from(refused);
         self.stats.sessions_accepted += 1;
+        let app = match &sending {
+            Some(r) => Transfer::new(r.app, Role::Server),
+            None => Transfer::new(QuicApp::Bulk, Role::Client),
+        };
         let mut s = Session {
             number: 0,
             peer: from,
             accepted: now,
             connected: None,
             conn,
-            app: Transfer::new(QuicApp::Bulk, Role::Client),
+            app,
             // Replaced, with the session's number, when its handshake completes.
             record: FlowRecord::new(String::new(), Side::Receiver, now),
+            sending,
+            io: WakeIo::default(),
+            refused,
         };
         s.pump(now);
         *self.per_source.entry(source).or_insert(0) += 1;
@@ -622,7 +700,7 @@ impl Server {
 
 /// The Destination Connection ID of a datagram's first packet, if it can
 /// be one of ours (8 bytes).
-fn dcid_of(data: &[u8]) -> Option<[u8; CID_LEN]> {
+pub(crate) fn dcid_of(data: &[u8]) -> Option<[u8; CID_LEN]> {
     let first = *data.first()?;
     let cid = if first & 0x80 != 0 {
         // §17.2: first byte, Version (4), DCID Length (1), DCID.
@@ -698,7 +776,9 @@ impl DatagramEndpoint for Server {
                     self.end_session(slot, now, End::HandshakeTimeout);
                     continue;
                 }
-                s.conn.handle_timeout(now);
+                if s.conn.poll_timeout().is_some_and(|t| t <= now) {
+                    s.conn.handle_timeout(now);
+                }
                 s.pump(now);
                 self.mark_ready(slot);
                 self.refresh(slot, now);

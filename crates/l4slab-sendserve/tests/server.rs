@@ -8,8 +8,10 @@ use l4slab_app::quic::QuicApp;
 use l4slab_core::datagram::DatagramEndpoint;
 use l4slab_core::{Dur, Ecn, Time};
 use l4slab_quic::wire::{is_retry, Header, LongHeader, LongType, PacketBuilder, TruncatedPn};
-use l4slab_quic::ConnectionConfig;
+use l4slab_quic::{Connection, ConnectionConfig};
 use l4slab_sendserve::client::{Client, Failure};
+use l4slab_sendserve::parallel::Clients;
+use l4slab_sendserve::request::{Request, REFUSED};
 use l4slab_sendserve::server::{source_key, Server, ServerConfig};
 use l4slab_sendserve::token::TokenKey;
 
@@ -532,4 +534,227 @@ fn a_client_whose_data_is_never_acknowledged_fails_as_nothing_delivered() {
     }
     assert_eq!(c.acked(), 0);
     assert_eq!(c.failure(), Some(Failure::NothingDelivered));
+}
+
+// ---------------------------------------------------------------- -R, -P
+
+/// `send -R`: a client asking the server to send `app` with `cc`.
+fn reverse_client(
+    cc: &str,
+    app: QuicApp,
+    seed: u64,
+    secs: u64,
+    request: Option<[u8; 24]>,
+) -> Client {
+    let req = Request {
+        reverse: true,
+        cc: cc.into(),
+        ecn: true,
+        codepoint: None,
+        ecn_validation: true,
+        app,
+    };
+    let cfg = ConnectionConfig {
+        seed,
+        app_request: Some(request.unwrap_or_else(|| req.encode())),
+        ..ConnectionConfig::default()
+    };
+    let flow = ("send".to_string(), app, true);
+    Client::with_flow(
+        cfg,
+        Time::ZERO,
+        a(SERVER),
+        flow,
+        Dur::from_secs(secs),
+        Dur::from_secs(5),
+    )
+    .unwrap()
+}
+
+#[test]
+fn with_reverse_the_server_sends_with_the_clients_controller_and_the_client_receives() {
+    let mut net = Net::new(server(4));
+    let file = QuicApp::File { size: 300_000 };
+    net.add(
+        "198.51.100.7:50000",
+        reverse_client("prague", file, 1, 5, None),
+    );
+    net.run(Time::from_secs(5));
+    let c = &net.clients[0].1;
+    assert!(c.conn.app_request_accepted());
+    assert_eq!(c.acked(), 300_000, "the whole file arrived here");
+    assert!(
+        c.completed_at().is_some(),
+        "and its FIN: the client stopped"
+    );
+    assert_eq!(c.failure(), None);
+    let st = net.server.stats().clone();
+    assert_eq!((st.reverse_sessions, st.requests_refused), (1, 0), "{st:?}");
+    let f = net.server.take_finished();
+    let flow = &f[0].summary;
+    assert_eq!(
+        flow["cc"], "prague",
+        "the server ran the client's controller: {flow}"
+    );
+    assert_eq!(flow["direction"], "down");
+    assert_eq!(flow["reverse"], true);
+    // The server's sender counts what the client acknowledged in order.
+    assert_eq!(flow["bytes_delivered"], 300_000);
+    assert!(
+        flow["app_metrics"]["client"]["ecn"]["ect1_sent"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{flow}"
+    );
+}
+
+#[test]
+fn a_request_the_server_cannot_read_is_refused_by_a_close_the_client_reports() {
+    let mut bytes = Request {
+        reverse: true,
+        cc: "cubic".into(),
+        ecn: true,
+        codepoint: None,
+        ecn_validation: true,
+        app: QuicApp::Bulk,
+    }
+    .encode();
+    bytes[0] = 9; // a later layout
+    let mut net = Net::new(server(4));
+    net.add(
+        "198.51.100.7:50000",
+        reverse_client("cubic", QuicApp::Bulk, 1, 5, Some(bytes)),
+    );
+    net.run(Time::from_secs(5));
+    let c = &net.clients[0].1;
+    assert!(c.is_done());
+    assert!(
+        matches!(c.failure(), Some(Failure::ClosedByPeer { error_code }) if error_code == REFUSED),
+        "{:?}",
+        c.failure()
+    );
+    let st = net.server.stats().clone();
+    assert_eq!(
+        (st.requests_refused, st.sessions_connected),
+        (1, 0),
+        "{st:?}"
+    );
+}
+
+#[test]
+fn an_older_server_that_ignores_the_request_is_left_at_once_not_waited_for() {
+    // A server without requests (an older l4slab serve): a plain
+    // connection that completes the handshake and never sends.
+    let mut old = Connection::server(ConnectionConfig::default(), Time::ZERO).unwrap();
+    let mut c = reverse_client("cubic", QuicApp::Bulk, 1, 10, None);
+    let mut buf = vec![0u8; 65_535];
+    let mut now = Time::ZERO;
+    while !c.is_done() && now < Time::from_secs(10) {
+        while let Some((n, _, ecn)) = c.poll_transmit(now, &mut buf) {
+            old.handle_datagram(now, a("198.51.100.7:50000"), &buf[..n], ecn);
+        }
+        while let Some((n, _, ecn)) = old.poll_transmit(now, &mut buf) {
+            c.handle_datagram(now, a(SERVER), &buf[..n], ecn);
+        }
+        let Some(t) = [c.poll_timeout(), old.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
+            break;
+        };
+        now = now.max(t) + Dur::from_micros(10);
+        if c.poll_timeout().is_some_and(|t| t <= now) {
+            c.handle_timeout(now);
+        }
+        if old.poll_timeout().is_some_and(|t| t <= now) {
+            old.handle_timeout(now);
+        }
+    }
+    assert!(c.connected_at().is_some());
+    assert!(!c.conn.app_request_accepted());
+    assert_eq!(c.failure(), Some(Failure::RequestNotTaken));
+    // Closed at the handshake, done after the closing period: not -t 10.
+    assert!(c.is_done() && now < Time::from_secs(2), "{now:?}");
+}
+
+#[test]
+fn parallel_clients_on_one_socket_are_each_served_their_own_datagrams() {
+    // -P 3: three connections from one address and port; the server sees
+    // three sessions (its per-address limit counts connections).
+    let mut net = Net::new(server(8));
+    let clients: Vec<Client> = (1..=3)
+        .map(|i| {
+            let cfg = ConnectionConfig {
+                seed: i,
+                ..ConnectionConfig::default()
+            };
+            let flow = (format!("send-{i}"), QuicApp::Bulk, false);
+            Client::with_flow(
+                cfg,
+                Time::ZERO,
+                a(SERVER),
+                flow,
+                Dur::from_secs(1),
+                Dur::from_secs(5),
+            )
+            .unwrap()
+        })
+        .collect();
+    let mut group = Clients::new(clients);
+    let mut buf = vec![0u8; 65_535];
+    let mut now = Time::ZERO;
+    let from = a("198.51.100.7:50000");
+    while !group.is_done() && now < Time::from_secs(5) {
+        if group.poll_timeout().is_some_and(|t| t <= now) {
+            group.handle_timeout(now);
+        }
+        if net.server.poll_timeout().is_some_and(|t| t <= now) {
+            net.server.handle_timeout(now);
+        }
+        let mut moved = false;
+        while let Some((n, _, ecn)) = group.poll_transmit(now, &mut buf) {
+            now += Dur::from_micros(10);
+            net.server.handle_datagram(now, from, &buf[..n], ecn);
+            moved = true;
+        }
+        while let Some((n, to, ecn)) = net.server.poll_transmit(now, &mut buf) {
+            assert_eq!(to, from);
+            group.handle_datagram(now, a(SERVER), &buf[..n], ecn);
+            moved = true;
+        }
+        let next = [group.poll_timeout(), net.server.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        match next {
+            _ if moved => {}
+            Some(t) => now = now.max(t),
+            None => break,
+        }
+    }
+    assert!(group.is_done());
+    for c in &group.clients {
+        assert_eq!(c.failure(), None, "{}", c.record.name);
+        assert!(c.acked() > 50_000, "{}: {}", c.record.name, c.acked());
+    }
+    let st = net.server.stats().clone();
+    assert_eq!(st.sessions_connected, 3, "{st:?}");
+    net.server.end_all(now); // any still in its closing period
+    let mut got: Vec<u64> = net
+        .server
+        .take_finished()
+        .iter()
+        .map(|f| f.summary["bytes_delivered"].as_u64().unwrap())
+        .collect();
+    assert_eq!(got.len(), 3);
+    let mut sent: Vec<u64> = group.clients.iter().map(Client::acked).collect();
+    got.sort_unstable();
+    sent.sort_unstable();
+    // Each session received at least what its own client saw acknowledged.
+    assert!(
+        got.iter().zip(&sent).all(|(g, s)| g >= s),
+        "{got:?} {sent:?}"
+    );
 }

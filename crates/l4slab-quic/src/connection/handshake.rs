@@ -63,6 +63,15 @@ const MSG_SERVER_FLIGHT: u8 = 8;
 const MSG_CLIENT_FINISHED: u8 = 20;
 const FLAG_TICKET: u8 = 1;
 const FLAG_EARLY_DATA_ACCEPTED: u8 = 2;
+/// ClientHello: an application request follows the parameters.
+const FLAG_APP_REQUEST: u8 = 4;
+/// Server flight: the server took the client's application request.
+const FLAG_APP_REQUEST_ACCEPTED: u8 = 8;
+/// Bytes of an application request in a ClientHello: bytes
+/// `HEAD_LEN..HEAD_LEN + APP_REQUEST_LEN` of the message (the end of the
+/// 64-byte head the receiver keeps), where an application's TLS extension
+/// or transport parameter would go (RFC 9000 §18.1 allows private ones).
+pub const APP_REQUEST_LEN: usize = 24;
 
 /// The handshake and connection lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -178,9 +187,27 @@ struct Message {
     flags: u8,
     ticket: u64,
     params: TransportParams,
+    /// With [`FLAG_APP_REQUEST`]: the application's request.
+    request: [u8; APP_REQUEST_LEN],
 }
 
 impl Message {
+    fn new(ty: u8, len: usize, flags: u8, ticket: u64, params: TransportParams) -> Self {
+        Message {
+            ty,
+            len,
+            flags,
+            ticket,
+            params,
+            request: [0; APP_REQUEST_LEN],
+        }
+    }
+
+    /// The application request, if the message carries one.
+    fn app_request(&self) -> Option<[u8; APP_REQUEST_LEN]> {
+        (self.flags & FLAG_APP_REQUEST != 0).then_some(self.request)
+    }
+
     fn encode(&self) -> Vec<u8> {
         let mut v = vec![0u8; self.len.max(HEAD_LEN)];
         v[0] = self.ty;
@@ -190,6 +217,9 @@ impl Message {
         v[12..20].copy_from_slice(&self.params.max_data.to_be_bytes());
         v[20..28].copy_from_slice(&self.params.max_stream_data.to_be_bytes());
         v[28..36].copy_from_slice(&self.params.max_streams_bidi.to_be_bytes());
+        if self.flags & FLAG_APP_REQUEST != 0 && v.len() >= HEAD_LEN + APP_REQUEST_LEN {
+            v[HEAD_LEN..HEAD_LEN + APP_REQUEST_LEN].copy_from_slice(&self.request);
+        }
         v
     }
 
@@ -203,10 +233,18 @@ impl Message {
             return None;
         }
         let u = |i: usize| u64::from_be_bytes(head[i..i + 8].try_into().unwrap());
+        let mut flags = head[3];
+        let mut request = [0; APP_REQUEST_LEN];
+        if len >= HEAD_LEN + APP_REQUEST_LEN {
+            request.copy_from_slice(&head[HEAD_LEN..HEAD_LEN + APP_REQUEST_LEN]);
+        } else {
+            flags &= !FLAG_APP_REQUEST; // too short to carry one
+        }
         Some(Message {
             ty: head[0],
             len,
-            flags: head[3],
+            flags,
+            request,
             ticket: u(4),
             params: TransportParams {
                 max_data: u(12),
@@ -246,13 +284,11 @@ impl Connection {
             Some(t) => (FLAG_TICKET, t.ticket, CLIENT_HELLO_LEN + PSK_EXTENSION_LEN),
             None => (0, 0, CLIENT_HELLO_LEN),
         };
-        let msg = Message {
-            ty: MSG_CLIENT_HELLO,
-            len,
-            flags,
-            ticket,
-            params: self.local_params(),
-        };
+        let mut msg = Message::new(MSG_CLIENT_HELLO, len, flags, ticket, self.local_params());
+        if let Some(r) = self.cfg.app_request {
+            msg.flags |= FLAG_APP_REQUEST;
+            msg.request = r;
+        }
         self.queue_crypto(PnSpace::Initial, msg.encode());
     }
 
@@ -304,13 +340,14 @@ impl Connection {
                 } else {
                     ZeroRtt::None
                 };
-                let sh = Message {
-                    ty: MSG_SERVER_HELLO,
-                    len: SERVER_HELLO_LEN.max(HEAD_LEN),
-                    flags: 0,
-                    ticket: 0,
-                    params: self.local_params(),
-                };
+                self.peer_app_request = ch.app_request();
+                let sh = Message::new(
+                    MSG_SERVER_HELLO,
+                    SERVER_HELLO_LEN.max(HEAD_LEN),
+                    0,
+                    0,
+                    self.local_params(),
+                );
                 self.queue_crypto(PnSpace::Initial, sh.encode());
                 // Resumption (RFC 8446 §2.2): no Certificate/CertificateVerify.
                 let cert = if resumed {
@@ -318,13 +355,17 @@ impl Connection {
                 } else {
                     self.cfg.certificate_len + CERTIFICATE_VERIFY_LEN
                 };
-                let flight = Message {
-                    ty: MSG_SERVER_FLIGHT,
-                    len: ENCRYPTED_EXTENSIONS_LEN + cert + FINISHED_LEN,
-                    flags: if accept { FLAG_EARLY_DATA_ACCEPTED } else { 0 },
-                    ticket: 0,
-                    params: self.local_params(),
-                };
+                let mut flags = if accept { FLAG_EARLY_DATA_ACCEPTED } else { 0 };
+                if self.cfg.accept_app_request && self.peer_app_request.is_some() {
+                    flags |= FLAG_APP_REQUEST_ACCEPTED;
+                }
+                let flight = Message::new(
+                    MSG_SERVER_FLIGHT,
+                    ENCRYPTED_EXTENSIONS_LEN + cert + FINISHED_LEN,
+                    flags,
+                    0,
+                    self.local_params(),
+                );
                 self.queue_crypto(PnSpace::Handshake, flight.encode());
                 self.handshake_keys = true;
                 self.transition_to(HandshakeState::ServerFlightSent);
@@ -346,13 +387,15 @@ impl Connection {
                     return;
                 }
                 self.apply_peer_params(flight.params);
-                let fin = Message {
-                    ty: MSG_CLIENT_FINISHED,
-                    len: FINISHED_LEN.max(HEAD_LEN),
-                    flags: 0,
-                    ticket: 0,
-                    params: self.local_params(),
-                };
+                self.app_request_accepted =
+                    self.cfg.app_request.is_some() && flight.flags & FLAG_APP_REQUEST_ACCEPTED != 0;
+                let fin = Message::new(
+                    MSG_CLIENT_FINISHED,
+                    FINISHED_LEN.max(HEAD_LEN),
+                    0,
+                    0,
+                    self.local_params(),
+                );
                 self.queue_crypto(PnSpace::Handshake, fin.encode());
                 self.transition_to(HandshakeState::Complete);
                 self.stats.handshake_time = Some(now.saturating_since(self.start));
@@ -467,13 +510,7 @@ mod tests {
             max_stream_data: 2,
             max_streams_bidi: 3,
         };
-        let m = Message {
-            ty: MSG_CLIENT_HELLO,
-            len: 300,
-            flags: FLAG_TICKET,
-            ticket: 9,
-            params: p,
-        };
+        let m = Message::new(MSG_CLIENT_HELLO, 300, FLAG_TICKET, 9, p);
         let bytes = m.encode();
         assert_eq!(bytes.len(), 300);
         let mut head = [0u8; 64];
@@ -485,5 +522,40 @@ mod tests {
             params: p,
         };
         assert_eq!(ResumptionTicket::decode(&t.encode()), Some(t));
+    }
+
+    #[test]
+    fn an_app_request_rides_in_the_client_hello_head_and_only_when_flagged() {
+        let p = TransportParams {
+            max_data: 1,
+            max_stream_data: 2,
+            max_streams_bidi: 3,
+        };
+        let plain = Message::new(MSG_CLIENT_HELLO, CLIENT_HELLO_LEN, 0, 0, p);
+        let mut with = plain;
+        with.flags |= FLAG_APP_REQUEST;
+        with.request = core::array::from_fn(|i| i as u8 + 1);
+        let head = |m: &Message| -> [u8; 64] { m.encode()[..64].try_into().unwrap() };
+        // Without a request the bytes are what they always were (zeros).
+        assert!(plain.encode()[HEAD_LEN..].iter().all(|&b| b == 0));
+        let n = CLIENT_HELLO_LEN as u64;
+        assert_eq!(
+            Message::decode(&head(&plain), n).unwrap().app_request(),
+            None
+        );
+        let got = Message::decode(&head(&with), n).unwrap();
+        assert_eq!(got.app_request(), Some(with.request));
+        // A message too short to hold one carries none, whatever its flag.
+        let mut short = Message::new(MSG_SERVER_HELLO, HEAD_LEN, FLAG_APP_REQUEST, 0, p);
+        short.request = [9; APP_REQUEST_LEN];
+        let got = Message::decode(&head(&Message { len: 64, ..short }), HEAD_LEN as u64);
+        assert_eq!(got, None, "64 bytes not all delivered");
+        let b = short.encode();
+        let mut h = [0u8; 64];
+        h[..b.len()].copy_from_slice(&b);
+        assert_eq!(
+            Message::decode(&h, HEAD_LEN as u64).unwrap().app_request(),
+            None
+        );
     }
 }

@@ -45,7 +45,7 @@ use l4slab_core::state::Checked;
 use l4slab_core::{Dur, Ecn, NullTracer, SimRng, Time};
 
 pub use ecn::{EcnFailure, EcnState};
-pub use handshake::{HandshakeState, ResumptionTicket, TransportParams};
+pub use handshake::{HandshakeState, ResumptionTicket, TransportParams, APP_REQUEST_LEN};
 pub use stats::ConnectionStats;
 pub use streams::StreamId;
 
@@ -159,6 +159,16 @@ pub struct ConnectionConfig {
     pub ticket_key: u64,
     /// Server: accept 0-RTT with a valid ticket.
     pub accept_zero_rtt: bool,
+    /// Client: an application's request carried in the ClientHello (as an
+    /// application's TLS extension or transport parameter would be, RFC 9000
+    /// §18.1: `l4slab send -R`'s; [`handshake::APP_REQUEST_LEN`] opaque
+    /// bytes). `None`: none, and the ClientHello is unchanged.
+    pub app_request: Option<[u8; APP_REQUEST_LEN]>,
+    /// Server: it understands application requests; its flight says it
+    /// took the client's ([`Connection::app_request_accepted`]). A server
+    /// without this (an older one) ignores the request and says nothing,
+    /// so the client can tell it was not taken.
+    pub accept_app_request: bool,
     /// Seed for the connection IDs and the controller's RNG stream.
     pub seed: u64,
 }
@@ -187,6 +197,8 @@ impl Default for ConnectionConfig {
             certificate_len: 1000,
             ticket_key: 0x4c34_534c_4142_0001,
             accept_zero_rtt: true,
+            app_request: None,
+            accept_app_request: false,
             seed: 1,
         }
     }
@@ -396,6 +408,10 @@ pub struct Connection {
     conn_credit: SendCredit,
     conn_window: RecvWindow,
     peer_params: Option<TransportParams>,
+    /// Server: the request the client's ClientHello carried.
+    peer_app_request: Option<[u8; APP_REQUEST_LEN]>,
+    /// Client: the server's flight said it took our request.
+    app_request_accepted: bool,
     /// Client: the ticket it was built with, then the one the server sent.
     ticket: Option<ResumptionTicket>,
     zero_rtt: ZeroRtt,
@@ -612,6 +628,8 @@ impl Connection {
             conn_credit: SendCredit::new(0),
             conn_window: RecvWindow::new(cfg.max_data),
             peer_params: None,
+            peer_app_request: None,
+            app_request_accepted: false,
             ticket: None,
             zero_rtt: ZeroRtt::None,
             handshake_done_pending: false,
@@ -736,6 +754,19 @@ impl Connection {
 
     pub fn zero_rtt(&self) -> ZeroRtt {
         self.zero_rtt
+    }
+
+    /// Server: the application request the client's ClientHello carried
+    /// ([`ConnectionConfig::app_request`]), once it arrived.
+    pub fn peer_app_request(&self) -> Option<[u8; APP_REQUEST_LEN]> {
+        self.peer_app_request
+    }
+
+    /// Client: the server said it took our application request (false
+    /// before the handshake completes, and from a server that does not
+    /// know requests).
+    pub fn app_request_accepted(&self) -> bool {
+        self.app_request_accepted
     }
 
     /// Client: the ticket the server issued (NEW_TOKEN), for a later 0-RTT.
