@@ -17,7 +17,7 @@
 //!
 //! **Flow hashing.** Linux hashes the 5-tuple (`skb_get_hash`, a jhash seeded
 //! once per boot) and scales it to `flows` with `reciprocal_scale`. Our
-//! [`Packet`] has no 5-tuple but a [`FlowId`] that names the transport
+//! [`Packet`] has no 5-tuple but a [`FlowId`](l4slab_core::FlowId) that names the transport
 //! connection (data and ACKs of one connection share it, and each direction
 //! has its own queue), which is what the 5-tuple identifies. We hash the
 //! FlowId with a fixed bijective mixer (multiply by an odd constant, XOR the
