@@ -778,6 +778,36 @@ def test_progress_names_the_trace_being_written():
     )
 
 
+def test_the_progress_bars_columns():
+    """The run's bar (its label, simulated seconds, no "ETA") and a sweep's or study's
+    (the task, whole items, "ETA") are drawn by the one _Bar._start_bar."""
+    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+
+    def texts(bar: _cli_base._Bar) -> list[str]:
+        assert bar._progress is not None
+        return [getattr(c, "text_format", type(c).__name__) for c in bar._progress.columns]
+
+    with run_mod._LazyProgress(console, enabled=True, delay=0.0) as run_bar:
+        run_bar(1.0, 10.0)
+        assert texts(run_bar) == [
+            "simulating",
+            "BarColumn",
+            "{task.completed:.1f} of {task.total:.1f} s",
+            "TimeElapsedColumn",
+            "TimeRemainingColumn",
+        ]
+    with _cli_base._Bar() as runs_bar:
+        runs_bar._start_bar(console, 4, runs_bar._of("runs"))
+        assert texts(runs_bar) == [
+            "{task.description}",
+            "BarColumn",
+            "{task.completed} of {task.total} runs",
+            "TimeElapsedColumn",
+            "ETA",
+            "TimeRemainingColumn",
+        ]
+
+
 def test_sigterm_in_any_command_exits_143(tmp_path, capsys, monkeypatch, make_native_result):
     bundle = write_bundle(tmp_path / "res", make_native_result())
 

@@ -14,6 +14,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from l4slab import load, plots
+from l4slab.plots._style import recorded_keys
 from l4slab.results import Results
 from l4slab.tables import flow_order, flows_data, format_number
 
@@ -418,6 +419,15 @@ def test_queue_delay_of_a_fifo(small_runs):
     ax = plots.queue_delay(res)
 
     assert list(labelled_lines(ax)) == ["bottleneck.down", "bottleneck.up"]
+
+
+def test_recorded_keys_are_none_for_a_series_never_recorded(small_runs):
+    res = load(small_runs["fifo"])
+
+    assert "sojourn_ms" in recorded_keys(res, "queue/bottleneck.down")
+    assert recorded_keys(res, "queue/no-such-queue") == []
+    with pytest.raises(KeyError):
+        res.series_keys("queue/no-such-queue")
 
 
 def test_aqm_probability(small_runs):

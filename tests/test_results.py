@@ -759,3 +759,17 @@ def test_a_symlinked_study_directory_is_followed(tmp_path):
             results_mod.write_manifest(tmp, "reproduce")
 
     assert link.is_symlink() and (real / "study.json").read_text() == "second"
+
+
+def test_an_unreadable_manifest_is_refused_by_each_directory_check(tmp_path):
+    from l4slab.sweep.runner import check_sweep_dir
+
+    (tmp_path / output_mod.MANIFEST_FILE).write_text("{not json")
+
+    with pytest.raises(FileExistsError, match=r"refusing to replace .*unreadable manifest.*-o"):
+        output_mod.check_output_dir(tmp_path)
+    with pytest.raises(FileExistsError, match=r"refusing to use .* for a sweep: .*unreadable"):
+        check_sweep_dir(tmp_path)
+    # Missing and empty directories may be used.
+    output_mod.check_output_dir(tmp_path / "new")
+    check_sweep_dir(tmp_path / "new")

@@ -326,7 +326,18 @@ class _Bar:
     _progress: Progress | None = None
     _task: TaskID | None = None
 
-    def _start_bar(self, console: Console, total: int, unit: str) -> None:
+    def _start_bar(
+        self,
+        console: Console,
+        total: float,
+        count: str,
+        *,
+        label: str = "{task.description}",
+        eta: str = "ETA",
+    ) -> None:
+        """Draw the bar: ``label`` (the task's description by default), the bar, ``count``
+        (a format of the task, e.g. ``{task.completed} of {task.total} runs``), the time
+        elapsed, ``eta`` (no column when empty) and the time remaining."""
         from rich.progress import (
             BarColumn,
             Progress,
@@ -336,17 +347,22 @@ class _Bar:
         )
 
         self._progress = Progress(
-            TextColumn("{task.description}", markup=False),
+            TextColumn(label, markup=False),
             BarColumn(),
-            TextColumn(f"{{task.completed}} of {{task.total}} {unit}"),
+            TextColumn(count),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
+            *([TextColumn(eta)] if eta else []),
             TimeRemainingColumn(),
             console=console,
             transient=True,
         )
         self._progress.start()
         self._task = self._progress.add_task("running", total=total)
+
+    @staticmethod
+    def _of(unit: str) -> str:
+        """The count column of ``total`` whole items of ``unit``."""
+        return f"{{task.completed}} of {{task.total}} {unit}"
 
     def _advance(self, description: str) -> None:
         if self._progress is not None and self._task is not None:

@@ -186,14 +186,24 @@ def output_path(out: str | os.PathLike[str]) -> Path:
     return target
 
 
-def existing_entries(target: Path) -> list[str]:
-    """The names in output directory ``target``, sorted; none if it does not exist.
-    Raises ``FileExistsError`` if it exists and is not a directory."""
+def existing_output(
+    target: Path, refusing: str, advice: str = ""
+) -> tuple[list[str], Manifest | None]:
+    """What output directory ``target`` holds: its names, sorted (none if it does not
+    exist), and its manifest (``None`` without one or when it holds nothing). Raises
+    ``FileExistsError`` if it is not a directory, or if its manifest cannot be read:
+    ``refusing`` (e.g. ``refusing to replace DIR``), the reason, then ``advice``."""
     if not target.exists():
-        return []
+        return [], None
     if not target.is_dir():
         raise FileExistsError(f"{target} exists and is not a directory; choose another -o")
-    return sorted(entry.name for entry in target.iterdir())
+    entries = sorted(entry.name for entry in target.iterdir())
+    if not entries:
+        return [], None
+    try:
+        return entries, read_manifest(target)
+    except ValueError as exc:
+        raise FileExistsError(f"{refusing}: {exc}{advice}") from None
 
 
 def check_output_dir(path: str | os.PathLike[str]) -> None:
@@ -206,16 +216,13 @@ def check_output_dir(path: str | os.PathLike[str]) -> None:
     if it holds a ``summary.json`` (bundles of earlier l4slab versions have none).
     """
     target = output_path(path)
-    entries = existing_entries(target)
+    entries, manifest = existing_output(
+        target,
+        f"refusing to replace {target}",
+        "; move the directory away or choose another output directory (-o)",
+    )
     if not entries:
         return
-    try:
-        manifest = read_manifest(target)
-    except ValueError as exc:
-        raise FileExistsError(
-            f"refusing to replace {target}: {exc}; move the directory away or choose "
-            "another output directory (-o)"
-        ) from None
     shown = shown_names(entries)
     if manifest is None and any(name in entries for name in (SUMMARY_FILE, "study.json")):
         raise FileExistsError(

@@ -319,7 +319,7 @@ class _StudyProgress(_Bar):
 
     def __init__(self, console: Console, total: int, *, enabled: bool):
         if enabled:
-            self._start_bar(console, total, "runs")
+            self._start_bar(console, total, self._of("runs"))
 
     def advance(self, result: Any) -> None:
         self._advance(f"{'reused' if result.reused else 'done'} {result.run}")

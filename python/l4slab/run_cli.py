@@ -120,26 +120,14 @@ class _LazyProgress(_Bar):
         if self._progress is None:
             if time.monotonic() - self._start < self._delay:
                 return
-            from rich.progress import (
-                BarColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
+            self._start_bar(
+                self._console,
+                duration_s,
+                "{task.completed:.1f} of {task.total:.1f} s",
+                label=self._label,
+                eta="",
             )
-
-            self._progress = Progress(
-                TextColumn(self._label, markup=False),
-                BarColumn(),
-                TextColumn("{task.completed:.1f} of {task.total:.1f} s"),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=self._console,
-                transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task("simulating", total=duration_s)
-        assert self._task is not None
+        assert self._progress is not None and self._task is not None
         self._progress.update(self._task, completed=sim_s, total=duration_s)
 
 

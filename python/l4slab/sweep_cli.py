@@ -237,7 +237,7 @@ class _SweepProgress(_Bar):
                 soft_wrap=True,
             )
         if self._enabled and todo > 0:
-            self._start_bar(self._console, todo, "cells")
+            self._start_bar(self._console, todo, self._of("cells"))
 
     def done(self, cell: Any, outcome: Any) -> None:
         self._advance(f"{'done' if outcome.ok else 'FAILED'} {cell.label()}")

@@ -27,6 +27,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use l4slab_bottleneck::flow::FlowKey;
 use l4slab_core::param::{FromParam, Kind, Param, ParamValue, ECN_CODEPOINTS};
 use l4slab_core::stats::{round6, DurStats};
 use l4slab_core::{Dur, Ecn, Rate, Time};
@@ -312,7 +313,11 @@ impl FlowApp for Cbr {
             out("owd_ms", mean);
         }
         if self.int_received > 0 {
-            out("ce_fraction", self.int_ce as f64 / self.int_received as f64);
+            // The flow's own series name (the flow recorder's), not a second copy.
+            out(
+                FlowKey::CeFraction.name(),
+                self.int_ce as f64 / self.int_received as f64,
+            );
         }
         self.int_bytes = 0;
         self.int_received = 0;

@@ -509,15 +509,10 @@ pub fn run(
         Some(sigfd.as_raw_fd()),
         clock,
         forwarder::Config {
-            mtu: tuning.mtu as usize,
-            spin: tuning.spin,
-            malformed: tuning.malformed,
             classifier: Classifier::Ports(ports),
             sample_interval: Some(scn.sample_interval),
             record_series: true,
             warmup: scn.warmup,
-            coalesce: tuning.coalesce,
-            min_sleep: tuning.min_sleep,
             packet_log: scn.packet_trace.then(|| {
                 scn.flows
                     .iter()
@@ -526,6 +521,7 @@ pub fn run(
             }),
             access: AccessRoutes::new(scn, &access),
             live: None,
+            ..tuning.forwarder_config()
         },
     )?;
     if let Some(dir) = pcap_dir.filter(|_| scn.pcap) {

@@ -96,6 +96,22 @@ pub struct RunTuning {
     pub reaper: Option<Vec<String>>,
 }
 
+impl RunTuning {
+    /// The forwarder's configuration as these options set it (MTU, spin,
+    /// shortest sleep, malformed packets, coalescing), the rest at its
+    /// defaults: the start of both the shell's and a run's.
+    pub fn forwarder_config(&self) -> forwarder::Config {
+        forwarder::Config {
+            mtu: self.mtu as usize,
+            spin: self.spin,
+            min_sleep: self.min_sleep,
+            malformed: self.malformed,
+            coalesce: self.coalesce,
+            ..forwarder::Config::default()
+        }
+    }
+}
+
 /// `l4slab emu` options: the `shell` plan ([`crate::plan`]).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -342,9 +358,6 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         Some(sigfd.as_raw_fd()),
         clock,
         forwarder::Config {
-            mtu: t.mtu as usize,
-            spin: t.spin,
-            malformed: t.malformed,
             // Without a live view, only used to check the drain deadline (no
             // series in the shell).
             sample_interval: Some(if opts.live.is_some() {
@@ -354,10 +367,8 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
             }),
             record_series: opts.live.is_some(),
             live: opts.live.clone(),
-            coalesce: t.coalesce,
-            min_sleep: t.min_sleep,
             access: AccessRoutes::every_packet(&scn, &access),
-            ..forwarder::Config::default()
+            ..t.forwarder_config()
         },
     )?;
     if let Some(dir) = &opts.pcap_dir {
@@ -525,6 +536,28 @@ mod tests {
 
     fn sets(s: &[&str]) -> Vec<String> {
         s.iter().map(|x| (*x).to_string()).collect()
+    }
+
+    #[test]
+    fn the_forwarder_takes_each_tuning_option() {
+        let t = RunTuning {
+            mtu: 9000,
+            spin: Dur::from_micros(7),
+            pin: false,
+            realtime: false,
+            malformed: forwarder::MalformedPolicy::Drop,
+            coalesce: false,
+            min_sleep: Dur::from_micros(40),
+            reaper: None,
+        };
+        let c = t.forwarder_config();
+        assert_eq!(c.mtu, 9000);
+        assert_eq!(c.spin, Dur::from_micros(7));
+        assert_eq!(c.min_sleep, Dur::from_micros(40));
+        assert_eq!(c.malformed, forwarder::MalformedPolicy::Drop);
+        assert!(!c.coalesce);
+        // The rest is the forwarder's default.
+        assert!(c.sample_interval.is_none() && c.live.is_none());
     }
 
     #[test]

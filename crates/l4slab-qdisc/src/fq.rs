@@ -42,6 +42,41 @@ use crate::codel::{qdisc_pkt_len, ETH_HLEN};
 use crate::{Backlog, PacketFifo, QdiscCtx, QdiscStats};
 use l4slab_core::{DropReason, FlowId, Packet, Time};
 
+/// The [`Qdisc`](crate::Qdisc) methods a flow-queue qdisc hands straight to
+/// its scheduler, the [`FlowQueues`] in its field `sched`: `enqueue` (RFC 8290
+/// §4.1; Linux `fq_codel_enqueue`, `fq_pie_qdisc_enqueue`), `dequeue` (§4.2;
+/// `fq_codel_dequeue`, `fq_pie_qdisc_dequeue`), `backlog` and `stats`.
+/// Expanded inside the qdisc's `impl Qdisc`.
+macro_rules! qdisc_by_flow_queues {
+    () => {
+        fn enqueue(
+            &mut self,
+            now: l4slab_core::Time,
+            pkt: l4slab_core::Packet,
+            ctx: &mut $crate::QdiscCtx<'_>,
+        ) {
+            self.sched.enqueue(now, pkt, ctx);
+        }
+
+        fn dequeue(
+            &mut self,
+            now: l4slab_core::Time,
+            ctx: &mut $crate::QdiscCtx<'_>,
+        ) -> Option<l4slab_core::Packet> {
+            self.sched.dequeue(now, ctx)
+        }
+
+        fn backlog(&self) -> $crate::Backlog {
+            self.sched.backlog()
+        }
+
+        fn stats(&self) -> &$crate::QdiscStats {
+            self.sched.stats()
+        }
+    };
+}
+pub(crate) use qdisc_by_flow_queues;
+
 /// What an AQM says about an arrival ([`FlowAqm::on_enqueue`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admit {

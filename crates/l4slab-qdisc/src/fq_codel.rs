@@ -17,7 +17,7 @@
 //!
 //! **Flow hashing.** Linux hashes the 5-tuple (`skb_get_hash`, a jhash seeded
 //! once per boot) and scales it to `flows` with `reciprocal_scale`. Our
-//! [`Packet`] has no 5-tuple but a [`FlowId`] that names the transport
+//! [`Packet`] has no 5-tuple but a [`FlowId`](l4slab_core::FlowId) that names the transport
 //! connection (data and ACKs of one connection share it, and each direction
 //! has its own queue), which is what the 5-tuple identifies. We hash the
 //! FlowId with a fixed bijective mixer (multiply by an odd constant, XOR the
@@ -59,11 +59,11 @@ use crate::codel::{
     ETH_PSCHED_MTU,
 };
 pub use crate::fq::FlowList;
-use crate::fq::{Admit, FlowAqm, FlowQueue, FlowQueues, FqParams, FqStats, Overflow};
+use crate::fq::{qdisc_by_flow_queues, Admit, FlowAqm, FlowQueue, FlowQueues, FqParams, Overflow};
 use crate::registry::QdiscKind;
-use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use crate::{Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
-use l4slab_core::{Dur, FlowId, Packet, Time};
+use l4slab_core::{Dur, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_codel_change`: `flows_cnt > 65536` is `-EINVAL`).
 pub const MAX_FLOWS: u32 = 65536;
@@ -262,10 +262,6 @@ impl FqCodelConfig {
     }
 }
 
-/// Counters of the scheduler (Linux `fq_codel_sched_data`); the CoDel
-/// counters are in [`CodelStats`].
-pub type FqCodelStats = FqStats;
-
 /// CoDel as the per-flow AQM of [`FlowQueues`]: parameters and counters
 /// shared by all buckets, one [`CodelState`] per bucket. CoDel acts at
 /// dequeue only.
@@ -386,39 +382,14 @@ impl FqCodel {
         &self.cfg
     }
 
-    /// The bucket a flow hashes to (Linux `fq_codel_hash`:
-    /// `reciprocal_scale(hash, flows_cnt)`).
-    pub fn bucket_of(&self, flow: FlowId) -> usize {
-        self.sched.bucket_of(flow)
-    }
-
-    /// CoDel variables of a bucket.
-    pub fn bucket_state(&self, bucket: usize) -> &CodelState {
-        self.sched.vars(bucket)
-    }
-    /// DRR deficit of a bucket, bytes.
-    pub fn bucket_deficit(&self, bucket: usize) -> i64 {
-        self.sched.deficit(bucket)
-    }
-    /// Bytes queued in a bucket.
-    pub fn bucket_bytes(&self, bucket: usize) -> u64 {
-        self.sched.bucket_bytes(bucket)
-    }
-    /// The list a bucket is scheduled on, if any.
-    pub fn bucket_list(&self, bucket: usize) -> Option<FlowList> {
-        self.sched.list(bucket)
-    }
-    pub fn new_flows_len(&self) -> usize {
-        self.sched.new_flows_len()
-    }
-    pub fn old_flows_len(&self) -> usize {
-        self.sched.old_flows_len()
+    /// The flow-queue scheduler: a flow's bucket ([`FlowQueues::bucket_of`]),
+    /// each bucket's CoDel variables ([`FlowQueues::vars`]), deficit, bytes
+    /// and list, and the scheduler's counters ([`FlowQueues::fq_stats`]).
+    pub fn flows(&self) -> &FlowQueues<CodelAqm> {
+        &self.sched
     }
     pub fn codel_stats(&self) -> &CodelStats {
         &self.sched.aqm().cstats
-    }
-    pub fn fq_stats(&self) -> &FqCodelStats {
-        self.sched.fq_stats()
     }
 }
 
@@ -427,23 +398,7 @@ impl Qdisc for FqCodel {
         "fq_codel"
     }
 
-    /// RFC 8290 §4.1 / Linux `fq_codel_enqueue`.
-    fn enqueue(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
-        self.sched.enqueue(now, pkt, ctx);
-    }
-
-    /// RFC 8290 §4.2 / Linux `fq_codel_dequeue`.
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
-        self.sched.dequeue(now, ctx)
-    }
-
-    fn backlog(&self) -> Backlog {
-        self.sched.backlog()
-    }
-
-    fn stats(&self) -> &QdiscStats {
-        self.sched.stats()
-    }
+    qdisc_by_flow_queues!();
 
     /// The fields of `tc -s qdisc show` for fq_codel (`fq_codel_dump_stats`),
     /// plus `dropping_flows`: scheduled buckets whose CoDel is in the
@@ -451,7 +406,7 @@ impl Qdisc for FqCodel {
     fn xstats(&self) -> Vec<(&'static str, f64)> {
         let dropping = self.sched.scheduled_vars().filter(|v| v.dropping()).count();
         let cstats = self.codel_stats();
-        let fstats = self.fq_stats();
+        let fstats = self.sched.fq_stats();
         vec![
             ("maxpacket", f64::from(cstats.maxpacket)),
             ("drop_overlimit", fstats.drop_overlimit as f64),
@@ -475,7 +430,7 @@ mod tests {
     use crate::codel::qdisc_pkt_len;
     use crate::testing::Harness;
     use l4slab_core::{DropReason, TraceEvent};
-    use l4slab_core::{Ecn, MarkReason};
+    use l4slab_core::{Ecn, FlowId, MarkReason};
 
     fn fq(cfg: FqCodelConfig) -> Harness<FqCodel> {
         Harness::new(FqCodel::new(cfg))
@@ -492,7 +447,7 @@ mod tests {
     #[test]
     fn small_flow_ids_get_distinct_buckets() {
         let q = FqCodel::new(FqCodelConfig::default());
-        let mut b: Vec<usize> = (0..16).map(|f| q.bucket_of(f)).collect();
+        let mut b: Vec<usize> = (0..16).map(|f| q.flows().bucket_of(f)).collect();
         b.sort_unstable();
         b.dedup();
         assert_eq!(b.len(), 16);
@@ -502,13 +457,13 @@ mod tests {
             flows: 1,
             ..FqCodelConfig::default()
         });
-        assert!((0..100).all(|f| one.bucket_of(f) == 0));
+        assert!((0..100).all(|f| one.flows().bucket_of(f) == 0));
         // The seed moves flows between buckets.
         let seeded = FqCodel::new(FqCodelConfig {
             hash_seed: 12345,
             ..FqCodelConfig::default()
         });
-        assert!((0..16).any(|f| seeded.bucket_of(f) != q.bucket_of(f)));
+        assert!((0..16).any(|f| seeded.flows().bucket_of(f) != q.flows().bucket_of(f)));
     }
 
     /// RFC 8290 §4.2: new flows are served before old ones, so a sparse flow's
@@ -524,14 +479,17 @@ mod tests {
         assert_eq!(h.dequeue().map(|p| p.id), Some(0));
         assert_eq!(h.dequeue().map(|p| p.id), Some(1));
         assert_eq!(h.dequeue().map(|p| p.id), Some(2));
-        let b1 = h.q.bucket_of(1);
-        assert_eq!(h.q.bucket_list(b1), Some(FlowList::Old));
+        let b1 = h.q.flows().bucket_of(1);
+        assert_eq!(h.q.flows().list(b1), Some(FlowList::Old));
         offer(&mut h, 100, 2, 100);
-        assert_eq!(h.q.bucket_list(h.q.bucket_of(2)), Some(FlowList::New));
+        assert_eq!(
+            h.q.flows().list(h.q.flows().bucket_of(2)),
+            Some(FlowList::New)
+        );
         let p = h.dequeue().unwrap();
         assert_eq!((p.id, p.flow), (100, 2), "the new flow goes first");
         assert_eq!(h.dequeue().map(|p| p.flow), Some(1));
-        assert_eq!(h.q.fq_stats().new_flow_count, 2);
+        assert_eq!(h.q.flows().fq_stats().new_flow_count, 2);
         h.check_accounting();
     }
 
@@ -582,21 +540,31 @@ mod tests {
         for id in 0..7 {
             assert_eq!(h.dequeue().map(|p| p.id), Some(id));
         }
-        let (b1, b2) = (h.q.bucket_of(1), h.q.bucket_of(2));
-        assert_eq!(h.q.bucket_list(b1), Some(FlowList::Old));
-        assert_eq!(h.q.bucket_deficit(b1), 830);
+        let (b1, b2) = (h.q.flows().bucket_of(1), h.q.flows().bucket_of(2));
+        assert_eq!(h.q.flows().list(b1), Some(FlowList::Old));
+        assert_eq!(h.q.flows().deficit(b1), 830);
         offer(&mut h, 100, 2, 100);
         assert_eq!(h.dequeue().map(|p| p.id), Some(100));
         // Flow 2 is empty but still at the head of the new list; the next
         // dequeue finds it empty and moves it to the end of the old list.
-        assert_eq!((h.q.new_flows_len(), h.q.old_flows_len()), (1, 1));
+        assert_eq!(
+            (h.q.flows().new_flows_len(), h.q.flows().old_flows_len()),
+            (1, 1)
+        );
         assert_eq!(h.dequeue().map(|p| p.id), Some(7));
-        assert_eq!(h.q.bucket_list(b2), Some(FlowList::Old));
-        assert_eq!((h.q.new_flows_len(), h.q.old_flows_len()), (0, 2));
+        assert_eq!(h.q.flows().list(b2), Some(FlowList::Old));
+        assert_eq!(
+            (h.q.flows().new_flows_len(), h.q.flows().old_flows_len()),
+            (0, 2)
+        );
         // A packet of flow 2 now waits for flow 1 to use up its quantum
         // (516 -> 202 -> -112) instead of going first.
         offer(&mut h, 101, 2, 100);
-        assert_eq!(h.q.fq_stats().new_flow_count, 2, "not a new flow again");
+        assert_eq!(
+            h.q.flows().fq_stats().new_flow_count,
+            2,
+            "not a new flow again"
+        );
         assert_eq!(h.drain_ids()[..3], [8, 9, 101]);
         h.check_accounting();
     }
@@ -609,18 +577,27 @@ mod tests {
         offer(&mut h, 0, 1, 1500);
         assert_eq!(h.dequeue().map(|p| p.id), Some(0));
         assert_eq!(h.dequeue(), None);
-        assert_eq!((h.q.new_flows_len(), h.q.old_flows_len()), (0, 0));
-        assert_eq!(h.q.bucket_list(h.q.bucket_of(1)), None);
+        assert_eq!(
+            (h.q.flows().new_flows_len(), h.q.flows().old_flows_len()),
+            (0, 0)
+        );
+        assert_eq!(h.q.flows().list(h.q.flows().bucket_of(1)), None);
         // Again as a new flow, with a fresh quantum.
         offer(&mut h, 1, 1, 1500);
-        assert_eq!(h.q.bucket_list(h.q.bucket_of(1)), Some(FlowList::New));
-        assert_eq!(h.q.bucket_deficit(h.q.bucket_of(1)), 1514);
+        assert_eq!(
+            h.q.flows().list(h.q.flows().bucket_of(1)),
+            Some(FlowList::New)
+        );
+        assert_eq!(h.q.flows().deficit(h.q.flows().bucket_of(1)), 1514);
         // Old flow emptying: flows 1 and 2 both old, drain.
         for id in 2..10 {
             offer(&mut h, id, 1 + (id % 2) as FlowId, 1500);
         }
         while h.dequeue().is_some() {}
-        assert_eq!((h.q.new_flows_len(), h.q.old_flows_len()), (0, 0));
+        assert_eq!(
+            (h.q.flows().new_flows_len(), h.q.flows().old_flows_len()),
+            (0, 0)
+        );
         h.check_accounting();
     }
 
@@ -642,10 +619,10 @@ mod tests {
         offer(&mut h, 20, 2, 1500); // 21 > 20: flow 1 (fattest) loses 12000 B
         assert_eq!(h.dropped_ids(), (0..8).collect::<Vec<_>>());
         assert!(h.dropped.iter().all(|(_, r)| *r == DropReason::Overlimit));
-        let b1 = h.q.bucket_of(1);
-        assert_eq!(h.q.bucket_bytes(b1), 8 * 1500);
-        assert_eq!(h.q.bucket_state(b1).count(), 8, "codel count += dropped");
-        assert_eq!(h.q.fq_stats().drop_overlimit, 8);
+        let b1 = h.q.flows().bucket_of(1);
+        assert_eq!(h.q.flows().bucket_bytes(b1), 8 * 1500);
+        assert_eq!(h.q.flows().vars(b1).count(), 8, "codel count += dropped");
+        assert_eq!(h.q.flows().fq_stats().drop_overlimit, 8);
         assert_eq!(h.q.backlog().packets, 13);
         h.check_accounting();
     }
@@ -675,11 +652,11 @@ mod tests {
         offer(&mut h, 0, 1, 1500);
         offer(&mut h, 1, 2, 1500);
         offer(&mut h, 2, 3, 1500); // 4500 B > 4000
-        let first = (1..=3).min_by_key(|&f| h.q.bucket_of(f)).unwrap();
+        let first = (1..=3).min_by_key(|&f| h.q.flows().bucket_of(f)).unwrap();
         assert_eq!(h.dropped_ids(), [u64::from(first) - 1]);
         assert_eq!(h.q.backlog().bytes, 3000);
-        assert_eq!(h.q.fq_stats().drop_overmemory, 1);
-        assert_eq!(h.q.fq_stats().drop_overlimit, 1);
+        assert_eq!(h.q.flows().fq_stats().drop_overmemory, 1);
+        assert_eq!(h.q.flows().fq_stats().drop_overlimit, 1);
         h.check_accounting();
     }
 
@@ -705,10 +682,10 @@ mod tests {
             }
             h.dequeue();
         }
-        let b1 = h.q.bucket_of(1);
-        let b3 = h.q.bucket_of(3);
-        assert!(h.q.bucket_state(b1).count() >= 2);
-        assert!(h.q.bucket_state(b3).count() >= 2);
+        let b1 = h.q.flows().bucket_of(1);
+        let b3 = h.q.flows().bucket_of(3);
+        assert!(h.q.flows().vars(b1).count() >= 2);
+        assert!(h.q.flows().vars(b3).count() >= 2);
         assert!(
             h.dropped.iter().all(|(p, _)| p.flow == 1),
             "only Not-ECT flow 1 dropped"

@@ -39,15 +39,15 @@
 use serde::{Deserialize, Serialize};
 
 use crate::codel::{qdisc_pkt_len, ETH_PSCHED_MTU};
-use crate::fq::{Admit, FlowAqm, FlowList, FlowQueue, FlowQueues, FqParams, FqStats, Overflow};
+use crate::fq::{qdisc_by_flow_queues, Admit, FlowAqm, FlowQueue, FlowQueues, FqParams, Overflow};
 use crate::pie::{
     next_update, pie_calculate_probability, pie_drop_early, pie_process_dequeue, PieParams,
     PieStats, PieVars,
 };
 use crate::registry::QdiscKind;
-use crate::{Backlog, Qdisc, QdiscCtx, QdiscStats};
+use crate::{Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
-use l4slab_core::{DropReason, Dur, FlowId, MarkReason, Packet, Time};
+use l4slab_core::{DropReason, Dur, MarkReason, Packet, Time};
 
 /// Largest `flows` Linux accepts (`fq_pie_change`: "Number of flows must range in [1..65536]").
 pub const MAX_FLOWS: u32 = 65536;
@@ -380,31 +380,14 @@ impl FqPie {
     pub fn config(&self) -> &FqPieConfig {
         &self.cfg
     }
-    /// The bucket a flow hashes to (Linux `fq_pie_hash`).
-    pub fn bucket_of(&self, flow: FlowId) -> usize {
-        self.sched.bucket_of(flow)
-    }
-    /// PIE variables of a bucket.
-    pub fn bucket_vars(&self, bucket: usize) -> &PieVars {
-        self.sched.vars(bucket)
-    }
-    /// Bytes ([`Packet::len`]) queued in a bucket.
-    pub fn bucket_bytes(&self, bucket: usize) -> u64 {
-        self.sched.bucket_bytes(bucket)
-    }
-    /// DRR deficit of a bucket, bytes.
-    pub fn bucket_deficit(&self, bucket: usize) -> i64 {
-        self.sched.deficit(bucket)
-    }
-    /// The list a bucket is scheduled on, if any.
-    pub fn bucket_list(&self, bucket: usize) -> Option<FlowList> {
-        self.sched.list(bucket)
+    /// The flow-queue scheduler: a flow's bucket ([`FlowQueues::bucket_of`]),
+    /// each bucket's PIE variables ([`FlowQueues::vars`]), deficit, bytes
+    /// and list, and the scheduler's counters ([`FlowQueues::fq_stats`]).
+    pub fn flows(&self) -> &FlowQueues<PieAqm> {
+        &self.sched
     }
     pub fn pie_stats(&self) -> &PieStats {
         &self.sched.aqm().stats
-    }
-    pub fn fq_stats(&self) -> &FqStats {
-        self.sched.fq_stats()
     }
 }
 
@@ -413,23 +396,7 @@ impl Qdisc for FqPie {
         "fq_pie"
     }
 
-    /// Linux `fq_pie_qdisc_enqueue`.
-    fn enqueue(&mut self, now: Time, pkt: Packet, ctx: &mut QdiscCtx<'_>) {
-        self.sched.enqueue(now, pkt, ctx);
-    }
-
-    /// RFC 8290 §4.2 / Linux `fq_pie_qdisc_dequeue`.
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<'_>) -> Option<Packet> {
-        self.sched.dequeue(now, ctx)
-    }
-
-    fn backlog(&self) -> Backlog {
-        self.sched.backlog()
-    }
-
-    fn stats(&self) -> &QdiscStats {
-        self.sched.stats()
-    }
+    qdisc_by_flow_queues!();
 
     fn next_timer(&self) -> Option<Time> {
         Some(self.next_update)
@@ -451,7 +418,7 @@ impl Qdisc for FqPie {
     /// plus `max_prob`: the largest drop probability among scheduled flows.
     fn xstats(&self) -> Vec<(&'static str, f64)> {
         let ps = self.pie_stats();
-        let fs = self.fq_stats();
+        let fs = self.sched.fq_stats();
         let max_prob = self
             .sched
             .scheduled_vars()
@@ -477,10 +444,11 @@ mod tests {
     //! Timelines for each fq_pie mechanic. Flow *f* is FlowId *f*; with the
     //! default hash seed, flows 0..16 have distinct buckets.
     use super::*;
+    use crate::fq::FlowList;
     use crate::pi::PiGains;
     use crate::pie::next_prob;
     use crate::testing::Harness;
-    use l4slab_core::Ecn;
+    use l4slab_core::{Ecn, FlowId};
 
     fn ms(n: u64) -> Dur {
         Dur::from_millis(n)
@@ -502,7 +470,7 @@ mod tests {
         for i in 0..4 {
             offer(&mut h, 1000 + i, flow, 1500, Ecn::NotEct);
         }
-        let b = h.q.bucket_of(flow);
+        let b = h.q.flows().bucket_of(flow);
         h.q.sched
             .vars_mut(b)
             .set_for_test(prob, ms(20), Dur::ZERO, 8.5);
@@ -510,7 +478,7 @@ mod tests {
     }
 
     fn set_accu(h: &mut Harness<FqPie>, flow: FlowId, prob: f64, accu: f64) {
-        let b = h.q.bucket_of(flow);
+        let b = h.q.flows().bucket_of(flow);
         h.q.sched
             .vars_mut(b)
             .set_for_test(prob, ms(20), Dur::ZERO, accu);
@@ -546,9 +514,9 @@ mod tests {
         // New flows first: flow 1's head (waited 10 ms), then flow 2's only packet.
         assert_eq!(h.dequeue().map(|p| p.id), Some(0));
         assert_eq!(h.dequeue().map(|p| p.id), Some(100));
-        let (b1, b2) = (h.q.bucket_of(1), h.q.bucket_of(2));
-        assert_eq!(h.q.bucket_vars(b1).qdelay(), ms(10));
-        assert_eq!(h.q.bucket_vars(b2).qdelay(), Dur::ZERO, "emptied: 0");
+        let (b1, b2) = (h.q.flows().bucket_of(1), h.q.flows().bucket_of(2));
+        assert_eq!(h.q.flows().vars(b1).qdelay(), ms(10));
+        assert_eq!(h.q.flows().vars(b2).qdelay(), Dur::ZERO, "emptied: 0");
         h.advance(ms(5)); // t = 15 ms: first update
         let g = PiGains {
             alpha: 0.125,
@@ -557,11 +525,11 @@ mod tests {
         };
         let want = next_prob(&g, 0.0, ms(10), Dur::ZERO, false);
         assert_eq!(want, (0.125 * -0.005 + 1.25 * 0.010) / 2048.0);
-        assert_eq!(h.q.bucket_vars(b1).prob(), want);
-        assert_eq!(h.q.bucket_vars(b1).burst_allowance(), ms(135));
+        assert_eq!(h.q.flows().vars(b1).prob(), want);
+        assert_eq!(h.q.flows().vars(b1).burst_allowance(), ms(135));
         // The idle flow: p stays 0 and its burst allowance is restored.
-        assert_eq!(h.q.bucket_vars(b2).prob(), 0.0);
-        assert_eq!(h.q.bucket_vars(b2).burst_allowance(), ms(150));
+        assert_eq!(h.q.flows().vars(b2).prob(), 0.0);
+        assert_eq!(h.q.flows().vars(b2).burst_allowance(), ms(150));
         assert_eq!(h.q.next_timer(), Some(Time::from_millis(30)));
         h.check_accounting();
     }
@@ -573,7 +541,7 @@ mod tests {
     #[test]
     fn a_thin_flow_keeps_low_delay_beside_a_fat_one() {
         let mut h = fq(FqPieConfig::default());
-        let (b1, b2) = (h.q.bucket_of(1), h.q.bucket_of(2));
+        let (b1, b2) = (h.q.flows().bucket_of(1), h.q.flows().bucket_of(2));
         let mut id = 0;
         let mut fat_sojourn = Vec::new();
         let mut thin_max = Dur::ZERO;
@@ -597,9 +565,9 @@ mod tests {
                 }
             }
             h.advance(Dur::from_micros(500));
-            fat_max_p = fat_max_p.max(h.q.bucket_vars(b1).prob());
+            fat_max_p = fat_max_p.max(h.q.flows().vars(b1).prob());
             assert_eq!(
-                h.q.bucket_vars(b2).prob(),
+                h.q.flows().vars(b2).prob(),
                 0.0,
                 "thin flow's p at {:?}",
                 h.now
@@ -675,9 +643,9 @@ mod tests {
         for i in 0..4 {
             offer(&mut h, 2000 + i, 2, 1500, Ecn::NotEct);
         }
-        let b2 = h.q.bucket_of(2);
+        let b2 = h.q.flows().bucket_of(2);
         assert!(h.dropped.is_empty(), "flow 2 has burst allowance and p = 0");
-        assert_eq!(h.q.bucket_vars(b2).accu_prob(), 0.0);
+        assert_eq!(h.q.flows().vars(b2).accu_prob(), 0.0);
         offer(&mut h, 7, 1, 1500, Ecn::NotEct);
         assert_eq!(h.dropped_ids(), [7]);
         h.check_accounting();
@@ -699,8 +667,8 @@ mod tests {
         offer(&mut h, 3, 2, 100, Ecn::NotEct);
         assert_eq!(h.dropped_ids(), [3]);
         assert_eq!(h.dropped[0].1, DropReason::Overlimit);
-        assert_eq!(h.q.bucket_vars(h.q.bucket_of(2)).accu_prob(), 0.0);
-        assert_eq!(h.q.fq_stats().drop_overlimit, 1);
+        assert_eq!(h.q.flows().vars(h.q.flows().bucket_of(2)).accu_prob(), 0.0);
+        assert_eq!(h.q.flows().fq_stats().drop_overlimit, 1);
         assert_eq!(h.q.pie_stats().dropped, 1);
         assert_eq!(h.q.backlog().packets, 3);
         assert_eq!(h.drain_ids(), [0, 1, 2]);
@@ -720,7 +688,7 @@ mod tests {
         }
         // Usage before each arrival: 0, 1500, 3000, 4500 (not > 4500), 6000 (> 4500).
         assert!(h.dropped.is_empty());
-        assert_eq!(h.q.fq_stats().drop_overmemory, 1);
+        assert_eq!(h.q.flows().fq_stats().drop_overmemory, 1);
         assert_eq!(h.q.backlog().bytes, 7500);
         h.check_accounting();
     }
@@ -734,13 +702,13 @@ mod tests {
             offer(&mut h, i, 1, 1500, Ecn::NotEct);
         }
         assert_eq!(h.dequeue().map(|p| p.id), Some(0));
-        let b1 = h.q.bucket_of(1);
-        assert_eq!(h.q.bucket_deficit(b1), 0, "1514 - (1500 + 14)");
+        let b1 = h.q.flows().bucket_of(1);
+        assert_eq!(h.q.flows().deficit(b1), 0, "1514 - (1500 + 14)");
         assert_eq!(h.dequeue().map(|p| p.id), Some(1));
-        assert_eq!(h.q.bucket_list(b1), Some(FlowList::Old));
+        assert_eq!(h.q.flows().list(b1), Some(FlowList::Old));
         offer(&mut h, 50, 3, 300, Ecn::NotEct);
         assert_eq!(h.dequeue().map(|p| p.id), Some(50));
-        assert_eq!(h.q.fq_stats().new_flow_count, 2);
+        assert_eq!(h.q.flows().fq_stats().new_flow_count, 2);
         h.check_accounting();
     }
 

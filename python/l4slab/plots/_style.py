@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import cycle
+from typing import TYPE_CHECKING
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from l4slab._types import KeyInfo
+
+if TYPE_CHECKING:
+    from l4slab.results import Results
 
 __all__ = [
     "COLORS",
@@ -20,6 +24,7 @@ __all__ = [
     "KeyInfo",
     "key_info",
     "new_axes",
+    "recorded_keys",
     "styles",
 ]
 
@@ -105,6 +110,12 @@ _KEYS: dict[str, KeyInfo] = {
         "packets that missed their playout (lost or too late)", "%", 100.0
     ),
 }
+
+
+def recorded_keys(results: Results, series: str) -> list[str]:
+    """The keys recorded in ``series`` (e.g. ``queue/bottleneck.down``), sorted; none when
+    the run recorded no such series."""
+    return results.series_keys(series) if series in results.series_names() else []
 
 
 def key_info(key: str) -> KeyInfo:

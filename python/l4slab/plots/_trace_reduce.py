@@ -6,7 +6,7 @@ RTTs, the time-sequence graph's elements exact up to a budget, decimated above i
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -63,8 +63,18 @@ class FlowTrace:
         return np.maximum(line, 0)
 
 
+class _MaybeDecimated:
+    """What :class:`Ticks` and :class:`AckLine` say of themselves: decimated when binned."""
+
+    bin_s: float | None
+
+    @property
+    def decimated(self) -> bool:
+        return self.bin_s is not None
+
+
 @dataclass(frozen=True)
-class Ticks:
+class Ticks(_MaybeDecimated):
     """One element of the time-sequence graph: vertical ticks from ``lo`` to ``hi`` at ``t``.
 
     Exact (``bin_s`` is ``None``): one tick per event. Decimated: one tick per time bin
@@ -78,13 +88,9 @@ class Ticks:
     total: int
     bin_s: float | None = None
 
-    @property
-    def decimated(self) -> bool:
-        return self.bin_s is not None
-
 
 @dataclass(frozen=True)
-class AckLine:
+class AckLine(_MaybeDecimated):
     """The cumulative ACK line and the receive-window line (ACK + advertised window).
 
     Exact: a point per ACK reaching the sender. Decimated (``bin_s`` set): the first
@@ -97,10 +103,6 @@ class AckLine:
     window: np.ndarray
     total: int
     bin_s: float | None = None
-
-    @property
-    def decimated(self) -> bool:
-        return self.bin_s is not None
 
 
 @dataclass(frozen=True)
@@ -124,17 +126,12 @@ class TsgData:
     @property
     def decimated(self) -> list[str]:
         """Names of the elements drawn decimated (empty when all is exact)."""
-        elements: dict[str, Ticks | AckLine] = {
-            "data": self.data,
-            "retransmissions": self.retransmissions,
-            "ce": self.ce,
-            "drops": self.drops,
-            "sacks": self.sacks,
-            "cwr": self.cwr,
-            "ece": self.ece,
-            "acks": self.acks,
-        }
-        return [name for name, element in elements.items() if element.decimated]
+        elements = ((f.name, getattr(self, f.name)) for f in fields(self))
+        return [
+            name
+            for name, element in elements
+            if isinstance(element, _MaybeDecimated) and element.decimated
+        ]
 
 
 # --------------------------------------------------------------------------- reducers
@@ -383,13 +380,9 @@ class _TsgReducer:
 
     def __init__(self, bins: _Bins, cap: int, t_range: tuple[float, float] | None) -> None:
         self.t_range = t_range
-        self.data = _Capped(cap, bins)
-        self.retx = _Capped(cap, bins)
-        self.ce = _Capped(cap, bins)
-        self.drops = _Capped(cap, bins)
-        self.sacks = _Capped(cap, bins)
-        self.cwr = _Capped(cap, bins)
-        self.ece = _Capped(cap, bins)
+        self.data, self.retx, self.ce, self.drops, self.sacks, self.cwr, self.ece = (
+            _Capped(cap, bins) for _ in range(7)
+        )
         self.acks = _AckCapped(cap, bins)
         # The ACK in force when the view begins: (t, acked, window, ece).
         self.before: tuple[float, float, float, bool] | None = None

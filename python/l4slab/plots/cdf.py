@@ -24,7 +24,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from l4slab.plots._distribution import Distribution
-from l4slab.plots._style import COLORS, new_axes, styles
+from l4slab.plots._style import COLORS, new_axes, recorded_keys, styles
 from l4slab.plots._trace import has_packet_trace, segment_rtt_distributions, segment_rtts
 from l4slab.results import Results
 from l4slab.tables import flow_order, rtt_name
@@ -163,7 +163,7 @@ def queue_delay_samples(
     """
     summary = results.queue(queue)
     series = f"queue/{queue}"
-    keys = results.series_keys(series) if series in results.series_names() else []
+    keys = recorded_keys(results, series)
     subqueues = summary.get("subqueues") or {}
     rows: list[tuple[str | None, np.ndarray, dict[str, float]]] = []
     if subqueues:

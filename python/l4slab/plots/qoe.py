@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from l4slab.plots._style import COLORS, new_axes, note, styles
+from l4slab.plots._style import COLORS, new_axes, note, recorded_keys, styles
 from l4slab.plots.cdf import cdf_line
 from l4slab.qoe import app_flows, scenario_flow
 from l4slab.results import Results
@@ -48,7 +48,7 @@ def video_player(results: Results, flow: str, ax: Axes | None = None) -> Axes:
     bottom: the on/off pattern). Returns the buffer's Axes."""
     ax = new_axes(ax)
     series = f"flow/{flow}"
-    keys = results.series_keys(series) if series in results.series_names() else []
+    keys = recorded_keys(results, series)
     if "video_buffer_s" not in keys:
         note(ax, f"{flow}: no video series (video_buffer_s)")
         return ax

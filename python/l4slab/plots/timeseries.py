@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
 
-from l4slab.plots._style import key_info, new_axes, note, styles
+from l4slab.plots._style import key_info, new_axes, note, recorded_keys, styles
 from l4slab.results import Results
 from l4slab.tables import flow_order
 
@@ -46,10 +46,7 @@ def timeseries(
     for name, (color, linestyle) in zip(names, styles(), strict=False):
         t, v = _get(results, name, key)
         ax.plot(t, v * info.scale, color=color, linestyle=linestyle, label=_short(name))
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel(info.label)
-    ax.set_title(_capital(info.name))
-    _finish(ax, results)
+    _finish(ax, results, info.label, _capital(info.name))
     return ax
 
 
@@ -60,12 +57,9 @@ def queue_delay(
 ) -> Axes:
     """Queue sojourn (mean per interval) of each queue; DualPI2's L and C apart."""
     ax = new_axes(ax)
-    names = list(queues) if queues is not None else list(results.queues())
     pairs = styles()
     notes = []
-    for name in names:
-        series = f"queue/{name}"
-        keys = results.series_keys(series) if series in results.series_names() else []
+    for name, series, keys in _queue_series(results, queues):
         subqueues = results.queue(name).get("subqueues") or {}
         if subqueues:
             for sub in ("l", "c"):
@@ -79,12 +73,13 @@ def queue_delay(
             color, linestyle = next(pairs)
             t, v = results.series(series, "sojourn_ms")
             ax.plot(t, v, color=color, linestyle=linestyle, label=name)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("queue sojourn, mean per interval (ms)")
-    ax.set_title(
-        "Queue sojourn" + (" (DualPI2: L and C queues)" if notes or _any_dual(results) else "")
+    _finish(
+        ax,
+        results,
+        "queue sojourn, mean per interval (ms)",
+        "Queue sojourn" + (" (DualPI2: L and C queues)" if notes or _any_dual(results) else ""),
+        note="; ".join(notes),
     )
-    _finish(ax, results, note="; ".join(notes))
     return ax
 
 
@@ -99,13 +94,10 @@ def aqm_probability(
     when none has one, the Axes says so.
     """
     ax = new_axes(ax)
-    names = list(queues) if queues is not None else list(results.queues())
     pairs = styles()
     idle = []
-    for name in names:
+    for name, series, keys in _queue_series(results, queues):
         kind = str(results.queue(name).get("kind", ""))
-        series = f"queue/{name}"
-        keys = results.series_keys(series) if series in results.series_names() else []
         for key in PROBABILITY_KEYS.get(kind, ()):
             if key not in keys:
                 continue
@@ -123,10 +115,13 @@ def aqm_probability(
             if idle
             else "no queue here has a drop/mark probability (FIFO, CoDel and FQ-CoDel do not)",
         )
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("probability (0 to 1)")
-    ax.set_title("Drop / mark probability")
-    _finish(ax, results, note="always 0: " + ", ".join(idle) if idle and ax.get_lines() else "")
+    _finish(
+        ax,
+        results,
+        "probability (0 to 1)",
+        "Drop / mark probability",
+        note="always 0: " + ", ".join(idle) if idle and ax.get_lines() else "",
+    )
     return ax
 
 
@@ -137,12 +132,9 @@ def drops_marks(
 ) -> Axes:
     """Drops (solid) and CE marks (dashed) per second at each queue that had any."""
     ax = new_axes(ax)
-    names = list(queues) if queues is not None else list(results.queues())
     pairs = styles()
-    for name in names:
+    for name, series, keys in _queue_series(results, queues):
         summary = results.queue(name)
-        series = f"queue/{name}"
-        keys = results.series_keys(series) if series in results.series_names() else []
         color, _ = next(pairs)
         for key, what, linestyle in (("drops", "drops", "-"), ("marks", "CE marks", "--")):
             total = (summary.get(key) or {}).get("total", 0)
@@ -158,14 +150,21 @@ def drops_marks(
             )
     if not ax.get_lines():
         note(ax, "no drops and no CE marks at any queue")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("packets per second")
-    ax.set_title("Drops (solid) and CE marks (dashed) per second")
-    _finish(ax, results)
+    _finish(ax, results, "packets per second", "Drops (solid) and CE marks (dashed) per second")
     return ax
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _queue_series(
+    results: Results, queues: Sequence[str] | None
+) -> Iterator[tuple[str, str, list[str]]]:
+    """Each queue of ``queues`` (all of the run's when ``None``): its name, its series and
+    the keys recorded in it."""
+    for name in queues if queues is not None else results.queues():
+        series = f"queue/{name}"
+        yield name, series, recorded_keys(results, series)
 
 
 def _series_with(results: Results, key: str) -> list[str]:
@@ -202,7 +201,12 @@ def _any_dual(results: Results) -> bool:
     return any(queue.get("subqueues") for queue in results.queues().values())
 
 
-def _finish(ax: Axes, results: Results, note: str = "") -> None:
+def _finish(ax: Axes, results: Results, ylabel: str, title: str, note: str = "") -> None:
+    """Labels (time on x), the run's time span, y from 0 when nothing is negative, the
+    grid, and the legend (``note`` as its title)."""
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     duration = results.summary.get("duration_s")
     if isinstance(duration, int | float) and duration > 0:
         ax.set_xlim(0.0, float(duration))

@@ -49,7 +49,7 @@ from l4slab.output import (
     OutputWarning,
     bundle_complete,
     clean_stale_staging,
-    existing_entries,
+    existing_output,
     output_path,
     read_manifest,
     shown_names,
@@ -146,14 +146,8 @@ def check_sweep_dir(path: str | os.PathLike[str]) -> None:
     sweep's directory (its manifest marks it so). A run's bundle, a study, or a directory
     of yours is refused, named."""
     target = output_path(path)
-    entries = existing_entries(target)
-    if not entries:
-        return
-    try:
-        manifest = read_manifest(target)
-    except ValueError as exc:
-        raise FileExistsError(f"refusing to use {target} for a sweep: {exc}") from None
-    if manifest is not None and _MANIFEST_MARK in manifest.other:
+    entries, manifest = existing_output(target, f"refusing to use {target} for a sweep")
+    if not entries or (manifest is not None and _MANIFEST_MARK in manifest.other):
         return
     raise FileExistsError(
         f"refusing to use {target} for a sweep: it is not a sweep's results directory (it "
