@@ -28,27 +28,6 @@
 //! the window allows, so a controller that grows only when window-limited,
 //! Prague, is not held at a window the scheduler, not the path, kept it under.)
 //!
-//! **Catching up a stall** (real clocks only). The time a late wake-up
-//! forfeits above the quantum is not lost for good: it becomes catch-up
-//! credit, and while the sender stays pacing-limited each packet may leave
-//! up to half its gap early on it (Linux's "OS jitter" credit,
-//! `tcp_update_skb_after_send`: `len_ns -= min(len_ns / 2, credit)`, here
-//! remembered until repaid), i.e. at up to twice the pacing rate, never back
-//! to back. Chromium's `PacingSender` makes up for lost time the same way
-//! when pacing limited ("Make up for lost time since pacing throttles the
-//! sending": the next ideal send time advances from the ideal, not the
-//! actual, time), there in a burst. Why: a normal-priority thread beside
-//! CPU-bound ones is held runnable for a whole scheduler tick (4 ms at
-//! `HZ=250`) at a few per cent of its wake-ups — EEVDF lets a waking thread,
-//! whose lag a sleep clips to zero, preempt only if its deadline is the
-//! earliest, and CPU-bound threads that waited a tick hold up to 4 ms of
-//! positive lag — about a third of the time under six busy loops on 2 cores
-//! (docs/PERFORMANCE.md); forfeiting it all left the sender a quarter below
-//! its window's rate. The credit is at most [`MAX_CATCH_UP`] at the rate
-//! and ends when the sender stops being pacing-limited (the bucket fills
-//! to its depth: the window or the application held it, not the pacer), or
-//! when pacing stops.
-//!
 //! **Depth.** The bucket is the initial window deep unless the connection
 //! asks for less (`ConnectionConfig::pacing_burst`): `l4slab send` on a real
 //! clock uses 1.5 datagrams, Linux's EDT spacing (a packet sent late lets
@@ -96,12 +75,6 @@ pub fn rate_for(
     })
 }
 
-/// The most catch-up credit a stall leaves (module docs): 10 ms at the
-/// pacing rate, two and a half scheduler ticks at `HZ=250` (the stalls
-/// measured under six busy loops: 4 ms, a few 8-15 ms); a longer stall is
-/// the machine, not jitter, and is forfeited.
-pub const MAX_CATCH_UP: Dur = Dur::from_millis(10);
-
 /// The token bucket of one QUIC connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Bucket {
@@ -115,10 +88,6 @@ pub(super) struct Bucket {
     /// A packet due within this of the time asked goes then (module docs:
     /// zero on the simulator's exact clock).
     granularity: Dur,
-    /// Pacing time lost to late wake-ups beyond the quantum, in bytes ×
-    /// 1e9 at the rate then; spent at most half a packet per packet (module
-    /// docs). Zero on the simulator's clock.
-    catch_up_nb: i128,
 }
 
 impl Bucket {
@@ -130,7 +99,6 @@ impl Bucket {
             tokens_nb: i128::from(capacity) * 1_000_000_000,
             last: now,
             granularity,
-            catch_up_nb: 0,
         }
     }
 
@@ -141,37 +109,22 @@ impl Bucket {
         let dt = i128::from(now.saturating_since(self.last).as_nanos());
         self.last = self.last.max(now);
         match rate {
-            None => {
-                self.tokens_nb = cap;
-                self.catch_up_nb = 0;
-            }
+            None => self.tokens_nb = cap,
             Some(r) => {
                 // Earned tokens fill up to the depth; a late wake-up's quantum
                 // above it (on_late_wakeup) is spent, never clamped away.
                 let add = dt.saturating_mul(i128::from(r.as_bps()) / 8);
                 let limit = cap.max(self.tokens_nb);
-                let filled = self.tokens_nb.saturating_add(add);
-                if filled > limit {
-                    // Tokens went unused: not pacing-limited, nothing to catch up.
-                    self.catch_up_nb = 0;
-                }
-                self.tokens_nb = filled.min(limit);
+                self.tokens_nb = (self.tokens_nb.saturating_add(add)).min(limit);
             }
         }
-    }
-
-    /// Of a packet of `need` (bytes × 1e9), what catch-up credit may pay:
-    /// at most half of it (module docs).
-    fn credit_for(&self, need: i128) -> i128 {
-        self.catch_up_nb.min(need / 2)
     }
 
     /// When a packet of `bytes` may leave: `now` or later (once the bucket
     /// holds its size, at most the depth).
     pub(super) fn release_time(&mut self, now: Time, bytes: u64, rate: Option<Rate>) -> Time {
         self.refill(now, rate);
-        let full = i128::from(bytes.min(self.capacity)) * 1_000_000_000;
-        let need = full - self.credit_for(full);
+        let need = i128::from(bytes.min(self.capacity)) * 1_000_000_000;
         match rate {
             _ if self.tokens_nb >= need => now,
             None => now,
@@ -184,7 +137,7 @@ impl Bucket {
                 // here only at rates whose gap between packets is shorter
                 // than it (a slower sender's timer serves each packet).
                 let g = u128::from(self.granularity.as_nanos());
-                let gap = u128::try_from(full).unwrap_or(0).div_ceil(bps);
+                let gap = u128::try_from(need).unwrap_or(0).div_ceil(bps);
                 if ns <= g && gap < g {
                     return now;
                 }
@@ -217,9 +170,6 @@ impl Bucket {
         let ms = i128::from(rate.as_bps() / 8 / 1000);
         let quantum = ms.max(2 * bytes).min(initial_window);
         self.tokens_nb = earned.min(quantum * 1_000_000_000);
-        // The rest is caught up at up to twice the rate (module docs).
-        let most = i128::from(MAX_CATCH_UP.as_nanos()) * (i128::from(rate.as_bps()) / 8);
-        self.catch_up_nb = (self.catch_up_nb + (earned - self.tokens_nb).max(0)).min(most);
     }
 
     /// A packet of `bytes` left at `now`: its size leaves the bucket, which
@@ -231,12 +181,7 @@ impl Bucket {
             Some(r) => i128::from(self.granularity.as_nanos()) * (i128::from(r.as_bps()) / 8),
             None => 0,
         };
-        let need = i128::from(bytes) * 1_000_000_000;
-        // Tokens short of the packet come from the catch-up credit, at most
-        // half of it (release_time let it go that early).
-        let credit = self.credit_for(need).min((need - self.tokens_nb).max(0));
-        self.catch_up_nb -= credit;
-        self.tokens_nb = (self.tokens_nb + credit - need).max(-owed);
+        self.tokens_nb = (self.tokens_nb - i128::from(bytes) * 1_000_000_000).max(-owed);
     }
 }
 
@@ -349,10 +294,8 @@ mod tests {
         let now = due + Dur::from_millis(3);
         p.on_late_wakeup(now, 1500);
         assert_eq!(burst(&mut p, now), 8);
-        // The 2 ms forfeited above the quantum is caught up at half gaps.
-        assert_eq!(p.release_time(now, 1500), now + Dur::from_nanos(62_500));
-        // On time again after idling (the credit ends): at most the depth,
-        // one packet at a time.
+        assert_eq!(p.release_time(now, 1500), now + Dur::from_micros(125));
+        // On time again: at most the depth, one packet at a time.
         let later = now + Dur::from_millis(50);
         assert_eq!(burst(&mut p, later), 1);
         // At 8 Mbit/s the quantum is the two-segment floor.
@@ -381,8 +324,8 @@ mod tests {
         // 1 ms at 8 Mbit/s is 1000 bytes: the two-segment floor.
         p.on_late_wakeup(now, 1500);
         assert_eq!(burst(&mut p, now), 2);
-        // Then at twice the rate while the time forfeited is caught up.
-        assert_eq!(p.release_time(now, 1500), now + Dur::from_micros(750));
+        // Then at the rate again.
+        assert_eq!(p.release_time(now, 1500), now + Dur::from_micros(1500));
         // 96 Mbit/s: 1 ms is 12 kB, eight packets of 1500 (of ten).
         let (mut q, due) = emptied(96);
         let now = due + Dur::from_millis(6);
@@ -393,83 +336,6 @@ mod tests {
         let now = due + Dur::from_micros(100);
         r.on_late_wakeup(now, 1500);
         assert_eq!(burst(&mut r, now), 1);
-    }
-
-    /// A stall is caught up at twice the rate, never back to back, then the
-    /// rate again; what the sender lost over the stall and the catch-up is
-    /// the quantum's burst minus nothing: the rate over the whole span is
-    /// kept. The credit is at most MAX_CATCH_UP and ends when the sender
-    /// stops being pacing-limited.
-    #[test]
-    fn a_stall_is_caught_up_at_up_to_twice_the_rate() {
-        // 12 Mbit/s, 1500-byte packets: a gap of 1 ms; the depth 1.5 packets.
-        let mut p = Pacer::new(
-            Rule::TokenBucket {
-                burst: 2250,
-                granularity: Dur::ZERO,
-            },
-            Time::ZERO,
-        );
-        p.set_rate(Time::ZERO, Some(Rate::from_mbps(12)));
-        p.on_sent(Time::ZERO, 2250);
-        let due = p.release_time(Time::ZERO, 1500);
-        assert_eq!(due, Time::from_millis(1));
-        // Woken 4 ms late (a scheduler tick): the quantum's two packets now,
-        // then packets half a gap apart until the 3 ms forfeited are repaid.
-        let stalled = due + Dur::from_millis(4);
-        p.on_late_wakeup(stalled, 1500);
-        assert_eq!(burst(&mut p, stalled), 2);
-        let mut now = stalled;
-        let mut gaps = Vec::new();
-        for _ in 0..12 {
-            let next = p.release_time(now, 1500);
-            gaps.push(next.saturating_since(now).as_nanos() / 1000);
-            assert_eq!(burst(&mut p, next), 1);
-            now = next;
-        }
-        // 3 ms of credit: six half gaps (each repays 0.5 ms), then 1 ms gaps.
-        assert_eq!(
-            gaps,
-            [500, 500, 500, 500, 500, 500, 1000, 1000, 1000, 1000, 1000, 1000]
-        );
-        // Over the whole span from the due time: one packet per ms, as on time.
-        let sent = 2 + 12;
-        let span_ms = now.saturating_since(due).as_nanos() as f64 / 1e6;
-        assert!(
-            (sent as f64 - (span_ms + 1.0)).abs() <= 1.0,
-            "{sent} in {span_ms} ms"
-        );
-
-        // The credit is capped: a 100 ms stall leaves MAX_CATCH_UP (10 ms,
-        // ten packets at this rate), twenty half gaps.
-        let due = p.release_time(now, 1500);
-        let stalled = due + Dur::from_millis(100);
-        p.on_late_wakeup(stalled, 1500);
-        burst(&mut p, stalled);
-        let mut now = stalled;
-        let mut halves = 0;
-        loop {
-            let next = p.release_time(now, 1500);
-            if next.saturating_since(now) != Dur::from_micros(500) {
-                break;
-            }
-            burst(&mut p, next);
-            now = next;
-            halves += 1;
-        }
-        assert_eq!(halves, 20);
-
-        // A sender that stops being pacing-limited (the bucket fills: the
-        // window held it) loses its credit.
-        let due = p.release_time(now, 1500);
-        let stalled = due + Dur::from_millis(4);
-        p.on_late_wakeup(stalled, 1500);
-        burst(&mut p, stalled);
-        let idle = stalled + Dur::from_millis(5);
-        // One packet of the full depth, the next half a packet's tokens later
-        // (with the credit it would have gone at once).
-        assert_eq!(burst(&mut p, idle), 1);
-        assert_eq!(p.release_time(idle, 1500), idle + Dur::from_micros(500));
     }
 
     /// Sends what `p` releases at each of its own wake-ups for `span`: the
