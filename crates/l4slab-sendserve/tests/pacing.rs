@@ -303,21 +303,21 @@ fn a_sender_woken_late_still_reaches_its_scalable_window() {
 }
 
 #[test]
-fn a_sender_held_a_scheduler_tick_at_some_wakeups_catches_up() {
+fn a_sender_held_a_scheduler_tick_at_some_wakeups_keeps_growing_its_window() {
     // check-l4s's 2 % marking phase beside six CPU-bound processes on 2
-    // cores (docs/PERFORMANCE.md): about one timed wake-up in 25 the client
-    // thread is held runnable for a 4 ms scheduler tick (HZ=250), neither
-    // sending nor reading acknowledgements (a quarter of the time here).
-    // Before: 35.8 packets per RTT against 84.0 on time (Prague's window 50
-    // against 98). Three things, each needed (the other two alone: 41.4 and
-    // 44.6): the time lost beyond Linux's 1 ms quantum is caught up at up to
-    // twice the pacing rate instead of forfeited (l4slab-cc pacing/rfc9002.rs);
-    // the late timer is said before the queued ACKs are read (they refilled
-    // the bucket as if the sender had been on time; the driver's step 4);
-    // and ACKs read in one batch share the sender's window-limited state
-    // (only the first let Prague's window grow; Connection::cwnd_limited_stale).
-    // With them: 70.9 (window 97); what is left is the RTT the stalls add
-    // to the ACKs (Prague paces at cwnd / srtt).
+    // cores (docs/PERFORMANCE.md): at some timed wake-ups (here every 25th)
+    // the client's thread is held runnable for a 4 ms scheduler tick
+    // (HZ=250), neither sending nor reading acknowledgements (a quarter of
+    // the time here, a harsher pattern than measured). Before: 35.8 packets
+    // per RTT against 84.0 on time (Prague's window 50 against 98): the ACKs
+    // that queued were read in one batch and only the first counted the
+    // sender as window-limited, so Prague's window grew at a fraction of its
+    // rate. With the batch sharing the sender's state
+    // (Connection::cwnd_limited_stale) and the late timer said before the
+    // queued ACKs are read (the driver's step 4): 44.6 (window 72). What is
+    // left is the sending time the stalls take: a pacer that repays it
+    // (tried: 70.9) queues past DualPI2's step on a saturated path, where
+    // the link's idle time cannot be recovered (16.0 -> 12.1 Mbit/s of 20).
     let setup = Setup {
         rate_bps: 200_000_000,
         mark_every: 50,
@@ -342,26 +342,9 @@ fn a_sender_held_a_scheduler_tick_at_some_wakeups_catches_up() {
     let stalled = window_packets(&sent, 6);
     assert!(timeouts > 5_000, "{timeouts} timed wake-ups");
     assert!(
-        stalled > 0.8 * on_time,
+        stalled > 0.5 * on_time,
         "stalled {stalled:.1} vs on time {on_time:.1} packets per RTT"
     );
-    // Caught up at up to twice the rate, not in a burst: the longest run of
-    // packets each within a quarter gap (at the pacing rate) of the one
-    // before is a late wake-up's 1 ms quantum (Linux's, as before), never
-    // the 4 ms lost.
-    let (mut run, mut longest) = (1, 1);
-    for w in sent.windows(2).filter(|w| w[1].at >= Time::from_secs(1)) {
-        let bps = w[1].rate_bps.unwrap_or(u64::MAX);
-        let quarter = Dur::from_nanos(w[1].bytes as u64 * 8 * 1_000_000_000 / bps / 4);
-        run = if w[1].at.saturating_since(w[0].at) < quarter {
-            run + 1
-        } else {
-            1
-        };
-        longest = longest.max(run);
-    }
-    // 1 ms at about 47 Mbit/s is five 1200-byte packets; 4 ms would be 20.
-    assert!(longest <= 7, "{longest} packets back to back");
 }
 
 #[test]

@@ -6,9 +6,9 @@
 //!
 //! 1. if the endpoint's timeout is due, `handle_timeout(now)` (a timeout
 //!    already in the past when asked for is due at once), preceded by
-//!    `handle_late_timeout(now)` if it is past (a pacer then sends at most
-//!    a quantum at once and catches the rest up at a bounded rate, never in
-//!    a burst);
+//!    `handle_late_timeout(now)` if it is past and was not said in step 4
+//!    (a pacer then forfeits the time lost beyond a quantum instead of
+//!    sending a catch-up burst);
 //! 2. send what `poll_transmit` gives, until it says `None` (pacing: not
 //!    now), the socket pushes back (`EAGAIN` / `ENOBUFS`: the datagram is
 //!    kept and sent again later, counted), or [`DriverConfig::max_burst`]
@@ -25,8 +25,8 @@
 //! 4. if the socket is readable: first `handle_late_timeout(now)` if the
 //!    endpoint's timeout passed while the thread waited for a CPU (the
 //!    acknowledgements that queued meanwhile would otherwise refill a pacer
-//!    as if it had been on time, and the time lost would be forfeited
-//!    unseen), then read the waiting datagrams (at most
+//!    as if it had been on time: a 1.5-datagram bucket then loses the late
+//!    wake-up's 1 ms quantum too), then read the waiting datagrams (at most
 //!    [`DriverConfig::max_recv_batch`]) into `handle_datagram`, each with
 //!    the clock read at its turn; step 1 then handles the timeout without
 //!    saying it again.
