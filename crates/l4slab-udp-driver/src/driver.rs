@@ -6,8 +6,9 @@
 //!
 //! 1. if the endpoint's timeout is due, `handle_timeout(now)` (a timeout
 //!    already in the past when asked for is due at once), preceded by
-//!    `handle_late_timeout(now)` if it is past (a pacer then forfeits the
-//!    time lost instead of sending a catch-up burst);
+//!    `handle_late_timeout(now)` if it is past and was not said in step 4
+//!    (a pacer then forfeits the time lost beyond a quantum instead of
+//!    sending a catch-up burst);
 //! 2. send what `poll_transmit` gives, until it says `None` (pacing: not
 //!    now), the socket pushes back (`EAGAIN` / `ENOBUFS`: the datagram is
 //!    kept and sent again later, counted), or [`DriverConfig::max_burst`]
@@ -21,8 +22,14 @@
 //!    socket without sleeping — at real-time priority only: a normal
 //!    thread sleeps to the wake-up (spinning there costs it the CPU time
 //!    the scheduler would give it when it is due; `l4slab_sys::realtime`);
-//! 4. read the waiting datagrams (at most [`DriverConfig::max_recv_batch`])
-//!    into `handle_datagram`, each with the clock read at its turn.
+//! 4. if the socket is readable: first `handle_late_timeout(now)` if the
+//!    endpoint's timeout passed while the thread waited for a CPU (the
+//!    acknowledgements that queued meanwhile would otherwise refill a pacer
+//!    as if it had been on time: a 1.5-datagram bucket then loses the late
+//!    wake-up's 1 ms quantum too), then read the waiting datagrams (at most
+//!    [`DriverConfig::max_recv_batch`]) into `handle_datagram`, each with
+//!    the clock read at its turn; step 1 then handles the timeout without
+//!    saying it again.
 //!
 //! **Accounting** ([`DriverStats`]): datagrams and bytes each way, the
 //! socket's push-backs, datagrams given up, and how late each timed wake-up
@@ -299,6 +306,8 @@ impl Driver {
                 ..WaiterConfig::default()
             },
         );
+        // The timeout already said to be late (step 4), so not again in step 1.
+        let mut said_late = None;
         loop {
             if endpoint.is_done() {
                 return Ok(RunOutcome::Done);
@@ -308,7 +317,7 @@ impl Driver {
                 return Ok(RunOutcome::Deadline);
             }
             if let Some(t) = endpoint.poll_timeout().filter(|&t| t <= now) {
-                if t < now {
+                if t < now && said_late != Some(t) {
                     self.stats.late_timeouts += 1;
                     endpoint.handle_late_timeout(now);
                 }
@@ -335,8 +344,19 @@ impl Driver {
             };
             let want_write = self.pending.is_some_and(|p| p.retry_at.is_none());
             let readable = self.wait(&mut waiter, socket, wake, want_write)?;
-            if readable && self.receive(socket, endpoint)? {
-                return Ok(RunOutcome::Done);
+            if readable {
+                // A timeout that passed while the thread was not running is
+                // said to be late before the datagrams that queued meanwhile
+                // are read (they refill a pacer as if it had been on time).
+                let now = self.clock.now();
+                said_late = endpoint.poll_timeout().filter(|&t| t < now);
+                if said_late.is_some() {
+                    self.stats.late_timeouts += 1;
+                    endpoint.handle_late_timeout(now);
+                }
+                if self.receive(socket, endpoint)? {
+                    return Ok(RunOutcome::Done);
+                }
             }
         }
     }

@@ -310,3 +310,61 @@ fn refused_datagrams_are_dropped_and_counted() {
         Some(Ecn::Ect1)
     );
 }
+
+/// Its thread is held (it sleeps in its first `poll_transmit`) past its
+/// timeout while a datagram queues; records the order of the calls.
+struct Held {
+    at: Time,
+    held: bool,
+    done: bool,
+    calls: Vec<&'static str>,
+}
+
+impl DatagramEndpoint for Held {
+    fn handle_datagram(&mut self, _: Time, _: SocketAddr, _: &[u8], _: Ecn) {
+        self.calls.push("datagram");
+    }
+    fn poll_transmit(&mut self, _: Time, _: &mut [u8]) -> Option<(usize, SocketAddr, Ecn)> {
+        if !self.held {
+            self.held = true;
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
+        None
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        (!self.done).then_some(self.at)
+    }
+    fn handle_timeout(&mut self, _: Time) {
+        self.calls.push("timeout");
+        self.done = true;
+    }
+    fn handle_late_timeout(&mut self, _: Time) {
+        self.calls.push("late");
+    }
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+#[test]
+fn a_timeout_that_passed_while_held_is_said_late_before_the_datagrams() {
+    // The ACKs that queued while the thread waited for a CPU would refill a
+    // pacer as if it had been on time (issue 25): the endpoint hears that
+    // its timeout is late first, once.
+    let s = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let peer = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    peer.send_to(&[1], s.local_addr().unwrap(), Ecn::NotEct)
+        .unwrap();
+    let mut d = Driver::new(DriverConfig::default());
+    let mut e = Held {
+        at: d.now() + Dur::from_millis(10),
+        held: false,
+        done: false,
+        calls: Vec::new(),
+    };
+    let out = d.run(&s, &mut e, d.now() + Dur::from_secs(1)).unwrap();
+    assert_eq!(out, RunOutcome::Done);
+    assert_eq!(e.calls, ["late", "datagram", "timeout"]);
+    assert_eq!(d.stats().late_timeouts, 1);
+    assert_eq!(d.stats().timeouts, 1);
+}

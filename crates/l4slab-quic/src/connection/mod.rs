@@ -383,6 +383,15 @@ pub struct Connection {
     in_recovery: bool,
     ce_carry: u64,
     cwnd_limited: bool,
+    /// An ACK was processed since the sender last had a chance to send:
+    /// `cwnd_limited` is cleared at that chance (`poll_transmit`), not at the
+    /// ACK, so ACKs read in one batch with no send between them (a thread
+    /// that was not running while they queued, a driver's read batch) share
+    /// the state the sender was in, as one stretch ACK would (Linux keeps
+    /// `tp->is_cwnd_limited` for the window it was set in,
+    /// `tcp_cwnd_validate`). One ACK per send chance, as in the simulator, is
+    /// unchanged.
+    cwnd_limited_stale: bool,
     /// Client: a Handshake packet of ours was acked (peer validated us).
     handshake_acked: bool,
     streams: BTreeMap<u64, Stream>,
@@ -612,6 +621,7 @@ impl Connection {
             in_recovery: false,
             ce_carry: 0,
             cwnd_limited: false,
+            cwnd_limited_stale: false,
             handshake_acked: false,
             streams: BTreeMap::new(),
             rr: RoundRobin::default(),
@@ -902,6 +912,12 @@ impl DatagramEndpoint for Connection {
 
     fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<(usize, SocketAddr, Ecn)> {
         self.now = self.now.max(now);
+        if self.cwnd_limited_stale {
+            // A chance to send after ACKs: whether the window limits is
+            // found anew (send.rs congestion_allows).
+            self.cwnd_limited_stale = false;
+            self.cwnd_limited = false;
+        }
         self.transmit(now, buf)
     }
 

@@ -280,7 +280,8 @@ impl Connection {
                 tracer: &mut self.tracer,
             };
             self.cc.on_ack(now, &ev, &mut ctx);
-            self.cwnd_limited = false;
+            // Cleared at the next chance to send (Connection::cwnd_limited_stale).
+            self.cwnd_limited_stale = true;
             self.update_pacing_rate(now);
         }
         let horizon = now - (self.rtt.pto_base() * 4).min(Dur::from_nanos(now.as_nanos()));
