@@ -81,6 +81,7 @@ app = typer.Typer(
 )
 
 _GW = "Gateway options"
+_WIFI = "Wi-Fi (a wireless --lan)"
 
 
 @app.callback()
@@ -181,6 +182,45 @@ def _gateway(
             rich_help_panel=_GW,
         ),
     ] = None,
+    ssid: Annotated[
+        str | None,
+        typer.Option(
+            "--ssid",
+            metavar="NAME",
+            help="A wireless --lan: run a WPA2-PSK access point of this name on it "
+            "(hostapd, in the gateway's namespace). Without it, the gateway moves the radio "
+            "and prints the command to run your own hostapd there.",
+            rich_help_panel=_WIFI,
+        ),
+    ] = None,
+    passphrase: Annotated[
+        str | None,
+        typer.Option(
+            "--passphrase",
+            metavar="P",
+            help="The access point's WPA2 passphrase (8 to 63 printable ASCII characters).",
+            rich_help_panel=_WIFI,
+        ),
+    ] = None,
+    channel: Annotated[
+        int | None,
+        typer.Option(
+            "--channel",
+            metavar="N",
+            help="The access point's channel: 1-14 (2.4 GHz), 32-177 (5 GHz). Default 6.",
+            rich_help_panel=_WIFI,
+        ),
+    ] = None,
+    country: Annotated[
+        str | None,
+        typer.Option(
+            "--country",
+            metavar="CC",
+            help="The access point's regulatory country (ISO 3166-1, e.g. DE); 5 GHz "
+            "channels usually need it.",
+            rich_help_panel=_WIFI,
+        ),
+    ] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -205,6 +245,10 @@ def _gateway(
         check=tuple(check or ()),
         out=out,
         web=web_at,
+        ssid=ssid,
+        passphrase=passphrase,
+        channel=channel,
+        country=country,
         report=None if shell.report is None else Path(shell.report),
         shell=dataclasses.replace(shell, report=None),
     )
