@@ -34,7 +34,8 @@ GATEWAY_HELP = "\n\n".join(
         "Everything it changes (the LAN interface, which moves into the emulator's client "
         "namespace, a veth, an nftables table, net.ipv4.ip_forward) is put back when it "
         "stops: Ctrl-C, SIGTERM, --duration, and after SIGKILL (its reaper; `l4slab "
-        "gateway cleanup` too). See docs/gateway.md.",
+        "gateway cleanup` too). A wireless --lan moves with its whole radio (iw); "
+        "--ssid runs a WPA2 access point on it (hostapd). See docs/gateway.md.",
         "Example: [bold]sudo l4slab gateway --lan eth1 --wan eth0 --rate 10Mbit --delay "
         "10ms --qdisc dualpi2[/bold]",
     ]

@@ -1,12 +1,12 @@
 """A Wi-Fi interface as the gateway's LAN: its radio moves, and optionally an access point.
 
-Linux marks a wireless interface local to its namespace (``NETIF_F_NETNS_LOCAL``,
-set on every cfg80211 netdev in net/wireless/core.c),
+Linux marks a wireless interface local to its namespace (``NETIF_F_NETNS_LOCAL``, a
+net_device flag ``netns_local`` since Linux 6.12, set by net/wireless/core.c),
 so ``ip link set wlan0 netns NS`` fails for it. The whole radio moves instead
 (nl80211 ``NL80211_CMD_SET_WIPHY_NETNS``, iw phy.c ``handle_netns``: ``iw phy PHY set
 netns name NS``), its interfaces with it, and back the same way. A namespace that is
-deleted gives its radios back to the host's namespace by itself (net/wireless/core.c
-``cfg80211_pernet_exit``).
+deleted gives its radios back to the initial namespace by itself (net/wireless/core.c
+``cfg80211_pernet_exit``: ``cfg80211_switch_netns(rdev, &init_net)``).
 
 With ``--ssid`` the gateway runs hostapd inside the client namespace as a WPA2-PSK
 access point (:func:`hostapd_conf`); without it the user runs their own
