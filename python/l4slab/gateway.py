@@ -37,7 +37,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from l4slab import gateway_nat64
+from l4slab import gateway_nat64, gateway_wifi
 from l4slab.emu_plan import SERVER_ADDR, Shell
 from l4slab.gateway_options import Options
 from l4slab.gateway_state import (
@@ -104,6 +104,7 @@ def _links() -> dict[str, dict[str, Any]]:
 def check(opts: Options) -> None:
     """Refuse (:class:`GatewayInputError`) what the gateway must not touch, before
     anything changes."""
+    gateway_wifi.check_options(opts)
     for _, state in states():
         if alive(state.get("owner_pid", 0), state.get("owner_start")) and opts.lan in (
             state.get("lan"),
@@ -122,6 +123,7 @@ def check(opts: Options) -> None:
         raise GatewayInputError(
             f"--lan {opts.lan} is also --wan: the LAN must be another interface"
         )
+    gateway_wifi.check(opts)
     for route in ip_json("route", "show", "default") + ip_json("-6", "route", "show", "default"):
         if route.get("dev") == opts.lan:
             raise GatewayInputError(
@@ -223,7 +225,7 @@ class Gateway:
         self.dns = False
         self.stopped = False
         self.client_fd: int | None = None
-        #: DNS64 and NAT64 (``--nat64``).
+        #: DNS64 and NAT64 (``--nat64``), hostapd (``--ssid``).
         self.extra: list[subprocess.Popen[bytes]] = []
         #: The emulator's report, once it stopped.
         self.report: dict[str, Any] | None = None
@@ -400,12 +402,7 @@ class Gateway:
         rules_file = self.tmp / "nat.nft"
         rules_file.write_text(rules)
         sh("nft", "-f", str(rules_file))
-        # The LAN interface into the client namespace, the devices' router.
-        self._record(lan_moved=True)
-        sh("ip", "link", "set", "dev", lan, "netns", c)
-        prefix = f"{self.router}/{self.subnet.prefixlen}"
-        sh("ip", "addr", "add", prefix, "dev", lan, netns=c)
-        sh("ip", "link", "set", "dev", lan, "up", netns=c)
+        self._lan_into(c)
         # `src`: the namespace's own traffic (dnsmasq's DNS queries) leaves from the LAN
         # address, which the host routes back and NATs, not from tcli's 10.77.0.1.
         sh("ip", "route", "add", "default", "via", SERVER_ADDR, "dev", "tcli",
@@ -414,7 +411,7 @@ class Gateway:
             gateway_nat64.lan6(lan, c, s)
         if self.opts.nat64:
             servers = list(self.opts.dns) or _nameservers()
-            self.extra = gateway_nat64.start(lan, c, s, servers, self.tmp)
+            self.extra += gateway_nat64.start(lan, c, s, servers, self.tmp)
             self._record(processes=[[p.pid, proc_start(p.pid)] for p in self.extra])
         self._start_dnsmasq(c)
         if self.opts.nat64:
@@ -434,6 +431,34 @@ class Gateway:
             f"{', DNS ' + self.router if self.dns else ''}, {v6}; WAN {wan} (NAT, nftables "
             f"table {table}); namespaces {c} (LAN side), {s} (WAN side)"
         )
+
+    def _lan_into(self, c: str) -> None:
+        """The LAN interface into the client namespace ``c``, the devices' router; a
+        wireless one's whole radio (:mod:`l4slab.gateway_wifi`), with ``--ssid`` an
+        access point on it."""
+        lan = self.opts.lan
+        phy = gateway_wifi.phy_of(lan)
+        self._record(lan_moved=True, lan_phy=phy)
+        if phy is None:
+            sh("ip", "link", "set", "dev", lan, "netns", c)
+        else:
+            sh("iw", "phy", phy, "set", "netns", "name", c)
+        prefix = f"{self.router}/{self.subnet.prefixlen}"
+        sh("ip", "addr", "add", prefix, "dev", lan, netns=c)
+        sh("ip", "link", "set", "dev", lan, "up", netns=c)
+        if phy is None:
+            return
+        if self.opts.ssid is None:
+            self.say(gateway_wifi.own_ap_hint(lan, phy, c))
+            return
+        ap = gateway_wifi.start_hostapd(self.opts, c, self.tmp)
+        self.extra.append(ap)
+        self._record(processes=[[p.pid, proc_start(p.pid)] for p in self.extra])
+        time.sleep(0.5)
+        if ap.poll() is not None:
+            log = (self.tmp / "hostapd.log").read_text(errors="replace").strip()
+            raise GatewayError(f"hostapd exited at once ({ap.returncode}): {log[-2000:]}")
+        self.say(f"Wi-Fi: access point {self.opts.ssid!r} (WPA2-PSK) on {lan} ({phy})")
 
     def _start_dnsmasq(self, c: str) -> None:
         servers = list(self.opts.dns) or _nameservers()

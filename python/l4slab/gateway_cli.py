@@ -34,7 +34,8 @@ GATEWAY_HELP = "\n\n".join(
         "Everything it changes (the LAN interface, which moves into the emulator's client "
         "namespace, a veth, an nftables table, net.ipv4.ip_forward) is put back when it "
         "stops: Ctrl-C, SIGTERM, --duration, and after SIGKILL (its reaper; `l4slab "
-        "gateway cleanup` too). See docs/gateway.md.",
+        "gateway cleanup` too). A wireless --lan moves with its whole radio (iw); "
+        "--ssid runs a WPA2 access point on it (hostapd). See docs/gateway.md.",
         "Example: [bold]sudo l4slab gateway --lan eth1 --wan eth0 --rate 10Mbit --delay "
         "10ms --qdisc dualpi2[/bold]",
     ]
@@ -81,6 +82,7 @@ app = typer.Typer(
 )
 
 _GW = "Gateway options"
+_WIFI = "Wi-Fi (a wireless --lan)"
 
 
 @app.callback()
@@ -181,6 +183,45 @@ def _gateway(
             rich_help_panel=_GW,
         ),
     ] = None,
+    ssid: Annotated[
+        str | None,
+        typer.Option(
+            "--ssid",
+            metavar="NAME",
+            help="A wireless --lan: run a WPA2-PSK access point of this name on it "
+            "(hostapd, in the gateway's namespace). Without it, the gateway moves the radio "
+            "and prints the command to run your own hostapd there.",
+            rich_help_panel=_WIFI,
+        ),
+    ] = None,
+    passphrase: Annotated[
+        str | None,
+        typer.Option(
+            "--passphrase",
+            metavar="P",
+            help="The access point's WPA2 passphrase (8 to 63 printable ASCII characters).",
+            rich_help_panel=_WIFI,
+        ),
+    ] = None,
+    channel: Annotated[
+        int | None,
+        typer.Option(
+            "--channel",
+            metavar="N",
+            help="The access point's channel: 1-14 (2.4 GHz), 32-177 (5 GHz). Default 6.",
+            rich_help_panel=_WIFI,
+        ),
+    ] = None,
+    country: Annotated[
+        str | None,
+        typer.Option(
+            "--country",
+            metavar="CC",
+            help="The access point's regulatory country (ISO 3166-1, e.g. DE); 5 GHz "
+            "channels usually need it.",
+            rich_help_panel=_WIFI,
+        ),
+    ] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -205,6 +246,10 @@ def _gateway(
         check=tuple(check or ()),
         out=out,
         web=web_at,
+        ssid=ssid,
+        passphrase=passphrase,
+        channel=channel,
+        country=country,
         report=None if shell.report is None else Path(shell.report),
         shell=dataclasses.replace(shell, report=None),
     )

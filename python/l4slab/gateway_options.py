@@ -37,5 +37,12 @@ class Options:
     out: Path | None = None
     #: The live web page's address and port (``None``: no page); port 0: any free one.
     web: tuple[str, int] | None = ("127.0.0.1", 8077)
+    #: A wireless --lan's access point (hostapd, WPA2-PSK; ``None``: the user runs
+    #: their own): :mod:`l4slab.gateway_wifi`.
+    ssid: str | None = None
+    passphrase: str | None = None
+    #: The access point's channel (``None``: 6) and regulatory country (ISO 3166-1).
+    channel: int | None = None
+    country: str | None = None
     #: The emulator's plan; its ``command`` is the gateway's own.
     shell: Shell = field(default_factory=lambda: Shell(command=()))

@@ -2,13 +2,14 @@
 
 Before it changes anything, a gateway (:mod:`l4slab.gateway`) writes a state file
 ``/run/l4slab-gateway/<pid>.json`` naming every change and how to undo it: the LAN
-interface with its addresses, the veth, the nftables table, each sysctl's old value,
-dnsmasq's pid. :func:`undo` undoes what a state file records. It runs when the gateway
-stops, in the reaper process after SIGKILL (:func:`reap`: it holds a descriptor of the
-client namespace, so the LAN interface can be moved back even after the emulator's own
-reaper deleted the namespace's name; a deleted namespace would destroy a veth and give
-a physical device back without its addresses), at every start for gateways whose owner
-is dead, and in ``l4slab gateway cleanup`` (:func:`cleanup`).
+interface with its addresses (a wireless one's radio, which moves whole), the veth,
+the nftables table, each sysctl's old value, dnsmasq's pid. :func:`undo` undoes what a
+state file records. It runs when the gateway stops, in the reaper process after
+SIGKILL (:func:`reap`: it holds a descriptor of the client namespace, so the LAN
+interface can be moved back even after the emulator's own reaper deleted the
+namespace's name; a deleted namespace would destroy a veth and give a physical device
+back without its addresses), at every start for gateways whose owner is dead, and in
+``l4slab gateway cleanup`` (:func:`cleanup`).
 
 The reaper runs as ``python -m l4slab.gateway_state reap STATE_FILE``.
 """
@@ -43,11 +44,19 @@ __all__ = [
     "save",
     "sh",
     "states",
+    "sys_net",
     "try_sh",
     "undo",
 ]
 
 STATE_DIR = Path("/run/l4slab-gateway")
+#: The kernel's interfaces (sysfs); the tests give a fake one.
+SYS_NET = Path("/sys/class/net")
+
+
+def sys_net() -> Path:
+    """:data:`SYS_NET`, read when called (the tests replace it)."""
+    return SYS_NET
 
 
 class GatewayError(emu.EmuError):
@@ -140,20 +149,30 @@ def undo(
     the file and, unless ``keep_tmp`` (the gateway itself, which still reads it), the
     gateway's temporary folder. ``client_ns`` (a path) reaches the client namespace when
     its name is gone."""
-    started = [[state.get("dnsmasq_pid"), state.get("dnsmasq_start")]]
-    for pid, start in [*started, *state.get("processes", [])]:
+    started = [[state.get("dnsmasq_pid"), state.get("dnsmasq_start")], *state.get("processes", [])]
+    for pid, start in started:
         if pid and alive(pid, start):
             with suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
+    if state.get("lan_phy"):
+        # hostapd gives the interface back in station mode as it ends, which it can
+        # only do while the radio is still in its namespace: up to 5 s for it.
+        deadline = time.monotonic() + 5
+        while any(p and alive(p, t) for p, t in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
     ns = client_ns or state.get("client_ns")
     lan = state.get("lan")
     if ns and lan and Path(ns_path(ns)).exists():
-        # Back into this process's namespace (the host's): `ip` runs inside `ns`.
+        # Back into this process's namespace (the host's): `ip` (`iw`) runs inside `ns`.
         host = f"/proc/{os.getpid()}/ns/net"
         with suppress(GatewayError):
             sh("ip", "link", "set", "dev", lan, "down", netns=ns)
-            sh("ip", "link", "set", "dev", lan, "netns", host, netns=ns)
-    if lan and Path(f"/sys/class/net/{lan}").exists() and state.get("lan_moved"):
+            if phy := state.get("lan_phy"):
+                # A radio moves whole (gateway_wifi); its interface with it.
+                sh("iw", "phy", phy, "set", "netns", "name", host, netns=ns)
+            else:
+                sh("ip", "link", "set", "dev", lan, "netns", host, netns=ns)
+    if lan and (sys_net() / lan).exists() and state.get("lan_moved"):
         for addr in state.get("lan_addrs", []):
             try_sh("ip", "addr", "add", addr, "dev", lan)
         if state.get("lan_up"):
@@ -161,7 +180,7 @@ def undo(
     family = state.get("nft_family", "ip")
     if (table := state.get("nft_table")) and _nft_table_exists(family, table):
         try_sh("nft", "delete", "table", family, table)
-    if (veth := state.get("veth")) and Path(f"/sys/class/net/{veth}").exists():
+    if (veth := state.get("veth")) and (sys_net() / veth).exists():
         try_sh("ip", "link", "del", veth)
     for key, old in state.get("sysctls", {}).items():
         with suppress(OSError):
