@@ -87,6 +87,10 @@ SKIP_ROOT = {
 EXIT = {
     ("docs/emulator.md", "sudo l4slab emu --ecn-path bleach ecn-check"): 3,  # unfit for L4S
     ("docs/emulator.md", "sudo l4slab emu --ecn-path-up remark ecn-check"): 3,
+    # Bad input: exit 2, with the error the page quotes.
+    ("docs/cli.md", "l4slab run reno-20mbit --set bottleneck.rate=fast"): 2,
+    ("docs/flent.md", "l4slab test rrul --rate fast"): 2,
+    ("docs/sweeps.md", "for g in bottleneck.qdsic=fifo"): 2,
 }
 
 
