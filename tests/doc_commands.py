@@ -91,6 +91,7 @@ EXIT = {
     ("docs/cli.md", "l4slab run reno-20mbit --set bottleneck.rate=fast"): 2,
     ("docs/flent.md", "l4slab test rrul --rate fast"): 2,
     ("docs/sweeps.md", "for g in bottleneck.qdsic=fifo"): 2,
+    ("docs/scenarios.md", "for s in bottleneck.down.rate=fast"): 2,
 }
 
 
