@@ -13,6 +13,12 @@ again from an installed wheel, in a bare directory). Each must exit 0 (or as :da
 * ``sudo`` commands run only as root (with ``sudo`` taken off), in their own test.
 * Long runs get a short ``--set duration=...`` (:data:`SHORTER`), the only change
   made to a command; a command that waits for a browser gets ``BROWSER=true``.
+* A page quotes what a command prints in a fenced block whose info string is
+  ``text output``, right after the block holding the command: each of its non-blank
+  lines must be a line of the output (stdout, then stderr) of the last command before
+  it, in the same order, with other lines allowed between them and a line of ``...``
+  marking lines left out (see :func:`missing_output`). A quoted command is run as
+  written (never shortened), so the numbers are the ones a reader gets.
 * What cannot run in a test is in :data:`SKIP`, each with its reason; a whole
   page of developer benchmarks is in :data:`SKIP_PAGES`; a command the page says exits
   with another code (a verdict) is in :data:`EXIT`.
@@ -25,7 +31,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,6 +87,11 @@ SKIP_ROOT = {
 EXIT = {
     ("docs/emulator.md", "sudo l4slab emu --ecn-path bleach ecn-check"): 3,  # unfit for L4S
     ("docs/emulator.md", "sudo l4slab emu --ecn-path-up remark ecn-check"): 3,
+    # Bad input: exit 2, with the error the page quotes.
+    ("docs/cli.md", "l4slab run reno-20mbit --set bottleneck.rate=fast"): 2,
+    ("docs/flent.md", "l4slab test rrul --rate fast"): 2,
+    ("docs/sweeps.md", "for g in bottleneck.qdsic=fifo"): 2,
+    ("docs/scenarios.md", "for s in bottleneck.down.rate=fast"): 2,
 }
 
 
@@ -104,11 +115,17 @@ SHORTER = (
 )
 
 
+#: The info string of a fenced block quoting the output of the command before it.
+OUTPUT_BLOCK = "text output"
+
+
 @dataclass(frozen=True)
 class Command:
     page: str
     line: int
     text: str
+    #: The lines the page quotes from this command's output (a ``text output`` block).
+    output: tuple[str, ...] = ()
 
     @property
     def root(self) -> bool:
@@ -117,15 +134,29 @@ class Command:
 
 def commands(page: Path) -> list[Command]:
     """The shell commands of a Markdown page, in order."""
-    name = page.relative_to(REPO).as_posix()
+    name = page.relative_to(REPO).as_posix() if page.is_relative_to(REPO) else page.name
     found: list[Command] = []
     block: str | None = None
     pending: list[str] = []
     start = 0
+    quoted: list[str] = []
+    previous = ""  # the kind of the last fenced block that ended
+    opened = 0  # the line the current block opens on
     for number, raw in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()  # a block in a list item is indented
         if line.startswith("```"):
-            block = line[3:].strip() if block is None else None
+            if block == OUTPUT_BLOCK:  # the block ends: it quotes the command before it
+                if previous not in SHELLS or not found or pending:
+                    raise ValueError(f"{name}:{opened}: no command block right before")
+                found[-1] = replace(found[-1], output=found[-1].output + tuple(quoted))
+                quoted = []
+            if block is not None:
+                previous = block
+            block, opened = (line[3:].strip(), number) if block is None else (None, opened)
+            continue
+        if block == OUTPUT_BLOCK:
+            if line and line != "...":
+                quoted.append(line)
             continue
         if block not in SHELLS:
             continue
@@ -156,6 +187,18 @@ def skip_reason(cmd: Command) -> str | None:
     for head, why in SKIP_ROOT.items():
         if cmd.text.startswith(head):
             return why
+    return None
+
+
+def missing_output(quoted: tuple[str, ...], output: str) -> str | None:
+    """The first quoted line not found in ``output`` (after the one before it), or None.
+
+    Lines compare with runs of spaces as one, so a quote may be re-indented or its
+    columns narrowed; nothing else is loose: a number must be the one printed."""
+    lines = iter(" ".join(line.split()) for line in output.splitlines())
+    for want in quoted:
+        if " ".join(want.split()) not in lines:  # consumes up to the match: in order
+            return want
     return None
 
 
@@ -196,11 +239,16 @@ def run_pages(pages: dict[str, list[Command]], tmp_path: Path) -> list[str]:
 def run_commands(cmds: list[Command], work: Path, env: dict[str, str]) -> list[str]:
     """Run ``cmds`` in order in ``work``; the failures, as messages."""
     failures = []
-    done_before: set[str] = set()
+    done_before: dict[str, str] = {}  # command -> its output
     for cmd in cmds:
-        text = shorter(cmd.text.removeprefix("sudo ") if cmd.root else cmd.text)
-        if text.partition(" #")[0].rstrip() in done_before:
-            continue  # an earlier page ran the same command here: its results are here
+        text = cmd.text.removeprefix("sudo ") if cmd.root else cmd.text
+        if not cmd.output:  # a quoted output is the unshortened command's
+            text = shorter(text)
+        key = text.partition(" #")[0].rstrip()
+        if key in done_before:
+            # An earlier page ran the same command here: its results are here.
+            failures += quote_failures(cmd, text, done_before[key])
+            continue
         done = subprocess.run(
             ["bash", "-o", "pipefail", "-c", text],
             cwd=work,
@@ -213,13 +261,25 @@ def run_commands(cmds: list[Command], work: Path, env: dict[str, str]) -> list[s
         )
         want = expected_exit(cmd)
         if done.returncode == want:
-            done_before.add(text.partition(" #")[0].rstrip())
+            done_before[key] = done.stdout + done.stderr
+            failures += quote_failures(cmd, text, done_before[key])
         else:
             failures.append(
                 f"{cmd.page}:{cmd.line}: exit {done.returncode} (not {want}): {text}\n"
                 f"{done.stdout[-1500:]}{done.stderr[-1500:]}"
             )
     return failures
+
+
+def quote_failures(cmd: Command, text: str, output: str) -> list[str]:
+    """A failure message when the page's quoted output of ``cmd`` is not in ``output``."""
+    wrong = missing_output(cmd.output, output)
+    if wrong is None:
+        return []
+    return [
+        f"{cmd.page}:{cmd.line}: the page quotes a line its output lacks: {text}\n"
+        f"quoted: {wrong}\noutput:\n{output[-3000:]}"
+    ]
 
 
 def runnable(root: bool) -> dict[str, list[Command]]:

@@ -10,7 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from doc_commands import EXIT, PAGES, SKIP, SKIP_ROOT, commands, run_pages, runnable, shorter
+from doc_commands import (
+    EXIT,
+    PAGES,
+    SKIP,
+    SKIP_ROOT,
+    Command,
+    commands,
+    missing_output,
+    run_commands,
+    run_pages,
+    runnable,
+    shorter,
+)
 
 
 def test_every_page_has_its_commands_read() -> None:
@@ -37,6 +49,56 @@ def test_commands_are_joined_and_shortened() -> None:
     assert shorter("l4slab run reno-20mbit --set duration=10s") == (
         "l4slab run reno-20mbit --set duration=10s"
     )
+
+
+PAGE = """\
+```sh
+echo one   # not quoted
+printf 'flow  a  12.5 Mbit/s\\nqueue b\\nflow c  3.1 ms\\n'
+```
+
+Prose between them.
+
+```text output
+flow a 12.5 Mbit/s
+...
+flow c  3.1 ms
+```
+"""
+
+
+def test_a_text_output_block_quotes_the_command_before_it(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(PAGE)
+    first, second = commands(page)
+    assert first.output == ()
+    assert second.output == ("flow a 12.5 Mbit/s", "flow c  3.1 ms")
+    # Quoted commands run as written: never shortened.
+    assert run_commands([second], tmp_path, {"PATH": "/usr/bin:/bin"}) == []
+    page.write_text("Text.\n\n```text output\nx\n```\n")
+    with pytest.raises(ValueError, match=r"page\.md:3: no command block right before"):
+        commands(page)
+    page.write_text("```python\nprint(1)\n```\n\n```text output\n1\n```\n")
+    with pytest.raises(ValueError, match="no command block right before"):
+        commands(page)
+
+
+def test_a_quoted_number_must_be_the_one_printed(tmp_path: Path) -> None:
+    out = "flow  a  12.5 Mbit/s\nqueue b\nflow c  3.1 ms\n"
+    assert missing_output(("flow a 12.5 Mbit/s", "flow c 3.1 ms"), out) is None
+    assert missing_output(("flow a 12.6 Mbit/s",), out) == "flow a 12.6 Mbit/s"
+    assert missing_output(("flow a 12.5",), out) == "flow a 12.5"  # a whole line
+    # In the order printed.
+    assert missing_output(("flow c 3.1 ms", "flow a 12.5 Mbit/s"), out) == "flow a 12.5 Mbit/s"
+    wrong = Command("page.md", 2, "printf 'rtt 4.0 ms\\n'", output=("rtt 4.1 ms",))
+    (failure,) = run_commands([wrong], tmp_path, {"PATH": "/usr/bin:/bin"})
+    assert "page.md:2: the page quotes a line its output lacks" in failure
+    assert "quoted: rtt 4.1 ms" in failure
+
+
+def test_the_readme_quotes_outputs() -> None:
+    readme = [c for c in commands(PAGES[0]) if c.output]
+    assert readme, "README.md quotes no output: the check would check nothing"
 
 
 @pytest.mark.slow
