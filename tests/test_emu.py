@@ -321,6 +321,24 @@ def test_emu_runs_a_command_behind_the_link_and_removes_everything(tmp_path: Pat
     assert _our_namespaces() == before
 
 
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="needs iperf3")
+def test_command_starts_once_the_server_command_listens(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # A server that takes a while to listen (loaded machines: docs/emulator.md's
+    # iperf3 example was refused once in CI): COMMAND, which connects at once, waits
+    # for the server namespace's listening socket instead of being refused.
+    _emulator_or_skip()
+    code = main(["emu", "--rate", "20Mbit", "--server", "sleep 0.5; exec iperf3 -s -1",
+                 "--", "sh", "-c", "iperf3 -c $L4SLAB_SERVER -t 1"])  # fmt: skip
+    err = capfd.readouterr().err
+    assert code == 0, err
+    assert "Connection refused" not in err
+    # A server command that never listens: COMMAND starts after the wait, said.
+    assert main(["emu", "--rate", "20Mbit", "--server", "sleep 30", "--", "true"]) == 0
+    assert "opened no listening socket in 5 s" in capfd.readouterr().err
+
+
 def test_emu_takes_mahimahi_s_link_options(tmp_path: Path) -> None:
     _emulator_or_skip()
     traces = shipped.traces_dir()

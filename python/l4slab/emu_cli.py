@@ -221,7 +221,12 @@ def _emu(
     ] = None,
     server: Annotated[
         str | None,
-        _opt("--server", help="Shell command to run in the server namespace.", panel=_RUN),
+        _opt(
+            "--server",
+            help="Shell command to run in the server namespace; COMMAND starts once it "
+            "listens (at most 5 s later).",
+            panel=_RUN,
+        ),
     ] = None,
     report: Annotated[
         Path | None,

@@ -30,6 +30,7 @@
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Child, Command};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -327,6 +328,67 @@ impl Hooks for ShellHooks {
     }
 }
 
+/// How long COMMAND waits for the server command to listen.
+const SERVER_READY: Duration = Duration::from_secs(5);
+
+/// Sockets waiting for peers in the network namespace of process `pid`:
+/// TCP listeners (state `0A`, TCP_LISTEN) and bound UDP sockets, from
+/// `/proc/PID/net/{tcp,tcp6,udp,udp6}` (proc(5): these files show the
+/// namespace of the process they belong to).
+fn listening_sockets(pid: u32) -> usize {
+    let mut n = 0;
+    for (file, listen_only) in [
+        ("tcp", true),
+        ("tcp6", true),
+        ("udp", false),
+        ("udp6", false),
+    ] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{file}")) else {
+            continue;
+        };
+        n += text
+            .lines()
+            .skip(1)
+            .filter(|l| !listen_only || l.split_whitespace().nth(3) == Some("0A"))
+            .count();
+    }
+    n
+}
+
+/// Has process `pid` (our child, not yet reaped) exited? Read from
+/// `/proc/PID/stat`'s state (`Z`: a zombie), so that the exit status stays
+/// for the SIGCHLD handler to collect.
+fn exited(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    // "PID (comm) STATE ...": comm may hold spaces and parentheses.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_none_or(|state| state == "Z" || state == "X")
+}
+
+/// Wait (at most [`SERVER_READY`]) until the server command `pid`, spawned
+/// into the fresh server namespace (so past its `setns`: `spawn` returns
+/// after the exec), has a socket waiting for peers, so that COMMAND's first
+/// connection is not refused because it started first; stop waiting if
+/// the server command exits.
+fn wait_until_listening(pid: u32, quiet: bool) {
+    let poll = Duration::from_millis(5);
+    for _ in 0..SERVER_READY.as_millis() / poll.as_millis() {
+        if listening_sockets(pid) > 0 || exited(pid) {
+            return;
+        }
+        std::thread::sleep(poll);
+    }
+    if !quiet {
+        eprintln!(
+            "l4slab emu: the server command opened no listening socket in {} s; starting COMMAND anyway",
+            SERVER_READY.as_secs()
+        );
+    }
+}
+
 /// Run the shell; returns COMMAND's exit code (128 + signal if it was killed
 /// or the emulator was interrupted).
 ///
@@ -405,6 +467,9 @@ pub fn run(opts: &ShellOptions) -> Result<i32, EmuError> {
         }
         None => None,
     };
+    if let Some(srv) = &server {
+        wait_until_listening(srv.id(), opts.quiet);
+    }
     let tty = sys::stdin_is_tty();
     let mut c = Command::new(&opts.command[0]);
     c.args(&opts.command[1..])
