@@ -423,6 +423,13 @@ impl Forwarder {
         Ok(())
     }
 
+    /// Wait until the file writer (if any) has written what it was handed.
+    pub fn sync_files(&self) {
+        if let Some(s) = &self.spool {
+            let _ = s.sync();
+        }
+    }
+
     /// What the capture (if any) wrote and left out at its size limit.
     pub fn capture_json(&self) -> Option<Value> {
         self.pcap.as_ref().map(|c| {

@@ -429,6 +429,8 @@ fn a_live_sample_has_the_queues_series_and_the_directions_counters() {
     fwd.read_tun(UP, Time::ZERO);
     let mut next_sample = Some(Time::ZERO + SAMPLE);
     fwd.wake(Time::ZERO + SAMPLE, &mut next_sample, &mut NoHooks);
+    // Written by the file writer's thread.
+    fwd.sync_files();
     let text = std::fs::read_to_string(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -95,6 +95,14 @@ impl Spool {
         }
     }
 
+    /// Wait until every job queued so far is done.
+    ///
+    /// # Errors
+    /// The thread has stopped.
+    pub fn sync(&self) -> io::Result<()> {
+        self.tx.sync_and_close(Vec::new()).map(|_| ())
+    }
+
     /// Times a capture chunk waited for room, and replacements left out.
     pub fn waited_and_left_out(&self) -> (u64, u64) {
         let c = &self.tx.counters;
