@@ -224,7 +224,7 @@ def _emu(
         _opt(
             "--server",
             help="Shell command to run in the server namespace; COMMAND starts once it "
-            "listens (at most 5 s later).",
+            "listens (at most 2 s later).",
             panel=_RUN,
         ),
     ] = None,

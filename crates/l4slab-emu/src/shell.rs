@@ -329,7 +329,7 @@ impl Hooks for ShellHooks {
 }
 
 /// How long COMMAND waits for the server command to listen.
-const SERVER_READY: Duration = Duration::from_secs(5);
+const SERVER_READY: Duration = Duration::from_secs(2);
 
 /// Sockets waiting for peers in the network namespace of process `pid`:
 /// TCP listeners (state `0A`, TCP_LISTEN) and bound UDP sockets, from

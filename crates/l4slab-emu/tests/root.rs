@@ -321,7 +321,9 @@ fn teardown_leaves_nothing_behind_on_exit_signals_and_sigkill() {
         let prefix = format!("l4slab-{pid}-");
         let state = format!("/run/l4slab-emu/{pid}.json");
         let mut procs = Vec::new();
-        wait_until("the commands", Duration::from_secs(5), || {
+        // The server command never listens: COMMAND starts after the shell's
+        // 2 s wait for it (shell.rs SERVER_READY).
+        wait_until("the commands", Duration::from_secs(10), || {
             procs = ["c", "s"]
                 .iter()
                 .flat_map(|side| ns_pids(&format!("{prefix}{side}")))
