@@ -219,8 +219,8 @@ pub const RECEIVE_BUFFER: Param = Param {
     aliases: &[],
     linux: "tcp_rmem",
     kind: BUFFER,
-    default: ParamValue::Int(6 << 20),
-    source: "Linux `tcp_rmem[2]` (the autotuning ceiling)",
+    default: ParamValue::Int(32 << 20),
+    source: "Linux `tcp_rmem[2]` (the autotuning ceiling: 32 MiB on Linux 6.18)",
     doc: "receive buffer (`SO_RCVBUF`), which bounds the advertised window; at least one segment",
 };
 

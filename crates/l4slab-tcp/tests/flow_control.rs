@@ -43,6 +43,41 @@ fn receive_window_limits_the_sender() {
 }
 
 #[test]
+fn the_default_receive_window_is_linux_6_18s_ceiling() {
+    // Linux 6.18's tcp_rmem[2] is 32 MiB (6 MiB before, and l4slab's default
+    // until issue 28 checked it): a window of 8000 segments (11.6 MB) is not
+    // bounded by a receiver left at its default. The sender's own buffer is
+    // raised past the window (its default, tcp_wmem[2], is 4 MiB).
+    let client = TransportConfig {
+        send_buffer: 64 << 20,
+        ..TransportConfig::default()
+    };
+    assert_eq!(TransportConfig::default().receive_buffer, 32 << 20);
+    let segments = 8000;
+    let mut n = Net::new(
+        client,
+        Box::new(Fixed::segments(segments, MSS)),
+        Box::new(File::new(2 * segments * u64::from(MSS))),
+        TransportConfig::default(),
+        Box::new(Fixed::segments(10, MSS)),
+        dms(10),
+    );
+    n.connect();
+    let mut max_outstanding = 0;
+    while n.now <= ms(2000) && n.step() {
+        max_outstanding = max_outstanding.max(n.client.ep.bytes_in_flight());
+    }
+    // The whole window in flight (plus the FIN's sequence byte on the last flight).
+    let window = segments * u64::from(MSS);
+    assert!(
+        (window..=window + 1).contains(&max_outstanding),
+        "{max_outstanding}"
+    );
+    assert!(max_outstanding > 6 << 20);
+    assert_eq!(n.server.delivered(), 2 * segments * u64::from(MSS));
+}
+
+#[test]
 fn out_of_order_data_never_retracts_the_right_edge() {
     // Receive buffer of 6 segments; the first segment of a flight is lost, so
     // the other 5 wait in reassembly. The free buffer drops to one segment,
