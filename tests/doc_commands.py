@@ -126,6 +126,8 @@ class Command:
     text: str
     #: The lines the page quotes from this command's output (a ``text output`` block).
     output: tuple[str, ...] = ()
+    #: The page's line number of each of those lines (for :func:`write_quotes`).
+    output_at: tuple[int, ...] = ()
 
     @property
     def root(self) -> bool:
@@ -140,6 +142,7 @@ def commands(page: Path) -> list[Command]:
     pending: list[str] = []
     start = 0
     quoted: list[str] = []
+    quoted_at: list[int] = []
     previous = ""  # the kind of the last fenced block that ended
     opened = 0  # the line the current block opens on
     for number, raw in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
@@ -148,8 +151,13 @@ def commands(page: Path) -> list[Command]:
             if block == OUTPUT_BLOCK:  # the block ends: it quotes the command before it
                 if previous not in SHELLS or not found or pending:
                     raise ValueError(f"{name}:{opened}: no command block right before")
-                found[-1] = replace(found[-1], output=found[-1].output + tuple(quoted))
-                quoted = []
+                last = found[-1]
+                found[-1] = replace(
+                    last,
+                    output=last.output + tuple(quoted),
+                    output_at=last.output_at + tuple(quoted_at),
+                )
+                quoted, quoted_at = [], []
             if block is not None:
                 previous = block
             block, opened = (line[3:].strip(), number) if block is None else (None, opened)
@@ -157,6 +165,7 @@ def commands(page: Path) -> list[Command]:
         if block == OUTPUT_BLOCK:
             if line and line != "...":
                 quoted.append(line)
+                quoted_at.append(number)
             continue
         if block not in SHELLS:
             continue
@@ -236,8 +245,14 @@ def run_pages(pages: dict[str, list[Command]], tmp_path: Path) -> list[str]:
     return failures
 
 
-def run_commands(cmds: list[Command], work: Path, env: dict[str, str]) -> list[str]:
-    """Run ``cmds`` in order in ``work``; the failures, as messages."""
+def run_commands(
+    cmds: list[Command],
+    work: Path,
+    env: dict[str, str],
+    outputs: dict[Command, str] | None = None,
+) -> list[str]:
+    """Run ``cmds`` in order in ``work``; the failures, as messages. With ``outputs``, the
+    output of each command that ran as the page expects is kept there."""
     failures = []
     done_before: dict[str, str] = {}  # command -> its output
     for cmd in cmds:
@@ -248,6 +263,8 @@ def run_commands(cmds: list[Command], work: Path, env: dict[str, str]) -> list[s
         if key in done_before:
             # An earlier page ran the same command here: its results are here.
             failures += quote_failures(cmd, text, done_before[key])
+            if outputs is not None:
+                outputs[cmd] = done_before[key]
             continue
         done = subprocess.run(
             ["bash", "-o", "pipefail", "-c", text],
@@ -263,6 +280,8 @@ def run_commands(cmds: list[Command], work: Path, env: dict[str, str]) -> list[s
         if done.returncode == want:
             done_before[key] = done.stdout + done.stderr
             failures += quote_failures(cmd, text, done_before[key])
+            if outputs is not None:
+                outputs[cmd] = done_before[key]
         else:
             failures.append(
                 f"{cmd.page}:{cmd.line}: exit {done.returncode} (not {want}): {text}\n"
@@ -290,3 +309,98 @@ def runnable(root: bool) -> dict[str, list[Command]]:
             if cmd.root == root and skip_reason(cmd) is None:
                 pages.setdefault(cmd.page, []).append(cmd)
     return pages
+
+
+# ------------------------------------------------------------------ quotes from runs
+#: A number as printed (``12``, ``-0.85``, ``1,024``, ``2.5e-4``): what may change between runs
+#: of a changed model; everything else in a quoted line is its shape.
+NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?")
+
+
+def shape(line: str) -> str:
+    """A line with its numbers taken out and runs of spaces folded: what a quote and the
+    output line it stands for share when only the numbers moved."""
+    return " ".join(NUMBER.sub("#", line).split())
+
+
+def requote(quoted: tuple[str, ...], output: str) -> list[str | None]:
+    """Each quoted line as the output prints it now: the next output line (in order) of the
+    same :func:`shape`, written in the quote's spacing (its words replaced one for one), or
+    None where no output line has that shape (the page needs a person)."""
+    lines = [" ".join(line.split()) for line in output.splitlines()]
+    at = 0
+    new: list[str | None] = []
+    for want in quoted:
+        target = shape(want)
+        hit = next((i for i in range(at, len(lines)) if shape(lines[i]) == target), None)
+        if hit is None:
+            new.append(None)
+            continue
+        at = hit + 1
+        # The quote's own spacing kept: each word replaced by the printed one (a shape has
+        # as many words as the line it was taken from).
+        parts = re.split(r"(\s+)", want.strip())
+        parts[::2] = lines[hit].split()
+        new.append("".join(parts))
+    return new
+
+
+def write_quotes(cmds: list[Command], outputs: dict[Command, str], root: Path = REPO) -> list[str]:
+    """Rewrite every ``text output`` block of ``cmds`` from ``outputs`` (the commands' runs),
+    in place in the pages (``root / page``); what could not be requoted, as messages."""
+    problems: list[str] = []
+    edits: dict[str, dict[int, str]] = {}
+    for cmd in cmds:
+        if not cmd.output:
+            continue
+        if cmd not in outputs:
+            problems.append(f"{cmd.page}:{cmd.line}: did not run as the page expects: {cmd.text}")
+            continue
+        for old, new, number in zip(
+            cmd.output, requote(cmd.output, outputs[cmd]), cmd.output_at, strict=True
+        ):
+            if new is None:
+                problems.append(f"{cmd.page}:{number}: no output line has this shape: {old}")
+            elif new != old:
+                edits.setdefault(cmd.page, {})[number] = new
+    for page, lines_at in edits.items():
+        path = root / page
+        text = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        for number, new in lines_at.items():
+            raw = text[number - 1]
+            indent = raw[: len(raw) - len(raw.lstrip())]
+            text[number - 1] = indent + new + "\n"
+        path.write_text("".join(text), encoding="utf-8")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    """``python3 tests/doc_commands.py --write [--root]``: run the pages' commands as the
+    docs test does and rewrite each quoted output from what its command printed."""
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="doc_commands.py", description=main.__doc__)
+    parser.add_argument("--write", action="store_true", required=True)
+    parser.add_argument("--root", action="store_true", help="the sudo commands (run as root)")
+    args = parser.parse_args(argv)
+    pages = runnable(root=args.root)
+    cmds = [c for page in pages.values() for c in page]
+    outputs: dict[Command, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "work"
+        work.mkdir()
+        (work / "scenarios").symlink_to(REPO / "scenarios")
+        failures = run_commands(cmds, work, environment(Path(sys.executable).parent), outputs)
+    failures = [f for f in failures if "the page quotes a line its output lacks" not in f]
+    problems = failures + write_quotes(cmds, outputs)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    quoted = sum(len(c.output) for c in cmds)
+    blocks = sum(1 for c in cmds if c.output)
+    print(f"{quoted} quoted lines in {blocks} blocks; {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

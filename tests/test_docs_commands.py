@@ -18,10 +18,12 @@ from doc_commands import (
     Command,
     commands,
     missing_output,
+    requote,
     run_commands,
     run_pages,
     runnable,
     shorter,
+    write_quotes,
 )
 
 
@@ -94,6 +96,32 @@ def test_a_quoted_number_must_be_the_one_printed(tmp_path: Path) -> None:
     (failure,) = run_commands([wrong], tmp_path, {"PATH": "/usr/bin:/bin"})
     assert "page.md:2: the page quotes a line its output lacks" in failure
     assert "quoted: rtt 4.1 ms" in failure
+
+
+def test_quotes_are_rewritten_from_the_run(tmp_path: Path) -> None:
+    # Only numbers may move; the quote keeps its own spacing and its selection of lines.
+    out = "flow  a  13.0 Mbit/s\nqueue b\nflow c  2.9 ms\n"
+    assert requote(("flow a 12.5 Mbit/s", "flow c   3.1 ms"), out) == [
+        "flow a 13.0 Mbit/s",
+        "flow c   2.9 ms",
+    ]
+    # A line whose words changed is not guessed at.
+    assert requote(("flow a 12.5 Gbit/s",), out) == [None]
+    page = tmp_path / "page.md"
+    quote = "```text output\nflow a 12.5 Mbit/s\n...\nflow c  3.1 ms\n```"
+    assert quote in PAGE
+    page.write_text(PAGE.replace(quote, quote.replace("12.5", "11.0").replace("3.1", "4.2")))
+    cmds = commands(page)
+    outputs: dict[Command, str] = {}
+    assert run_commands(cmds, tmp_path, {"PATH": "/usr/bin:/bin"}, outputs) != []  # stale
+    assert write_quotes(cmds, outputs, root=tmp_path) == []
+    assert page.read_text() == PAGE
+    assert run_commands(commands(page), tmp_path, {"PATH": "/usr/bin:/bin"}) == []
+    page.write_text(PAGE.replace(quote, quote.replace("flow c", "flow d")))
+    cmds = commands(page)
+    run_commands(cmds, tmp_path, {"PATH": "/usr/bin:/bin"}, outputs)
+    (problem,) = write_quotes(cmds, outputs, root=tmp_path)
+    assert "page.md:11: no output line has this shape: flow d  3.1 ms" in problem
 
 
 def test_the_readme_quotes_outputs() -> None:
