@@ -108,6 +108,34 @@ pub struct AckEvent {
     pub total_lost: u64,
 }
 
+/// One packet the transport has just marked lost, with the delivery state
+/// it was sent with (Linux `tcp_mark_skb_lost` → `tcp_notify_skb_loss_event`,
+/// which adds the skb to `tp->lost` and then calls the congestion control's
+/// `skb_marked_lost` with the skb and its `TCP_SKB_CB(skb)->tx` snapshot;
+/// draft-ietf-ccwg-bbr-06 §5.5.10.2 `HandleLostPacket(packet)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LostPacket {
+    /// Its payload bytes (Linux `tcp_skb_pcount`), now counted in
+    /// [`LostPacket::total_lost`].
+    pub bytes: u64,
+    /// `P.tx_in_flight`: bytes in flight just after it was (last) sent, itself
+    /// included (Linux `scb->tx.in_flight`).
+    pub tx_in_flight: u64,
+    /// `P.lost`: the connection's lost bytes when it was sent (`scb->tx.lost`).
+    pub prior_lost: u64,
+    /// `P.delivered`: the connection's delivered bytes when it was sent
+    /// (`scb->tx.delivered`).
+    pub prior_delivered: u64,
+    /// `P.is_app_limited` (`scb->tx.is_app_limited`).
+    pub app_limited: bool,
+    /// `C.lost`: payload bytes marked lost on the connection so far, this
+    /// packet included (`tp->lost`, already incremented when Linux calls
+    /// `skb_marked_lost`).
+    pub total_lost: u64,
+    /// `C.delivered` now.
+    pub delivered: u64,
+}
+
 /// A congestion signal other than an ordinary ACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CongestionEvent {
@@ -172,6 +200,16 @@ pub trait CongestionControl: fmt::Debug + Send {
     fn on_ack(&mut self, now: Time, ack: &AckEvent, ctx: &mut CcCtx<'_>);
 
     fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, ctx: &mut CcCtx<'_>);
+
+    /// The transport has just marked one packet lost (Linux cong ops
+    /// `skb_marked_lost`, called from `tcp_mark_skb_lost` for each segment
+    /// as loss detection — DupThresh, RACK, the RTO — marks it, before the
+    /// ACK's `on_ack`). Only BBRv3 uses it; the byte counts of the loss also
+    /// reach every controller through [`CongestionEvent::Loss`] and
+    /// [`AckEvent::total_lost`].
+    fn on_packet_lost(&mut self, now: Time, lost: &LostPacket, ctx: &mut CcCtx<'_>) {
+        let _ = (now, lost, ctx);
+    }
 
     /// Congestion window, in bytes.
     fn cwnd(&self) -> u64;

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 
 use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, TraceEvent, VecTracer};
 
-use crate::{AckEvent, CcCtx, CongestionControl, CongestionEvent};
+use crate::{AckEvent, CcCtx, CongestionControl, CongestionEvent, LostPacket};
 
 /// A fake transport around a controller `C`.
 pub struct Driver<C> {
@@ -481,6 +481,7 @@ impl<C: CongestionControl> Driver<C> {
         let mss = self.mss;
         let mut newly_lost = 0;
         let (mut lost_below_recover, mut lost_above_recover) = (false, false);
+        let now = self.now;
         while path.sent.front().is_some_and(|p| p.ack_at.is_none()) {
             let lost = path.sent.pop_front().expect("front exists");
             path.pipe -= mss;
@@ -489,9 +490,12 @@ impl<C: CongestionControl> Driver<C> {
                 Some(r) if lost.id > r => lost_above_recover = true,
                 _ => lost_below_recover = true,
             }
+            // Marked lost one by one, before the congestion event and the
+            // ACK (Linux tcp_mark_skb_lost -> skb_marked_lost).
+            self.lost_total += mss;
+            self.packet_lost(&lost);
         }
         let p = path.sent.pop_front().expect("an ACK is due");
-        let now = self.now;
         path.pipe -= mss;
         path.last_progress = now;
         // Transport order: end the episode, detect losses, then on_ack.
@@ -501,7 +505,6 @@ impl<C: CongestionControl> Driver<C> {
             self.congestion(CongestionEvent::RecoveryEnd);
         }
         if newly_lost > 0 || path.pending_loss {
-            self.lost_total += newly_lost;
             // A lost segment is repaired by the next transmission: the
             // episode lasts until that one is acknowledged (RFC 6582: the
             // cumulative ACK passes the recovery point once every hole
@@ -574,10 +577,11 @@ impl<C: CongestionControl> Driver<C> {
     /// declares everything lost (RFC 6298 §5.5-§5.7, without retransmission).
     fn path_rto(&mut self, path: &mut Path) {
         let in_flight = path.pipe;
-        let lost = path.sent.len() as u64 * self.mss;
-        path.sent.clear();
+        for lost in std::mem::take(&mut path.sent) {
+            self.lost_total += self.mss;
+            self.packet_lost(&lost);
+        }
         path.pipe = 0;
-        self.lost_total += lost;
         path.recover = Some(path.next_id);
         path.repair = path.next_id + 1;
         path.pending_loss = false;
@@ -585,6 +589,30 @@ impl<C: CongestionControl> Driver<C> {
         path.stats.rtos += 1;
         self.in_recovery = true;
         self.congestion(CongestionEvent::Rto { in_flight });
+    }
+
+    /// The path packet `p`, just added to the lost counter, is marked lost.
+    fn packet_lost(&mut self, p: &PathPacket) {
+        let lost = LostPacket {
+            bytes: self.mss,
+            tx_in_flight: p.tx_in_flight,
+            prior_lost: p.lost,
+            prior_delivered: p.delivered,
+            app_limited: false,
+            total_lost: self.lost_total,
+            delivered: self.delivered,
+        };
+        self.lost_packet(&lost);
+    }
+
+    /// The transport marks one packet lost ([`CongestionControl::on_packet_lost`])
+    /// at the current time. The driver's lost counter is not changed: pass
+    /// `total_lost` as the transport would have counted it.
+    pub fn lost_packet(&mut self, lost: &LostPacket) -> &mut Self {
+        let now = self.now;
+        let (cc, mut ctx) = self.ctx();
+        cc.on_packet_lost(now, lost, &mut ctx);
+        self
     }
 
     /// `(from, to)` of every traced state change, in order.

@@ -3,7 +3,7 @@
 
 use l4slab_cc::bbr::{ProbeBwPhase, StartupExit};
 use l4slab_cc::testing::{Driver, Path};
-use l4slab_cc::{AckEvent, Bbr3, Bbr3Config, CongestionControl, EcnCodepoint};
+use l4slab_cc::{AckEvent, Bbr3, Bbr3Config, CongestionControl, EcnCodepoint, LostPacket};
 use l4slab_core::{Dur, Rate, Time};
 
 const MSS: u64 = 1448;
@@ -253,6 +253,80 @@ fn lossy_probe_keeps_tx_in_flight_when_larger() {
     let tx = target; // 0.7 * target < tx
     d.ack_event(&lossy_ack(&d, tx, tx / 20)); // 5 % lost
     assert_eq!(d.cc.inflight_longterm(), Some(tx));
+}
+
+/// A packet that left with `k` segments in flight (itself included), when
+/// the connection had lost `prior` segments, marked lost now with `total`
+/// segments lost on the connection (itself included).
+fn lost_packet(d: &Driver<Bbr3>, k: u64, prior: u64, total: u64) -> LostPacket {
+    LostPacket {
+        bytes: MSS,
+        tx_in_flight: k * MSS,
+        prior_lost: prior * MSS,
+        prior_delivered: d.delivered().saturating_sub(k * MSS),
+        app_limited: false,
+        total_lost: total * MSS,
+        delivered: d.delivered(),
+    }
+}
+
+#[test]
+fn a_lost_packet_sets_inflight_longterm_where_loss_crossed_two_percent() {
+    // Linux bbr_skb_marked_lost: during a probe, each packet is tested as it
+    // is marked lost, with its own tx_in_flight and C.lost - P.lost.
+    let (mut d, _p) = in_probe_bw_up();
+    let target = d.cc.target_inflight();
+    // The first loss, of the packet that left with 90 in flight: 1 of 90
+    // (1.1 %) is not too high.
+    d.lost_packet(&lost_packet(&d, 90, 0, 1));
+    assert_eq!(d.cc.inflight_longterm(), None);
+    assert_eq!(d.cc.probe_bw_phase(), Some(ProbeBwPhase::Up));
+    // The second, at 95: 2 of 95 (2.1 %) crosses 2 % at this packet, so the
+    // bound is its in-flight, 95 packets (above Beta * TargetInflight), set
+    // at once, without waiting for an ACK, and the probe ends.
+    d.lost_packet(&lost_packet(&d, 95, 0, 2));
+    assert!(95 * MSS > (0.7 * target as f64) as u64, "target {target}");
+    assert_eq!(d.cc.inflight_longterm(), Some(95 * MSS));
+    assert_eq!(d.cc.probe_bw_phase(), Some(ProbeBwPhase::Down));
+    assert_eq!(d.cc.stats().inflight_too_high, 1);
+    assert_eq!(d.cc.stats().inflight_too_high_at_loss, 1);
+    // Only one reaction per probe: a later, lossier packet changes nothing,
+    // nor does the ACK of a packet sent after them.
+    d.lost_packet(&lost_packet(&d, 100, 0, 5));
+    d.ack_event(&lossy_ack(&d, 105 * MSS, 5 * MSS));
+    assert_eq!(d.cc.stats().inflight_too_high, 1);
+    assert_eq!(d.cc.inflight_longterm(), Some(95 * MSS));
+    // When losses marked before this packet already used up the 2 % budget
+    // of the 94 packets ahead of it, the bound is those 94
+    // (bbr_inflight_hi_from_lost_skb: "previous losses crossed
+    // loss_thresh"), below the lost packet's own in-flight.
+    let (mut d, _p) = in_probe_bw_up();
+    d.lost_packet(&lost_packet(&d, 95, 0, 3));
+    assert_eq!(d.cc.inflight_longterm(), Some(94 * MSS));
+}
+
+#[test]
+fn a_lost_packet_outside_a_probe_sets_no_bound() {
+    // Startup: no probe samples yet (Linux bw_probe_samples = 0 until the
+    // first REFILL ends), so even heavy loss leaves inflight_longterm alone;
+    // Startup has its own loss exit.
+    let mut d = Driver::new(bbr3());
+    let mut p = path();
+    d.run_path(&mut p, Dur::from_millis(120));
+    assert_eq!(d.cc.mode_name(), "Startup");
+    d.lost_packet(&lost_packet(&d, 20, 0, 10));
+    assert_eq!(d.cc.inflight_longterm(), None);
+    assert_eq!(d.cc.stats().inflight_too_high, 0);
+    // After a probe's feedback has ended (DOWN, then CRUISE): the same.
+    let (mut d, mut p) = in_probe_bw_up();
+    run_until(&mut d, &mut p, Dur::from_secs(2), |cc| {
+        cc.probe_bw_phase() == Some(ProbeBwPhase::Cruise)
+    });
+    d.run_path(&mut p, Dur::from_millis(120));
+    assert_eq!(d.cc.probe_bw_phase(), Some(ProbeBwPhase::Cruise));
+    let before = d.cc.stats().inflight_too_high;
+    d.lost_packet(&lost_packet(&d, 50, 0, 10));
+    assert_eq!(d.cc.stats().inflight_too_high, before);
 }
 
 #[test]

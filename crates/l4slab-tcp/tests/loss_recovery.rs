@@ -64,6 +64,49 @@ fn receiver_sacks_most_recent_block_first() {
 }
 
 #[test]
+fn each_segment_marked_lost_reaches_the_controller_with_its_send_snapshot() {
+    // Linux tcp_mark_skb_lost -> tcp_notify_skb_loss_event: tp->lost grows
+    // by the segment, then cong ops skb_marked_lost(sk, skb) sees it with its
+    // TCP_SKB_CB(skb)->tx snapshot. Segments 2 and 5 of ten sent back to back
+    // (segment k left with k + 1 in flight) are marked lost at 40 ms.
+    let (mut n, log) = ten_segments(&[2, 5]);
+    n.run_until(ms(200));
+    let m = u64::from(MSS);
+    let lost = log.lost();
+    assert_eq!(lost.len(), 2, "{lost:?}");
+    for (i, (k, (t, p))) in [2u64, 5].iter().zip(&lost).enumerate() {
+        assert_eq!(*t, ms(40));
+        assert_eq!(p.bytes, m);
+        assert_eq!(p.tx_in_flight, (k + 1) * m, "segment {k}");
+        assert_eq!((p.prior_lost, p.prior_delivered), (0, 0));
+        // The connection sat idle until the write at 20 ms: its first
+        // flight carries the app-limited mark (draft-cheng-iccrg-delivery-
+        // rate-estimation §3.4), and so do these two.
+        assert!(p.app_limited);
+        // C.lost includes the segment just marked.
+        assert_eq!(p.total_lost, (i as u64 + 1) * m);
+    }
+    // Both before the congestion event and the ACK of that moment, which
+    // carries the same C.lost.
+    let calls = log.calls();
+    let last_lost = calls
+        .iter()
+        .rposition(|c| matches!(c, common::cc::Call::Lost { .. }))
+        .unwrap();
+    let loss_ev = calls
+        .iter()
+        .position(|c| matches!(c, common::cc::Call::Congestion { .. }))
+        .unwrap();
+    assert!(last_lost < loss_ev);
+    let ack = log
+        .acks()
+        .into_iter()
+        .find(|(_, a)| a.total_lost > 0)
+        .unwrap();
+    assert_eq!((ack.0, ack.1.total_lost), (ms(40), 2 * m));
+}
+
+#[test]
 fn fast_retransmit_once_dupthresh_segments_are_sacked() {
     let (mut n, log) = ten_segments(&[2]);
     n.run_until(ms(200));

@@ -25,7 +25,9 @@
 //! `rs_tx_in_flight`, `rs_prior_lost`) and the connection's lost-bytes
 //! counter `total_lost` (draft §2.2 `C.lost`). Bytes newly marked lost are
 //! the increase of `total_lost` since the previous ACK, so losses found by the
-//! RACK reorder timer or an RTO are seen on the next ACK.
+//! RACK reorder timer or an RTO are seen on the next ACK. BBRv3 also takes
+//! each lost packet as it is marked ([`crate::LostPacket`], Linux
+//! `skb_marked_lost`).
 
 pub mod filters;
 pub mod v1;

@@ -24,7 +24,7 @@
 //! timer declares lost, in one space (§7.6.2 allows any two spaces' packets).
 
 use l4slab_cc::rate::SampleBuilder;
-use l4slab_cc::{AckEvent, CcCtx, CongestionEvent};
+use l4slab_cc::{AckEvent, CcCtx, CongestionEvent, LostPacket};
 use l4slab_core::{Dur, Ecn, Time};
 
 use super::handshake::{space_idx, HandshakeState};
@@ -385,7 +385,7 @@ impl Connection {
             } else {
                 self.stats.lost_by_time_threshold += 1;
             }
-            self.declare_lost(sp, &p);
+            self.declare_lost(now, sp, &p);
             out.bytes += u64::from(p.size);
             out.packets += 1;
             out.newest_sent = Some(out.newest_sent.map_or(p.time_sent, |t| t.max(p.time_sent)));
@@ -399,13 +399,32 @@ impl Connection {
         out
     }
 
-    /// Queue a lost packet's content again (§13.3) and count it.
-    fn declare_lost(&mut self, sp: usize, p: &SentPacket) {
+    /// Queue a lost packet's content again (§13.3), count it, and tell the
+    /// controller with the packet's send-time snapshot (as the TCP transport
+    /// does, after Linux `tcp_notify_skb_loss_event` → `skb_marked_lost`;
+    /// RFC 9002 B.8 `OnPacketsLost` gets the lost packets themselves).
+    fn declare_lost(&mut self, now: Time, sp: usize, p: &SentPacket) {
         self.stats.packets_lost += 1;
         self.stats.bytes_lost += u64::from(p.size);
         self.rate.on_lost(u64::from(p.size));
         self.ecn.on_lost(p.ecn);
         self.requeue(sp, p);
+        let lost = LostPacket {
+            bytes: u64::from(p.size),
+            tx_in_flight: p.rate.tx_in_flight,
+            prior_lost: p.rate.lost,
+            prior_delivered: p.rate.delivered,
+            app_limited: p.rate.app_limited,
+            total_lost: self.rate.lost(),
+            delivered: self.rate.delivered(),
+        };
+        let mut ctx = CcCtx {
+            flow: 0,
+            mss: self.mds(),
+            rng: &mut self.rng,
+            tracer: &mut self.tracer,
+        };
+        self.cc.on_packet_lost(now, &lost, &mut ctx);
     }
 
     /// Put what `p` carried back in the send queues.

@@ -12,8 +12,8 @@
 //! probe or retransmission timer.
 
 use l4slab_cc::rate::{RateEstimator, SampleBuilder};
-use l4slab_cc::{AckEvent, CongestionEvent};
-use l4slab_core::{Dur, FlowId, Time, TraceEvent, Tracer};
+use l4slab_cc::{AckEvent, CongestionControl, CongestionEvent, LostPacket};
+use l4slab_core::{Dur, FlowId, Time, TraceEvent};
 
 use super::tlp::TlpAck;
 use super::undo::AckFacts;
@@ -71,27 +71,48 @@ impl Deliveries {
     }
 }
 
-/// Segment `s` is marked lost, by whichever detector (RFC 6675 DupThresh,
-/// RACK or the RTO; Linux marks them all through `tcp_mark_skb_lost`):
-/// counted, added to the rate estimator's lost bytes (`C.lost`), traced.
-fn count_loss(
-    now: Time,
+/// Where a segment marked lost is reported: the endpoint's counters, its
+/// delivery-rate estimator and its controller (disjoint fields of the
+/// endpoint, borrowed while the scoreboard walks its segments).
+struct LossSink<'e> {
     flow: FlowId,
-    s: &SentSeg,
-    stats: &mut EndpointStats,
-    rate: &mut RateEstimator,
-    tracer: &mut dyn Tracer,
-) {
-    stats.lost_segments += 1;
-    rate.on_lost(u64::from(s.len));
-    tracer.event(
-        now,
-        TraceEvent::LossDetected {
-            flow,
-            seq: s.seq,
-            bytes: s.len,
-        },
-    );
+    mss: u32,
+    stats: &'e mut EndpointStats,
+    rate: &'e mut RateEstimator,
+    cc: &'e mut dyn CongestionControl,
+}
+
+impl LossSink<'_> {
+    /// Segment `s` is marked lost, by whichever detector (RFC 6675
+    /// DupThresh, RACK or the RTO; Linux marks them all through
+    /// `tcp_mark_skb_lost`): counted, added to the rate estimator's lost
+    /// bytes (`C.lost`), traced, and then told to the controller with the
+    /// segment's send-time snapshot — Linux `tcp_notify_skb_loss_event`:
+    /// "tp->lost += tcp_skb_pcount(skb); if (ca_ops->skb_marked_lost)
+    /// ca_ops->skb_marked_lost(sk, skb);".
+    fn count(&mut self, now: Time, s: &SentSeg, ctx: &mut EndpointCtx<'_>) {
+        self.stats.lost_segments += 1;
+        self.rate.on_lost(u64::from(s.len));
+        ctx.tracer.event(
+            now,
+            TraceEvent::LossDetected {
+                flow: self.flow,
+                seq: s.seq,
+                bytes: s.len,
+            },
+        );
+        let lost = LostPacket {
+            bytes: u64::from(s.len),
+            tx_in_flight: s.tx.tx_in_flight,
+            prior_lost: s.tx.lost,
+            prior_delivered: s.tx.delivered,
+            app_limited: s.tx.app_limited,
+            total_lost: self.rate.lost(),
+            delivered: self.rate.delivered(),
+        };
+        let mut c = Endpoint::cc_ctx(self.flow, self.mss, ctx);
+        self.cc.on_packet_lost(now, &lost, &mut c);
+    }
 }
 
 impl Endpoint {
@@ -277,11 +298,17 @@ impl Endpoint {
     pub(super) fn detect_losses(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) -> (u64, u64) {
         let mut lost = 0u64;
         let mut segs = 0u64;
-        let (flow, stats, rate) = (self.flow, &mut self.stats, &mut self.rate);
+        let mut sink = LossSink {
+            flow: self.flow,
+            mss: self.cfg.mss,
+            stats: &mut self.stats,
+            rate: &mut self.rate,
+            cc: &mut *self.cc,
+        };
         let mut note = |s: &SentSeg| {
             lost += s.seq_len();
             segs += 1;
-            count_loss(now, flow, s, stats, rate, ctx.tracer);
+            sink.count(now, s, ctx);
         };
         // RFC 6675 §4 IsLost (DupThresh SACKed segments above). Once reordering
         // has been seen, RACK decides alone (Linux raises tp->reordering, and
@@ -303,9 +330,14 @@ impl Endpoint {
 
     /// RFC 6298 §5 after a timeout: every outstanding un-SACKed segment is lost.
     pub(super) fn mark_all_lost(&mut self, now: Time, ctx: &mut EndpointCtx<'_>) {
-        let (flow, stats, rate) = (self.flow, &mut self.stats, &mut self.rate);
-        self.sb
-            .mark_all_lost(|_, s| count_loss(now, flow, s, stats, rate, ctx.tracer));
+        let mut sink = LossSink {
+            flow: self.flow,
+            mss: self.cfg.mss,
+            stats: &mut self.stats,
+            rate: &mut self.rate,
+            cc: &mut *self.cc,
+        };
+        self.sb.mark_all_lost(|_, s| sink.count(now, s, ctx));
     }
 
     /// After loss detection (`lost` bytes newly declared lost): start a

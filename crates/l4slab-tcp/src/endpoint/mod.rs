@@ -684,7 +684,7 @@ impl Endpoint {
         }
     }
 
-    fn cc_ctx<'c>(flow: FlowId, mss: u32, ctx: &'c mut EndpointCtx<'_>) -> CcCtx<'c> {
+    pub(super) fn cc_ctx<'c>(flow: FlowId, mss: u32, ctx: &'c mut EndpointCtx<'_>) -> CcCtx<'c> {
         CcCtx {
             flow,
             mss: u64::from(mss),

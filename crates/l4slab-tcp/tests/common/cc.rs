@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use l4slab_cc::{AckEvent, CcCtx, CongestionControl, CongestionEvent, EcnCodepoint};
+use l4slab_cc::{AckEvent, CcCtx, CongestionControl, CongestionEvent, EcnCodepoint, LostPacket};
 use l4slab_core::{Rate, Time};
 
 /// A call the transport made into a controller.
@@ -11,6 +11,7 @@ pub enum Call {
     Sent { t: Time, bytes: u64, in_flight: u64 },
     Ack { t: Time, ev: AckEvent },
     Congestion { t: Time, ev: CongestionEvent },
+    Lost { t: Time, lost: LostPacket },
 }
 
 /// Shared log (controllers must be `Send`, and move into the endpoint).
@@ -32,6 +33,23 @@ impl Log {
                 _ => None,
             })
             .collect()
+    }
+
+    pub fn lost(&self) -> Vec<(Time, LostPacket)> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|c| match c {
+                Call::Lost { t, lost } => Some((*t, *lost)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every call, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.0.lock().unwrap().clone()
     }
 
     pub fn acks(&self) -> Vec<(Time, AckEvent)> {
@@ -93,6 +111,12 @@ impl CongestionControl for Fixed {
     }
     fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, _ctx: &mut CcCtx<'_>) {
         self.log.push(Call::Congestion { t: now, ev: *ev });
+    }
+    fn on_packet_lost(&mut self, now: Time, lost: &LostPacket, _ctx: &mut CcCtx<'_>) {
+        self.log.push(Call::Lost {
+            t: now,
+            lost: *lost,
+        });
     }
     fn cwnd(&self) -> u64 {
         self.cwnd

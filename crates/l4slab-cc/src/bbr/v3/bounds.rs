@@ -18,6 +18,7 @@
 use l4slab_core::Rate;
 
 use crate::bbr::RateSample;
+use crate::LostPacket;
 
 /// The bounds and the signals that drive them.
 #[derive(Clone, Debug, Default)]
@@ -154,6 +155,39 @@ impl Bounds {
         rs.lost as f64 > rs.tx_in_flight as f64 * loss_thresh
     }
 
+    /// Linux `bbr_inflight_hi_from_lost_skb` (draft-ietf-ccwg-bbr-06
+    /// §5.5.10.2 `InflightAtLoss`): the in-flight at which the loss rate of
+    /// the flight leading up to the lost packet `p` crossed `loss_thresh`.
+    /// Linux solves `(lost_prev + lost_prefix) / (inflight_prev +
+    /// lost_prefix) >= loss_thresh` for the prefix of the lost skb where
+    /// that happened, in whole packets: the loss budget rounded up, the
+    /// prefix rounded down (`do_div`). Here a packet is `smss` bytes (the
+    /// draft's version is the same equation in bytes, unrounded). Bytes.
+    pub fn inflight_at_loss(p: &LostPacket, loss_thresh: f64, smss: u64) -> u64 {
+        // "How much data was in flight before this skb?" The transport's
+        // snapshot includes the packet itself, and C.lost includes it now,
+        // so neither difference can go below zero (Linux WARNs if they do).
+        let inflight_prev = p.tx_in_flight.saturating_sub(p.bytes);
+        // "How much inflight data was marked lost before this skb?"
+        let lost_prev = p
+            .total_lost
+            .saturating_sub(p.prior_lost)
+            .saturating_sub(p.bytes);
+        // "loss_budget = (u64)inflight_prev * loss_thresh + BBR_UNIT - 1;
+        // loss_budget >>= BBR_SCALE;" — rounded up to a whole packet.
+        let seg = smss as f64;
+        let budget = (inflight_prev as f64 * loss_thresh / seg).ceil() as u64 * smss;
+        let prefix = if lost_prev >= budget {
+            0 // "previous losses crossed loss_thresh"
+        } else {
+            // "lost_prefix = loss_budget - lost_prev; lost_prefix <<=
+            // BBR_SCALE; do_div(lost_prefix, BBR_UNIT - loss_thresh)"
+            ((budget - lost_prev) as f64 / (1.0 - loss_thresh) / seg).floor() as u64 * smss
+        };
+        // "inflight_hi = inflight_prev + lost_prefix"
+        inflight_prev + prefix
+    }
+
     /// §5.5.10.2 `HandleInflightTooHigh()`, minus the state change the caller
     /// makes: "BBR.inflight_longterm = max(RS.tx_in_flight, TargetInflight()
     /// * BBR.Beta)" unless the sample is app-limited.
@@ -246,6 +280,50 @@ mod tests {
         };
         assert!(!Bounds::is_inflight_too_high(&rs(2_000, 100_000), 0.02));
         assert!(Bounds::is_inflight_too_high(&rs(2_001, 100_000), 0.02));
+    }
+
+    #[test]
+    fn inflight_at_loss_is_where_loss_crossed_the_threshold() {
+        // Packet k left with k segments in flight (itself included); C.lost
+        // counts it once marked. Linux bbr_inflight_hi_from_lost_skb in
+        // packets: budget = ceil(inflight_prev * thresh), prefix =
+        // floor((budget - lost_prev) / (1 - thresh)).
+        let lost = |k: u64, prior: u64, total: u64| LostPacket {
+            bytes: MSS,
+            tx_in_flight: k * MSS,
+            prior_lost: prior * MSS,
+            total_lost: total * MSS,
+            ..LostPacket::default()
+        };
+        // The first loss of a 40-packet flight: budget ceil(0.78) = 1,
+        // prefix floor(1 / 0.98) = 1: loss crossed 2 % at this packet.
+        assert_eq!(
+            Bounds::inflight_at_loss(&lost(40, 0, 1), 0.02, MSS),
+            40 * MSS
+        );
+        // The second loss at packet 95 (one before it since it was sent):
+        // 2 > 1.9, budget ceil(1.88) = 2, prefix 1: again this packet.
+        assert_eq!(
+            Bounds::inflight_at_loss(&lost(95, 0, 2), 0.02, MSS),
+            95 * MSS
+        );
+        // Two losses before it already used the budget of 94 packets: the
+        // threshold was crossed before this packet, at its inflight_prev.
+        assert_eq!(
+            Bounds::inflight_at_loss(&lost(95, 0, 3), 0.02, MSS),
+            94 * MSS
+        );
+        // Losses marked before the packet was sent do not count (P.lost).
+        assert_eq!(
+            Bounds::inflight_at_loss(&lost(95, 7, 9), 0.02, MSS),
+            95 * MSS
+        );
+        // loss_thresh 5 %: 200 packets, 10 lost before: budget ceil(9.95) =
+        // 10, used up: 199.
+        assert_eq!(
+            Bounds::inflight_at_loss(&lost(200, 0, 11), 0.05, MSS),
+            199 * MSS
+        );
     }
 
     #[test]

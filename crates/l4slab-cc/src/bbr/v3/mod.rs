@@ -32,11 +32,16 @@
 //! * ECN: the draft specifies no ECN response (§3.7, future work). The
 //!   controller sends Not-ECT, so no CE mark or ECN-Echo ever reaches it;
 //!   an `EcnEcho` event is ignored.
-//! * `HandleLostPacket`'s per-packet `InflightAtLoss` refinement (§5.5.10.2):
-//!   the transport reports losses as byte counts without the lost packet's
-//!   send-time snapshot, so `IsInflightTooHigh` is evaluated on each ACK with
-//!   the acked packet's `tx_in_flight` and `RS.lost = C.lost - P.lost`, as
-//!   Linux BBRv3 also does in `bbr_adapt_upper_bounds`.
+//!
+//! **Loss, per packet and per ACK.** Each packet the transport marks lost
+//! reaches `on_packet_lost` with its send-time snapshot (Linux
+//! `bbr_skb_marked_lost`, draft §5.5.10.2 `HandleLostPacket`): it notes the
+//! loss round and, while ACKs carry bandwidth-probe feedback, tests that
+//! packet's flight (`RS.lost = C.lost - P.lost > 2 % * P.tx_in_flight`) and
+//! sets `inflight_longterm` from the in-flight at which loss crossed 2 %
+//! (`bbr_inflight_hi_from_lost_skb`, `InflightAtLoss`; `probe_bw.rs`). Each
+//! ACK's sample is tested too (`bbr_adapt_upper_bounds`), reacting once per
+//! probe whichever comes first.
 //!
 //! **Where it follows Linux BBRv3 rather than the draft** (google/bbr,
 //! branch v3, net/ipv4/tcp_bbr.c; docs/models/bbr3.md lists each):
@@ -90,7 +95,7 @@ use self::bounds::Bounds;
 use super::filters::{AckAggregation, CycleMaxFilter};
 use super::{AppLimitedMark, CaState, LossCounter, ProbeRttDwell, RateSample};
 use crate::cong;
-use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
+use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent, LostPacket};
 
 pub use self::config::{
     Bbr3Config, Bbr3ConfigError, BETA, HEADROOM, LOSS_THRESH, PARAMS, PROBE_RTT_INTERVAL,
@@ -235,6 +240,9 @@ pub struct Bbr3Stats {
     pub bw_probes: u64,
     /// `HandleInflightTooHigh` reactions (each sets `inflight_longterm`).
     pub inflight_too_high: u64,
+    /// Of those, the ones made as a packet was marked lost
+    /// (`bbr_skb_marked_lost`), not on an ACK.
+    pub inflight_too_high_at_loss: u64,
     /// Loss rounds that cut `bw_shortterm`/`inflight_shortterm`.
     pub short_term_cuts: u64,
     /// Fast-recovery episodes.
@@ -607,6 +615,12 @@ impl CongestionControl for Bbr3 {
         self.set_pacing_rate_with_gain(self.pacing_gain);
         self.set_send_quantum();
         self.set_cwnd(&rs);
+    }
+
+    /// Linux `bbr_skb_marked_lost` (`Bbr3::handle_lost_packet`).
+    fn on_packet_lost(&mut self, now: Time, lost: &LostPacket, ctx: &mut CcCtx<'_>) {
+        self.ensure_started(now);
+        self.handle_lost_packet(now, lost, ctx);
     }
 
     fn on_congestion(&mut self, now: Time, ev: &CongestionEvent, _ctx: &mut CcCtx<'_>) {

@@ -9,7 +9,7 @@ use l4slab_core::{Dur, FlowId, Rate, SimRng, Time, Tracer};
 use super::bounds::Bounds;
 use super::{AckPhase, Bbr3, Mode, ProbeBwPhase};
 use crate::bbr::RateSample;
-use crate::CcCtx;
+use crate::{CcCtx, LostPacket};
 
 impl Bbr3 {
     /// §5.3.3.8 `PickProbeWait()`.
@@ -173,6 +173,39 @@ impl Bbr3 {
         }
     }
 
+    /// Linux `bbr_skb_marked_lost` (draft-ietf-ccwg-bbr-06 §5.5.10.2
+    /// `HandleLostPacket`): each packet is tested as the transport marks it
+    /// lost. While ACKs carry feedback from a bandwidth probe, "construct a
+    /// rate sample that estimates what happened in the flight leading up to
+    /// this lost skb, then see if the loss rate went too high, and if so at
+    /// which packet": `RS.tx_in_flight = P.tx_in_flight`, `RS.lost = C.lost
+    /// - P.lost`; if that is more than `loss_thresh` of it, the bound is set
+    /// from the in-flight at which loss crossed the threshold
+    /// ([`Bounds::inflight_at_loss`]). The ACK path
+    /// ([`Bbr3::adapt_long_term_model`]) still makes the same test on each
+    /// ACK's sample, as `bbr_adapt_upper_bounds` does.
+    pub(super) fn handle_lost_packet(&mut self, now: Time, lost: &LostPacket, ctx: &mut CcCtx<'_>) {
+        // bbr_note_loss (draft NoteLoss), as on the ACK path.
+        if self.bounds.note_loss(lost.delivered) {
+            self.save_cwnd();
+        }
+        if !self.bounds.is_bw_probe_sample {
+            return; // "not an skb sent while probing for bandwidth"
+        }
+        let mut rs = RateSample {
+            tx_in_flight: lost.tx_in_flight,
+            lost: lost.total_lost.saturating_sub(lost.prior_lost),
+            // scb->tx.is_app_limited, which includes BBR's own ProbeRTT mark.
+            is_app_limited: lost.app_limited || self.app_mark.covers(lost.prior_delivered),
+            ..RateSample::default()
+        };
+        if Bounds::is_inflight_too_high(&rs, self.cfg.loss_thresh) {
+            rs.tx_in_flight = Bounds::inflight_at_loss(lost, self.cfg.loss_thresh, self.smss());
+            self.stats.inflight_too_high_at_loss += 1;
+            self.handle_inflight_too_high(now, &rs, ctx);
+        }
+    }
+
     /// §5.3.3.9 `AdaptLongTermModel()`: returns true if it decided a transition.
     pub(super) fn adapt_long_term_model(
         &mut self,
@@ -203,8 +236,9 @@ impl Bbr3 {
             }
         }
         if Bounds::is_inflight_too_high(rs, self.cfg.loss_thresh) {
-            // §5.5.10.2 HandleLostPacket -> HandleInflightTooHigh, on the ACK
-            // path (module docs); "only react once per bw probe".
+            // Linux bbr_adapt_upper_bounds: the ACK's own sample (each lost
+            // packet was tested as it was marked, `handle_lost_packet`);
+            // "only react once per bw probe".
             if self.bounds.is_bw_probe_sample {
                 self.handle_inflight_too_high(now, rs, ctx);
             }
