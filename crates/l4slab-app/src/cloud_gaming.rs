@@ -25,9 +25,7 @@ use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
 use crate::adaptive::{AdaptiveConfig, CLOUD_GAMING};
-use crate::framed::{
-    Framed, FEEDBACK_ECN, MEDIA_CC, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT,
-};
+use crate::framed::{with_transport, Framed};
 use crate::rate_control::{AdaptiveFrames, SeriesNames};
 use crate::registry::{AppKind, BuildContext};
 use crate::rtp::{self, RtpMedia};
@@ -83,20 +81,14 @@ pub const STALL_THRESHOLD: Param = Param {
 
 /// `app = { kind = "cloud_gaming", ... }` (docs/apps.md#cloud_gaming): the
 /// six keys of [`AdaptiveConfig`] first, in its order.
-pub const PARAMS: &[Param] = &[
+pub const PARAMS: &[Param] = &with_transport::<6, 12>([
     FPS,
     START_BITRATE,
     MIN_BITRATE,
     MAX_BITRATE,
     LATE_THRESHOLD,
     STALL_THRESHOLD,
-    TRANSPORT,
-    MEDIA_CC,
-    PLAYOUT_DELAY,
-    PACING,
-    PLAYOUT_DEADLINE,
-    FEEDBACK_ECN,
-];
+]);
 
 /// Cloud-gaming parameters (scenario `app = { kind = "cloud_gaming", ... }`;
 /// [`PARAMS`]).

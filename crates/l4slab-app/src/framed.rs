@@ -81,6 +81,23 @@ pub const TRANSPORT_PARAMS: [Param; 6] = [
     FEEDBACK_ECN,
 ];
 
+/// A frame app's parameter list: its `own` keys, then [`TRANSPORT_PARAMS`]
+/// (`N` must be `M + 6`; a wrong `N` fails the build).
+pub const fn with_transport<const M: usize, const N: usize>(own: [Param; M]) -> [Param; N] {
+    assert!(N == M + TRANSPORT_PARAMS.len());
+    let mut all = [TRANSPORT; N];
+    let mut i = 0;
+    while i < N {
+        all[i] = if i < M {
+            own[i]
+        } else {
+            TRANSPORT_PARAMS[i - M]
+        };
+        i += 1;
+    }
+    all
+}
+
 /// The `kind` names of [`MEDIA_CC`].
 pub const MEDIA_CCS: &[&str] = &["gcc", "scream", "fixed"];
 

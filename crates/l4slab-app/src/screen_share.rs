@@ -16,9 +16,7 @@ use serde_json::Value;
 use l4slab_core::param::{FromParam, Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
-use crate::framed::{
-    Framed, FEEDBACK_ECN, MEDIA_CC, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT,
-};
+use crate::framed::{with_transport, Framed};
 use crate::frames::FrameStream;
 use crate::rate_control::SeriesNames;
 use crate::registry::{AppKind, BuildContext};
@@ -62,17 +60,7 @@ pub const STALL_THRESHOLD: Param = Param::new(
 );
 
 /// `app = { kind = "screen_share", ... }` (docs/apps.md#screen_share).
-pub const PARAMS: &[Param] = &[
-    FRAME_SIZE,
-    MAX_FPS,
-    STALL_THRESHOLD,
-    TRANSPORT,
-    MEDIA_CC,
-    PLAYOUT_DELAY,
-    PACING,
-    PLAYOUT_DEADLINE,
-    FEEDBACK_ECN,
-];
+pub const PARAMS: &[Param] = &with_transport::<3, 9>([FRAME_SIZE, MAX_FPS, STALL_THRESHOLD]);
 
 /// Screen-sharing parameters (scenario `app = { kind = "screen_share", ... }`;
 /// [`PARAMS`]).
