@@ -35,41 +35,38 @@ use l4slab_core::{Dur, Ecn, Rate, Time};
 use crate::registry::{AppKind, BuildContext};
 use crate::{Datagram, DatagramsIgnored, FlowApp, FlowIo, Role, SampleSink};
 
-pub const RATE: Param = Param {
-    name: "rate",
-    aliases: &[],
-    linux: "iperf -b",
-    kind: Kind::Rate,
-    default: ParamValue::Rate(Rate::from_mbps(1)),
-    source: "`iperf -u`'s default `-b 1M`",
-    doc: "UDP payload bit rate (as `iperf -b` counts it: payload, not headers)",
-};
+pub const RATE: Param = Param::new(
+    "rate",
+    Kind::Rate,
+    ParamValue::Rate(Rate::from_mbps(1)),
+    "`iperf -u`'s default `-b 1M`",
+    "UDP payload bit rate (as `iperf -b` counts it: payload, not headers)",
+)
+.linux_name("iperf -b");
 
 /// The largest UDP payload over IPv4: 65535 - 20 (IP) - 8 (UDP).
 const MAX_UDP_PAYLOAD: u64 = 65_507;
 
-pub const SIZE: Param = Param {
-    name: "size",
-    aliases: &[],
-    linux: "iperf -l",
-    kind: Kind::Size {
+pub const SIZE: Param = Param::new(
+    "size",
+    Kind::Size {
         min: 1,
         max: MAX_UDP_PAYLOAD,
     },
-    default: ParamValue::Int(1200),
-    source: "a choice: a 1228 B IPv4 packet, below any common path MTU",
-    doc: "UDP payload per datagram (at most the largest UDP payload over IPv4)",
-};
+    ParamValue::Int(1200),
+    "a choice: a 1228 B IPv4 packet, below any common path MTU",
+    "UDP payload per datagram (at most the largest UDP payload over IPv4)",
+)
+.linux_name("iperf -l");
 
-pub const ECN: Param = Param {
-    name: "ecn",
-    aliases: &[],
-    linux: "iperf -S",
-    kind: Kind::Choice(ECN_CODEPOINTS),
-    default: ParamValue::Choice("not_ect"),
-    source: "`iperf` sends Not-ECT unless `-S` sets the TOS",
-    doc: "codepoint of every datagram (e.g. `\"ect1\"` to ride DualPI2's L queue)",
-};
+pub const ECN: Param = Param::new(
+    "ecn",
+    Kind::Choice(ECN_CODEPOINTS),
+    ParamValue::Choice("not_ect"),
+    "`iperf` sends Not-ECT unless `-S` sets the TOS",
+    "codepoint of every datagram (e.g. `\"ect1\"` to ride DualPI2's L queue)",
+)
+.linux_name("iperf -S");
 
 /// `app = { kind = "cbr", ... }` (docs/apps.md#cbr).
 pub const PARAMS: &[Param] = &[RATE, SIZE, ECN];

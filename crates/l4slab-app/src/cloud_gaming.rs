@@ -25,66 +25,54 @@ use l4slab_core::param::{Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
 use crate::adaptive::{AdaptiveConfig, CLOUD_GAMING};
-use crate::framed::{
-    Framed, FEEDBACK_ECN, MEDIA_CC, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT,
-};
+use crate::framed::{with_transport, Framed};
 use crate::rate_control::{AdaptiveFrames, SeriesNames};
 use crate::registry::{AppKind, BuildContext};
 use crate::rtp::{self, RtpMedia};
 use crate::{FlowApp, FlowIo, Role, SampleSink};
 
-pub const FPS: Param = Param {
-    name: "fps",
-    aliases: &[],
-    linux: "fps",
-    kind: Kind::Int { min: 1, max: 1000 },
-    default: ParamValue::Int(60),
-    source: "a choice: a 60 fps game stream",
-    doc: "frames per second",
-};
+pub const FPS: Param = Param::new(
+    "fps",
+    Kind::Int { min: 1, max: 1000 },
+    ParamValue::Int(60),
+    "a choice: a 60 fps game stream",
+    "frames per second",
+);
 
 /// The Excentis flow's ceiling (the Excentis / Nokia Bell Labs measurements).
 const MAX: Rate = Rate::from_mbps(40);
 
-pub const START_BITRATE: Param = Param {
-    name: "start_bitrate",
-    aliases: &[],
-    linux: "start_bitrate",
-    kind: Kind::Rate,
-    default: ParamValue::Rate(MAX),
-    source: "a choice: `max_bitrate`, backing off",
-    doc: "target at the start; within `min_bitrate..max_bitrate` (the default is clamped to them)",
-};
+pub const START_BITRATE: Param = Param::new(
+    "start_bitrate",
+    Kind::Rate,
+    ParamValue::Rate(MAX),
+    "a choice: `max_bitrate`, backing off",
+    "target at the start; within `min_bitrate..max_bitrate` (the default is clamped to them)",
+);
 
-pub const MIN_BITRATE: Param = Param {
-    name: "min_bitrate",
-    aliases: &[],
-    linux: "min_bitrate",
-    kind: Kind::Rate,
-    default: ParamValue::Rate(Rate::from_mbps(1)),
-    source: "a choice",
-    doc: "lowest target",
-};
+pub const MIN_BITRATE: Param = Param::new(
+    "min_bitrate",
+    Kind::Rate,
+    ParamValue::Rate(Rate::from_mbps(1)),
+    "a choice",
+    "lowest target",
+);
 
-pub const MAX_BITRATE: Param = Param {
-    name: "max_bitrate",
-    aliases: &[],
-    linux: "max_bitrate",
-    kind: Kind::Rate,
-    default: ParamValue::Rate(MAX),
-    source: "the Excentis Wi-Fi 6 L4S tests' up-to-40 Mbit/s flow (the Excentis / Nokia Bell Labs measurements)",
-    doc: "highest target",
-};
+pub const MAX_BITRATE: Param = Param::new(
+    "max_bitrate",
+    Kind::Rate,
+    ParamValue::Rate(MAX),
+    "the Excentis Wi-Fi 6 L4S tests' up-to-40 Mbit/s flow (the Excentis / Nokia Bell Labs measurements)",
+    "highest target",
+);
 
-pub const LATE_THRESHOLD: Param = Param {
-    name: "late_threshold",
-    aliases: &[],
-    linux: "late_threshold",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(50)),
-    source: "a choice: three frame intervals at 60 fps, the network's part of a ~100 ms input-to-photon budget",
-    doc: "a frame displayed later than this after capture is late",
-};
+pub const LATE_THRESHOLD: Param = Param::new(
+    "late_threshold",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_millis(50)),
+    "a choice: three frame intervals at 60 fps, the network's part of a ~100 ms input-to-photon budget",
+    "a frame displayed later than this after capture is late",
+);
 
 pub const STALL_THRESHOLD: Param = Param {
     doc: "inter-frame gap counted as a stall",
@@ -93,20 +81,14 @@ pub const STALL_THRESHOLD: Param = Param {
 
 /// `app = { kind = "cloud_gaming", ... }` (docs/apps.md#cloud_gaming): the
 /// six keys of [`AdaptiveConfig`] first, in its order.
-pub const PARAMS: &[Param] = &[
+pub const PARAMS: &[Param] = &with_transport::<6, 12>([
     FPS,
     START_BITRATE,
     MIN_BITRATE,
     MAX_BITRATE,
     LATE_THRESHOLD,
     STALL_THRESHOLD,
-    TRANSPORT,
-    MEDIA_CC,
-    PLAYOUT_DELAY,
-    PACING,
-    PLAYOUT_DEADLINE,
-    FEEDBACK_ECN,
-];
+]);
 
 /// Cloud-gaming parameters (scenario `app = { kind = "cloud_gaming", ... }`;
 /// [`PARAMS`]).

@@ -13,72 +13,63 @@ use l4slab_core::Dur;
 use crate::rtp::MediaCcKind;
 
 /// `transport`: how the frames travel.
-pub const TRANSPORT: Param = Param {
-    name: "transport",
-    aliases: &[],
-    linux: "transport",
-    kind: Kind::Choice(&["tcp", "rtp"]),
-    default: ParamValue::Choice("tcp"),
-    source: "l4slab: the apps' TCP variants came first",
-    doc: "`\"tcp\"`: the flow's connection; `\"rtp\"`: RTP over UDP with a media congestion controller and a playout buffer",
-};
+pub const TRANSPORT: Param = Param::new(
+    "transport",
+    Kind::Choice(&["tcp", "rtp"]),
+    ParamValue::Choice("tcp"),
+    "l4slab: the apps' TCP variants came first",
+    "`\"tcp\"`: the flow's connection; `\"rtp\"`: RTP over UDP with a media congestion controller and a playout buffer",
+);
 
 /// `media_cc`: the media controller of an RTP frame app.
-pub const MEDIA_CC: Param = Param {
-    name: "media_cc",
-    aliases: &[],
-    linux: "media_cc",
-    kind: Kind::Custom(
+pub const MEDIA_CC: Param = Param::new(
+    "media_cc",
+    Kind::Custom(
         "`\"gcc\"`, `\"scream\"`, `{ kind = \"scream\", l4s = false }` or `{ kind = \"fixed\", l4s = false }`",
     ),
-    default: ParamValue::Choice("gcc"),
-    source: "WebRTC's controller, GCC",
-    doc: "with `\"rtp\"`: GCC (delay gradient and loss, Not-ECT; [gcc.md](models/gcc.md)), SCReAM v2 with L4S (ECT(1), a scalable response to CE; [scream.md](models/scream.md)), or SCReAM on delay and loss (`l4s = false`, Not-ECT); `\"fixed\"`: no congestion control, the encoder at `start_bitrate` throughout (Not-ECT; `l4s = true`: ECT(1) without a response to CE, a sensitivity only; [rtp.md](models/rtp.md#variants-for-senders-and-receivers-that-are-not-webrtcs))",
-};
+    ParamValue::Choice("gcc"),
+    "WebRTC's controller, GCC",
+    "with `\"rtp\"`: GCC (delay gradient and loss, Not-ECT; [gcc.md](models/gcc.md)), SCReAM v2 with L4S (ECT(1), a scalable response to CE; [scream.md](models/scream.md)), or SCReAM on delay and loss (`l4s = false`, Not-ECT); `\"fixed\"`: no congestion control, the encoder at `start_bitrate` throughout (Not-ECT; `l4s = true`: ECT(1) without a response to CE, a sensitivity only; [rtp.md](models/rtp.md#variants-for-senders-and-receivers-that-are-not-webrtcs))",
+);
 
 /// `playout_delay`: the receiver's playout delay over the smallest transit.
-pub const PLAYOUT_DELAY: Param = Param {
-    name: "playout_delay",
-    aliases: &[],
-    linux: "playout-delay",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::ZERO),
-    source: "WebRTC's low-latency rendering (play as soon as decodable)",
-    doc: "with `\"rtp\"`: the receiver plays a frame this long after the earliest it could (the smallest transit seen); 0 plays each frame as soon as it is decodable",
-};
+pub const PLAYOUT_DELAY: Param = Param::new(
+    "playout_delay",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::ZERO),
+    "WebRTC's low-latency rendering (play as soon as decodable)",
+    "with `\"rtp\"`: the receiver plays a frame this long after the earliest it could (the smallest transit seen); 0 plays each frame as soon as it is decodable",
+)
+.linux_name("playout-delay");
 
 /// `pacing`: whether the RTP sender paces its packets.
-pub const PACING: Param = Param {
-    name: "pacing",
-    aliases: &[],
-    linux: "pacing",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(true),
-    source: "libwebrtc's pacer (`PacingController`), SCReAM's packet pacing (RFC 8298 §4.1.2.3)",
-    doc: "with `\"rtp\"`: `true` spaces packets at the media controller's pacing rate; `false` sends each frame's packets back to back as the encoder emits them (a sender without a pacer: every frame a burst at the sender's line rate)",
-};
+pub const PACING: Param = Param::new(
+    "pacing",
+    Kind::Flag,
+    ParamValue::Flag(true),
+    "libwebrtc's pacer (`PacingController`), SCReAM's packet pacing (RFC 8298 §4.1.2.3)",
+    "with `\"rtp\"`: `true` spaces packets at the media controller's pacing rate; `false` sends each frame's packets back to back as the encoder emits them (a sender without a pacer: every frame a burst at the sender's line rate)",
+);
 
 /// `playout_deadline`: how late past its playout time a frame may complete.
-pub const PLAYOUT_DEADLINE: Param = Param {
-    name: "playout_deadline",
-    aliases: &[],
-    linux: "playout-deadline",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::ZERO),
-    source: "libwebrtc's frame buffer waits for every repair (0); a fixed jitter buffer gives up at the playout time",
-    doc: "with `\"rtp\"`: a frame still incomplete this long after its playout time is given up (late = lost: its missing packets count as lost, the decoding chain breaks until a keyframe), reported as `playout_loss_pct` and the series `playout_loss_fraction`; 0: no deadline, wait for every repair",
-};
+pub const PLAYOUT_DEADLINE: Param = Param::new(
+    "playout_deadline",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::ZERO),
+    "libwebrtc's frame buffer waits for every repair (0); a fixed jitter buffer gives up at the playout time",
+    "with `\"rtp\"`: a frame still incomplete this long after its playout time is given up (late = lost: its missing packets count as lost, the decoding chain breaks until a keyframe), reported as `playout_loss_pct` and the series `playout_loss_fraction`; 0: no deadline, wait for every repair",
+)
+.linux_name("playout-deadline");
 
 /// `feedback_ecn`: the IP-ECN field of the receiver's RTCP messages.
-pub const FEEDBACK_ECN: Param = Param {
-    name: "feedback_ecn",
-    aliases: &[],
-    linux: "feedback-ecn",
-    kind: Kind::Choice(&["not_ect", "media"]),
-    default: ParamValue::Choice("not_ect"),
-    source: "SCReAM's reference receiver and libwebrtc send RTCP Not-ECT",
-    doc: "with `\"rtp\"`: `\"not_ect\"`: feedback, NACKs and keyframe requests go out Not-ECT (in DualPI2 they wait in the C queue); `\"media\"`: with the media's codepoint (ECT(1) for an L4S call: the L queue)",
-};
+pub const FEEDBACK_ECN: Param = Param::new(
+    "feedback_ecn",
+    Kind::Choice(&["not_ect", "media"]),
+    ParamValue::Choice("not_ect"),
+    "SCReAM's reference receiver and libwebrtc send RTCP Not-ECT",
+    "with `\"rtp\"`: `\"not_ect\"`: feedback, NACKs and keyframe requests go out Not-ECT (in DualPI2 they wait in the C queue); `\"media\"`: with the media's codepoint (ECT(1) for an L4S call: the L queue)",
+)
+.linux_name("feedback-ecn");
 
 /// The keys every frame app takes after its own.
 pub const TRANSPORT_PARAMS: [Param; 6] = [
@@ -89,6 +80,23 @@ pub const TRANSPORT_PARAMS: [Param; 6] = [
     PLAYOUT_DEADLINE,
     FEEDBACK_ECN,
 ];
+
+/// A frame app's parameter list: its `own` keys, then [`TRANSPORT_PARAMS`]
+/// (`N` must be `M + 6`; a wrong `N` fails the build).
+pub const fn with_transport<const M: usize, const N: usize>(own: [Param; M]) -> [Param; N] {
+    assert!(N == M + TRANSPORT_PARAMS.len());
+    let mut all = [TRANSPORT; N];
+    let mut i = 0;
+    while i < N {
+        all[i] = if i < M {
+            own[i]
+        } else {
+            TRANSPORT_PARAMS[i - M]
+        };
+        i += 1;
+    }
+    all
+}
 
 /// The `kind` names of [`MEDIA_CC`].
 pub const MEDIA_CCS: &[&str] = &["gcc", "scream", "fixed"];

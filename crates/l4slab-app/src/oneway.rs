@@ -27,20 +27,18 @@ impl AppKind for BulkConfig {
 }
 
 /// `size`: the file's bytes (required).
-pub const SIZE: Param = Param {
-    name: "size",
-    aliases: &[],
-    linux: "size",
-    kind: Kind::Size {
+pub const SIZE: Param = Param::new(
+    "size",
+    Kind::Size {
         min: 1,
         max: u64::MAX,
     },
-    default: ParamValue::Unset {
+    ParamValue::Unset {
         example: r#""10MB""#,
     },
-    source: "required",
-    doc: "bytes to send, then close",
-};
+    "required",
+    "bytes to send, then close",
+);
 
 /// `app = { kind = "file", size = "10MB" }`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -18,51 +18,47 @@ use l4slab_core::{Dur, Ecn, Time};
 use crate::registry::{AppKind, BuildContext};
 use crate::{Datagram, DatagramsIgnored, FlowApp, FlowIo, Role, SampleSink};
 
-pub const INTERVAL: Param = Param {
-    name: "interval",
-    aliases: &[],
-    linux: "irtt -i",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(100)),
-    source: "a choice: ten probes a second",
-    doc: "time between probes",
-};
+pub const INTERVAL: Param = Param::new(
+    "interval",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_millis(100)),
+    "a choice: ten probes a second",
+    "time between probes",
+)
+.linux_name("irtt -i");
 
 /// The largest payload of one 1500 B IPv4 packet: 1500 - 20 (IP) - 8 (UDP).
 const MAX_PAYLOAD: u64 = 1472;
 
-pub const SIZE: Param = Param {
-    name: "size",
-    aliases: &[],
-    linux: "ping -s",
-    kind: Kind::Size {
+pub const SIZE: Param = Param::new(
+    "size",
+    Kind::Size {
         min: 0,
         max: MAX_PAYLOAD,
     },
-    default: ParamValue::Int(64),
-    source: "`ping`'s 64 B ICMP echo (56 B of data and its 8 B header)",
-    doc: "UDP payload per probe (at most one 1500 B packet with IPv4 + UDP headers)",
-};
+    ParamValue::Int(64),
+    "`ping`'s 64 B ICMP echo (56 B of data and its 8 B header)",
+    "UDP payload per probe (at most one 1500 B packet with IPv4 + UDP headers)",
+)
+.linux_name("ping -s");
 
-pub const ECN: Param = Param {
-    name: "ecn",
-    aliases: &[],
-    linux: "ping -Q",
-    kind: Kind::Choice(ECN_CODEPOINTS),
-    default: ParamValue::Choice("not_ect"),
-    source: "`ping` and `irtt` send Not-ECT unless told otherwise",
-    doc: "codepoint of probes and echoes (e.g. `\"ect1\"` to ride DualPI2's L queue)",
-};
+pub const ECN: Param = Param::new(
+    "ecn",
+    Kind::Choice(ECN_CODEPOINTS),
+    ParamValue::Choice("not_ect"),
+    "`ping` and `irtt` send Not-ECT unless told otherwise",
+    "codepoint of probes and echoes (e.g. `\"ect1\"` to ride DualPI2's L queue)",
+)
+.linux_name("ping -Q");
 
-pub const TIMEOUT: Param = Param {
-    name: "timeout",
-    aliases: &[],
-    linux: "ping -W",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_secs(1)),
-    source: "a choice",
-    doc: "an echo later than this after its probe counts as lost",
-};
+pub const TIMEOUT: Param = Param::new(
+    "timeout",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_secs(1)),
+    "a choice",
+    "an echo later than this after its probe counts as lost",
+)
+.linux_name("ping -W");
 
 /// `app = { kind = "ping", ... }` (docs/apps.md#ping).
 pub const PARAMS: &[Param] = &[INTERVAL, SIZE, ECN, TIMEOUT];

@@ -16,9 +16,7 @@ use serde_json::Value;
 use l4slab_core::param::{FromParam, Kind, Param, ParamValue};
 use l4slab_core::{Dur, Rate, Time};
 
-use crate::framed::{
-    Framed, FEEDBACK_ECN, MEDIA_CC, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT,
-};
+use crate::framed::{with_transport, Framed};
 use crate::frames::FrameStream;
 use crate::rate_control::SeriesNames;
 use crate::registry::{AppKind, BuildContext};
@@ -34,51 +32,35 @@ pub const SERIES: SeriesNames = SeriesNames {
     latency: "frame_latency_ms",
 };
 
-pub const FRAME_SIZE: Param = Param {
-    name: "frame_size",
-    aliases: &[],
-    linux: "frame_size",
-    kind: Kind::Size {
+pub const FRAME_SIZE: Param = Param::new(
+    "frame_size",
+    Kind::Size {
         min: 1,
         max: u64::MAX,
     },
-    default: ParamValue::Int(10_000),
-    source: "a choice",
-    doc: "bytes per captured frame",
-};
+    ParamValue::Int(10_000),
+    "a choice",
+    "bytes per captured frame",
+);
 
-pub const MAX_FPS: Param = Param {
-    name: "max_fps",
-    aliases: &[],
-    linux: "max_fps",
-    kind: Kind::Int { min: 1, max: 1000 },
-    default: ParamValue::Int(30),
-    source: "a choice: a 30 Hz capture",
-    doc: "capture-rate ceiling, frames per second",
-};
+pub const MAX_FPS: Param = Param::new(
+    "max_fps",
+    Kind::Int { min: 1, max: 1000 },
+    ParamValue::Int(30),
+    "a choice: a 30 Hz capture",
+    "capture-rate ceiling, frames per second",
+);
 
-pub const STALL_THRESHOLD: Param = Param {
-    name: "stall_threshold",
-    aliases: &[],
-    linux: "stall_threshold",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(200)),
-    source: "a choice, near WebRTC's freeze rule (183 ms at 30 fps)",
-    doc: "a gap between displayed frames longer than this is a stall",
-};
+pub const STALL_THRESHOLD: Param = Param::new(
+    "stall_threshold",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_millis(200)),
+    "a choice, near WebRTC's freeze rule (183 ms at 30 fps)",
+    "a gap between displayed frames longer than this is a stall",
+);
 
 /// `app = { kind = "screen_share", ... }` (docs/apps.md#screen_share).
-pub const PARAMS: &[Param] = &[
-    FRAME_SIZE,
-    MAX_FPS,
-    STALL_THRESHOLD,
-    TRANSPORT,
-    MEDIA_CC,
-    PLAYOUT_DELAY,
-    PACING,
-    PLAYOUT_DEADLINE,
-    FEEDBACK_ECN,
-];
+pub const PARAMS: &[Param] = &with_transport::<3, 9>([FRAME_SIZE, MAX_FPS, STALL_THRESHOLD]);
 
 /// Screen-sharing parameters (scenario `app = { kind = "screen_share", ... }`;
 /// [`PARAMS`]).

@@ -29,9 +29,7 @@ use l4slab_core::{Dur, Rate, Time};
 
 use crate::adaptive::{AdaptiveConfig, VIDEO_CALL};
 use crate::cloud_gaming as game;
-use crate::framed::{
-    Framed, FEEDBACK_ECN, MEDIA_CC, PACING, PLAYOUT_DEADLINE, PLAYOUT_DELAY, TRANSPORT,
-};
+use crate::framed::{with_transport, Framed};
 use crate::rate_control::{AdaptiveFrames, SeriesNames};
 use crate::registry::{AppKind, BuildContext};
 use crate::rtp::{self, RtpMedia};
@@ -76,20 +74,14 @@ pub const LATE_THRESHOLD: Param = Param {
 
 /// `app = { kind = "video_call", ... }` (docs/apps.md#video_call): the six
 /// keys of [`AdaptiveConfig`] first, in its order.
-pub const PARAMS: &[Param] = &[
+pub const PARAMS: &[Param] = &with_transport::<6, 12>([
     FPS,
     START_BITRATE,
     MIN_BITRATE,
     MAX_BITRATE,
     LATE_THRESHOLD,
     STALL_THRESHOLD,
-    TRANSPORT,
-    MEDIA_CC,
-    PLAYOUT_DELAY,
-    PACING,
-    PLAYOUT_DEADLINE,
-    FEEDBACK_ECN,
-];
+]);
 
 /// Video-call parameters (scenario `app = { kind = "video_call", ... }`;
 /// [`PARAMS`]), the same for both directions.

@@ -35,42 +35,36 @@ use crate::registry::{AppKind, BuildContext};
 use crate::{FlowApp, FlowIo, Role};
 
 /// `objects`: the page; read by the scenario (each may become a flow).
-pub const OBJECTS: Param = Param {
-    name: "objects",
-    aliases: &[],
-    linux: "objects",
-    kind: Kind::Custom(
+pub const OBJECTS: Param = Param::new(
+    "objects",
+    Kind::Custom(
         "an array of tables `{ size, at, connection }`: `size` required (> 0), `at` from the page's start (`\"0s\"`), `connection` (the app's)",
     ),
-    default: ParamValue::Unset {
+    ParamValue::Unset {
         example: r#"[{ size = "20KB", at = "5s" }]"#,
     },
-    source: "required",
-    doc: "the page's objects, at least one, asked for in list order",
-};
+    "required",
+    "the page's objects, at least one, asked for in list order",
+);
 
-pub const REQUEST_SIZE: Param = Param {
-    name: "request_size",
-    aliases: &[],
-    linux: "request_size",
-    kind: Kind::Size {
+pub const REQUEST_SIZE: Param = Param::new(
+    "request_size",
+    Kind::Size {
         min: 1,
         max: u64::MAX,
     },
-    default: ParamValue::Int(500),
-    source: "a choice: a GET with typical headers",
-    doc: "bytes of each request",
-};
+    ParamValue::Int(500),
+    "a choice: a GET with typical headers",
+    "bytes of each request",
+);
 
-pub const CONNECTION: Param = Param {
-    name: "connection",
-    aliases: &[],
-    linux: "connection",
-    kind: Kind::Choice(&["existing", "new"]),
-    default: ParamValue::Choice("existing"),
-    source: "HTTP/1.1 persistent connections (RFC 9112 §9.3)",
-    doc: "the objects' default `connection`: `\"existing\"` (the page's) or `\"new\"` (a flow of its own)",
-};
+pub const CONNECTION: Param = Param::new(
+    "connection",
+    Kind::Choice(&["existing", "new"]),
+    ParamValue::Choice("existing"),
+    "HTTP/1.1 persistent connections (RFC 9112 §9.3)",
+    "the objects' default `connection`: `\"existing\"` (the page's) or `\"new\"` (a flow of its own)",
+);
 
 /// `app = { kind = "web", ... }` (docs/apps.md#web).
 pub const PARAMS: &[Param] = &[OBJECTS, REQUEST_SIZE, CONNECTION];

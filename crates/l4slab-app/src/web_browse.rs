@@ -70,30 +70,26 @@ const MODEL: &str = "3GPP2 C.R1002 HTTP traffic model (IEEE 802.16m EMD §10.1)"
 const MODEL_MAX: u64 = 2_000_000;
 
 const fn ln_param(name: &'static str, v: f64, doc: &'static str) -> Param {
-    Param {
+    Param::new(
         name,
-        aliases: &[],
-        linux: name,
-        kind: Kind::Number { above: 0.0 },
-        default: ParamValue::Num(v),
-        source: MODEL,
+        Kind::Number { above: 0.0 },
+        ParamValue::Num(v),
+        MODEL,
         doc,
-    }
+    )
 }
 
 const fn size_param(name: &'static str, v: u64, doc: &'static str) -> Param {
-    Param {
+    Param::new(
         name,
-        aliases: &[],
-        linux: name,
-        kind: Kind::Size {
+        Kind::Size {
             min: 1,
             max: u64::MAX,
         },
-        default: ParamValue::Int(v as i64),
-        source: MODEL,
+        ParamValue::Int(v as i64),
+        MODEL,
         doc,
-    }
+    )
 }
 
 pub const HTML_SIZE_MU: Param = ln_param(
@@ -136,64 +132,51 @@ pub const OBJECT_SIZE_MAX: Param = size_param(
     MODEL_MAX,
     "... and at most this (at least `object_size_min`)",
 );
-pub const OBJECTS_SHAPE: Param = Param {
-    name: "objects_shape",
-    aliases: &[],
-    linux: "objects_shape",
-    kind: Kind::Number { above: 0.0 },
-    default: ParamValue::Num(1.1),
-    source: MODEL,
-    doc: "α of the truncated Pareto `X` whose `round(X) − objects_scale` is the page's embedded object count",
-};
-pub const OBJECTS_SCALE: Param = Param {
-    name: "objects_scale",
-    aliases: &[],
-    linux: "objects_scale",
-    kind: Kind::Int { min: 1, max: 1_000 },
-    default: ParamValue::Int(2),
-    source: MODEL,
-    doc: "k, the least `X` (subtracted from it: a page may have no embedded object)",
-};
-pub const OBJECTS_CAP: Param = Param {
-    name: "objects_cap",
-    aliases: &[],
-    linux: "objects_cap",
-    kind: Kind::Int { min: 1, max: 1_000 },
-    default: ParamValue::Int(55),
-    source: MODEL,
-    doc: "m, where `X` is cut (at least `objects_scale`): at most `m − k` embedded objects",
-};
-pub const PARSING_TIME: Param = Param {
-    name: "parsing_time",
-    aliases: &[],
-    linux: "parsing_time",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::from_millis(130)),
-    source: MODEL,
-    doc:
-        "mean of the exponential time from the HTML's last byte to asking for the embedded objects",
-};
-pub const READING_TIME: Param = Param {
-    name: "reading_time",
-    aliases: &[],
-    linux: "reading_time",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::from_secs(30)),
-    source: MODEL,
-    doc: "mean of the exponential think time from a page's last byte to the next page",
-};
-pub const REQUEST_SIZE: Param = Param {
-    name: "request_size",
-    aliases: &[],
-    linux: "request_size",
-    kind: Kind::Size {
+pub const OBJECTS_SHAPE: Param = Param::new(
+    "objects_shape",
+    Kind::Number { above: 0.0 },
+    ParamValue::Num(1.1),
+    MODEL,
+    "α of the truncated Pareto `X` whose `round(X) − objects_scale` is the page's embedded object count",
+);
+pub const OBJECTS_SCALE: Param = Param::new(
+    "objects_scale",
+    Kind::Int { min: 1, max: 1_000 },
+    ParamValue::Int(2),
+    MODEL,
+    "k, the least `X` (subtracted from it: a page may have no embedded object)",
+);
+pub const OBJECTS_CAP: Param = Param::new(
+    "objects_cap",
+    Kind::Int { min: 1, max: 1_000 },
+    ParamValue::Int(55),
+    MODEL,
+    "m, where `X` is cut (at least `objects_scale`): at most `m − k` embedded objects",
+);
+pub const PARSING_TIME: Param = Param::new(
+    "parsing_time",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::from_millis(130)),
+    MODEL,
+    "mean of the exponential time from the HTML's last byte to asking for the embedded objects",
+);
+pub const READING_TIME: Param = Param::new(
+    "reading_time",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::from_secs(30)),
+    MODEL,
+    "mean of the exponential think time from a page's last byte to the next page",
+);
+pub const REQUEST_SIZE: Param = Param::new(
+    "request_size",
+    Kind::Size {
         min: 1,
         max: u64::MAX,
     },
-    default: ParamValue::Int(350),
-    source: "ns-3 `ThreeGppHttpVariables` (3GPP HTTP model): 350 B",
-    doc: "bytes of each request",
-};
+    ParamValue::Int(350),
+    "ns-3 `ThreeGppHttpVariables` (3GPP HTTP model): 350 B",
+    "bytes of each request",
+);
 
 /// Most HTTP/1.1 connections one browsing person may open: Firefox clamps
 /// `network.http.max-persistent-connections-per-server` to 1..=255
@@ -202,15 +185,13 @@ pub const MAX_CONNECTIONS: u32 = 255;
 
 /// `connections`: read by the scenario (a name or a count; an HTTP/1.1
 /// session becomes one flow per connection).
-pub const CONNECTIONS: Param = Param {
-    name: "connections",
-    aliases: &[],
-    linux: "connections",
-    kind: Kind::Custom("`\"multiplexed\"` or an integer 1..=255"),
-    default: ParamValue::Choice("multiplexed"),
-    source: "RFC 9113 §9.1: one HTTP/2 connection per host; HTTP/1.1 browsers: 6 (Chromium `g_max_sockets_per_group`, Firefox `network.http.max-persistent-connections-per-server`)",
-    doc: "`\"multiplexed\"`: one HTTP/2-style connection, a step's requests at once; `K`: up to K persistent HTTP/1.1 connections, each one request at a time (flows `<name>.0` .. `<name>.<K-1>`)",
-};
+pub const CONNECTIONS: Param = Param::new(
+    "connections",
+    Kind::Custom("`\"multiplexed\"` or an integer 1..=255"),
+    ParamValue::Choice("multiplexed"),
+    "RFC 9113 §9.1: one HTTP/2 connection per host; HTTP/1.1 browsers: 6 (Chromium `g_max_sockets_per_group`, Firefox `network.http.max-persistent-connections-per-server`)",
+    "`\"multiplexed\"`: one HTTP/2-style connection, a step's requests at once; `K`: up to K persistent HTTP/1.1 connections, each one request at a time (flows `<name>.0` .. `<name>.<K-1>`)",
+);
 
 /// `app = { kind = "web_browse", ... }` (docs/apps.md#web_browse).
 pub const PARAMS: &[Param] = &[

@@ -530,6 +530,21 @@ mod tests {
         }
     }
 
+    /// A FIFO bottleneck with an added FIFO queue `access.laptop.up` (1 Mbit/s,
+    /// 2 ms) and that queue's index.
+    fn bottleneck_with_access_queue() -> (Bottleneck, usize) {
+        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
+        let link = Link::new(
+            Box::new(Fifo::new(FifoConfig::default())),
+            Box::new(ConstantRate::new(Rate::from_mbps(1)).unwrap()),
+            Box::new(NoLoss),
+            SimRng::derive(1, "access loss"),
+            Dur::from_millis(2),
+        );
+        let q = bn.add_queue("access.laptop.up", link, SimRng::derive(1, "access qdisc"));
+        (bn, q)
+    }
+
     fn bottleneck(down: Box<dyn Qdisc>) -> Bottleneck {
         let link = |q: Box<dyn Qdisc>| {
             (
@@ -593,15 +608,7 @@ mod tests {
 
     #[test]
     fn an_added_queue_runs_and_reports_under_its_name() {
-        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
-        let link = Link::new(
-            Box::new(Fifo::new(FifoConfig::default())),
-            Box::new(ConstantRate::new(Rate::from_mbps(1)).unwrap()),
-            Box::new(NoLoss),
-            SimRng::derive(1, "access loss"),
-            Dur::from_millis(2),
-        );
-        let q = bn.add_queue("access.laptop.up", link, SimRng::derive(1, "access qdisc"));
+        let (mut bn, q) = bottleneck_with_access_queue();
         assert_eq!((q, bn.queues()), (2, 3));
         // 1250 B at 1 Mbit/s = 10 ms, then 2 ms.
         bn.enqueue(q, Time::ZERO, Packet::new(3, 0, 1250, Ecn::NotEct));
@@ -722,15 +729,7 @@ mod tests {
     #[test]
     fn an_added_queue_has_its_own_name_queue_events_and_capture_points() {
         use QueueEventKind::{Arrive, Dequeue, Enqueue, Leave};
-        let mut bn = bottleneck(Box::new(Fifo::new(FifoConfig::default())));
-        let link = Link::new(
-            Box::new(Fifo::new(FifoConfig::default())),
-            Box::new(ConstantRate::new(Rate::from_mbps(1)).unwrap()),
-            Box::new(NoLoss),
-            SimRng::derive(1, "access loss"),
-            Dur::from_millis(2),
-        );
-        let q = bn.add_queue("access.laptop.up", link, SimRng::derive(1, "access qdisc"));
+        let (mut bn, q) = bottleneck_with_access_queue();
         let names = bn.queue_names();
         let queues: Vec<&str> = names.queues.iter().map(|n| &**n).collect();
         assert_eq!(

@@ -108,77 +108,67 @@ use crate::param::{Kind, Param, ParamError, ParamValue};
 use crate::{AckEvent, CcCtx, CcMetrics, CongestionControl, CongestionEvent};
 
 /// `β_cubic`, the multiplicative decrease factor.
-pub const BETA: Param = Param {
-    name: "beta",
-    aliases: &[],
-    linux: "beta",
-    kind: Kind::Fraction {
+pub const BETA: Param = Param::new(
+    "beta",
+    Kind::Fraction {
         min: 0.0,
         max: 1.0,
         min_open: true,
         max_open: true,
         linux_scale: Some(1024),
     },
-    default: ParamValue::Num(0.7),
-    source: "RFC 9438 §4.6; Linux `beta = 717` (of 1024) = 0.7002",
-    doc: "multiplicative decrease factor β_cubic",
-};
+    ParamValue::Num(0.7),
+    "RFC 9438 §4.6; Linux `beta = 717` (of 1024) = 0.7002",
+    "multiplicative decrease factor β_cubic",
+);
 
 /// `C`, the cubic scaling constant.
-pub const C: Param = Param {
-    name: "c",
-    aliases: &[],
-    linux: "bic_scale",
-    kind: Kind::Number { above: 0.0 },
-    default: ParamValue::Num(0.4),
-    source: "RFC 9438 §5.1; Linux `bic_scale = 41` → 41·10/1024 = 0.4004",
-    doc: "cubic scaling constant C, segments/s³",
-};
+pub const C: Param = Param::new(
+    "c",
+    Kind::Number { above: 0.0 },
+    ParamValue::Num(0.4),
+    "RFC 9438 §5.1; Linux `bic_scale = 41` → 41·10/1024 = 0.4004",
+    "cubic scaling constant C, segments/s³",
+)
+.linux_name("bic_scale");
 
 /// Fast convergence.
-pub const FAST_CONVERGENCE: Param = Param {
-    name: "fast_convergence",
-    aliases: &[],
-    linux: "fast_convergence",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(true),
-    source: "RFC 9438 §4.7 (SHOULD); Linux `fast_convergence = 1`",
-    doc: "lower W_max when a loss comes below the previous one",
-};
+pub const FAST_CONVERGENCE: Param = Param::new(
+    "fast_convergence",
+    Kind::Flag,
+    ParamValue::Flag(true),
+    "RFC 9438 §4.7 (SHOULD); Linux `fast_convergence = 1`",
+    "lower W_max when a loss comes below the previous one",
+);
 
 /// The Reno-friendly region (config field `reno_friendly`).
-pub const TCP_FRIENDLINESS: Param = Param {
-    name: "tcp_friendliness",
-    aliases: &[],
-    linux: "tcp_friendliness",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(true),
-    source: "RFC 9438 §4.3 (SHOULD); Linux `tcp_friendliness = 1`",
-    doc: "the Reno-friendly region (RFC 9438 §4.3)",
-};
+pub const TCP_FRIENDLINESS: Param = Param::new(
+    "tcp_friendliness",
+    Kind::Flag,
+    ParamValue::Flag(true),
+    "RFC 9438 §4.3 (SHOULD); Linux `tcp_friendliness = 1`",
+    "the Reno-friendly region (RFC 9438 §4.3)",
+);
 
 /// A slow-start exit before the first loss ([`HYSTART_KIND`] says which).
-pub const HYSTART: Param = Param {
-    name: "hystart",
-    aliases: &[],
-    linux: "hystart",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(true),
-    source: "Linux `hystart = 1`; RFC 9406",
-    doc: "leave slow start on delay signals (HyStart) before the first loss",
-};
+pub const HYSTART: Param = Param::new(
+    "hystart",
+    Kind::Flag,
+    ParamValue::Flag(true),
+    "Linux `hystart = 1`; RFC 9406",
+    "leave slow start on delay signals (HyStart) before the first loss",
+);
 
 /// Which HyStart: Linux's (ACK train and delay, `tcp_cubic.c`) or RFC 9406
 /// HyStart++.
-pub const HYSTART_KIND: Param = Param {
-    name: "hystart_kind",
-    aliases: &[],
-    linux: "hystart_detect",
-    kind: Kind::Choice(HyStartKind::NAMES),
-    default: ParamValue::Choice("linux"),
-    source: "Linux `hystart_detect = 3` (ACK train and delay); RFC 9406 for `hystart++`",
-    doc: "`linux`: kernel Cubic's HyStart (ACK train + delay, straight to congestion avoidance); `hystart++`: RFC 9406 with Conservative Slow Start",
-};
+pub const HYSTART_KIND: Param = Param::new(
+    "hystart_kind",
+    Kind::Choice(HyStartKind::NAMES),
+    ParamValue::Choice("linux"),
+    "Linux `hystart_detect = 3` (ACK train and delay); RFC 9406 for `hystart++`",
+    "`linux`: kernel Cubic's HyStart (ACK train + delay, straight to congestion avoidance); `hystart++`: RFC 9406 with Conservative Slow Start",
+)
+.linux_name("hystart_detect");
 
 /// The slow-start exit [`HYSTART_KIND`] names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,15 +201,14 @@ impl crate::param::FromParam for HyStartKind {
 /// n_bytes × TCP_MSS × ONE_MINUS_BETA / 1024 / cu_tcp_cwnd`, i.e. 819/1024 =
 /// 0.8 segment per window acknowledged, with its β of 0.8 where the formula
 /// gives 0.33).
-pub const ALPHA: Param = Param {
-    name: "alpha",
-    aliases: &[],
-    linux: "α_cubic",
-    kind: Kind::Number { above: 0.0 },
-    default: ParamValue::Unset { example: "0.8" },
-    source: "RFC 9438 §4.3 `3(1−β)/(1+β)` (Linux `tcp_friendliness`); lsquic `cubic_update`: 0.8 (`ONE_MINUS_BETA`)",
-    doc: "Reno-friendly increase α_cubic, segments per RTT; unset: 3(1−β)/(1+β) from `beta`",
-};
+pub const ALPHA: Param = Param::new(
+    "alpha",
+    Kind::Number { above: 0.0 },
+    ParamValue::Unset { example: "0.8" },
+    "RFC 9438 §4.3 `3(1−β)/(1+β)` (Linux `tcp_friendliness`); lsquic `cubic_update`: 0.8 (`ONE_MINUS_BETA`)",
+    "Reno-friendly increase α_cubic, segments per RTT; unset: 3(1−β)/(1+β) from `beta`",
+)
+.linux_name("α_cubic");
 
 /// Growth during loss recovery. Off (RFC 9438 §4.6, RFC 9002 §7.3.2 and
 /// App. B.5, Linux `tcp_in_cwnd_reduction`): cwnd stays at `ssthresh` until
@@ -227,15 +216,14 @@ pub const ALPHA: Param = Param {
 /// every newly acknowledged packet with no recovery test, and
 /// `lsquic_cubic_ack` grows cwnd on each one (a loss only restarts the epoch,
 /// `lsquic_cubic_loss`), so congestion avoidance resumes at the cut.
-pub const GROW_IN_RECOVERY: Param = Param {
-    name: "grow_in_recovery",
-    aliases: &[],
-    linux: "InCongestionRecovery (RFC 9002 B.5)",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "RFC 9438 §4.6, RFC 9002 §7.3.2; lsquic `lsquic_cubic_ack` (no recovery state): true",
-    doc: "grow cwnd on ACKs during loss recovery, as lsquic (the transport's PRR still governs TCP's recovery)",
-};
+pub const GROW_IN_RECOVERY: Param = Param::new(
+    "grow_in_recovery",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "RFC 9438 §4.6, RFC 9002 §7.3.2; lsquic `lsquic_cubic_ack` (no recovery state): true",
+    "grow cwnd on ACKs during loss recovery, as lsquic (the transport's PRR still governs TCP's recovery)",
+)
+.linux_name("InCongestionRecovery (RFC 9002 B.5)");
 
 /// The parameters a scenario can set (`cc = { kind = "cubic", ... }`).
 pub const PARAMS: &[Param] = &[

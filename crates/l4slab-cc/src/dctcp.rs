@@ -125,43 +125,40 @@ impl RoundTracker {
 
 /// `g = 1/2^shift_g`, the EWMA gain of `alpha`; shared with Prague
 /// (`prague::PARAMS` reuses the range, with Prague's source).
-pub const SHIFT_G: Param = Param {
-    name: "shift_g",
-    aliases: &[],
-    linux: "dctcp_shift_g",
-    kind: Kind::Int { min: 1, max: 16 },
-    default: ParamValue::Int(4),
-    source: "Linux `tcp_dctcp` `dctcp_shift_g = 4`; RFC 8257's recommended g = 1/16",
-    doc: "EWMA gain g = 1/2^shift_g of alpha (0 would mean no averaging)",
-};
+pub const SHIFT_G: Param = Param::new(
+    "shift_g",
+    Kind::Int { min: 1, max: 16 },
+    ParamValue::Int(4),
+    "Linux `tcp_dctcp` `dctcp_shift_g = 4`; RFC 8257's recommended g = 1/16",
+    "EWMA gain g = 1/2^shift_g of alpha (0 would mean no averaging)",
+)
+.linux_name("dctcp_shift_g");
 
 /// The first `alpha`.
-pub const ALPHA_ON_INIT: Param = Param {
-    name: "alpha_on_init",
-    aliases: &[],
-    linux: "dctcp_alpha_on_init",
-    kind: Kind::Fraction {
+pub const ALPHA_ON_INIT: Param = Param::new(
+    "alpha_on_init",
+    Kind::Fraction {
         min: 0.0,
         max: 1.0,
         min_open: false,
         max_open: false,
         linux_scale: Some(1024),
     },
-    default: ParamValue::Num(1.0),
-    source: "Linux `dctcp_alpha_on_init = 1024` (of 1024)",
-    doc: "initial alpha: 1.0 makes the first CE response a halving",
-};
+    ParamValue::Num(1.0),
+    "Linux `dctcp_alpha_on_init = 1024` (of 1024)",
+    "initial alpha: 1.0 makes the first CE response a halving",
+)
+.linux_name("dctcp_alpha_on_init");
 
 /// ECT(1) instead of ECT(0).
-pub const ECT1: Param = Param {
-    name: "ect1",
-    aliases: &[],
-    linux: "dctcp_ect",
-    kind: Kind::Flag,
-    default: ParamValue::Flag(false),
-    source: "L4STeam Linux `dctcp_ect = 0` (ECT(0))",
-    doc: "send ECT(1) instead of ECT(0)",
-};
+pub const ECT1: Param = Param::new(
+    "ect1",
+    Kind::Flag,
+    ParamValue::Flag(false),
+    "L4STeam Linux `dctcp_ect = 0` (ECT(0))",
+    "send ECT(1) instead of ECT(0)",
+)
+.linux_name("dctcp_ect");
 
 /// The parameters a scenario can set (`cc = { kind = "dctcp", ... }`).
 pub const PARAMS: &[Param] = &[SHIFT_G, ALPHA_ON_INIT, ECT1];

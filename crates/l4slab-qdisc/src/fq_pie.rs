@@ -44,6 +44,9 @@ use crate::pie::{
     next_update, pie_calculate_probability, pie_drop_early, pie_process_dequeue, PieParams,
     PieStats, PieVars,
 };
+// The declarations fq_pie shares with pie and fq_codel word for word.
+pub use crate::fq_codel::HASH_SEED;
+pub use crate::pie::{BYTEMODE, DQ_RATE_ESTIMATOR, MAX_BURST, TARGET, TUPDATE};
 use crate::registry::QdiscKind;
 use crate::{Qdisc, QdiscCtx, QdiscStats};
 use l4slab_core::param::{Kind, Param, ParamValue};
@@ -64,18 +67,6 @@ pub const LIMIT: Param = Param {
 pub const FLOWS: Param = Param {
     source: "Linux `fq_pie_init`; range `fq_pie_change`",
     ..crate::fq_codel::FLOWS
-};
-
-/// tc `target`.
-pub const TARGET: Param = Param {
-    source: "Linux `pie_params_init`; RFC 8033 `QDELAY_REF`",
-    ..crate::pie::TARGET
-};
-
-/// tc `tupdate`.
-pub const TUPDATE: Param = Param {
-    source: "Linux `pie_params_init`; RFC 8033 `T_UPDATE`",
-    ..crate::pie::TUPDATE
 };
 
 /// tc `alpha`, in Hz.
@@ -125,30 +116,6 @@ pub const ECN: Param = Param {
     source: "Linux `pie_params_init` (\"ECN capability is off by default\")",
     doc: "CE-mark ECN-capable packets instead of dropping them while p ≤ `ecn_prob`",
     ..crate::pie::ECN
-};
-
-/// tc `bytemode`.
-pub const BYTEMODE: Param = Param {
-    source: "Linux `pie_params_init`; RFC 8033 §5.2",
-    ..crate::pie::BYTEMODE
-};
-
-/// tc `dq_rate_estimator`.
-pub const DQ_RATE_ESTIMATOR: Param = Param {
-    source: "Linux `pie_params_init`",
-    ..crate::pie::DQ_RATE_ESTIMATOR
-};
-
-/// RFC 8033 `MAX_BURST` (an l4slab knob).
-pub const MAX_BURST: Param = Param {
-    source: "Linux `pie_vars_init` (hard-coded, not a tc knob); RFC 8033 `MAX_BURST`",
-    ..crate::pie::MAX_BURST
-};
-
-/// l4slab's `hash_seed`.
-pub const HASH_SEED: Param = Param {
-    source: "l4slab extension (Linux: a random per-boot seed)",
-    ..crate::fq_codel::HASH_SEED
 };
 
 /// The parameters a scenario can set (`qdisc = { kind = "fq_pie", ... }`).

@@ -117,13 +117,23 @@ impl ScenarioError {
     /// This error with `example` as its example (a key whose valid values
     /// depend on more than its path, e.g. an app's `size`).
     pub(crate) fn with_example(self, example: &str) -> Self {
+        self.example_if(example, |_, had| had)
+    }
+
+    /// This error with `example` as its example where `when(problem, it
+    /// had one)` holds; other errors unchanged.
+    pub(crate) fn example_if(
+        self,
+        example: &str,
+        when: impl Fn(Problem, bool) -> bool,
+    ) -> Self {
         match self {
             ScenarioError::Invalid {
                 path,
                 problem,
                 message,
-                example: Some(_),
-            } => ScenarioError::Invalid {
+                example: old,
+            } if when(problem, old.is_some()) => ScenarioError::Invalid {
                 path,
                 problem,
                 message,

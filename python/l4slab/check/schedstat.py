@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,30 +70,27 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
+def _task_files(pid: int, name: str) -> Iterator[tuple[int, str]]:
+    """Each thread of ``pid`` (its id) with the text of its ``task/TID/name``, if any."""
     try:
         tasks = list((_PROC / str(pid) / "task").iterdir())
-    except OSError:
-        return out
+    except OSError:  # the process exited
+        return
     for task in tasks:
-        text = _read(task / "children")
+        text = _read(task / name)
         if text:
-            out += [int(c) for c in text.split()]
-    return out
+            yield int(task.name), text
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for _, text in _task_files(pid, "children") for c in text.split()]
 
 
 def _threads(pid: int) -> dict[int, _Counters]:
     out: dict[int, _Counters] = {}
-    try:
-        tasks = list((_PROC / str(pid) / "task").iterdir())
-    except OSError:
-        return out
-    for task in tasks:
-        text = _read(task / "schedstat")
-        if text:
-            run, wait, slices = (int(x) for x in text.split()[:3])
-            out[int(task.name)] = (run, wait, slices)
+    for tid, text in _task_files(pid, "schedstat"):
+        run, wait, slices = (int(x) for x in text.split()[:3])
+        out[tid] = (run, wait, slices)
     return out
 
 

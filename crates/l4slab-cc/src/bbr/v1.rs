@@ -94,59 +94,54 @@ pub fn gain_to_fixed(g: f64) -> u32 {
 }
 
 /// Startup pacing and cwnd gain.
-pub const HIGH_GAIN: Param = Param {
-    name: "high_gain",
-    aliases: &[],
-    linux: "bbr_high_gain",
-    kind: gain(false),
-    default: ParamValue::Num(739.0 / 256.0),
-    source: "Linux `bbr_high_gain = BBR_UNIT * 2885 / 1000 + 1` = 739/256 (2/ln 2)",
-    doc: "Startup pacing and cwnd gain",
-};
+pub const HIGH_GAIN: Param = Param::new(
+    "high_gain",
+    gain(false),
+    ParamValue::Num(739.0 / 256.0),
+    "Linux `bbr_high_gain = BBR_UNIT * 2885 / 1000 + 1` = 739/256 (2/ln 2)",
+    "Startup pacing and cwnd gain",
+)
+.linux_name("bbr_high_gain");
 
 /// ProbeBW cwnd gain.
-pub const CWND_GAIN: Param = Param {
-    name: "cwnd_gain",
-    aliases: &[],
-    linux: "bbr_cwnd_gain",
-    kind: gain(false),
-    default: ParamValue::Num(2.0),
-    source: "Linux `bbr_cwnd_gain = BBR_UNIT * 2`",
-    doc: "ProbeBW cwnd gain",
-};
+pub const CWND_GAIN: Param = Param::new(
+    "cwnd_gain",
+    gain(false),
+    ParamValue::Num(2.0),
+    "Linux `bbr_cwnd_gain = BBR_UNIT * 2`",
+    "ProbeBW cwnd gain",
+)
+.linux_name("bbr_cwnd_gain");
 
 /// Gain on the aggregation allowance.
-pub const EXTRA_ACKED_GAIN: Param = Param {
-    name: "extra_acked_gain",
-    aliases: &[],
-    linux: "bbr_extra_acked_gain",
-    kind: gain(true),
-    default: ParamValue::Num(1.0),
-    source: "Linux `bbr_extra_acked_gain = BBR_UNIT`",
-    doc: "aggregation allowance gain, 0 disables `extra_acked`",
-};
+pub const EXTRA_ACKED_GAIN: Param = Param::new(
+    "extra_acked_gain",
+    gain(true),
+    ParamValue::Num(1.0),
+    "Linux `bbr_extra_acked_gain = BBR_UNIT`",
+    "aggregation allowance gain, 0 disables `extra_acked`",
+)
+.linux_name("bbr_extra_acked_gain");
 
 /// RTprop filter window.
-pub const MIN_RTT_WIN: Param = Param {
-    name: "min_rtt_win",
-    aliases: &[],
-    linux: "bbr_min_rtt_win_sec",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_secs(10)),
-    source: "Linux `bbr_min_rtt_win_sec = 10`",
-    doc: "RTprop min-filter window",
-};
+pub const MIN_RTT_WIN: Param = Param::new(
+    "min_rtt_win",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_secs(10)),
+    "Linux `bbr_min_rtt_win_sec = 10`",
+    "RTprop min-filter window",
+)
+.linux_name("bbr_min_rtt_win_sec");
 
 /// Minimum time at the ProbeRTT window.
-pub const PROBE_RTT_MODE: Param = Param {
-    name: "probe_rtt_mode",
-    aliases: &[],
-    linux: "bbr_probe_rtt_mode_ms",
-    kind: Kind::Duration { zero_ok: false },
-    default: ParamValue::Dur(Dur::from_millis(200)),
-    source: "Linux `bbr_probe_rtt_mode_ms = 200`",
-    doc: "minimum time at the ProbeRTT window",
-};
+pub const PROBE_RTT_MODE: Param = Param::new(
+    "probe_rtt_mode",
+    Kind::Duration { zero_ok: false },
+    ParamValue::Dur(Dur::from_millis(200)),
+    "Linux `bbr_probe_rtt_mode_ms = 200`",
+    "minimum time at the ProbeRTT window",
+)
+.linux_name("bbr_probe_rtt_mode_ms");
 
 /// The parameters a scenario can set (`cc = { kind = "bbr", ... }`). Linux
 /// `tcp_bbr` has no module parameters (its knobs are `static const`); these

@@ -151,77 +151,71 @@ impl EcnFallback {
 }
 
 /// The RTT-independence heuristic.
-pub const RTT_SCALING: Param = Param {
-    name: "rtt_scaling",
-    aliases: &[],
-    linux: "prague_rtt_scaling",
-    kind: Kind::Choice(RttScaling::NAMES),
-    default: ParamValue::Choice("rate"),
-    source: "Linux `prague_rtt_scaling = RTT_CONTROL_RATE`",
-    doc: "RTT independence below `rtt_target`: none, rate, scalable or additive",
-};
+pub const RTT_SCALING: Param = Param::new(
+    "rtt_scaling",
+    Kind::Choice(RttScaling::NAMES),
+    ParamValue::Choice("rate"),
+    "Linux `prague_rtt_scaling = RTT_CONTROL_RATE`",
+    "RTT independence below `rtt_target`: none, rate, scalable or additive",
+)
+.linux_name("prague_rtt_scaling");
 
 /// The target RTT of the heuristic.
-pub const RTT_TARGET: Param = Param {
-    name: "rtt_target",
-    aliases: &[],
-    linux: "prague_rtt_target",
-    kind: Kind::Duration { zero_ok: true },
-    default: ParamValue::Dur(Dur::from_millis(25)),
-    source: "Linux `prague_rtt_target` (the file header says 10 ms; the code is 25 ms)",
-    doc: "target RTT of the heuristic; `\"0s\"` turns RTT independence off",
-};
+pub const RTT_TARGET: Param = Param::new(
+    "rtt_target",
+    Kind::Duration { zero_ok: true },
+    ParamValue::Dur(Dur::from_millis(25)),
+    "Linux `prague_rtt_target` (the file header says 10 ms; the code is 25 ms)",
+    "target RTT of the heuristic; `\"0s\"` turns RTT independence off",
+)
+.linux_name("prague_rtt_target");
 
 /// Rounds after slow start before RTT independence (config field
 /// `rtt_transition_rounds`).
-pub const RTT_TRANSITION: Param = Param {
-    name: "rtt_transition",
-    aliases: &[],
-    linux: "prague_rtt_transition",
-    kind: Kind::Int {
+pub const RTT_TRANSITION: Param = Param::new(
+    "rtt_transition",
+    Kind::Int {
         min: 0,
         max: u32::MAX as i64,
     },
-    default: ParamValue::Int(500),
-    source: "Linux `prague_rtt_transition = DEFAULT_RTT_TRANSITION` (v0.7: 4)",
-    doc: "rounds after slow start before RTT independence starts",
-};
+    ParamValue::Int(500),
+    "Linux `prague_rtt_transition = DEFAULT_RTT_TRANSITION` (v0.7: 4)",
+    "rounds after slow start before RTT independence starts",
+)
+.linux_name("prague_rtt_transition");
 
 /// Classic-ECN bottleneck detection.
-pub const ECN_FALLBACK: Param = Param {
-    name: "ecn_fallback",
-    aliases: &[],
-    linux: "prague_ecn_fallback",
-    kind: Kind::Choice(EcnFallback::NAMES),
-    default: ParamValue::Choice("off"),
-    source: "Linux `prague_ecn_fallback = 0` (1 = `detect_and_fallback`, 2 = `detect_only`)",
-    doc: "classic-ECN bottleneck detection, and whether to fall back on it",
-};
+pub const ECN_FALLBACK: Param = Param::new(
+    "ecn_fallback",
+    Kind::Choice(EcnFallback::NAMES),
+    ParamValue::Choice("off"),
+    "Linux `prague_ecn_fallback = 0` (1 = `detect_and_fallback`, 2 = `detect_only`)",
+    "classic-ECN bottleneck detection, and whether to fall back on it",
+)
+.linux_name("prague_ecn_fallback");
 
 /// The burst at the pacing rate.
-pub const BURST_SHIFT: Param = Param {
-    name: "burst_shift",
-    aliases: &[],
-    linux: "prague_burst_shift",
-    kind: Kind::Int { min: 0, max: 40 },
-    default: ParamValue::Int(12),
-    source: "Linux `prague_burst_shift = 12` (≈ 244 µs)",
-    doc: "maximum burst 2^-burst_shift s at the pacing rate",
-};
+pub const BURST_SHIFT: Param = Param::new(
+    "burst_shift",
+    Kind::Int { min: 0, max: 40 },
+    ParamValue::Int(12),
+    "Linux `prague_burst_shift = 12` (≈ 244 µs)",
+    "maximum burst 2^-burst_shift s at the pacing rate",
+)
+.linux_name("prague_burst_shift");
 
 /// A cap on the burst.
-pub const MAX_TSO_SEGS: Param = Param {
-    name: "max_tso_segs",
-    aliases: &[],
-    linux: "prague_max_tso_segs",
-    kind: Kind::Int {
+pub const MAX_TSO_SEGS: Param = Param::new(
+    "max_tso_segs",
+    Kind::Int {
         min: 0,
         max: u32::MAX as i64,
     },
-    default: ParamValue::Int(0),
-    source: "Linux `prague_max_tso_segs = 0`",
-    doc: "cap on that burst in segments, 0 = none",
-};
+    ParamValue::Int(0),
+    "Linux `prague_max_tso_segs = 0`",
+    "cap on that burst in segments, 0 = none",
+)
+.linux_name("prague_max_tso_segs");
 
 /// The EWMA gain: DCTCP's [`dctcp::SHIFT_G`] (same meaning and range), a
 /// compile-time constant in Linux Prague, so not in [`PARAMS`].

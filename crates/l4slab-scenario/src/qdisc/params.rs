@@ -77,18 +77,7 @@ pub(crate) fn wrong_type(
 /// Give a bad value or wrong type from the generic helpers (whose examples do
 /// not know these keys) the example for this key.
 pub(crate) fn with_example(e: ScenarioError, example: &str) -> ScenarioError {
-    match e {
-        ScenarioError::Invalid {
-            path,
-            problem: problem @ (Problem::BadValue | Problem::WrongType),
-            message,
-            example: None,
-        } => ScenarioError::Invalid {
-            path,
-            problem,
-            message,
-            example: Some(example.to_string()),
-        },
-        other => other,
-    }
+    e.example_if(example, |problem, had| {
+        !had && matches!(problem, Problem::BadValue | Problem::WrongType)
+    })
 }
