@@ -38,7 +38,7 @@ fn every_key_quic_has_no_use_for_is_refused_with_its_path_and_an_example() {
         ("undo", "true", "false"),
         ("dsack", "true", "false"),
         ("notsent_lowat", r#""128KiB""#, ""),
-        ("receive_buffer", r#""1MiB""#, r#""6MiB""#),
+        ("receive_buffer", r#""1MiB""#, r#""32MiB""#),
         ("fastopen", "true", "false"),
     ];
     let refused: Vec<&str> = KEYS
