@@ -39,7 +39,9 @@
 //! woken normal-priority thread sometimes waits a whole scheduler tick for
 //! its CPU (docs/PERFORMANCE.md, issue 25); another waker usually runs
 //! meanwhile. The waker that ends the run closes a pipe the others also
-//! wait on, and the run returns once they are joined.
+//! wait on, and the run returns once they are joined. A thread at
+//! real-time priority runs alone (it is not held so, and its wakers would
+//! each spin before the wake-up).
 //!
 //! **Accounting** ([`DriverStats`]): datagrams and bytes each way, the
 //! socket's push-backs, datagrams given up, and how late each timed wake-up
@@ -106,7 +108,8 @@ pub struct DriverConfig {
     /// the first to get a CPU serves the endpoint, under a lock. Beside
     /// CPU-bound processes a woken normal-priority thread sometimes waits a
     /// whole scheduler tick for its CPU, and a second waker, woken too,
-    /// usually runs meanwhile (docs/PERFORMANCE.md, issue 25).
+    /// usually runs meanwhile (docs/PERFORMANCE.md, issue 25). A thread at
+    /// real-time priority is not held so: it runs alone.
     pub wakers: usize,
 }
 
@@ -296,7 +299,8 @@ impl Driver {
     /// socket pushed back stays with the driver for its next run. With
     /// [`DriverConfig::wakers`] above one, that many threads (this one and
     /// the others, started for the run and joined before it returns) wait
-    /// for the same wake-ups and take turns with the endpoint.
+    /// for the same wake-ups and take turns with the endpoint, unless this
+    /// thread runs at real-time priority.
     ///
     /// # Errors
     /// [`DriverError`] if the socket or `ppoll` fails in a way no datagram
@@ -330,7 +334,12 @@ impl Driver {
             stats,
         } = self;
         let (cfg, clock) = (&*cfg, *clock);
-        let extra = cfg.wakers.saturating_sub(1);
+        // A real-time thread is not held by CPU-bound processes: one waker.
+        let extra = if l4slab_sys::sched::is_realtime() {
+            0
+        } else {
+            cfg.wakers.saturating_sub(1)
+        };
         // Ends the others' waits when one waker ends the run.
         let stop = if extra > 0 {
             Some(pipe_cloexec().map_err(DriverError::Poll)?)
