@@ -359,6 +359,19 @@ pub fn real_clock_pacing_burst(max_datagram_size: usize) -> u64 {
 /// packet.
 pub const REAL_CLOCK_PACING_GRANULARITY: Dur = Dur::from_micros(250);
 
+/// The threads `send`'s driver wakes for each wake-up
+/// ([`DriverConfig::wakers`]): the first to get a CPU sends. Beside
+/// CPU-bound processes a woken normal-priority thread waits a whole
+/// scheduler tick for its CPU at a few per cent of its wake-ups, and the
+/// link idles meanwhile; a second waker, on the other CPU or later in the
+/// same queue, usually runs first. Measured with six busy loops on 2 cores
+/// (docs/PERFORMANCE.md, issue 25; `bench/wakers_probe.c`, deadlines 250 µs
+/// apart, 30 µs of work): deadlines served more than 1 ms late 29 % with one
+/// thread, 7-8 % with two, 1.5-4 % with four. Each waker's wake-up costs
+/// CPU (`send` with two: about 18 % more than with one); two is what `send`
+/// uses.
+pub const REAL_CLOCK_WAKERS: usize = 2;
+
 pub(crate) fn app_name(app: &QuicApp) -> String {
     match *app {
         QuicApp::Bulk => "bulk".into(),

@@ -21,7 +21,7 @@ use crate::record::{ms, sum_line, Outcome, SeriesColumns};
 use crate::request::{Request, REFUSED};
 use crate::run::{
     app_name, bad, driver_json, final_lines, parse_app, parse_cc, parse_ecn, random_seed, resolve,
-    seconds, unspecified, Observer, RunError, SendOptions, FORMAT_VERSION, POLL,
+    seconds, unspecified, Observer, RunError, SendOptions, FORMAT_VERSION, POLL, REAL_CLOCK_WAKERS,
 };
 
 /// Run `l4slab send`: returns `{summary_json, series, stats, failure}`.
@@ -83,7 +83,10 @@ pub fn run_send(opts: &SendOptions, obs: &mut dyn Observer) -> Result<Value, Run
     };
     let socket = UdpSocket::bind(local)?;
     let local = socket.local_addr()?;
-    let mut driver = Driver::new(DriverConfig::default());
+    let mut driver = Driver::new(DriverConfig {
+        wakers: REAL_CLOCK_WAKERS,
+        ..DriverConfig::default()
+    });
     let start = driver.now();
     let mut clients = Vec::with_capacity(n);
     for i in 1..=n {

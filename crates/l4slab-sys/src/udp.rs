@@ -27,11 +27,11 @@
 //! IPv4 UDP socket (the emulator's ECN path check uses a blocking
 //! `std::net::UdpSocket` with a read timeout).
 
-use std::cell::Cell;
 use std::io;
 use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 
 use l4slab_core::Ecn;
 
@@ -111,18 +111,25 @@ pub enum Family {
     V6,
 }
 
-/// A non-blocking UDP socket with per-datagram ECN. Not `Sync`: one thread
-/// sends and receives (the driver's).
+/// A non-blocking UDP socket with per-datagram ECN. `Sync`: several
+/// threads may send and receive on it (the driver's wakers, one at a time
+/// under its lock). In [`EcnSendMode::SockOpt`] mode a send is two system
+/// calls (`setsockopt`, `sendmsg`), so concurrent senders must take turns
+/// there or a datagram may leave with the other's codepoint.
 #[derive(Debug)]
 pub struct UdpSocket {
     fd: OwnedFd,
     family: Family,
-    ecn_mode: Cell<EcnSendMode>,
+    /// [`EcnSendMode::SockOpt`] if set, else [`EcnSendMode::Cmsg`].
+    sockopt_mode: AtomicBool,
     /// The TOS / traffic class last set by `setsockopt` in
     /// [`EcnSendMode::SockOpt`] mode (IPv4 and IPv6 headers apart: a
-    /// dual-stack socket keeps both).
-    sockopt_tos: [Cell<Option<u8>>; 2],
+    /// dual-stack socket keeps both; [`NO_TOS`]: none set yet).
+    sockopt_tos: [AtomicU16; 2],
 }
+
+/// [`UdpSocket`]'s `sockopt_tos` before any TOS was set (not a `u8`).
+const NO_TOS: u16 = u16::MAX;
 
 /// Control-message space for one `int` TOS or traffic class on send, and
 /// for whatever the kernel attaches on receive (one TOS or class expected).
@@ -160,8 +167,8 @@ impl UdpSocket {
         let s = UdpSocket {
             fd,
             family,
-            ecn_mode: Cell::new(EcnSendMode::Cmsg),
-            sockopt_tos: [Cell::new(None), Cell::new(None)],
+            sockopt_mode: AtomicBool::new(false),
+            sockopt_tos: [AtomicU16::new(NO_TOS), AtomicU16::new(NO_TOS)],
         };
         // IPv4 datagrams' TOS, also on a dual-stack IPv6 socket (ip(7)
         // options apply to the IPv4 traffic of an AF_INET6 socket).
@@ -223,13 +230,18 @@ impl UdpSocket {
     /// How ECN is set on send: [`EcnSendMode::Cmsg`] until the kernel
     /// refuses the control message.
     pub fn ecn_send_mode(&self) -> EcnSendMode {
-        self.ecn_mode.get()
+        if self.sockopt_mode.load(Ordering::Relaxed) {
+            EcnSendMode::SockOpt
+        } else {
+            EcnSendMode::Cmsg
+        }
     }
 
     /// Force a send mode (tests of the fallback; kernels known to refuse
     /// the control message).
     pub fn set_ecn_send_mode(&self, mode: EcnSendMode) {
-        self.ecn_mode.set(mode);
+        self.sockopt_mode
+            .store(mode == EcnSendMode::SockOpt, Ordering::Relaxed);
     }
 
     /// `SO_RCVBUF` / `SO_SNDBUF` in bytes (the kernel doubles the value and
@@ -261,7 +273,7 @@ impl UdpSocket {
             SocketAddr::V6(a) => a.ip().to_ipv4_mapped().is_some(),
         };
         let tos = ecn.bits();
-        match self.ecn_mode.get() {
+        match self.ecn_send_mode() {
             EcnSendMode::Cmsg => match self.sendmsg(buf, dst, Some((v4_header, tos))) {
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                     // Kernels without the TOS control message refuse it
@@ -270,7 +282,7 @@ impl UdpSocket {
                     let n = self
                         .sendmsg(buf, dst, None)
                         .map_err(|e| send_error(to, e))?;
-                    self.ecn_mode.set(EcnSendMode::SockOpt);
+                    self.set_ecn_send_mode(EcnSendMode::SockOpt);
                     Ok(n)
                 }
                 r => r.map_err(|e| send_error(to, e)),
@@ -413,7 +425,7 @@ impl UdpSocket {
     /// from the one last set.
     fn set_tos(&self, v4_header: bool, tos: u8) -> Result<(), UdpError> {
         let slot = &self.sockopt_tos[usize::from(!v4_header)];
-        if slot.get() == Some(tos) {
+        if slot.load(Ordering::Relaxed) == u16::from(tos) {
             return Ok(());
         }
         let v = i32::from(tos);
@@ -422,7 +434,7 @@ impl UdpSocket {
         } else {
             self.setsockopt(SockOpt::Ipv6Tclass, v)?;
         }
-        slot.set(Some(tos));
+        slot.store(u16::from(tos), Ordering::Relaxed);
         Ok(())
     }
 
