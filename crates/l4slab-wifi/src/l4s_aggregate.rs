@@ -8,7 +8,8 @@
 //! five times the L queue's 1 ms marking threshold (Linux `sch_dualpi2`
 //! `step_thresh`). Shipping drivers shorten aggregates when latency matters:
 //! iwlwifi caps the frames of an A-MPDU of a low-latency interface
-//! (`low_latency_agg_frame_limit`, 6; `rs.c`: "Aggregations hit latency"),
+//! (`mvm/rs.c`, `low_latency_agg_frame_limit`, 6; its patch: "Aggregations
+//! hit latency so disable it by default on low latency vifs"),
 //! ath9k caps every A-MPDU's duration at 4 ms or the TXOP limit
 //! (`ath_update_max_aggr_framelen`), 802.11 bounds a whole TXOP of voice
 //! to 1.504 ms (802.11-2020 Table 9-155, AC_VO). Here the bound is in
