@@ -141,6 +141,7 @@ pub fn cell_config(scn: &Scenario) -> Option<CellConfig> {
         links: wifi.links.clone(),
         ap_edca: wifi.ap_edca,
         retry_limit: wifi.retry_limit,
+        l4s_ppdu_max: wifi.ap_l4s_ppdu_max,
         stations: wifi
             .stations
             .iter()

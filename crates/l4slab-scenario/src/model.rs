@@ -65,6 +65,10 @@ pub struct WifiSpec {
     pub retry_limit: u32,
     /// The AP's own EDCA parameters per AC.
     pub ap_edca: l4slab_wifi::edca::EdcaSet,
+    /// The AP's airtime bound on the A-MPDUs of a station with L4S traffic
+    /// (`[wifi.ap] l4s_ppdu_max`; `l4slab_wifi::l4s_aggregate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ap_l4s_ppdu_max: Option<l4slab_core::Dur>,
     /// The qdisc of each AP queue (one per station and AC), and of each
     /// station's queue per AC.
     pub ap_qdisc: QdiscSpec,

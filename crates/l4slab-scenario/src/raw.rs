@@ -155,6 +155,7 @@ pub struct RawWifiAp {
     pub qdisc: Option<Value>,
     pub buffer: Option<Value>,
     pub edca: Option<RawEdcaSet>,
+    pub l4s_ppdu_max: Option<Value>,
 }
 
 /// `edca = { vo = {...}, be = {...} }`: overrides per access category.

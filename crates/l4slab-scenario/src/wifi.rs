@@ -5,7 +5,8 @@
 //!   several (Wi-Fi 7 multi-link operation) from `links = [{...}, ...]`;
 //!   never both. Each link is checked by [`Phy::new`].
 //! * `[wifi.ap]`: the qdisc and buffer of each AP queue (one per station and
-//!   access category) and the AP's EDCA parameters over [`EdcaSet::AP`].
+//!   access category), the AP's EDCA parameters over [`EdcaSet::AP`] and
+//!   its `l4s_ppdu_max` (`config::AP_PARAMS`).
 //! * `[wifi.stations]`: every station's defaults (its uplink queues' qdisc
 //!   and buffer, EDCA over the advertised [`EdcaSet::STATION`], SNR, MCS,
 //!   links, scan); `[hosts.NAME.wifi]` overrides them for one station
@@ -38,7 +39,7 @@ use toml::Value;
 use l4slab_core::param::Param;
 use l4slab_core::Rate;
 use l4slab_wifi::config::{
-    self as cell, Scan, StationLink, DEFAULT_SNR_DB, RETRY_LIMIT, RETRY_LIMIT_PARAM,
+    self as cell, Scan, StationLink, DEFAULT_SNR_DB, L4S_PPDU_MAX, RETRY_LIMIT, RETRY_LIMIT_PARAM,
 };
 use l4slab_wifi::edca::{self, Ac, EdcaError, EdcaSet};
 use l4slab_wifi::phy::{self, Band, Phy, PhyError, Standard};
@@ -122,10 +123,16 @@ pub(crate) fn resolve(
         stations.push(WifiStation { host: i, ..s });
     }
 
+    let ap_l4s_ppdu_max = match ap.and_then(|a| a.l4s_ppdu_max.as_ref()) {
+        Some(v) => Some(read(&L4S_PPDU_MAX, v, "wifi.ap.l4s_ppdu_max", None)?.dur()),
+        None => None,
+    };
+
     let mut spec = WifiSpec {
         links,
         retry_limit,
         ap_edca,
+        ap_l4s_ppdu_max,
         ap_qdisc,
         station_qdisc,
         stations,

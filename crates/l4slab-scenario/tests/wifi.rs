@@ -806,3 +806,29 @@ fn the_docs_example_resolves() {
     assert!(gamer.links[0].mcs < w.stations[1].links[0].mcs);
     assert_eq!(s.flows[0].wifi_ac, Ac::Vi);
 }
+
+#[test]
+fn the_aps_l4s_aggregate_bound_reaches_the_cell() {
+    // Unset: no bound, and the resolved scenario does not name it.
+    let s = parse(&home("")).unwrap();
+    assert_eq!(s.wifi.as_ref().unwrap().ap_l4s_ppdu_max, None);
+    assert_eq!(build::cell_config(&s).unwrap().l4s_ppdu_max, None);
+    let json = serde_json::to_string(&s).unwrap();
+    assert!(!json.contains("l4s_ppdu_max"), "{json}");
+    // Written, or from --set: the cell gets it.
+    let s = parse(&home("[wifi.ap]\nl4s_ppdu_max = \"1ms\"")).unwrap();
+    assert_eq!(
+        build::cell_config(&s).unwrap().l4s_ppdu_max,
+        Some(Dur::from_millis(1))
+    );
+    let s = parse_set(&home(""), &["wifi.ap.l4s_ppdu_max=1.504ms"]).unwrap();
+    assert_eq!(
+        s.wifi.unwrap().ap_l4s_ppdu_max,
+        Some(Dur::from_micros(1504))
+    );
+    // Zero or not a duration: an error at the key.
+    for bad in ["\"0ms\"", "3"] {
+        let e = err(&home(&format!("[wifi.ap]\nl4s_ppdu_max = {bad}")));
+        assert_eq!(path_of(&e), "wifi.ap.l4s_ppdu_max", "{e}");
+    }
+}

@@ -60,6 +60,7 @@ use l4slab_core::{Dur, Packet, SimRng, Time};
 
 use super::config::{AirDir, CellConfig, StationConfig, MAC_OVERHEAD};
 use super::edca::{Ac, Backoff, EdcaParams};
+use super::l4s_aggregate;
 use super::phy::Phy;
 use super::stats::CellStats;
 use super::window::BaWindow;
@@ -149,6 +150,11 @@ struct LinkState {
 struct QueueState {
     station: usize,
     window: BaWindow,
+    /// The AP's bound on this queue's A-MPDUs while it has L4S traffic
+    /// (`l4s_ppdu_max`, AP queues only; [`l4s_aggregate`]), and whether its
+    /// last A-MPDU carried an L4S packet.
+    l4s_bound: Option<Dur>,
+    l4s_last: bool,
 }
 
 struct StationState {
@@ -215,6 +221,8 @@ impl Cell {
             queues.push(QueueState {
                 station: q.station,
                 window: BaWindow::new(ba),
+                l4s_bound: cfg.l4s_ppdu_max.filter(|_| q.dir == AirDir::ApToStation),
+                l4s_last: false,
             });
         }
         let mut draw = |cw: u32| rng.below(u64::from(cw) + 1) as u32;
@@ -575,7 +583,15 @@ impl Cell {
         ex.mpdus.clear();
         (ex.q, ex.station, ex.mcs, ex.snr_db) = (q, station, mcs, snr_db);
         (ex.start, ex.txop_end) = (start, txop_end);
-        let w = &mut self.queues[q].window;
+        let QueueState {
+            window: w,
+            l4s_bound,
+            l4s_last,
+            ..
+        } = &mut self.queues[q];
+        // An L4S AP's bound (l4s_aggregate): on while this A-MPDU or the
+        // last one carries an L4S packet.
+        let mut l4s = false;
         let (mut bytes, mut cursor) = (0u64, 0u64);
         while ex.mpdus.len() < max_count {
             let seq = match w.next_pending(cursor) {
@@ -593,10 +609,13 @@ impl Cell {
             } else {
                 u64::from(mpdu)
             };
+            let pkt_l4s = l4s_bound.is_some() && l4s_aggregate::is_l4s(w.get(seq).pkt.ecn);
+            let limit = l4s_aggregate::ppdu_limit(limit, *l4s_bound, *l4s_last || l4s || pkt_l4s);
             let fits = bytes + sub <= max_bytes && phy.ppdu_duration(mcs, bytes + sub) <= limit;
             if !fits && (!first || !ex.mpdus.is_empty()) {
                 break;
             }
+            l4s |= pkt_l4s;
             w.send(seq);
             ex.mpdus.push((seq, mpdu));
             bytes += sub;
@@ -605,6 +624,7 @@ impl Cell {
         if n == 0 {
             return false;
         }
+        *l4s_last = l4s;
         self.stats.links[l].ppdus += 1;
         let top = self.stats.ampdu_mpdus.len() - 1;
         self.stats.ampdu_mpdus[n.min(top)] += 1;

@@ -24,6 +24,24 @@ pub const RETRY_LIMIT_PARAM: Param = Param {
     doc: "failed attempts of one MPDU before it is dropped",
 };
 
+/// `[wifi.ap] l4s_ppdu_max`: the airtime bound of the AP's A-MPDUs to a
+/// station with L4S traffic ([`crate::l4s_aggregate`]).
+pub const L4S_PPDU_MAX: Param = Param {
+    name: "l4s_ppdu_max",
+    aliases: &[],
+    linux: "A-MPDU duration limit (ath9k `ath_update_max_aggr_framelen`, iwlwifi `low_latency_agg_frame_limit`)",
+    kind: Kind::Duration { zero_ok: false },
+    default: ParamValue::Unset {
+        example: "\"1ms\"",
+    },
+    source: "no bound beyond aPPDUMaxTime and the TXOP limit, as mac80211 and an AP without L4S (docs/models/wifi.md, \"An L4S AP's aggregates\")",
+    doc: "an A-MPDU the AP sends a station that carries an L4S packet (ECT(1) or CE), or follows one that did, lasts at most this on the air",
+};
+
+/// The AP's keys of `[wifi.ap]` a declaration describes (its `qdisc`,
+/// `buffer` and `edca` are the scenario's), in the docs' order.
+pub const AP_PARAMS: &[Param] = &[L4S_PPDU_MAX];
+
 /// The cell's keys of `[wifi]` a declaration describes (the PHY's
 /// `standard`, `band`, `width`, `nss` depend on each other: the scenario
 /// layer checks them with `phy::Phy::new`).
@@ -252,6 +270,10 @@ pub struct CellConfig {
     pub ap_edca: EdcaSet,
     /// Failed attempts of one MPDU before it is dropped.
     pub retry_limit: u32,
+    /// The AP's airtime bound on the A-MPDUs of a station with L4S traffic
+    /// ([`L4S_PPDU_MAX`]; None: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l4s_ppdu_max: Option<Dur>,
     pub stations: Vec<StationConfig>,
     pub queues: Vec<QueueSpec>,
 }
@@ -297,6 +319,8 @@ pub enum CellError {
     },
     #[error("retry_limit: must be at least 1")]
     RetryLimit,
+    #[error("ap.l4s_ppdu_max: must be more than 0")]
+    L4sPpduMax,
 }
 
 impl CellConfig {
@@ -306,6 +330,9 @@ impl CellConfig {
         }
         if self.retry_limit == 0 {
             return Err(CellError::RetryLimit);
+        }
+        if self.l4s_ppdu_max.is_some_and(|d| d.is_zero()) {
+            return Err(CellError::L4sPpduMax);
         }
         for s in &self.stations {
             if s.links.is_empty() {

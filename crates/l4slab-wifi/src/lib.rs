@@ -6,7 +6,8 @@
 //! * [`phy`]: the 802.11a/n/ac/ax/be rates, PPDU durations and PER by SNR;
 //!   [`edca`]: the access categories' parameters and backoff;
 //!   [`config`]: the cell's and stations' configuration; [`window`]: the Block
-//!   Ack window; [`stats`]: the cell's counters and summary.
+//!   Ack window; [`stats`]: the cell's counters and summary;
+//!   [`l4s_aggregate`]: an L4S AP's airtime bound on a station's A-MPDUs.
 //! * [`bianchi`]: Bianchi's saturation model, the reference the cell is
 //!   validated against.
 //!
@@ -18,6 +19,7 @@ pub mod bianchi;
 pub mod cell;
 pub mod config;
 pub mod edca;
+pub mod l4s_aggregate;
 pub mod phy;
 pub mod stats;
 pub mod window;

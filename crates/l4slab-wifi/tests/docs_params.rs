@@ -1,13 +1,13 @@
 //! The Wi-Fi tables of the docs are rendered from the declarations: the
 //! EDCA keys (`l4slab_wifi::edca::PARAMS`), the cell's
-//! (`config::CELL_PARAMS`), a link's PHY keys (`phy::PARAMS`), a station's
+//! (`config::CELL_PARAMS`), the AP's (`config::AP_PARAMS`), a link's PHY keys (`phy::PARAMS`), a station's
 //! (`config::STATION_PARAMS`) and a scan's (`config::SCAN_PARAMS`) in
 //! docs/models/wifi.md, the EDCA defaults per
 //! access category (`edca::markdown_defaults`) there and in
 //! docs/scenarios.md, so the docs cannot drift from the code.
 
 use l4slab_core::param::{check_docs_table, markdown_table};
-use l4slab_wifi::config::{CELL_PARAMS, SCAN_PARAMS, STATION_PARAMS};
+use l4slab_wifi::config::{AP_PARAMS, CELL_PARAMS, SCAN_PARAMS, STATION_PARAMS};
 use l4slab_wifi::edca::{self, markdown_defaults};
 use l4slab_wifi::phy;
 
@@ -16,6 +16,7 @@ fn the_wifi_pages_hold_the_declared_tables() {
     for (params, what) in [
         (edca::PARAMS, "EDCA keys"),
         (CELL_PARAMS, "cell keys"),
+        (AP_PARAMS, "AP keys"),
         (phy::PARAMS, "PHY keys"),
         (STATION_PARAMS, "station keys"),
         (SCAN_PARAMS, "scan keys"),
@@ -43,6 +44,7 @@ fn the_declared_defaults_are_best_efforts_and_valid() {
     let all = [
         edca::PARAMS,
         CELL_PARAMS,
+        AP_PARAMS,
         phy::PARAMS,
         STATION_PARAMS,
         SCAN_PARAMS,

@@ -122,6 +122,7 @@ fn config(links: Vec<Phy>, stations: Vec<StationConfig>, queues: Vec<QueueSpec>)
         links,
         ap_edca: EdcaSet::AP,
         retry_limit: RETRY_LIMIT,
+        l4s_ppdu_max: None,
         stations,
         queues,
     }
@@ -151,6 +152,7 @@ fn saturated_cell(n: usize, retry_limit: u32, seed: u64) -> (Cell, Harness) {
         links: vec![phy_a()],
         ap_edca: EdcaSet::AP,
         retry_limit,
+        l4s_ppdu_max: None,
         stations,
         queues: (0..n).map(|i| up(i, Ac::Be)).collect(),
     };
@@ -392,6 +394,7 @@ fn weak_signal_means_retries_drops_and_in_order_delivery() {
         links: vec![phy],
         ap_edca: EdcaSet::AP,
         retry_limit: 2,
+        l4s_ppdu_max: None,
         stations: vec![station("s", &[(0, 7, snr)])],
         queues: vec![down(0, Ac::Be)],
     };
