@@ -122,11 +122,7 @@ impl ScenarioError {
 
     /// This error with `example` as its example where `when(problem, it
     /// had one)` holds; other errors unchanged.
-    pub(crate) fn example_if(
-        self,
-        example: &str,
-        when: impl Fn(Problem, bool) -> bool,
-    ) -> Self {
+    pub(crate) fn example_if(self, example: &str, when: impl Fn(Problem, bool) -> bool) -> Self {
         match self {
             ScenarioError::Invalid {
                 path,

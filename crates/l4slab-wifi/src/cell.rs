@@ -61,7 +61,7 @@ use l4slab_core::{Dur, Packet, SimRng, Time};
 use super::config::{AirDir, CellConfig, StationConfig, MAC_OVERHEAD};
 use super::edca::{Ac, Backoff, EdcaParams};
 use super::l4s_aggregate;
-use super::phy::Phy;
+use super::phy::{PerCurve, Phy, PpduTime};
 use super::stats::CellStats;
 use super::window::BaWindow;
 
@@ -167,10 +167,13 @@ struct StationState {
     /// Per link of the cell: (the link as the station speaks it, mcs, snr)
     /// if the station is on it.
     on_link: Vec<Option<(Phy, u8, f64)>>,
+    /// Per link, the same: its PPDUs' airtime and MPDU error rate at that
+    /// MCS and SNR, worked out once (they are asked for every MPDU).
+    air: Vec<Option<(PpduTime, PerCurve)>>,
 }
 
 /// What is due next.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Due {
     Link(usize),
     Scan(usize),
@@ -187,6 +190,10 @@ pub struct Cell {
     /// The earliest scan event of any station (kept, so that finding the
     /// next event does not cost a pass over the stations).
     next_scan: Option<(Time, usize)>,
+    /// The next event ([`Cell::next_due`]), kept: the clock asks for it
+    /// after every call, and it changes only when an event runs or an
+    /// arrival recomputes contention.
+    due: Option<(Time, Due)>,
     rng: SimRng,
     clock: Time,
     stats: CellStats,
@@ -263,8 +270,11 @@ impl Cell {
             .iter()
             .map(|s| {
                 let mut on_link = vec![None; cfg.links.len()];
+                let mut air = vec![None; cfg.links.len()];
                 for l in &s.links {
-                    on_link[l.link] = Some((station_phy(s, &cfg.links[l.link]), l.mcs, l.snr_db));
+                    let phy = station_phy(s, &cfg.links[l.link]);
+                    on_link[l.link] = Some((phy, l.mcs, l.snr_db));
+                    air[l.link] = Some((phy.ppdu_time(l.mcs), phy.per_curve(l.mcs, l.snr_db)));
                 }
                 StationState {
                     away: false,
@@ -272,14 +282,16 @@ impl Cell {
                     visit: 0,
                     scan_start: Time::ZERO,
                     on_link,
+                    air,
                 }
             })
             .collect();
         let next_scan = earliest_scan(&stations);
         let max_ba = cfg.links.iter().map(|p| usize::from(p.ba_window())).max();
         let stats = CellStats::new(cfg.links.len(), n, max_ba.unwrap_or(1));
-        Cell {
+        let mut cell = Cell {
             next_scan,
+            due: None,
             cfg,
             links,
             queues,
@@ -291,7 +303,9 @@ impl Cell {
             stats,
             won: Vec::with_capacity(n + 1),
             ended: Vec::with_capacity(n + 1),
-        }
+        };
+        cell.due = cell.next_due();
+        cell
     }
 
     pub fn config(&self) -> &CellConfig {
@@ -319,7 +333,8 @@ impl Cell {
 
     /// When the cell next needs [`Cell::advance`].
     pub fn next_event(&self) -> Option<Time> {
-        self.next_due().map(|(t, _)| t)
+        debug_assert_eq!(self.due, self.next_due(), "the kept next event is stale");
+        self.due.map(|(t, _)| t)
     }
 
     fn next_due(&self) -> Option<(Time, Due)> {
@@ -337,13 +352,14 @@ impl Cell {
 
     /// Run every event due by `now`, each at its own time.
     pub fn advance(&mut self, now: Time, qs: &mut impl AirQueues) {
-        while let Some((t, due)) = self.next_due().filter(|(t, _)| *t <= now) {
+        while let Some((t, due)) = self.due.filter(|(t, _)| *t <= now) {
             assert!(t >= self.clock, "cell time went back");
             self.clock = t;
             match due {
                 Due::Link(l) => self.link_event(l, t, qs),
                 Due::Scan(s) => self.scan_event(s, t, qs),
             }
+            self.due = self.next_due();
         }
         self.clock = self.clock.max(now);
     }
@@ -357,6 +373,7 @@ impl Cell {
                 self.refresh(l, now, qs);
             }
         }
+        self.due = self.next_due();
     }
 
     /// Whether queue `q` has something to put in a PPDU.
@@ -535,7 +552,9 @@ impl Cell {
     fn ppdu_duration(&self, l: usize, i: usize) -> Dur {
         let e = &self.links[l].exch[i];
         let phy = &self.station_phy(e.station, l);
-        phy.ppdu_duration(e.mcs, psdu_bytes(phy, &e.mpdus))
+        let (ppdu, _) = self.stations[e.station].air[l].expect("present on the link");
+        debug_assert_eq!(ppdu, phy.ppdu_time(e.mcs));
+        ppdu.duration(psdu_bytes(phy, &e.mpdus))
     }
 
     /// Build exchange slot `i` of link `l`: a PPDU from queue `q` starting
@@ -556,6 +575,7 @@ impl Cell {
     ) -> bool {
         let station = self.queues[q].station;
         let (phy, mcs, snr_db) = self.stations[station].on_link[l].expect("present on the link");
+        let (ppdu, _) = self.stations[station].air[l].expect("present on the link");
         let agg = phy.ba_window() > 1;
         let resp = phy.sifs()
             + phy.ack_duration(if agg {
@@ -611,7 +631,7 @@ impl Cell {
             };
             let pkt_l4s = l4s_bound.is_some() && l4s_aggregate::is_l4s(w.get(seq).pkt.ecn);
             let limit = l4s_aggregate::ppdu_limit(limit, *l4s_bound, *l4s_last || l4s || pkt_l4s);
-            let fits = bytes + sub <= max_bytes && phy.ppdu_duration(mcs, bytes + sub) <= limit;
+            let fits = bytes + sub <= max_bytes && ppdu.duration(bytes + sub) <= limit;
             if !fits && (!first || !ex.mpdus.is_empty()) {
                 break;
             }
@@ -638,10 +658,22 @@ impl Cell {
         let ex = &self.links[l].exch[0];
         let (q, station, mcs, snr, start) = (ex.q, ex.station, ex.mcs, ex.snr_db, ex.start);
         let phy = self.station_phy(station, l);
+        let (_, curve) = self.stations[station].air[l].expect("present on the link");
+        debug_assert_eq!(curve, phy.per_curve(mcs, snr));
+        // The MPDUs of a PPDU mostly share a length: its PER is kept.
+        let mut last: Option<(u32, f64)> = None;
         let mut ok = 0;
         for k in 0..self.links[l].exch[0].mpdus.len() {
             let (seq, len) = self.links[l].exch[0].mpdus[k];
-            let lost = self.rng.chance(phy.per(mcs, snr, u64::from(len)));
+            let per = match last {
+                Some((n, p)) if n == len => p,
+                _ => {
+                    let p = curve.per(u64::from(len));
+                    last = Some((len, p));
+                    p
+                }
+            };
+            let lost = self.rng.chance(per);
             if lost {
                 self.fail_mpdu(q, seq, retry_limit, t, qs);
             } else {

@@ -438,15 +438,25 @@ impl Phy {
     /// approximates the standard's BCC encoder count: one per 300 Mbit/s for
     /// HT (§19.3.11), one per 600 Mbit/s for VHT/HE/EHT.
     pub fn ppdu_duration(&self, mcs: u8, psdu_bytes: u64) -> Dur {
-        let n_dbps = self.bits_per_symbol(mcs);
+        self.ppdu_time(mcs).duration(psdu_bytes)
+    }
+
+    /// [`Phy::ppdu_duration`] at `mcs` with the terms that do not depend on
+    /// the length (N_DBPS, N_ES, preamble, symbol) worked out once: a cell
+    /// building an A-MPDU asks for the airtime at every MPDU it adds.
+    pub fn ppdu_time(&self, mcs: u8) -> PpduTime {
         let per_encoder = match self.standard {
             Standard::A => u64::MAX,
             Standard::N => 300_000_000,
             _ => 600_000_000,
         };
-        let n_es = self.data_rate(mcs).as_bps().div_ceil(per_encoder).max(1);
-        let n_sym = (16 + 8 * psdu_bytes + 6 * n_es).div_ceil(n_dbps);
-        self.preamble() + self.symbol() * n_sym + self.signal_extension()
+        PpduTime {
+            n_dbps: self.bits_per_symbol(mcs),
+            n_es: self.data_rate(mcs).as_bps().div_ceil(per_encoder).max(1),
+            preamble: self.preamble(),
+            symbol: self.symbol(),
+            signal_extension: self.signal_extension(),
+        }
     }
 
     /// Largest A-MPDU: a: none; HT 65,535 B and VHT 1,048,575 B (Maximum
@@ -533,6 +543,13 @@ impl Phy {
     /// the per-byte success rate: `1 − (1 − PER_1500)^{L/1500}`. Uses `libm`
     /// so results are identical on every platform.
     pub fn per(&self, mcs: u8, snr_db: f64, mpdu_bytes: u64) -> f64 {
+        self.per_curve(mcs, snr_db).per(mpdu_bytes)
+    }
+
+    /// [`Phy::per`] at `mcs` and `snr_db` with the part that does not depend
+    /// on the length worked out once (a cell draws every MPDU's fate with
+    /// its receiver's MCS and SNR, which do not change).
+    pub fn per_curve(&self, mcs: u8, snr_db: f64) -> PerCurve {
         assert!(!snr_db.is_nan(), "per: SNR is NaN");
         let z = PER_SLOPE_PER_DB * (snr_db - self.min_snr_db(mcs)) + LN_9;
         // ln(1 − PER_1500) = −ln(1 + e^{−z}), computed without overflow.
@@ -541,8 +558,7 @@ impl Phy {
         } else {
             libm::log1p(libm::exp(-z))
         };
-        let ln_ok = -softplus * (mpdu_bytes as f64 / PER_REF_BYTES);
-        (-libm::expm1(ln_ok)).clamp(0.0, 1.0)
+        PerCurve { softplus }
     }
 
     /// Ideal rate control (like ns-3's IdealWifiManager): the defined MCS
@@ -559,6 +575,41 @@ impl Phy {
             }
         }
         best.0
+    }
+}
+
+/// [`Phy::ppdu_duration`] at one MCS ([`Phy::ppdu_time`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PpduTime {
+    n_dbps: u64,
+    n_es: u64,
+    preamble: Dur,
+    symbol: Dur,
+    signal_extension: Dur,
+}
+
+impl PpduTime {
+    /// Airtime of a PPDU carrying `psdu_bytes`: [`Phy::ppdu_duration`].
+    #[inline]
+    pub fn duration(&self, psdu_bytes: u64) -> Dur {
+        let n_sym = (16 + 8 * psdu_bytes + 6 * self.n_es).div_ceil(self.n_dbps);
+        self.preamble + self.symbol * n_sym + self.signal_extension
+    }
+}
+
+/// [`Phy::per`] at one MCS and SNR ([`Phy::per_curve`]): `softplus` is
+/// −ln(1 − PER) of a 1500 B MPDU.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PerCurve {
+    softplus: f64,
+}
+
+impl PerCurve {
+    /// The error probability of an MPDU of `mpdu_bytes`: [`Phy::per`].
+    #[inline]
+    pub fn per(&self, mpdu_bytes: u64) -> f64 {
+        let ln_ok = -self.softplus * (mpdu_bytes as f64 / PER_REF_BYTES);
+        (-libm::expm1(ln_ok)).clamp(0.0, 1.0)
     }
 }
 

@@ -94,6 +94,9 @@ impl BaWindow {
 
     /// The pending MPDUs' sequence numbers, oldest first, from `from` on.
     pub fn next_pending(&self, from: u64) -> Option<u64> {
+        if self.pending == 0 {
+            return None;
+        }
         let start = from.saturating_sub(self.front) as usize;
         (start..self.slots.len())
             .find(|&i| self.slots[i].state == SlotState::Pending)
