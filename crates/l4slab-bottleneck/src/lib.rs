@@ -821,7 +821,7 @@ mod tests {
         // The series' interval saw every drop of the run.
         assert_eq!(bn.dirs[DOWN].rec.take_interval_counts(), (4, 0));
         // The flow's own counter is whole-run.
-        assert_eq!(bn.dir(DOWN).rec.per_flow[0].drops, 4);
+        assert_eq!(bn.dir(DOWN).rec.per_flow.drops_marks(0), (4, 0));
     }
 
     #[test]

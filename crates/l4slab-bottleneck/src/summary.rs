@@ -118,12 +118,13 @@ impl Direction {
             q["subqueues"] = Value::Object(subs);
         }
         // Per flow sojourn in this queue: who waited how long.
-        let by_flow: Map<String, Value> = rec
-            .per_flow
+        let by_flow: Map<String, Value> = flows
             .iter()
-            .zip(flows)
-            .filter_map(|(f, name)| {
-                f.sojourn
+            .enumerate()
+            .filter_map(|(i, name)| {
+                rec.per_flow
+                    .get(i)?
+                    .sojourn
                     .as_ref()
                     .filter(|st| st.count() > 0)
                     .map(|st| ((*name).to_owned(), st.summary_ms()))

@@ -656,12 +656,12 @@ pub fn run(
             // the context too.
             let (mut data, mut acks, mut marks) = (0, 0, 0);
             for q in 0..fwd.bn.queues() {
-                let rec = &fwd.bn.dir(q).rec.per_flow[i];
+                let (drops, ce) = fwd.bn.dir(q).rec.per_flow.drops_marks(i);
                 if access.dir_of(q) == data_dir {
-                    data += rec.drops;
-                    marks += rec.marks;
+                    data += drops;
+                    marks += ce;
                 } else {
-                    acks += rec.drops;
+                    acks += drops;
                 }
             }
             (data, acks, marks)

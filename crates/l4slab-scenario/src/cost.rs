@@ -12,9 +12,12 @@
 //! * **flows** (after `count` expansion): each holds a transport, an app and
 //!   its recorders in memory for the whole run (about 0.3 MB measured per
 //!   bulk flow, docs/PERFORMANCE.md).
-//! * **Wi-Fi stations** (the client hosts of `[wifi]`): a cell's memory grows
-//!   faster than its stations, about 0.7 MB each (with its flow) plus
-//!   0.5 KB × stations² (1,000 stations: 1.3 GB measured).
+//! * **Wi-Fi stations** (the client hosts of `[wifi]`): each holds its
+//!   queues (eight: four access categories, both ways), their recorders and
+//!   its flow, about 0.55 MB each at 100 stations and less per station
+//!   above (1,000 stations: 0.4 GB measured, 2,000: 0.6 GB). Until
+//!   2026-12-07 every queue also kept a record per flow of the run, so the
+//!   cell grew with stations² (1,000: 1.3 GB, 2,000: 4.3 GB).
 //! * **RTP call memory** (flows whose app runs over RTP): each holds its
 //!   media sender, feedback, controller and playout buffer, about 0.9 MB,
 //!   and its frame records grow about 85 KB a second of the call (100
@@ -260,8 +263,8 @@ impl Cost {
                 "hosts",
                 format!(
                     "{} Wi-Fi stations (the client hosts of [wifi]) is past the limit of {} \
-                     (a cell's memory grows faster than its stations: about 0.7 MB each and \
-                     0.5 KB × stations²)",
+                     (a cell holds about 0.3-0.5 MB per station with its flow: 1,000 took \
+                     0.4 GB)",
                     group(self.stations),
                     group(limits.stations)
                 ),
