@@ -331,11 +331,17 @@ def requote(quoted: tuple[str, ...], output: str) -> list[str | None]:
     at = 0
     new: list[str | None] = []
     for want in quoted:
-        target = shape(want)
-        hit = next((i for i in range(at, len(lines)) if shape(lines[i]) == target), None)
-        if hit is None:
+        target, words = shape(want), want.split()
+        # Of the lines of that shape, the one sharing most words with the quote (rows that
+        # differ only in numbers, e.g. "seed 2: 13.0", keep their own row), the first of equals.
+        same = [i for i in range(at, len(lines)) if shape(lines[i]) == target]
+        if not same:
             new.append(None)
             continue
+        hit = max(
+            same,
+            key=lambda i: (sum(a == b for a, b in zip(lines[i].split(), words, strict=True)), -i),
+        )
         at = hit + 1
         # The quote's own spacing kept: each word replaced by the printed one (a shape has
         # as many words as the line it was taken from).

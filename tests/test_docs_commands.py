@@ -105,6 +105,12 @@ def test_quotes_are_rewritten_from_the_run(tmp_path: Path) -> None:
         "flow a 13.0 Mbit/s",
         "flow c   2.9 ms",
     ]
+    # Rows that differ only in numbers keep their own row (the one sharing most words).
+    rows = "seed 1: 12.5 ms\nseed 2: 13.0 ms\nseed 3: 11.1 ms\n"
+    assert requote(("seed 2: 14.0 ms", "seed 3: 9.9 ms"), rows) == [
+        "seed 2: 13.0 ms",
+        "seed 3: 11.1 ms",
+    ]
     # A line whose words changed is not guessed at.
     assert requote(("flow a 12.5 Gbit/s",), out) == [None]
     page = tmp_path / "page.md"
